@@ -1,0 +1,54 @@
+/* Context, errors, timing, problem setup: backend-agnostic. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "ops.h"
+
+const char *krr_status_name(krr_status st) {
+  switch (st) {
+    case KRR_OK: return "ok";
+    case KRR_ERR_INPUT: return "input";
+    case KRR_ERR_MEMORY: return "memory";
+    case KRR_ERR_DEVICE: return "device";
+    case KRR_ERR_NUMERIC: return "numeric";
+    case KRR_ERR_NOT_BUILT: return "not_built";
+    default: return "internal";
+  }
+}
+
+krr_status krr_fail(krr_ctx *ctx, krr_status st, const char *fmt, ...) {
+  if (!ctx) return st;
+  /* keep the first (root-cause) message of a chain of failures */
+  if (ctx->status == KRR_OK || ctx->msg[0] == '\0') {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->msg, sizeof ctx->msg, fmt, ap);
+    va_end(ap);
+    ctx->status = st;
+  }
+  return st;
+}
+
+size_t krr_sizeof(krr_precision prec) { return prec == KRR_FLOAT ? sizeof(float) : sizeof(double); }
+
+double krr_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+krr_status krr_ctx_init(krr_ctx *ctx, const krr_ops *ops, int threads, int device_id) {
+  memset(ctx, 0, sizeof *ctx);
+  ctx->ops = ops;
+  ctx->threads = threads > 0 ? threads : krr_cpu_threads_default();
+  ctx->device_id = device_id;
+  if (!ops) return krr_fail(ctx, KRR_ERR_NOT_BUILT, "no backend");
+  return ops->ctx_init ? ops->ctx_init(ctx) : KRR_OK;
+}
+
+void krr_ctx_free(krr_ctx *ctx) {
+  if (ctx && ctx->ops && ctx->ops->ctx_free) ctx->ops->ctx_free(ctx);
+  if (ctx) ctx->dev = NULL;
+}

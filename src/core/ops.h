@@ -1,0 +1,96 @@
+/* The krr_ops table: the seam between the algorithms (src/core) and a device
+ * (src/cpu, src/cuda).  Solvers call only these.  A new device is a new table.
+ *
+ * Conventions
+ *  - Every pointer named X* is a device array of points, n x p ROW-major
+ *    (point-contiguous).  Every other matrix is COLUMN-major with a leading
+ *    dimension.  Index arrays (idx) are device int64_t arrays.
+ *  - "real" is float for the *_s entries and double for the *_d entries;
+ *    scalars are passed as double.  Reductions (dot, nrm2) accumulate in
+ *    double in both precisions.
+ *  - Every entry returns KRR_OK or an error status after krr_fail(ctx, ...).
+ *  - Work is ordered on the context's stream; download() and the reductions
+ *    synchronise.  Nothing here prints, exits or longjmps.
+ */
+#ifndef KRR_OPS_H
+#define KRR_OPS_H
+
+#include "krr.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KRR_OPS_TYPED(real, S)                                                          \
+  /* OUT(n1 x q, ld ldo) = K(X1, X2) V(n2 x q, ld ldv): matrix-free, tiled, never  \
+     storing n1 x n2.  OUT is overwritten. */                                          \
+  krr_status (*kernel_mv_##S)(krr_ctx *, const krr_kernel *, const real *X1, int64_t n1,  \
+                              const real *X2, int64_t n2, int p, const real *V,           \
+                              int64_t ldv, int q, real *out, int64_t ldo);                \
+  /* OUT(n1 x n2, ld ldo) = K(X1, X2), materialised. */                                 \
+  krr_status (*kernel_block_##S)(krr_ctx *, const krr_kernel *, const real *X1,          \
+                                 int64_t n1, const real *X2, int64_t n2, int p, real *out, \
+                                 int64_t ldo);                                            \
+  /* dst(b x p, row-major) = X[idx, ] */                                                 \
+  krr_status (*gather_points_##S)(krr_ctx *, const real *X, int p, const int64_t *idx,   \
+                                  int64_t b, real *dst);                                  \
+  /* dst(b x m, ld ldd) = src[idx, ] (src ld lds) */                                    \
+  krr_status (*gather_rows_##S)(krr_ctx *, const real *src, int64_t lds, int m,          \
+                                const int64_t *idx, int64_t b, real *dst, int64_t ldd);   \
+  /* dst[idx, ] += alpha * src(b x m); idx distinct */                                  \
+  krr_status (*scatter_axpy_##S)(krr_ctx *, double alpha, const real *src, int64_t lds,  \
+                                 int m, const int64_t *idx, int64_t b, real *dst,        \
+                                 int64_t ldd);                                            \
+  /* y = a x + b y (contiguous, length n) */                                            \
+  krr_status (*axpby_##S)(krr_ctx *, int64_t n, double a, const real *x, double b,       \
+                          real *y);                                                       \
+  krr_status (*dot_##S)(krr_ctx *, int64_t n, const real *x, const real *y, double *out);\
+  krr_status (*nrm2_##S)(krr_ctx *, int64_t n, const real *x, double *out);              \
+  /* C = alpha op(A) op(B) + beta C; ta/tb: 0 = N, 1 = T */                             \
+  krr_status (*gemm_##S)(krr_ctx *, int ta, int tb, int64_t m, int64_t n, int64_t k,     \
+                         double alpha, const real *A, int64_t lda, const real *B,         \
+                         int64_t ldb, double beta, real *C, int64_t ldc);                 \
+  /* upper Cholesky A = R^T R in place; *info > 0: not positive definite (KRR_OK) */    \
+  krr_status (*potrf_##S)(krr_ctx *, int64_t n, real *A, int64_t lda, int *info);        \
+  /* B = alpha op(A)^{-1} B (right = 0) or alpha B op(A)^{-1} (right = 1); A upper,    \
+     non-unit, m x n is the shape of B */                                               \
+  krr_status (*trsm_##S)(krr_ctx *, int right, int trans, int64_t m, int64_t n,          \
+                         double alpha, const real *A, int64_t lda, real *B, int64_t ldb); \
+  /* A(m x n, m >= n) <- Q of its thin QR */                                            \
+  krr_status (*qr_q_##S)(krr_ctx *, int64_t m, int64_t n, real *A, int64_t lda);         \
+  /* A(m x n, m >= n) <- U of its thin SVD; S (device, n) descending */                 \
+  krr_status (*svd_thin_##S)(krr_ctx *, int64_t m, int64_t n, real *A, int64_t lda,      \
+                             real *S);                                                    \
+  /* symmetric eigen: A <- eigenvectors, W (device, n) ascending */                     \
+  krr_status (*syev_##S)(krr_ctx *, int64_t n, real *A, int64_t lda, real *W);           \
+  /* A_ii += alpha + (d ? d_i : 0) */                                                    \
+  krr_status (*add_diag_##S)(krr_ctx *, int64_t n, real *A, int64_t lda, double alpha,   \
+                             const real *d);                                              \
+  /* A(m x n) <- diag(d) A */                                                            \
+  krr_status (*scale_rows_##S)(krr_ctx *, int64_t m, int64_t n, const real *d, real *A,  \
+                               int64_t lda);                                              \
+  /* out[i] = N(0,1) draw number (offset + i) of stream seed (krr_rng_normal) */        \
+  krr_status (*randn_##S)(krr_ctx *, int64_t n, uint64_t seed, uint64_t offset, real *out);
+
+struct krr_ops {
+  const char *name; /* "cpu", "cuda" */
+  krr_status (*ctx_init)(krr_ctx *);
+  void (*ctx_free)(krr_ctx *);
+  /* bytes free / total on the device (CPU: MemAvailable / MemTotal) */
+  krr_status (*mem_info)(krr_ctx *, size_t *free_bytes, size_t *total_bytes);
+  /* NULL (after krr_fail(..., KRR_ERR_MEMORY, ...)) on failure */
+  void *(*alloc)(krr_ctx *, size_t bytes);
+  void (*dealloc)(krr_ctx *, void *p); /* NULL is a no-op */
+  krr_status (*upload)(krr_ctx *, void *dst_dev, const void *src_host, size_t bytes);
+  krr_status (*download)(krr_ctx *, void *dst_host, const void *src_dev, size_t bytes);
+  krr_status (*copy)(krr_ctx *, void *dst_dev, const void *src_dev, size_t bytes);
+  krr_status (*zero)(krr_ctx *, void *dst_dev, size_t bytes);
+  krr_status (*sync)(krr_ctx *);
+  KRR_OPS_TYPED(double, d)
+  KRR_OPS_TYPED(float, s)
+};
+
+#ifdef __cplusplus
+}
+#endif
+#endif

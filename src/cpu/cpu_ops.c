@@ -1,0 +1,144 @@
+/* The CPU krr_ops table: OpenBLAS (cblas), LAPACKE, OpenMP. */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cblas.h>
+#include <lapacke.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#include "cpu.h"
+#include "../core/rng.h"
+
+#ifdef KRR_HAVE_OPENBLAS
+void openblas_set_num_threads(int num_threads);
+#endif
+
+/* ---- thread policy: the one place -------------------------------------- */
+int krr_cpu_threads_default(void) {
+  int n = 1;
+  const char *env = getenv("ASKOTCH_THREADS");
+#ifdef _OPENMP
+  n = omp_get_num_procs();
+  if (env && atoi(env) > 0) n = atoi(env);
+  int lim = omp_get_thread_limit();
+  if (lim > 0 && n > lim) n = lim;
+#else
+  (void)env;
+#endif
+  return n < 1 ? 1 : n;
+}
+
+void krr_cpu_blas_threads(int n) {
+#ifdef KRR_HAVE_OPENBLAS
+  static int current = -1;
+  if (n < 1) n = 1;
+  if (n != current) {
+    openblas_set_num_threads(n);
+    current = n;
+  }
+#else
+  (void)n;
+#endif
+}
+
+/* ---- memory --------------------------------------------------------------*/
+static krr_status cpu_ctx_init(krr_ctx *ctx) { (void)ctx; return KRR_OK; }
+static void cpu_ctx_free(krr_ctx *ctx) { (void)ctx; }
+
+static krr_status cpu_mem_info(krr_ctx *ctx, size_t *free_b, size_t *total_b) {
+  (void)ctx;
+  size_t avail = 0, total = 0;
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (f) {
+    char line[256];
+    unsigned long long v;
+    while (fgets(line, sizeof line, f)) {
+      if (sscanf(line, "MemAvailable: %llu kB", &v) == 1) avail = (size_t)v * 1024;
+      else if (sscanf(line, "MemTotal: %llu kB", &v) == 1) total = (size_t)v * 1024;
+    }
+    fclose(f);
+  }
+#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
+  if (total == 0) {
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && psz > 0) total = (size_t)pages * (size_t)psz;
+  }
+#endif
+  if (avail == 0) avail = total / 2;
+  if (total == 0) { total = (size_t)8 << 30; avail = total / 2; }
+  *free_b = avail;
+  *total_b = total;
+  return KRR_OK;
+}
+
+static void *cpu_alloc(krr_ctx *ctx, size_t bytes) {
+  void *p = malloc(bytes ? bytes : 1);
+  if (!p) krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory allocating %.1f MiB",
+                   (double)bytes / 1048576.0);
+  return p;
+}
+static void cpu_dealloc(krr_ctx *ctx, void *p) { (void)ctx; free(p); }
+static krr_status cpu_memcpy(krr_ctx *ctx, void *dst, const void *src, size_t bytes) {
+  (void)ctx;
+  if (bytes) memcpy(dst, src, bytes);
+  return KRR_OK;
+}
+static krr_status cpu_zero(krr_ctx *ctx, void *dst, size_t bytes) {
+  (void)ctx;
+  if (bytes) memset(dst, 0, bytes);
+  return KRR_OK;
+}
+static krr_status cpu_sync(krr_ctx *ctx) { (void)ctx; return KRR_OK; }
+
+/* ---- typed ops, instantiated twice ---------------------------------------*/
+#define real double
+#define S(name) cpu_##name##_d
+#define CB(name) cblas_d##name
+#define LP(name) LAPACKE_d##name
+#include "cpu_ops_t.c.inc"
+#undef real
+#undef S
+#undef CB
+#undef LP
+
+#define real float
+#define S(name) cpu_##name##_s
+#define CB(name) cblas_s##name
+#define LP(name) LAPACKE_s##name
+#include "cpu_ops_t.c.inc"
+#undef real
+#undef S
+#undef CB
+#undef LP
+
+#define KRR_CPU_TYPED(S)                                                                   \
+  .kernel_mv_##S = krr_cpu_kernel_mv_##S, .kernel_block_##S = krr_cpu_kernel_block_##S,   \
+  .gather_points_##S = cpu_gather_points_##S, .gather_rows_##S = cpu_gather_rows_##S,      \
+  .scatter_axpy_##S = cpu_scatter_axpy_##S, .axpby_##S = cpu_axpby_##S,                    \
+  .dot_##S = cpu_dot_##S, .nrm2_##S = cpu_nrm2_##S, .gemm_##S = cpu_gemm_##S,              \
+  .potrf_##S = cpu_potrf_##S, .trsm_##S = cpu_trsm_##S, .qr_q_##S = cpu_qr_q_##S,          \
+  .svd_thin_##S = cpu_svd_thin_##S, .syev_##S = cpu_syev_##S,                              \
+  .add_diag_##S = cpu_add_diag_##S, .scale_rows_##S = cpu_scale_rows_##S,                  \
+  .randn_##S = cpu_randn_##S
+
+static const krr_ops cpu_ops = {
+    .name = "cpu",
+    .ctx_init = cpu_ctx_init,
+    .ctx_free = cpu_ctx_free,
+    .mem_info = cpu_mem_info,
+    .alloc = cpu_alloc,
+    .dealloc = cpu_dealloc,
+    .upload = cpu_memcpy,
+    .download = cpu_memcpy,
+    .copy = cpu_memcpy,
+    .zero = cpu_zero,
+    .sync = cpu_sync,
+    KRR_CPU_TYPED(d),
+    KRR_CPU_TYPED(s),
+};
+
+const krr_ops *krr_cpu_ops(void) { return &cpu_ops; }

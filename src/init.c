@@ -1,0 +1,28 @@
+/* Registration of the .Call entry points (exact arities, no dynamic lookup). */
+#include <R.h>
+#include <Rinternals.h>
+#include <R_ext/Rdynload.h>
+
+SEXP ffi_fit_init(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_fit_step(SEXP, SEXP);
+SEXP ffi_fit_residual(SEXP);
+SEXP ffi_fit_weights(SEXP);
+SEXP ffi_fit_free(SEXP);
+SEXP ffi_kernel_apply(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_kernel_matrix(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_threads(SEXP);
+SEXP ffi_devices(void);
+
+#define CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
+
+static const R_CallMethodDef call_methods[] = {
+    CALLDEF(ffi_fit_init, 8),     CALLDEF(ffi_fit_step, 2),      CALLDEF(ffi_fit_residual, 1),
+    CALLDEF(ffi_fit_weights, 1),  CALLDEF(ffi_fit_free, 1),      CALLDEF(ffi_kernel_apply, 8),
+    CALLDEF(ffi_kernel_matrix, 6), CALLDEF(ffi_threads, 1),      CALLDEF(ffi_devices, 0),
+    {NULL, NULL, 0}};
+
+void R_init_askotch(DllInfo *dll) {
+  R_registerRoutines(dll, NULL, call_methods, NULL, NULL);
+  R_useDynamicSymbols(dll, FALSE);
+  R_forceSymbols(dll, TRUE);
+}
