@@ -160,7 +160,7 @@ static int cmd_test(const args_t *a) {
       krr_problem pb;
       krr_precision prec = pr ? KRR_DOUBLE : KRR_FLOAT;
       krr_problem_create(&ctx, prec, X, n, p, y, m, k, lambda, &pb);
-      for (int kind = 0; kind < 3; kind++) {
+      for (int kind = 0; kind < 5; kind++) {
         krr_solver_opts_default(&o);
         o.kind = (krr_solver_kind)kind;
         o.block_size = 150;
@@ -170,7 +170,7 @@ static int cmd_test(const args_t *a) {
         st = run_solver(&ctx, &pb, &o, tol, 4000, w, &rr, &dg, &secs);
         double err = rel_diff(w, w_ref, n * m);
         double werr = pr ? 1e-8 : 1e-3;
-        static const char *kn[] = {"askotch", "skotch", "cholesky"};
+        static const char *kn[] = {"askotch", "skotch", "cholesky", "sap", "nsap"};
         if (getenv("KRR_VERBOSE")) printf("%s %s %s: %lld iters %.2fs relres %.2e err %.2e\n", kn[kind], kernel_names[kt], pr ? "double" : "single", (long long)dg.iter, secs, rr, err);
         CHECK(st == KRR_OK && rr <= tol * 1.0001 && err <= werr,
               "%s %s %s: status %d (%s) relres %.3g (tol %.1g) weights rel err %.3g after %lld iters",

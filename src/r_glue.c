@@ -73,10 +73,7 @@ static const krr_ops *pick_ops(int device) {
 }
 
 static int g_threads = 0; /* 0: krr_cpu_threads_default() */
-static int threads_or_default(int t) {
-  if (t > 0) return t;
-  return g_threads > 0 ? g_threads : krr_cpu_threads_default();
-}
+static int threads_or_default(int t) { return krr_cpu_threads_cap(t > 0 ? t : g_threads); }
 
 /* ---- fit state --------------------------------------------------------- */
 typedef struct {
@@ -267,11 +264,7 @@ SEXP ffi_kernel_matrix(SEXP x1, SEXP x2, SEXP kernel, SEXP bandwidth, SEXP preci
 
 SEXP ffi_threads(SEXP n) {
   int t = int1(n, "threads must be a number");
-  if (t > 0) {
-    int lim = krr_cpu_threads_default();
-    g_threads = t;
-    (void)lim;
-  }
+  if (t > 0) g_threads = krr_cpu_threads_cap(t);
   return Rf_ScalarInteger(threads_or_default(0));
 }
 

@@ -1,6 +1,8 @@
 /* ASkotch and Skotch (journal Alg. 1-3, with the corrections of
- * ALGORITHMS.md sections 2-4), written once for both precisions against the
- * krr_ops table. */
+ * ALGORITHMS.md sections 2-4), and their exact-block relatives SAP / NSAP
+ * (block Gauss-Seidel of Tu et al.: the block system (K_BB + lambda I) d = g
+ * solved exactly by Cholesky, stepsize 1), written once for both precisions
+ * against the krr_ops table. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -9,7 +11,7 @@
 
 typedef struct {
   struct krr_solver base;
-  int accelerated, materialize, r_eff;
+  int accelerated, materialize, exact, r_eff;
   int64_t n, b;
   int p, m, r;
   double mu, nu, beta, gamma, alpha, rho, L, ema;
@@ -49,7 +51,7 @@ void krr_askotch_resolve(const krr_problem *pb, krr_solver_opts *o) {
 size_t krr_askotch_memory(const krr_problem *pb, const krr_solver_opts *o, int64_t b, int r,
                           int materialize) {
   int64_t n = pb->n, m = pb->m, p = pb->p;
-  int acc = o->kind == KRR_SOLVER_ASKOTCH;
+  int acc = o->kind == KRR_SOLVER_ASKOTCH || o->kind == KRR_SOLVER_NSAP;
   double elems = (double)(acc ? 3 : 1) * (double)(n * m) + (double)(b * p) +
                  (materialize ? (double)b * (double)b : 0.0) + 2.0 * (double)b * r +
                  (double)r * r + 3.0 * r + 3.0 * (double)(b * m) + (double)r * m + 3.0 * b;
@@ -92,8 +94,14 @@ static krr_status pc_apply_orth(askotch_t *s, const void *dvec, double c, const 
   return OP(s, gemm, 0, 0, s->b, m, s->r_eff, 1.0, s->U, s->b, s->t, s->r_eff, 1.0, out, s->b);
 }
 
-/* out = (P + rho I)^{-1} in */
+/* out = (P + rho I)^{-1} in; for SAP/NSAP, (K_BB + lambda I)^{-1} in with the
+ * Cholesky factor held in KB */
 static krr_status pc_inv(askotch_t *s, const void *in, void *out, int m) {
+  if (s->exact) {
+    if (out != in) KTRY(CTX(s)->ops->copy(CTX(s), out, in, s->base.es * (size_t)(s->b * m)));
+    KTRY(OP(s, trsm, 0, 1, s->b, m, 1.0, s->KB, s->b, out, s->b));
+    return OP(s, trsm, 0, 0, s->b, m, 1.0, s->KB, s->b, out, s->b);
+  }
   if (PREC(s) == KRR_DOUBLE || s->r_eff == 0) return pc_apply_orth(s, s->dinv, s->rho, in, out, m);
   /* single: U^T U != I; (g - U Lc^{-T} Lc^{-1} U^T g)/rho with
    * Lc Lc^T = rho diag(1/lam) + U^T U factored in setup (C = R, R^T R). */
@@ -210,10 +218,19 @@ static krr_status askotch_iter(askotch_t *s) {
   KTRY(OP(s, gather_points, pb->X, s->p, s->idx, b, s->XB));
   if (s->materialize)
     KTRY(OP(s, kernel_block, &pb->kernel, s->XB, b, s->XB, b, s->p, s->KB, b));
-  KTRY(nystrom(s, krr_rng_stream(seed, it, 1)));
+  if (s->exact) {
+    int info = 0;
+    KTRY(OP(s, add_diag, b, s->KB, b, pb->lambda, NULL));
+    KTRY(OP(s, potrf, b, s->KB, b, &info));
+    if (info != 0)
+      return krr_fail(ctx, KRR_ERR_NUMERIC, "block Cholesky of K_BB + lambda I failed (column %d); "
+                      "increase lambda or use precision = \"double\"", info);
+  } else {
+    KTRY(nystrom(s, krr_rng_stream(seed, it, 1)));
+  }
   KTRY(ctx->ops->sync(ctx));
   double t1 = krr_now();
-  KTRY(powering(s, krr_rng_stream(seed, it, 2)));
+  if (!s->exact) KTRY(powering(s, krr_rng_stream(seed, it, 2)));
   KTRY(ctx->ops->sync(ctx));
   double t2 = krr_now();
 
@@ -307,7 +324,8 @@ krr_status krr_askotch_init(krr_ctx *ctx, const krr_problem *pb, const krr_solve
     b = o.block_size = sb;
     if (o.rank > b) o.rank = (int)b;
   }
-  int mat = (double)b * (double)b * (double)es <= (double)o.block_mem_limit &&
+  int exact = o.kind == KRR_SOLVER_SAP || o.kind == KRR_SOLVER_NSAP;
+  int mat = (exact || (double)b * (double)b * (double)es <= (double)o.block_mem_limit) &&
             krr_askotch_memory(pb, &o, b, o.rank, 1) <= avail;
 
   askotch_t *s = (askotch_t *)calloc(1, sizeof(askotch_t));
@@ -317,8 +335,15 @@ krr_status krr_askotch_init(krr_ctx *ctx, const krr_problem *pb, const krr_solve
   s->base.pb = pb;
   s->base.o = o;
   s->base.es = es;
-  s->accelerated = o.kind == KRR_SOLVER_ASKOTCH;
+  s->accelerated = o.kind == KRR_SOLVER_ASKOTCH || o.kind == KRR_SOLVER_NSAP;
+  s->exact = exact;
   s->materialize = mat;
+  s->L = 1.0; /* exact block solves take unit steps */
+  if (s->exact && !mat) {
+    free(s);
+    return krr_fail(ctx, KRR_ERR_MEMORY, "SAP needs the %lld x %lld block kernel matrix in memory; "
+                    "use a smaller block_size", (long long)b, (long long)b);
+  }
   s->n = n; s->b = b; s->p = pb->p; s->m = pb->m; s->r = o.rank;
   int64_t nm = n * (int64_t)pb->m;
   int r = o.rank, m = pb->m;

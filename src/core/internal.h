@@ -41,6 +41,11 @@ void krr_prec_to_host(krr_precision prec, const void *src, int64_t len, double *
 typedef struct krr_solver_vt {
   krr_status (*step)(krr_solver *s, int64_t iters);
   void (*free)(krr_solver *s);
+  /* optional (NULL: the generic n x m versions in solver.c) */
+  krr_status (*weights)(krr_solver *s, double *w_out);
+  krr_status (*residual)(krr_solver *s, double *relres);
+  int64_t (*ncenters)(const krr_solver *s);
+  krr_status (*centers)(krr_solver *s, int64_t *idx_out);
 } krr_solver_vt;
 
 /* Shared solver header; concrete solvers extend it (first member). */
@@ -61,6 +66,53 @@ krr_status krr_cholesky_init(krr_ctx *ctx, const krr_problem *pb, const krr_solv
 size_t krr_askotch_memory(const krr_problem *pb, const krr_solver_opts *o, int64_t b, int r,
                           int materialize);
 void krr_askotch_resolve(const krr_problem *pb, krr_solver_opts *o);
+
+krr_status krr_pcg_init(krr_ctx *ctx, const krr_problem *pb, const krr_solver_opts *o,
+                        krr_solver **out);
+size_t krr_pcg_memory(const krr_problem *pb, const krr_solver_opts *o);
+krr_status krr_falkon_init(krr_ctx *ctx, const krr_problem *pb, const krr_solver_opts *o,
+                           krr_solver **out);
+size_t krr_falkon_memory(const krr_problem *pb, const krr_solver_opts *o);
+
+/* --- low-rank preconditioners (nystrom.c) ------------------------------------
+ * P + rho I on an n-dimensional space with P = U diag(lam) U^T (U n x r_eff on
+ * the device).  Built either by the randomized Nystrom sketch of a psd M
+ * (ALGORITHMS.md section 2, krr_nystrom_sketch: U orthonormal in exact
+ * arithmetic) or from a partial Cholesky factor F (U = F, lam = 1).
+ * Inverse: with orth (double-precision Nystrom) U (Lam+rho)^{-1} U^T g +
+ * (g - U U^T g)/rho; otherwise the Woodbury form (g - U C^{-1} C^{-T} U^T g)/rho
+ * with C^T C = rho diag(1/lam) + U^T U (upper Cholesky). */
+typedef struct krr_lowrank {
+  krr_precision prec;
+  int64_t n;
+  int r, r_eff, mmax;
+  int orth;           /* U has orthonormal columns (use the orthogonal form) */
+  double rho;
+  void *U, *Y;        /* n x r: basis / factor, and sketch workspace */
+  void *C;            /* r x r */
+  void *S, *dinv, *dsq; /* r */
+  void *t;            /* r x mmax */
+  double *lam, *hv;   /* host r */
+} krr_lowrank;
+
+/* Y(n x q, ld n) = M V(n x q, ld n) for the psd M being sketched */
+typedef krr_status (*krr_matmul_fn)(void *arg, const void *V, int q, void *Y);
+
+krr_status krr_lowrank_alloc(krr_ctx *ctx, krr_precision prec, int64_t n, int r, int mmax,
+                             krr_lowrank *lr);
+void krr_lowrank_free(krr_ctx *ctx, krr_lowrank *lr);
+size_t krr_lowrank_memory(krr_precision prec, int64_t n, int r, int mmax);
+/* Nystrom sketch of M (trace tr) into U, lam, r_eff (Alg. 2 with shift retries) */
+krr_status krr_nystrom_sketch(krr_ctx *ctx, krr_lowrank *lr, krr_matmul_fn mv, void *arg,
+                              double trace, uint64_t seed);
+/* rho from the mode: damped lambda + lam_r, regularization lambda, or value */
+double krr_lowrank_rho(const krr_lowrank *lr, krr_rho_mode mode, double value, double lambda);
+/* set rho; precompute the diagonal factors and (unless orth in double) C */
+krr_status krr_lowrank_prepare(krr_ctx *ctx, krr_lowrank *lr, double rho);
+/* out = (P + rho I)^{-1} in, in/out n x m (ld n), m <= mmax; out may equal in */
+krr_status krr_lowrank_inv(krr_ctx *ctx, krr_lowrank *lr, const void *in, void *out, int m);
+/* out = (P + rho I)^{-1/2} in (orthonormal U only) */
+krr_status krr_lowrank_invsqrt(krr_ctx *ctx, krr_lowrank *lr, const void *in, void *out, int m);
 
 /* Uniform sample of b distinct indices from 0..n-1, sorted ascending
  * (Floyd's algorithm; mark is a zeroed bitmap of n bits, left zeroed). */

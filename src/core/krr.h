@@ -109,8 +109,22 @@ krr_status krr_kernel_matrix_host(krr_ctx *ctx, krr_precision prec, const krr_ke
 typedef enum {
   KRR_SOLVER_ASKOTCH = 0,
   KRR_SOLVER_SKOTCH = 1,
-  KRR_SOLVER_CHOLESKY = 2
+  KRR_SOLVER_CHOLESKY = 2,
+  KRR_SOLVER_SAP = 3,  /* exact-block sketch-and-project (block Gauss-Seidel) */
+  KRR_SOLVER_NSAP = 4, /* its Nesterov-accelerated form */
+  KRR_SOLVER_PCG = 5,      /* preconditioned CG on (K + lambda I) w = y (pcg.c) */
+  KRR_SOLVER_FALKON = 6,   /* inducing points, Falkon preconditioner (falkon.c) */
+  KRR_SOLVER_EIGENPRO = 7  /* EigenPro 2.0 preconditioned SGD (eigenpro.c) */
 } krr_solver_kind;
+
+/* PCG preconditioners (krr_solver_opts.precond) */
+typedef enum {
+  KRR_PRECOND_NYSTROM = 0,    /* randomized Nystrom of K, rank r, rho per rho_mode */
+  KRR_PRECOND_RPCHOLESKY = 1, /* randomly pivoted partial Cholesky, F F^T + lambda I */
+  KRR_PRECOND_GREEDY = 2,     /* greedy (argmax residual diagonal) partial Cholesky */
+  KRR_PRECOND_NONE = 3
+} krr_precond;
+#define KRR_N_PRECONDS 4
 
 typedef enum { KRR_RHO_DAMPED = 0, KRR_RHO_REGULARIZATION = 1, KRR_RHO_VALUE = 2 } krr_rho_mode;
 
@@ -125,6 +139,15 @@ typedef struct krr_solver_opts {
   uint64_t seed;
   size_t block_mem_limit;  /* materialise K_BB when b*b*sizeof(real) <= this (0 = 256 MiB) */
   size_t mem_limit;        /* bytes the fit may allocate beyond X and y (0 = backend free memory) */
+  /* --- PCG / Falkon / EigenPro (appended; zero = default) --- */
+  krr_precond precond;     /* PCG preconditioner (default Nystrom); rank = r (0: min(100, n)) */
+  const int64_t *centers;  /* Falkon: 0-based training-row indices of the centres (NULL: sample) */
+  int64_t n_centers;       /* Falkon: number of centres (0: min(n, 20000, ceil(sqrt(n) log n))) */
+  int resid_every;         /* PCG/Falkon: recompute the residual exactly every this many
+                              iterations (0 = 50) */
+  int64_t ep_subsample;    /* EigenPro: s, points of the preconditioner subsample (0: min(n, 4000)) */
+  int64_t ep_batch;        /* EigenPro: gradient batch (0: automatic, EigenPro 2.0 rule) */
+  double ep_step;          /* EigenPro: step size (<= 0: automatic) */
 } krr_solver_opts;
 
 void krr_solver_opts_default(krr_solver_opts *o);
@@ -156,8 +179,17 @@ krr_status krr_solver_step(krr_solver *s, int64_t iters);
 void krr_solver_diag(const krr_solver *s, krr_diag *out);
 /* host n x m column-major double */
 krr_status krr_solver_weights(krr_solver *s, double *w_out);
-/* exact ||(K + lambda I) w - y||_F / ||y||_F (one full kernel pass) */
+/* exact ||(K + lambda I) w - y||_F / ||y||_F (one full kernel pass).
+ * Falkon: the exact relative residual of its normal equations
+ * ||(K_nm^T K_nm + lambda K_mm) a - K_nm^T y|| / ||K_nm^T y|| (two n x m passes). */
 krr_status krr_solver_residual(krr_solver *s, double *relres);
+/* Inducing-point solvers (Falkon): the number of centres and their 0-based row
+ * indices in the training data (idx_out has ncenters entries).  Full-KRR solvers
+ * have 0 centres.  krr_solver_weights writes n x m for full-KRR solvers and
+ * ncenters x m (the centre coefficients a; predict with K(x, X[centres]) a) for
+ * Falkon. */
+int64_t krr_solver_ncenters(const krr_solver *s);
+krr_status krr_solver_centers(krr_solver *s, int64_t *idx_out);
 void krr_solver_free(krr_solver *s);
 
 /* Exact relative residual of host weights w (n x m) for a problem. */
@@ -173,8 +205,10 @@ int krr_cuda_device_count(void);
 krr_status krr_cuda_device_info(int dev, char *name, size_t len, size_t *mem_total,
                                 int *cc_major, int *cc_minor);
 
-/* CPU thread policy (one place): requested <= 0 means default. */
+/* CPU thread policy (one place): the default is ASKOTCH_THREADS or the number
+ * of processors; every request is capped by omp_get_thread_limit(). */
 int krr_cpu_threads_default(void);
+int krr_cpu_threads_cap(int requested); /* requested <= 0: the default */
 
 /* Monotonic clock (seconds). */
 double krr_now(void);

@@ -14,6 +14,8 @@ void krr_solver_opts_default(krr_solver_opts *o) {
 size_t krr_solver_memory(const krr_problem *pb, const krr_solver_opts *o, int materialize) {
   if (o->kind == KRR_SOLVER_CHOLESKY)
     return krr_sizeof(pb->prec) * (size_t)(pb->n * pb->n + 2 * pb->n * (int64_t)pb->m);
+  if (o->kind == KRR_SOLVER_PCG) return krr_pcg_memory(pb, o);
+  if (o->kind == KRR_SOLVER_FALKON) return krr_falkon_memory(pb, o);
   krr_solver_opts r = *o;
   krr_askotch_resolve(pb, &r);
   return krr_askotch_memory(pb, &r, r.block_size, r.rank, materialize);
@@ -36,8 +38,12 @@ krr_status krr_solver_init(krr_ctx *ctx, const krr_problem *pb, const krr_solver
   *out = NULL;
   switch (o->kind) {
     case KRR_SOLVER_ASKOTCH:
-    case KRR_SOLVER_SKOTCH: return krr_askotch_init(ctx, pb, o, out);
+    case KRR_SOLVER_SKOTCH:
+    case KRR_SOLVER_SAP:
+    case KRR_SOLVER_NSAP: return krr_askotch_init(ctx, pb, o, out);
     case KRR_SOLVER_CHOLESKY: return krr_cholesky_init(ctx, pb, o, out);
+    case KRR_SOLVER_PCG: return krr_pcg_init(ctx, pb, o, out);
+    case KRR_SOLVER_FALKON: return krr_falkon_init(ctx, pb, o, out);
     default: return krr_fail(ctx, KRR_ERR_INPUT, "unknown solver kind %d", (int)o->kind);
   }
 }
@@ -53,11 +59,22 @@ krr_status krr_solver_step(krr_solver *s, int64_t iters) {
 void krr_solver_diag(const krr_solver *s, krr_diag *out) { *out = s->diag; }
 
 krr_status krr_solver_weights(krr_solver *s, double *w_out) {
+  if (s->vt->weights) return s->vt->weights(s, w_out);
   return krr_download_vec(s->ctx, s->pb->prec, s->w, s->pb->n * (int64_t)s->pb->m, w_out);
 }
 
 krr_status krr_solver_residual(krr_solver *s, double *rel) {
+  if (s->vt->residual) return s->vt->residual(s, rel);
   return krr_problem_residual(s->ctx, s->pb, s->w, rel);
+}
+
+int64_t krr_solver_ncenters(const krr_solver *s) {
+  return s && s->vt->ncenters ? s->vt->ncenters(s) : 0;
+}
+
+krr_status krr_solver_centers(krr_solver *s, int64_t *idx_out) {
+  if (!s) return KRR_ERR_INTERNAL;
+  return s->vt->centers ? s->vt->centers(s, idx_out) : KRR_OK;
 }
 
 void krr_solver_free(krr_solver *s) {

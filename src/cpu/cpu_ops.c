@@ -32,6 +32,17 @@ int krr_cpu_threads_default(void) {
   return n < 1 ? 1 : n;
 }
 
+int krr_cpu_threads_cap(int n) {
+  if (n < 1) return krr_cpu_threads_default();
+#ifdef _OPENMP
+  int lim = omp_get_thread_limit();
+  if (lim > 0 && n > lim) n = lim;
+#else
+  n = 1;
+#endif
+  return n;
+}
+
 void krr_cpu_blas_threads(int n) {
 #ifdef KRR_HAVE_OPENBLAS
   static int current = -1;
@@ -44,6 +55,11 @@ void krr_cpu_blas_threads(int n) {
   (void)n;
 #endif
 }
+
+/* Small dense operations run single-threaded: on a busy machine a parallel
+ * BLAS call of a few hundred microseconds loses more to thread wake-up and
+ * barriers than it gains. */
+static int krr_cpu_small(double flops) { return flops < 4e6; }
 
 /* ---- memory --------------------------------------------------------------*/
 static krr_status cpu_ctx_init(krr_ctx *ctx) { (void)ctx; return KRR_OK; }

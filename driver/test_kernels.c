@@ -1,0 +1,279 @@
+/* Standalone test of the CPU kernel primitives (no R):
+ *   krr_cpu_kernel_mv_{d,s}, krr_cpu_kernel_block_{d,s}
+ * against a naive double reference built from krr_kernel_eval, for all five
+ * kernels, both precisions, every instruction-set variant this machine runs
+ * (ASKOTCH_CPU_ISA = avx512, avx2, generic) and awkward sizes / leading
+ * dimensions.  Also: K(x, x) == 1 exactly, untouched padding of OUT, and
+ * bitwise run-to-run determinism for a fixed thread count.
+ *
+ * Tolerances (justified in the comments at each check):
+ *   block, double: |K - Kref| <= 1e-14 Kref (1 + u) + 1e-300, u the exponent
+ *                  argument a t (or a sqrt t); the (1 + u) factor is the
+ *                  unavoidable amplification of a relative error in t.
+ *   block, float : |K - Kref| <= 4e-6 Kref (1 + u) + 1e-30 (float t is
+ *                  rounded to 6e-8 relative; the GEMM form for p > 32 costs
+ *                  at most a few more ulps of |a|^2 + |b|^2).
+ *   mv: norm-wise per column ||out - ref|| / ||ref||: double 1e-13, float 1e-5.
+ * Build/run: make -f driver/Makefile.kernels test
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../src/cpu/cpu.h"
+#include "../src/core/kernel_math.h"
+
+static int n_pass = 0, n_fail = 0;
+static void check(int ok, const char *fmt, const char *isa, int kern, int prec, long n1, long n2,
+                  int p, int q, double val) {
+  if (ok) {
+    n_pass++;
+  } else {
+    n_fail++;
+    printf("FAIL %-14s isa=%-7s kernel=%d %s n1=%ld n2=%ld p=%d q=%d value=%.3e\n", fmt, isa,
+           kern, prec ? "double" : "float", n1, n2, p, q, val);
+  }
+}
+
+static uint64_t rng_state = 88172645463325252ULL;
+static double urand(void) { /* xorshift64*, uniform (0,1) */
+  rng_state ^= rng_state >> 12;
+  rng_state ^= rng_state << 25;
+  rng_state ^= rng_state >> 27;
+  return ((rng_state * 2685821657736338717ULL) >> 11) * (1.0 / 9007199254740992.0) + 1e-17;
+}
+static double nrand(void) { return sqrt(-2 * log(urand())) * cos(6.283185307179586 * urand()); }
+
+static double bw_for(int type, int p) {
+  switch (type) {
+    case KRR_RBF: return sqrt((double)p);         /* a t ~ 1 on average */
+    case KRR_LAPLACE: return (double)p;           /* E|x - y|_1 ~ 1.13 p */
+    default: return sqrt(2.0 * p);                /* d ~ sqrt(2 p) */
+  }
+}
+
+/* t (double) between rows of double copies of the (possibly float) data */
+static double tstat(const double *x, const double *y, int p, int l1) {
+  double t = 0;
+  for (int k = 0; k < p; k++) {
+    double d = x[k] - y[k];
+    t += l1 ? fabs(d) : d * d;
+  }
+  return t;
+}
+static double uarg(krr_kparams kp, double t) {
+  return (kp.type == KRR_RBF || kp.type == KRR_LAPLACE) ? kp.a * t : kp.a * sqrt(t);
+}
+
+/* One case: data in double (Xd1, Xd2 hold the values actually used, i.e. the
+ * float-rounded ones for prec 0). */
+static void run_case(const char *isa, int type, int prec, long n1, long n2, int p, int q,
+                     int threads) {
+  const long ldv = n2 + 3, ldo = n1 + 5, ldb = n1 + 2;
+  double *X1 = malloc(sizeof(double) * n1 * p), *X2 = malloc(sizeof(double) * n2 * p);
+  double *V = malloc(sizeof(double) * ldv * q);
+  for (long i = 0; i < n1 * p; i++) X1[i] = nrand();
+  for (long j = 0; j < n2 * p; j++) X2[j] = nrand();
+  /* duplicates and near-duplicates of X1 rows inside X2 */
+  for (long j = 0; j < n2; j += 3) {
+    long i = (j * 7) % n1;
+    for (int k = 0; k < p; k++) X2[j * p + k] = X1[i * p + k];
+    if (j % 2 == 1 && p > 1) X2[j * p] += 1e-4; /* near pair */
+  }
+  for (long i = 0; i < ldv * q; i++) V[i] = nrand();
+  if (prec == 0) { /* round to float so the reference sees the same inputs */
+    for (long i = 0; i < n1 * p; i++) X1[i] = (float)X1[i];
+    for (long i = 0; i < n2 * p; i++) X2[i] = (float)X2[i];
+    for (long i = 0; i < ldv * q; i++) V[i] = (float)V[i];
+  }
+  krr_kernel kern = {(krr_kernel_type)type, bw_for(type, p)};
+  krr_kparams kp = krr_kparams_make(&kern);
+  int l1 = krr_kernel_is_l1(type);
+
+  /* reference block and mv */
+  double *Kr = malloc(sizeof(double) * n1 * n2), *U = malloc(sizeof(double) * n1 * n2);
+  for (long j = 0; j < n2; j++)
+    for (long i = 0; i < n1; i++) {
+      double t = tstat(X1 + i * p, X2 + j * p, p, l1);
+      Kr[j * n1 + i] = krr_kernel_eval(kp, t);
+      U[j * n1 + i] = uarg(kp, t);
+    }
+  double *ref = calloc(n1 * q, sizeof(double));
+  for (int c = 0; c < q; c++)
+    for (long j = 0; j < n2; j++) {
+      double v = V[c * ldv + j];
+      for (long i = 0; i < n1; i++) ref[c * n1 + i] += Kr[j * n1 + i] * v;
+    }
+
+  krr_ctx ctx;
+  memset(&ctx, 0, sizeof ctx);
+  ctx.threads = threads;
+  const double SENT = 12345.0;
+  double *outd = malloc(sizeof(double) * ldo * q), *outd2 = malloc(sizeof(double) * ldo * q);
+  double *Kd = malloc(sizeof(double) * ldb * n2);
+  krr_status st1, st2, st3, st4;
+  if (prec == 1) {
+    for (long i = 0; i < ldo * q; i++) outd[i] = outd2[i] = SENT;
+    for (long i = 0; i < ldb * n2; i++) Kd[i] = SENT;
+    st1 = krr_cpu_kernel_mv_d(&ctx, &kern, X1, n1, X2, n2, p, V, ldv, q, outd, ldo);
+    st2 = krr_cpu_kernel_mv_d(&ctx, &kern, X1, n1, X2, n2, p, V, ldv, q, outd2, ldo);
+    st3 = krr_cpu_kernel_block_d(&ctx, &kern, X1, n1, X2, n2, p, Kd, ldb);
+    st4 = KRR_OK;
+  } else {
+    float *X1f = malloc(sizeof(float) * n1 * p), *X2f = malloc(sizeof(float) * n2 * p);
+    float *Vf = malloc(sizeof(float) * ldv * q), *o1 = malloc(sizeof(float) * ldo * q);
+    float *o2 = malloc(sizeof(float) * ldo * q), *Kf = malloc(sizeof(float) * ldb * n2);
+    for (long i = 0; i < n1 * p; i++) X1f[i] = (float)X1[i];
+    for (long i = 0; i < n2 * p; i++) X2f[i] = (float)X2[i];
+    for (long i = 0; i < ldv * q; i++) Vf[i] = (float)V[i];
+    for (long i = 0; i < ldo * q; i++) o1[i] = o2[i] = (float)SENT;
+    for (long i = 0; i < ldb * n2; i++) Kf[i] = (float)SENT;
+    st1 = krr_cpu_kernel_mv_s(&ctx, &kern, X1f, n1, X2f, n2, p, Vf, ldv, q, o1, ldo);
+    st2 = krr_cpu_kernel_mv_s(&ctx, &kern, X1f, n1, X2f, n2, p, Vf, ldv, q, o2, ldo);
+    st3 = krr_cpu_kernel_block_s(&ctx, &kern, X1f, n1, X2f, n2, p, Kf, ldb);
+    st4 = KRR_OK;
+    for (long i = 0; i < ldo * q; i++) {
+      outd[i] = o1[i];
+      outd2[i] = o2[i];
+    }
+    for (long i = 0; i < ldb * n2; i++) Kd[i] = Kf[i];
+    free(X1f); free(X2f); free(Vf); free(o1); free(o2); free(Kf);
+  }
+  check(st1 == KRR_OK && st2 == KRR_OK && st3 == KRR_OK && st4 == KRR_OK, "status", isa, type,
+        prec, n1, n2, p, q, 0);
+
+  /* block: per-entry accuracy, exact diagonal, untouched padding */
+  double worst = 0;
+  int diag_ok = 1, pad_ok = 1;
+  const double rt = prec ? 1e-14 : 4e-6, at = prec ? 1e-300 : 1e-30;
+  for (long j = 0; j < n2; j++) {
+    for (long i = 0; i < n1; i++) {
+      double k = Kd[j * ldb + i], r = Kr[j * n1 + i];
+      double e = fabs(k - r) / (rt * r * (1 + U[j * n1 + i]) + at);
+      if (!(e <= worst)) worst = e; /* also catches NaN */
+      if (memcmp(X1 + i * p, X2 + j * p, sizeof(double) * p) == 0 && k != 1.0) diag_ok = 0;
+    }
+    for (long i = n1; i < ldb; i++)
+      if (Kd[j * ldb + i] != SENT) pad_ok = 0;
+  }
+  check(worst <= 1, "block-accuracy", isa, type, prec, n1, n2, p, q, worst);
+  check(diag_ok, "K(x,x)==1", isa, type, prec, n1, n2, p, q, 0);
+  check(pad_ok, "block-ldo-pad", isa, type, prec, n1, n2, p, q, 0);
+
+  /* mv: norm-wise relative error per column, padding, determinism */
+  double mverr = 0;
+  int mvpad = 1, det = 1;
+  for (int c = 0; c < q; c++) {
+    double num = 0, den = 0;
+    for (long i = 0; i < n1; i++) {
+      double d = outd[c * ldo + i] - ref[c * n1 + i];
+      num += d * d;
+      den += ref[c * n1 + i] * ref[c * n1 + i];
+    }
+    double e = sqrt(num) / (sqrt(den) + 1e-300);
+    if (!(e <= mverr)) mverr = e;
+    for (long i = n1; i < ldo; i++)
+      if (outd[c * ldo + i] != SENT) mvpad = 0;
+  }
+  if (memcmp(outd, outd2, sizeof(double) * ldo * q) != 0) det = 0;
+  check(mverr <= (prec ? 1e-13 : 1e-5), "mv-accuracy", isa, type, prec, n1, n2, p, q, mverr);
+  check(mvpad, "mv-ldo-pad", isa, type, prec, n1, n2, p, q, 0);
+  check(det, "mv-determinism", isa, type, prec, n1, n2, p, q, 0);
+  if (getenv("KTEST_VERBOSE"))
+    printf("  %-7s k=%d %s n1=%5ld n2=%5ld p=%3d q=%3d thr=%d  block err/tol %.2f  mv rel err %.2e\n",
+           isa, type, prec ? "d" : "s", n1, n2, p, q, threads, worst, mverr);
+
+  free(X1); free(X2); free(V); free(Kr); free(U); free(ref); free(outd); free(outd2); free(Kd);
+}
+
+/* Same call with 2 threads, repeated, and with 1 thread: bitwise identical
+ * for the same count; also exact-zero distance on a self kernel matrix. */
+static void run_determinism(const char *isa, int prec) {
+  const long n = 1500;
+  const int ps[2] = {10, 200};
+  for (int pi = 0; pi < 2; pi++) {
+    int p = ps[pi];
+    for (int q = 1; q <= 100; q += 99) {
+      double *X = malloc(sizeof(double) * n * p), *V = malloc(sizeof(double) * n * q);
+      for (long i = 0; i < n * p; i++) X[i] = nrand();
+      for (long i = 0; i < n * q; i++) V[i] = nrand();
+      krr_kernel kern = {KRR_MATERN32, bw_for(KRR_MATERN32, p)};
+      krr_ctx ctx;
+      memset(&ctx, 0, sizeof ctx);
+      int same = 1, selfdiag = 1;
+      for (int thr = 1; thr <= 2; thr++) {
+        ctx.threads = thr;
+        if (prec) {
+          double *a = malloc(sizeof(double) * n * q), *b = malloc(sizeof(double) * n * q);
+          for (int rep = 0; rep < 3; rep++) {
+            krr_cpu_kernel_mv_d(&ctx, &kern, X, n, X, n, p, V, n, q, rep ? b : a, n);
+            if (rep && memcmp(a, b, sizeof(double) * n * q)) same = 0;
+          }
+          free(a); free(b);
+        } else {
+          float *Xf = malloc(sizeof(float) * n * p), *Vf = malloc(sizeof(float) * n * q);
+          float *a = malloc(sizeof(float) * n * q), *b = malloc(sizeof(float) * n * q);
+          for (long i = 0; i < n * p; i++) Xf[i] = (float)X[i];
+          for (long i = 0; i < n * q; i++) Vf[i] = (float)V[i];
+          for (int rep = 0; rep < 3; rep++) {
+            krr_cpu_kernel_mv_s(&ctx, &kern, Xf, n, Xf, n, p, Vf, n, q, rep ? b : a, n);
+            if (rep && memcmp(a, b, sizeof(float) * n * q)) same = 0;
+          }
+          /* small-n1 path (columns split across threads) */
+          for (int rep = 0; rep < 3; rep++) {
+            krr_cpu_kernel_mv_s(&ctx, &kern, Xf, 5, Xf, n, p, Vf, n, q, rep ? b : a, 5);
+            if (rep && memcmp(a, b, sizeof(float) * 5 * q)) same = 0;
+          }
+          float *K = malloc(sizeof(float) * 300 * 300);
+          krr_cpu_kernel_block_s(&ctx, &kern, Xf, 300, Xf, 300, p, K, 300);
+          for (long i = 0; i < 300; i++)
+            if (K[i * 300 + i] != 1.0f) selfdiag = 0;
+          free(K); free(Xf); free(Vf); free(a); free(b);
+        }
+      }
+      check(same, "thread-determinism", isa, KRR_MATERN32, prec, n, n, p, q, 0);
+      check(selfdiag, "self-diag==1", isa, KRR_MATERN32, prec, n, n, p, q, 0);
+      free(X); free(V);
+    }
+  }
+}
+
+static void run_errors(void) {
+  krr_ctx ctx;
+  memset(&ctx, 0, sizeof ctx);
+  ctx.threads = 1;
+  krr_kernel bad = {KRR_RBF, -1.0};
+  double x[4] = {0, 1, 2, 3}, out[4];
+  krr_status st = krr_cpu_kernel_mv_d(&ctx, &bad, x, 2, x, 2, 2, x, 2, 1, out, 2);
+  check(st == KRR_ERR_INPUT && ctx.msg[0], "bad-bandwidth", "-", 0, 1, 2, 2, 2, 1, 0);
+  krr_kernel ok = {KRR_RBF, 1.0};
+  out[0] = out[1] = 5;
+  st = krr_cpu_kernel_mv_d(&ctx, &ok, x, 2, x, 0, 2, x, 1, 1, out, 2);
+  check(st == KRR_OK && out[0] == 0 && out[1] == 0, "n2=0-zeroes", "-", 0, 1, 2, 0, 2, 1, 0);
+}
+
+int main(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
+  const char *isas[3] = {"avx512", "avx2", "generic"};
+  static const long sizes[][4] = {
+      /* n1, n2, p, q */
+      {1, 1, 1, 1},     {7, 33, 3, 3},      {33, 7, 10, 1},    {1, 1000, 10, 1},
+      {1000, 7, 1, 3},  {33, 1000, 3, 100}, {1000, 33, 10, 1}, {7, 1000, 100, 3},
+      {33, 33, 784, 1}, {1000, 7, 784, 100}, {200, 1000, 100, 1}, {300, 600, 32, 5},
+      {129, 513, 33, 1}, {7, 7, 784, 3}};
+  const int nsizes = (int)(sizeof sizes / sizeof sizes[0]);
+  for (int s = 0; s < 3; s++) {
+    setenv("ASKOTCH_CPU_ISA", isas[s], 1);
+    for (int type = 0; type < KRR_N_KERNELS; type++)
+      for (int prec = 0; prec < 2; prec++)
+        for (int z = 0; z < nsizes; z++)
+          run_case(isas[s], type, prec, sizes[z][0], sizes[z][1], (int)sizes[z][2],
+                   (int)sizes[z][3], 1 + (z % 2));
+    for (int prec = 0; prec < 2; prec++) run_determinism(isas[s], prec);
+  }
+  unsetenv("ASKOTCH_CPU_ISA");
+  run_errors();
+  printf("%d passed, %d failed\n", n_pass, n_fail);
+  return n_fail ? 1 : 0;
+}

@@ -1,0 +1,296 @@
+/* CPU kernel primitives: kernel_mv (matrix-free K(X1, X2) V) and kernel_block
+ * (materialised K(X1, X2)) for the five kernels, float and double.
+ *
+ * Layout: X1 (n1 x p), X2 (n2 x p) row-major; V, OUT column-major with
+ * leading dimensions.  Work is split in tiles of KRR_TI (or KRR_TI_GEMM) rows
+ * of X1 by KRR_TJ points of X2; each OpenMP thread owns whole output rows
+ * (or, when there are few row tiles, a fixed column group reduced in a fixed
+ * order), so results are bitwise reproducible for a given thread count and
+ * instruction set.  Scratch is per thread and tile-sized: nothing n1 x n2.
+ *
+ * Paths (the math is in kernels_t.c.inc, written once for REAL = float and
+ * double):
+ *   - p <= KRR_P_DIRECT, or the Laplace kernel (L1 distance): distances from
+ *     direct differences, register-blocked 4 rows x 2 vectors over a packed,
+ *     transposed X2 tile, kernel function applied in registers (vector exp).
+ *   - p > KRR_P_DIRECT, squared-L2 kernels: cross products from a BLAS GEMM
+ *     per tile (BLAS pinned to one thread inside our OpenMP region via
+ *     krr_cpu_blas_threads(1), restored to ctx->threads afterwards), then
+ *     t = max(0, |a|^2 + |b|^2 - 2 a.b); entries where cancellation is severe
+ *     (t <= KRR_TAU (|a|^2 + |b|^2)) are recomputed from direct differences
+ *     in double, which makes K(x, x) exactly 1 and near pairs accurate.
+ *     Measured accuracy vs krr_kernel_eval on direct double distances: see
+ *     driver/test_kernels.c (double: a few 1e-15 relative per entry).
+ *   - q <= KRR_Q_DOT right-hand sides: vector dot products of the kernel tile
+ *     with V; q > KRR_Q_DOT: one GEMM per tile (single-threaded BLAS).
+ *   - Summation: every output entry accumulates across tiles in double.
+ *     Inside one tile (<= KRR_TJ terms) the float version sums in float
+ *     vector lanes (dot path) or a float SGEMM (q > KRR_Q_DOT) and adds the
+ *     tile total in double.
+ *
+ * Instruction sets: on x86-64 with GCC/clang the template is compiled three
+ * times (AVX-512F, AVX2+FMA, baseline SSE2) with `#pragma GCC target` and the
+ * variant is picked at run time with __builtin_cpu_supports.  Elsewhere one
+ * portable variant (GCC vector extensions, 16-byte vectors) is built; a plain
+ * scalar fallback serves compilers without vector extensions.  The
+ * environment variable ASKOTCH_CPU_ISA = avx512 | avx2 | generic caps the
+ * choice (used by tests and benchmarks).  No -march flags are needed.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cblas.h>
+#include "cpu.h"
+#include "../core/kernel_math.h"
+
+#define KRR_P_DIRECT 32 /* direct differences up to this p */
+#define KRR_TI 64       /* X1 rows per tile (direct path) */
+#define KRR_TI_GEMM 256 /* X1 rows per tile (GEMM path) */
+#define KRR_TJ 512      /* X2 points per tile; a multiple of 32 */
+#define KRR_Q_DOT 4     /* up to this many right-hand sides without BLAS */
+#define KRR_TAU 0.015625 /* recompute t directly when t <= TAU (|a|^2+|b|^2) */
+
+#if defined(__GNUC__)
+#define KRR_HAVE_VEC 1
+#if defined(__x86_64__)
+#define KRR_X86_DISPATCH 1
+#include <immintrin.h>
+#endif
+#endif
+
+#ifdef KRR_HAVE_VEC
+
+#ifdef KRR_X86_DISPATCH
+/* ---- AVX-512F ---- */
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx2,fma")
+#define ISA avx512
+#define VBYTES 64
+#define REAL float
+#define IREAL int32_t
+#define SFX s
+#define IS_FLOAT 1
+#define KRR_VSQRT(v) ((__typeof__(v))_mm512_sqrt_ps((__m512)(v)))
+#define KRR_VMAX(a, b) ((__typeof__(a))_mm512_max_ps((__m512)(a), (__m512)(b)))
+#include "kernels_t.c.inc"
+#undef REAL
+#undef IREAL
+#undef SFX
+#undef IS_FLOAT
+#undef KRR_VSQRT
+#undef KRR_VMAX
+#define REAL double
+#define IREAL int64_t
+#define SFX d
+#define IS_FLOAT 0
+#define KRR_VSQRT(v) ((__typeof__(v))_mm512_sqrt_pd((__m512d)(v)))
+#define KRR_VMAX(a, b) ((__typeof__(a))_mm512_max_pd((__m512d)(a), (__m512d)(b)))
+#include "kernels_t.c.inc"
+#undef REAL
+#undef IREAL
+#undef SFX
+#undef IS_FLOAT
+#undef KRR_VSQRT
+#undef KRR_VMAX
+#undef ISA
+#undef VBYTES
+#pragma GCC pop_options
+
+/* ---- AVX2 + FMA ---- */
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#define ISA avx2
+#define VBYTES 32
+#define REAL float
+#define IREAL int32_t
+#define SFX s
+#define IS_FLOAT 1
+#define KRR_VSQRT(v) ((__typeof__(v))_mm256_sqrt_ps((__m256)(v)))
+#define KRR_VMAX(a, b) ((__typeof__(a))_mm256_max_ps((__m256)(a), (__m256)(b)))
+#include "kernels_t.c.inc"
+#undef REAL
+#undef IREAL
+#undef SFX
+#undef IS_FLOAT
+#undef KRR_VSQRT
+#undef KRR_VMAX
+#define REAL double
+#define IREAL int64_t
+#define SFX d
+#define IS_FLOAT 0
+#define KRR_VSQRT(v) ((__typeof__(v))_mm256_sqrt_pd((__m256d)(v)))
+#define KRR_VMAX(a, b) ((__typeof__(a))_mm256_max_pd((__m256d)(a), (__m256d)(b)))
+#include "kernels_t.c.inc"
+#undef REAL
+#undef IREAL
+#undef SFX
+#undef IS_FLOAT
+#undef KRR_VSQRT
+#undef KRR_VMAX
+#undef ISA
+#undef VBYTES
+#pragma GCC pop_options
+#endif /* KRR_X86_DISPATCH */
+
+/* ---- portable (baseline) ---- */
+#define ISA gen
+#define VBYTES 16
+#ifdef KRR_X86_DISPATCH
+#define KRR_VSQRT_S(v) ((__typeof__(v))_mm_sqrt_ps((__m128)(v)))
+#define KRR_VSQRT_D(v) ((__typeof__(v))_mm_sqrt_pd((__m128d)(v)))
+#else
+static inline void krr_lane_sqrt_s(float *x, int n) {
+  for (int l = 0; l < n; l++) x[l] = sqrtf(x[l]);
+}
+static inline void krr_lane_sqrt_d(double *x, int n) {
+  for (int l = 0; l < n; l++) x[l] = sqrt(x[l]);
+}
+#define KRR_VSQRT_S(v) \
+  __extension__({ __typeof__(v) w_ = (v); krr_lane_sqrt_s((float *)&w_, (int)(sizeof w_ / 4)); w_; })
+#define KRR_VSQRT_D(v) \
+  __extension__({ __typeof__(v) w_ = (v); krr_lane_sqrt_d((double *)&w_, (int)(sizeof w_ / 8)); w_; })
+#endif
+#define REAL float
+#define IREAL int32_t
+#define SFX s
+#define IS_FLOAT 1
+#define KRR_VSQRT(v) KRR_VSQRT_S(v)
+#include "kernels_t.c.inc"
+#undef REAL
+#undef IREAL
+#undef SFX
+#undef IS_FLOAT
+#undef KRR_VSQRT
+#undef KRR_VMAX
+#define REAL double
+#define IREAL int64_t
+#define SFX d
+#define IS_FLOAT 0
+#define KRR_VSQRT(v) KRR_VSQRT_D(v)
+#include "kernels_t.c.inc"
+#undef REAL
+#undef IREAL
+#undef SFX
+#undef IS_FLOAT
+#undef KRR_VSQRT
+#undef KRR_VMAX
+#undef ISA
+#undef VBYTES
+
+#else /* !KRR_HAVE_VEC: scalar fallback, written once for both precisions */
+
+#define KRR_SCALAR_T(REAL, SFX)                                                              \
+  static double krr_ks_t_##SFX(const REAL *x, const REAL *y, int p, int l1) {                \
+    double t = 0;                                                                            \
+    for (int k = 0; k < p; k++) {                                                            \
+      double d = (double)x[k] - (double)y[k];                                                \
+      t += l1 ? fabs(d) : d * d;                                                             \
+    }                                                                                        \
+    return t;                                                                                \
+  }                                                                                          \
+  static krr_status krr_k_gen_##SFX##_mv(krr_ctx *ctx, const krr_kernel *k, const REAL *X1,  \
+                                         int64_t n1, const REAL *X2, int64_t n2, int p,      \
+                                         const REAL *V, int64_t ldv, int q, REAL *out,       \
+                                         int64_t ldo) {                                      \
+    krr_kparams kp = krr_kparams_make(k);                                                    \
+    int l1 = krr_kernel_is_l1(kp.type);                                                      \
+    int nth = ctx->threads > 0 ? ctx->threads : 1;                                           \
+    _Pragma("omp parallel for schedule(static) num_threads(nth)")                            \
+    for (int64_t i = 0; i < n1; i++) {                                                       \
+      for (int c = 0; c < q; c++) {                                                          \
+        double s = 0;                                                                        \
+        for (int64_t j = 0; j < n2; j++)                                                     \
+          s += krr_kernel_eval(kp, krr_ks_t_##SFX(X1 + i * p, X2 + j * p, p, l1)) *          \
+               (double)V[c * ldv + j];                                                       \
+        out[c * ldo + i] = (REAL)s;                                                          \
+      }                                                                                      \
+    }                                                                                        \
+    return KRR_OK;                                                                           \
+  }                                                                                          \
+  static krr_status krr_k_gen_##SFX##_block(krr_ctx *ctx, const krr_kernel *k,               \
+                                            const REAL *X1, int64_t n1, const REAL *X2,      \
+                                            int64_t n2, int p, REAL *out, int64_t ldo) {     \
+    krr_kparams kp = krr_kparams_make(k);                                                    \
+    int l1 = krr_kernel_is_l1(kp.type);                                                      \
+    int nth = ctx->threads > 0 ? ctx->threads : 1;                                           \
+    _Pragma("omp parallel for schedule(static) num_threads(nth)")                            \
+    for (int64_t j = 0; j < n2; j++)                                                         \
+      for (int64_t i = 0; i < n1; i++)                                                       \
+        out[j * ldo + i] = (REAL)krr_kernel_eval(kp, krr_ks_t_##SFX(X1 + i * p, X2 + j * p,  \
+                                                                    p, l1));                 \
+    return KRR_OK;                                                                           \
+  }
+KRR_SCALAR_T(float, s)
+KRR_SCALAR_T(double, d)
+#endif
+
+#ifdef KRR_X86_DISPATCH
+/* 2 = AVX-512F, 1 = AVX2+FMA, 0 = baseline */
+static int krr_cpu_isa(void) {
+  int isa = 0;
+#ifdef KRR_X86_DISPATCH
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) isa = 2;
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) isa = 1;
+  const char *cap = getenv("ASKOTCH_CPU_ISA");
+  if (cap) {
+    int c = strcmp(cap, "avx512") == 0 ? 2 : strcmp(cap, "avx2") == 0 ? 1 : 0;
+    if (c < isa) isa = c;
+  }
+#endif
+  return isa;
+}
+#endif
+
+static krr_status krr_kcheck(krr_ctx *ctx, const krr_kernel *k, int64_t n1, int64_t n2, int p,
+                             int64_t ldo, const char *what) {
+  if (!k || !(k->bandwidth > 0) || (int)k->type < 0 || (int)k->type >= KRR_N_KERNELS)
+    return krr_fail(ctx, KRR_ERR_INPUT, "%s: invalid kernel", what);
+  if (n1 < 0 || n2 < 0 || p < 1 || ldo < n1)
+    return krr_fail(ctx, KRR_ERR_INPUT, "%s: invalid sizes n1=%lld n2=%lld p=%d ldo=%lld", what,
+                    (long long)n1, (long long)n2, p, (long long)ldo);
+  return KRR_OK;
+}
+
+#ifdef KRR_X86_DISPATCH
+#define KRR_DISPATCH(SFX, op, ...)                                                \
+  switch (krr_cpu_isa()) {                                                        \
+    case 2: return krr_k_avx512_##SFX##_##op(__VA_ARGS__);                       \
+    case 1: return krr_k_avx2_##SFX##_##op(__VA_ARGS__);                         \
+    default: return krr_k_gen_##SFX##_##op(__VA_ARGS__);                         \
+  }
+#elif defined(KRR_HAVE_VEC)
+#define KRR_DISPATCH(SFX, op, ...) return krr_k_gen_##SFX##_##op(__VA_ARGS__);
+#else
+#define KRR_DISPATCH(SFX, op, ...) return krr_k_gen_##SFX##_##op(__VA_ARGS__);
+#endif
+
+#define KRR_PUBLIC(REAL, SFX)                                                                  \
+  krr_status krr_cpu_kernel_mv_##SFX(krr_ctx *ctx, const krr_kernel *k, const REAL *X1,       \
+                                     int64_t n1, const REAL *X2, int64_t n2, int p,           \
+                                     const REAL *V, int64_t ldv, int q, REAL *out,            \
+                                     int64_t ldo) {                                           \
+    krr_status st = krr_kcheck(ctx, k, n1, n2, p, ldo, "kernel_mv");                          \
+    if (st != KRR_OK) return st;                                                              \
+    if (q < 0 || (q > 0 && ldv < n2))                                                         \
+      return krr_fail(ctx, KRR_ERR_INPUT, "kernel_mv: invalid q=%d or ldv=%lld", q,           \
+                      (long long)ldv);                                                        \
+    if (n1 == 0 || q == 0) return KRR_OK;                                                     \
+    if (n2 == 0) {                                                                            \
+      for (int c = 0; c < q; c++)                                                             \
+        for (int64_t i = 0; i < n1; i++) out[c * ldo + i] = 0;                                \
+      return KRR_OK;                                                                          \
+    }                                                                                         \
+    KRR_DISPATCH(SFX, mv, ctx, k, X1, n1, X2, n2, p, V, ldv, q, out, ldo)                     \
+  }                                                                                           \
+  krr_status krr_cpu_kernel_block_##SFX(krr_ctx *ctx, const krr_kernel *k, const REAL *X1,    \
+                                        int64_t n1, const REAL *X2, int64_t n2, int p,        \
+                                        REAL *out, int64_t ldo) {                             \
+    krr_status st = krr_kcheck(ctx, k, n1, n2, p, ldo, "kernel_block");                       \
+    if (st != KRR_OK) return st;                                                              \
+    if (n1 == 0 || n2 == 0) return KRR_OK;                                                    \
+    KRR_DISPATCH(SFX, block, ctx, k, X1, n1, X2, n2, p, out, ldo)                             \
+  }
+KRR_PUBLIC(double, d)
+KRR_PUBLIC(float, s)
