@@ -14,22 +14,18 @@ typedef struct {
   int accelerated, materialize, exact, r_eff;
   int64_t n, b;
   int p, m, r;
-  double mu, nu, beta, gamma, alpha, rho, L, ema;
+  double mu, nu, beta, gamma, alpha, L, ema;
+  krr_lowrank lr;       /* Nystrom preconditioner of K_BB (nystrom.c) */
   /* device buffers */
   void *v, *z;          /* n x m (accelerated only) */
   int64_t *idx;         /* b */
   void *XB;             /* b x p */
   void *KB;             /* b x b, when materialised */
-  void *U, *Y;          /* b x r: sketch / Nystrom basis */
-  void *C;              /* r x r */
-  void *S, *dinv, *dsq; /* r */
   void *g, *d, *gb;     /* b x m */
-  void *t;              /* r x m */
   void *p1, *p2, *p3;   /* b (powering) */
   /* host */
   int64_t *idx_h;
   uint64_t *mark;
-  double *Sh, *lam, *hv;
 } askotch_t;
 
 #define PREC(s) ((s)->base.pb->prec)
@@ -53,131 +49,55 @@ size_t krr_askotch_memory(const krr_problem *pb, const krr_solver_opts *o, int64
   int64_t n = pb->n, m = pb->m, p = pb->p;
   int acc = o->kind == KRR_SOLVER_ASKOTCH || o->kind == KRR_SOLVER_NSAP;
   double elems = (double)(acc ? 3 : 1) * (double)(n * m) + (double)(b * p) +
-                 (materialize ? (double)b * (double)b : 0.0) + 2.0 * (double)b * r +
-                 (double)r * r + 3.0 * r + 3.0 * (double)(b * m) + (double)r * m + 3.0 * b;
-  return (size_t)(elems * (double)krr_sizeof(pb->prec)) + (size_t)b * 2 * sizeof(int64_t) +
+                 (materialize ? (double)b * (double)b : 0.0) + 3.0 * (double)(b * m) + 3.0 * b;
+  return (size_t)(elems * (double)krr_sizeof(pb->prec)) +
+         krr_lowrank_memory(pb->prec, b, r, m > 1 ? m : 1) + (size_t)b * 2 * sizeof(int64_t) +
          (size_t)(n / 8 + 8);
 }
 
 static void askotch_free(krr_solver *base) {
   askotch_t *s = (askotch_t *)base;
   krr_ctx *ctx = CTX(s);
-  void **bufs[] = {&s->base.w, &s->v, &s->z, (void **)&s->idx, &s->XB, &s->KB, &s->U, &s->Y,
-                   &s->C, &s->S, &s->dinv, &s->dsq, &s->g, &s->d, &s->gb, &s->t, &s->p1,
-                   &s->p2, &s->p3};
+  void **bufs[] = {&s->base.w, &s->v, &s->z, (void **)&s->idx, &s->XB, &s->KB, &s->g, &s->d,
+                   &s->gb, &s->p1, &s->p2, &s->p3};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) krr_dfree(ctx, bufs[i]);
-  free(s->idx_h); free(s->mark); free(s->Sh); free(s->lam); free(s->hv);
+  krr_lowrank_free(ctx, &s->lr);
+  free(s->idx_h); free(s->mark);
   free(s);
 }
 
 /* --- the Nystrom preconditioner (P + rho I) of K_BB ------------------------ */
 
 /* out(b x 1) = (K_BB + lambda I) u */
+static krr_status kbb_mul(void *arg, const void *V, int q, void *Y);
 static krr_status apply_H(askotch_t *s, const void *u, void *out) {
-  if (s->materialize)
-    KTRY(OP(s, gemm, 0, 0, s->b, 1, s->b, 1.0, s->KB, s->b, u, s->b, 0.0, out, s->b));
-  else
-    KTRY(OP(s, kernel_mv, &s->base.pb->kernel, s->XB, s->b, s->XB, s->b, s->p, u, s->b, 1, out, s->b));
+  KTRY(kbb_mul(s, u, 1, out));
   return OP(s, axpby, s->b, s->base.pb->lambda, u, 1.0, out);
-}
-
-/* out = in/c + U diag(dvec) U^T in, for in (b x m): the Woodbury form with
- * orthonormal U (used for the inverse in double and the inverse sqrt). */
-static krr_status pc_apply_orth(askotch_t *s, const void *dvec, double c, const void *in, void *out,
-                                int m) {
-  size_t es = s->base.es;
-  if (out != in) KTRY(CTX(s)->ops->copy(CTX(s), out, in, es * (size_t)(s->b * m)));
-  KTRY(OP(s, axpby, s->b * m, 0.0, out, 1.0 / c, out));
-  if (s->r_eff == 0) return KRR_OK;
-  KTRY(OP(s, gemm, 1, 0, s->r_eff, m, s->b, 1.0, s->U, s->b, in, s->b, 0.0, s->t, s->r_eff));
-  KTRY(OP(s, scale_rows, s->r_eff, m, dvec, s->t, s->r_eff));
-  return OP(s, gemm, 0, 0, s->b, m, s->r_eff, 1.0, s->U, s->b, s->t, s->r_eff, 1.0, out, s->b);
 }
 
 /* out = (P + rho I)^{-1} in; for SAP/NSAP, (K_BB + lambda I)^{-1} in with the
  * Cholesky factor held in KB */
 static krr_status pc_inv(askotch_t *s, const void *in, void *out, int m) {
-  if (s->exact) {
-    if (out != in) KTRY(CTX(s)->ops->copy(CTX(s), out, in, s->base.es * (size_t)(s->b * m)));
-    KTRY(OP(s, trsm, 0, 1, s->b, m, 1.0, s->KB, s->b, out, s->b));
-    return OP(s, trsm, 0, 0, s->b, m, 1.0, s->KB, s->b, out, s->b);
-  }
-  if (PREC(s) == KRR_DOUBLE || s->r_eff == 0) return pc_apply_orth(s, s->dinv, s->rho, in, out, m);
-  /* single: U^T U != I; (g - U Lc^{-T} Lc^{-1} U^T g)/rho with
-   * Lc Lc^T = rho diag(1/lam) + U^T U factored in setup (C = R, R^T R). */
-  size_t es = s->base.es;
-  int re = s->r_eff;
-  KTRY(OP(s, gemm, 1, 0, re, m, s->b, 1.0, s->U, s->b, in, s->b, 0.0, s->t, re));
-  KTRY(OP(s, trsm, 0, 1, re, m, 1.0, s->C, re, s->t, re));
-  KTRY(OP(s, trsm, 0, 0, re, m, 1.0, s->C, re, s->t, re));
-  if (out != in) KTRY(CTX(s)->ops->copy(CTX(s), out, in, es * (size_t)(s->b * m)));
-  KTRY(OP(s, gemm, 0, 0, s->b, m, re, -1.0, s->U, s->b, s->t, re, 1.0, out, s->b));
-  return OP(s, axpby, s->b * m, 0.0, out, 1.0 / s->rho, out);
+  if (!s->exact) return krr_lowrank_inv(CTX(s), &s->lr, in, out, m);
+  if (out != in) KTRY(CTX(s)->ops->copy(CTX(s), out, in, s->base.es * (size_t)(s->b * m)));
+  KTRY(OP(s, trsm, 0, 1, s->b, m, 1.0, s->KB, s->b, out, s->b));
+  return OP(s, trsm, 0, 0, s->b, m, 1.0, s->KB, s->b, out, s->b);
 }
 
-/* Randomised Nystrom approximation of K_BB (Alg. 2), then rho, the diagonal
- * factors of the preconditioner and (single) its Cholesky. */
-static krr_status nystrom(askotch_t *s, uint64_t seed) {
-  krr_ctx *ctx = CTX(s);
-  int64_t b = s->b;
-  int r = s->r;
-  double eps = PREC(s) == KRR_DOUBLE ? DBL_EPSILON : FLT_EPSILON;
-  double delta = eps * (double)b; /* Tr(K_BB) = b: k(x, x) = 1 */
-  KTRY(OP(s, randn, b * r, seed, 0, s->U));
-  KTRY(OP(s, qr_q, b, r, s->U, b));
+/* Y(b x q) = K_BB V: one GEMM when K_BB is materialised, else matrix-free */
+static krr_status kbb_mul(void *arg, const void *V, int q, void *Y) {
+  askotch_t *s = (askotch_t *)arg;
   if (s->materialize)
-    KTRY(OP(s, gemm, 0, 0, b, r, b, 1.0, s->KB, b, s->U, b, 0.0, s->Y, b));
-  else
-    KTRY(OP(s, kernel_mv, &s->base.pb->kernel, s->XB, b, s->XB, b, s->p, s->U, b, r, s->Y, b));
-  KTRY(OP(s, axpby, b * r, delta, s->U, 1.0, s->Y));
-  int info = 1;
-  for (int attempt = 0; attempt < 8; attempt++) {
-    KTRY(OP(s, gemm, 1, 0, r, r, b, 1.0, s->U, b, s->Y, b, 0.0, s->C, r));
-    KTRY(OP(s, potrf, r, s->C, r, &info));
-    if (info == 0) break;
-    /* raise the shift: Y += dd Omega, so Omega^T Y gains dd I */
-    double dd = delta * pow(10.0, attempt + 1);
-    KTRY(OP(s, axpby, b * r, dd, s->U, 1.0, s->Y));
-    delta += dd;
-  }
-  if (info != 0)
-    return krr_fail(ctx, KRR_ERR_NUMERIC,
-                    "Nystrom sketch: Cholesky of Omega^T Y failed even with shift %.3g; "
-                    "try precision = \"double\" or a smaller rank", delta);
-  KTRY(OP(s, trsm, 1, 0, b, r, 1.0, s->C, r, s->Y, b)); /* Bm = Y C^{-1} */
-  KTRY(OP(s, svd_thin, b, r, s->Y, b, s->S));            /* Y <- U */
-  void *tmp = s->U; s->U = s->Y; s->Y = tmp;
-  KTRY(krr_download_vec(ctx, PREC(s), s->S, r, s->Sh));
-  s->r_eff = 0;
-  for (int k = 0; k < r; k++) {
-    if (!isfinite(s->Sh[k]))
-      return krr_fail(ctx, KRR_ERR_NUMERIC, "Nystrom sketch produced non-finite values");
-    double l = s->Sh[k] * s->Sh[k] - delta;
-    s->lam[k] = l > 0 ? l : 0;
-    if (s->lam[k] > 0) s->r_eff = k + 1;
-  }
-  double lambda = s->base.pb->lambda;
-  switch (s->base.o.rho_mode) {
-    case KRR_RHO_DAMPED: s->rho = lambda + s->lam[r - 1]; break;
-    case KRR_RHO_REGULARIZATION: s->rho = lambda; break;
-    default: s->rho = s->base.o.rho_value; break;
-  }
-  int re = s->r_eff;
-  for (int k = 0; k < re; k++) s->hv[k] = 1.0 / (s->lam[k] + s->rho) - 1.0 / s->rho;
-  KTRY(krr_upload_vec_into(ctx, PREC(s), s->hv, re, s->dinv));
-  for (int k = 0; k < re; k++) s->hv[k] = 1.0 / sqrt(s->lam[k] + s->rho) - 1.0 / sqrt(s->rho);
-  KTRY(krr_upload_vec_into(ctx, PREC(s), s->hv, re, s->dsq));
-  if (PREC(s) == KRR_FLOAT && re > 0) {
-    /* C <- chol(rho diag(1/lam) + U^T U), re x re */
-    for (int k = 0; k < re; k++) s->hv[k] = s->rho / s->lam[k];
-    KTRY(krr_upload_vec_into(ctx, PREC(s), s->hv, re, s->S));
-    KTRY(OP(s, gemm, 1, 0, re, re, b, 1.0, s->U, b, s->U, b, 0.0, s->C, re));
-    KTRY(OP(s, add_diag, re, s->C, re, 0.0, s->S));
-    KTRY(OP(s, potrf, re, s->C, re, &info));
-    if (info != 0)
-      return krr_fail(ctx, KRR_ERR_NUMERIC, "Nystrom preconditioner: Cholesky failed (single precision)");
-  }
-  return KRR_OK;
+    return OP(s, gemm, 0, 0, s->b, q, s->b, 1.0, s->KB, s->b, V, s->b, 0.0, Y, s->b);
+  return OP(s, kernel_mv, &s->base.pb->kernel, s->XB, s->b, s->XB, s->b, s->p, V, s->b, q, Y, s->b);
+}
+
+/* Randomised Nystrom approximation of K_BB (Alg. 2; Tr(K_BB) = b since
+ * k(x, x) = 1), then rho and the preconditioner's factors. */
+static krr_status nystrom(askotch_t *s, uint64_t seed) {
+  KTRY(krr_nystrom_sketch(CTX(s), &s->lr, kbb_mul, s, (double)s->b, seed));
+  double rho = krr_lowrank_rho(&s->lr, s->base.o.rho_mode, s->base.o.rho_value, s->base.pb->lambda);
+  return krr_lowrank_prepare(CTX(s), &s->lr, rho);
 }
 
 /* L = lambda_max((P+rho I)^{-1/2} H (P+rho I)^{-1/2}) by randomised powering,
@@ -189,9 +109,9 @@ static krr_status powering(askotch_t *s, uint64_t seed) {
   KTRY(OP(s, nrm2, b, s->p1, &nv));
   KTRY(OP(s, axpby, b, 0.0, s->p1, 1.0 / nv, s->p1));
   for (int it = 0; it < s->base.o.power_iters; it++) {
-    KTRY(pc_apply_orth(s, s->dsq, sqrt(s->rho), s->p1, s->p2, 1));
+    KTRY(krr_lowrank_invsqrt(CTX(s), &s->lr, s->p1, s->p2, 1));
     KTRY(apply_H(s, s->p2, s->p3));
-    KTRY(pc_apply_orth(s, s->dsq, sqrt(s->rho), s->p3, s->p2, 1));
+    KTRY(krr_lowrank_invsqrt(CTX(s), &s->lr, s->p3, s->p2, 1));
     KTRY(OP(s, dot, b, s->p1, s->p2, &L));
     KTRY(OP(s, nrm2, b, s->p2, &nv));
     if (!(nv > 0) || !isfinite(nv)) break;
@@ -276,7 +196,7 @@ static krr_status askotch_iter(askotch_t *s) {
   s->ema = dg->iter == 1 ? est2 : (1 - om) * s->ema + om * est2;
   dg->resid_est = sqrt(s->ema);
   dg->step_L = s->L;
-  dg->rho = s->rho;
+  dg->rho = s->exact ? 0.0 : s->lr.rho;
   dg->t_nystrom += t1 - t0;
   dg->t_power += t2 - t1;
   dg->t_block += t3 - t2;
@@ -290,7 +210,7 @@ static krr_status askotch_step(krr_solver *base, int64_t iters) {
   return KRR_OK;
 }
 
-static const krr_solver_vt askotch_vt = {askotch_step, askotch_free};
+static const krr_solver_vt askotch_vt = {.step = askotch_step, .free = askotch_free};
 
 krr_status krr_askotch_init(krr_ctx *ctx, const krr_problem *pb, const krr_solver_opts *o_in,
                             krr_solver **out) {
@@ -372,19 +292,14 @@ krr_status krr_askotch_init(krr_ctx *ctx, const krr_problem *pb, const krr_solve
   ok = ok && (s->idx = (int64_t *)krr_dalloc(ctx, b, sizeof(int64_t))) != NULL;
   ALLOC(s->XB, b * s->p);
   if (mat) ALLOC(s->KB, b * b);
-  ALLOC(s->U, b * r); ALLOC(s->Y, b * r); ALLOC(s->C, (int64_t)r * r);
-  ALLOC(s->S, r); ALLOC(s->dinv, r); ALLOC(s->dsq, r);
   ALLOC(s->g, b * m); ALLOC(s->d, b * m); ALLOC(s->gb, b * m);
-  ALLOC(s->t, (int64_t)r * m);
   ALLOC(s->p1, b); ALLOC(s->p2, b); ALLOC(s->p3, b);
 #undef ALLOC
+  if (ok && !s->exact) ok = krr_lowrank_alloc(ctx, pb->prec, b, r, m > 1 ? m : 1, &s->lr) == KRR_OK;
   if (ok) {
     s->idx_h = (int64_t *)malloc(sizeof(int64_t) * (size_t)b);
     s->mark = (uint64_t *)calloc((size_t)(n / 64 + 1), sizeof(uint64_t));
-    s->Sh = (double *)malloc(sizeof(double) * (size_t)r);
-    s->lam = (double *)malloc(sizeof(double) * (size_t)r);
-    s->hv = (double *)malloc(sizeof(double) * (size_t)r);
-    if (!s->idx_h || !s->mark || !s->Sh || !s->lam || !s->hv) {
+    if (!s->idx_h || !s->mark) {
       krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
       ok = 0;
     }

@@ -49,7 +49,7 @@ static krr_status chol_step(krr_solver *base, int64_t iters) {
   return KRR_OK;
 }
 
-static const krr_solver_vt chol_vt = {chol_step, chol_free};
+static const krr_solver_vt chol_vt = {.step = chol_step, .free = chol_free};
 
 krr_status krr_cholesky_init(krr_ctx *ctx, const krr_problem *pb, const krr_solver_opts *o,
                              krr_solver **out) {

@@ -35,7 +35,9 @@ typedef struct {
   void *xs;               /* 1 x p: pivot point */
   int64_t *pidx;          /* device, 1 */
   double *rz, *rn;        /* host m: r.z and ||r|| per column */
+  double *rlast;          /* host m: true ||r|| at the last replacement */
   int *frozen;            /* host m: column finished (or degenerate) */
+  int *restart;           /* host m: restart the direction at the next update */
   double *dh, *col;       /* host n: residual diagonal, factor column (Cholesky) */
   int64_t since;          /* iterations since the last exact residual */
 } pcg_t;
@@ -65,7 +67,7 @@ static void pcg_free(krr_solver *base) {
   void **bufs[] = {&s->base.w, &s->res, &s->z, &s->d, &s->Ad, &s->xs, (void **)&s->pidx};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) krr_dfree(ctx, bufs[i]);
   krr_lowrank_free(ctx, &s->lr);
-  free(s->rz); free(s->rn); free(s->frozen); free(s->dh); free(s->col);
+  free(s->rz); free(s->rn); free(s->rlast); free(s->frozen); free(s->restart); free(s->dh); free(s->col);
   free(s);
 }
 
@@ -146,7 +148,8 @@ static krr_status precond(pcg_t *s, const void *in, void *out) {
   return krr_lowrank_inv(CTX(s), &s->lr, in, out, s->m);
 }
 
-/* z = M^{-1} r; per column: rz, ||r||, d = z + beta d (beta = 0 at the start) */
+/* z = M^{-1} r; per column: rz, ||r||, d = z + beta d (beta = 0 at the start
+ * and for columns flagged in restart) */
 static krr_status update_direction(pcg_t *s, int first) {
   KTRY(precond(s, s->res, s->z));
   double sum = 0;
@@ -161,11 +164,12 @@ static krr_status update_direction(pcg_t *s, int first) {
       if (!(rz > 0) || s->rn[j] == 0) {
         s->frozen[j] = 1;
       } else {
-        double beta = first ? 0.0 : rz / s->rz[j];
+        double beta = first || s->restart[j] ? 0.0 : rz / s->rz[j];
         KTRY(OP(s, axpby, s->n, 1.0, COL(s, s->z, j), beta, COL(s, s->d, j)));
         s->rz[j] = rz;
       }
     }
+    s->restart[j] = 0;
     live += !s->frozen[j];
     sum += s->rn[j] * s->rn[j];
   }
@@ -197,6 +201,27 @@ static krr_status pcg_setup(pcg_t *s) {
   return KRR_OK;
 }
 
+/* residual replacement r = y - (K + lambda I) w against drift.  A column whose
+ * true residual exceeds twice the recursive one, or did not decrease since the
+ * previous replacement, has lost conjugacy (typical in float near its accuracy
+ * floor): restart its direction (beta = 0).  Without this, float CG on an
+ * ill-conditioned K slowly diverges once it stagnates. */
+static krr_status replace_residual(pcg_t *s) {
+  int64_t n = s->n;
+  for (int j = 0; j < s->m; j++) KTRY(OP(s, nrm2, n, COL(s, s->res, j), &s->rn[j]));
+  KTRY(apply_A(s, s->base.w, s->res));
+  KTRY(OP(s, axpby, n * s->m, 1.0, s->base.pb->y, -1.0, s->res));
+  for (int j = 0; j < s->m; j++) {
+    double tr = 0;
+    KTRY(OP(s, nrm2, n, COL(s, s->res, j), &tr));
+    s->restart[j] = !(tr <= 2.0 * s->rn[j]) || !(tr < s->rlast[j]);
+    s->rlast[j] = tr;
+  }
+  s->base.diag.passes += 1;
+  s->since = 0;
+  return KRR_OK;
+}
+
 static krr_status pcg_iter(pcg_t *s) {
   krr_ctx *ctx = CTX(s);
   krr_diag *dg = &s->base.diag;
@@ -216,12 +241,7 @@ static krr_status pcg_iter(pcg_t *s) {
   }
   dg->iter++;
   dg->passes += 1;
-  if (++s->since >= s->every) { /* residual replacement: r = y - (K + lambda I) w */
-    KTRY(apply_A(s, s->base.w, s->res));
-    KTRY(OP(s, axpby, n * s->m, 1.0, s->base.pb->y, -1.0, s->res));
-    dg->passes += 1;
-    s->since = 0;
-  }
+  if (++s->since >= s->every) KTRY(replace_residual(s));
   KTRY(update_direction(s, 0));
   KTRY(ctx->ops->sync(ctx));
   dg->t_block += t1 - t0;
@@ -275,12 +295,15 @@ static krr_status pcg_alloc(pcg_t *s) {
   s->rz = (double *)calloc((size_t)s->m, sizeof(double));
   s->rn = (double *)calloc((size_t)s->m, sizeof(double));
   s->frozen = (int *)calloc((size_t)s->m, sizeof(int));
+  s->restart = (int *)calloc((size_t)s->m, sizeof(int));
+  s->rlast = (double *)malloc(sizeof(double) * (size_t)s->m);
+  for (int j = 0; s->rlast && j < s->m; j++) s->rlast[j] = INFINITY;
   int chol = s->pc == KRR_PRECOND_RPCHOLESKY || s->pc == KRR_PRECOND_GREEDY;
   if (chol) {
     s->dh = (double *)malloc(sizeof(double) * (size_t)s->n);
     s->col = (double *)malloc(sizeof(double) * (size_t)s->n);
   }
-  if (!s->rz || !s->rn || !s->frozen || (chol && (!s->dh || !s->col)))
+  if (!s->rz || !s->rn || !s->rlast || !s->frozen || !s->restart || (chol && (!s->dh || !s->col)))
     return krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
   KTRY(ctx->ops->zero(ctx, s->base.w, es * (size_t)nm));
   return ctx->ops->zero(ctx, s->d, es * (size_t)nm);
