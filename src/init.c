@@ -8,6 +8,7 @@ SEXP ffi_fit_step(SEXP, SEXP);
 SEXP ffi_fit_residual(SEXP);
 SEXP ffi_fit_weights(SEXP);
 SEXP ffi_fit_free(SEXP);
+SEXP ffi_fit_centers(SEXP);
 SEXP ffi_kernel_apply(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_kernel_matrix(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_threads(SEXP);
@@ -18,7 +19,7 @@ SEXP ffi_devices(void);
 static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_fit_init, 8),     CALLDEF(ffi_fit_step, 2),      CALLDEF(ffi_fit_residual, 1),
     CALLDEF(ffi_fit_weights, 1),  CALLDEF(ffi_fit_free, 1),      CALLDEF(ffi_kernel_apply, 8),
-    CALLDEF(ffi_kernel_matrix, 6), CALLDEF(ffi_threads, 1),      CALLDEF(ffi_devices, 0),
+    CALLDEF(ffi_kernel_matrix, 6), CALLDEF(ffi_threads, 1),      CALLDEF(ffi_devices, 0),      CALLDEF(ffi_fit_centers, 1),
     {NULL, NULL, 0}};
 
 void R_init_askotch(DllInfo *dll) {

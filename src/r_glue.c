@@ -137,6 +137,24 @@ SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP
   o.block_mem_limit = (size_t)list_num(solver, "block_mem_limit", 0);
   o.mem_limit = (size_t)list_num(solver, "mem_limit", 0);
   int threads = threads_or_default((int)list_num(solver, "threads", 0));
+  o.precond = (krr_precond)(int)list_num(solver, "precond", 0);
+  o.n_centers = (int64_t)list_num(solver, "n_centers", 0);
+  o.resid_every = (int)list_num(solver, "resid_every", 0);
+  /* Falkon centres: 1-based R indices -> 0-based; the solver copies them */
+  int64_t *centers = NULL;
+  SEXP cen = list_get(solver, "centers");
+  if (cen != R_NilValue && XLENGTH(cen) > 0) {
+    if (!Rf_isNumeric(cen)) raise_status(KRR_ERR_INPUT, "solver$centers must be row indices");
+    R_xlen_t nc = XLENGTH(cen);
+    centers = (int64_t *)R_alloc((size_t)nc, sizeof(int64_t));
+    for (R_xlen_t i = 0; i < nc; i++) {
+      double v = Rf_isReal(cen) ? REAL(cen)[i] : (double)INTEGER(cen)[i];
+      if (!(v >= 1 && v <= (double)n)) raise_status(KRR_ERR_INPUT, "centers must be row indices in 1..nrow(x)");
+      centers[i] = (int64_t)v - 1;
+    }
+    o.centers = centers;
+    o.n_centers = nc;
+  }
 
   const krr_ops *ops = pick_ops(dev);
   fit_state *fs = (fit_state *)calloc(1, sizeof(fit_state));
@@ -201,11 +219,27 @@ SEXP ffi_fit_residual(SEXP ptr) {
 
 SEXP ffi_fit_weights(SEXP ptr) {
   fit_state *fs = get_state(ptr);
-  SEXP w = PROTECT(Rf_allocMatrix(REALSXP, (int)fs->pb.n, fs->pb.m));
+  int64_t nc = krr_solver_ncenters(fs->solver);
+  SEXP w = PROTECT(Rf_allocMatrix(REALSXP, (int)(nc > 0 ? nc : fs->pb.n), fs->pb.m));
   krr_status st = krr_solver_weights(fs->solver, REAL(w));
   if (st != KRR_OK) raise_ctx(&fs->ctx, st);
   UNPROTECT(1);
   return w;
+}
+
+/* 1-based training-row indices of the centres (Falkon), integer(0) otherwise */
+SEXP ffi_fit_centers(SEXP ptr) {
+  fit_state *fs = get_state(ptr);
+  int64_t nc = krr_solver_ncenters(fs->solver);
+  SEXP out = PROTECT(Rf_allocVector(INTSXP, (R_xlen_t)nc));
+  if (nc > 0) {
+    int64_t *idx = (int64_t *)R_alloc((size_t)nc, sizeof(int64_t));
+    krr_status st = krr_solver_centers(fs->solver, idx);
+    if (st != KRR_OK) raise_ctx(&fs->ctx, st);
+    for (int64_t i = 0; i < nc; i++) INTEGER(out)[i] = (int)(idx[i] + 1);
+  }
+  UNPROTECT(1);
+  return out;
 }
 
 SEXP ffi_fit_free(SEXP ptr) {

@@ -1,0 +1,80 @@
+# Devices and threads ---------------------------------------------------------
+
+#' CUDA devices available to askotch
+#'
+#' Lists the CUDA devices the package can use. When there are none (no GPU,
+#' or the package was built without CUDA) the result has zero rows and a
+#' message says why.
+#'
+#' @param quiet Suppress the message when no device is available.
+#' @return A data frame with columns `id` (device ordinal), `name`,
+#'   `memory_gb` (total memory in GiB) and `compute_capability`.
+#' @examples
+#' askotch_devices()
+#' @export
+askotch_devices <- function(quiet = FALSE) {
+  info <- .Call(ffi_devices)
+  out <- data.frame(
+    id = seq_along(info$name) - 1L,
+    name = as.character(info$name),
+    memory_gb = as.numeric(info$memory) / 2^30,
+    compute_capability = as.character(info$cc),
+    stringsAsFactors = FALSE
+  )
+  why <- attr(info, "why")
+  if (nrow(out) == 0L && !quiet) {
+    message("No CUDA device available",
+            if (!is.null(why) && nzchar(why)) paste0(": ", why) else ".")
+  }
+  attr(out, "why") <- why
+  out
+}
+
+#' Number of CPU threads used by askotch
+#'
+#' Gets or sets the default number of threads used by the C core (kernel
+#' products and dense linear algebra). The initial default comes from the
+#' `ASKOTCH_THREADS` or `OMP_NUM_THREADS` environment variables, else the
+#' number of cores, capped by the OpenMP thread limit. A fit can override it
+#' with the `threads` argument of [krr()].
+#'
+#' @param n `NULL` to query, or a positive whole number to set.
+#' @return The number of threads now in use (invisibly when setting).
+#' @examples
+#' askotch_threads()
+#' old <- askotch_threads(1)
+#' askotch_threads(old)
+#' @export
+askotch_threads <- function(n = NULL) {
+  if (is.null(n)) return(.Call(ffi_threads, 0L))
+  check_positive(n, "n", integerish = TRUE)
+  old <- .Call(ffi_threads, 0L)
+  .Call(ffi_threads, as.integer(n))
+  invisible(old)
+}
+
+# Resolve "auto" | "cpu" | "cuda" into "cpu" or "cuda" (error if unavailable).
+resolve_device <- function(device, n, call = NULL) {
+  device <- check_choice(device, c("auto", "cpu", "cuda"), "device", call)
+  if (device == "cpu") return("cpu")
+  info <- .Call(ffi_devices)
+  have <- length(info$name) > 0L
+  if (device == "auto") {
+    return(if (have && n >= 50000) "cuda" else "cpu")
+  }
+  if (!have) {
+    why <- attr(info, "why")
+    not_built <- !is.null(why) && grepl("built|compiled", why, ignore.case = TRUE)
+    abort_askotch(sprintf(
+      "`device = \"cuda\"` requested but no CUDA device is available%s.%s",
+      if (!is.null(why) && nzchar(why)) paste0(": ", why) else "",
+      if (not_built) {
+        if (grepl("reinstall", why, ignore.case = TRUE)) "" else
+          paste(" Reinstall askotch on a machine with the CUDA toolkit (nvcc)",
+                "to enable it.")
+      } else
+        " Use `device = \"cpu\"` or \"auto\"."),
+      if (not_built) "not_built" else "device", call)
+  }
+  "cuda"
+}

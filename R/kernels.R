@@ -1,0 +1,185 @@
+# Kernels -------------------------------------------------------------------
+
+kernel_table <- data.frame(
+  name = c("rbf", "laplace", "matern12", "matern32", "matern52"),
+  code = 0:4,
+  metric = c("L2", "L1", "L2", "L2", "L2"),
+  label = c("Gaussian (RBF)", "Laplace (L1 distance)", "Matern 1/2",
+            "Matern 3/2", "Matern 5/2"),
+  formula = c("exp(-||x - x'||^2 / (2 sigma^2))",
+              "exp(-||x - x'||_1 / sigma)",
+              "exp(-d / sigma), d = ||x - x'||",
+              "(1 + sqrt(3) d / sigma) exp(-sqrt(3) d / sigma)",
+              "(1 + sqrt(5) d / sigma + 5 d^2 / (3 sigma^2)) exp(-sqrt(5) d / sigma)"),
+  stringsAsFactors = FALSE
+)
+
+kernel_aliases <- c(rbf = "rbf", gaussian = "rbf", laplace = "laplace",
+                    laplacian = "laplace", matern12 = "matern12",
+                    matern32 = "matern32", matern52 = "matern52")
+
+#' Kernel functions
+#'
+#' Constructors for the kernels askotch supports. Each returns a small object
+#' of class `"askotch_kernel"` that can be passed as the `kernel` argument of
+#' [krr()]. All kernels satisfy \eqn{k(x, x) = 1}.
+#'
+#' * `kernel_rbf()`: Gaussian, \eqn{\exp(-\|x - x'\|_2^2 / (2\sigma^2))}.
+#' * `kernel_laplace()`: Laplace with the L1 distance,
+#'   \eqn{\exp(-\|x - x'\|_1 / \sigma)}.
+#' * `kernel_matern(nu)`: Matérn with smoothness `nu` in \{1/2, 3/2, 5/2\} and
+#'   Euclidean distance \eqn{d}: \eqn{\exp(-d/\sigma)} for 1/2,
+#'   \eqn{(1 + \sqrt3 d/\sigma)\exp(-\sqrt3 d/\sigma)} for 3/2 and
+#'   \eqn{(1 + \sqrt5 d/\sigma + 5d^2/(3\sigma^2))\exp(-\sqrt5 d/\sigma)} for 5/2.
+#'   `kernel_matern12()`, `kernel_matern32()` and `kernel_matern52()` are
+#'   shortcuts.
+#'
+#' The bandwidth \eqn{\sigma} is either a positive number or `"median"`: the
+#' median pairwise distance, in the kernel's own metric (L1 for Laplace, L2
+#' otherwise), among at most 1000 randomly chosen (standardised) training
+#' points. The subsample is drawn from `krr()`'s `seed`, so the resolved
+#' bandwidth is reproducible; it is stored in the fitted object.
+#'
+#' @param bandwidth A positive number or `"median"`.
+#' @param nu Matérn smoothness: `1/2`, `3/2` or `5/2` (also accepted as the
+#'   strings `"1/2"`, `"3/2"`, `"5/2"`).
+#' @return An object of class `c("askotch_kernel_<name>", "askotch_kernel")`.
+#' @examples
+#' kernel_rbf()
+#' kernel_matern(nu = 5/2, bandwidth = 2)
+#' kernel_laplace(0.5)
+#' @name kernels
+NULL
+
+new_kernel <- function(name, bandwidth, call = NULL) {
+  if (is.character(bandwidth)) {
+    if (length(bandwidth) != 1L || is.na(bandwidth) ||
+        tolower(bandwidth) != "median") {
+      abort_askotch(sprintf(
+        "`bandwidth` must be a positive number or \"median\", not %s.",
+        fmt_value(bandwidth)), "input", call)
+    }
+    bandwidth <- "median"
+  } else {
+    check_positive(bandwidth, "bandwidth", call = call)
+    bandwidth <- as.numeric(bandwidth)
+  }
+  row <- kernel_table[kernel_table$name == name, ]
+  structure(list(name = name, code = row$code, metric = row$metric,
+                 bandwidth = bandwidth),
+            class = c(paste0("askotch_kernel_", name), "askotch_kernel"))
+}
+
+#' @rdname kernels
+#' @export
+kernel_rbf <- function(bandwidth = "median") new_kernel("rbf", bandwidth)
+
+#' @rdname kernels
+#' @export
+kernel_laplace <- function(bandwidth = "median") new_kernel("laplace", bandwidth)
+
+#' @rdname kernels
+#' @export
+kernel_matern <- function(nu = 3/2, bandwidth = "median") {
+  key <- NA_character_
+  if (is.character(nu) && length(nu) == 1L) {
+    key <- c("1/2" = "matern12", "3/2" = "matern32", "5/2" = "matern52",
+             "0.5" = "matern12", "1.5" = "matern32", "2.5" = "matern52")[nu]
+  } else if (is.numeric(nu) && length(nu) == 1L && !is.na(nu)) {
+    key <- if (isTRUE(all.equal(nu, 0.5))) "matern12" else
+      if (isTRUE(all.equal(nu, 1.5))) "matern32" else
+        if (isTRUE(all.equal(nu, 2.5))) "matern52" else NA_character_
+  }
+  if (is.na(key)) {
+    abort_askotch(sprintf("`nu` must be 1/2, 3/2 or 5/2, not %s.",
+                          fmt_value(nu)), "input")
+  }
+  new_kernel(unname(key), bandwidth)
+}
+
+#' @rdname kernels
+#' @export
+kernel_matern12 <- function(bandwidth = "median") new_kernel("matern12", bandwidth)
+
+#' @rdname kernels
+#' @export
+kernel_matern32 <- function(bandwidth = "median") new_kernel("matern32", bandwidth)
+
+#' @rdname kernels
+#' @export
+kernel_matern52 <- function(bandwidth = "median") new_kernel("matern52", bandwidth)
+
+#' @export
+format.askotch_kernel <- function(x, ...) {
+  row <- kernel_table[kernel_table$name == x$name, ]
+  bw <- if (is.character(x$bandwidth)) "median heuristic" else
+    format(signif(x$bandwidth, 6))
+  sprintf("%s kernel, bandwidth %s", row$label, bw)
+}
+
+#' @export
+print.askotch_kernel <- function(x, ...) {
+  row <- kernel_table[kernel_table$name == x$name, ]
+  cat("<askotch kernel> ", format(x), "\n", sep = "")
+  cat("  k(x, x') = ", row$formula, "\n", sep = "")
+  invisible(x)
+}
+
+# Turn the `kernel` / `bandwidth` arguments of krr() into a kernel object.
+# An explicitly supplied `bandwidth` overrides the one of a kernel object.
+as_kernel <- function(kernel, bandwidth, bandwidth_given, call = NULL) {
+  if (inherits(kernel, "askotch_kernel")) {
+    if (bandwidth_given) kernel <- new_kernel(kernel$name, bandwidth, call)
+    return(kernel)
+  }
+  if (!is.character(kernel) || length(kernel) != 1L || is.na(kernel)) {
+    abort_askotch(sprintf(paste(
+      "`kernel` must be a kernel name (\"rbf\", \"laplace\", \"matern12\",",
+      "\"matern32\", \"matern52\") or a kernel object such as kernel_rbf(),",
+      "not %s."), fmt_value(kernel)), "input", call)
+  }
+  key <- kernel_aliases[tolower(kernel)]
+  if (is.na(key)) {
+    abort_askotch(sprintf(paste(
+      "`kernel` must be one of \"rbf\", \"laplace\", \"matern12\",",
+      "\"matern32\", \"matern52\", not \"%s\"."), kernel), "input", call)
+  }
+  new_kernel(unname(key), bandwidth, call)
+}
+
+# Median pairwise distance among at most `max_points` rows of x (already
+# standardised), drawn with `seed` without touching the user's RNG stream.
+median_bandwidth <- function(x, metric, seed, max_points = 1000L) {
+  n <- nrow(x)
+  idx <- if (n > max_points) {
+    with_seed(seed, sort(sample.int(n, max_points)))
+  } else {
+    seq_len(n)
+  }
+  d <- stats::dist(x[idx, , drop = FALSE],
+                   method = if (metric == "L1") "manhattan" else "euclidean")
+  med <- stats::median(d)
+  if (med > 0) return(med)
+  # Many duplicated rows: fall back to the median of the positive distances.
+  d <- d[d > 0]
+  if (length(d) == 0L) {
+    abort_askotch(paste(
+      "Cannot choose a \"median\" bandwidth: all sampled rows of `x` are",
+      "identical. Supply a numeric `bandwidth`."), "input")
+  }
+  stats::median(d)
+}
+
+# Evaluate expr with R's RNG seeded, restoring the caller's RNG state.
+with_seed <- function(seed, expr) {
+  genv <- globalenv()
+  had <- exists(".Random.seed", envir = genv, inherits = FALSE)
+  if (had) old <- get(".Random.seed", envir = genv, inherits = FALSE)
+  on.exit({
+    if (had) assign(".Random.seed", old, envir = genv) else
+      if (exists(".Random.seed", envir = genv, inherits = FALSE))
+        rm(".Random.seed", envir = genv)
+  })
+  set.seed(seed %% .Machine$integer.max)
+  expr
+}

@@ -1,0 +1,4 @@
+library(testthat)
+library(askotch)
+
+test_check("askotch")

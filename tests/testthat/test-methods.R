@@ -1,0 +1,87 @@
+# print / summary / plot / coef / fitted / residuals and saveRDS round trips.
+
+test_that("print, summary and plot run", {
+  d <- make_regression(300, seed = 41)
+  fit <- krr(d$x, d$y, lambda = 1, max_passes = 20, seed = 1, threads = 1,
+             validation = list(x = d$x[1:50, ], y = d$y[1:50]))
+  expect_output(print(fit), "Kernel ridge regression")
+  s <- summary(fit)
+  expect_s3_class(s, "summary.krr")
+  out <- capture.output(print(s))
+  for (field in c("n = 300", "Task", "Kernel", "Lambda", "Solver",
+                  "Precision", "Device", "Iterations", "Passes", "Seconds",
+                  "Residual \\(estimate\\)", "Residual \\(exact\\)",
+                  "Converged", "Validation")) {
+    expect_true(any(grepl(field, out)), info = field)
+  }
+  f <- tempfile(fileext = ".png")
+  png(f)
+  expect_invisible(plot(fit))
+  dev.off()
+  expect_gt(file.size(f), 0)
+  f2 <- tempfile(fileext = ".pdf")
+  pdf(f2)
+  plot(krr(d$x, d$y, lambda = 1, solver = cholesky(), threads = 1))
+  dev.off()
+  expect_output(print(askotch()), "ASkotch")
+  expect_output(print(skotch(block_size = 10)), "Skotch")
+  expect_output(print(cholesky()), "Cholesky")
+})
+
+test_that("coef, fitted and residuals are consistent", {
+  d <- make_regression(200, seed = 42)
+  fit <- krr(d$x, d$y, lambda = 1, bandwidth = 1, solver = cholesky(),
+             threads = 1)
+  expect_length(coef(fit), 200)
+  expect_equal(fitted(fit), unname(predict(fit, d$x)), tolerance = 1e-12)
+  expect_equal(unname(predict(fit)), unname(fitted(fit)), tolerance = 1e-12)
+  expect_equal(residuals(fit), d$y - fitted(fit))
+  ref <- oracle_krr(d$x, d$y, d$x, "rbf", 1, 1)
+  expect_lt(rel_err(coef(fit), ref$w), 1e-10)
+  # KRR identity: residuals = lambda * w
+  expect_equal(residuals(fit), 1 * coef(fit), tolerance = 1e-8)
+})
+
+test_that("the fitted object holds only plain R data and survives saveRDS", {
+  d <- make_regression(150, seed = 43)
+  fit <- krr(d$x, d$y, lambda = 1, max_passes = 30, seed = 1, threads = 1)
+  walk <- function(o) {
+    if (is.environment(o) || typeof(o) %in% c("externalptr", "closure")) {
+      return(FALSE)
+    }
+    if (is.list(o)) return(all(vapply(o, walk, TRUE)))
+    TRUE
+  }
+  fit$call <- NULL
+  expect_true(walk(unclass(fit)[setdiff(names(fit), "terms")]))
+  ffit <- local(krr(mpg ~ wt + hp, data = mtcars, lambda = 1, threads = 1,
+                    solver = cholesky()))
+  expect_identical(environment(ffit$terms), globalenv())
+  f <- tempfile(fileext = ".rds")
+  saveRDS(fit, f)
+  fit2 <- readRDS(f)
+  expect_identical(predict(fit2, d$x), predict(fit, d$x))
+})
+
+test_that("predict works after readRDS in a fresh R session", {
+  skip_on_cran()
+  df <- iris
+  fit <- krr(Species ~ ., data = df, lambda = 1, seed = 1, threads = 1)
+  f <- tempfile(fileext = ".rds")
+  out <- tempfile(fileext = ".rds")
+  saveRDS(fit, f)
+  script <- tempfile(fileext = ".R")
+  writeLines(c(
+    "library(askotch)",
+    sprintf("fit <- readRDS('%s')", f),
+    "p <- predict(fit, iris)",
+    sprintf("saveRDS(p, '%s')", out)
+  ), script)
+  lib <- paste(.libPaths(), collapse = .Platform$path.sep)
+  rscript <- file.path(R.home("bin"), "Rscript")
+  status <- system2(rscript, c("--vanilla", shQuote(script)),
+                    env = paste0("R_LIBS=", lib), stdout = FALSE,
+                    stderr = FALSE)
+  expect_identical(status, 0L)
+  expect_identical(readRDS(out), predict(fit, iris))
+})

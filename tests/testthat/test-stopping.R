@@ -1,0 +1,100 @@
+# Stopping rules, trace, validation metric, time limit.
+
+test_that("the trace records passes, time, residuals", {
+  d <- make_regression(600, seed = 51)
+  fit <- krr(d$x, d$y, lambda = 6, tol = 1e-9, max_passes = 100, seed = 1,
+             threads = 1)
+  tr <- fit$trace
+  expect_s3_class(tr, "data.frame")
+  expect_named(tr, c("iteration", "passes", "seconds", "resid_est",
+                     "block_resid", "resid_exact", "validation"))
+  expect_true(all(diff(tr$iteration) > 0))
+  expect_true(all(diff(tr$passes) > 0))
+  expect_true(all(diff(tr$seconds) >= 0))
+  expect_identical(fit$iterations, tail(tr$iteration, 1))
+  expect_equal(fit$passes, tail(tr$passes, 1))
+  expect_true(all(is.na(tr$validation)))
+  expect_false(is.na(fit$resid_exact))
+  expect_identical(fit$resid_exact, tail(tr$resid_exact, 1))
+  expect_true(fit$converged)
+  expect_identical(fit$reason, "tol")
+  expect_lte(fit$resid_exact, 1e-9)
+})
+
+test_that("max_passes stops the solver", {
+  d <- make_regression(1000, seed = 52)
+  fit <- krr(d$x, d$y, lambda = 1e-6 * 1000, max_passes = 2, seed = 1,
+             threads = 1)
+  expect_identical(fit$reason, "max_passes")
+  expect_false(fit$converged)
+  expect_gte(fit$passes, 2)
+  expect_lt(fit$passes, 2 + 256 / 1000 + 1e-9)
+  expect_false(is.na(fit$resid_exact))
+})
+
+test_that("time_limit is respected", {
+  d <- make_regression(4000, p = 5, seed = 53)
+  t0 <- proc.time()[["elapsed"]]
+  fit <- krr(d$x, d$y, lambda = 1e-6 * 4000, tol = 0, max_passes = Inf,
+             time_limit = 1, seed = 1, threads = 2)
+  el <- proc.time()[["elapsed"]] - t0
+  expect_identical(fit$reason, "time_limit")
+  expect_false(fit$converged)
+  expect_gte(fit$seconds, 1)
+  # one slice may overshoot a little, then the exact final residual (one pass)
+  expect_lt(fit$seconds, 3)
+  expect_lt(el, 10)
+})
+
+test_that("validation metric is traced: RMSE for regression", {
+  d <- make_regression(400, seed = 54)
+  v <- make_regression(100, seed = 55)
+  fit <- krr(d$x, d$y, lambda = 1, validation = list(x = v$x, y = v$y),
+             max_passes = 10, tol = 0, seed = 1, threads = 1)
+  expect_identical(fit$validation_metric, "rmse")
+  vm <- fit$trace$validation
+  expect_false(is.na(tail(vm, 1)))
+  expect_equal(tail(vm, 1), sqrt(mean((predict(fit, v$x) - v$y)^2)),
+               tolerance = 1e-10)
+  # at most once per pass (and at the end)
+  ok <- !is.na(vm)
+  expect_lte(sum(ok), ceiling(fit$passes) + 1)
+})
+
+test_that("validation metric is traced: accuracy for classification", {
+  set.seed(56)
+  x <- matrix(rnorm(600), 300, 2)
+  y <- factor(ifelse(x[, 1] > x[, 2], "a", "b"))
+  fit <- krr(x[1:200, ], y[1:200], lambda = 0.2,
+             validation = list(x = x[201:300, ], y = y[201:300]),
+             max_passes = 20, seed = 1, threads = 1)
+  expect_identical(fit$validation_metric, "accuracy")
+  acc <- tail(fit$trace$validation, 1)
+  expect_equal(acc, mean(predict(fit, x[201:300, ]) == y[201:300]))
+  expect_gt(acc, 0.8)
+})
+
+test_that("cholesky stops with reason 'exact'", {
+  d <- make_regression(100, seed = 57)
+  fit <- krr(d$x, d$y, lambda = 1, solver = "cholesky", threads = 1)
+  expect_identical(fit$reason, "exact")
+  expect_true(fit$converged)
+  expect_lt(fit$resid_exact, 1e-12)
+})
+
+test_that("threads can be read and set", {
+  n0 <- askotch_threads()
+  expect_true(is.numeric(n0) && n0 >= 1)
+  old <- askotch_threads(1)
+  expect_identical(askotch_threads(), 1L)
+  askotch_threads(old)
+  expect_identical(askotch_threads(), as.integer(n0))
+  expect_error(askotch_threads(0), class = "askotch_error_input")
+})
+
+test_that("progress = TRUE runs (the bar itself appears after 2 s)", {
+  d <- make_regression(300, seed = 58)
+  expect_no_error(fit <- krr(d$x, d$y, lambda = 1, progress = TRUE,
+                             max_passes = 5, seed = 1, threads = 1))
+  expect_s3_class(fit, "krr")
+})

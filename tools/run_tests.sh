@@ -1,0 +1,28 @@
+#!/bin/sh
+# The test suite: installs what is missing, installs askotch, runs the
+# standalone C driver checks and the testthat suite, and ends with one line
+# "N passed, N failed".  Exit status is non-zero on any failure.
+set -e
+cd "$(dirname "$0")/.."
+sh tools/install_deps.sh
+echo "== installing askotch"
+R CMD INSTALL --preclean . >/tmp/askotch-install.log 2>&1 || { tail -60 /tmp/askotch-install.log; exit 1; }
+grep "askotch:" /tmp/askotch-install.log || true
+echo "== C driver (core + CPU backend, no R)"
+make -s -C driver clean all >/dev/null
+c_line=$(./driver/build/askotch_driver test | tee /tmp/askotch-driver.log | tail -1)
+grep -E "^FAIL" /tmp/askotch-driver.log || true
+echo "driver: $c_line"
+echo "== testthat"
+export C_LINE="$c_line"
+Rscript -e '
+  res <- as.data.frame(testthat::test_dir("tests/testthat", package = "askotch",
+                                           load_package = "installed", reporter = "summary",
+                                           stop_on_failure = FALSE))
+  c_line <- Sys.getenv("C_LINE")
+  cp <- as.integer(sub(" passed.*", "", c_line)); cf <- as.integer(sub(".*passed, ([0-9]+) failed.*", "\\1", c_line))
+  passed <- sum(res$passed) + cp
+  failed <- sum(res$failed) + sum(res$error) + cf
+  cat(sprintf("\n%d passed, %d failed, %d skipped\n", passed, failed, sum(res$skipped)))
+  quit(status = if (failed > 0) 1 else 0)
+' || exit 1
