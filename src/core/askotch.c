@@ -26,6 +26,7 @@ typedef struct {
   /* host */
   int64_t *idx_h;
   uint64_t *mark;
+  krr_rls *rls;         /* sampling = RLS (rls.c) */
 } askotch_t;
 
 #define PREC(s) ((s)->base.pb->prec)
@@ -62,6 +63,7 @@ static void askotch_free(krr_solver *base) {
                    &s->gb, &s->p1, &s->p2, &s->p3};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) krr_dfree(ctx, bufs[i]);
   krr_lowrank_free(ctx, &s->lr);
+  krr_rls_free(s->rls);
   free(s->idx_h); free(s->mark);
   free(s);
 }
@@ -133,7 +135,8 @@ static krr_status askotch_iter(askotch_t *s) {
   double t0 = krr_now();
 
   /* 1. block, its points and (when it fits) K_BB */
-  krr_sample_uniform(krr_rng_stream(seed, it, 0), n, b, s->mark, s->idx_h);
+  if (s->rls) krr_rls_sample(s->rls, krr_rng_stream(seed, it, 0), b, s->idx_h);
+  else krr_sample_uniform(krr_rng_stream(seed, it, 0), n, b, s->mark, s->idx_h);
   KTRY(ctx->ops->upload(ctx, s->idx, s->idx_h, sizeof(int64_t) * (size_t)b));
   KTRY(OP(s, gather_points, pb->X, s->p, s->idx, b, s->XB));
   if (s->materialize)
@@ -226,6 +229,8 @@ krr_status krr_askotch_init(krr_ctx *ctx, const krr_problem *pb, const krr_solve
                     (long long)o.block_size);
   if (o.rho_mode == KRR_RHO_VALUE && !(o.rho_value > 0 && isfinite(o.rho_value)))
     return krr_fail(ctx, KRR_ERR_INPUT, "rho must be positive and finite");
+  if (o.sampling != KRR_SAMPLING_UNIFORM && o.sampling != KRR_SAMPLING_RLS)
+    return krr_fail(ctx, KRR_ERR_INPUT, "unknown sampling code %d", (int)o.sampling);
   size_t es = krr_sizeof(pb->prec);
 
   /* memory plan: refuse (or shrink a default block) before allocating */
@@ -308,6 +313,7 @@ krr_status krr_askotch_init(krr_ctx *ctx, const krr_problem *pb, const krr_solve
   if (st == KRR_OK) st = ctx->ops->zero(ctx, s->base.w, es * (size_t)nm);
   if (st == KRR_OK && s->accelerated) st = ctx->ops->zero(ctx, s->v, es * (size_t)nm);
   if (st == KRR_OK && s->accelerated) st = ctx->ops->zero(ctx, s->z, es * (size_t)nm);
+  if (st == KRR_OK && o.sampling == KRR_SAMPLING_RLS) st = krr_rls_create(ctx, pb, &o, b, &s->rls);
   if (st != KRR_OK) {
     if (st == KRR_ERR_MEMORY) {
       int64_t sb = krr_suggest_block(pb, &o, avail / 2);

@@ -114,6 +114,28 @@ krr_status krr_lowrank_inv(krr_ctx *ctx, krr_lowrank *lr, const void *in, void *
 /* out = (P + rho I)^{-1/2} in (orthonormal U only) */
 krr_status krr_lowrank_invsqrt(krr_ctx *ctx, krr_lowrank *lr, const void *in, void *out, int m);
 
+/* --- approximate ridge-leverage-score sampling (rls.c) -------------------- */
+typedef struct krr_rls krr_rls;
+/* scores (host n doubles) with a uniform dictionary of s points; once at init */
+krr_status krr_rls_scores(krr_ctx *ctx, const krr_problem *pb, int64_t s, uint64_t seed,
+                          double *scores);
+int64_t krr_rls_subsample(const krr_problem *pb, const krr_solver_opts *o);
+/* sampler for blocks of up to b indices (validates o->rls_subsample) */
+krr_status krr_rls_create(krr_ctx *ctx, const krr_problem *pb, const krr_solver_opts *o,
+                          int64_t b, krr_rls **out);
+/* b distinct indices ~ scores without replacement, sorted ascending */
+void krr_rls_sample(krr_rls *r, uint64_t stream, int64_t b, int64_t *out);
+double krr_rls_deff(const krr_rls *r);
+void krr_rls_free(krr_rls *r);
+
+/* --- EigenPro 2.0 / 3.0 (eigenpro.c), ASkotch v1 (askotch_v1.c) ---------- */
+krr_status krr_eigenpro_init(krr_ctx *ctx, const krr_problem *pb, const krr_solver_opts *o,
+                             krr_solver **out);
+size_t krr_eigenpro_memory(const krr_problem *pb, const krr_solver_opts *o);
+krr_status krr_askotch_v1_init(krr_ctx *ctx, const krr_problem *pb, const krr_solver_opts *o,
+                               krr_solver **out);
+size_t krr_askotch_v1_memory(const krr_problem *pb, const krr_solver_opts *o);
+
 /* Uniform sample of b distinct indices from 0..n-1, sorted ascending
  * (Floyd's algorithm; mark is a zeroed bitmap of n bits, left zeroed). */
 void krr_sample_uniform(uint64_t seed, int64_t n, int64_t b, uint64_t *mark, int64_t *out);

@@ -114,8 +114,16 @@ typedef enum {
   KRR_SOLVER_NSAP = 4, /* its Nesterov-accelerated form */
   KRR_SOLVER_PCG = 5,      /* preconditioned CG on (K + lambda I) w = y (pcg.c) */
   KRR_SOLVER_FALKON = 6,   /* inducing points, Falkon preconditioner (falkon.c) */
-  KRR_SOLVER_EIGENPRO = 7  /* EigenPro 2.0 preconditioned SGD (eigenpro.c) */
+  KRR_SOLVER_EIGENPRO = 7, /* EigenPro 2.0 preconditioned SGD (eigenpro.c) */
+  KRR_SOLVER_ASKOTCH_V1 = 8 /* ASkotch first version: fixed partition, NU_ACDM (askotch_v1.c) */
 } krr_solver_kind;
+
+/* block sampling of ASkotch / Skotch (krr_solver_opts.sampling) */
+typedef enum {
+  KRR_SAMPLING_UNIFORM = 0, /* b distinct indices uniformly */
+  KRR_SAMPLING_RLS = 1      /* b distinct indices with probability ~ approximate ridge
+                               leverage scores (rls.c), computed once at init */
+} krr_sampling;
 
 /* PCG preconditioners (krr_solver_opts.precond) */
 typedef enum {
@@ -148,6 +156,13 @@ typedef struct krr_solver_opts {
   int64_t ep_subsample;    /* EigenPro: s, points of the preconditioner subsample (0: min(n, 4000)) */
   int64_t ep_batch;        /* EigenPro: gradient batch (0: automatic, EigenPro 2.0 rule) */
   double ep_step;          /* EigenPro: step size (<= 0: automatic) */
+  /* --- appended (zero = default) --- */
+  krr_sampling sampling;   /* ASkotch/Skotch block sampling (default uniform) */
+  int64_t rls_subsample;   /* RLS sampling: dictionary size s (0: min(n, 2000)) */
+  int ep_version;          /* EigenPro: 0 or 2 = EigenPro 2.0 (3.0 is not implemented: input error);
+                              rank = q, the corrected eigendirections (0: min(100, s - 1)) */
+  double v1_beta;          /* ASkotch v1: NU_ACDM parameter beta in [0, 1] (default 0: block
+                              sampling ~ L_b^(1/2)); mu (<= 0: lambda) is its strong convexity */
 } krr_solver_opts;
 
 void krr_solver_opts_default(krr_solver_opts *o);

@@ -16,6 +16,8 @@ size_t krr_solver_memory(const krr_problem *pb, const krr_solver_opts *o, int ma
     return krr_sizeof(pb->prec) * (size_t)(pb->n * pb->n + 2 * pb->n * (int64_t)pb->m);
   if (o->kind == KRR_SOLVER_PCG) return krr_pcg_memory(pb, o);
   if (o->kind == KRR_SOLVER_FALKON) return krr_falkon_memory(pb, o);
+  if (o->kind == KRR_SOLVER_EIGENPRO) return krr_eigenpro_memory(pb, o);
+  if (o->kind == KRR_SOLVER_ASKOTCH_V1) return krr_askotch_v1_memory(pb, o);
   krr_solver_opts r = *o;
   krr_askotch_resolve(pb, &r);
   return krr_askotch_memory(pb, &r, r.block_size, r.rank, materialize);
@@ -44,6 +46,8 @@ krr_status krr_solver_init(krr_ctx *ctx, const krr_problem *pb, const krr_solver
     case KRR_SOLVER_CHOLESKY: return krr_cholesky_init(ctx, pb, o, out);
     case KRR_SOLVER_PCG: return krr_pcg_init(ctx, pb, o, out);
     case KRR_SOLVER_FALKON: return krr_falkon_init(ctx, pb, o, out);
+    case KRR_SOLVER_EIGENPRO: return krr_eigenpro_init(ctx, pb, o, out);
+    case KRR_SOLVER_ASKOTCH_V1: return krr_askotch_v1_init(ctx, pb, o, out);
     default: return krr_fail(ctx, KRR_ERR_INPUT, "unknown solver kind %d", (int)o->kind);
   }
 }
