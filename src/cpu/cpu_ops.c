@@ -1,3 +1,6 @@
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE /* dladdr */
+#endif
 /* The CPU krr_ops table: OpenBLAS (cblas), LAPACKE, OpenMP. */
 #include <limits.h>
 #include <math.h>
@@ -13,8 +16,9 @@
 #include "cpu.h"
 #include "../core/rng.h"
 
-#ifdef KRR_HAVE_OPENBLAS
-void openblas_set_num_threads(int num_threads);
+#if defined(__linux__) || defined(__APPLE__)
+#include <dlfcn.h>
+#define KRR_HAVE_DLADDR 1
 #endif
 
 /* ---- thread policy: the one place -------------------------------------- */
@@ -43,23 +47,51 @@ int krr_cpu_threads_cap(int n) {
   return n;
 }
 
+/* The BLAS that serves our cblas calls is not always the one we linked: inside
+ * R, cblas_dgemm binds to R's own libblas.so.3 when that library exports it
+ * (OpenBLAS does).  So the thread-count setter is looked up in the library
+ * that actually provides cblas_dgemm, and a BLAS without one (reference BLAS,
+ * single-threaded) is left alone. */
+typedef void (*krr_set_threads_fn)(int);
+static krr_set_threads_fn blas_setter(void) {
+  static int looked = 0;
+  static krr_set_threads_fn fn = NULL;
+  if (looked) return fn;
+  looked = 1;
+#ifdef KRR_HAVE_DLADDR
+  Dl_info info;
+  if (dladdr((void *)&cblas_dgemm, &info) && info.dli_fname) {
+    void *h = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+    if (h) {
+      static const char *names[] = {"openblas_set_num_threads", "goto_set_num_threads",
+                                    "bli_thread_set_num_threads"};
+      for (size_t i = 0; i < sizeof names / sizeof names[0] && !fn; i++)
+        *(void **)(&fn) = dlsym(h, names[i]);
+      dlclose(h);
+    }
+  }
+#endif
+  return fn;
+}
+
 void krr_cpu_blas_threads(int n) {
-#ifdef KRR_HAVE_OPENBLAS
   static int current = -1;
   if (n < 1) n = 1;
-  if (n != current) {
-    openblas_set_num_threads(n);
-    current = n;
-  }
-#else
-  (void)n;
-#endif
+  if (n == current) return;
+  krr_set_threads_fn fn = blas_setter();
+  if (fn) fn(n);
+  current = n;
 }
 
 /* Small dense operations run single-threaded: on a busy machine a parallel
  * BLAS call of a few hundred microseconds loses more to thread wake-up and
  * barriers than it gains. */
 static int krr_cpu_small(double flops) { return flops < 4e6; }
+/* LAPACK calls inside solver iterations (QR, SVD, Cholesky of r x r or b x b
+ * blocks) stay single-threaded: a multithreaded BLAS pool left spinning after
+ * them competes with our OpenMP threads.  Only one-shot factorisations of a
+ * large matrix (the exact Cholesky solver) use the BLAS's threads. */
+static int krr_cpu_lapack_serial(double flops) { return flops < 2e9; }
 
 /* ---- memory --------------------------------------------------------------*/
 static krr_status cpu_ctx_init(krr_ctx *ctx) { (void)ctx; return KRR_OK; }
