@@ -140,6 +140,13 @@ SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP
   o.precond = (krr_precond)(int)list_num(solver, "precond", 0);
   o.n_centers = (int64_t)list_num(solver, "n_centers", 0);
   o.resid_every = (int)list_num(solver, "resid_every", 0);
+  o.sampling = (krr_sampling)(int)list_num(solver, "sampling", 0);
+  o.rls_subsample = (int64_t)list_num(solver, "rls_subsample", 0);
+  o.ep_version = (int)list_num(solver, "ep_version", 0);
+  o.ep_subsample = (int64_t)list_num(solver, "ep_subsample", 0);
+  o.ep_batch = (int64_t)list_num(solver, "ep_batch", 0);
+  o.ep_step = list_num(solver, "ep_step", 0);
+  o.v1_beta = list_num(solver, "v1_beta", 0);
   /* Falkon centres: 1-based R indices -> 0-based; the solver copies them */
   int64_t *centers = NULL;
   SEXP cen = list_get(solver, "centers");
