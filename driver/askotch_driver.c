@@ -4,6 +4,7 @@
  * verified on GPU machines (which have no R) through this program.
  *
  *   askotch_driver test  [--backend cpu|cuda] [--threads T]
+ *   askotch_driver parity --backend cuda   (every solver: device vs CPU vs exact)
  *   askotch_driver bench [--backend cpu|cuda] [--n N] [--p P] [--b B] [--r R]
  *                        [--precision single|double] [--kernel K] [--iters I]
  *   askotch_driver fit   (same options as bench; runs to --tol and reports the
@@ -215,6 +216,69 @@ static int cmd_test(const args_t *a) {
   return n_fail ? 1 : 0;
 }
 
+/* Solver-level parity: every solver on --backend (CUDA on a GPU machine) vs
+ * the CPU backend, same data and seed, and both vs the CPU double Cholesky. */
+static int cmd_parity(const args_t *a) {
+  const krr_ops *dev_ops = backend(a->backend);
+  krr_ctx cpu, dev;
+  if (krr_ctx_init(&cpu, krr_cpu_ops(), a->threads, 0) != KRR_OK ||
+      krr_ctx_init(&dev, dev_ops, a->threads, 0) != KRR_OK) {
+    printf("ctx: %s %s\n", cpu.msg, dev.msg);
+    return 1;
+  }
+  int64_t n = 2000;
+  int p = 6, m = 2;
+  double *X = malloc(sizeof(double) * n * p), *y = malloc(sizeof(double) * n * m);
+  double *w_ref = malloc(sizeof(double) * n * m), *w_cpu = malloc(sizeof(double) * n * m),
+         *w_dev = malloc(sizeof(double) * n * m);
+  make_data(n, p, m, 5, X, y);
+  static const char *kn[] = {"askotch", "skotch", "cholesky", "sap", "nsap", "pcg"};
+  static const krr_solver_kind kinds[] = {KRR_SOLVER_ASKOTCH, KRR_SOLVER_SKOTCH, KRR_SOLVER_CHOLESKY,
+                                          KRR_SOLVER_SAP, KRR_SOLVER_NSAP, KRR_SOLVER_PCG};
+  for (int kt = 0; kt < KRR_N_KERNELS; kt++) {
+    krr_kernel k = {(krr_kernel_type)kt, 2.5};
+    double lambda = 1e-3 * n, rr, secs;
+    krr_diag dg;
+    krr_problem pc, pd;
+    krr_solver_opts o;
+    krr_problem_create(&cpu, KRR_DOUBLE, X, n, p, y, m, k, lambda, &pc);
+    krr_solver_opts_default(&o);
+    o.kind = KRR_SOLVER_CHOLESKY;
+    run_solver(&cpu, &pc, &o, 0, 1, w_ref, &rr, &dg, &secs);
+    krr_problem_free(&cpu, &pc);
+    for (int pr = 0; pr < 2; pr++) {
+      krr_precision prec = pr ? KRR_DOUBLE : KRR_FLOAT;
+      krr_problem_create(&cpu, prec, X, n, p, y, m, k, lambda, &pc);
+      krr_status st = krr_problem_create(&dev, prec, X, n, p, y, m, k, lambda, &pd);
+      CHECK(st == KRR_OK, "device problem: %s", dev.msg);
+      for (size_t si = 0; si < sizeof kinds / sizeof kinds[0]; si++) {
+        krr_solver_opts_default(&o);
+        o.kind = kinds[si];
+        o.block_size = 400; o.rank = 50; o.seed = 3;
+        double tol = pr ? 1e-10 : 1e-5, rc, rd, sc, sd;
+        krr_status s1 = run_solver(&cpu, &pc, &o, tol, 3000, w_cpu, &rc, &dg, &sc);
+        krr_status s2 = run_solver(&dev, &pd, &o, tol, 3000, w_dev, &rd, &dg, &sd);
+        double e_cd = rel_diff(w_dev, w_cpu, n * m), e_ref = rel_diff(w_dev, w_ref, n * m);
+        double tw = pr ? 1e-8 : 2e-3;
+        CHECK(s1 == KRR_OK && s2 == KRR_OK && rd <= tol * 1.0001 && e_ref <= tw,
+              "%s %s %s: device status %d (%s) relres %.3g, vs CPU %.3g, vs exact %.3g",
+              kn[si], kernel_names[kt], pr ? "double" : "single", s2, s2 ? dev.msg : "", rd, e_cd,
+              e_ref);
+        if (getenv("KRR_VERBOSE"))
+          printf("%-8s %-8s %s: cpu %.2fs dev %.2fs, relres %.2e, |dev-cpu| %.2e, |dev-exact| %.2e\n",
+                 kn[si], kernel_names[kt], pr ? "double" : "single", sc, sd, rd, e_cd, e_ref);
+      }
+      krr_problem_free(&cpu, &pc);
+      krr_problem_free(&dev, &pd);
+    }
+  }
+  free(X); free(y); free(w_ref); free(w_cpu); free(w_dev);
+  krr_ctx_free(&cpu);
+  krr_ctx_free(&dev);
+  printf("%d passed, %d failed\n", n_pass, n_fail);
+  return n_fail ? 1 : 0;
+}
+
 static int cmd_bench(const args_t *a, int to_tol) {
   const krr_ops *ops = backend(a->backend);
   krr_ctx ctx;
@@ -304,6 +368,7 @@ int main(int argc, char **argv) {
     } else { fprintf(stderr, "unknown option %s\n", k); return 2; }
   }
   if (!strcmp(a.cmd, "test")) return cmd_test(&a);
+  if (!strcmp(a.cmd, "parity")) return cmd_parity(&a);
   if (!strcmp(a.cmd, "bench")) return cmd_bench(&a, 0);
   if (!strcmp(a.cmd, "fit")) return cmd_bench(&a, 1);
   fprintf(stderr, "usage: askotch_driver test|bench|fit [options]\n");

@@ -2,12 +2,14 @@
 # One-stop check of the CUDA backend on a GPU machine (no R needed).
 #
 #   sh driver/gpu_check.sh [--quick] [stage ...]      (from the repository root)
-#   stages: build parity memcheck racecheck bench torch   (default: all, in that order)
+#   stages: build parity solvers memcheck racecheck bench torch   (default: all, in that order)
 #
 # build     : tools/config_cuda.sh probe, CUDA objects, test_parity (needs
 #             OpenBLAS + LAPACKE dev files; checked by a test compile, else the
 #             parity stages are skipped and the benchmark is still built)
 # parity    : driver/build/cuda/test_parity (every krr_ops entry, CPU vs CUDA)
+# solvers   : driver/build/askotch_driver parity --backend cuda (every solver's
+#             solution on the GPU vs the CPU backend vs the exact Cholesky one)
 # memcheck  : compute-sanitizer --tool memcheck --leak-check full test_parity --small
 # racecheck : compute-sanitizer --tool racecheck test_parity --small
 # bench     : inst/bench/gpu bench_cuda (cuBLAS GEMM + kernel_mv roofline table)
@@ -20,11 +22,11 @@ STAGES=
 for a in "$@"; do
   case "$a" in
     --quick) QUICK=--quick ;;
-    build|parity|memcheck|racecheck|bench|torch) STAGES="$STAGES $a" ;;
+    build|parity|solvers|memcheck|racecheck|bench|torch) STAGES="$STAGES $a" ;;
     *) echo "usage: $0 [--quick] [build|parity|memcheck|racecheck|bench|torch ...]"; exit 2 ;;
   esac
 done
-[ -n "$STAGES" ] || STAGES="build parity memcheck racecheck bench torch"
+[ -n "$STAGES" ] || STAGES="build parity solvers memcheck racecheck bench torch"
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 2
@@ -101,6 +103,16 @@ for stage in $STAGES; do
         grep '^FAIL' "$LOG/parity.log" | head -n 40
       else
         note parity skip - "test_parity not built"
+      fi
+      ;;
+    solvers)
+      # every solver on the GPU vs the CPU backend vs the exact solution
+      if make -s -C driver CUDA=1 CUDA_HOME="$CUDA_HOME" clean all >"$LOG/solvers-build.log" 2>&1; then
+        run solvers 900 driver/build/askotch_driver parity --backend cuda
+        note solvers "$RUN_ST" "$RUN_DT" "$(grep -E '^[0-9]+ passed' "$LOG/solvers.log" | tail -n 1)"
+        grep '^FAIL' "$LOG/solvers.log" | head -n 40
+      else
+        note solvers skip - "askotch_driver (CUDA=1) did not build: see solvers-build.log"
       fi
       ;;
     memcheck|racecheck)
