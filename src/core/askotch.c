@@ -159,18 +159,9 @@ static krr_status askotch_iter(askotch_t *s) {
 
   /* 2. block gradient g = K_B: z + lambda z_B - y_B (at z when accelerated) */
   const void *src = s->accelerated ? s->z : s->base.w;
-  KTRY(OP(s, kernel_mv, &pb->kernel, s->XB, b, pb->X, n, s->p, src, n, m, s->g, b));
-  KTRY(OP(s, gather_rows, src, n, m, s->idx, b, s->gb, b));
-  KTRY(OP(s, axpby, b * m, pb->lambda, s->gb, 1.0, s->g));
-  KTRY(OP(s, gather_rows, pb->y, n, m, s->idx, b, s->gb, b));
-  KTRY(OP(s, axpby, b * m, -1.0, s->gb, 1.0, s->g));
   double gn = 0, ybn = 0;
-  KTRY(OP(s, nrm2, b * m, s->g, &gn));
-  KTRY(OP(s, nrm2, b * m, s->gb, &ybn));
+  KTRY(krr_block_residual(ctx, pb, s->XB, s->idx, b, src, s->g, s->gb, &gn, &ybn));
   double t3 = krr_now();
-  if (!isfinite(gn))
-    return krr_fail(ctx, KRR_ERR_NUMERIC, "the iterate diverged (non-finite residual) at iteration %lld",
-                    (long long)it + 1);
 
   /* 3. direction and update */
   KTRY(pc_inv(s, s->g, s->d, m));

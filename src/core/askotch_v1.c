@@ -216,18 +216,9 @@ static krr_status v1_iter(v1_t *s) {
 
   /* g = K_b: w + lambda w_b - y_b at the coupling point w */
   void *w = s->wc;
-  KTRY(OP(s, kernel_mv, &pb->kernel, s->XB, b, pb->X, n, s->p, w, n, m, s->g, b));
-  KTRY(OP(s, gather_rows, w, n, m, s->idx, b, s->gb, b));
-  KTRY(OP(s, axpby, b * m, pb->lambda, s->gb, 1.0, s->g));
-  KTRY(OP(s, gather_rows, pb->y, n, m, s->idx, b, s->gb, b));
-  KTRY(OP(s, axpby, b * m, -1.0, s->gb, 1.0, s->g));
   double gn = 0, ybn = 0;
-  KTRY(OP(s, nrm2, b * m, s->g, &gn));
-  KTRY(OP(s, nrm2, b * m, s->gb, &ybn));
+  KTRY(krr_block_residual(ctx, pb, s->XB, s->idx, b, w, s->g, s->gb, &gn, &ybn));
   double t2 = krr_now();
-  if (!isfinite(gn))
-    return krr_fail(ctx, KRR_ERR_NUMERIC, "the iterate diverged (non-finite residual) at iteration %lld",
-                    (long long)it + 1);
 
   KTRY(krr_lowrank_inv(ctx, &s->lr, s->g, s->d, m));
   double L = s->L[k], gm = s->gamma * s->mu;

@@ -196,18 +196,9 @@ static krr_status ep2_iter(ep_t *s) {
   KTRY(ctx->ops->upload(ctx, s->bidx, s->bidx_h, sizeof(int64_t) * (size_t)bs));
   KTRY(OP(s, gather_points, pb->X, s->p, s->bidx, bs, s->XB));
   void *w = s->base.w;
-  KTRY(OP(s, kernel_mv, &pb->kernel, s->XB, bs, pb->X, n, s->p, w, n, m, s->g, bs));
-  KTRY(OP(s, gather_rows, w, n, m, s->bidx, bs, s->gb, bs));
-  KTRY(OP(s, axpby, bs * m, pb->lambda, s->gb, 1.0, s->g));
-  KTRY(OP(s, gather_rows, pb->y, n, m, s->bidx, bs, s->gb, bs));
-  KTRY(OP(s, axpby, bs * m, -1.0, s->gb, 1.0, s->g));
   double gn = 0, ybn = 0;
-  KTRY(OP(s, nrm2, bs * m, s->g, &gn));
-  KTRY(OP(s, nrm2, bs * m, s->gb, &ybn));
+  KTRY(krr_block_residual(ctx, pb, s->XB, s->bidx, bs, w, s->g, s->gb, &gn, &ybn));
   double t1 = krr_now();
-  if (!isfinite(gn))
-    return krr_fail(ctx, KRR_ERR_NUMERIC, "EigenPro diverged (non-finite gradient) at iteration %lld; "
-                    "try a smaller ep_step", (long long)it + 1);
   double st = s->eta / (double)bs;
   KTRY(OP(s, kernel_mv, &pb->kernel, s->Xs, S, s->XB, bs, s->p, s->g, bs, m, s->h, S));
   KTRY(ep_precond(s, s->h));

@@ -136,6 +136,14 @@ krr_status krr_askotch_v1_init(krr_ctx *ctx, const krr_problem *pb, const krr_so
                                krr_solver **out);
 size_t krr_askotch_v1_memory(const krr_problem *pb, const krr_solver_opts *o);
 
+/* Block residual of (K + lambda I) w = y on the rows idx (b of them, points
+ * XB already gathered): g(b x m) = K(XB, X) w + lambda w_B - y_B, using gb
+ * (b x m) as scratch (it holds y_B on return).  *gnorm = ||g||_F,
+ * *ynorm = ||y_B||_F; a non-finite residual is a KRR_ERR_NUMERIC. */
+krr_status krr_block_residual(krr_ctx *ctx, const krr_problem *pb, const void *XB,
+                              const int64_t *idx, int64_t b, const void *w, void *g, void *gb,
+                              double *gnorm, double *ynorm);
+
 /* Uniform sample of b distinct indices from 0..n-1, sorted ascending
  * (Floyd's algorithm; mark is a zeroed bitmap of n bits, left zeroed). */
 void krr_sample_uniform(uint64_t seed, int64_t n, int64_t b, uint64_t *mark, int64_t *out);

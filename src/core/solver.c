@@ -104,3 +104,21 @@ void krr_sample_uniform(uint64_t seed, int64_t n, int64_t b, uint64_t *mark, int
   for (int64_t i = 0; i < b; i++) mark[(uint64_t)out[i] >> 6] = 0; /* leave bitmap zeroed */
   qsort(out, (size_t)b, sizeof(int64_t), cmp_i64);
 }
+
+krr_status krr_block_residual(krr_ctx *ctx, const krr_problem *pb, const void *XB,
+                              const int64_t *idx, int64_t b, const void *w, void *g, void *gb,
+                              double *gnorm, double *ynorm) {
+  krr_precision prec = pb->prec;
+  int64_t n = pb->n;
+  int m = pb->m;
+  KTRY(KOP(ctx, prec, kernel_mv, &pb->kernel, XB, b, pb->X, n, pb->p, w, n, m, g, b));
+  KTRY(KOP(ctx, prec, gather_rows, w, n, m, idx, b, gb, b));
+  KTRY(KOP(ctx, prec, axpby, b * m, pb->lambda, gb, 1.0, g));
+  KTRY(KOP(ctx, prec, gather_rows, pb->y, n, m, idx, b, gb, b));
+  KTRY(KOP(ctx, prec, axpby, b * m, -1.0, gb, 1.0, g));
+  KTRY(KOP(ctx, prec, nrm2, b * m, g, gnorm));
+  KTRY(KOP(ctx, prec, nrm2, b * m, gb, ynorm));
+  if (!isfinite(*gnorm))
+    return krr_fail(ctx, KRR_ERR_NUMERIC, "the iterate diverged (non-finite residual)");
+  return KRR_OK;
+}
