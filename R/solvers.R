@@ -14,6 +14,27 @@
 #'   by `power_iters` power iterations and updates the block of weights. It
 #'   needs \eqn{O(n)} memory plus \eqn{O(b r)} work space and converges
 #'   linearly; one *pass* is \eqn{n / b} iterations.
+#'
+#'   With `sampling = "rls"` the blocks are drawn (without replacement) with
+#'   probabilities proportional to approximate ridge leverage scores
+#'   \eqn{[K (K + \lambda I)^{-1}]_{ii}}, estimated once at the start from a
+#'   uniform subsample of `rls_subsample` points (a one-level BLESS-style
+#'   estimate; cost \eqn{O(n s)} kernel evaluations and an \eqn{s \times
+#'   s} Cholesky factorisation). This helps when a few points are much more
+#'   influential than the rest (clustered or heavy-tailed inputs); on evenly
+#'   spread data it behaves like uniform sampling.
+#'
+#'   `variant = "v1"` is the first published ASkotch (arXiv v1): the points
+#'   are split *once* into \eqn{\lceil n/b \rceil} fixed random blocks;
+#'   each block's Nyström preconditioner and step size are computed once
+#'   (at the first iteration: about one pass of setup) and cached when memory
+#'   allows (\eqn{n r} numbers), blocks are sampled with probability
+#'   \eqn{\propto L_b^{1/2}} and the iterates use NU_ACDM acceleration
+#'   (Allen-Zhu et al.) instead of Nesterov's. `mu` is then NU_ACDM's strong
+#'   convexity parameter (default \eqn{\lambda / \max_b (\hat\lambda_{1,b}
+#'   + \rho_b)}, the constant in the preconditioned norm) and `nu` is not
+#'   used. It cannot be combined with `sampling = "rls"` or `accelerated =
+#'   FALSE`. Memory \eqn{O(n r)} with the cache.
 #' * `skotch()`: the same without acceleration (`askotch(accelerated = FALSE)`).
 #' * `sap()`: sketch-and-project with *exact* block solves
 #'   \eqn{(K_{BB} + \lambda I)^{-1}} and unit steps (block Gauss-Seidel with
@@ -27,6 +48,21 @@
 #'   of KRR on `centers` training points solved by preconditioned CG;
 #'   predictions use only the centres. This approximates, rather than solves,
 #'   the full KRR problem.
+#' * `eigenpro()`: EigenPro 2.0 (Ma and Belkin), mini-batch stochastic
+#'   gradient descent (Richardson iteration) on \eqn{(K + \lambda I) w = y},
+#'   preconditioned by flattening the top `rank` eigendirections of the kernel
+#'   estimated on a subsample of `subsample` points, with the automatic batch
+#'   size and step size of EigenPro 2.0. Memory \eqn{O(n + s^2)} at setup
+#'   and \eqn{O(n + s r)} afterwards. The EigenPro papers fit
+#'   interpolation (\eqn{\lambda = 0}); here the user's \eqn{\lambda} is
+#'   kept (it enters the gradient). The iteration converges to the KRR
+#'   solution (the batch gradients vanish there), but linearly at a rate set
+#'   by the preconditioned condition number, which is slow to high precision
+#'   when \eqn{\lambda} is small: it reaches a useful *test* error quickly
+#'   but seldom a relative residual of `1e-6` or below, so use it with a
+#'   `time_limit` or `max_passes` rather than a tight `tol`.
+#'   `eigenpro(version = 3)` (EigenPro 3.0) is not implemented yet and is an
+#'   error.
 #' * `cholesky()`: the exact direct solve by a Cholesky factorisation of
 #'   \eqn{K + \lambda I}: \eqn{O(n^2)} memory and \eqn{O(n^3)} time, for
 #'   \eqn{n} up to a few tens of thousands. Useful as a reference.
@@ -34,31 +70,58 @@
 #' @param block_size Block size \eqn{b}; `NULL` (default) picks
 #'   \eqn{\min(n, \max(256, n/100))}. Must not exceed the number of training
 #'   points.
-#' @param rank Nyström rank \eqn{r}. Default 100; when not given it is capped at
-#'   the block size (for `pcg()`: the number of points), when given it must
-#'   not exceed it.
+#' @param rank Nyström rank \eqn{r} (for `eigenpro()`: the number of
+#'   corrected eigendirections). Default 100; when not given it is capped at
+#'   the block size (for `pcg()`: the number of points; for `askotch(variant
+#'   = "v1")`: the smallest block of the partition; for `eigenpro()`: one
+#'   less than `subsample`), when given it must not exceed it.
 #' @param rho Damping of the Nyström preconditioner: `"damped"` (default,
 #'   \eqn{\lambda} plus the smallest kept Nyström eigenvalue),
 #'   `"regularization"` (\eqn{\rho = \lambda}) or a positive number.
 #' @param accelerated Use Nesterov acceleration (ASkotch, NSAP) or not
 #'   (Skotch, SAP).
-#' @param sampling Block sampling scheme; only `"uniform"` (without
-#'   replacement) is implemented.
+#' @param sampling Block sampling scheme: `"uniform"` (default; \eqn{b}
+#'   distinct points uniformly) or `"rls"` (\eqn{b} distinct points with
+#'   probabilities proportional to approximate ridge leverage scores).
 #' @param mu,nu Acceleration parameters; `NULL` uses \eqn{\mu = \lambda} and
-#'   \eqn{\nu = n / b}.
+#'   \eqn{\nu = n / b} (for `variant = "v1"` see above).
 #' @param power_iters Number of power iterations for the step size.
+#' @param variant `"journal"` (default: the journal version of ASkotch, with
+#'   fresh random blocks each iteration) or `"v1"` (the first published
+#'   version: fixed partition, cached per-block preconditioners, NU_ACDM
+#'   acceleration).
+#' @param rls_subsample With `sampling = "rls"`: size \eqn{s} of the uniform
+#'   subsample used to estimate the leverage scores; `NULL` uses
+#'   \eqn{\min(n, 2000)}. Must not exceed the number of training points.
 #' @param ... For `skotch()`: arguments passed to `askotch()` (except
-#'   `accelerated`).
+#'   `accelerated`, and `variant` other than `"journal"`).
 #' @return A list of class `c("askotch_solver_<name>", "askotch_solver")`.
 #' @seealso [krr()]
 #' @examples
 #' askotch()
 #' askotch(block_size = 500, rank = 50, rho = "regularization")
+#' askotch(sampling = "rls", rls_subsample = 1000)
+#' askotch(variant = "v1", block_size = 500)
 #' skotch(rank = 20)
 #' sap(block_size = 200)
 #' pcg("rpcholesky", rank = 50)
 #' falkon(centers = 500)
+#' eigenpro(subsample = 2000, rank = 50)
 #' cholesky()
+#'
+#' # on a small problem every solver gives (about) the same predictions
+#' set.seed(1)
+#' x <- matrix(runif(600), ncol = 2)
+#' y <- sin(4 * x[, 1]) + x[, 2]^2 + rnorm(300, sd = 0.1)
+#' specs <- list(askotch(block_size = 100, rank = 20),
+#'               askotch(sampling = "rls", block_size = 100, rank = 20),
+#'               askotch(variant = "v1", block_size = 100, rank = 20),
+#'               eigenpro(rank = 20))
+#' fits <- lapply(specs, function(s)
+#'   krr(x, y, lambda = 3, solver = s, max_passes = 50, seed = 1,
+#'       threads = 1))
+#' sapply(fits, function(f) f$resid_exact)
+#' sapply(fits, function(f) predict(f, x[1, , drop = FALSE]))
 #' @name solvers
 NULL
 
@@ -78,17 +141,24 @@ check_rho <- function(rho) {
 #' @rdname solvers
 #' @export
 askotch <- function(block_size = NULL, rank = 100, rho = "damped",
-                    accelerated = TRUE, sampling = "uniform", mu = NULL,
-                    nu = NULL, power_iters = 10) {
+                    accelerated = TRUE, sampling = c("uniform", "rls"),
+                    mu = NULL, nu = NULL, power_iters = 10,
+                    variant = c("journal", "v1"), rls_subsample = NULL) {
   rank_given <- !missing(rank)
   check_positive(block_size, "block_size", allow_null = TRUE, integerish = TRUE)
   check_positive(rank, "rank", integerish = TRUE)
   rho <- check_rho(rho)
   check_flag(accelerated, "accelerated")
-  if (!identical(sampling, "uniform")) {
-    abort_askotch(sprintf(
-      "`sampling` must be \"uniform\" (the only scheme implemented), not %s.",
-      fmt_value(sampling)), "input")
+  sampling <- if (missing(sampling)) "uniform" else
+    check_choice(sampling, c("uniform", "rls"), "sampling")
+  variant <- if (missing(variant)) "journal" else
+    check_choice(variant, c("journal", "v1"), "variant")
+  check_positive(rls_subsample, "rls_subsample", allow_null = TRUE,
+                 integerish = TRUE)
+  if (!is.null(rls_subsample) && sampling != "rls") {
+    abort_askotch(paste(
+      "`rls_subsample` is only used with `sampling = \"rls\"`; found",
+      sprintf("`sampling = \"%s\"`.", sampling)), "input")
   }
   check_positive(mu, "mu", allow_null = TRUE)
   check_positive(nu, "nu", allow_null = TRUE)
@@ -97,13 +167,36 @@ askotch <- function(block_size = NULL, rank = 100, rho = "damped",
     abort_askotch(sprintf("`power_iters` must be at most 1000, not %s.",
                           fmt_value(power_iters)), "input")
   }
-  name <- if (accelerated) "askotch" else "skotch"
+  if (variant == "v1") {
+    if (sampling != "uniform") {
+      abort_askotch(paste(
+        "`variant = \"v1\"` samples the blocks of a fixed partition with",
+        "probabilities set by their step sizes; it cannot be combined with",
+        "`sampling = \"rls\"`."), "input")
+    }
+    if (!accelerated) {
+      abort_askotch(paste(
+        "`variant = \"v1\"` is always accelerated (NU_ACDM); it cannot be",
+        "combined with `accelerated = FALSE` (skotch())."), "input")
+    }
+    if (!is.null(nu)) {
+      abort_askotch(paste(
+        "`nu` is not used by `variant = \"v1\"` (NU_ACDM derives its",
+        "parameters from `mu` and the block step sizes); found",
+        sprintf("`nu = %s`.", fmt_value(nu))), "input")
+    }
+  }
+  name <- if (variant == "v1") "askotch_v1" else if (accelerated) "askotch"
+    else "skotch"
+  kind <- switch(name, askotch = 0L, skotch = 1L, askotch_v1 = 8L)
   structure(
-    list(name = name, kind = if (accelerated) 0L else 1L,
+    list(name = name, kind = kind,
          block_size = if (is.null(block_size)) NULL else as.numeric(block_size),
          rank = as.integer(rank), rank_given = rank_given, rho = rho,
-         accelerated = accelerated, sampling = sampling, mu = mu, nu = nu,
-         power_iters = as.integer(power_iters)),
+         accelerated = accelerated, sampling = sampling, variant = variant,
+         rls_subsample = if (is.null(rls_subsample)) NULL else
+           as.numeric(rls_subsample),
+         mu = mu, nu = nu, power_iters = as.integer(power_iters)),
     class = c(paste0("askotch_solver_", name), "askotch_solver")
   )
 }
@@ -115,6 +208,11 @@ skotch <- function(...) {
   if ("accelerated" %in% names(args)) {
     abort_askotch("`accelerated` cannot be set in skotch(); use askotch().",
                   "input")
+  }
+  if ("variant" %in% names(args) && !identical(args$variant, "journal")) {
+    abort_askotch(paste(
+      "`variant` cannot be set in skotch(): Skotch is the journal method",
+      "without acceleration; use askotch(variant = \"v1\")."), "input")
   }
   spec <- askotch(..., accelerated = FALSE)
   if (!"rank" %in% names(args)) spec$rank_given <- FALSE
@@ -189,6 +287,66 @@ cholesky <- function() {
             class = c("askotch_solver_cholesky", "askotch_solver"))
 }
 
+#' @rdname solvers
+#' @param version For `eigenpro()`: `2` (EigenPro 2.0, the only version
+#'   implemented). `3` (EigenPro 3.0, inducing points) is an input error:
+#'   it is not implemented yet; [falkon()] is the inducing-point method
+#'   available.
+#' @param subsample For `eigenpro()`: number \eqn{s} of training points,
+#'   drawn uniformly once, whose kernel matrix gives the preconditioner's
+#'   eigenvectors; `NULL` uses \eqn{\min(n, 4000)}.
+#' @param batch_size For `eigenpro()`: mini-batch size; `NULL` uses the
+#'   EigenPro 2.0 rule (the critical batch size \eqn{m^*} + 1, at most
+#'   \eqn{\min(n, 4096)}).
+#' @param step For `eigenpro()`: step size; `NULL` uses the EigenPro 2.0
+#'   rule for the chosen batch size.
+#' @export
+eigenpro <- function(version = 2, subsample = NULL, batch_size = NULL,
+                     step = NULL, rank = 100) {
+  rank_given <- !missing(rank)
+  if (!(is.numeric(version) && length(version) == 1L && !is.na(version))) {
+    abort_askotch(sprintf("`version` must be 2, not %s.", fmt_value(version)),
+                  "input")
+  }
+  if (version == 3) {
+    abort_askotch(paste(
+      "`version = 3`: EigenPro 3.0 (inducing points) is not implemented yet.",
+      "Use `eigenpro(version = 2)`, or `falkon()` for an inducing-point",
+      "method."), "input")
+  }
+  if (version != 2) {
+    abort_askotch(sprintf(paste(
+      "`version` must be 2 (EigenPro 2.0; 3.0 is not implemented yet),",
+      "not %s."), fmt_value(version)), "input")
+  }
+  check_positive(subsample, "subsample", allow_null = TRUE, integerish = TRUE)
+  if (!is.null(subsample) && subsample < 2) {
+    abort_askotch(sprintf("`subsample` must be at least 2, not %s.",
+                          fmt_value(subsample)), "input")
+  }
+  check_positive(batch_size, "batch_size", allow_null = TRUE,
+                 integerish = TRUE)
+  check_positive(step, "step", allow_null = TRUE)
+  check_positive(rank, "rank", integerish = TRUE)
+  if (!is.null(subsample) && rank >= subsample) {
+    if (rank_given) {
+      abort_askotch(sprintf(
+        "`rank` (%s) must be smaller than `subsample` (%s).",
+        fmt_value(rank), fmt_value(subsample)), "input")
+    }
+    rank <- subsample - 1
+  }
+  structure(
+    list(name = "eigenpro", kind = 7L, version = 2L,
+         subsample = if (is.null(subsample)) NULL else as.numeric(subsample),
+         batch_size = if (is.null(batch_size)) NULL else
+           as.numeric(batch_size),
+         step = if (is.null(step)) NULL else as.numeric(step),
+         rank = as.integer(rank), rank_given = rank_given),
+    class = c("askotch_solver_eigenpro", "askotch_solver")
+  )
+}
+
 #' @export
 format.askotch_solver <- function(x, ...) {
   if (x$name == "cholesky") return("Cholesky (exact direct solve)")
@@ -208,10 +366,31 @@ format.askotch_solver <- function(x, ...) {
       format(x$centers) else format(length(x$centers))
     return(sprintf("Falkon (%s centres)", nc))
   }
+  if (x$name == "eigenpro") {
+    auto <- function(v) if (is.null(v)) "auto" else format(signif(v, 4))
+    return(sprintf(paste("EigenPro 2.0 (preconditioned SGD, subsample %s,",
+                         "rank %d, batch %s, step %s)"),
+                   auto(x$subsample), x$rank,
+                   auto(if (is.null(x$batch_size)) x$block_size else
+                     x$batch_size),
+                   auto(x$step)))
+  }
   rho <- if (is.numeric(x$rho)) format(signif(x$rho, 4)) else x$rho
   b <- if (is.null(x$block_size)) "auto" else format(x$block_size)
-  sprintf("%s (block size %s, rank %d, rho %s%s)",
-          if (x$accelerated) "ASkotch" else "Skotch", b, x$rank, rho,
+  if (identical(x$name, "askotch_v1")) {
+    return(sprintf(paste0("ASkotch v1 (fixed partition, NU_ACDM; block size",
+                          " %s, rank %d, rho %s%s)"), b, x$rank, rho,
+                   if (is.null(x$mu)) "" else
+                     sprintf(", mu %s", format(signif(x$mu, 4)))))
+  }
+  smp <- ""
+  if (identical(x$sampling, "rls")) {
+    smp <- sprintf(", RLS sampling (subsample %s)",
+                   if (is.null(x$rls_subsample)) "auto" else
+                     format(x$rls_subsample))
+  }
+  sprintf("%s (block size %s, rank %d, rho %s%s%s)",
+          if (x$accelerated) "ASkotch" else "Skotch", b, x$rank, rho, smp,
           if (is.null(x$mu) && is.null(x$nu)) "" else
             sprintf(", mu %s, nu %s",
                     if (is.null(x$mu)) "lambda" else format(signif(x$mu, 4)),
@@ -237,9 +416,12 @@ as_solver <- function(solver, call = NULL) {
     if (key == "nsap") return(sap())
     if (key == "pcg") return(pcg())
     if (key == "falkon") return(falkon())
+    if (key == "eigenpro") return(eigenpro())
+    if (key == "askotch_v1") return(askotch(variant = "v1"))
     abort_askotch(sprintf(paste(
-      "`solver` must be one of \"askotch\", \"skotch\", \"sap\", \"nsap\",",
-      "\"pcg\", \"falkon\", \"cholesky\" or a",
+      "`solver` must be one of \"askotch\", \"askotch_v1\", \"skotch\",",
+      "\"sap\", \"nsap\", \"pcg\", \"falkon\", \"eigenpro\",",
+      "\"cholesky\" or a",
       "solver specification such as askotch(), not \"%s\"."), solver),
       "input", call)
   }
@@ -272,6 +454,31 @@ resolve_solver <- function(solver, n, call = NULL) {
     }
     return(solver)
   }
+  if (solver$name == "eigenpro") {
+    s <- solver$subsample
+    if (is.null(s)) {
+      s <- min(n, 4000)
+    } else if (s > n) {
+      abort_askotch(sprintf(
+        "`subsample` (%s) must not exceed the number of training points (%d).",
+        format(s), n), "input", call)
+    }
+    if (!is.null(solver$batch_size) && solver$batch_size > n) {
+      abort_askotch(sprintf(paste(
+        "`batch_size` (%s) must not exceed the number of training points",
+        "(%d)."), format(solver$batch_size), n), "input", call)
+    }
+    if (solver$rank >= s) {
+      if (isTRUE(solver$rank_given)) {
+        abort_askotch(sprintf(paste(
+          "`rank` (%d) must be smaller than the EigenPro subsample (%s",
+          "points)."), solver$rank, format(s)), "input", call)
+      }
+      solver$rank <- as.integer(s - 1)
+    }
+    solver$subsample <- as.numeric(s)
+    return(solver)
+  }
   b <- solver$block_size
   if (is.null(b)) {
     b <- min(n, max(256, ceiling(n / 100)))
@@ -280,13 +487,32 @@ resolve_solver <- function(solver, n, call = NULL) {
       "`block_size` (%s) must not exceed the number of training points (%d).",
       format(b), n), "input", call)
   }
-  if (!is.null(solver$rank) && solver$rank > b) {
+  # ASkotch v1 partitions [n] into ceiling(n / b) blocks once; the rank must
+  # fit in the smallest of them.
+  bmin <- b
+  what <- "the block size"
+  if (identical(solver$name, "askotch_v1")) {
+    bmin <- floor(n / ceiling(n / b))
+    what <- "the smallest block of the fixed partition"
+  }
+  if (!is.null(solver$rank) && solver$rank > bmin) {
     if (isTRUE(solver$rank_given)) {
       abort_askotch(sprintf(
-        "`rank` (%d) must not exceed the block size (%s).", solver$rank,
-        format(b)), "input", call)
+        "`rank` (%d) must not exceed %s (%s).", solver$rank, what,
+        format(bmin)), "input", call)
     }
-    solver$rank <- as.integer(b)
+    solver$rank <- as.integer(bmin)
+  }
+  if (identical(solver$sampling, "rls")) {
+    s <- solver$rls_subsample
+    if (is.null(s)) {
+      s <- min(n, 2000)
+    } else if (s > n) {
+      abort_askotch(sprintf(paste(
+        "`rls_subsample` (%s) must not exceed the number of training points",
+        "(%d)."), format(s), n), "input", call)
+    }
+    solver$rls_subsample <- as.numeric(s)
   }
   solver$block_size <- as.numeric(b)
   solver
@@ -323,5 +549,15 @@ solver_to_c <- function(solver, seed, mem_limit, threads) {
          solver$centers else 0),
        centers = if (length(solver$centers) > 1L)
          as.numeric(solver$centers) else NULL,
-       resid_every = 0L)
+       resid_every = 0L,
+       sampling = if (identical(solver$sampling, "rls")) 1L else 0L,
+       rls_subsample = as.numeric(if (is.null(solver$rls_subsample)) 0 else
+         solver$rls_subsample),
+       ep_version = as.integer(if (is.null(solver$version)) 0L else
+         solver$version),
+       ep_subsample = as.numeric(if (is.null(solver$subsample)) 0 else
+         solver$subsample),
+       ep_batch = as.numeric(if (is.null(solver$batch_size)) 0 else
+         solver$batch_size),
+       ep_step = as.numeric(if (is.null(solver$step)) 0 else solver$step))
 }

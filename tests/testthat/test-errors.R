@@ -74,7 +74,7 @@ test_that("unknown names are rejected", {
   expect_input_error(krr(x, y, solver = list()), "`solver`")
   expect_input_error(krr(x, y, precision = "half"), "`precision`")
   expect_input_error(krr(x, y, device = "tpu"), "`device`")
-  expect_input_error(askotch(sampling = "rls"), "`sampling`")
+  expect_input_error(askotch(sampling = "leverage"), "`sampling`")
   expect_input_error(askotch(rho = "big"), "`rho`")
   expect_input_error(askotch(rho = -1), "`rho`")
   expect_input_error(askotch(rank = 0), "`rank`")
