@@ -44,10 +44,19 @@
 #include "cpu.h"
 #include "../core/kernel_math.h"
 
+#ifndef KRR_P_DIRECT
 #define KRR_P_DIRECT 32 /* direct differences up to this p */
+#endif
 #define KRR_TI 64       /* X1 rows per tile (direct path) */
+#ifndef KRR_TI_GEMM
 #define KRR_TI_GEMM 256 /* X1 rows per tile (GEMM path) */
-#define KRR_TJ 512      /* X2 points per tile; a multiple of 32 */
+#endif
+#ifndef KRR_TJ
+#define KRR_TJ 512      /* X2 points per tile (direct path); a multiple of 32 */
+#endif
+#ifndef KRR_TJ_GEMM
+#define KRR_TJ_GEMM 512 /* X2 points per tile (GEMM path) */
+#endif
 #define KRR_Q_DOT 4     /* up to this many right-hand sides without BLAS */
 #define KRR_TAU 0.015625 /* recompute t directly when t <= TAU (|a|^2+|b|^2) */
 
