@@ -30,15 +30,6 @@ typedef struct {
   uint64_t seed;
 } args_t;
 
-static const krr_ops *backend(const char *name) {
-  if (strcmp(name, "cuda") == 0) {
-    const char *why = NULL;
-    const krr_ops *ops = krr_cuda_ops(&why);
-    if (!ops) { fprintf(stderr, "CUDA backend unavailable: %s\n", why ? why : "?"); exit(2); }
-    return ops;
-  }
-  return krr_cpu_ops();
-}
 
 
 /* Runs a solver to tol (exact residual checked every pass) or max_iters. */

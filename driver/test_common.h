@@ -4,6 +4,9 @@
 #define ASKOTCH_TEST_COMMON_H
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../src/core/krr.h"
 #include "../src/core/rng.h"
 
 static int n_pass = 0, n_fail = 0;
@@ -32,5 +35,15 @@ static double rel_diff(const double *a, const double *b, int64_t len) {
   double num = 0, den = 0;
   for (int64_t i = 0; i < len; i++) { num += (a[i] - b[i]) * (a[i] - b[i]); den += b[i] * b[i]; }
   return sqrt(num / (den > 0 ? den : 1));
+}
+/* the backend named on the command line; exits with 2 when CUDA is unavailable */
+static const krr_ops *backend(const char *name) {
+  if (strcmp(name, "cuda") == 0) {
+    const char *why = NULL;
+    const krr_ops *ops = krr_cuda_ops(&why);
+    if (!ops) { printf("CUDA backend unavailable: %s\n", why ? why : "?"); exit(2); }
+    return ops;
+  }
+  return krr_cpu_ops();
 }
 #endif

@@ -268,11 +268,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--n")) n = atoll(argv[i + 1]);
   }
   verbose = getenv("KRR_VERBOSE") != NULL;
-  const krr_ops *ops = krr_cpu_ops();
-  if (!strcmp(be, "cuda")) {
-    const char *why = NULL;
-    if (!(ops = krr_cuda_ops(&why))) { printf("CUDA backend unavailable: %s\n", why ? why : "?"); return 2; }
-  }
+  const krr_ops *ops = backend(be);
   krr_ctx ctx;
   if (krr_ctx_init(&ctx, ops, threads, 0) != KRR_OK) { printf("ctx: %s\n", ctx.msg); return 1; }
   int p = 3, m = 2;
