@@ -43,8 +43,10 @@
 #' * `time_limit` seconds have elapsed (reason `"time_limit"`); or
 #' * a direct solver ([cholesky()]) has finished (reason `"exact"`).
 #'
-#' For [falkon()] the residual is that of Falkon's own (smaller) linear
-#' system, and `x`, `weights` refer to its centres.
+#' For the inducing-point solvers ([falkon()] and `eigenpro(version = 3)`)
+#' the residual is that of the (smaller) inducing-point normal equations
+#' \eqn{(K_{nm}^T K_{nm} + \lambda K_{mm}) a = K_{nm}^T y}, and `x`,
+#' `weights` refer to the centres.
 #'
 #' The exact final relative residual is computed (and stored) whenever
 #' \eqn{n \le} 50 000. `converged` is `TRUE` for reasons `"tol"` and
@@ -218,6 +220,7 @@ krr.default <- function(x, y, kernel = "rbf", bandwidth = "median",
 
   solver$block_size <- res$block_size
   if (!is.null(solver$rank)) solver$rank <- as.integer(res$rank)
+  if (solver$name == "eigenpro") solver$step <- res$step
   W <- res$weights
   colnames(W) <- tgt$names
   centers <- res$centers
@@ -384,7 +387,7 @@ run_solver <- function(xs, Yc, kern, lambda, solver, precision, device,
                  as.numeric(kern$bandwidth), lambda, prec_code, dev_code,
                  solver_to_c(solver, seed, mem_limit, threads))
   on.exit(.Call(ffi_fit_free, state), add = TRUE)
-  centers <- .Call(ffi_fit_centers, state)  # Falkon; integer(0) otherwise
+  centers <- .Call(ffi_fit_centers, state)  # Falkon, EigenPro 3; else integer(0)
   xpred <- if (length(centers) > 0L) xs[centers, , drop = FALSE] else xs
 
   val_metric <- function() {
@@ -503,5 +506,5 @@ run_solver <- function(xs, Yc, kern, lambda, solver, precision, device,
        iterations = as.integer(d[["iter"]]), passes = d[["passes"]],
        seconds = seconds, resid_est = d[["resid_est"]],
        resid_exact = exact_at_end, block_size = d[["block_size"]],
-       rank = d[["rank"]], centers = centers)
+       rank = d[["rank"]], step = d[["step_L"]], centers = centers)
 }

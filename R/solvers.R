@@ -61,8 +61,20 @@
 #'   when \eqn{\lambda} is small: it reaches a useful *test* error quickly
 #'   but seldom a relative residual of `1e-6` or below, so use it with a
 #'   `time_limit` or `max_passes` rather than a tight `tol`.
-#'   `eigenpro(version = 3)` (EigenPro 3.0) is not implemented yet and is an
-#'   error.
+#'
+#'   `eigenpro(version = 3)`: EigenPro 3.0 (Abedsoltan et al.), the same
+#'   stochastic gradient method for the *inducing-point* problem that
+#'   [falkon()] solves (same centres for the same `seed`): projected,
+#'   preconditioned SGD on the centre coefficients, the preconditioner
+#'   estimated on `subsample` of the centres, the projection onto the span
+#'   of the centres computed inexactly by two epochs of EigenPro 2.0 per
+#'   step, the EigenPro 3.0 batch and step rules. Memory \eqn{O(n + m s)},
+#'   no \eqn{m \times m} matrix (Falkon needs \eqn{O(m^2)}). With a constant
+#'   step it does not converge to the inducing-point solution but settles
+#'   in a neighbourhood of it (the batch gradients do not vanish there), and
+#'   the inexact projection slows it down: it is a fast way to a useful
+#'   *test* error with many centres, not a precise solver; stop it with
+#'   `time_limit` or `max_passes` (a pass is an epoch over the data).
 #' * `cholesky()`: the exact direct solve by a Cholesky factorisation of
 #'   \eqn{K + \lambda I}: \eqn{O(n^2)} memory and \eqn{O(n^3)} time, for
 #'   \eqn{n} up to a few tens of thousands. Useful as a reference.
@@ -90,6 +102,10 @@
 #'   fresh random blocks each iteration) or `"v1"` (the first published
 #'   version: fixed partition, cached per-block preconditioners, NU_ACDM
 #'   acceleration).
+#' @param v1_beta With `variant = "v1"`: NU_ACDM's parameter \eqn{\beta \in
+#'   [0, 1]}; blocks are sampled with probability \eqn{\propto
+#'   L_b^{(1-\beta)/2}}. `NULL` uses 0 (sampling \eqn{\propto L_b^{1/2}}, the
+#'   choice the paper recommends); 1 samples uniformly.
 #' @param rls_subsample With `sampling = "rls"`: size \eqn{s} of the uniform
 #'   subsample used to estimate the leverage scores; `NULL` uses
 #'   \eqn{\min(n, 2000)}. Must not exceed the number of training points.
@@ -107,6 +123,7 @@
 #' pcg("rpcholesky", rank = 50)
 #' falkon(centers = 500)
 #' eigenpro(subsample = 2000, rank = 50)
+#' eigenpro(version = 3, centers = 1000)
 #' cholesky()
 #'
 #' # on a small problem every solver gives (about) the same predictions
@@ -143,7 +160,8 @@ check_rho <- function(rho) {
 askotch <- function(block_size = NULL, rank = 100, rho = "damped",
                     accelerated = TRUE, sampling = c("uniform", "rls"),
                     mu = NULL, nu = NULL, power_iters = 10,
-                    variant = c("journal", "v1"), rls_subsample = NULL) {
+                    variant = c("journal", "v1"), rls_subsample = NULL,
+                    v1_beta = NULL) {
   rank_given <- !missing(rank)
   check_positive(block_size, "block_size", allow_null = TRUE, integerish = TRUE)
   check_positive(rank, "rank", integerish = TRUE)
@@ -186,6 +204,18 @@ askotch <- function(block_size = NULL, rank = 100, rho = "damped",
         sprintf("`nu = %s`.", fmt_value(nu))), "input")
     }
   }
+  if (!is.null(v1_beta)) {
+    if (variant != "v1") {
+      abort_askotch(paste(
+        "`v1_beta` is NU_ACDM's parameter and only used with",
+        "`variant = \"v1\"`."), "input")
+    }
+    if (!(is.numeric(v1_beta) && length(v1_beta) == 1L && !is.na(v1_beta) &&
+          v1_beta >= 0 && v1_beta <= 1)) {
+      abort_askotch(sprintf("`v1_beta` must be a number in [0, 1], not %s.",
+                            fmt_value(v1_beta)), "input")
+    }
+  }
   name <- if (variant == "v1") "askotch_v1" else if (accelerated) "askotch"
     else "skotch"
   kind <- switch(name, askotch = 0L, skotch = 1L, askotch_v1 = 8L)
@@ -196,7 +226,8 @@ askotch <- function(block_size = NULL, rank = 100, rho = "damped",
          accelerated = accelerated, sampling = sampling, variant = variant,
          rls_subsample = if (is.null(rls_subsample)) NULL else
            as.numeric(rls_subsample),
-         mu = mu, nu = nu, power_iters = as.integer(power_iters)),
+         mu = mu, nu = nu, power_iters = as.integer(power_iters),
+         v1_beta = if (is.null(v1_beta)) NULL else as.numeric(v1_beta)),
     class = c(paste0("askotch_solver_", name), "askotch_solver")
   )
 }
@@ -256,12 +287,7 @@ pcg <- function(preconditioner = "nystrom", rank = 100, rho = "damped") {
   )
 }
 
-#' @rdname solvers
-#' @param centers For `falkon()`: `NULL` (default: \eqn{\min(n, 20000,
-#'   \lceil\sqrt{n}\log n\rceil)} centres sampled uniformly), a number of
-#'   centres, or a vector of (at least two) training row indices.
-#' @export
-falkon <- function(centers = NULL) {
+check_centers <- function(centers) {
   if (!is.null(centers)) {
     ok <- is.numeric(centers) && length(centers) >= 1L &&
       all(is.finite(centers)) && all(centers >= 1) &&
@@ -276,6 +302,16 @@ falkon <- function(centers = NULL) {
                     "input")
     }
   }
+  centers
+}
+
+#' @rdname solvers
+#' @param centers For `falkon()` and `eigenpro(version = 3)`: `NULL` (default: \eqn{\min(n, 20000,
+#'   \lceil\sqrt{n}\log n\rceil)} centres sampled uniformly), a number of
+#'   centres, or a vector of (at least two) training row indices.
+#' @export
+falkon <- function(centers = NULL) {
+  centers <- check_centers(centers)
   structure(list(name = "falkon", kind = 6L, centers = centers),
             class = c("askotch_solver_falkon", "askotch_solver"))
 }
@@ -288,37 +324,34 @@ cholesky <- function() {
 }
 
 #' @rdname solvers
-#' @param version For `eigenpro()`: `2` (EigenPro 2.0, the only version
-#'   implemented). `3` (EigenPro 3.0, inducing points) is an input error:
-#'   it is not implemented yet; [falkon()] is the inducing-point method
-#'   available.
-#' @param subsample For `eigenpro()`: number \eqn{s} of training points,
-#'   drawn uniformly once, whose kernel matrix gives the preconditioner's
-#'   eigenvectors; `NULL` uses \eqn{\min(n, 4000)}.
+#' @param version For `eigenpro()`: `2` (EigenPro 2.0, full KRR) or `3`
+#'   (EigenPro 3.0, inducing points on `centers`).
+#' @param subsample For `eigenpro()`: number \eqn{s} of points whose kernel
+#'   matrix gives the preconditioner's eigenvectors, drawn uniformly once
+#'   from the training points (version 2) or from the centres (version 3);
+#'   `NULL` uses \eqn{\min(n, 4000)} (version 3: at most the number of
+#'   centres).
 #' @param batch_size For `eigenpro()`: mini-batch size; `NULL` uses the
-#'   EigenPro 2.0 rule (the critical batch size \eqn{m^*} + 1, at most
-#'   \eqn{\min(n, 4096)}).
-#' @param step For `eigenpro()`: step size; `NULL` uses the EigenPro 2.0
-#'   rule for the chosen batch size.
+#'   EigenPro rule (the critical batch size, at most \eqn{\min(n, 4096)}).
+#'   The size used is stored in the fitted object (`fit$solver$block_size`).
+#' @param step For `eigenpro()`: step size; `NULL` uses the EigenPro 2.0 or
+#'   3.0 rule for the batch size. The step used is stored in the fitted
+#'   object (`fit$solver$step`).
 #' @export
 eigenpro <- function(version = 2, subsample = NULL, batch_size = NULL,
-                     step = NULL, rank = 100) {
+                     step = NULL, rank = 100, centers = NULL) {
   rank_given <- !missing(rank)
-  if (!(is.numeric(version) && length(version) == 1L && !is.na(version))) {
-    abort_askotch(sprintf("`version` must be 2, not %s.", fmt_value(version)),
-                  "input")
+  if (!(is.numeric(version) && length(version) == 1L && !is.na(version) &&
+        version %in% c(2, 3))) {
+    abort_askotch(sprintf("`version` must be 2 or 3, not %s.",
+                          fmt_value(version)), "input")
   }
-  if (version == 3) {
+  if (version == 2 && !is.null(centers)) {
     abort_askotch(paste(
-      "`version = 3`: EigenPro 3.0 (inducing points) is not implemented yet.",
-      "Use `eigenpro(version = 2)`, or `falkon()` for an inducing-point",
-      "method."), "input")
+      "`centers` is only used by `eigenpro(version = 3)` (inducing points);",
+      "EigenPro 2.0 fits the full KRR problem."), "input")
   }
-  if (version != 2) {
-    abort_askotch(sprintf(paste(
-      "`version` must be 2 (EigenPro 2.0; 3.0 is not implemented yet),",
-      "not %s."), fmt_value(version)), "input")
-  }
+  centers <- check_centers(centers)
   check_positive(subsample, "subsample", allow_null = TRUE, integerish = TRUE)
   if (!is.null(subsample) && subsample < 2) {
     abort_askotch(sprintf("`subsample` must be at least 2, not %s.",
@@ -337,12 +370,13 @@ eigenpro <- function(version = 2, subsample = NULL, batch_size = NULL,
     rank <- subsample - 1
   }
   structure(
-    list(name = "eigenpro", kind = 7L, version = 2L,
+    list(name = "eigenpro", kind = 7L, version = as.integer(version),
          subsample = if (is.null(subsample)) NULL else as.numeric(subsample),
          batch_size = if (is.null(batch_size)) NULL else
            as.numeric(batch_size),
          step = if (is.null(step)) NULL else as.numeric(step),
-         rank = as.integer(rank), rank_given = rank_given),
+         rank = as.integer(rank), rank_given = rank_given,
+         centers = centers),
     class = c("askotch_solver_eigenpro", "askotch_solver")
   )
 }
@@ -368,8 +402,13 @@ format.askotch_solver <- function(x, ...) {
   }
   if (x$name == "eigenpro") {
     auto <- function(v) if (is.null(v)) "auto" else format(signif(v, 4))
-    return(sprintf(paste("EigenPro 2.0 (preconditioned SGD, subsample %s,",
+    v3 <- identical(x$version, 3L)
+    nc <- if (is.null(x$centers)) "auto" else if (length(x$centers) == 1L)
+      format(x$centers) else format(length(x$centers))
+    return(sprintf(paste("EigenPro %s (preconditioned SGD%s, subsample %s,",
                          "rank %d, batch %s, step %s)"),
+                   if (v3) "3.0" else "2.0",
+                   if (v3) sprintf(" on %s centres", nc) else "",
                    auto(x$subsample), x$rank,
                    auto(if (is.null(x$batch_size)) x$block_size else
                      x$batch_size),
@@ -444,29 +483,35 @@ resolve_solver <- function(solver, n, call = NULL) {
     }
     return(solver)
   }
-  if (solver$name == "falkon") {
-    cen <- solver$centers
-    if (!is.null(cen) && (max(cen) > n || (length(cen) > 1L &&
-                                            length(cen) > n))) {
-      abort_askotch(sprintf(paste(
-        "`centers` must be at most the number of training points (%d) and",
-        "index rows 1..%d."), n, n), "input", call)
-    }
-    return(solver)
-  }
+  if (solver$name == "falkon") return(resolve_centers(solver, n, call))
   if (solver$name == "eigenpro") {
+    v3 <- identical(solver$version, 3L)
+    npool <- n
+    if (v3) {
+      solver <- resolve_centers(solver, n, call)
+      cen <- solver$centers
+      npool <- if (is.null(cen)) default_centers(n) else if (length(cen) == 1L)
+        cen else length(cen)
+    }
     s <- solver$subsample
     if (is.null(s)) {
-      s <- min(n, 4000)
-    } else if (s > n) {
-      abort_askotch(sprintf(
+      s <- min(npool, 4000)
+    } else if (s > npool) {
+      abort_askotch(sprintf(if (v3) paste(
+        "`subsample` (%s) must not exceed the number of centres (%d):",
+        "EigenPro 3.0 draws it from the centres.") else
         "`subsample` (%s) must not exceed the number of training points (%d).",
-        format(s), n), "input", call)
+        format(s), as.integer(npool)), "input", call)
     }
     if (!is.null(solver$batch_size) && solver$batch_size > n) {
       abort_askotch(sprintf(paste(
         "`batch_size` (%s) must not exceed the number of training points",
         "(%d)."), format(solver$batch_size), n), "input", call)
+    }
+    if (s < 2) {
+      abort_askotch(sprintf(paste(
+        "EigenPro needs a subsample of at least 2 points; it has %s."),
+        format(s)), "input", call)
     }
     if (solver$rank >= s) {
       if (isTRUE(solver$rank_given)) {
@@ -518,6 +563,22 @@ resolve_solver <- function(solver, n, call = NULL) {
   solver
 }
 
+# Falkon's default number of centres (falkon.c, krr_centers_count)
+default_centers <- function(n) {
+  as.integer(min(n, 20000, max(1, ceiling(sqrt(n) * log(n)))))
+}
+
+resolve_centers <- function(solver, n, call) {
+  cen <- solver$centers
+  if (!is.null(cen) && (max(cen) > n || (length(cen) > 1L &&
+                                          length(cen) > n))) {
+    abort_askotch(sprintf(paste(
+      "`centers` must be at most the number of training points (%d) and",
+      "index rows 1..%d."), n, n), "input", call)
+  }
+  solver
+}
+
 solver_to_c <- function(solver, seed, mem_limit, threads) {
   rho_mode <- 0L
   rho_value <- 0
@@ -559,5 +620,7 @@ solver_to_c <- function(solver, seed, mem_limit, threads) {
          solver$subsample),
        ep_batch = as.numeric(if (is.null(solver$batch_size)) 0 else
          solver$batch_size),
-       ep_step = as.numeric(if (is.null(solver$step)) 0 else solver$step))
+       ep_step = as.numeric(if (is.null(solver$step)) 0 else solver$step),
+       v1_beta = as.numeric(if (is.null(solver$v1_beta)) 0 else
+         solver$v1_beta))
 }

@@ -8,6 +8,8 @@
 #include <string.h>
 #include "../src/core/krr.h"
 #include "../src/core/rng.h"
+#include "../src/core/kernel_math.h"
+#include <lapacke.h>
 
 static int n_pass = 0, n_fail = 0;
 #define CHECK(cond, ...)                          \
@@ -46,4 +48,35 @@ static const krr_ops *backend(const char *name) {
   }
   return krr_cpu_ops();
 }
+/* exact inducing-point coefficients on the host: (K_nm^T K_nm + lambda K_mm) a = K_nm^T y */
+static inline int inducing_oracle(const krr_kernel *k, const double *X, int64_t n, int p, const double *y,
+                                  int m, double lambda, const int64_t *c, int64_t mc, double *a) {
+  krr_kparams kp = krr_kparams_make(k);
+  double *Knm = malloc(sizeof(double) * n * mc), *H = malloc(sizeof(double) * mc * mc);
+  for (int64_t j = 0; j < mc; j++)
+    for (int64_t i = 0; i < n; i++) {
+      double t = 0;
+      for (int d = 0; d < p; d++) {
+        double dd = X[i + d * n] - X[c[j] + d * n];
+        t += krr_kernel_is_l1(kp.type) ? fabs(dd) : dd * dd;
+      }
+      Knm[i + j * n] = krr_kernel_eval(kp, t);
+    }
+  for (int64_t j = 0; j < mc; j++)
+    for (int64_t i = 0; i < mc; i++) {
+      double s = 0;
+      for (int64_t l = 0; l < n; l++) s += Knm[l + i * n] * Knm[l + j * n];
+      H[i + j * mc] = s + lambda * Knm[c[i] + j * n]; /* K_mm[i, j] = K_nm[c_i, j] */
+    }
+  for (int q = 0; q < m; q++)
+    for (int64_t i = 0; i < mc; i++) {
+      double s = 0;
+      for (int64_t l = 0; l < n; l++) s += Knm[l + i * n] * y[l + q * n];
+      a[i + q * mc] = s;
+    }
+  int info = LAPACKE_dposv(LAPACK_COL_MAJOR, 'U', (lapack_int)mc, m, H, (lapack_int)mc, a, (lapack_int)mc);
+  free(Knm); free(H);
+  return info;
+}
+
 #endif

@@ -104,36 +104,6 @@ static void test_pcg(krr_ctx *ctx, const double *X, const double *y, int64_t n, 
   free(w_ref); free(w);
 }
 
-/* exact inducing-point coefficients on the host: (K_nm^T K_nm + lambda K_mm) a = K_nm^T y */
-static int falkon_oracle(const krr_kernel *k, const double *X, int64_t n, int p, const double *y,
-                         int m, double lambda, const int64_t *c, int64_t mc, double *a) {
-  krr_kparams kp = krr_kparams_make(k);
-  double *Knm = malloc(sizeof(double) * n * mc), *H = malloc(sizeof(double) * mc * mc);
-  for (int64_t j = 0; j < mc; j++)
-    for (int64_t i = 0; i < n; i++) {
-      double t = 0;
-      for (int d = 0; d < p; d++) {
-        double dd = X[i + d * n] - X[c[j] + d * n];
-        t += krr_kernel_is_l1(kp.type) ? fabs(dd) : dd * dd;
-      }
-      Knm[i + j * n] = krr_kernel_eval(kp, t);
-    }
-  for (int64_t j = 0; j < mc; j++)
-    for (int64_t i = 0; i < mc; i++) {
-      double s = 0;
-      for (int64_t l = 0; l < n; l++) s += Knm[l + i * n] * Knm[l + j * n];
-      H[i + j * mc] = s + lambda * Knm[c[i] + j * n]; /* K_mm[i, j] = K_nm[c_i, j] */
-    }
-  for (int q = 0; q < m; q++)
-    for (int64_t i = 0; i < mc; i++) {
-      double s = 0;
-      for (int64_t l = 0; l < n; l++) s += Knm[l + i * n] * y[l + q * n];
-      a[i + q * mc] = s;
-    }
-  int info = LAPACKE_dposv(LAPACK_COL_MAJOR, 'U', (lapack_int)mc, m, H, (lapack_int)mc, a, (lapack_int)mc);
-  free(Knm); free(H);
-  return info;
-}
 
 static void test_falkon(krr_ctx *ctx, const double *X, const double *y, int64_t n, int p, int m) {
   int64_t mc = 50;
@@ -145,7 +115,7 @@ static void test_falkon(krr_ctx *ctx, const double *X, const double *y, int64_t 
     krr_kernel k = {(krr_kernel_type)kernels[ki], 1.0};
     double lambda = 1e-3 * n, rr;
     krr_diag dg;
-    int info = falkon_oracle(&k, X, n, p, y, m, lambda, cen, mc, a_ref);
+    int info = inducing_oracle(&k, X, n, p, y, m, lambda, cen, mc, a_ref);
     CHECK(info == 0, "falkon oracle %s: dposv info %d", kname(kernels[ki]), info);
     for (int pr = 0; pr < 2; pr++) {
       krr_problem pb;

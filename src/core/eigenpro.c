@@ -35,11 +35,10 @@
  * resid_est: the running estimate of askotch.c from the batch gradient,
  * (n / bs) ||g||^2 / ||y||^2 smoothed by an exponential average.
  *
- * EigenPro 3.0 (inducing points, ep_version = 3) is NOT implemented: init
- * returns KRR_ERR_INPUT.  A draft (projected preconditioned SGD on the centre
- * coefficients, exact projection by a Cholesky of K_ZZ, preconditioner from a
- * subsample of the centres) diverged slowly even with full batches at the
- * critical-batch step on the test problem, and was removed rather than shipped. */
+ * EigenPro 3.0 (inducing points, ep_version = 3) lives in eigenpro3.c; it
+ * runs this EigenPro 2.0 iteration (krr_ep2_create, with half the automatic
+ * step, as the EigenPro 3.0 code does) as its inexact projection onto the
+ * span of the centres. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -55,6 +54,7 @@ typedef struct {
   int64_t n, s, bs;
   int p, m, q;
   double eta, beta, top, mstar, ema;
+  double step_scale; /* multiplies the automatic step (1; 0.5 inside EigenPro 3.0) */
   int64_t *sidx, *bidx;  /* device s, bs */
   int64_t *bidx_h;
   uint64_t *mark;
@@ -72,6 +72,7 @@ static int64_t ep_s(const krr_problem *pb, const krr_solver_opts *o) {
 }
 
 size_t krr_eigenpro_memory(const krr_problem *pb, const krr_solver_opts *o) {
+  if (o->ep_version == 3) return krr_eigenpro3_memory(pb, o);
   int64_t n = pb->n, m = pb->m, s = ep_s(pb, o), p = pb->p;
   int64_t bs = o->ep_batch > 0 ? o->ep_batch : (EP_BS_CAP < n ? EP_BS_CAP : n);
   int64_t q = o->rank > 0 ? o->rank : 100;
@@ -148,8 +149,8 @@ static krr_status ep_setup(ep_t *s) {
     if (bs < 1) bs = 1;
     s->bs = bs;
     if (s->base.o.ep_step > 0) s->eta = s->base.o.ep_step;
-    else if ((double)bs < s->mstar + 1) s->eta = (double)bs / s->beta;
-    else s->eta = 0.99 * 2.0 * (double)bs / (s->beta + (double)(bs - 1) * s->top);
+    else if ((double)bs < s->mstar + 1) s->eta = s->step_scale * (double)bs / s->beta;
+    else s->eta = s->step_scale * 0.99 * 2.0 * (double)bs / (s->beta + (double)(bs - 1) * s->top);
   }
   T(krr_upload_vec_into(ctx, PREC(s), dh, q, s->D));
   {
@@ -233,15 +234,10 @@ static krr_status ep_step(krr_solver *base, int64_t iters) {
 
 static const krr_solver_vt ep2_vt = {.step = ep_step, .free = ep_free};
 
-krr_status krr_eigenpro_init(krr_ctx *ctx, const krr_problem *pb, const krr_solver_opts *o,
-                             krr_solver **out) {
+/* An EigenPro 2.0 solver for pb (validated), its automatic step times step_scale. */
+krr_status krr_ep2_create(krr_ctx *ctx, const krr_problem *pb, const krr_solver_opts *o,
+                          double step_scale, krr_solver **out) {
   int64_t n = pb->n;
-  int version = o->ep_version == 0 ? 2 : o->ep_version;
-  if (version == 3)
-    return krr_fail(ctx, KRR_ERR_INPUT, "EigenPro 3.0 (ep_version = 3) is not implemented; use "
-                    "ep_version = 2 or the falkon solver for inducing points");
-  if (version != 2)
-    return krr_fail(ctx, KRR_ERR_INPUT, "ep_version must be 2 (got %d)", o->ep_version);
   if (o->ep_subsample < 0 || o->ep_subsample > n)
     return krr_fail(ctx, KRR_ERR_INPUT, "ep_subsample (%lld) must be between 0 and the number of "
                     "observations (%lld)", (long long)o->ep_subsample, (long long)n);
@@ -262,8 +258,7 @@ krr_status krr_eigenpro_init(krr_ctx *ctx, const krr_problem *pb, const krr_solv
   size_t need = krr_eigenpro_memory(pb, o);
   if (need > avail)
     return krr_fail(ctx, KRR_ERR_MEMORY, "EigenPro needs %.1f MiB beyond the data but only %.1f MiB are "
-                    "available; use a smaller ep_subsample%s", need / 1048576.0, avail / 1048576.0,
-                    "");
+                    "available; use a smaller ep_subsample", need / 1048576.0, avail / 1048576.0);
   size_t es = krr_sizeof(pb->prec);
   ep_t *s = (ep_t *)calloc(1, sizeof(ep_t));
   if (!s) return krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
@@ -272,7 +267,8 @@ krr_status krr_eigenpro_init(krr_ctx *ctx, const krr_problem *pb, const krr_solv
   s->base.pb = pb;
   s->base.o = *o;
   s->base.es = es;
-  s->version = version;
+  s->version = 2;
+  s->step_scale = step_scale;
   s->n = n; s->s = S; s->q = q; s->p = pb->p; s->m = pb->m;
   int m = pb->m, ok = 1;
   int64_t wlen = n * m;
@@ -292,4 +288,13 @@ krr_status krr_eigenpro_init(krr_ctx *ctx, const krr_problem *pb, const krr_solv
   s->base.diag.rank = q;
   *out = &s->base;
   return KRR_OK;
+}
+
+krr_status krr_eigenpro_init(krr_ctx *ctx, const krr_problem *pb, const krr_solver_opts *o,
+                             krr_solver **out) {
+  int version = o->ep_version == 0 ? 2 : o->ep_version;
+  if (version == 3) return krr_eigenpro3_init(ctx, pb, o, out);
+  if (version != 2)
+    return krr_fail(ctx, KRR_ERR_INPUT, "ep_version must be 2 or 3 (got %d)", o->ep_version);
+  return krr_ep2_create(ctx, pb, o, 1.0, out);
 }

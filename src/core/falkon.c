@@ -57,12 +57,12 @@ static int64_t falkon_centers_default(int64_t n) {
   return (int64_t)m < n ? (int64_t)m : n;
 }
 
-static int64_t falkon_mc(const krr_problem *pb, const krr_solver_opts *o) {
+int64_t krr_centers_count(const krr_problem *pb, const krr_solver_opts *o) {
   return o->n_centers > 0 ? o->n_centers : falkon_centers_default(pb->n);
 }
 
 size_t krr_falkon_memory(const krr_problem *pb, const krr_solver_opts *o) {
-  int64_t mc = falkon_mc(pb, o), n = pb->n, m = pb->m;
+  int64_t mc = krr_centers_count(pb, o), n = pb->n, m = pb->m;
   size_t es = krr_sizeof(pb->prec);
   double pe = (double)(mc * pb->p + n * m + 2 * mc * m) + (double)mc * mc; /* + setup temp */
   double de = 3.0 * (double)mc * mc + 8.0 * (double)(mc * m);
@@ -271,7 +271,7 @@ static krr_status falkon_centers(krr_solver *base, int64_t *idx) {
 static const krr_solver_vt falkon_vt = {falkon_step, falkon_free, falkon_weights,
                                         falkon_residual, falkon_ncenters, falkon_centers};
 
-static krr_status falkon_check(krr_ctx *ctx, const krr_problem *pb, const krr_solver_opts *o) {
+krr_status krr_centers_check(krr_ctx *ctx, const krr_problem *pb, const krr_solver_opts *o) {
   int64_t n = pb->n;
   if (o->n_centers < 0 || o->n_centers > n)
     return krr_fail(ctx, KRR_ERR_INPUT, "the number of centres (%lld) must be between 1 and the "
@@ -294,27 +294,32 @@ static krr_status falkon_check(krr_ctx *ctx, const krr_problem *pb, const krr_so
     }
     free(mark);
   }
+  return KRR_OK;
+}
+
+static krr_status falkon_check(krr_ctx *ctx, const krr_problem *pb, const krr_solver_opts *o) {
+  KTRY(krr_centers_check(ctx, pb, o));
   size_t fr = 0, tot = 0;
   KTRY(ctx->ops->mem_info(ctx, &fr, &tot));
   size_t avail = o->mem_limit > 0 ? o->mem_limit : (size_t)((double)fr * 0.9);
   size_t need = krr_falkon_memory(pb, o);
   if (need > avail)
     return krr_fail(ctx, KRR_ERR_MEMORY, "Falkon with %lld centres needs %.1f MiB beyond the data but "
-                    "only %.1f MiB are available; use fewer centres", (long long)falkon_mc(pb, o),
+                    "only %.1f MiB are available; use fewer centres", (long long)krr_centers_count(pb, o),
                     need / 1048576.0, avail / 1048576.0);
   return KRR_OK;
 }
 
-/* centres on the host (given or sampled uniformly without replacement) */
-static krr_status falkon_pick(falkon_t *s) {
-  const krr_solver_opts *o = &s->base.o;
+/* centres on the host (given or sampled uniformly without replacement, stream 20) */
+krr_status krr_centers_pick(krr_ctx *ctx, const krr_solver_opts *o, int64_t n, int64_t mc,
+                            int64_t *out) {
   if (o->centers) {
-    memcpy(s->cidx_h, o->centers, sizeof(int64_t) * (size_t)s->mc);
+    memcpy(out, o->centers, sizeof(int64_t) * (size_t)mc);
     return KRR_OK;
   }
-  uint64_t *mark = (uint64_t *)calloc((size_t)(s->n / 64 + 1), sizeof(uint64_t));
-  if (!mark) return krr_fail(CTX(s), KRR_ERR_MEMORY, "out of host memory");
-  krr_sample_uniform(krr_rng_stream(o->seed, 0, 20), s->n, s->mc, mark, s->cidx_h);
+  uint64_t *mark = (uint64_t *)calloc((size_t)(n / 64 + 1), sizeof(uint64_t));
+  if (!mark) return krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
+  krr_sample_uniform(krr_rng_stream(o->seed, 0, 20), n, mc, mark, out);
   free(mark);
   return KRR_OK;
 }
@@ -339,7 +344,7 @@ static krr_status falkon_alloc(falkon_t *s) {
   s->frozen = (int *)calloc((size_t)s->m, sizeof(int));
   if (!s->cidx_h || !s->hbuf || !s->rz || !s->frozen)
     return krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
-  KTRY(falkon_pick(s));
+  KTRY(krr_centers_pick(ctx, &s->base.o, s->n, mc, s->cidx_h));
   KTRY(ctx->ops->upload(ctx, s->cidx, s->cidx_h, sizeof(int64_t) * (size_t)mc));
   KTRY(OP(s, gather_points, s->base.pb->X, s->p, s->cidx, mc, s->Xc));
   KTRY(ctx->ops->zero(ctx, s->a, ds * (size_t)len));
@@ -359,7 +364,7 @@ krr_status krr_falkon_init(krr_ctx *ctx, const krr_problem *pb, const krr_solver
   s->base.o = *o;
   s->base.es = krr_sizeof(pb->prec);
   s->n = pb->n; s->p = pb->p; s->m = pb->m;
-  s->mc = falkon_mc(pb, o);
+  s->mc = krr_centers_count(pb, o);
   s->base.o.n_centers = s->mc;
   s->every = o->resid_every > 0 ? o->resid_every : 50;
   krr_status st = falkon_alloc(s);

@@ -74,6 +74,15 @@ krr_status krr_falkon_init(krr_ctx *ctx, const krr_problem *pb, const krr_solver
                            krr_solver **out);
 size_t krr_falkon_memory(const krr_problem *pb, const krr_solver_opts *o);
 
+/* Inducing points (falkon.c; shared with EigenPro 3.0): the number of centres
+ * (o->n_centers or min(n, 20000, ceil(sqrt(n) log n))), the validation of
+ * o->n_centers / o->centers, and the centres themselves (host, 0-based rows:
+ * o->centers, or mc drawn uniformly without replacement, sorted). */
+int64_t krr_centers_count(const krr_problem *pb, const krr_solver_opts *o);
+krr_status krr_centers_check(krr_ctx *ctx, const krr_problem *pb, const krr_solver_opts *o);
+krr_status krr_centers_pick(krr_ctx *ctx, const krr_solver_opts *o, int64_t n, int64_t mc,
+                            int64_t *out);
+
 /* --- low-rank preconditioners (nystrom.c) ------------------------------------
  * P + rho I on an n-dimensional space with P = U diag(lam) U^T (U n x r_eff on
  * the device).  Built either by the randomized Nystrom sketch of a psd M
@@ -132,6 +141,14 @@ void krr_rls_free(krr_rls *r);
 krr_status krr_eigenpro_init(krr_ctx *ctx, const krr_problem *pb, const krr_solver_opts *o,
                              krr_solver **out);
 size_t krr_eigenpro_memory(const krr_problem *pb, const krr_solver_opts *o);
+/* EigenPro 3.0 (eigenpro3.c; ep_version = 3) and the EigenPro 2.0 iteration it
+ * uses as its projection: an EigenPro 2.0 solver for pb whose automatic step is
+ * multiplied by step_scale (options validated as for ep_version = 2). */
+krr_status krr_eigenpro3_init(krr_ctx *ctx, const krr_problem *pb, const krr_solver_opts *o,
+                              krr_solver **out);
+size_t krr_eigenpro3_memory(const krr_problem *pb, const krr_solver_opts *o);
+krr_status krr_ep2_create(krr_ctx *ctx, const krr_problem *pb, const krr_solver_opts *o,
+                          double step_scale, krr_solver **out);
 krr_status krr_askotch_v1_init(krr_ctx *ctx, const krr_problem *pb, const krr_solver_opts *o,
                                krr_solver **out);
 size_t krr_askotch_v1_memory(const krr_problem *pb, const krr_solver_opts *o);

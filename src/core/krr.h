@@ -114,7 +114,8 @@ typedef enum {
   KRR_SOLVER_NSAP = 4, /* its Nesterov-accelerated form */
   KRR_SOLVER_PCG = 5,      /* preconditioned CG on (K + lambda I) w = y (pcg.c) */
   KRR_SOLVER_FALKON = 6,   /* inducing points, Falkon preconditioner (falkon.c) */
-  KRR_SOLVER_EIGENPRO = 7, /* EigenPro 2.0 preconditioned SGD (eigenpro.c) */
+  KRR_SOLVER_EIGENPRO = 7, /* EigenPro preconditioned SGD: 2.0 (eigenpro.c), 3.0 on inducing
+                              points (eigenpro3.c, ep_version = 3) */
   KRR_SOLVER_ASKOTCH_V1 = 8 /* ASkotch first version: fixed partition, NU_ACDM (askotch_v1.c) */
 } krr_solver_kind;
 
@@ -149,8 +150,8 @@ typedef struct krr_solver_opts {
   size_t mem_limit;        /* bytes the fit may allocate beyond X and y (0 = backend free memory) */
   /* --- PCG / Falkon / EigenPro (appended; zero = default) --- */
   krr_precond precond;     /* PCG preconditioner (default Nystrom); rank = r (0: min(100, n)) */
-  const int64_t *centers;  /* Falkon: 0-based training-row indices of the centres (NULL: sample) */
-  int64_t n_centers;       /* Falkon: number of centres (0: min(n, 20000, ceil(sqrt(n) log n))) */
+  const int64_t *centers;  /* Falkon, EigenPro 3.0: 0-based training-row indices of the centres (NULL: sample) */
+  int64_t n_centers;       /* Falkon, EigenPro 3.0: number of centres (0: min(n, 20000, ceil(sqrt(n) log n))) */
   int resid_every;         /* PCG/Falkon: recompute the residual exactly every this many
                               iterations (0 = 50) */
   int64_t ep_subsample;    /* EigenPro: s, points of the preconditioner subsample (0: min(n, 4000)) */
@@ -159,7 +160,8 @@ typedef struct krr_solver_opts {
   /* --- appended (zero = default) --- */
   krr_sampling sampling;   /* ASkotch/Skotch block sampling (default uniform) */
   int64_t rls_subsample;   /* RLS sampling: dictionary size s (0: min(n, 2000)) */
-  int ep_version;          /* EigenPro: 0 or 2 = EigenPro 2.0 (3.0 is not implemented: input error);
+  int ep_version;          /* EigenPro: 0 or 2 = EigenPro 2.0, 3 = EigenPro 3.0 on the centres of
+                              centers / n_centers (as Falkon; ep_subsample drawn from them);
                               rank = q, the corrected eigendirections (0: min(100, s - 1)) */
   double v1_beta;          /* ASkotch v1: NU_ACDM parameter beta in [0, 1] (default 0: block
                               sampling ~ L_b^(1/2)); mu (<= 0: lambda) is its strong convexity */
@@ -195,14 +197,14 @@ void krr_solver_diag(const krr_solver *s, krr_diag *out);
 /* host n x m column-major double */
 krr_status krr_solver_weights(krr_solver *s, double *w_out);
 /* exact ||(K + lambda I) w - y||_F / ||y||_F (one full kernel pass).
- * Falkon: the exact relative residual of its normal equations
+ * Falkon, EigenPro 3.0: the exact relative residual of the normal equations
  * ||(K_nm^T K_nm + lambda K_mm) a - K_nm^T y|| / ||K_nm^T y|| (two n x m passes). */
 krr_status krr_solver_residual(krr_solver *s, double *relres);
-/* Inducing-point solvers (Falkon): the number of centres and their 0-based row
+/* Inducing-point solvers (Falkon, EigenPro 3.0): the number of centres and their 0-based row
  * indices in the training data (idx_out has ncenters entries).  Full-KRR solvers
  * have 0 centres.  krr_solver_weights writes n x m for full-KRR solvers and
  * ncenters x m (the centre coefficients a; predict with K(x, X[centres]) a) for
- * Falkon. */
+ * the inducing-point solvers. */
 int64_t krr_solver_ncenters(const krr_solver *s);
 krr_status krr_solver_centers(krr_solver *s, int64_t *idx_out);
 void krr_solver_free(krr_solver *s);

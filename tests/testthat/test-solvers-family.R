@@ -99,6 +99,83 @@ test_that("EigenPro 2.0 reduces the residual below 1e-3 and is reproducible", {
   expect_identical(fit4$solver$rank, 39L)
 })
 
+test_that("EigenPro 3.0 gets close to the inducing-point oracle", {
+  # SGD with a constant step settles in a neighbourhood of the solution and
+  # the projection is inexact (see eigenpro3.c), so this checks closeness
+  # after a fixed budget, with bounds about three times what was measured
+  # (n = 600, 100 centres, rank 20, 100 epochs: predictions 1.3e-2 from the
+  # oracle's and normal-equation residual 8.8e-3 with the automatic batch
+  # of 340; with full batches 4.0e-3 and 4.8e-5; single precision with a
+  # step of 100 for 20 epochs 1.2e-2; the mean alone is 0.91 away).
+  d <- make_regression(600, p = 3, seed = 35)
+  lambda <- 1e-3 * 600
+  bw <- 1.5
+  fit <- krr(d$x, d$y, bandwidth = bw, lambda = lambda,
+             solver = eigenpro(version = 3, centers = 100, rank = 20),
+             tol = 0, max_passes = 100, seed = 3, threads = 1)
+  cen <- fit$centers
+  expect_length(cen, 100)
+  expect_identical(dim(fit$weights), c(100L, 1L))
+  ref <- oracle_inducing(d$x, d$y, d$x, "rbf", bw, lambda, cen)
+  err <- rel_err(predict(fit, d$x), ref$pred)
+  expect_lt(err, 0.04)
+  expect_lt(fit$resid_exact, 0.03)
+  # it learns: far better than the mean
+  expect_lt(err, 0.2 * rel_err(rep(mean(d$y), 600), ref$pred))
+  # the same centres as Falkon for the same seed
+  ff <- krr(d$x, d$y, bandwidth = bw, lambda = lambda,
+            solver = falkon(centers = 100), max_passes = 1, tol = 0,
+            seed = 3, threads = 1)
+  expect_identical(ff$centers, cen)
+  # automatic batch and step are stored; full batches get closer
+  expect_true(fit$solver$block_size >= 1 && fit$solver$block_size <= 600)
+  expect_true(is.finite(fit$solver$step) && fit$solver$step > 0)
+  expect_output(print(fit$solver), "EigenPro 3.0 .*100 centres")
+  full <- krr(d$x, d$y, bandwidth = bw, lambda = lambda,
+              solver = eigenpro(version = 3, centers = 100, rank = 20,
+                                batch_size = 600),
+              tol = 0, max_passes = 100, seed = 3, threads = 1)
+  expect_lt(rel_err(predict(full, d$x), ref$pred), 0.012)
+  expect_lt(full$resid_exact, 2e-4)
+  # single precision, user step, reproducible
+  s1 <- krr(d$x, d$y, bandwidth = bw, lambda = lambda,
+            solver = eigenpro(version = 3, centers = 100, rank = 20,
+                              step = 100),
+            precision = "single", tol = 0, max_passes = 20, seed = 3,
+            threads = 1)
+  s2 <- krr(d$x, d$y, bandwidth = bw, lambda = lambda,
+            solver = eigenpro(version = 3, centers = 100, rank = 20,
+                              step = 100),
+            precision = "single", tol = 0, max_passes = 20, seed = 3,
+            threads = 1)
+  expect_identical(s1$weights, s2$weights)
+  expect_identical(s1$solver$step, 100)
+  expect_lt(rel_err(predict(s1, d$x), ref$pred), 0.04)
+})
+
+test_that("EigenPro 2.0 stores its automatic step and batch", {
+  d <- make_regression(300, p = 2, seed = 36)
+  fit <- krr(d$x, d$y, lambda = 3, solver = eigenpro(rank = 20),
+             max_passes = 2, tol = 0, seed = 1, threads = 1)
+  expect_true(is.finite(fit$solver$step) && fit$solver$step > 0)
+  expect_true(fit$solver$block_size >= 1)
+  expect_output(print(fit$solver), sprintf("step %s",
+                                           format(signif(fit$solver$step, 4))))
+})
+
+test_that("ASkotch v1 with v1_beta = 1 (uniform block sampling) matches the oracle", {
+  d <- make_regression(500, p = 3, seed = 31)
+  lambda <- 1e-3 * 500
+  ref <- oracle_krr(d$x, d$y, d$x, "rbf", 1.5, lambda)
+  fit <- krr(d$x, d$y, bandwidth = 1.5, lambda = lambda,
+             solver = askotch(variant = "v1", block_size = 100, rank = 50,
+                              v1_beta = 1),
+             tol = 1e-10, max_passes = 1000, seed = 7, threads = 1)
+  expect_true(fit$converged)
+  expect_lt(rel_err(predict(fit, d$x), ref$pred), 1e-8)
+  expect_identical(fit$solver$v1_beta, 1)
+})
+
 test_that("bad values of the new solver options are input errors", {
   d <- make_regression(250, p = 2, seed = 34)
   ie <- function(expr, pattern) {
@@ -126,7 +203,20 @@ test_that("bad values of the new solver options are input errors", {
   ie(krr(d$x, d$y, solver = askotch(variant = "v1", block_size = 100,
                                     rank = 84)), "`rank`")
   # eigenpro()
-  ie(eigenpro(version = 3), "EigenPro 3.0 .*not implemented")
+  ie(eigenpro(version = 4), "`version`")
+  ie(eigenpro(centers = 10), "`centers`")
+  ie(eigenpro(version = 3, centers = c(1, 1)), "`centers`")
+  ie(eigenpro(version = 3, centers = 0), "`centers`")
+  ie(krr(d$x, d$y, solver = eigenpro(version = 3, centers = 251)),
+     "`centers`")
+  ie(krr(d$x, d$y, solver = eigenpro(version = 3, centers = 50,
+                                     subsample = 51)), "`subsample`")
+  ie(krr(d$x, d$y, solver = eigenpro(version = 3, centers = 50, rank = 50)),
+     "`rank`")
+  ie(askotch(v1_beta = 0.5), "`v1_beta`")
+  ie(askotch(variant = "v1", v1_beta = 2), "`v1_beta`")
+  ie(askotch(variant = "v1", v1_beta = NA), "`v1_beta`")
+  ie(askotch(variant = "v1", v1_beta = "a"), "`v1_beta`")
   ie(eigenpro(version = 1), "`version`")
   ie(eigenpro(version = "2"), "`version`")
   ie(eigenpro(version = NA), "`version`")
