@@ -18,7 +18,9 @@
 #   askotch(variant = "v1", rank = 100), skotch(rank = 100),
 #   sap() (= NSAP, exact blocks, default block size),
 #   pcg("nystrom", rank = 100), pcg("rpcholesky", rank = 100),
-#   falkon(centers = 1000), eigenpro(rank = 100, subsample = 2000).
+#   falkon(centers = 1000), eigenpro(rank = 100, subsample = 2000),
+#   eigenpro(version = 3, rank = 100, centers = 1000) (the same 1000 centres
+#   as Falkon: same seed).
 # EigenPro's default subsample min(n, 4000) costs a dense 4000 x 4000
 # eigendecomposition (~25 s on the 2-core machine, most of the budget);
 # 2000 costs ~3 s.
@@ -32,8 +34,8 @@
 # is solver time. The exact residual checks of krr() are switched off during the
 # timed fit (option askotch.exact_max_n = 0) and the full-KRR relative
 # residual ||(K + lambda I) w - y|| / ||y|| of the final weights is computed
-# afterwards (NA for Falkon, whose weights live on its centres and solve a
-# different system).
+# afterwards (NA for Falkon and EigenPro 3.0, whose weights live on their
+# centres and solve a different system).
 #
 # Memory: separate runs without validation, stopped after the setup and the
 # first slice of iterations (time_limit = 1 s), at n = 5000 and n = 10000.
@@ -70,14 +72,17 @@ solver_specs <- list(
   pcg_nystrom  = function(n) pcg("nystrom", rank = 100),
   pcg_rpchol   = function(n) pcg("rpcholesky", rank = 100),
   falkon       = function(n) falkon(centers = min(1000, n %/% 2)),
-  eigenpro     = function(n) eigenpro(rank = 100, subsample = min(2000, n))
+  eigenpro     = function(n) eigenpro(rank = 100, subsample = min(2000, n)),
+  eigenpro3    = function(n) eigenpro(version = 3, rank = 100,
+                                      centers = min(1000, n %/% 2))
 )
 solver_labels <- c(
   askotch = "askotch()", askotch_rls = "askotch(sampling = \"rls\")",
   askotch_v1 = "askotch(variant = \"v1\")", skotch = "skotch()",
   nsap = "sap() [NSAP]", pcg_nystrom = "pcg(\"nystrom\")",
   pcg_rpchol = "pcg(\"rpcholesky\")", falkon = "falkon(centers = 1000)",
-  eigenpro = "eigenpro(subsample = 2000)")
+  eigenpro = "eigenpro(subsample = 2000)",
+  eigenpro3 = "eigenpro(version = 3, centers = 1000)")
 
 status_kb <- function(field) {
   s <- readLines("/proc/self/status")
@@ -337,7 +342,7 @@ main <- function(args) {
   runs$seconds_to_target <- NA_real_
   for (ds in unique(runs$dataset)) {
     i <- runs$dataset == ds
-    full <- i & runs$solver != "falkon"
+    full <- i & !runs$solver %in% c("falkon", "eigenpro3")
     tgt <- if (metric[[ds]] == "accuracy") max(runs$final_metric[full]) else
       min(runs$final_metric[full])
     runs$target[i] <- tgt
