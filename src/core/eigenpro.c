@@ -91,6 +91,24 @@ static void ep_free(krr_solver *base) {
   free(s);
 }
 
+/* Top-q eigensystem of K(Xs, Xs) (S points of the problem's precision):
+ * U (device S x q) gets the eigenvector of the j-th largest eigenvalue in
+ * column j, w (host, S) all eigenvalues in ascending order.  Shared by
+ * EigenPro 2.0 and 3.0; the S x S work space lives only in this call. */
+krr_status krr_ep_eigensystem(krr_ctx *ctx, const krr_problem *pb, const void *Xs, int64_t S,
+                              int q, void *U, double *w) {
+  size_t es = krr_sizeof(pb->prec);
+  void *K = krr_dalloc(ctx, S * S, es), *W = krr_dalloc(ctx, S, es);
+  krr_status st = (K && W) ? KRR_OK : (ctx->status ? ctx->status : KRR_ERR_MEMORY);
+  if (st == KRR_OK) st = KOP(ctx, pb->prec, kernel_block, &pb->kernel, Xs, S, Xs, S, pb->p, K, S);
+  if (st == KRR_OK) st = KOP(ctx, pb->prec, syev, S, K, S, W);
+  if (st == KRR_OK) st = krr_download_vec(ctx, pb->prec, W, S, w);
+  for (int j = 0; st == KRR_OK && j < q; j++)
+    st = ctx->ops->copy(ctx, KAT(U, (int64_t)j * S, es), KAT(K, (S - 1 - j) * S, es), es * (size_t)S);
+  krr_dfree(ctx, &K); krr_dfree(ctx, &W);
+  return st;
+}
+
 /* subsample, eigensystem, preconditioner, beta, batch and step */
 static krr_status ep_setup(ep_t *s) {
   krr_ctx *ctx = CTX(s);
@@ -103,20 +121,13 @@ static krr_status ep_setup(ep_t *s) {
   double *w = (double *)malloc(sizeof(double) * (size_t)S);
   double *uh = (double *)malloc(sizeof(double) * (size_t)(S * q));
   double *dh = (double *)malloc(sizeof(double) * (size_t)(q + 1));
-  void *K = krr_dalloc(ctx, S * S, es), *W = krr_dalloc(ctx, S, es);
   krr_status st = KRR_OK;
 #define T(expr) do { if ((st = (expr)) != KRR_OK) goto done; } while (0)
   if (!sh || !w || !uh || !dh) { st = krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory"); goto done; }
-  if (!K || !W) { st = ctx->status ? ctx->status : KRR_ERR_MEMORY; goto done; }
   krr_sample_uniform(krr_rng_stream(s->base.o.seed, 0, 40), n, S, s->mark, sh);
   T(ctx->ops->upload(ctx, s->sidx, sh, sizeof(int64_t) * (size_t)S));
   T(OP(s, gather_points, pb->X, s->p, s->sidx, S, s->Xs));
-  T(OP(s, kernel_block, &pb->kernel, s->Xs, S, s->Xs, S, s->p, K, S));
-  T(OP(s, syev, S, K, S, W));
-  T(krr_download_vec(ctx, PREC(s), W, S, w));
-  /* U[:, j] = eigenvector of the j-th largest eigenvalue */
-  for (int j = 0; j < q; j++)
-    T(ctx->ops->copy(ctx, KAT(s->U, (int64_t)j * S, es), KAT(K, (S - 1 - j) * S, es), es * (size_t)S));
+  T(krr_ep_eigensystem(ctx, pb, s->Xs, S, q, s->U, w));
   T(krr_download_vec(ctx, PREC(s), s->U, S * q, uh));
   {
     double ln = pb->lambda / (double)n;
@@ -171,7 +182,6 @@ static krr_status ep_setup(ep_t *s) {
   s->ready = 1;
 #undef T
 done:
-  krr_dfree(ctx, &K); krr_dfree(ctx, &W);
   free(sh); free(w); free(uh); free(dh);
   s->base.diag.t_nystrom += krr_now() - t0;
   return st;

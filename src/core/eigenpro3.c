@@ -155,19 +155,13 @@ static krr_status ep3_setup(ep3_t *s) {
   uint64_t *mk = (uint64_t *)calloc((size_t)(mc / 64 + 1), sizeof(uint64_t));
   double *w = (double *)malloc(sizeof(double) * (size_t)S);
   double *dh = (double *)malloc(sizeof(double) * (size_t)(q + 1));
-  void *K = krr_dalloc(ctx, S * S, es), *W = krr_dalloc(ctx, S, es);
   krr_status st = KRR_OK;
 #define T(expr) do { if ((st = (expr)) != KRR_OK) goto done; } while (0)
   if (!sh || !mk || !w || !dh) { st = krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory"); goto done; }
-  if (!K || !W) { st = ctx->status ? ctx->status : KRR_ERR_MEMORY; goto done; }
   krr_sample_uniform(krr_rng_stream(s->base.o.seed, 0, 41), mc, S, mk, sh);
   T(ctx->ops->upload(ctx, s->spos, sh, sizeof(int64_t) * (size_t)S));
   T(OP(s, gather_points, s->Xc, s->p, s->spos, S, s->Xs));
-  T(OP(s, kernel_block, &pb->kernel, s->Xs, S, s->Xs, S, s->p, K, S));
-  T(OP(s, syev, S, K, S, W));
-  T(krr_download_vec(ctx, PREC(s), W, S, w));
-  for (int j = 0; j < q; j++) /* E[:, j]: eigenvector of the j-th largest eigenvalue */
-    T(ctx->ops->copy(ctx, KAT(s->E, (int64_t)j * S, es), KAT(K, (S - 1 - j) * S, es), es * (size_t)S));
+  T(krr_ep_eigensystem(ctx, pb, s->Xs, S, q, s->E, w));
   {
     double ell = s->ell, tail = w[S - 1 - q] > 0 ? w[S - 1 - q] : 0;
     double tl = tail / (double)S + ell;
@@ -239,7 +233,6 @@ static krr_status ep3_setup(ep3_t *s) {
   s->ready = 1;
 #undef T
 done:
-  krr_dfree(ctx, &K); krr_dfree(ctx, &W);
   free(sh); free(mk); free(w); free(dh);
   s->base.diag.t_nystrom += krr_now() - t0;
   return st;
