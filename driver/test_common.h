@@ -48,6 +48,15 @@ static const krr_ops *backend(const char *name) {
   }
   return krr_cpu_ops();
 }
+/* [--backend cpu|cuda] [--threads T] [--n N] of the test programs */
+static inline void parse_test_args(int argc, char **argv, const char **be, int *threads, int64_t *n) {
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "--backend")) *be = argv[i + 1];
+    else if (!strcmp(argv[i], "--threads")) *threads = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--n")) *n = atoll(argv[i + 1]);
+  }
+}
+
 /* exact inducing-point coefficients on the host: (K_nm^T K_nm + lambda K_mm) a = K_nm^T y */
 static inline int inducing_oracle(const krr_kernel *k, const double *X, int64_t n, int p, const double *y,
                                   int m, double lambda, const int64_t *c, int64_t mc, double *a) {

@@ -375,11 +375,7 @@ int main(int argc, char **argv) {
   const char *be = "cpu";
   int threads = 0;
   int64_t n = 800;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--backend")) be = argv[i + 1];
-    else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--n")) n = atoll(argv[i + 1]);
-  }
+  parse_test_args(argc, argv, &be, &threads, &n);
   verbose = getenv("KRR_VERBOSE") != NULL;
   const krr_ops *ops = backend(be);
   krr_ctx ctx;

@@ -244,6 +244,16 @@ static krr_status ep_step(krr_solver *base, int64_t iters) {
 
 static const krr_solver_vt ep2_vt = {.step = ep_step, .free = ep_free};
 
+/* ep_batch in [0, n] (0: automatic), ep_step >= 0 and finite (0: automatic) */
+krr_status krr_ep_check_batch_step(krr_ctx *ctx, const krr_solver_opts *o, int64_t n) {
+  if (o->ep_batch < 0 || o->ep_batch > n)
+    return krr_fail(ctx, KRR_ERR_INPUT, "ep_batch (%lld) must be between 0 and n (%lld)",
+                    (long long)o->ep_batch, (long long)n);
+  if (!isfinite(o->ep_step) || o->ep_step < 0)
+    return krr_fail(ctx, KRR_ERR_INPUT, "ep_step must be >= 0 (0: automatic) and finite");
+  return KRR_OK;
+}
+
 /* An EigenPro 2.0 solver for pb (validated), its automatic step times step_scale. */
 krr_status krr_ep2_create(krr_ctx *ctx, const krr_problem *pb, const krr_solver_opts *o,
                           double step_scale, krr_solver **out) {
@@ -251,11 +261,7 @@ krr_status krr_ep2_create(krr_ctx *ctx, const krr_problem *pb, const krr_solver_
   if (o->ep_subsample < 0 || o->ep_subsample > n)
     return krr_fail(ctx, KRR_ERR_INPUT, "ep_subsample (%lld) must be between 0 and the number of "
                     "observations (%lld)", (long long)o->ep_subsample, (long long)n);
-  if (o->ep_batch < 0 || o->ep_batch > n)
-    return krr_fail(ctx, KRR_ERR_INPUT, "ep_batch (%lld) must be between 0 and n (%lld)",
-                    (long long)o->ep_batch, (long long)n);
-  if (!isfinite(o->ep_step) || o->ep_step < 0)
-    return krr_fail(ctx, KRR_ERR_INPUT, "ep_step must be >= 0 (0: automatic) and finite");
+  KTRY(krr_ep_check_batch_step(ctx, o, n));
   int64_t S = ep_s(pb, o);
   if (S < 2) return krr_fail(ctx, KRR_ERR_INPUT, "EigenPro needs at least 2 observations");
   int q = o->rank > 0 ? o->rank : (int)(S - 1 < 100 ? S - 1 : 100);

@@ -332,11 +332,7 @@ krr_status krr_eigenpro3_init(krr_ctx *ctx, const krr_problem *pb, const krr_sol
     return krr_fail(ctx, KRR_ERR_INPUT, "ep_subsample (%lld) must be between 0 and the number of "
                     "centres (%lld): EigenPro 3.0 draws its subsample from the centres",
                     (long long)o->ep_subsample, (long long)mc);
-  if (o->ep_batch < 0 || o->ep_batch > n)
-    return krr_fail(ctx, KRR_ERR_INPUT, "ep_batch (%lld) must be between 0 and n (%lld)",
-                    (long long)o->ep_batch, (long long)n);
-  if (!isfinite(o->ep_step) || o->ep_step < 0)
-    return krr_fail(ctx, KRR_ERR_INPUT, "ep_step must be >= 0 (0: automatic) and finite");
+  KTRY(krr_ep_check_batch_step(ctx, o, n));
   if (o->resid_every < 0) return krr_fail(ctx, KRR_ERR_INPUT, "resid_every must be >= 0");
   int64_t S = ep3_subsample(pb, o);
   int q = ep3_rank(o, S);

@@ -149,6 +149,8 @@ krr_status krr_eigenpro3_init(krr_ctx *ctx, const krr_problem *pb, const krr_sol
 size_t krr_eigenpro3_memory(const krr_problem *pb, const krr_solver_opts *o);
 krr_status krr_ep2_create(krr_ctx *ctx, const krr_problem *pb, const krr_solver_opts *o,
                           double step_scale, krr_solver **out);
+/* ep_batch in [0, n], ep_step >= 0 and finite (input errors otherwise) */
+krr_status krr_ep_check_batch_step(krr_ctx *ctx, const krr_solver_opts *o, int64_t n);
 /* Top-q eigensystem of K(Xs, Xs), S points: U (device S x q, largest first),
  * w (host, S eigenvalues ascending). */
 krr_status krr_ep_eigensystem(krr_ctx *ctx, const krr_problem *pb, const void *Xs, int64_t S,
