@@ -1,8 +1,9 @@
 # Kernels -------------------------------------------------------------------
 
+# Names, metrics and labels for R; the kernels' codes come from the compiled
+# code's kernel list (kernel_code()).
 kernel_table <- data.frame(
   name = c("rbf", "laplace", "matern12", "matern32", "matern52"),
-  code = 0:4,
   metric = c("L2", "L1", "L2", "L2", "L2"),
   label = c("Gaussian (RBF)", "Laplace (L1 distance)", "Matern 1/2",
             "Matern 3/2", "Matern 5/2"),
@@ -65,9 +66,16 @@ new_kernel <- function(name, bandwidth, call = NULL) {
     bandwidth <- as.numeric(bandwidth)
   }
   row <- kernel_table[kernel_table$name == name, ]
-  structure(list(name = name, code = row$code, metric = row$metric,
+  structure(list(name = name, code = kernel_code(name), metric = row$metric,
                  bandwidth = bandwidth),
             class = c(paste0("askotch_kernel_", name), "askotch_kernel"))
+}
+
+# the compiled code's number for a kernel name
+kernel_code <- function(name) {
+  code <- match(name, askotch_info()$kernels) - 1L
+  if (is.na(code)) stop("internal: kernel '", name, "' is not compiled in")
+  code
 }
 
 #' @rdname kernels

@@ -92,6 +92,12 @@
 #' @param mem_limit Bytes the solver may allocate beyond the data; `NULL` uses
 #'   the available memory. A fit that cannot fit signals an error of class
 #'   `askotch_error_memory` suggesting a smaller block size.
+#' @param keep_state Keep the solver's state (its preconditioners,
+#'   factorisations and work space) in the fit, as `fit$state`, so that
+#'   [refit()] can solve again with new responses, a new `lambda` or from a
+#'   warm start without redoing the setup. The state is memory outside R's
+#'   heap, freed when the fit is garbage-collected; it is never saved with
+#'   the fit (after [readRDS()] it is rebuilt when needed).
 #' @param data A data frame for the formula method.
 #' @param ... For `krr.formula()`, arguments passed to `krr.default()`.
 #'   Unknown arguments are an error.
@@ -104,9 +110,10 @@
 #'   `seconds`, `resid_est`, `block_resid`, `resid_exact`, `validation`),
 #'   `converged`, `reason`, `iterations`, `passes`, `seconds` (wall time of
 #'   the solve, including residual checks and validation), `resid_est`,
-#'   `resid_exact`, `task`, `levels`, `call`.
-#' @seealso [predict.krr()], [summary.krr()], [plot.krr()], [askotch()],
-#'   [kernels], `vignette("getting-started", package = "askotch")`.
+#'   `resid_exact`, `task`, `levels`, `call`, and `state` when
+#'   `keep_state = TRUE`.
+#' @seealso [predict.krr()], [summary.krr()], [plot.krr()], [refit()],
+#'   [askotch()], [kernels], `vignette("getting-started", package = "askotch")`.
 #' @examples
 #' set.seed(1)
 #' x <- matrix(runif(400), ncol = 2)
@@ -129,7 +136,7 @@ krr.default <- function(x, y, kernel = "rbf", bandwidth = "median",
                         max_passes = 100, tol = NULL, time_limit = Inf,
                         validation = NULL, standardize = TRUE, seed = NULL,
                         progress = interactive(), threads = NULL,
-                        mem_limit = NULL, ...) {
+                        mem_limit = NULL, keep_state = FALSE, ...) {
   ecall <- krr_call(sys.call())
   extra <- list(...)
   if (length(extra) > 0L) {
@@ -140,46 +147,76 @@ krr.default <- function(x, y, kernel = "rbf", bandwidth = "median",
                   "input", ecall)
   }
   if (missing(y)) abort_askotch("`y` is missing.", "input", ecall)
+  dat <- krr_data(x, y, standardize, ecall)
+  set <- krr_settings(dat, kernel, bandwidth, !missing(bandwidth), lambda,
+                      solver, precision, device, max_passes, tol,
+                      time_limit, validation, seed, progress, threads,
+                      mem_limit, keep_state, ecall)
+  res <- fit_solver(dat$xs, dat$Yc, set, dat$tgt)
+  fit <- new_krr(dat, set, res,
+                 call = tryCatch(match.call(krr.default, ecall),
+                                 error = function(e) ecall))
+  validate_krr(fit)
+}
 
-  # data ---------------------------------------------------------------------
-  x <- as_feature_matrix(x, "x", ecall)
+# Data preparation: the feature matrix, its scaling, the targets (centred
+# for regression).
+krr_data <- function(x, y, standardize, call = NULL) {
+  x <- as_feature_matrix(x, "x", call)
   n <- nrow(x)
-  p <- ncol(x)
   if (n < 2L) {
     abort_askotch(sprintf("`x` must have at least 2 rows, not %d.", n),
-                  "input", ecall)
+                  "input", call)
   }
-  tgt <- prepare_targets(y, n, ecall)
-  Y <- tgt$Y
-  check_flag(standardize, "standardize", ecall)
+  tgt <- prepare_targets(y, n, call)
+  check_flag(standardize, "standardize", call)
   scaling <- compute_scaling(x, standardize)
   xs <- apply_scaling(x, scaling$center, scaling$scale)
   xnames <- colnames(x)
   dimnames(xs) <- NULL
+  cen <- center_targets(tgt)
+  list(xs = xs, n = n, p = ncol(x), xnames = xnames, scaling = scaling,
+       standardize = standardize, tgt = tgt, Y = tgt$Y, Yc = cen$Yc,
+       y_center = cen$y_center)
+}
+
+# The squared loss centres regression targets (their mean is the model's
+# constant); classification targets (+1/-1) are not centred.
+center_targets <- function(tgt) {
+  Y <- tgt$Y
   y_center <- if (tgt$task %in% c("regression", "multioutput"))
     colMeans(Y) else rep(0, ncol(Y))
   Yc <- sweep(Y, 2L, y_center, "-", check.margin = FALSE)
   dimnames(Yc) <- NULL
+  list(Yc = Yc, y_center = unname(y_center))
+}
 
-  # options --------------------------------------------------------------------
+# Option resolution: every user-facing setting checked and resolved (the
+# solver's own options are resolved by the compiled code when the fit starts).
+krr_settings <- function(dat, kernel, bandwidth, bandwidth_given, lambda,
+                         solver, precision, device, max_passes, tol,
+                         time_limit, validation, seed, progress, threads,
+                         mem_limit, keep_state, call = NULL) {
+  n <- dat$n
   if (is.null(lambda)) lambda <- 1e-6 * n
-  check_positive(lambda, "lambda", call = ecall)
+  check_positive(lambda, "lambda", call = call)
   lambda <- as.numeric(lambda)
-  precision <- check_choice(precision, c("double", "single"), "precision", ecall)
+  precision <- check_choice(precision, c("double", "single"), "precision", call)
   if (is.null(tol)) tol <- if (precision == "double") 1e-8 else 1e-5
   if (!is.numeric(tol) || length(tol) != 1L || is.na(tol) || tol < 0 ||
       !is.finite(tol)) {
     abort_askotch(sprintf("`tol` must be a non-negative number, not %s.",
-                          fmt_value(tol)), "input", ecall)
+                          fmt_value(tol)), "input", call)
   }
-  check_positive(max_passes, "max_passes", allow_inf = TRUE, call = ecall)
-  check_positive(time_limit, "time_limit", allow_inf = TRUE, call = ecall)
-  check_flag(progress, "progress", ecall)
+  check_positive(max_passes, "max_passes", allow_inf = TRUE, call = call)
+  check_positive(time_limit, "time_limit", allow_inf = TRUE, call = call)
+  check_flag(progress, "progress", call)
+  check_flag(keep_state, "keep_state", call)
   if (is.null(threads)) threads <- 0L else {
-    check_positive(threads, "threads", integerish = TRUE, call = ecall)
+    check_positive(threads, "threads", integerish = TRUE, call = call)
   }
   if (is.null(mem_limit)) mem_limit <- 0 else {
-    check_positive(mem_limit, "mem_limit", call = ecall)
+    check_positive(mem_limit, "mem_limit", call = call)
   }
   if (is.null(seed)) {
     seed <- floor(stats::runif(1L) * 2^31)
@@ -187,69 +224,73 @@ krr.default <- function(x, y, kernel = "rbf", bandwidth = "median",
              seed < 0 || seed >= 2^53 || seed != round(seed)) {
     abort_askotch(sprintf(
       "`seed` must be NULL or a whole number in [0, 2^53), not %s.",
-      fmt_value(seed)), "input", ecall)
+      fmt_value(seed)), "input", call)
   }
   seed <- as.numeric(seed)
-
-  bandwidth_given <- !missing(bandwidth)
-  kern <- as_kernel(kernel, bandwidth, bandwidth_given, ecall)
+  kern <- as_kernel(kernel, bandwidth, bandwidth_given, call)
   if (identical(kern$bandwidth, "median")) {
-    kern$bandwidth <- median_bandwidth(xs, kern$metric, seed)
+    kern$bandwidth <- median_bandwidth(dat$xs, kern$metric, seed)
     kern$bandwidth_rule <- "median"
   } else {
     kern$bandwidth_rule <- "fixed"
   }
-  solver <- resolve_solver(as_solver(solver, ecall), n, ecall)
-  device <- resolve_device(device, n, ecall)
-
+  solver <- as_solver(solver, call)
+  device <- resolve_device(device, n, call)
   val <- NULL
   if (!is.null(validation)) {
-    val <- prepare_validation(validation, p, xnames, scaling, tgt, ecall)
+    val <- prepare_validation(validation, dat$p, dat$xnames, dat$scaling,
+                              dat$tgt, call)
   }
+  rule <- stop_rule(tol, max_passes, time_limit, n,
+                    direct = inherits(solver, "askotch_solver_cholesky"))
   if (!is.finite(max_passes) && !is.finite(time_limit) && tol == 0 &&
-      solver$name != "cholesky") {
+      !rule$direct) {
     abort_askotch(paste(
       "With `tol = 0`, at least one of `max_passes` and `time_limit` must",
-      "be finite."), "input", ecall)
+      "be finite."), "input", call)
   }
+  list(kernel = kern, lambda = lambda, solver = solver, precision = precision,
+       device = device, rule = rule, validation = val, seed = seed,
+       progress = progress, threads = as.integer(threads),
+       mem_limit = mem_limit, keep_state = keep_state, loss = "squared")
+}
 
-  # solve --------------------------------------------------------------------
-  res <- run_solver(xs, Yc, kern, lambda, solver, precision, device,
-                    max_passes, tol, time_limit, val, seed, progress,
-                    threads, mem_limit, tgt)
-
-  solver$block_size <- res$block_size
-  if (!is.null(solver$rank)) solver$rank <- as.integer(res$rank)
-  if (solver$name == "eigenpro") solver$step <- res$step
-  W <- res$weights
-  colnames(W) <- tgt$names
+# The "krr" object: plain R data only (but the optional solver state).
+new_krr <- function(dat, set, res, call) {
+  solver <- solver_resolved(set$solver, res$options, res$extras)
   centers <- res$centers
   if (length(centers) > 0L) solver$centers <- centers
+  W <- res$weights
+  colnames(W) <- dat$tgt$names
+  rule <- set$rule
   structure(list(
     weights = W,
-    # prediction points: the training points, or Falkon's centres
-    x = if (length(centers) > 0L) xs[centers, , drop = FALSE] else xs,
-    x_train = if (length(centers) > 0L) xs else NULL,
+    # prediction points: the training points, or the centres
+    x = if (length(centers) > 0L) dat$xs[centers, , drop = FALSE] else dat$xs,
+    x_train = if (length(centers) > 0L) dat$xs else NULL,
     centers = if (length(centers) > 0L) centers else NULL,
-    xnames = xnames,
-    center = scaling$center,
-    scale = scaling$scale,
-    standardize = standardize,
-    y = Y,
-    y_center = unname(y_center),
-    y_names = tgt$names,
-    kernel = kern,
-    lambda = lambda,
+    xnames = dat$xnames,
+    center = dat$scaling$center,
+    scale = dat$scaling$scale,
+    standardize = dat$standardize,
+    y = dat$Y,
+    y_center = dat$y_center,
+    y_names = dat$tgt$names,
+    kernel = set$kernel,
+    lambda = set$lambda,
+    loss = set$loss,
     solver = solver,
-    precision = precision,
-    device = device,
-    threads = as.integer(threads),
-    seed = seed,
-    tol = tol,
-    max_passes = max_passes,
-    time_limit = time_limit,
+    precision = set$precision,
+    device = set$device,
+    threads = set$threads,
+    mem_limit = set$mem_limit,
+    seed = set$seed,
+    tol = rule$tol,
+    max_passes = rule$max_passes,
+    time_limit = rule$time_limit,
     trace = res$trace,
-    validation_metric = if (is.null(val)) NA_character_ else val$metric,
+    validation_metric = if (is.null(set$validation)) NA_character_ else
+      set$validation$metric,
     converged = res$reason %in% c("tol", "exact"),
     reason = res$reason,
     iterations = res$iterations,
@@ -257,14 +298,25 @@ krr.default <- function(x, y, kernel = "rbf", bandwidth = "median",
     seconds = res$seconds,
     resid_est = res$resid_est,
     resid_exact = res$resid_exact,
-    n = n,
-    p = p,
-    m = ncol(Y),
-    task = tgt$task,
-    levels = tgt$levels,
+    n = dat$n,
+    p = dat$p,
+    m = ncol(dat$Y),
+    task = dat$tgt$task,
+    levels = dat$tgt$levels,
     terms = NULL,
-    call = tryCatch(match.call(krr.default, ecall), error = function(e) ecall)
+    call = call,
+    state = res$state
   ), class = "krr")
+}
+
+# Structural checks of a "krr" object (internal consistency, not inputs).
+validate_krr <- function(fit) {
+  stopifnot(inherits(fit, "krr"), is.matrix(fit$weights),
+            ncol(fit$weights) == fit$m, nrow(fit$x) == nrow(fit$weights),
+            is.list(fit$kernel), is.numeric(fit$lambda), fit$lambda > 0,
+            inherits(fit$solver, "askotch_solver"), is.data.frame(fit$trace),
+            fit$reason %in% c("tol", "exact", "max_passes", "time_limit"))
+  fit
 }
 
 #' @rdname krr
@@ -368,143 +420,3 @@ prepare_validation <- function(validation, p, xnames, scaling, tgt, call) {
   list(x = xs, y = vy, metric = metric)
 }
 
-# The solver loop ------------------------------------------------------------
-
-now <- function() proc.time()[["elapsed"]]
-
-run_solver <- function(xs, Yc, kern, lambda, solver, precision, device,
-                       max_passes, tol, time_limit, val, seed, progress,
-                       threads, mem_limit, tgt) {
-  n <- nrow(xs)
-  prec_code <- if (precision == "double") 1L else 0L
-  dev_code <- if (device == "cuda") 1L else 0L
-  exact_max_n <- getOption("askotch.exact_max_n", 50000)
-  y_center <- if (tgt$task %in% c("regression", "multioutput"))
-    colMeans(tgt$Y) else rep(0, ncol(tgt$Y))
-
-  t0 <- now()
-  state <- .Call(ffi_fit_init, xs, Yc, as.integer(kern$code),
-                 as.numeric(kern$bandwidth), lambda, prec_code, dev_code,
-                 solver_to_c(solver, seed, mem_limit, threads))
-  on.exit(.Call(ffi_fit_free, state), add = TRUE)
-  centers <- .Call(ffi_fit_centers, state)  # Falkon, EigenPro 3; else integer(0)
-  xpred <- if (length(centers) > 0L) xs[centers, , drop = FALSE] else xs
-
-  val_metric <- function() {
-    w <- .Call(ffi_fit_weights, state)
-    s <- .Call(ffi_kernel_apply, val$x, xpred, w, as.integer(kern$code),
-               as.numeric(kern$bandwidth), prec_code, dev_code,
-               as.integer(threads))
-    if (val$metric == "rmse") {
-      s <- sweep(s, 2L, y_center, "+", check.margin = FALSE)
-      sqrt(mean((s - val$y)^2))
-    } else {
-      pred <- scores_to_class(s, tgt$levels)
-      mean(as.character(pred) == val$y)
-    }
-  }
-
-  if (progress) {
-    total <- if (is.finite(max_passes)) max_passes else NA
-    pb <- tryCatch(cli::cli_progress_bar(
-      name = "krr", total = total, clear = TRUE,
-      format = paste("{cli::pb_name}{cli::pb_bar} passes {cli::pb_current}",
-                     "| {cli::pb_elapsed} | {cli::pb_status}"),
-      format_done = "", .envir = environment()),
-      error = function(e) NULL)
-  } else {
-    pb <- NULL
-  }
-
-  cap <- 1e6
-  rows <- vector("list", 64L)
-  nrow_trace <- 0L
-  slice <- 1
-  per_iter <- NA_real_
-  last_exact_pass <- -Inf
-  last_val_pass <- -Inf
-  reason <- NA_character_
-  exact_at_end <- NA_real_
-  d <- NULL
-  repeat {
-    ts <- now()
-    d <- .Call(ffi_fit_step, state, as.integer(slice))
-    dt <- now() - ts
-    pi_new <- max(dt, 1e-4) / slice
-    per_iter <- if (is.na(per_iter)) pi_new else 0.5 * per_iter + 0.5 * pi_new
-    passes <- d[["passes"]]
-    est <- d[["resid_est"]]
-    exact <- NA_real_
-    if (d[["done"]] >= 1) {
-      reason <- if (solver$name == "cholesky") "exact" else "tol"
-    } else if (is.finite(est) && est <= tol) {
-      if (n <= exact_max_n) {
-        if (passes - last_exact_pass >= 1) {
-          exact <- .Call(ffi_fit_residual, state)
-          last_exact_pass <- passes
-          if (exact <= tol) reason <- "tol"
-        }
-      } else {
-        reason <- "tol"
-      }
-    }
-    elapsed <- now() - t0
-    if (is.na(reason)) {
-      if (passes >= max_passes - 1e-9) {
-        reason <- "max_passes"
-      } else if (elapsed >= time_limit) {
-        reason <- "time_limit"
-      }
-    }
-    if (!is.na(reason) && is.na(exact) && n <= exact_max_n) {
-      exact <- .Call(ffi_fit_residual, state)
-    }
-    vm <- NA_real_
-    if (!is.null(val) && (!is.na(reason) || passes - last_val_pass >= 1)) {
-      vm <- val_metric()
-      last_val_pass <- passes
-    }
-    nrow_trace <- nrow_trace + 1L
-    if (nrow_trace > length(rows)) length(rows) <- 2L * length(rows)
-    rows[[nrow_trace]] <- c(d[["iter"]], passes, now() - t0, est,
-                            d[["block_resid"]], exact, vm)
-    if (!is.null(pb)) {
-      tryCatch(cli::cli_progress_update(
-        id = pb, set = min(round(passes, 2), if (is.finite(max_passes))
-          max_passes else passes),
-        status = sprintf("residual %.2e", est), .envir = environment()),
-        error = function(e) NULL)
-    }
-    if (!is.na(reason)) {
-      exact_at_end <- exact
-      break
-    }
-    # next slice: about half a second, not beyond max_passes / time_limit
-    # (and at most one pass, so the trace has a row per pass or per slice)
-    ipp <- d[["iter"]] / max(passes, 1e-12)  # iterations per pass
-    slice <- max(1, min(floor(0.5 / per_iter), ceiling(ipp - 1e-9)))
-    if (is.finite(max_passes)) {
-      slice <- min(slice, max(1, ceiling((max_passes - passes) * ipp - 1e-9)))
-    }
-    if (is.finite(time_limit)) {
-      slice <- min(slice, max(1, floor((time_limit - elapsed) / per_iter)))
-    }
-    slice <- min(slice, cap)
-  }
-  if (!is.null(pb)) {
-    tryCatch(cli::cli_progress_done(id = pb, .envir = environment()),
-             error = function(e) NULL)
-  }
-  W <- .Call(ffi_fit_weights, state)
-  seconds <- now() - t0
-  tr <- do.call(rbind, rows[seq_len(nrow_trace)])
-  trace <- data.frame(iteration = as.integer(tr[, 1L]), passes = tr[, 2L],
-                      seconds = tr[, 3L], resid_est = tr[, 4L],
-                      block_resid = tr[, 5L], resid_exact = tr[, 6L],
-                      validation = tr[, 7L])
-  list(weights = W, trace = trace, reason = reason,
-       iterations = as.integer(d[["iter"]]), passes = d[["passes"]],
-       seconds = seconds, resid_est = d[["resid_est"]],
-       resid_exact = exact_at_end, block_size = d[["block_size"]],
-       rank = d[["rank"]], step = d[["step_L"]], centers = centers)
-}

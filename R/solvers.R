@@ -3,9 +3,11 @@
 #' Solver specifications
 #'
 #' Small constructors that describe how [krr()] solves the linear system
-#' \eqn{(K + \lambda I) w = y}. They only validate and store their arguments;
-#' values that depend on the data (the default block size, the rank cap) are
-#' resolved by [krr()] and stored in the fitted object.
+#' \eqn{(K + \lambda I) w = y}. They validate and store their arguments;
+#' arguments left `NULL` take the solver's default, and values that depend
+#' on the data (the default block size, the rank cap, EigenPro's batch and
+#' step) are resolved when the fit starts and stored in the fitted object
+#' (`fit$solver`).
 #'
 #' * `askotch()` (the default): ASkotch, approximate sketch-and-project with
 #'   Nyström-preconditioned random blocks and Nesterov acceleration (Rathore et
@@ -83,12 +85,12 @@
 #'   \eqn{\min(n, \max(256, n/100))}. Must not exceed the number of training
 #'   points.
 #' @param rank Nyström rank \eqn{r} (for `eigenpro()`: the number of
-#'   corrected eigendirections). Default 100; when not given it is capped at
-#'   the block size (for `pcg()`: the number of points; for `askotch(variant
-#'   = "v1")`: the smallest block of the partition; for `eigenpro()`: one
-#'   less than `subsample`), when given it must not exceed it.
-#' @param rho Damping of the Nyström preconditioner: `"damped"` (default,
-#'   \eqn{\lambda} plus the smallest kept Nyström eigenvalue),
+#'   corrected eigendirections). `NULL` (default) uses 100 capped at the
+#'   block size (for `pcg()`: the number of points; for `askotch(variant =
+#'   "v1")`: the smallest block of the partition; for `eigenpro()`: one less
+#'   than `subsample`); a given rank must not exceed that cap.
+#' @param rho Damping of the Nyström preconditioner: `"damped"` (the default
+#'   when `NULL`: \eqn{\lambda} plus the smallest kept Nyström eigenvalue),
 #'   `"regularization"` (\eqn{\rho = \lambda}) or a positive number.
 #' @param accelerated Use Nesterov acceleration (ASkotch, NSAP) or not
 #'   (Skotch, SAP).
@@ -97,7 +99,8 @@
 #'   probabilities proportional to approximate ridge leverage scores).
 #' @param mu,nu Acceleration parameters; `NULL` uses \eqn{\mu = \lambda} and
 #'   \eqn{\nu = n / b} (for `variant = "v1"` see above).
-#' @param power_iters Number of power iterations for the step size.
+#' @param power_iters Number of power iterations for the step size (`NULL`:
+#'   10).
 #' @param variant `"journal"` (default: the journal version of ASkotch, with
 #'   fresh random blocks each iteration) or `"v1"` (the first published
 #'   version: fixed partition, cached per-block preconditioners, NU_ACDM
@@ -111,11 +114,14 @@
 #'   \eqn{\min(n, 2000)}. Must not exceed the number of training points.
 #' @param ... For `skotch()`: arguments passed to `askotch()` (except
 #'   `accelerated`, and `variant` other than `"journal"`).
-#' @return A list of class `c("askotch_solver_<name>", "askotch_solver")`.
+#' @return A list of class `c("askotch_solver_<name>", ..., "askotch_solver")`.
+#'   [solver_info()] lists every solver's options with their defaults and
+#'   ranges, as the compiled code declares them.
 #' @seealso [krr()]
 #' @examples
 #' askotch()
 #' askotch(block_size = 500, rank = 50, rho = "regularization")
+#' askotch(rank = 20, power_iters = 5)
 #' askotch(sampling = "rls", rls_subsample = 1000)
 #' askotch(variant = "v1", block_size = 500)
 #' skotch(rank = 20)
@@ -142,299 +148,117 @@
 #' @name solvers
 NULL
 
-check_rho <- function(rho) {
-  if (is.character(rho)) {
-    return(check_choice(rho, c("damped", "regularization"), "rho"))
-  }
-  if (!(is.numeric(rho) && length(rho) == 1L && !is.na(rho) &&
-        is.finite(rho) && rho > 0)) {
-    abort_askotch(sprintf(paste(
-      "`rho` must be \"damped\", \"regularization\" or a positive number,",
-      "not %s."), fmt_value(rho)), "input")
-  }
-  as.numeric(rho)
+
+# The registry of the compiled code, read once per session ----------------------
+
+.askotch_env <- new.env(parent = emptyenv())
+
+askotch_info <- function() {
+  if (is.null(.askotch_env$info)) .askotch_env$info <- .Call(ffi_info)
+  .askotch_env$info
 }
 
-#' @rdname solvers
+#' Solvers and their options
+#'
+#' Lists the solvers compiled into the package with their options: the
+#' option tables are declared once, in the C code of each solver, and this
+#' is how R reads them (the solver constructors such as [askotch()] map their
+#' arguments onto these options).
+#'
+#' @param solver `NULL` for a summary of all solvers, or the name of one
+#'   compiled solver (`"askotch"`, `"askotch_v1"`, `"pcg"`, `"falkon"`,
+#'   `"eigenpro"`, `"eigenpro3"`, `"cholesky"`).
+#' @return For `NULL`, a data frame with one row per solver (`name`,
+#'   `title`, `losses`); for a solver name, a data frame with one row per
+#'   option: `option`, `type`, `default`, `range` and `doc`. A default of 0
+#'   usually means "chosen from the data" (the doc says how).
+#' @examples
+#' solver_info()
+#' solver_info("askotch")
 #' @export
-askotch <- function(block_size = NULL, rank = 100, rho = "damped",
-                    accelerated = TRUE, sampling = c("uniform", "rls"),
-                    mu = NULL, nu = NULL, power_iters = 10,
-                    variant = c("journal", "v1"), rls_subsample = NULL,
-                    v1_beta = NULL) {
-  rank_given <- !missing(rank)
-  check_positive(block_size, "block_size", allow_null = TRUE, integerish = TRUE)
-  check_positive(rank, "rank", integerish = TRUE)
-  rho <- check_rho(rho)
-  check_flag(accelerated, "accelerated")
-  sampling <- if (missing(sampling)) "uniform" else
-    check_choice(sampling, c("uniform", "rls"), "sampling")
-  variant <- if (missing(variant)) "journal" else
-    check_choice(variant, c("journal", "v1"), "variant")
-  check_positive(rls_subsample, "rls_subsample", allow_null = TRUE,
-                 integerish = TRUE)
-  if (!is.null(rls_subsample) && sampling != "rls") {
-    abort_askotch(paste(
-      "`rls_subsample` is only used with `sampling = \"rls\"`; found",
-      sprintf("`sampling = \"%s\"`.", sampling)), "input")
+solver_info <- function(solver = NULL) {
+  info <- askotch_info()$solvers
+  if (is.null(solver)) {
+    return(data.frame(
+      name = names(info),
+      title = vapply(info, function(s) s$title, ""),
+      losses = vapply(info, function(s) paste(s$losses, collapse = ", "), ""),
+      row.names = NULL, stringsAsFactors = FALSE))
   }
-  check_positive(mu, "mu", allow_null = TRUE)
-  check_positive(nu, "nu", allow_null = TRUE)
-  check_positive(power_iters, "power_iters", integerish = TRUE)
-  if (power_iters > 1000) {
-    abort_askotch(sprintf("`power_iters` must be at most 1000, not %s.",
-                          fmt_value(power_iters)), "input")
+  if (!is.character(solver) || length(solver) != 1L || !solver %in% names(info)) {
+    abort_askotch(sprintf("`solver` must be one of %s, not %s.",
+                          paste0("\"", names(info), "\"", collapse = ", "),
+                          fmt_value(solver)), "input")
   }
-  if (variant == "v1") {
-    if (sampling != "uniform") {
-      abort_askotch(paste(
-        "`variant = \"v1\"` samples the blocks of a fixed partition with",
-        "probabilities set by their step sizes; it cannot be combined with",
-        "`sampling = \"rls\"`."), "input")
-    }
-    if (!accelerated) {
-      abort_askotch(paste(
-        "`variant = \"v1\"` is always accelerated (NU_ACDM); it cannot be",
-        "combined with `accelerated = FALSE` (skotch())."), "input")
-    }
-    if (!is.null(nu)) {
-      abort_askotch(paste(
-        "`nu` is not used by `variant = \"v1\"` (NU_ACDM derives its",
-        "parameters from `mu` and the block step sizes); found",
-        sprintf("`nu = %s`.", fmt_value(nu))), "input")
-    }
-  }
-  if (!is.null(v1_beta)) {
-    if (variant != "v1") {
-      abort_askotch(paste(
-        "`v1_beta` is NU_ACDM's parameter and only used with",
-        "`variant = \"v1\"`."), "input")
-    }
-    if (!(is.numeric(v1_beta) && length(v1_beta) == 1L && !is.na(v1_beta) &&
-          v1_beta >= 0 && v1_beta <= 1)) {
-      abort_askotch(sprintf("`v1_beta` must be a number in [0, 1], not %s.",
-                            fmt_value(v1_beta)), "input")
-    }
-  }
-  name <- if (variant == "v1") "askotch_v1" else if (accelerated) "askotch"
-    else "skotch"
-  kind <- switch(name, askotch = 0L, skotch = 1L, askotch_v1 = 8L)
-  structure(
-    list(name = name, kind = kind,
-         block_size = if (is.null(block_size)) NULL else as.numeric(block_size),
-         rank = as.integer(rank), rank_given = rank_given, rho = rho,
-         accelerated = accelerated, sampling = sampling, variant = variant,
-         rls_subsample = if (is.null(rls_subsample)) NULL else
-           as.numeric(rls_subsample),
-         mu = mu, nu = nu, power_iters = as.integer(power_iters),
-         v1_beta = if (is.null(v1_beta)) NULL else as.numeric(v1_beta)),
-    class = c(paste0("askotch_solver_", name), "askotch_solver")
-  )
+  o <- info[[solver]]$options
+  default <- ifelse(o$type %in% c("choice", "rho"),
+                    vapply(seq_along(o$name), function(i)
+                      strsplit(o$choices[i], "|", fixed = TRUE)[[1L]][o$default[i] + 1L],
+                      ""),
+                    format(o$default))
+  default[o$type == "flag"] <- ifelse(o$default[o$type == "flag"] != 0, "TRUE", "FALSE")
+  default[o$type == "indices"] <- "(none)"
+  range <- ifelse(o$type %in% c("choice", "rho"),
+                  gsub("|", ", ", o$choices, fixed = TRUE),
+                  ifelse(o$type %in% c("int", "real"),
+                         sprintf("%s%s, %s]", ifelse(o$lo_open, "(", "["),
+                                 format(o$lo), format(o$hi)), ""))
+  range[o$type == "rho"] <- paste(range[o$type == "rho"], "or a positive number")
+  data.frame(option = o$name, type = o$type, default = default, range = range,
+             doc = o$doc, row.names = NULL, stringsAsFactors = FALSE)
 }
 
-#' @rdname solvers
+# the default of a compiled solver's option (number, logical or choice name)
+option_default <- function(solver, option) {
+  o <- askotch_info()$solvers[[solver]]$options
+  i <- match(option, o$name)
+  if (o$type[i] %in% c("choice", "rho")) {
+    return(strsplit(o$choices[i], "|", fixed = TRUE)[[1L]][o$default[i] + 1L])
+  }
+  if (o$type[i] == "flag") return(o$default[i] != 0)
+  o$default[i]
+}
+
+# Solver specifications by class ---------------------------------------------
+#
+# Each solver family is one file (solver-<family>.R) with its constructor(s)
+# and three methods:
+#   solver_c(spec)                 -> list(name = <compiled solver>, options = <named list>)
+#   solver_resolved(spec, opts, x) -> spec with the values the fit used
+#                                     (opts: resolved options, x: the solver's diagnostics)
+#   format(spec)                   -> one line
+# and spec_<name>() functions that build the spec a bare solver name stands for.
+
+new_solver_spec <- function(name, fields, family = NULL) {
+  structure(c(list(name = name), fields),
+            class = unique(c(paste0("askotch_solver_", c(name, family)),
+                             "askotch_solver")))
+}
+
+solver_c <- function(spec) UseMethod("solver_c")
+
+solver_resolved <- function(spec, options, extras) UseMethod("solver_resolved")
+
 #' @export
-skotch <- function(...) {
-  args <- list(...)
-  if ("accelerated" %in% names(args)) {
-    abort_askotch("`accelerated` cannot be set in skotch(); use askotch().",
-                  "input")
-  }
-  if ("variant" %in% names(args) && !identical(args$variant, "journal")) {
-    abort_askotch(paste(
-      "`variant` cannot be set in skotch(): Skotch is the journal method",
-      "without acceleration; use askotch(variant = \"v1\")."), "input")
-  }
-  spec <- askotch(..., accelerated = FALSE)
-  if (!"rank" %in% names(args)) spec$rank_given <- FALSE
+solver_resolved.askotch_solver <- function(spec, options, extras) {
+  if (!is.null(options$block_size)) spec$block_size <- options$block_size
+  if (!is.null(options$rank)) spec$rank <- as.integer(options$rank)
   spec
 }
 
-#' @rdname solvers
-#' @export
-sap <- function(block_size = NULL, accelerated = TRUE, mu = NULL, nu = NULL) {
-  check_positive(block_size, "block_size", allow_null = TRUE, integerish = TRUE)
-  check_flag(accelerated, "accelerated")
-  check_positive(mu, "mu", allow_null = TRUE)
-  check_positive(nu, "nu", allow_null = TRUE)
-  name <- if (accelerated) "nsap" else "sap"
-  structure(
-    list(name = name, kind = if (accelerated) 4L else 3L,
-         block_size = if (is.null(block_size)) NULL else as.numeric(block_size),
-         accelerated = accelerated, mu = mu, nu = nu),
-    class = c("askotch_solver_sap", "askotch_solver")
-  )
+# drop NULL entries of an options list
+compact <- function(x) x[!vapply(x, is.null, TRUE)]
+
+# Check a spec's options in the compiled code (ranges and the rules that hold
+# for every data size): classed input errors naming the argument.
+check_spec <- function(spec) {
+  sc <- solver_c(spec)
+  .Call(ffi_check_options, sc$name, sc$options)
+  spec
 }
 
-#' @rdname solvers
-#' @param preconditioner For `pcg()`: `"nystrom"` (randomized Nyström
-#'   approximation of \eqn{K}), `"rpcholesky"` (randomly pivoted partial
-#'   Cholesky), `"greedy_cholesky"` (greedy pivots) or `"none"`.
-#' @export
-pcg <- function(preconditioner = "nystrom", rank = 100, rho = "damped") {
-  rank_given <- !missing(rank)
-  preconditioner <- check_choice(
-    preconditioner, c("nystrom", "rpcholesky", "greedy_cholesky", "none"),
-    "preconditioner")
-  check_positive(rank, "rank", integerish = TRUE)
-  rho <- check_rho(rho)
-  structure(
-    list(name = "pcg", kind = 5L, preconditioner = preconditioner,
-         precond = match(preconditioner, c("nystrom", "rpcholesky",
-                                           "greedy_cholesky", "none")) - 1L,
-         rank = as.integer(rank), rank_given = rank_given, rho = rho),
-    class = c("askotch_solver_pcg", "askotch_solver")
-  )
-}
-
-check_centers <- function(centers) {
-  if (!is.null(centers)) {
-    ok <- is.numeric(centers) && length(centers) >= 1L &&
-      all(is.finite(centers)) && all(centers >= 1) &&
-      all(centers == round(centers))
-    if (!ok) {
-      abort_askotch(sprintf(paste(
-        "`centers` must be NULL, a number of centres or a vector of row",
-        "indices (whole numbers >= 1), not %s."), fmt_value(centers)), "input")
-    }
-    if (length(centers) > 1L && anyDuplicated(centers)) {
-      abort_askotch("`centers` must not contain duplicated row indices.",
-                    "input")
-    }
-  }
-  centers
-}
-
-#' @rdname solvers
-#' @param centers For `falkon()` and `eigenpro(version = 3)`: `NULL` (default: \eqn{\min(n, 20000,
-#'   \lceil\sqrt{n}\log n\rceil)} centres sampled uniformly), a number of
-#'   centres, or a vector of (at least two) training row indices.
-#' @export
-falkon <- function(centers = NULL) {
-  centers <- check_centers(centers)
-  structure(list(name = "falkon", kind = 6L, centers = centers),
-            class = c("askotch_solver_falkon", "askotch_solver"))
-}
-
-#' @rdname solvers
-#' @export
-cholesky <- function() {
-  structure(list(name = "cholesky", kind = 2L),
-            class = c("askotch_solver_cholesky", "askotch_solver"))
-}
-
-#' @rdname solvers
-#' @param version For `eigenpro()`: `2` (EigenPro 2.0, full KRR) or `3`
-#'   (EigenPro 3.0, inducing points on `centers`).
-#' @param subsample For `eigenpro()`: number \eqn{s} of points whose kernel
-#'   matrix gives the preconditioner's eigenvectors, drawn uniformly once
-#'   from the training points (version 2) or from the centres (version 3);
-#'   `NULL` uses \eqn{\min(n, 4000)} (version 3: at most the number of
-#'   centres).
-#' @param batch_size For `eigenpro()`: mini-batch size; `NULL` uses the
-#'   EigenPro rule (the critical batch size, at most \eqn{\min(n, 4096)}).
-#'   The size used is stored in the fitted object (`fit$solver$block_size`).
-#' @param step For `eigenpro()`: step size; `NULL` uses the EigenPro 2.0 or
-#'   3.0 rule for the batch size. The step used is stored in the fitted
-#'   object (`fit$solver$step`).
-#' @export
-eigenpro <- function(version = 2, subsample = NULL, batch_size = NULL,
-                     step = NULL, rank = 100, centers = NULL) {
-  rank_given <- !missing(rank)
-  if (!(is.numeric(version) && length(version) == 1L && !is.na(version) &&
-        version %in% c(2, 3))) {
-    abort_askotch(sprintf("`version` must be 2 or 3, not %s.",
-                          fmt_value(version)), "input")
-  }
-  if (version == 2 && !is.null(centers)) {
-    abort_askotch(paste(
-      "`centers` is only used by `eigenpro(version = 3)` (inducing points);",
-      "EigenPro 2.0 fits the full KRR problem."), "input")
-  }
-  centers <- check_centers(centers)
-  check_positive(subsample, "subsample", allow_null = TRUE, integerish = TRUE)
-  if (!is.null(subsample) && subsample < 2) {
-    abort_askotch(sprintf("`subsample` must be at least 2, not %s.",
-                          fmt_value(subsample)), "input")
-  }
-  check_positive(batch_size, "batch_size", allow_null = TRUE,
-                 integerish = TRUE)
-  check_positive(step, "step", allow_null = TRUE)
-  check_positive(rank, "rank", integerish = TRUE)
-  if (!is.null(subsample) && rank >= subsample) {
-    if (rank_given) {
-      abort_askotch(sprintf(
-        "`rank` (%s) must be smaller than `subsample` (%s).",
-        fmt_value(rank), fmt_value(subsample)), "input")
-    }
-    rank <- subsample - 1
-  }
-  structure(
-    list(name = "eigenpro", kind = 7L, version = as.integer(version),
-         subsample = if (is.null(subsample)) NULL else as.numeric(subsample),
-         batch_size = if (is.null(batch_size)) NULL else
-           as.numeric(batch_size),
-         step = if (is.null(step)) NULL else as.numeric(step),
-         rank = as.integer(rank), rank_given = rank_given,
-         centers = centers),
-    class = c("askotch_solver_eigenpro", "askotch_solver")
-  )
-}
-
-#' @export
-format.askotch_solver <- function(x, ...) {
-  if (x$name == "cholesky") return("Cholesky (exact direct solve)")
-  if (x$name %in% c("sap", "nsap")) {
-    return(sprintf("%s (exact block solves, block size %s)",
-                   toupper(x$name), if (is.null(x$block_size)) "auto" else
-                     format(x$block_size)))
-  }
-  if (x$name == "pcg") {
-    rho <- if (is.numeric(x$rho)) format(signif(x$rho, 4)) else x$rho
-    return(sprintf("PCG (%s preconditioner%s)", x$preconditioner,
-                   if (x$preconditioner == "none") "" else
-                     sprintf(", rank %d, rho %s", x$rank, rho)))
-  }
-  if (x$name == "falkon") {
-    nc <- if (is.null(x$centers)) "auto" else if (length(x$centers) == 1L)
-      format(x$centers) else format(length(x$centers))
-    return(sprintf("Falkon (%s centres)", nc))
-  }
-  if (x$name == "eigenpro") {
-    auto <- function(v) if (is.null(v)) "auto" else format(signif(v, 4))
-    v3 <- identical(x$version, 3L)
-    nc <- if (is.null(x$centers)) "auto" else if (length(x$centers) == 1L)
-      format(x$centers) else format(length(x$centers))
-    return(sprintf(paste("EigenPro %s (preconditioned SGD%s, subsample %s,",
-                         "rank %d, batch %s, step %s)"),
-                   if (v3) "3.0" else "2.0",
-                   if (v3) sprintf(" on %s centres", nc) else "",
-                   auto(x$subsample), x$rank,
-                   auto(if (is.null(x$batch_size)) x$block_size else
-                     x$batch_size),
-                   auto(x$step)))
-  }
-  rho <- if (is.numeric(x$rho)) format(signif(x$rho, 4)) else x$rho
-  b <- if (is.null(x$block_size)) "auto" else format(x$block_size)
-  if (identical(x$name, "askotch_v1")) {
-    return(sprintf(paste0("ASkotch v1 (fixed partition, NU_ACDM; block size",
-                          " %s, rank %d, rho %s%s)"), b, x$rank, rho,
-                   if (is.null(x$mu)) "" else
-                     sprintf(", mu %s", format(signif(x$mu, 4)))))
-  }
-  smp <- ""
-  if (identical(x$sampling, "rls")) {
-    smp <- sprintf(", RLS sampling (subsample %s)",
-                   if (is.null(x$rls_subsample)) "auto" else
-                     format(x$rls_subsample))
-  }
-  sprintf("%s (block size %s, rank %d, rho %s%s%s)",
-          if (x$accelerated) "ASkotch" else "Skotch", b, x$rank, rho, smp,
-          if (is.null(x$mu) && is.null(x$nu)) "" else
-            sprintf(", mu %s, nu %s",
-                    if (is.null(x$mu)) "lambda" else format(signif(x$mu, 4)),
-                    if (is.null(x$nu)) "n/b" else format(signif(x$nu, 4))))
-}
+# lower-case a choice argument (NULL stays NULL)
+lower_choice <- function(x) if (is.character(x) && length(x) == 1L) tolower(x) else x
 
 #' @export
 print.askotch_solver <- function(x, ...) {
@@ -442,185 +266,27 @@ print.askotch_solver <- function(x, ...) {
   invisible(x)
 }
 
+# an option for display: "auto" when NULL
+auto <- function(v, digits = 4) {
+  if (is.null(v)) "auto" else if (is.numeric(v)) format(signif(v, digits)) else format(v)
+}
+
 as_solver <- function(solver, call = NULL) {
   if (inherits(solver, "askotch_solver")) return(solver)
   if (is.function(solver)) solver <- solver()
   if (inherits(solver, "askotch_solver")) return(solver)
+  ns <- environment(as_solver)
   if (is.character(solver) && length(solver) == 1L && !is.na(solver)) {
-    key <- tolower(solver)
-    if (key == "askotch") return(askotch())
-    if (key == "skotch") return(skotch())
-    if (key == "cholesky") return(cholesky())
-    if (key == "sap") return(sap(accelerated = FALSE))
-    if (key == "nsap") return(sap())
-    if (key == "pcg") return(pcg())
-    if (key == "falkon") return(falkon())
-    if (key == "eigenpro") return(eigenpro())
-    if (key == "askotch_v1") return(askotch(variant = "v1"))
+    f <- get0(paste0("spec_", tolower(solver)), envir = ns, mode = "function",
+              inherits = FALSE)
+    if (!is.null(f)) return(f())
+    known <- sort(sub("^spec_", "", ls(ns, pattern = "^spec_", all.names = TRUE)))
     abort_askotch(sprintf(paste(
-      "`solver` must be one of \"askotch\", \"askotch_v1\", \"skotch\",",
-      "\"sap\", \"nsap\", \"pcg\", \"falkon\", \"eigenpro\",",
-      "\"cholesky\" or a",
-      "solver specification such as askotch(), not \"%s\"."), solver),
-      "input", call)
+      "`solver` must be one of %s or a solver specification such as",
+      "askotch(), not \"%s\"."), paste0("\"", known, "\"", collapse = ", "),
+      solver), "input", call)
   }
   abort_askotch(sprintf(paste(
     "`solver` must be a solver specification such as askotch(), skotch() or",
     "cholesky(), not %s."), fmt_value(solver)), "input", call)
-}
-
-# Resolve data-dependent defaults once n (and lambda) are known.
-resolve_solver <- function(solver, n, call = NULL) {
-  if (solver$name == "cholesky") return(solver)
-  if (solver$name == "pcg") {
-    if (solver$rank > n) {
-      if (isTRUE(solver$rank_given)) {
-        abort_askotch(sprintf(
-          "`rank` (%d) must not exceed the number of training points (%d).",
-          solver$rank, n), "input", call)
-      }
-      solver$rank <- as.integer(n)
-    }
-    return(solver)
-  }
-  if (solver$name == "falkon") return(resolve_centers(solver, n, call))
-  if (solver$name == "eigenpro") {
-    v3 <- identical(solver$version, 3L)
-    npool <- n
-    if (v3) {
-      solver <- resolve_centers(solver, n, call)
-      cen <- solver$centers
-      npool <- if (is.null(cen)) default_centers(n) else if (length(cen) == 1L)
-        cen else length(cen)
-    }
-    s <- solver$subsample
-    if (is.null(s)) {
-      s <- min(npool, 4000)
-    } else if (s > npool) {
-      abort_askotch(sprintf(if (v3) paste(
-        "`subsample` (%s) must not exceed the number of centres (%d):",
-        "EigenPro 3.0 draws it from the centres.") else
-        "`subsample` (%s) must not exceed the number of training points (%d).",
-        format(s), as.integer(npool)), "input", call)
-    }
-    if (!is.null(solver$batch_size) && solver$batch_size > n) {
-      abort_askotch(sprintf(paste(
-        "`batch_size` (%s) must not exceed the number of training points",
-        "(%d)."), format(solver$batch_size), n), "input", call)
-    }
-    if (s < 2) {
-      abort_askotch(sprintf(paste(
-        "EigenPro needs a subsample of at least 2 points; it has %s."),
-        format(s)), "input", call)
-    }
-    if (solver$rank >= s) {
-      if (isTRUE(solver$rank_given)) {
-        abort_askotch(sprintf(paste(
-          "`rank` (%d) must be smaller than the EigenPro subsample (%s",
-          "points)."), solver$rank, format(s)), "input", call)
-      }
-      solver$rank <- as.integer(s - 1)
-    }
-    solver$subsample <- as.numeric(s)
-    return(solver)
-  }
-  b <- solver$block_size
-  if (is.null(b)) {
-    b <- min(n, max(256, ceiling(n / 100)))
-  } else if (b > n) {
-    abort_askotch(sprintf(
-      "`block_size` (%s) must not exceed the number of training points (%d).",
-      format(b), n), "input", call)
-  }
-  # ASkotch v1 partitions [n] into ceiling(n / b) blocks once; the rank must
-  # fit in the smallest of them.
-  bmin <- b
-  what <- "the block size"
-  if (identical(solver$name, "askotch_v1")) {
-    bmin <- floor(n / ceiling(n / b))
-    what <- "the smallest block of the fixed partition"
-  }
-  if (!is.null(solver$rank) && solver$rank > bmin) {
-    if (isTRUE(solver$rank_given)) {
-      abort_askotch(sprintf(
-        "`rank` (%d) must not exceed %s (%s).", solver$rank, what,
-        format(bmin)), "input", call)
-    }
-    solver$rank <- as.integer(bmin)
-  }
-  if (identical(solver$sampling, "rls")) {
-    s <- solver$rls_subsample
-    if (is.null(s)) {
-      s <- min(n, 2000)
-    } else if (s > n) {
-      abort_askotch(sprintf(paste(
-        "`rls_subsample` (%s) must not exceed the number of training points",
-        "(%d)."), format(s), n), "input", call)
-    }
-    solver$rls_subsample <- as.numeric(s)
-  }
-  solver$block_size <- as.numeric(b)
-  solver
-}
-
-# Falkon's default number of centres (falkon.c, krr_centers_count)
-default_centers <- function(n) {
-  as.integer(min(n, 20000, max(1, ceiling(sqrt(n) * log(n)))))
-}
-
-resolve_centers <- function(solver, n, call) {
-  cen <- solver$centers
-  if (!is.null(cen) && (max(cen) > n || (length(cen) > 1L &&
-                                          length(cen) > n))) {
-    abort_askotch(sprintf(paste(
-      "`centers` must be at most the number of training points (%d) and",
-      "index rows 1..%d."), n, n), "input", call)
-  }
-  solver
-}
-
-solver_to_c <- function(solver, seed, mem_limit, threads) {
-  rho_mode <- 0L
-  rho_value <- 0
-  if (!is.null(solver$rho)) {
-    if (is.numeric(solver$rho)) {
-      rho_mode <- 2L
-      rho_value <- as.numeric(solver$rho)
-    } else if (solver$rho == "regularization") {
-      rho_mode <- 1L
-    }
-  }
-  list(kind = as.integer(solver$kind),
-       block_size = as.numeric(if (is.null(solver$block_size)) 0 else
-         solver$block_size),
-       rank = as.integer(if (is.null(solver$rank)) 0L else solver$rank),
-       rho_mode = rho_mode,
-       rho_value = rho_value,
-       mu = as.numeric(if (is.null(solver$mu)) 0 else solver$mu),
-       nu = as.numeric(if (is.null(solver$nu)) 0 else solver$nu),
-       power_iters = as.integer(if (is.null(solver$power_iters)) 0L else
-         solver$power_iters),
-       seed = as.numeric(seed),
-       block_mem_limit = 0,
-       mem_limit = as.numeric(mem_limit),
-       threads = as.integer(threads),
-       precond = as.integer(if (is.null(solver$precond)) 0L else
-         solver$precond),
-       n_centers = as.numeric(if (length(solver$centers) == 1L)
-         solver$centers else 0),
-       centers = if (length(solver$centers) > 1L)
-         as.numeric(solver$centers) else NULL,
-       resid_every = 0L,
-       sampling = if (identical(solver$sampling, "rls")) 1L else 0L,
-       rls_subsample = as.numeric(if (is.null(solver$rls_subsample)) 0 else
-         solver$rls_subsample),
-       ep_version = as.integer(if (is.null(solver$version)) 0L else
-         solver$version),
-       ep_subsample = as.numeric(if (is.null(solver$subsample)) 0 else
-         solver$subsample),
-       ep_batch = as.numeric(if (is.null(solver$batch_size)) 0 else
-         solver$batch_size),
-       ep_step = as.numeric(if (is.null(solver$step)) 0 else solver$step),
-       v1_beta = as.numeric(if (is.null(solver$v1_beta)) 0 else
-         solver$v1_beta))
 }

@@ -7,6 +7,7 @@
  *   askotch_driver parity --backend cuda   (every solver: device vs CPU vs exact)
  *   askotch_driver bench [--backend cpu|cuda] [--n N] [--p P] [--b B] [--r R]
  *                        [--precision single|double] [--kernel K] [--iters I]
+ *                        [--solver NAME] [--opts "name=value ..."]
  *   askotch_driver fit   (same options as bench; runs to --tol and reports the
  *                        exact residual and time)
  */
@@ -23,42 +24,15 @@
 static const char *kernel_names[] = {"rbf", "laplace", "matern12", "matern32", "matern52"};
 
 typedef struct {
-  const char *cmd, *backend;
+  const char *cmd, *backend, *solver, *opts;
   int64_t n, b;
-  int p, r, threads, iters, prec, kernel, m, solver;
+  int p, r, threads, iters, prec, kernel, m;
   double tol, lambda_unsc, bandwidth;
   uint64_t seed;
 } args_t;
 
-
-
-/* Runs a solver to tol (exact residual checked every pass) or max_iters. */
-static krr_status run_solver(krr_ctx *ctx, const krr_problem *pb, krr_solver_opts *o, double tol,
-                             int64_t max_iters, double *w, double *relres, krr_diag *dg,
-                             double *secs) {
-  krr_solver *s = NULL;
-  double t0 = krr_now();
-  krr_status st = krr_solver_init(ctx, pb, o, &s);
-  if (st != KRR_OK) return st;
-  int64_t done = 0;
-  *relres = INFINITY;
-  while (done < max_iters) {
-    krr_diag d;
-    krr_solver_diag(s, &d);
-    int64_t chunk = d.block_size > 0 ? (pb->n + d.block_size - 1) / d.block_size : 1;
-    if (chunk > max_iters - done) chunk = max_iters - done;
-    if ((st = krr_solver_step(s, chunk)) != KRR_OK) break;
-    done += chunk;
-    krr_solver_diag(s, &d);
-    if ((st = krr_solver_residual(s, relres)) != KRR_OK) break;
-    if (*relres <= tol || d.done) break;
-  }
-  *secs = krr_now() - t0;
-  if (st == KRR_OK) st = krr_solver_weights(s, w);
-  krr_solver_diag(s, dg);
-  krr_solver_free(s);
-  return st;
-}
+/* the five block / exact solvers of the test, as (label, solver, options) */
+typedef struct { const char *label, *solver, *spec; } tcase;
 
 static int cmd_test(const args_t *a) {
   const krr_ops *ops = backend(a->backend);
@@ -108,74 +82,64 @@ static int cmd_test(const args_t *a) {
     }
 
   /* solvers vs the double Cholesky solution, each kernel x precision */
+  static const tcase cases[] = {
+      {"askotch", "askotch", "block_size=150 rank=50 seed=1"},
+      {"skotch", "askotch", "accelerated=0 block_size=150 rank=50 seed=1"},
+      {"cholesky", "cholesky", "seed=1"},
+      {"sap", "askotch", "block_solve=exact accelerated=0 block_size=150 seed=1"},
+      {"nsap", "askotch", "block_solve=exact block_size=150 seed=1"}};
   for (int kt = 0; kt < KRR_N_KERNELS; kt++) {
     krr_kernel k = {(krr_kernel_type)kt, 2.0};
-    double lambda = 1e-3 * n;
-    krr_problem pbd;
-    if (krr_problem_create(&ctx, KRR_DOUBLE, X, n, p, y, m, k, lambda, &pbd) != KRR_OK) {
-      printf("problem: %s\n", ctx.msg); return 1;
-    }
-    krr_solver_opts o;
-    krr_solver_opts_default(&o);
-    o.kind = KRR_SOLVER_CHOLESKY;
-    double rr, secs;
+    double lambda = 1e-3 * n, rr;
     krr_diag dg;
-    krr_status st = run_solver(&ctx, &pbd, &o, 1e-12, 1, w_ref, &rr, &dg, &secs);
+    tfit fd;
+    if (tfit_make(&ctx, KRR_DOUBLE, X, n, p, y, m, k, lambda, &fd) != KRR_OK) return 1;
+    krr_status st = trun(&fd, "cholesky", "", 1e-12, 1, 1, w_ref, &rr, &dg, NULL);
     CHECK(st == KRR_OK && rr < 1e-12, "cholesky %s double: status %d relres %.3g %s",
           kernel_names[kt], st, rr, ctx.msg);
-    krr_problem_free(&ctx, &pbd);
+    tfit_free(&fd);
     for (int pr = 0; pr < 2; pr++) {
-      krr_problem pb;
-      krr_precision prec = pr ? KRR_DOUBLE : KRR_FLOAT;
-      krr_problem_create(&ctx, prec, X, n, p, y, m, k, lambda, &pb);
-      for (int kind = 0; kind < 5; kind++) {
-        krr_solver_opts_default(&o);
-        o.kind = (krr_solver_kind)kind;
-        o.block_size = 150;
-        o.rank = 50;
-        o.seed = 1;
-        double tol = pr ? 1e-10 : 1e-5;
-        st = run_solver(&ctx, &pb, &o, tol, 4000, w, &rr, &dg, &secs);
+      tfit f;
+      if (tfit_make(&ctx, pr ? KRR_DOUBLE : KRR_FLOAT, X, n, p, y, m, k, lambda, &f) != KRR_OK) return 1;
+      for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        double tol = pr ? 1e-10 : 1e-5, t0 = krr_now();
+        st = trun(&f, cases[c].solver, cases[c].spec, tol, 4000, 0, w, &rr, &dg, NULL);
         double err = rel_diff(w, w_ref, n * m);
         double werr = pr ? 1e-8 : 1e-3;
-        static const char *kn[] = {"askotch", "skotch", "cholesky", "sap", "nsap"};
-        if (getenv("KRR_VERBOSE")) printf("%s %s %s: %lld iters %.2fs relres %.2e err %.2e\n", kn[kind], kernel_names[kt], pr ? "double" : "single", (long long)dg.iter, secs, rr, err);
+        if (getenv("KRR_VERBOSE"))
+          printf("%s %s %s: %lld iters %.2fs relres %.2e err %.2e\n", cases[c].label, kernel_names[kt],
+                 pr ? "double" : "single", (long long)dg.iter, krr_now() - t0, rr, err);
         CHECK(st == KRR_OK && rr <= tol * 1.0001 && err <= werr,
               "%s %s %s: status %d (%s) relres %.3g (tol %.1g) weights rel err %.3g after %lld iters",
-              kn[kind], kernel_names[kt], pr ? "double" : "single", st, st ? ctx.msg : "", rr, tol,
-              err, (long long)dg.iter);
+              cases[c].label, kernel_names[kt], pr ? "double" : "single", st, st ? ctx.msg : "", rr,
+              tol, err, (long long)dg.iter);
       }
-      krr_problem_free(&ctx, &pb);
+      tfit_free(&f);
     }
   }
 
   /* determinism: same seed, same result */
   {
     krr_kernel k = {KRR_RBF, 2.0};
-    krr_problem pb;
-    krr_problem_create(&ctx, KRR_DOUBLE, X, n, p, y, m, k, 1e-3 * n, &pb);
-    krr_solver_opts o;
-    krr_solver_opts_default(&o);
-    o.block_size = 100; o.rank = 20; o.seed = 9;
-    double rr, secs;
+    tfit f;
+    if (tfit_make(&ctx, KRR_DOUBLE, X, n, p, y, m, k, 1e-3 * n, &f) != KRR_OK) return 1;
+    double rr;
     krr_diag dg;
-    run_solver(&ctx, &pb, &o, 0, 30, w, &rr, &dg, &secs);
-    run_solver(&ctx, &pb, &o, 0, 30, w_ref, &rr, &dg, &secs);
+    trun(&f, "askotch", "block_size=100 rank=20 seed=9", 0, 30, 30, w, &rr, &dg, NULL);
+    trun(&f, "askotch", "block_size=100 rank=20 seed=9", 0, 30, 30, w_ref, &rr, &dg, NULL);
     CHECK(memcmp(w, w_ref, sizeof(double) * n * m) == 0, "determinism: same seed gave different weights");
     /* errors are reported, not crashed on */
-    o.block_size = n + 1;
     krr_solver *s = NULL;
-    krr_status st;
-    CHECK(krr_solver_init(&ctx, &pb, &o, &s) == KRR_ERR_INPUT && s == NULL,
+    char spec[64];
+    snprintf(spec, sizeof spec, "block_size=%lld", (long long)n + 1);
+    CHECK(tinit(&f, "askotch", spec, &s) == KRR_ERR_INPUT && s == NULL,
           "block_size > n must be an input error");
-    o.block_size = 100; o.rank = 101;
-    ctx.status = KRR_OK;
-    CHECK(krr_solver_init(&ctx, &pb, &o, &s) == KRR_ERR_INPUT, "rank > block_size must be an input error");
-    o.rank = 20; o.mem_limit = 1000;
-    ctx.status = KRR_OK;
-    st = krr_solver_init(&ctx, &pb, &o, &s);
-    CHECK(st == KRR_ERR_MEMORY && strstr(ctx.msg, "block_size"), "memory refusal must suggest block_size: %s", ctx.msg);
-    krr_problem_free(&ctx, &pb);
+    CHECK(tinit(&f, "askotch", "block_size=100 rank=101", &s) == KRR_ERR_INPUT,
+          "rank > block_size must be an input error");
+    krr_status st = tinit(&f, "askotch", "block_size=100 rank=20 mem_limit=1000", &s);
+    CHECK(st == KRR_ERR_MEMORY && strstr(ctx.msg, "block_size"),
+          "memory refusal must suggest block_size: %s", ctx.msg);
+    tfit_free(&f);
   }
   free(X); free(y); free(w); free(w_ref);
   krr_ctx_free(&ctx);
@@ -199,44 +163,47 @@ static int cmd_parity(const args_t *a) {
   double *w_ref = malloc(sizeof(double) * n * m), *w_cpu = malloc(sizeof(double) * n * m),
          *w_dev = malloc(sizeof(double) * n * m);
   make_data(n, p, m, 5, X, y);
-  static const char *kn[] = {"askotch", "skotch", "cholesky", "sap", "nsap", "pcg"};
-  static const krr_solver_kind kinds[] = {KRR_SOLVER_ASKOTCH, KRR_SOLVER_SKOTCH, KRR_SOLVER_CHOLESKY,
-                                          KRR_SOLVER_SAP, KRR_SOLVER_NSAP, KRR_SOLVER_PCG};
+  static const tcase cases[] = {
+      {"askotch", "askotch", "block_size=400 rank=50 seed=3"},
+      {"skotch", "askotch", "accelerated=0 block_size=400 rank=50 seed=3"},
+      {"cholesky", "cholesky", "seed=3"},
+      {"sap", "askotch", "block_solve=exact accelerated=0 block_size=400 seed=3"},
+      {"nsap", "askotch", "block_solve=exact block_size=400 seed=3"},
+      {"pcg", "pcg", "rank=50 seed=3"},
+      {"askotch_v1", "askotch_v1", "block_size=400 rank=50 seed=3"}};
   for (int kt = 0; kt < KRR_N_KERNELS; kt++) {
     krr_kernel k = {(krr_kernel_type)kt, 2.5};
-    double lambda = 1e-3 * n, rr, secs;
+    double lambda = 1e-3 * n, rr;
     krr_diag dg;
-    krr_problem pc, pd;
-    krr_solver_opts o;
-    krr_problem_create(&cpu, KRR_DOUBLE, X, n, p, y, m, k, lambda, &pc);
-    krr_solver_opts_default(&o);
-    o.kind = KRR_SOLVER_CHOLESKY;
-    run_solver(&cpu, &pc, &o, 0, 1, w_ref, &rr, &dg, &secs);
-    krr_problem_free(&cpu, &pc);
+    tfit fc, fd;
+    if (tfit_make(&cpu, KRR_DOUBLE, X, n, p, y, m, k, lambda, &fc) != KRR_OK) return 1;
+    trun(&fc, "cholesky", "", 0, 1, 1, w_ref, &rr, &dg, NULL);
+    tfit_free(&fc);
     for (int pr = 0; pr < 2; pr++) {
       krr_precision prec = pr ? KRR_DOUBLE : KRR_FLOAT;
-      krr_problem_create(&cpu, prec, X, n, p, y, m, k, lambda, &pc);
-      krr_status st = krr_problem_create(&dev, prec, X, n, p, y, m, k, lambda, &pd);
+      if (tfit_make(&cpu, prec, X, n, p, y, m, k, lambda, &fc) != KRR_OK) return 1;
+      krr_status st = tfit_make(&dev, prec, X, n, p, y, m, k, lambda, &fd);
       CHECK(st == KRR_OK, "device problem: %s", dev.msg);
-      for (size_t si = 0; si < sizeof kinds / sizeof kinds[0]; si++) {
-        krr_solver_opts_default(&o);
-        o.kind = kinds[si];
-        o.block_size = 400; o.rank = 50; o.seed = 3;
-        double tol = pr ? 1e-10 : 1e-5, rc, rd, sc, sd;
-        krr_status s1 = run_solver(&cpu, &pc, &o, tol, 3000, w_cpu, &rc, &dg, &sc);
-        krr_status s2 = run_solver(&dev, &pd, &o, tol, 3000, w_dev, &rd, &dg, &sd);
+      if (st != KRR_OK) return 1;
+      for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        double tol = pr ? 1e-10 : 1e-5, rc, rd, t0 = krr_now(), t1, t2;
+        krr_status s1 = trun(&fc, cases[c].solver, cases[c].spec, tol, 3000, 0, w_cpu, &rc, &dg, NULL);
+        t1 = krr_now();
+        krr_status s2 = trun(&fd, cases[c].solver, cases[c].spec, tol, 3000, 0, w_dev, &rd, &dg, NULL);
+        t2 = krr_now();
         double e_cd = rel_diff(w_dev, w_cpu, n * m), e_ref = rel_diff(w_dev, w_ref, n * m);
         double tw = pr ? 1e-8 : 2e-3;
         CHECK(s1 == KRR_OK && s2 == KRR_OK && rd <= tol * 1.0001 && e_ref <= tw,
               "%s %s %s: device status %d (%s) relres %.3g, vs CPU %.3g, vs exact %.3g",
-              kn[si], kernel_names[kt], pr ? "double" : "single", s2, s2 ? dev.msg : "", rd, e_cd,
-              e_ref);
+              cases[c].label, kernel_names[kt], pr ? "double" : "single", s2, s2 ? dev.msg : "", rd,
+              e_cd, e_ref);
         if (getenv("KRR_VERBOSE"))
-          printf("%-8s %-8s %s: cpu %.2fs dev %.2fs, relres %.2e, |dev-cpu| %.2e, |dev-exact| %.2e\n",
-                 kn[si], kernel_names[kt], pr ? "double" : "single", sc, sd, rd, e_cd, e_ref);
+          printf("%-10s %-8s %s: cpu %.2fs dev %.2fs, relres %.2e, |dev-cpu| %.2e, |dev-exact| %.2e\n",
+                 cases[c].label, kernel_names[kt], pr ? "double" : "single", t1 - t0, t2 - t1, rd, e_cd,
+                 e_ref);
       }
-      krr_problem_free(&cpu, &pc);
-      krr_problem_free(&dev, &pd);
+      tfit_free(&fc);
+      tfit_free(&fd);
     }
   }
   free(X); free(y); free(w_ref); free(w_cpu); free(w_dev);
@@ -255,65 +222,71 @@ static int cmd_bench(const args_t *a, int to_tol) {
   double *X = malloc(sizeof(double) * n * p), *y = malloc(sizeof(double) * n);
   make_data(n, p, 1, a->seed, X, y);
   krr_kernel k = {(krr_kernel_type)a->kernel, a->bandwidth > 0 ? a->bandwidth : sqrt((double)p)};
-  krr_problem pb;
   double t0 = krr_now();
-  if (krr_problem_create(&ctx, a->prec ? KRR_DOUBLE : KRR_FLOAT, X, n, p, y, 1, k,
-                         a->lambda_unsc * n, &pb) != KRR_OK) {
-    printf("problem: %s\n", ctx.msg); return 1;
-  }
+  tfit f;
+  if (tfit_make(&ctx, a->prec ? KRR_DOUBLE : KRR_FLOAT, X, n, p, y, 1, k, a->lambda_unsc * n, &f) != KRR_OK)
+    return 1;
   free(X);
   double t_setup = krr_now() - t0;
-  krr_solver_opts o;
-  krr_solver_opts_default(&o);
-  o.block_size = a->b; o.rank = a->r; o.seed = a->seed; o.kind = (krr_solver_kind)a->solver;
+  char spec[512];
+  int len = snprintf(spec, sizeof spec, "seed=%llu", (unsigned long long)a->seed);
+  if (a->b > 0) len += snprintf(spec + len, sizeof spec - len, " block_size=%lld", (long long)a->b);
+  if (a->r > 0) len += snprintf(spec + len, sizeof spec - len, " rank=%d", a->r);
+  if (a->opts) snprintf(spec + len, sizeof spec - len, " %s", a->opts);
   krr_solver *s = NULL;
-  if (krr_solver_init(&ctx, &pb, &o, &s) != KRR_OK) { printf("init: %s\n", ctx.msg); return 1; }
-  krr_diag d;
-  krr_solver_diag(s, &d);
-  printf("backend %s, n %lld, p %d, b %lld, r %d, %s, kernel %s, K_BB %s, threads %d, setup %.2fs\n",
-         ops->name, (long long)n, p, (long long)d.block_size, d.rank, a->prec ? "double" : "single",
-         kernel_names[a->kernel], d.materialized ? "materialised" : "matrix-free", ctx.threads, t_setup);
+  if (tinit(&f, a->solver, spec, &s) != KRR_OK) { printf("init: %s\n", ctx.msg); return 1; }
+  double bsz = topt(s, "block_size");
+  if (!(bsz > 0)) bsz = (double)n;
+  printf("backend %s, solver %s (%s), n %lld, p %d, b %.0f, r %.0f, %s, kernel %s, K_BB %s, threads %d, setup %.2fs\n",
+         ops->name, a->solver, spec, (long long)n, p, bsz, topt(s, "rank"), a->prec ? "double" : "single",
+         kernel_names[a->kernel], textra(s, "materialized") == 1 ? "materialised" : "matrix-free",
+         ctx.threads, t_setup);
   /* warm-up one iteration, then time */
-  krr_solver_step(s, 1);
-  krr_solver_diag(s, &d);
-  krr_diag d0 = d;
+  if (krr_solver_step(s, 1) != KRR_OK) { printf("step: %s\n", ctx.msg); return 1; }
+  double e0[4] = {textra(s, "t_block"), textra(s, "t_nystrom"), textra(s, "t_power"), textra(s, "t_update")};
+  krr_diag d;
   double t1 = krr_now();
   int64_t it = 0;
   double rr = NAN;
-  int64_t per_pass = (n + d.block_size - 1) / d.block_size;
+  int64_t per_pass = (int64_t)ceil((double)n / bsz);
   while (it < a->iters) {
     int64_t k2 = to_tol ? per_pass : a->iters - it;
     if (k2 > a->iters - it) k2 = a->iters - it;
     if (krr_solver_step(s, k2) != KRR_OK) { printf("step: %s\n", ctx.msg); return 1; }
     it += k2;
+    krr_solver_diag(s, &d);
     if (to_tol) {
       krr_solver_residual(s, &rr);
-      krr_solver_diag(s, &d);
       printf("  passes %7.2f  relres %.3e  est %.3e  %.2fs\n", d.passes, rr, d.resid_est, krr_now() - t1);
-      if (rr <= a->tol) break;
+      if (rr <= a->tol || d.done) break;
     }
   }
   double el = krr_now() - t1;
-  krr_solver_diag(s, &d);
-  double tb = d.t_block - d0.t_block, tn = d.t_nystrom - d0.t_nystrom, tp = d.t_power - d0.t_power,
-         tu = d.t_update - d0.t_update;
-  double tot = tb + tn + tp + tu;
-  printf("| iters | s/iter | block product | Nystrom | powering | updates | iteration / block product |\n");
-  printf("|---|---|---|---|---|---|---|\n");
-  printf("| %lld | %.4f | %.4f (%.0f%%) | %.4f (%.0f%%) | %.4f (%.0f%%) | %.4f (%.0f%%) | %.3f |\n",
-         (long long)it, el / it, tb / it, 100 * tb / tot, tn / it, 100 * tn / tot, tp / it,
-         100 * tp / tot, tu / it, 100 * tu / tot, tot / tb);
-  printf("block product rate: %.3g kernel pairs/s; passes/s %.3g\n",
-         (double)d.block_size * n * it / tb, (double)d.block_size * it / n / el);
+  double tb = textra(s, "t_block") - e0[0], tn = textra(s, "t_nystrom") - e0[1],
+         tp = textra(s, "t_power") - e0[2], tu = textra(s, "t_update") - e0[3];
+  if (isnan(tb)) {
+    printf("%lld iterations, %.4f s/iteration (no phase breakdown for %s)\n", (long long)it, el / it, a->solver);
+  } else {
+    if (isnan(tp)) tp = 0;
+    double tot = tb + tn + tp + tu;
+    printf("| iters | s/iter | block product | Nystrom | powering | updates | iteration / block product |\n");
+    printf("|---|---|---|---|---|---|---|\n");
+    printf("| %lld | %.4f | %.4f (%.0f%%) | %.4f (%.0f%%) | %.4f (%.0f%%) | %.4f (%.0f%%) | %.3f |\n",
+           (long long)it, el / it, tb / it, 100 * tb / tot, tn / it, 100 * tn / tot, tp / it,
+           100 * tp / tot, tu / it, 100 * tu / tot, tot / tb);
+    printf("block product rate: %.3g kernel pairs/s; passes/s %.3g\n", bsz * n * it / tb, bsz * it / n / el);
+  }
+  printf("memory: %.1f MiB held (estimate %.1f MiB) beyond the data\n", krr_solver_memory_used(s) / 1048576.0,
+         krr_solver_memory_estimate(s) / 1048576.0);
   krr_solver_free(s);
-  krr_problem_free(&ctx, &pb);
+  tfit_free(&f);
   krr_ctx_free(&ctx);
   free(y);
   return 0;
 }
 
 int main(int argc, char **argv) {
-  args_t a = {"test", "cpu", 20000, 0, 10, 100, 0, 20, 1, 0, 1, 0, 1e-6, 1e-6, 0, 0};
+  args_t a = {"test", "cpu", "askotch", NULL, 20000, 0, 10, 100, 0, 20, 1, 0, 1, 1e-6, 1e-6, 0, 0};
   a.seed = 1;
   if (argc > 1) a.cmd = argv[1];
   for (int i = 2; i + 1 < argc; i += 2) {
@@ -328,7 +301,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(k, "--tol")) a.tol = atof(v);
     else if (!strcmp(k, "--lambda")) a.lambda_unsc = atof(v);
     else if (!strcmp(k, "--bandwidth")) a.bandwidth = atof(v);
-    else if (!strcmp(k, "--solver")) a.solver = !strcmp(v, "skotch") ? 1 : !strcmp(v, "cholesky") ? 2 : 0;
+    else if (!strcmp(k, "--solver")) a.solver = v;
+    else if (!strcmp(k, "--opts")) a.opts = v;
     else if (!strcmp(k, "--precision")) a.prec = strcmp(v, "single") != 0;
     else if (!strcmp(k, "--kernel")) {
       for (int t = 0; t < KRR_N_KERNELS; t++) if (!strcmp(v, kernel_names[t])) a.kernel = t;

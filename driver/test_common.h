@@ -1,5 +1,7 @@
 /* Shared pieces of the standalone C test programs (askotch_driver,
- * test_solvers, test_solvers2): pass/fail counting, synthetic data, error. */
+ * test_solvers, test_solvers2, test_seams): pass/fail counting, synthetic
+ * data, errors, and a fit through the public API (problem -> exact operator
+ * -> squared-loss objective -> solver by name with "name=value" options). */
 #ifndef ASKOTCH_TEST_COMMON_H
 #define ASKOTCH_TEST_COMMON_H
 #include <math.h>
@@ -10,6 +12,7 @@
 #include "../src/core/rng.h"
 #include "../src/core/kernel_math.h"
 #include <lapacke.h>
+#include "../src/core/ops.h"
 
 static int n_pass = 0, n_fail = 0;
 #define CHECK(cond, ...)                          \
@@ -86,6 +89,141 @@ static inline int inducing_oracle(const krr_kernel *k, const double *X, int64_t 
   int info = LAPACKE_dposv(LAPACK_COL_MAJOR, 'U', (lapack_int)mc, m, H, (lapack_int)mc, a, (lapack_int)mc);
   free(Knm); free(H);
   return info;
+}
+
+/* a problem with its exact operator and squared-loss objective */
+typedef struct {
+  krr_ctx *ctx;
+  krr_problem pb;
+  krr_op *op;
+  krr_objective obj;
+} tfit;
+
+static void tfit_free(tfit *f) {
+  krr_objective_free(f->ctx, &f->obj);
+  krr_op_free(f->op);
+  f->op = NULL;
+  krr_problem_free(f->ctx, &f->pb);
+}
+
+static krr_status tfit_make(krr_ctx *ctx, krr_precision prec, const double *X, int64_t n, int p,
+                            const double *y, int m, krr_kernel k, double lambda, tfit *f) {
+  memset(f, 0, sizeof *f);
+  f->ctx = ctx;
+  krr_status st = krr_problem_create(ctx, prec, X, n, p, &f->pb);
+  if (st == KRR_OK) st = krr_op_exact_create(ctx, &f->pb, k, &f->op);
+  if (st == KRR_OK)
+    st = krr_objective_init(ctx, f->op, krr_loss_lookup("squared"), lambda, y, m, &f->obj);
+  if (st != KRR_OK) {
+    printf("FAIL: problem setup: %s\n", ctx->msg);
+    n_fail++;
+    tfit_free(f);
+  }
+  return st;
+}
+
+/* the options of solver `name` from "name=value ..." (NULL on error, ctx has it) */
+static krr_options *topts(krr_ctx *ctx, const char *name, const char *spec) {
+  const krr_solver_def *def = krr_solver_lookup(name);
+  krr_options *o = NULL;
+  if (!def) {
+    krr_fail(ctx, KRR_ERR_INPUT, "unknown solver %s", name);
+    return NULL;
+  }
+  if (krr_options_new(ctx, def, &o) != KRR_OK) return NULL;
+  if (krr_options_parse(ctx, o, spec) != KRR_OK) {
+    krr_options_free(o);
+    return NULL;
+  }
+  return o;
+}
+
+/* a solver by name and options; its status */
+static krr_status tinit(tfit *f, const char *name, const char *spec, krr_solver **s) {
+  *s = NULL;
+  krr_clear(f->ctx);
+  krr_options *o = topts(f->ctx, name, spec);
+  if (!o) return f->ctx->status != KRR_OK ? f->ctx->status : KRR_ERR_INPUT;
+  krr_status st = krr_solver_init(f->ctx, f->op, &f->obj, o, s);
+  krr_options_free(o);
+  return st;
+}
+
+/* a per-solver diagnostic by name (NaN if the solver has none of that name) */
+static inline double textra(const krr_solver *s, const char *name) {
+  const krr_solver_def *def = krr_options_solver(krr_solver_options(s));
+  for (int i = 0; i < krr_solver_extra_count(def); i++)
+    if (strcmp(krr_solver_extra_name(def, i), name) == 0) return krr_solver_extra(s, i);
+  return NAN;
+}
+
+/* a resolved option's value by name (NaN if absent) */
+static inline double topt(const krr_solver *s, const char *name) {
+  const krr_options *o = krr_solver_options(s);
+  const krr_solver_def *def = krr_options_solver(o);
+  for (int i = 0; i < krr_options_count(def); i++) {
+    krr_optinfo in;
+    krr_options_info(def, i, &in);
+    if (strcmp(in.name, name) == 0) return krr_options_value(o, i, NULL);
+  }
+  return NAN;
+}
+
+/* Runs solver `name` in slices of `slice` iterations (0: one pass) until the
+ * exact criterion is <= tol, the solver is done, or max_iters; the weights
+ * into w (when not NULL), the solver kept in *keep (when not NULL). */
+static inline krr_status trun(tfit *f, const char *name, const char *spec, double tol, int64_t max_iters,
+                       int64_t slice, double *w, double *crit, krr_diag *dg, krr_solver **keep) {
+  krr_solver *s = NULL;
+  if (keep) *keep = NULL;
+  *crit = INFINITY;
+  memset(dg, 0, sizeof *dg);
+  krr_status st = tinit(f, name, spec, &s);
+  if (st != KRR_OK) return st;
+  int64_t done = 0;
+  while (done < max_iters) {
+    int64_t k = slice;
+    if (k <= 0) {
+      double b = topt(s, "block_size");
+      k = b > 0 ? (int64_t)ceil((double)f->pb.n / b) : 1;
+    }
+    if (k > max_iters - done) k = max_iters - done;
+    if ((st = krr_solver_step(s, k)) != KRR_OK) break;
+    done += k;
+    krr_solver_diag(s, dg);
+    if ((st = krr_solver_residual(s, crit)) != KRR_OK) break;
+    if (getenv("TRACE"))
+      printf("  %s it %lld passes %.2f crit %.3e est %.3e\n", name, (long long)dg->iter, dg->passes,
+             *crit, dg->resid_est);
+    if (*crit <= tol || dg->done) break;
+  }
+  if (st == KRR_OK && w) st = krr_solver_weights(s, w);
+  krr_solver_diag(s, dg);
+  if (keep && st == KRR_OK) *keep = s;
+  else krr_solver_free(s);
+  return st;
+}
+
+/* weights after k x step(1), step(k), and step(k) again: all identical */
+static inline int same_by_slices(tfit *f, const char *name, const char *spec, int64_t len, int k) {
+  double *w1 = malloc(sizeof(double) * len), *w2 = malloc(sizeof(double) * len),
+         *w3 = malloc(sizeof(double) * len);
+  krr_solver *s = NULL;
+  int ok = tinit(f, name, spec, &s) == KRR_OK;
+  for (int i = 0; ok && i < k; i++) ok = krr_solver_step(s, 1) == KRR_OK;
+  ok = ok && krr_solver_weights(s, w1) == KRR_OK;
+  krr_solver_free(s);
+  s = NULL;
+  ok = ok && tinit(f, name, spec, &s) == KRR_OK;
+  ok = ok && krr_solver_step(s, k) == KRR_OK && krr_solver_weights(s, w2) == KRR_OK;
+  krr_solver_free(s);
+  s = NULL;
+  ok = ok && tinit(f, name, spec, &s) == KRR_OK;
+  ok = ok && krr_solver_step(s, k) == KRR_OK && krr_solver_weights(s, w3) == KRR_OK;
+  krr_solver_free(s);
+  ok = ok && memcmp(w1, w2, sizeof(double) * len) == 0 && memcmp(w2, w3, sizeof(double) * len) == 0;
+  free(w1); free(w2); free(w3);
+  return ok;
 }
 
 #endif

@@ -30,80 +30,53 @@
 
 static int verbose = 0;
 
-
-/* run in slices of 10 iterations until the exact residual <= tol */
-static krr_status run_solver(krr_ctx *ctx, const krr_problem *pb, const krr_solver_opts *o,
-                             double tol, int64_t max_iters, double *w, double *relres,
-                             krr_diag *dg) {
-  krr_solver *s = NULL;
-  krr_status st = krr_solver_init(ctx, pb, o, &s);
-  if (st != KRR_OK) return st;
-  *relres = INFINITY;
-  for (int64_t done = 0; done < max_iters; done += 10) {
-    if ((st = krr_solver_step(s, 10)) != KRR_OK) break;
-    if ((st = krr_solver_residual(s, relres)) != KRR_OK) break;
-    krr_solver_diag(s, dg);
-    if (getenv("TRACE")) printf("  it %lld relres %.3e est %.3e\n", (long long)dg->iter, *relres, dg->resid_est);
-    if (*relres <= tol || dg->done) break;
-  }
-  if (st == KRR_OK && w) st = krr_solver_weights(s, w);
-  krr_solver_diag(s, dg);
-  krr_solver_free(s);
-  return st;
-}
-
 static const char *kname(int kt) { return kt == KRR_RBF ? "rbf" : "matern52"; }
 
-typedef struct { const char *name; krr_precond pc; krr_rho_mode rho; } pcg_cfg;
+typedef struct { const char *name, *spec; } pcg_cfg;
 
 static void test_pcg(krr_ctx *ctx, const double *X, const double *y, int64_t n, int p, int m) {
-  static const pcg_cfg cfg[] = {{"nystrom/damped", KRR_PRECOND_NYSTROM, KRR_RHO_DAMPED},
-                                {"nystrom/regularization", KRR_PRECOND_NYSTROM, KRR_RHO_REGULARIZATION},
-                                {"rpcholesky", KRR_PRECOND_RPCHOLESKY, KRR_RHO_DAMPED},
-                                {"greedy_cholesky", KRR_PRECOND_GREEDY, KRR_RHO_DAMPED},
-                                {"none", KRR_PRECOND_NONE, KRR_RHO_DAMPED}};
+  static const pcg_cfg cfg[] = {{"nystrom/damped", "preconditioner=nystrom rho=damped"},
+                                {"nystrom/regularization", "preconditioner=nystrom rho=regularization"},
+                                {"rpcholesky", "preconditioner=rpcholesky"},
+                                {"greedy_cholesky", "preconditioner=greedy_cholesky"},
+                                {"none", "preconditioner=none"}};
   double *w_ref = malloc(sizeof(double) * n * m), *w = malloc(sizeof(double) * n * m);
   int kernels[] = {KRR_RBF, KRR_MATERN52};
   for (int ki = 0; ki < 2; ki++) {
     krr_kernel k = {(krr_kernel_type)kernels[ki], 2.0};
     double lambda = (getenv("PLAM") ? atof(getenv("PLAM")) : 1e-4) * n, rr;
-    krr_problem pbd;
     krr_diag dg;
-    krr_problem_create(ctx, KRR_DOUBLE, X, n, p, y, m, k, lambda, &pbd);
-    krr_solver_opts o;
-    krr_solver_opts_default(&o);
-    o.kind = KRR_SOLVER_CHOLESKY;
-    krr_status st = run_solver(ctx, &pbd, &o, 1e-13, 1, w_ref, &rr, &dg);
+    tfit fd;
+    if (tfit_make(ctx, KRR_DOUBLE, X, n, p, y, m, k, lambda, &fd) != KRR_OK) return;
+    krr_status st = trun(&fd, "cholesky", "", 1e-13, 1, 1, w_ref, &rr, &dg, NULL);
     CHECK(st == KRR_OK && rr < 1e-12, "cholesky oracle %s: %s", kname(kernels[ki]), ctx->msg);
-    krr_problem_free(ctx, &pbd);
+    tfit_free(&fd);
     for (int pr = 0; pr < 2; pr++) {
-      krr_problem pb;
-      krr_problem_create(ctx, pr ? KRR_DOUBLE : KRR_FLOAT, X, n, p, y, m, k, lambda, &pb);
+      tfit f;
+      if (tfit_make(ctx, pr ? KRR_DOUBLE : KRR_FLOAT, X, n, p, y, m, k, lambda, &f) != KRR_OK) return;
       for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
-        krr_solver_opts_default(&o);
-        o.kind = KRR_SOLVER_PCG;
-        o.precond = cfg[c].pc;
-        o.rho_mode = cfg[c].rho;
-        o.rank = 40;
-        o.seed = 3;
+        char spec[160];
+        snprintf(spec, sizeof spec, "%s rank=40 seed=3", cfg[c].spec);
         double tol = pr ? 1e-11 : 1e-4;
-        st = run_solver(ctx, &pb, &o, tol, 3000, w, &rr, &dg);
+        krr_solver *s = NULL;
+        st = trun(&f, "pcg", spec, tol, 3000, 10, w, &rr, &dg, &s);
         double err = rel_diff(w, w_ref, n * m);
         if (verbose)
-          printf("pcg %-22s %-8s %s: %4lld iters %6.1f passes relres %.2e est %.2e err %.2e rank %d rho %.3g\n",
+          printf("pcg %-22s %-8s %s: %4lld iters %6.1f passes relres %.2e est %.2e err %.2e rank %.0f rho %.3g\n",
                  cfg[c].name, kname(kernels[ki]), pr ? "double" : "single", (long long)dg.iter,
-                 dg.passes, rr, dg.resid_est, err, dg.rank, dg.rho);
+                 dg.passes, rr, dg.resid_est, err, s ? textra(s, "rank_effective") : NAN,
+                 s ? textra(s, "rho") : NAN);
+        krr_solver_free(s);
         CHECK(st == KRR_OK && rr <= (pr ? 1e-10 : 1e-4) && (!pr || err <= 1e-8),
               "pcg %s %s %s: status %d (%s) relres %.3g weights err %.3g after %lld iters",
               cfg[c].name, kname(kernels[ki]), pr ? "double" : "single", st, st ? ctx->msg : "",
               rr, err, (long long)dg.iter);
       }
-      krr_problem_free(ctx, &pb);
+      tfit_free(&f);
     }
   }
   free(w_ref); free(w);
 }
-
 
 static void test_falkon(krr_ctx *ctx, const double *X, const double *y, int64_t n, int p, int m) {
   int64_t mc = 50;
@@ -118,15 +91,22 @@ static void test_falkon(krr_ctx *ctx, const double *X, const double *y, int64_t 
     int info = inducing_oracle(&k, X, n, p, y, m, lambda, cen, mc, a_ref);
     CHECK(info == 0, "falkon oracle %s: dposv info %d", kname(kernels[ki]), info);
     for (int pr = 0; pr < 2; pr++) {
-      krr_problem pb;
-      krr_problem_create(ctx, pr ? KRR_DOUBLE : KRR_FLOAT, X, n, p, y, m, k, lambda, &pb);
-      krr_solver_opts o;
-      krr_solver_opts_default(&o);
-      o.kind = KRR_SOLVER_FALKON;
-      o.centers = cen;
-      o.n_centers = mc;
+      tfit f;
+      if (tfit_make(ctx, pr ? KRR_DOUBLE : KRR_FLOAT, X, n, p, y, m, k, lambda, &f) != KRR_OK) return;
+      krr_options *o = topts(ctx, "falkon", "");
+      krr_options_set_indices(ctx, o, "centers", cen, mc);
       double tol = pr ? 1e-11 : 1e-4;
-      krr_status st = run_solver(ctx, &pb, &o, tol, 500, a, &rr, &dg);
+      krr_solver *s = NULL;
+      krr_status st = krr_solver_init(ctx, f.op, &f.obj, o, &s);
+      rr = INFINITY;
+      for (int it = 0; st == KRR_OK && it < 50; it++) {
+        if ((st = krr_solver_step(s, 10)) != KRR_OK) break;
+        if ((st = krr_solver_residual(s, &rr)) != KRR_OK) break;
+        krr_solver_diag(s, &dg);
+        if (rr <= tol || dg.done) break;
+      }
+      if (st == KRR_OK) st = krr_solver_weights(s, a);
+      if (s) krr_solver_diag(s, &dg);
       double err = rel_diff(a, a_ref, mc * m);
       if (verbose)
         printf("falkon %-8s %s: %4lld iters %6.2f passes relres %.2e est %.2e coef err %.2e\n",
@@ -136,18 +116,18 @@ static void test_falkon(krr_ctx *ctx, const double *X, const double *y, int64_t 
             "falkon %s %s: status %d (%s) relres %.3g coef err %.3g after %lld iters",
             kname(kernels[ki]), pr ? "double" : "single", st, st ? ctx->msg : "", rr, err,
             (long long)dg.iter);
-      /* the centres API; sampled centres are distinct and in range */
-      krr_solver *s = NULL;
-      if (krr_solver_init(ctx, &pb, &o, &s) == KRR_OK) {
-        CHECK(krr_solver_ncenters(s) == mc, "falkon ncenters %lld", (long long)krr_solver_ncenters(s));
+      /* the centres API */
+      if (s) {
+        CHECK(krr_solver_ncenters(s) == mc && krr_solver_weights_rows(s) == mc, "falkon ncenters %lld",
+              (long long)krr_solver_ncenters(s));
         krr_solver_centers(s, got);
         CHECK(memcmp(got, cen, sizeof(int64_t) * mc) == 0, "falkon centers differ from the given ones");
-        krr_solver_free(s);
       }
-      o.centers = NULL;
-      o.n_centers = 0;
-      o.seed = 5;
-      if (krr_solver_init(ctx, &pb, &o, &s) == KRR_OK) {
+      krr_solver_free(s);
+      krr_options_free(o);
+      /* sampled centres are distinct and in range */
+      s = NULL;
+      if (tinit(&f, "falkon", "seed=5", &s) == KRR_OK) {
         int64_t nc = krr_solver_ncenters(s), ok = nc >= 1 && nc <= n;
         krr_solver_centers(s, got);
         for (int64_t i = 0; ok && i < nc; i++) ok = got[i] >= 0 && got[i] < n && (i == 0 || got[i] > got[i - 1]);
@@ -160,72 +140,66 @@ static void test_falkon(krr_ctx *ctx, const double *X, const double *y, int64_t 
       } else {
         CHECK(0, "falkon default init: %s", ctx->msg);
       }
-      krr_problem_free(ctx, &pb);
+      tfit_free(&f);
     }
   }
   free(cen); free(got); free(a_ref); free(a);
 }
 
-static krr_status init_status(krr_ctx *ctx, const krr_problem *pb, const krr_solver_opts *o) {
+static krr_status init_status(tfit *f, const char *name, const char *spec) {
   krr_solver *s = NULL;
-  ctx->status = KRR_OK;
-  krr_status st = krr_solver_init(ctx, pb, o, &s);
-  if (s) krr_solver_free(s);
+  krr_status st = tinit(f, name, spec, &s);
+  krr_solver_free(s);
   return st;
 }
 
 static void test_misc(krr_ctx *ctx, const double *X, const double *y, int64_t n, int p, int m) {
   krr_kernel k = {KRR_RBF, 2.0};
-  krr_problem pb;
-  krr_problem_create(ctx, KRR_DOUBLE, X, n, p, y, m, k, 1e-3 * n, &pb);
-  krr_solver_opts o;
-  krr_solver_opts_default(&o);
-  o.kind = KRR_SOLVER_PCG;
-  o.rank = (int)n + 1;
-  CHECK(init_status(ctx, &pb, &o) == KRR_ERR_INPUT, "pcg rank > n must be an input error");
-  o.rank = 10;
-  o.precond = (krr_precond)9;
-  CHECK(init_status(ctx, &pb, &o) == KRR_ERR_INPUT, "unknown preconditioner must be an input error");
-  o.precond = KRR_PRECOND_NYSTROM;
-  o.rho_mode = KRR_RHO_VALUE;
-  o.rho_value = -1;
-  CHECK(init_status(ctx, &pb, &o) == KRR_ERR_INPUT, "negative rho must be an input error");
-  krr_solver_opts_default(&o);
-  o.kind = KRR_SOLVER_FALKON;
-  o.n_centers = n + 1;
-  CHECK(init_status(ctx, &pb, &o) == KRR_ERR_INPUT, "centers > n must be an input error");
+  tfit f;
+  if (tfit_make(ctx, KRR_DOUBLE, X, n, p, y, m, k, 1e-3 * n, &f) != KRR_OK) return;
+  char spec[96];
+  snprintf(spec, sizeof spec, "rank=%lld", (long long)n + 1);
+  CHECK(init_status(&f, "pcg", spec) == KRR_ERR_INPUT, "pcg rank > n must be an input error");
+  CHECK(init_status(&f, "pcg", "preconditioner=ichol") == KRR_ERR_INPUT, "unknown preconditioner must be an input error");
+  CHECK(init_status(&f, "pcg", "rho=-1") == KRR_ERR_INPUT, "negative rho must be an input error");
+  snprintf(spec, sizeof spec, "n_centers=%lld", (long long)n + 1);
+  CHECK(init_status(&f, "falkon", spec) == KRR_ERR_INPUT, "centers > n must be an input error");
   int64_t dup[3] = {1, 5, 1};
-  o.centers = dup;
-  o.n_centers = 3;
-  CHECK(init_status(ctx, &pb, &o) == KRR_ERR_INPUT, "repeated centres must be an input error");
+  krr_options *o = topts(ctx, "falkon", "");
+  krr_options_set_indices(ctx, o, "centers", dup, 3);
+  krr_solver *s = NULL;
+  CHECK(krr_solver_init(ctx, f.op, &f.obj, o, &s) == KRR_ERR_INPUT, "repeated centres must be an input error");
   dup[2] = n;
-  CHECK(init_status(ctx, &pb, &o) == KRR_ERR_INPUT, "out-of-range centre must be an input error");
-  o.kind = (krr_solver_kind)99;
-  CHECK(init_status(ctx, &pb, &o) == KRR_ERR_INPUT, "unknown solver kind must be an input error");
+  krr_options_set_indices(ctx, o, "centers", dup, 3);
+  CHECK(krr_solver_init(ctx, f.op, &f.obj, o, &s) == KRR_ERR_INPUT, "out-of-range centre must be an input error");
+  krr_options_free(o);
+  CHECK(init_status(&f, "pcg2", "") == KRR_ERR_INPUT, "unknown solver must be an input error");
 
   /* slices: 20 x step(1) == step(20), and full-KRR solvers report 0 centres */
   double *w1 = malloc(sizeof(double) * n * m), *w2 = malloc(sizeof(double) * n * m);
-  krr_precond pcs[] = {KRR_PRECOND_NYSTROM, KRR_PRECOND_RPCHOLESKY};
+  const char *pcs[] = {"preconditioner=nystrom rank=20 seed=4 resid_every=7",
+                       "preconditioner=rpcholesky rank=20 seed=4 resid_every=7"};
   for (int i = 0; i < 2; i++) {
-    krr_solver_opts_default(&o);
-    o.kind = KRR_SOLVER_PCG; o.precond = pcs[i]; o.rank = 20; o.seed = 4; o.resid_every = 7;
-    krr_solver *s = NULL;
-    krr_solver_init(ctx, &pb, &o, &s);
-    CHECK(krr_solver_ncenters(s) == 0, "pcg must report 0 centres");
-    for (int it = 0; it < 20; it++) krr_solver_step(s, 1);
-    krr_solver_weights(s, w1);
+    s = NULL;
+    tinit(&f, "pcg", pcs[i], &s);
+    CHECK(s && krr_solver_ncenters(s) == 0, "pcg must report 0 centres");
+    for (int it = 0; s && it < 20; it++) krr_solver_step(s, 1);
+    if (s) krr_solver_weights(s, w1);
     krr_solver_free(s);
-    krr_solver_init(ctx, &pb, &o, &s);
-    krr_solver_step(s, 20);
-    krr_diag dg;
-    krr_solver_diag(s, &dg);
-    krr_solver_weights(s, w2);
+    s = NULL;
+    tinit(&f, "pcg", pcs[i], &s);
+    krr_diag dg = {0};
+    if (s) {
+      krr_solver_step(s, 20);
+      krr_solver_diag(s, &dg);
+      krr_solver_weights(s, w2);
+    }
     krr_solver_free(s);
     CHECK(memcmp(w1, w2, sizeof(double) * n * m) == 0 && dg.iter == 20,
           "pcg %d: slices differ from one step (iter %lld)", i, (long long)dg.iter);
   }
   free(w1); free(w2);
-  krr_problem_free(ctx, &pb);
+  tfit_free(&f);
 }
 
 int main(int argc, char **argv) {

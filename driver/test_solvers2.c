@@ -35,64 +35,15 @@
 #include "../src/core/kernel_math.h"
 #include "../src/core/rng.h"
 
-/* rls.c (core-internal, declared in internal.h) */
-krr_status krr_rls_scores(krr_ctx *ctx, const krr_problem *pb, int64_t s, uint64_t seed, double *scores);
+/* the leverage-score estimator is core-internal */
+#include "../src/core/sampling/sampling.h"
 
 #include "test_common.h"
 
 static int verbose = 0;
 
 
-static krr_status run_solver(krr_ctx *ctx, const krr_problem *pb, const krr_solver_opts *o,
-                             double tol, int64_t max_iters, int64_t slice, double *w, double *relres,
-                             krr_diag *dg) {
-  krr_solver *s = NULL;
-  krr_status st = krr_solver_init(ctx, pb, o, &s);
-  if (st != KRR_OK) return st;
-  *relres = INFINITY;
-  for (int64_t done = 0; done < max_iters; done += slice) {
-    if ((st = krr_solver_step(s, slice)) != KRR_OK) break;
-    if ((st = krr_solver_residual(s, relres)) != KRR_OK) break;
-    krr_solver_diag(s, dg);
-    if (getenv("TRACE"))
-      printf("  it %lld passes %.1f relres %.3e est %.3e\n", (long long)dg->iter, dg->passes, *relres, dg->resid_est);
-    if (*relres <= tol) break;
-  }
-  if (st == KRR_OK && w) st = krr_solver_weights(s, w);
-  krr_solver_diag(s, dg);
-  krr_solver_free(s);
-  return st;
-}
-
 static const char *kname(int kt) { return kt == KRR_RBF ? "rbf" : "matern52"; }
-
-static krr_status init_status(krr_ctx *ctx, const krr_problem *pb, const krr_solver_opts *o) {
-  krr_solver *s = NULL;
-  ctx->status = KRR_OK;
-  ctx->msg[0] = 0;
-  krr_status st = krr_solver_init(ctx, pb, o, &s);
-  if (s) krr_solver_free(s);
-  return st;
-}
-
-/* weights of steps(k) in one call or k calls of one step */
-static int same_by_slices(krr_ctx *ctx, const krr_problem *pb, const krr_solver_opts *o, int64_t len, int k) {
-  double *w1 = malloc(sizeof(double) * len), *w2 = malloc(sizeof(double) * len), *w3 = malloc(sizeof(double) * len);
-  krr_solver *s = NULL;
-  int ok = krr_solver_init(ctx, pb, o, &s) == KRR_OK;
-  for (int i = 0; ok && i < k; i++) ok = krr_solver_step(s, 1) == KRR_OK;
-  ok = ok && krr_solver_weights(s, w1) == KRR_OK;
-  krr_solver_free(s); s = NULL;
-  ok = ok && krr_solver_init(ctx, pb, o, &s) == KRR_OK;
-  ok = ok && krr_solver_step(s, k) == KRR_OK && krr_solver_weights(s, w2) == KRR_OK;
-  krr_solver_free(s); s = NULL;
-  ok = ok && krr_solver_init(ctx, pb, o, &s) == KRR_OK;
-  ok = ok && krr_solver_step(s, k) == KRR_OK && krr_solver_weights(s, w3) == KRR_OK;
-  krr_solver_free(s);
-  ok = ok && memcmp(w1, w2, sizeof(double) * len) == 0 && memcmp(w2, w3, sizeof(double) * len) == 0;
-  free(w1); free(w2); free(w3);
-  return ok;
-}
 
 typedef struct {
   krr_ctx *ctx;
@@ -102,16 +53,13 @@ typedef struct {
 } env_t;
 
 static void oracle(env_t *e, krr_kernel k, double lambda, double *w_ref) {
-  krr_problem pb;
-  krr_problem_create(e->ctx, KRR_DOUBLE, e->X, e->n, e->p, e->y, e->m, k, lambda, &pb);
-  krr_solver_opts o;
-  krr_solver_opts_default(&o);
-  o.kind = KRR_SOLVER_CHOLESKY;
+  tfit f;
+  if (tfit_make(e->ctx, KRR_DOUBLE, e->X, e->n, e->p, e->y, e->m, k, lambda, &f) != KRR_OK) return;
   double rr;
   krr_diag dg;
-  krr_status st = run_solver(e->ctx, &pb, &o, 1e-13, 1, 1, w_ref, &rr, &dg);
+  krr_status st = trun(&f, "cholesky", "", 1e-13, 1, 1, w_ref, &rr, &dg, NULL);
   CHECK(st == KRR_OK && rr < 1e-12, "cholesky oracle: %s", e->ctx->msg);
-  krr_problem_free(e->ctx, &pb);
+  tfit_free(&f);
 }
 
 /* ASkotch + RLS sampling, ASkotch v1: exact convergence */
@@ -120,37 +68,35 @@ static void test_exact(env_t *e) {
   int m = e->m;
   double *w_ref = malloc(sizeof(double) * n * m), *w = malloc(sizeof(double) * n * m);
   int kernels[] = {KRR_RBF, KRR_MATERN52};
+  static const char *names[] = {"askotch/rls", "askotch_v1"};
+  static const char *solvers[] = {"askotch", "askotch_v1"};
+  static const char *specs[] = {"seed=11 block_size=100 rank=30 sampling=rls rls_subsample=300",
+                                "seed=11 block_size=100 rank=30"};
   for (int ki = 0; ki < 2; ki++) {
     krr_kernel k = {(krr_kernel_type)kernels[ki], 2.0};
     double lambda = 1e-3 * n;
     oracle(e, k, lambda, w_ref);
     for (int pr = 1; pr >= 0; pr--) {
-      krr_problem pb;
-      krr_problem_create(e->ctx, pr ? KRR_DOUBLE : KRR_FLOAT, e->X, n, e->p, e->y, m, k, lambda, &pb);
+      tfit f;
+      if (tfit_make(e->ctx, pr ? KRR_DOUBLE : KRR_FLOAT, e->X, n, e->p, e->y, m, k, lambda, &f) != KRR_OK) return;
       for (int v = 0; v < 2; v++) {
-        krr_solver_opts o;
-        krr_solver_opts_default(&o);
-        o.seed = 11;
-        o.block_size = 100;
-        o.rank = 30;
-        const char *name;
-        if (v == 0) { o.kind = KRR_SOLVER_ASKOTCH; o.sampling = KRR_SAMPLING_RLS; o.rls_subsample = 300; name = "askotch/rls"; }
-        else { o.kind = KRR_SOLVER_ASKOTCH_V1; name = "askotch_v1"; }
         double tol = pr ? 1e-8 : 1e-3, rr;
         krr_diag dg;
-        krr_status st = run_solver(e->ctx, &pb, &o, tol, 4000, 20, w, &rr, &dg);
+        krr_solver *s = NULL;
+        krr_status st = trun(&f, solvers[v], specs[v], tol, 4000, 20, w, &rr, &dg, &s);
         double err = rel_diff(w, w_ref, n * m);
         if (verbose)
-          printf("%-12s %-8s %s: %5lld iters %6.1f passes relres %.2e est %.2e err %.2e L %.3g rho %.3g\n", name,
-                 kname(kernels[ki]), pr ? "double" : "single", (long long)dg.iter, dg.passes, rr, dg.resid_est,
-                 err, dg.step_L, dg.rho);
+          printf("%-12s %-8s %s: %5lld iters %6.1f passes relres %.2e est %.2e err %.2e L %.3g rho %.3g\n",
+                 names[v], kname(kernels[ki]), pr ? "double" : "single", (long long)dg.iter, dg.passes,
+                 rr, dg.resid_est, err, s ? textra(s, "step_L") : NAN, s ? textra(s, "rho") : NAN);
+        krr_solver_free(s);
         CHECK(st == KRR_OK && rr <= tol && (!pr || err <= 1e-5), "%s %s %s: status %d (%s) relres %.3g err %.3g after %lld iters",
-              name, kname(kernels[ki]), pr ? "double" : "single", st, st ? e->ctx->msg : "", rr, err,
+              names[v], kname(kernels[ki]), pr ? "double" : "single", st, st ? e->ctx->msg : "", rr, err,
               (long long)dg.iter);
         if (pr && ki == 0)
-          CHECK(same_by_slices(e->ctx, &pb, &o, n * m, 15), "%s: not deterministic / slices differ", name);
+          CHECK(same_by_slices(&f, solvers[v], specs[v], n * m, 15), "%s: not deterministic / slices differ", names[v]);
       }
-      krr_problem_free(e->ctx, &pb);
+      tfit_free(&f);
     }
   }
   free(w_ref); free(w);
@@ -177,14 +123,14 @@ static void test_rls_scores(env_t *e) {
   CHECK(info == 0, "rls oracle dposv info %d", info);
   double deff = 0;
   for (int64_t i = 0; i < n; i++) { ex[i] = Z[i + i * n]; deff += ex[i]; }
-  krr_problem pb;
-  krr_problem_create(e->ctx, KRR_DOUBLE, e->X, n, e->p, e->y, e->m, k, lambda, &pb);
+  tfit f;
+  if (tfit_make(e->ctx, KRR_DOUBLE, e->X, n, e->p, e->y, e->m, k, lambda, &f) != KRR_OK) return;
   double *sc = malloc(sizeof(double) * n);
-  krr_status st = krr_rls_scores(e->ctx, &pb, n, 3, sc);
+  krr_status st = krr_rls_scores(f.op, lambda, n, 3, sc);
   double mx = 0;
   for (int64_t i = 0; i < n; i++) mx = fmax(mx, fabs(sc[i] - ex[i]));
   CHECK(st == KRR_OK && mx <= 1e-8, "rls scores with a full dictionary: max error %.3g (status %d)", mx, st);
-  st = krr_rls_scores(e->ctx, &pb, 200, 3, sc);
+  st = krr_rls_scores(f.op, lambda, 200, 3, sc);
   double dest = 0, rmin = INFINITY, rmax = 0;
   for (int64_t i = 0; i < n; i++) {
     dest += sc[i];
@@ -194,7 +140,7 @@ static void test_rls_scores(env_t *e) {
   if (verbose) printf("rls s=200: d_eff %.2f (exact %.2f), ratio range [%.3f, %.3f]\n", dest, deff, rmin, rmax);
   CHECK(st == KRR_OK && fabs(dest - deff) <= 0.25 * deff && rmin >= 0.25 && rmax <= 4,
         "rls scores s=200: d_eff %.3g vs %.3g, ratio [%.3g, %.3g]", dest, deff, rmin, rmax);
-  krr_problem_free(e->ctx, &pb);
+  tfit_free(&f);
   free(K); free(A); free(Z); free(ex); free(sc);
 }
 
@@ -207,27 +153,21 @@ static void test_eigenpro2(env_t *e) {
   int64_t n = e->n;
   int m = e->m;
   double *w_ref = malloc(sizeof(double) * n * m), *w = malloc(sizeof(double) * n * m);
-  double *f_ref = malloc(sizeof(double) * n * m), *f = malloc(sizeof(double) * n * m);
+  double *f_ref = malloc(sizeof(double) * n * m), *fv = malloc(sizeof(double) * n * m);
   int kernels[] = {KRR_RBF, KRR_MATERN52};
+  const char *spec = "seed=5 subsample=400 rank=40";
   for (int ki = 0; ki < 2; ki++) {
     krr_kernel k = {(krr_kernel_type)kernels[ki], 2.0};
     double lambda = (ki == 0 ? 1e-2 : 1e-3) * n; /* the second is harder for SGD */
     oracle(e, k, lambda, w_ref);
     fitted(e, k, w_ref, f_ref);
     for (int pr = 1; pr >= 0; pr--) {
-      krr_problem pb;
-      krr_problem_create(e->ctx, pr ? KRR_DOUBLE : KRR_FLOAT, e->X, n, e->p, e->y, m, k, lambda, &pb);
-      krr_solver_opts o;
-      krr_solver_opts_default(&o);
-      o.kind = KRR_SOLVER_EIGENPRO;
-      o.seed = 5;
-      o.ep_subsample = 400;
-      o.rank = 40;
-      double rr;
-      krr_diag dg;
+      tfit f;
+      if (tfit_make(e->ctx, pr ? KRR_DOUBLE : KRR_FLOAT, e->X, n, e->p, e->y, m, k, lambda, &f) != KRR_OK) return;
+      double rr = INFINITY;
+      krr_diag dg = {0};
       krr_solver *s = NULL;
-      krr_status st = krr_solver_init(e->ctx, &pb, &o, &s);
-      rr = INFINITY;
+      krr_status st = tinit(&f, "eigenpro", spec, &s);
       for (int it = 0; st == KRR_OK && it < 400; it++) {
         if ((st = krr_solver_step(s, 10)) != KRR_OK) break;
         krr_solver_diag(s, &dg);
@@ -237,20 +177,20 @@ static void test_eigenpro2(env_t *e) {
       }
       if (st == KRR_OK) st = krr_solver_weights(s, w);
       if (s) krr_solver_diag(s, &dg);
+      fitted(e, k, w, fv);
+      double ferr = rel_diff(fv, f_ref, n * m);
+      if (verbose && s)
+        printf("eigenpro2 %-8s %s: %5lld iters (batch %.0f, eta %.3g, top %.3g) %6.1f passes relres %.2e est %.2e fitted err %.2e\n",
+               kname(kernels[ki]), pr ? "double" : "single", (long long)dg.iter, textra(s, "batch_size"),
+               textra(s, "step"), textra(s, "top"), dg.passes, rr, dg.resid_est, ferr);
       krr_solver_free(s);
-      fitted(e, k, w, f);
-      double ferr = rel_diff(f, f_ref, n * m);
-      if (verbose)
-        printf("eigenpro2 %-8s %s: %5lld iters (batch %lld, eta %.3g, top %.3g) %6.1f passes relres %.2e est %.2e fitted err %.2e\n",
-               kname(kernels[ki]), pr ? "double" : "single", (long long)dg.iter, (long long)dg.block_size,
-               dg.step_L, dg.rho, dg.passes, rr, dg.resid_est, ferr);
       CHECK(st == KRR_OK && rr <= 1e-2 && ferr <= 2e-2, "eigenpro2 %s %s: status %d (%s) relres %.3g fitted err %.3g",
             kname(kernels[ki]), pr ? "double" : "single", st, st ? e->ctx->msg : "", rr, ferr);
-      if (pr && ki == 0) CHECK(same_by_slices(e->ctx, &pb, &o, n * m, 20), "eigenpro2: not deterministic / slices differ");
-      krr_problem_free(e->ctx, &pb);
+      if (pr && ki == 0) CHECK(same_by_slices(&f, "eigenpro", spec, n * m, 20), "eigenpro2: not deterministic / slices differ");
+      tfit_free(&f);
     }
   }
-  free(w_ref); free(w); free(f_ref); free(f);
+  free(w_ref); free(w); free(f_ref); free(fv);
 }
 
 /* EigenPro 3.0 vs the exact inducing-point solve with the same centres */
@@ -261,22 +201,17 @@ static void test_eigenpro3(env_t *e) {
   double lambda = 1e-3 * n;
   int64_t *cen = malloc(sizeof(int64_t) * mc), *cen2 = malloc(sizeof(int64_t) * mc);
   double *a_ref = malloc(sizeof(double) * mc * m), *a = malloc(sizeof(double) * mc * m);
-  double *f_ref = malloc(sizeof(double) * n * m), *f = malloc(sizeof(double) * n * m);
+  double *f_ref = malloc(sizeof(double) * n * m), *fv = malloc(sizeof(double) * n * m);
   double *Xc = malloc(sizeof(double) * mc * e->p);
   for (int pr = 1; pr >= 0; pr--)
     for (int full = 0; full < (pr ? 2 : 1); full++) {
-      krr_problem pb;
-      krr_problem_create(e->ctx, pr ? KRR_DOUBLE : KRR_FLOAT, e->X, n, e->p, e->y, m, k, lambda, &pb);
-      krr_solver_opts o;
-      krr_solver_opts_default(&o);
-      o.kind = KRR_SOLVER_EIGENPRO;
-      o.ep_version = 3;
-      o.seed = 9;
-      o.n_centers = mc;
-      o.rank = 20;
-      if (full) o.ep_batch = n;
+      tfit f;
+      if (tfit_make(e->ctx, pr ? KRR_DOUBLE : KRR_FLOAT, e->X, n, e->p, e->y, m, k, lambda, &f) != KRR_OK) return;
+      char spec[128];
+      snprintf(spec, sizeof spec, "seed=9 n_centers=%lld rank=20", (long long)mc);
+      if (full) snprintf(spec, sizeof spec, "seed=9 n_centers=%lld rank=20 batch_size=%lld", (long long)mc, (long long)n);
       krr_solver *s = NULL;
-      krr_status st = krr_solver_init(e->ctx, &pb, &o, &s);
+      krr_status st = tinit(&f, "eigenpro3", spec, &s);
       double rr = INFINITY;
       krr_diag dg;
       memset(&dg, 0, sizeof dg);
@@ -295,80 +230,80 @@ static void test_eigenpro3(env_t *e) {
       }
       if (st == KRR_OK) st = krr_solver_residual(s, &rr);
       if (st == KRR_OK) st = krr_solver_weights(s, a);
-      krr_solver_free(s);
       int info = inducing_oracle(&k, e->X, n, e->p, e->y, m, lambda, cen, mc, a_ref);
       for (int64_t j = 0; j < mc; j++)
         for (int d = 0; d < e->p; d++) Xc[j + d * mc] = e->X[cen[j] + d * n];
       krr_kernel_apply_host(e->ctx, KRR_DOUBLE, &k, e->X, n, Xc, mc, e->p, a_ref, m, f_ref);
-      krr_kernel_apply_host(e->ctx, KRR_DOUBLE, &k, e->X, n, Xc, mc, e->p, a, m, f);
-      double ferr = rel_diff(f, f_ref, n * m);
+      krr_kernel_apply_host(e->ctx, KRR_DOUBLE, &k, e->X, n, Xc, mc, e->p, a, m, fv);
+      double ferr = rel_diff(fv, f_ref, n * m);
       double tol_f = full ? 7e-2 : 0.12, tol_r = full ? 2e-3 : 0.15;
-      if (verbose)
-        printf("eigenpro3 %s%s: %5lld iters (batch %lld, eta %.3g, tau %.3g) %6.1f epochs relres %.2e est %.2e fitted err %.2e\n",
-               pr ? "double" : "single", full ? " full batch" : "", (long long)dg.iter, (long long)dg.block_size,
-               dg.step_L, dg.rho, dg.passes, rr, dg.resid_est, ferr);
+      if (verbose && s)
+        printf("eigenpro3 %s%s: %5lld iters (batch %.0f, eta %.3g, tau %.3g) %6.1f epochs relres %.2e est %.2e fitted err %.2e\n",
+               pr ? "double" : "single", full ? " full batch" : "", (long long)dg.iter, textra(s, "batch_size"),
+               textra(s, "step"), textra(s, "tau"), dg.passes, rr, dg.resid_est, ferr);
+      krr_solver_free(s);
       CHECK(st == KRR_OK && info == 0 && rr <= tol_r && ferr <= tol_f,
             "eigenpro3 %s%s: status %d (%s) oracle %d relres %.3g fitted err %.3g (bounds %.0e, %.0e)",
             pr ? "double" : "single", full ? " full batch" : "", st, st ? e->ctx->msg : "", info, rr, ferr,
             tol_r, tol_f);
       if (pr && !full) {
-        CHECK(same_by_slices(e->ctx, &pb, &o, mc * m, 12), "eigenpro3: not deterministic / slices differ");
+        CHECK(same_by_slices(&f, "eigenpro3", spec, mc * m, 12), "eigenpro3: not deterministic / slices differ");
         /* the same centres as Falkon for the same seed */
-        o.kind = KRR_SOLVER_FALKON;
         s = NULL;
-        st = krr_solver_init(e->ctx, &pb, &o, &s);
+        st = tinit(&f, "falkon", "seed=9 n_centers=100", &s);
         if (st == KRR_OK) st = krr_solver_centers(s, cen2);
         krr_solver_free(s);
         CHECK(st == KRR_OK && memcmp(cen, cen2, sizeof(int64_t) * mc) == 0, "eigenpro3 and falkon centres differ");
       }
-      krr_problem_free(e->ctx, &pb);
+      tfit_free(&f);
     }
-  free(cen); free(cen2); free(a_ref); free(a); free(f_ref); free(f); free(Xc);
+  free(cen); free(cen2); free(a_ref); free(a); free(f_ref); free(fv); free(Xc);
 }
 
 static void test_invalid(env_t *e) {
   int64_t n = e->n;
   krr_kernel k = {KRR_RBF, 2.0};
-  krr_problem pb;
-  krr_problem_create(e->ctx, KRR_DOUBLE, e->X, n, e->p, e->y, e->m, k, 1e-3 * n, &pb);
-  krr_solver_opts o;
-#define BAD(setup, what)                                                                 \
-  do {                                                                                   \
-    krr_solver_opts_default(&o);                                                         \
-    setup;                                                                               \
-    krr_status st_ = init_status(e->ctx, &pb, &o);                                       \
-    CHECK(st_ == KRR_ERR_INPUT, "%s must be an input error (got %d: %s)", what, st_, e->ctx->msg); \
+  tfit f;
+  if (tfit_make(e->ctx, KRR_DOUBLE, e->X, n, e->p, e->y, e->m, k, 1e-3 * n, &f) != KRR_OK) return;
+  char n1[64], spec[160];
+  snprintf(n1, sizeof n1, "%lld", (long long)n + 1);
+#define BAD(solver, what, ...)                                                            \
+  do {                                                                                    \
+    krr_solver *s_ = NULL;                                                                \
+    snprintf(spec, sizeof spec, __VA_ARGS__);                                             \
+    krr_status st_ = tinit(&f, solver, spec, &s_);                                        \
+    krr_solver_free(s_);                                                                  \
+    CHECK(st_ == KRR_ERR_INPUT && !strstr(e->ctx->msg, "unknown option"),                 \
+          "%s must be an input error (got %d: %s)", what, st_, e->ctx->msg);              \
   } while (0)
-  BAD((o.kind = KRR_SOLVER_EIGENPRO, o.ep_version = 5), "ep_version 5");
-  BAD((o.kind = KRR_SOLVER_EIGENPRO, o.ep_subsample = n + 1), "ep_subsample > n");
-  BAD((o.kind = KRR_SOLVER_EIGENPRO, o.ep_batch = n + 1), "ep_batch > n");
-  BAD((o.kind = KRR_SOLVER_EIGENPRO, o.ep_step = -1), "negative ep_step");
-  BAD((o.kind = KRR_SOLVER_EIGENPRO, o.ep_subsample = 50, o.rank = 50), "rank >= ep_subsample");
-  BAD((o.kind = KRR_SOLVER_EIGENPRO, o.ep_version = 3, o.n_centers = 100, o.ep_subsample = 101),
-      "ep3 ep_subsample > centres");
-  BAD((o.kind = KRR_SOLVER_EIGENPRO, o.ep_version = 3, o.n_centers = n + 1), "ep3 centres > n");
-  BAD((o.kind = KRR_SOLVER_EIGENPRO, o.ep_version = 3, o.n_centers = 100, o.rank = 100), "ep3 rank >= subsample");
-  BAD((o.kind = KRR_SOLVER_EIGENPRO, o.ep_version = 3, o.ep_batch = n + 1), "ep3 ep_batch > n");
-  BAD((o.kind = KRR_SOLVER_EIGENPRO, o.ep_version = 3, o.ep_step = NAN), "ep3 NaN ep_step");
-  BAD((o.kind = KRR_SOLVER_ASKOTCH, o.sampling = (krr_sampling)7), "unknown sampling");
-  BAD((o.kind = KRR_SOLVER_ASKOTCH, o.sampling = KRR_SAMPLING_RLS, o.rls_subsample = n + 1), "rls_subsample > n");
-  BAD((o.kind = KRR_SOLVER_ASKOTCH_V1, o.v1_beta = 2), "v1_beta 2");
-  BAD((o.kind = KRR_SOLVER_ASKOTCH_V1, o.block_size = 100, o.rank = 101), "v1 rank > block");
-  BAD((o.kind = KRR_SOLVER_ASKOTCH_V1, o.block_size = n + 1), "v1 block_size > n");
-  BAD((o.kind = KRR_SOLVER_ASKOTCH_V1, o.sampling = KRR_SAMPLING_RLS), "v1 with RLS sampling");
-  BAD((o.kind = KRR_SOLVER_ASKOTCH_V1, o.rho_mode = KRR_RHO_VALUE, o.rho_value = -1), "v1 negative rho");
+  BAD("eigenpro", "subsample > n", "subsample=%s", n1);
+  BAD("eigenpro", "batch_size > n", "batch_size=%s", n1);
+  BAD("eigenpro", "negative step", "step=-1");
+  BAD("eigenpro", "rank >= subsample", "subsample=50 rank=50");
+  BAD("eigenpro3", "ep3 subsample > centres", "n_centers=100 subsample=101");
+  BAD("eigenpro3", "ep3 centres > n", "n_centers=%s", n1);
+  BAD("eigenpro3", "ep3 rank >= subsample", "n_centers=100 rank=100");
+  BAD("eigenpro3", "ep3 batch_size > n", "batch_size=%s", n1);
+  BAD("eigenpro3", "ep3 NaN step", "step=nan");
+  BAD("askotch", "unknown sampling", "sampling=leverage");
+  BAD("askotch", "rls_subsample > n", "sampling=rls rls_subsample=%s", n1);
+  BAD("askotch_v1", "v1_beta 2", "v1_beta=2");
+  BAD("askotch_v1", "v1 rank > block", "block_size=100 rank=101");
+  BAD("askotch_v1", "v1 block_size > n", "block_size=%s", n1);
+  BAD("askotch_v1", "v1 negative rho", "rho=-1");
 #undef BAD
+  /* unknown names are input errors too */
+  krr_solver *su = NULL;
+  CHECK(tinit(&f, "eigenpro5", "", &su) == KRR_ERR_INPUT, "an unknown solver must be an input error");
+  CHECK(tinit(&f, "askotch_v1", "sampling=rls", &su) == KRR_ERR_INPUT && strstr(e->ctx->msg, "unknown option"),
+        "v1 has no sampling option: %s", e->ctx->msg);
   /* valid edge cases initialise */
-  krr_solver_opts_default(&o);
-  o.kind = KRR_SOLVER_ASKOTCH_V1;
-  o.block_size = 333; /* n not a multiple of b: unequal blocks */
-  o.rank = 20;
-  krr_status st = init_status(e->ctx, &pb, &o);
   krr_solver *s = NULL;
-  if (st == KRR_OK && krr_solver_init(e->ctx, &pb, &o, &s) == KRR_OK) st = krr_solver_step(s, 5);
+  krr_status st = tinit(&f, "askotch_v1", "block_size=333 rank=20", &s); /* unequal blocks */
+  if (st == KRR_OK) st = krr_solver_step(s, 5);
   krr_solver_free(s);
   CHECK(st == KRR_OK, "v1 with unequal blocks: %d (%s)", st, e->ctx->msg);
-  krr_problem_free(e->ctx, &pb);
+  tfit_free(&f);
 }
 
 int main(int argc, char **argv) {

@@ -3,12 +3,19 @@
 #include <Rinternals.h>
 #include <R_ext/Rdynload.h>
 
-SEXP ffi_fit_init(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_fit_init(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_check_options(SEXP, SEXP);
 SEXP ffi_fit_step(SEXP, SEXP);
 SEXP ffi_fit_residual(SEXP);
 SEXP ffi_fit_weights(SEXP);
 SEXP ffi_fit_free(SEXP);
+SEXP ffi_fit_alive(SEXP);
 SEXP ffi_fit_centers(SEXP);
+SEXP ffi_fit_options(SEXP);
+SEXP ffi_fit_set_targets(SEXP, SEXP);
+SEXP ffi_fit_set_lambda(SEXP, SEXP);
+SEXP ffi_fit_set_weights(SEXP, SEXP);
+SEXP ffi_info(void);
 SEXP ffi_kernel_apply(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_kernel_matrix(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_threads(SEXP);
@@ -17,9 +24,12 @@ SEXP ffi_devices(void);
 #define CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
 
 static const R_CallMethodDef call_methods[] = {
-    CALLDEF(ffi_fit_init, 8),     CALLDEF(ffi_fit_step, 2),      CALLDEF(ffi_fit_residual, 1),
-    CALLDEF(ffi_fit_weights, 1),  CALLDEF(ffi_fit_free, 1),      CALLDEF(ffi_kernel_apply, 8),
-    CALLDEF(ffi_kernel_matrix, 6), CALLDEF(ffi_threads, 1),      CALLDEF(ffi_devices, 0),      CALLDEF(ffi_fit_centers, 1),
+    CALLDEF(ffi_fit_init, 11),       CALLDEF(ffi_check_options, 2), CALLDEF(ffi_fit_step, 2),
+    CALLDEF(ffi_fit_residual, 1),    CALLDEF(ffi_fit_weights, 1),   CALLDEF(ffi_fit_free, 1),
+    CALLDEF(ffi_fit_alive, 1),       CALLDEF(ffi_fit_centers, 1),   CALLDEF(ffi_fit_options, 1),
+    CALLDEF(ffi_fit_set_targets, 2), CALLDEF(ffi_fit_set_lambda, 2), CALLDEF(ffi_fit_set_weights, 2),
+    CALLDEF(ffi_info, 0),            CALLDEF(ffi_kernel_apply, 8),  CALLDEF(ffi_kernel_matrix, 6),
+    CALLDEF(ffi_threads, 1),         CALLDEF(ffi_devices, 0),
     {NULL, NULL, 0}};
 
 void R_init_askotch(DllInfo *dll) {

@@ -1,6 +1,7 @@
-/* R <-> core glue: SEXP <-> core views, status -> classed R condition,
- * solver state in an external pointer with a finalizer.  The only file (with
- * init.c) that includes R headers. */
+/* R <-> core glue: SEXP <-> core views, status -> classed R condition, the
+ * solver state in an external pointer with a finalizer, and the registry's
+ * info for R.  The only files that include R headers are src/r_glue.c and
+ * src/init.c. */
 #include <string.h>
 #include <math.h>
 #define R_NO_REMAP
@@ -13,12 +14,14 @@
  * package namespace.  Callers free their resources BEFORE calling this (it
  * does not return). */
 static void raise_status(krr_status st, const char *msg) {
-  SEXP ns = PROTECT(R_FindNamespace(Rf_mkString("askotch")));
+  SEXP name = PROTECT(Rf_mkString("askotch"));
+  SEXP ns = PROTECT(R_FindNamespace(name));
   SEXP fn = PROTECT(Rf_findFun(Rf_install("raise_from_c"), ns));
-  SEXP call = PROTECT(Rf_lang3(fn, Rf_mkString(krr_status_name(st)),
-                               Rf_mkString(msg && *msg ? msg : krr_status_name(st))));
+  SEXP a1 = PROTECT(Rf_mkString(krr_status_name(st)));
+  SEXP a2 = PROTECT(Rf_mkString(msg && *msg ? msg : krr_status_name(st)));
+  SEXP call = PROTECT(Rf_lang3(fn, a1, a2));
   Rf_eval(call, ns);
-  UNPROTECT(3);
+  UNPROTECT(6);
   Rf_error("%s", msg); /* not reached */
 }
 
@@ -37,28 +40,17 @@ static int int1(SEXP x, const char *what) {
   if (!Rf_isNumeric(x) || XLENGTH(x) != 1) raise_status(KRR_ERR_INPUT, what);
   return Rf_asInteger(x);
 }
+static const char *str1(SEXP x, const char *what) {
+  if (!Rf_isString(x) || XLENGTH(x) != 1 || STRING_ELT(x, 0) == NA_STRING)
+    raise_status(KRR_ERR_INPUT, what);
+  return CHAR(STRING_ELT(x, 0));
+}
 static void check_matrix(SEXP x, const char *what) {
   if (!Rf_isReal(x) || !Rf_isMatrix(x)) {
     char b[256];
     snprintf(b, sizeof b, "%s must be a double matrix", what);
     raise_status(KRR_ERR_INPUT, b);
   }
-}
-static SEXP list_get(SEXP list, const char *name) {
-  SEXP names = Rf_getAttrib(list, R_NamesSymbol);
-  for (R_xlen_t i = 0; i < XLENGTH(list); i++)
-    if (strcmp(CHAR(STRING_ELT(names, i)), name) == 0) return VECTOR_ELT(list, i);
-  return R_NilValue;
-}
-static double list_num(SEXP list, const char *name, double def) {
-  SEXP v = list_get(list, name);
-  if (v == R_NilValue || XLENGTH(v) < 1) return def;
-  if (!Rf_isNumeric(v) && !Rf_isLogical(v)) {
-    char b[256];
-    snprintf(b, sizeof b, "solver$%s must be numeric", name);
-    raise_status(KRR_ERR_INPUT, b);
-  }
-  return Rf_asReal(v);
 }
 
 static const krr_ops *pick_ops(int device) {
@@ -75,21 +67,79 @@ static const krr_ops *pick_ops(int device) {
 static int g_threads = 0; /* 0: krr_cpu_threads_default() */
 static int threads_or_default(int t) { return krr_cpu_threads_cap(t > 0 ? t : g_threads); }
 
+static const krr_solver_def *solver_def(SEXP name) {
+  const char *nm = str1(name, "`solver` must be a solver name");
+  const krr_solver_def *def = krr_solver_lookup(nm);
+  if (!def) {
+    char b[160];
+    snprintf(b, sizeof b, "unknown solver \"%s\"", nm);
+    raise_status(KRR_ERR_INPUT, b);
+  }
+  return def;
+}
+
+/* Fill o from a named R list: NULL skipped, strings are choices, numbers and
+ * logicals values, numeric vectors of length > 1 row indices (1-based in
+ * R).  Returns KRR_OK or an error in ctx (the caller frees, then raises). */
+static krr_status set_options(krr_ctx *ctx, krr_options *o, SEXP opts) {
+  if (opts == R_NilValue) return KRR_OK;
+  if (TYPEOF(opts) != VECSXP) return krr_fail(ctx, KRR_ERR_INPUT, "solver options must be a list");
+  SEXP names = Rf_getAttrib(opts, R_NamesSymbol);
+  R_xlen_t k = XLENGTH(opts);
+  if (k > 0 && names == R_NilValue) return krr_fail(ctx, KRR_ERR_INPUT, "solver options must be named");
+  for (R_xlen_t i = 0; i < k; i++) {
+    const char *nm = CHAR(STRING_ELT(names, i));
+    SEXP v = VECTOR_ELT(opts, i);
+    krr_status st = KRR_OK;
+    if (!*nm) return krr_fail(ctx, KRR_ERR_INPUT, "solver options must be named");
+    if (v == R_NilValue) continue;
+    R_xlen_t len = XLENGTH(v);
+    if (Rf_isString(v) && len == 1) {
+      if (STRING_ELT(v, 0) == NA_STRING) return krr_fail(ctx, KRR_ERR_INPUT, "`%s` must not be NA", nm);
+      st = krr_options_set_str(ctx, o, nm, CHAR(STRING_ELT(v, 0)));
+    } else if ((Rf_isNumeric(v) || Rf_isLogical(v)) && len == 1 && !Rf_isFactor(v)) {
+      double x = Rf_asReal(v);
+      if (ISNA(x)) return krr_fail(ctx, KRR_ERR_INPUT, "`%s` must not be NA", nm);
+      st = krr_options_set_num(ctx, o, nm, x);
+    } else if (Rf_isNumeric(v) && !Rf_isFactor(v) && len > 1) {
+      int64_t *idx = (int64_t *)R_alloc((size_t)len, sizeof(int64_t));
+      for (R_xlen_t j = 0; j < len; j++) {
+        double x = Rf_isReal(v) ? REAL(v)[j] : (INTEGER(v)[j] == NA_INTEGER ? NA_REAL : INTEGER(v)[j]);
+        if (!(x >= 1) || !isfinite(x) || x != floor(x) || x > 9007199254740992.0)
+          return krr_fail(ctx, KRR_ERR_INPUT, "`%s` must hold row indices (whole numbers >= 1)", nm);
+        idx[j] = (int64_t)x - 1;
+      }
+      st = krr_options_set_indices(ctx, o, nm, idx, (int64_t)len);
+    } else {
+      st = krr_fail(ctx, KRR_ERR_INPUT, "`%s` must be a single number, a name or a vector of row "
+                    "indices", nm);
+    }
+    if (st != KRR_OK) return st;
+  }
+  return KRR_OK;
+}
+
 /* ---- fit state --------------------------------------------------------- */
 typedef struct {
   krr_ctx ctx;
   krr_problem pb;
+  krr_op *op;
+  krr_objective obj;
   krr_solver *solver;
-  int ctx_ok, pb_ok;
+  int ctx_ok;
 } fit_state;
 
 static void state_release(fit_state *fs) {
   if (!fs) return;
-  if (fs->solver) krr_solver_free(fs->solver);
+  krr_solver_free(fs->solver);
   fs->solver = NULL;
-  if (fs->pb_ok) krr_problem_free(&fs->ctx, &fs->pb);
-  fs->pb_ok = 0;
-  if (fs->ctx_ok) krr_ctx_free(&fs->ctx);
+  if (fs->ctx_ok) {
+    krr_objective_free(&fs->ctx, &fs->obj);
+    krr_op_free(fs->op);
+    fs->op = NULL;
+    krr_problem_free(&fs->ctx, &fs->pb);
+    krr_ctx_free(&fs->ctx);
+  }
   fs->ctx_ok = 0;
 }
 
@@ -109,10 +159,9 @@ static fit_state *get_state(SEXP ptr) {
 }
 
 SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP precision,
-                  SEXP device, SEXP solver) {
+                  SEXP device, SEXP solver, SEXP options, SEXP loss, SEXP threads) {
   check_matrix(x, "x");
   check_matrix(y, "y");
-  if (TYPEOF(solver) != VECSXP) raise_status(KRR_ERR_INPUT, "solver must be a list");
   int64_t n = Rf_nrows(x);
   int p = Rf_ncols(x), m = Rf_ncols(y);
   if ((int64_t)Rf_nrows(y) != n) raise_status(KRR_ERR_INPUT, "x and y must have the same number of rows");
@@ -121,58 +170,24 @@ SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP
   double lam = num1(lambda, "lambda must be a number");
   krr_precision prec = int1(precision, "precision must be 0 or 1") == 0 ? KRR_FLOAT : KRR_DOUBLE;
   int dev = int1(device, "device must be 0 or 1");
-
-  krr_solver_opts o;
-  krr_solver_opts_default(&o);
-  o.kind = (krr_solver_kind)(int)list_num(solver, "kind", 0);
-  o.block_size = (int64_t)list_num(solver, "block_size", 0);
-  o.rank = (int)list_num(solver, "rank", 0);
-  o.rho_mode = (krr_rho_mode)(int)list_num(solver, "rho_mode", 0);
-  o.rho_value = list_num(solver, "rho_value", 0);
-  o.mu = list_num(solver, "mu", 0);
-  o.nu = list_num(solver, "nu", 0);
-  o.power_iters = (int)list_num(solver, "power_iters", 10);
-  double seed = list_num(solver, "seed", 0);
-  o.seed = (uint64_t)(seed >= 0 && seed < 9007199254740992.0 ? seed : 0);
-  o.block_mem_limit = (size_t)list_num(solver, "block_mem_limit", 0);
-  o.mem_limit = (size_t)list_num(solver, "mem_limit", 0);
-  int threads = threads_or_default((int)list_num(solver, "threads", 0));
-  o.precond = (krr_precond)(int)list_num(solver, "precond", 0);
-  o.n_centers = (int64_t)list_num(solver, "n_centers", 0);
-  o.resid_every = (int)list_num(solver, "resid_every", 0);
-  o.sampling = (krr_sampling)(int)list_num(solver, "sampling", 0);
-  o.rls_subsample = (int64_t)list_num(solver, "rls_subsample", 0);
-  o.ep_version = (int)list_num(solver, "ep_version", 0);
-  o.ep_subsample = (int64_t)list_num(solver, "ep_subsample", 0);
-  o.ep_batch = (int64_t)list_num(solver, "ep_batch", 0);
-  o.ep_step = list_num(solver, "ep_step", 0);
-  o.v1_beta = list_num(solver, "v1_beta", 0);
-  /* Falkon centres: 1-based R indices -> 0-based; the solver copies them */
-  int64_t *centers = NULL;
-  SEXP cen = list_get(solver, "centers");
-  if (cen != R_NilValue && XLENGTH(cen) > 0) {
-    if (!Rf_isNumeric(cen)) raise_status(KRR_ERR_INPUT, "solver$centers must be row indices");
-    R_xlen_t nc = XLENGTH(cen);
-    centers = (int64_t *)R_alloc((size_t)nc, sizeof(int64_t));
-    for (R_xlen_t i = 0; i < nc; i++) {
-      double v = Rf_isReal(cen) ? REAL(cen)[i] : (double)INTEGER(cen)[i];
-      if (!(v >= 1 && v <= (double)n)) raise_status(KRR_ERR_INPUT, "centers must be row indices in 1..nrow(x)");
-      centers[i] = (int64_t)v - 1;
-    }
-    o.centers = centers;
-    o.n_centers = nc;
-  }
-
+  const krr_solver_def *def = solver_def(solver);
+  const krr_loss *ls = krr_loss_lookup(str1(loss, "`loss` must be a loss name"));
+  if (!ls) raise_status(KRR_ERR_INPUT, "unknown loss");
+  int nth = threads_or_default(int1(threads, "threads must be a number"));
   const krr_ops *ops = pick_ops(dev);
+
   fit_state *fs = (fit_state *)calloc(1, sizeof(fit_state));
   if (!fs) raise_status(KRR_ERR_MEMORY, "out of host memory");
-  krr_status st = krr_ctx_init(&fs->ctx, ops, threads, 0);
+  krr_options *o = NULL;
+  krr_status st = krr_ctx_init(&fs->ctx, ops, nth, 0);
   fs->ctx_ok = 1;
-  if (st == KRR_OK) {
-    st = krr_problem_create(&fs->ctx, prec, REAL(x), n, p, REAL(y), m, k, lam, &fs->pb);
-    fs->pb_ok = st == KRR_OK;
-  }
-  if (st == KRR_OK) st = krr_solver_init(&fs->ctx, &fs->pb, &o, &fs->solver);
+  if (st == KRR_OK) st = krr_options_new(&fs->ctx, def, &o);
+  if (st == KRR_OK) st = set_options(&fs->ctx, o, options);
+  if (st == KRR_OK) st = krr_problem_create(&fs->ctx, prec, REAL(x), n, p, &fs->pb);
+  if (st == KRR_OK) st = krr_op_exact_create(&fs->ctx, &fs->pb, k, &fs->op);
+  if (st == KRR_OK) st = krr_objective_init(&fs->ctx, fs->op, ls, lam, REAL(y), m, &fs->obj);
+  if (st == KRR_OK) st = krr_solver_init(&fs->ctx, fs->op, &fs->obj, o, &fs->solver);
+  krr_options_free(o);
   if (st != KRR_OK) {
     char buf[sizeof fs->ctx.msg];
     memcpy(buf, fs->ctx.msg, sizeof buf);
@@ -186,20 +201,44 @@ SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP
   return ptr;
 }
 
-static const char *diag_names[] = {"iter", "passes", "block_resid", "resid_est", "done",
-                                   "block_size", "rank", "step_L", "rho", "materialized",
-                                   "t_block", "t_nystrom", "t_power", "t_update"};
+/* check a solver's options without data (the constructors' early check) */
+SEXP ffi_check_options(SEXP solver, SEXP options) {
+  const krr_solver_def *def = solver_def(solver);
+  krr_ctx ctx;
+  krr_options *o = NULL;
+  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), 1, 0);
+  if (st == KRR_OK) st = krr_options_new(&ctx, def, &o);
+  if (st == KRR_OK) st = set_options(&ctx, o, options);
+  if (st == KRR_OK) st = krr_options_check(&ctx, o);
+  krr_options_free(o);
+  char buf[sizeof ctx.msg];
+  memcpy(buf, ctx.msg, sizeof buf);
+  krr_ctx_free(&ctx);
+  if (st != KRR_OK) raise_status(st, buf);
+  return R_NilValue;
+}
 
-static SEXP diag_vector(const krr_diag *d) {
-  int k = (int)(sizeof diag_names / sizeof diag_names[0]);
+static const char *generic_names[] = {"iter", "passes", "resid_est", "block_resid", "done",
+                                      "t_setup", "t_iter"};
+#define N_GENERIC ((int)(sizeof generic_names / sizeof generic_names[0]))
+
+/* the generic diagnostics and the solver's named extras */
+static SEXP diag_vector(krr_solver *s) {
+  krr_diag d;
+  krr_solver_diag(s, &d);
+  const krr_solver_def *def = krr_options_solver(krr_solver_options(s));
+  int ne = krr_solver_extra_count(def), k = N_GENERIC + ne;
   SEXP out = PROTECT(Rf_allocVector(REALSXP, k));
   SEXP nm = PROTECT(Rf_allocVector(STRSXP, k));
-  double v[] = {(double)d->iter, d->passes, d->block_resid, d->resid_est, (double)d->done,
-                (double)d->block_size, (double)d->rank, d->step_L, d->rho,
-                (double)d->materialized, d->t_block, d->t_nystrom, d->t_power, d->t_update};
-  for (int i = 0; i < k; i++) {
+  double v[N_GENERIC] = {(double)d.iter, d.passes, d.resid_est, d.block_resid, (double)d.done,
+                         d.t_setup, d.t_iter};
+  for (int i = 0; i < N_GENERIC; i++) {
     REAL(out)[i] = v[i];
-    SET_STRING_ELT(nm, i, Rf_mkChar(diag_names[i]));
+    SET_STRING_ELT(nm, i, Rf_mkChar(generic_names[i]));
+  }
+  for (int i = 0; i < ne; i++) {
+    REAL(out)[N_GENERIC + i] = krr_solver_extra(s, i);
+    SET_STRING_ELT(nm, N_GENERIC + i, Rf_mkChar(krr_solver_extra_name(def, i)));
   }
   Rf_setAttrib(out, R_NamesSymbol, nm);
   UNPROTECT(2);
@@ -211,9 +250,7 @@ SEXP ffi_fit_step(SEXP ptr, SEXP iters) {
   int it = int1(iters, "iters must be a number");
   krr_status st = krr_solver_step(fs->solver, it < 1 ? 1 : it);
   if (st != KRR_OK) raise_ctx(&fs->ctx, st); /* state stays valid; R frees it */
-  krr_diag d;
-  krr_solver_diag(fs->solver, &d);
-  return diag_vector(&d);
+  return diag_vector(fs->solver);
 }
 
 SEXP ffi_fit_residual(SEXP ptr) {
@@ -226,15 +263,15 @@ SEXP ffi_fit_residual(SEXP ptr) {
 
 SEXP ffi_fit_weights(SEXP ptr) {
   fit_state *fs = get_state(ptr);
-  int64_t nc = krr_solver_ncenters(fs->solver);
-  SEXP w = PROTECT(Rf_allocMatrix(REALSXP, (int)(nc > 0 ? nc : fs->pb.n), fs->pb.m));
+  int64_t rows = krr_solver_weights_rows(fs->solver);
+  SEXP w = PROTECT(Rf_allocMatrix(REALSXP, (int)rows, fs->obj.m));
   krr_status st = krr_solver_weights(fs->solver, REAL(w));
   if (st != KRR_OK) raise_ctx(&fs->ctx, st);
   UNPROTECT(1);
   return w;
 }
 
-/* 1-based training-row indices of the centres (Falkon), integer(0) otherwise */
+/* 1-based training-row indices of the centres (inducing-point solvers), integer(0) otherwise */
 SEXP ffi_fit_centers(SEXP ptr) {
   fit_state *fs = get_state(ptr);
   int64_t nc = krr_solver_ncenters(fs->solver);
@@ -249,9 +286,166 @@ SEXP ffi_fit_centers(SEXP ptr) {
   return out;
 }
 
+/* one option's value as R data */
+static SEXP option_value(const krr_options *o, int i) {
+  const krr_solver_def *def = krr_options_solver(o);
+  krr_optinfo in;
+  krr_options_info(def, i, &in);
+  double num = NAN, v = krr_options_value(o, i, &num);
+  int nch = 0;
+  for (const char *c = in.choices; c && *c; c++) nch += *c == '|';
+  nch += in.choices && *in.choices;
+  if (in.type == KRR_OPT_CHOICE || (in.type == KRR_OPT_RHO && v < nch)) {
+    const char *c = in.choices;
+    for (int k = 0; c && k < (int)v; k++) c = strchr(c, '|') ? strchr(c, '|') + 1 : NULL;
+    if (!c) return Rf_ScalarReal(v);
+    const char *e = strchr(c, '|');
+    size_t len = e ? (size_t)(e - c) : strlen(c);
+    char b[64];
+    if (len >= sizeof b) len = sizeof b - 1;
+    memcpy(b, c, len);
+    b[len] = '\0';
+    return Rf_mkString(b);
+  }
+  if (in.type == KRR_OPT_RHO) return Rf_ScalarReal(num);
+  if (in.type == KRR_OPT_FLAG) return Rf_ScalarLogical(v != 0);
+  if (in.type == KRR_OPT_INDICES) {
+    int64_t len = 0;
+    const int64_t *idx = krr_options_indices(o, i, &len);
+    SEXP out = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)len));
+    for (int64_t j = 0; j < len; j++) REAL(out)[j] = (double)(idx[j] + 1);
+    UNPROTECT(1);
+    return out;
+  }
+  return Rf_ScalarReal(v);
+}
+
+/* the resolved options of the fit (automatic values filled in) */
+SEXP ffi_fit_options(SEXP ptr) {
+  fit_state *fs = get_state(ptr);
+  const krr_options *o = krr_solver_options(fs->solver);
+  const krr_solver_def *def = krr_options_solver(o);
+  int k = krr_options_count(def);
+  SEXP out = PROTECT(Rf_allocVector(VECSXP, k));
+  SEXP nm = PROTECT(Rf_allocVector(STRSXP, k));
+  for (int i = 0; i < k; i++) {
+    krr_optinfo in;
+    krr_options_info(def, i, &in);
+    SET_VECTOR_ELT(out, i, option_value(o, i));
+    SET_STRING_ELT(nm, i, Rf_mkChar(in.name));
+  }
+  Rf_setAttrib(out, R_NamesSymbol, nm);
+  UNPROTECT(2);
+  return out;
+}
+
+SEXP ffi_fit_set_targets(SEXP ptr, SEXP y) {
+  fit_state *fs = get_state(ptr);
+  check_matrix(y, "y");
+  if ((int64_t)Rf_nrows(y) != fs->pb.n) raise_status(KRR_ERR_INPUT, "the new targets must have one row per training point");
+  krr_status st = krr_solver_set_targets(fs->solver, REAL(y), Rf_ncols(y));
+  if (st != KRR_OK) raise_ctx(&fs->ctx, st);
+  return R_NilValue;
+}
+
+SEXP ffi_fit_set_lambda(SEXP ptr, SEXP lambda) {
+  fit_state *fs = get_state(ptr);
+  krr_status st = krr_solver_set_lambda(fs->solver, num1(lambda, "lambda must be a number"));
+  if (st != KRR_OK) raise_ctx(&fs->ctx, st);
+  return R_NilValue;
+}
+
+SEXP ffi_fit_set_weights(SEXP ptr, SEXP w) {
+  fit_state *fs = get_state(ptr);
+  check_matrix(w, "weights");
+  if ((int64_t)Rf_nrows(w) != krr_solver_weights_rows(fs->solver) || Rf_ncols(w) != fs->obj.m)
+    raise_status(KRR_ERR_INPUT, "the starting weights must have the shape of the fit's weights");
+  krr_status st = krr_solver_set_weights(fs->solver, REAL(w));
+  if (st != KRR_OK) raise_ctx(&fs->ctx, st);
+  return R_NilValue;
+}
+
 SEXP ffi_fit_free(SEXP ptr) {
   if (TYPEOF(ptr) == EXTPTRSXP) state_finalizer(ptr);
   return R_NilValue;
+}
+
+/* TRUE when the pointer holds a live state (FALSE after saveRDS/readRDS or free) */
+SEXP ffi_fit_alive(SEXP ptr) {
+  return Rf_ScalarLogical(TYPEOF(ptr) == EXTPTRSXP && R_ExternalPtrAddr(ptr) != NULL);
+}
+
+/* ---- the registry for R ----------------------------------------------------
+ * list(solvers = list(<name> = list(name, title, losses, extras, options =
+ * list(name, type, default, lo, hi, lo_open, choices, doc))), losses, kernels) */
+static SEXP named_list(int k, const char **names) {
+  SEXP out = PROTECT(Rf_allocVector(VECSXP, k));
+  SEXP nm = PROTECT(Rf_allocVector(STRSXP, k));
+  for (int i = 0; i < k; i++) SET_STRING_ELT(nm, i, Rf_mkChar(names[i]));
+  Rf_setAttrib(out, R_NamesSymbol, nm);
+  UNPROTECT(2);
+  return out;
+}
+
+static SEXP solver_info(const krr_solver_def *def) {
+  static const char *fields[] = {"name", "title", "losses", "extras", "options"};
+  static const char *ofields[] = {"name", "type", "default", "lo", "hi", "lo_open", "choices", "doc"};
+  static const char *types[] = {"int", "real", "flag", "choice", "rho", "indices"};
+  SEXP out = PROTECT(named_list(5, fields));
+  SET_VECTOR_ELT(out, 0, Rf_mkString(krr_solver_name(def)));
+  SET_VECTOR_ELT(out, 1, Rf_mkString(krr_solver_title(def)));
+  int nl = 0;
+  for (int i = 0; i < krr_loss_count(); i++) nl += krr_solver_supports(def, krr_loss_get(i));
+  SEXP ls = PROTECT(Rf_allocVector(STRSXP, nl));
+  for (int i = 0, j = 0; i < krr_loss_count(); i++)
+    if (krr_solver_supports(def, krr_loss_get(i))) SET_STRING_ELT(ls, j++, Rf_mkChar(krr_loss_name(krr_loss_get(i))));
+  SET_VECTOR_ELT(out, 2, ls);
+  int ne = krr_solver_extra_count(def);
+  SEXP ex = PROTECT(Rf_allocVector(STRSXP, ne));
+  for (int i = 0; i < ne; i++) SET_STRING_ELT(ex, i, Rf_mkChar(krr_solver_extra_name(def, i)));
+  SET_VECTOR_ELT(out, 3, ex);
+  int no = krr_options_count(def);
+  SEXP opts = PROTECT(named_list(8, ofields));
+  SEXP on = PROTECT(Rf_allocVector(STRSXP, no)), ot = PROTECT(Rf_allocVector(STRSXP, no));
+  SEXP od = PROTECT(Rf_allocVector(REALSXP, no)), olo = PROTECT(Rf_allocVector(REALSXP, no));
+  SEXP ohi = PROTECT(Rf_allocVector(REALSXP, no)), oop = PROTECT(Rf_allocVector(LGLSXP, no));
+  SEXP och = PROTECT(Rf_allocVector(STRSXP, no)), odc = PROTECT(Rf_allocVector(STRSXP, no));
+  for (int i = 0; i < no; i++) {
+    krr_optinfo in;
+    krr_options_info(def, i, &in);
+    SET_STRING_ELT(on, i, Rf_mkChar(in.name));
+    SET_STRING_ELT(ot, i, Rf_mkChar(types[in.type]));
+    REAL(od)[i] = in.def;
+    REAL(olo)[i] = in.lo;
+    REAL(ohi)[i] = in.hi;
+    LOGICAL(oop)[i] = in.lo_open;
+    SET_STRING_ELT(och, i, in.choices ? Rf_mkChar(in.choices) : NA_STRING);
+    SET_STRING_ELT(odc, i, Rf_mkChar(in.doc));
+  }
+  SEXP cols[] = {on, ot, od, olo, ohi, oop, och, odc};
+  for (int i = 0; i < 8; i++) SET_VECTOR_ELT(opts, i, cols[i]);
+  SET_VECTOR_ELT(out, 4, opts);
+  UNPROTECT(12);
+  return out;
+}
+
+SEXP ffi_info(void) {
+  static const char *fields[] = {"solvers", "losses", "kernels"};
+  SEXP out = PROTECT(named_list(3, fields));
+  int ns = krr_solver_count();
+  const char **snames = (const char **)R_alloc((size_t)(ns > 0 ? ns : 1), sizeof(char *));
+  for (int i = 0; i < ns; i++) snames[i] = krr_solver_name(krr_solver_get(i));
+  SEXP sv = PROTECT(named_list(ns, snames));
+  for (int i = 0; i < ns; i++) SET_VECTOR_ELT(sv, i, solver_info(krr_solver_get(i)));
+  SET_VECTOR_ELT(out, 0, sv);
+  SEXP ls = PROTECT(Rf_allocVector(STRSXP, krr_loss_count()));
+  for (int i = 0; i < krr_loss_count(); i++) SET_STRING_ELT(ls, i, Rf_mkChar(krr_loss_name(krr_loss_get(i))));
+  SET_VECTOR_ELT(out, 1, ls);
+  SEXP ks = PROTECT(Rf_allocVector(STRSXP, KRR_N_KERNELS));
+  for (int i = 0; i < KRR_N_KERNELS; i++) SET_STRING_ELT(ks, i, Rf_mkChar(krr_kernel_name((krr_kernel_type)i)));
+  SET_VECTOR_ELT(out, 2, ks);
+  UNPROTECT(4);
+  return out;
 }
 
 /* ---- kernel products on host data ----------------------------------------*/
@@ -332,8 +526,11 @@ SEXP ffi_devices(void) {
   SET_VECTOR_ELT(out, 1, mem); SET_STRING_ELT(nms, 1, Rf_mkChar("memory"));
   SET_VECTOR_ELT(out, 2, cc); SET_STRING_ELT(nms, 2, Rf_mkChar("cc"));
   Rf_setAttrib(out, R_NamesSymbol, nms);
-  if (!ops || nd == 0)
-    Rf_setAttrib(out, Rf_install("why"), Rf_mkString(why ? why : "no CUDA device found"));
+  if (!ops || nd == 0) {
+    SEXP w = PROTECT(Rf_mkString(why ? why : "no CUDA device found"));
+    Rf_setAttrib(out, Rf_install("why"), w);
+    UNPROTECT(1);
+  }
   UNPROTECT(5);
   return out;
 }

@@ -1,9 +1,32 @@
-/* askotch core: public C API (no R, no CUDA, no printing).
+/* askotch core: the public C API (no R, no CUDA, no printing, no longjmp).
  *
- * Layering (see DESIGN.md): solvers in src/core are written once against the
- * krr_ops table (ops.h); src/cpu and src/cuda implement that table; src/r_*.c
- * is the only glue that talks to R.
- */
+ * Layers of src/core, lowest first.  A file may use (include, call) only its
+ * own folder and the folders listed BEFORE it; only solvers/registry.c knows
+ * every solver; nothing in src/core includes a backend (src/cpu, src/cuda) or
+ * R.  tools/check_deps.sh checks this rule on the object files (no file-level
+ * dependency circles either).
+ *
+ *   krr.h, ops.h,       the public API, the device table (krr_ops) and the
+ *   kernel_math.h,      math shared with the backends (kernel formulas,
+ *   rng.h               counter-based random numbers)
+ *   base/      context, status, timing, buffer arena, option tables
+ *   data/      the training points on the device (problem), host <-> device
+ *   op/        kernel operators: what solvers use instead of the raw points
+ *              (exact kernel on one device today; random-feature and
+ *              MPI-sharded operators are new files here)
+ *   loss/      the loss table (squared first) and the objective (loss, lambda,
+ *              targets)
+ *   linalg/    low-rank (Nystrom / partial Cholesky) preconditioners, CG,
+ *              powering, eigensystems, the EigenPro iteration
+ *   sampling/  uniform blocks, ridge-leverage-score blocks, centres
+ *   solvers/   one file per solver, common.c (the shared skeleton) and
+ *              registry.c (the table of solvers: one line each)
+ *
+ * A fit: krr_problem_create (data) -> krr_op_exact_create (operator) ->
+ * krr_objective_init (loss, lambda, targets) -> krr_options_new (a solver's
+ * options, by name) -> krr_solver_init -> krr_solver_step ... ->
+ * krr_solver_weights -> krr_solver_free.  A solver state can solve again:
+ * krr_solver_set_targets / krr_solver_set_lambda / krr_solver_set_weights. */
 #ifndef KRR_H
 #define KRR_H
 
@@ -26,6 +49,7 @@ typedef enum {
 
 typedef enum { KRR_FLOAT = 0, KRR_DOUBLE = 1 } krr_precision;
 
+/* The kernels; kernel_math.h has their formulas (one list, KRR_KERNEL_LIST). */
 typedef enum {
   KRR_RBF = 0,      /* exp(-d2^2 / (2 s^2)) */
   KRR_LAPLACE = 1,  /* exp(-d1 / s), L1 distance */
@@ -53,37 +77,37 @@ typedef struct krr_ctx {
   int device_id;       /* CUDA device ordinal */
 } krr_ctx;
 
-/* --- context --------------------------------------------------------------*/
+/* --- context (base/ctx.c) --------------------------------------------------*/
 krr_status krr_ctx_init(krr_ctx *ctx, const krr_ops *ops, int threads, int device_id);
 void krr_ctx_free(krr_ctx *ctx);
-/* Record an error (printf-style detail) and return it. */
+/* Record an error (printf-style detail) and return it; the first error of a
+ * chain is kept. */
 krr_status krr_fail(krr_ctx *ctx, krr_status st, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+/* Clear the error state before a new call. */
+void krr_clear(krr_ctx *ctx);
 const char *krr_status_name(krr_status st);
 size_t krr_sizeof(krr_precision prec);
+/* Monotonic clock (seconds). */
+double krr_now(void);
 
-/* --- problem ----------------------------------------------------------------
- * Training data on the device: X (n x p, row-major = point-contiguous, already
- * standardised), y (n x m, column-major).  Created from host column-major
- * double arrays (the R layout), converted and transposed in chunks. */
+/* --- problem: the training points (data/problem.c) --------------------------
+ * X (n x p, row-major = point-contiguous, already standardised) on the
+ * device, uploaded from a host column-major double matrix (the R layout),
+ * converted and transposed in chunks.  Data only: the kernel belongs to the
+ * operator, the loss, lambda and the targets to the objective. */
 typedef struct krr_problem {
   krr_precision prec;
   int64_t n;
   int p;
-  int m;
-  krr_kernel kernel;
-  double lambda;
-  void *X;      /* device, prec, n*p */
-  void *y;      /* device, prec, n*m */
-  double ynorm; /* Frobenius norm of y (double accumulation) */
+  void *X; /* device, prec, n*p */
 } krr_problem;
 
 krr_status krr_problem_create(krr_ctx *ctx, krr_precision prec, const double *X_colmajor,
-                              int64_t n, int p, const double *y_colmajor, int m,
-                              krr_kernel kernel, double lambda, krr_problem *out);
+                              int64_t n, int p, krr_problem *out);
 void krr_problem_free(krr_ctx *ctx, krr_problem *pb);
 
 /* Upload a host column-major double n x p matrix as device row-major prec. */
@@ -95,123 +119,175 @@ krr_status krr_upload_vec(krr_ctx *ctx, krr_precision prec, const double *h, int
 krr_status krr_download_vec(krr_ctx *ctx, krr_precision prec, const void *d, int64_t len,
                             double *h);
 
-/* OUT (n1 x q, host col-major double) = K(X1, X2) V for host data: used for
- * prediction and fitted values.  X1, X2 column-major doubles (R layout). */
+/* Host-data kernel products (prediction, fitted values): X1, X2 column-major
+ * doubles (R layout).  OUT (n1 x q) = K(X1, X2) V; OUT (n1 x n2) = K(X1, X2). */
 krr_status krr_kernel_apply_host(krr_ctx *ctx, krr_precision prec, const krr_kernel *k,
                                  const double *X1, int64_t n1, const double *X2, int64_t n2,
                                  int p, const double *V, int q, double *out);
-/* OUT (n1 x n2 host col-major double) = K(X1, X2), host data. */
 krr_status krr_kernel_matrix_host(krr_ctx *ctx, krr_precision prec, const krr_kernel *k,
                                   const double *X1, int64_t n1, const double *X2, int64_t n2,
                                   int p, double *out);
+const char *krr_kernel_name(krr_kernel_type t); /* "rbf", ...; NULL if unknown */
 
-/* --- solvers --------------------------------------------------------------*/
+/* --- kernel operator (op/) --------------------------------------------------
+ * The training-set kernel matrix K = K(X, X) as solvers see it.  The exact
+ * operator evaluates the kernel on the points of a problem (which must outlive
+ * it). */
+typedef struct krr_op krr_op;
+krr_status krr_op_exact_create(krr_ctx *ctx, const krr_problem *pb, krr_kernel kernel,
+                               krr_op **out);
+void krr_op_free(krr_op *op);
+int64_t krr_op_n(const krr_op *op);
+
+/* --- losses and the objective (loss/) ----------------------------------------
+ * The package fits  min_theta 1/2 ||theta||^2 + (1/lambda) sum_i l(y_i, f_i)
+ * with f = K alpha, through its dual
+ *   min_{alpha in box} 1/2 alpha^T K alpha + (1/lambda) sum_i xi*_{y_i}(-lambda alpha_i)
+ * (Zhang et al., "Joker", Theorem 1; xi_y = l(y, .), xi* its conjugate).  For
+ * the squared loss l = 1/2 (y - f)^2 the dual is exactly (K + lambda I) alpha
+ * = y, kernel ridge regression with the absolute ridge lambda. */
+typedef struct krr_loss krr_loss;
+int krr_loss_count(void);
+const krr_loss *krr_loss_get(int i);
+const krr_loss *krr_loss_lookup(const char *name); /* NULL if unknown */
+const char *krr_loss_name(const krr_loss *loss);
+
+typedef struct krr_objective {
+  const krr_loss *loss;
+  double lambda;  /* > 0 */
+  double param;   /* loss parameter (Huber delta, SVR epsilon); unused by the squared loss */
+  krr_precision prec;
+  int64_t n;      /* rows of y on this process */
+  int m;          /* right-hand sides (columns of y) */
+  void *y;        /* device, prec, n x m column-major (owned) */
+  double ynorm;   /* ||y||_F (double accumulation) */
+} krr_objective;
+
+krr_status krr_objective_init(krr_ctx *ctx, const krr_op *op, const krr_loss *loss,
+                              double lambda, const double *y, int m, krr_objective *out);
+void krr_objective_free(krr_ctx *ctx, krr_objective *obj);
+
+/* --- solver options (base/options.c; each solver declares its own table) ----
+ * Options are declared once, in the solver's file, with their default, range
+ * and one line of documentation; the same table sets the C defaults, parses
+ * the options R sends (an unknown name is an input error) and answers the
+ * info entry point R reads.  Every solver also takes the common options seed
+ * and mem_limit. */
 typedef enum {
-  KRR_SOLVER_ASKOTCH = 0,
-  KRR_SOLVER_SKOTCH = 1,
-  KRR_SOLVER_CHOLESKY = 2,
-  KRR_SOLVER_SAP = 3,  /* exact-block sketch-and-project (block Gauss-Seidel) */
-  KRR_SOLVER_NSAP = 4, /* its Nesterov-accelerated form */
-  KRR_SOLVER_PCG = 5,      /* preconditioned CG on (K + lambda I) w = y (pcg.c) */
-  KRR_SOLVER_FALKON = 6,   /* inducing points, Falkon preconditioner (falkon.c) */
-  KRR_SOLVER_EIGENPRO = 7, /* EigenPro preconditioned SGD: 2.0 (eigenpro.c), 3.0 on inducing
-                              points (eigenpro3.c, ep_version = 3) */
-  KRR_SOLVER_ASKOTCH_V1 = 8 /* ASkotch first version: fixed partition, NU_ACDM (askotch_v1.c) */
-} krr_solver_kind;
+  KRR_OPT_INT = 0,    /* whole number (int64_t) */
+  KRR_OPT_REAL = 1,   /* number (double) */
+  KRR_OPT_FLAG = 2,   /* 0 or 1 (int) */
+  KRR_OPT_CHOICE = 3, /* one of the names in choices (int index) */
+  KRR_OPT_RHO = 4,    /* a choice name or a positive number (krr_rho) */
+  KRR_OPT_INDICES = 5 /* 0-based row indices (krr_indices, copied) */
+} krr_opt_type;
 
-/* block sampling of ASkotch / Skotch (krr_solver_opts.sampling) */
-typedef enum {
-  KRR_SAMPLING_UNIFORM = 0, /* b distinct indices uniformly */
-  KRR_SAMPLING_RLS = 1      /* b distinct indices with probability ~ approximate ridge
-                               leverage scores (rls.c), computed once at init */
-} krr_sampling;
+typedef struct krr_optinfo {
+  const char *name;
+  krr_opt_type type;
+  double def;          /* default (INT/REAL/FLAG; CHOICE/RHO: index of the default choice) */
+  double lo, hi;       /* range of a given value (INT/REAL) */
+  int lo_open;         /* value must be > lo (else >= lo) */
+  const char *choices; /* CHOICE/RHO: names separated by '|' */
+  const char *doc;     /* one line; says what the default (often 0 = automatic) means */
+} krr_optinfo;
 
-/* PCG preconditioners (krr_solver_opts.precond) */
-typedef enum {
-  KRR_PRECOND_NYSTROM = 0,    /* randomized Nystrom of K, rank r, rho per rho_mode */
-  KRR_PRECOND_RPCHOLESKY = 1, /* randomly pivoted partial Cholesky, F F^T + lambda I */
-  KRR_PRECOND_GREEDY = 2,     /* greedy (argmax residual diagonal) partial Cholesky */
-  KRR_PRECOND_NONE = 3
-} krr_precond;
-#define KRR_N_PRECONDS 4
+typedef struct krr_solver_def krr_solver_def;
+typedef struct krr_options krr_options;
 
-typedef enum { KRR_RHO_DAMPED = 0, KRR_RHO_REGULARIZATION = 1, KRR_RHO_VALUE = 2 } krr_rho_mode;
+/* Options of a solver, at their defaults. */
+krr_status krr_options_new(krr_ctx *ctx, const krr_solver_def *def, krr_options **out);
+krr_status krr_options_copy(krr_ctx *ctx, const krr_options *src, krr_options **out);
+void krr_options_free(krr_options *o);
+/* Set by name, validated against the table (input errors name the option). */
+krr_status krr_options_set_num(krr_ctx *ctx, krr_options *o, const char *name, double v);
+krr_status krr_options_set_str(krr_ctx *ctx, krr_options *o, const char *name, const char *v);
+krr_status krr_options_set_indices(krr_ctx *ctx, krr_options *o, const char *name,
+                                   const int64_t *idx, int64_t len);
+/* Check options without data: ranges, and the solver's rules that hold for
+ * every data size (e.g. rank <= block_size when both are given). */
+krr_status krr_options_check(krr_ctx *ctx, const krr_options *o);
+/* Parse "name=value name=value ..." (numbers or choice names): for tests and
+ * the standalone driver. */
+krr_status krr_options_parse(krr_ctx *ctx, krr_options *o, const char *spec);
+/* The table: count, entry i (common options first), and the current value of
+ * entry i (INT/REAL/FLAG: the number; CHOICE: the index; RHO: the mode index
+ * and, for a number, *num; INDICES: their count). */
+int krr_options_count(const krr_solver_def *def);
+void krr_options_info(const krr_solver_def *def, int i, krr_optinfo *out);
+double krr_options_value(const krr_options *o, int i, double *num);
+const int64_t *krr_options_indices(const krr_options *o, int i, int64_t *len);
+const krr_solver_def *krr_options_solver(const krr_options *o);
 
-typedef struct krr_solver_opts {
-  krr_solver_kind kind;
-  int64_t block_size;      /* b; 0 = default n/100 (at least min(n, 100)) */
-  int rank;                /* r; 0 = default min(100, b) */
-  krr_rho_mode rho_mode;
-  double rho_value;        /* with KRR_RHO_VALUE */
-  double mu, nu;           /* <= 0: defaults mu = lambda, nu = n/b */
-  int power_iters;         /* 0 = default 10 */
-  uint64_t seed;
-  size_t block_mem_limit;  /* materialise K_BB when b*b*sizeof(real) <= this (0 = 256 MiB) */
-  size_t mem_limit;        /* bytes the fit may allocate beyond X and y (0 = backend free memory) */
-  /* --- PCG / Falkon / EigenPro (appended; zero = default) --- */
-  krr_precond precond;     /* PCG preconditioner (default Nystrom); rank = r (0: min(100, n)) */
-  const int64_t *centers;  /* Falkon, EigenPro 3.0: 0-based training-row indices of the centres (NULL: sample) */
-  int64_t n_centers;       /* Falkon, EigenPro 3.0: number of centres (0: min(n, 20000, ceil(sqrt(n) log n))) */
-  int resid_every;         /* PCG/Falkon: recompute the residual exactly every this many
-                              iterations (0 = 50) */
-  int64_t ep_subsample;    /* EigenPro: s, points of the preconditioner subsample (0: min(n, 4000)) */
-  int64_t ep_batch;        /* EigenPro: gradient batch (0: automatic, EigenPro 2.0 rule) */
-  double ep_step;          /* EigenPro: step size (<= 0: automatic) */
-  /* --- appended (zero = default) --- */
-  krr_sampling sampling;   /* ASkotch/Skotch block sampling (default uniform) */
-  int64_t rls_subsample;   /* RLS sampling: dictionary size s (0: min(n, 2000)) */
-  int ep_version;          /* EigenPro: 0 or 2 = EigenPro 2.0, 3 = EigenPro 3.0 on the centres of
-                              centers / n_centers (as Falkon; ep_subsample drawn from them);
-                              rank = q, the corrected eigendirections (0: min(100, s - 1)) */
-  double v1_beta;          /* ASkotch v1: NU_ACDM parameter beta in [0, 1] (default 0: block
-                              sampling ~ L_b^(1/2)); mu (<= 0: lambda) is its strong convexity */
-} krr_solver_opts;
+/* --- solvers (solvers/) -------------------------------------------------------*/
+int krr_solver_count(void);
+const krr_solver_def *krr_solver_get(int i);
+const krr_solver_def *krr_solver_lookup(const char *name); /* NULL if unknown */
+const char *krr_solver_name(const krr_solver_def *def);
+const char *krr_solver_title(const krr_solver_def *def);
+int krr_solver_supports(const krr_solver_def *def, const krr_loss *loss);
+/* per-solver diagnostics beyond the generic ones: count and names */
+int krr_solver_extra_count(const krr_solver_def *def);
+const char *krr_solver_extra_name(const krr_solver_def *def, int i);
 
-void krr_solver_opts_default(krr_solver_opts *o);
-
+/* Generic diagnostics of every solver.  The criterion is the loss's: the
+ * relative residual ||(K + lambda I) w - y||_F / ||y||_F for the squared loss
+ * (for the inducing-point solvers, that of their normal equations), the
+ * relative duality gap otherwise. */
 typedef struct krr_diag {
-  int64_t iter;        /* iterations done */
-  double passes;       /* data passes: iter * b / n (cholesky: 1 after the solve) */
-  double block_resid;  /* last ||g||_F / ||y_B||_F (relative block residual) */
-  double resid_est;    /* running estimate of ||K_l w - y|| / ||y|| */
-  int done;            /* solver finished (exact solvers) */
-  int64_t block_size;
-  int rank;
-  double step_L;       /* last powering estimate */
-  double rho;          /* last damping */
-  int materialized;    /* K_BB formed explicitly */
-  double t_block, t_nystrom, t_power, t_update; /* seconds spent in each phase */
+  int64_t iter;        /* iterations of the current solve */
+  double passes;       /* data passes of the current solve (n^2 kernel pairs each) */
+  double resid_est;    /* running estimate of the criterion */
+  double block_resid;  /* last block criterion ||g_B|| / ||y_B|| (block methods; NaN otherwise) */
+  int done;            /* the solver has finished (exact solve, or CG exhausted) */
+  double t_setup;      /* seconds in setup (preconditioners, factorisations, sketches) */
+  double t_iter;       /* seconds in iterations */
 } krr_diag;
 
 typedef struct krr_solver krr_solver;
 
-/* Memory (bytes) a solver needs beyond X and y; used to refuse early. */
-size_t krr_solver_memory(const krr_problem *pb, const krr_solver_opts *o, int materialize);
-/* Largest block size that fits in avail bytes (0 if none). */
-int64_t krr_suggest_block(const krr_problem *pb, const krr_solver_opts *o, size_t avail);
-
-krr_status krr_solver_init(krr_ctx *ctx, const krr_problem *pb, const krr_solver_opts *o,
-                           krr_solver **out);
+/* Create a solver for the objective over the operator (both borrowed: they
+ * must outlive the solver; the options are copied and resolved).  Data-
+ * dependent defaults are resolved and the memory need checked against the
+ * budget (mem_limit, else 90% of the device's free memory) before anything is
+ * allocated: a refusal is KRR_ERR_MEMORY with advice. */
+krr_status krr_solver_init(krr_ctx *ctx, krr_op *op, krr_objective *obj,
+                           const krr_options *opts, krr_solver **out);
+/* Run iters iterations (setup happens in the first call). */
 krr_status krr_solver_step(krr_solver *s, int64_t iters);
 void krr_solver_diag(const krr_solver *s, krr_diag *out);
-/* host n x m column-major double */
+/* the i-th per-solver extra diagnostic (NaN before it is known) */
+double krr_solver_extra(const krr_solver *s, int i);
+/* The resolved options (automatic values filled in; EigenPro's batch and
+ * step after the first step). */
+const krr_options *krr_solver_options(const krr_solver *s);
+/* Weights: host n x m column-major double, or ncenters x m for the
+ * inducing-point solvers (predict with K(x, X[centres]) a). */
 krr_status krr_solver_weights(krr_solver *s, double *w_out);
-/* exact ||(K + lambda I) w - y||_F / ||y||_F (one full kernel pass).
- * Falkon, EigenPro 3.0: the exact relative residual of the normal equations
- * ||(K_nm^T K_nm + lambda K_mm) a - K_nm^T y|| / ||K_nm^T y|| (two n x m passes). */
-krr_status krr_solver_residual(krr_solver *s, double *relres);
-/* Inducing-point solvers (Falkon, EigenPro 3.0): the number of centres and their 0-based row
- * indices in the training data (idx_out has ncenters entries).  Full-KRR solvers
- * have 0 centres.  krr_solver_weights writes n x m for full-KRR solvers and
- * ncenters x m (the centre coefficients a; predict with K(x, X[centres]) a) for
- * the inducing-point solvers. */
+int64_t krr_solver_weights_rows(const krr_solver *s);
+/* The exact criterion (one full kernel pass; two n x m passes for Falkon and
+ * EigenPro 3.0). */
+krr_status krr_solver_residual(krr_solver *s, double *crit);
+/* Inducing-point solvers: number of centres and their 0-based rows. */
 int64_t krr_solver_ncenters(const krr_solver *s);
 krr_status krr_solver_centers(krr_solver *s, int64_t *idx_out);
+/* Bytes the solver holds now beyond the data and targets, and its estimate. */
+double krr_solver_memory_used(const krr_solver *s);
+double krr_solver_memory_estimate(const krr_solver *s);
 void krr_solver_free(krr_solver *s);
 
-/* Exact relative residual of host weights w (n x m) for a problem. */
-krr_status krr_problem_residual(krr_ctx *ctx, const krr_problem *pb, const void *w_dev,
-                                double *relres);
+/* Solving again.  Each keeps what does not depend on the change (the Nystrom
+ * sketches, eigensystems and centre factorisations; a Cholesky factor keeps
+ * for new targets) and restarts the iteration counters:
+ *  - new targets (the objective's y, m columns): the iteration restarts
+ *    from zero weights, exactly as a fresh fit would (set weights afterwards
+ *    for a warm start); a different m rebuilds the work space and the setup;
+ *  - a new lambda (factorisations with lambda inside are redone); restarts
+ *    from the current weights (a warm start along a lambda path);
+ *  - new weights (a warm start; rows as krr_solver_weights). */
+krr_status krr_solver_set_targets(krr_solver *s, const double *y, int m);
+krr_status krr_solver_set_lambda(krr_solver *s, double lambda);
+krr_status krr_solver_set_weights(krr_solver *s, const double *w);
 
 /* --- backends ---------------------------------------------------------------*/
 const krr_ops *krr_cpu_ops(void);
@@ -226,9 +302,6 @@ krr_status krr_cuda_device_info(int dev, char *name, size_t len, size_t *mem_tot
  * of processors; every request is capped by omp_get_thread_limit(). */
 int krr_cpu_threads_default(void);
 int krr_cpu_threads_cap(int requested); /* requested <= 0: the default */
-
-/* Monotonic clock (seconds). */
-double krr_now(void);
 
 #ifdef __cplusplus
 }

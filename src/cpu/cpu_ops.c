@@ -94,7 +94,10 @@ static int krr_cpu_small(double flops) { return flops < 4e6; }
 static int krr_cpu_lapack_serial(double flops) { return flops < 2e9; }
 
 /* ---- memory --------------------------------------------------------------*/
-static krr_status cpu_ctx_init(krr_ctx *ctx) { (void)ctx; return KRR_OK; }
+static krr_status cpu_ctx_init(krr_ctx *ctx) {
+  if (ctx->threads < 1) ctx->threads = krr_cpu_threads_default();
+  return KRR_OK;
+}
 static void cpu_ctx_free(krr_ctx *ctx) { (void)ctx; }
 
 static krr_status cpu_mem_info(krr_ctx *ctx, size_t *free_b, size_t *total_b) {

@@ -1,10 +1,10 @@
-/* Context, errors, timing, problem setup: backend-agnostic. */
+/* Context, errors, timing and the memory budget: backend-agnostic. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "ops.h"
+#include "base.h"
 
 const char *krr_status_name(krr_status st) {
   switch (st) {
@@ -31,6 +31,18 @@ krr_status krr_fail(krr_ctx *ctx, krr_status st, const char *fmt, ...) {
   return st;
 }
 
+void krr_clear(krr_ctx *ctx) {
+  ctx->status = KRR_OK;
+  ctx->msg[0] = '\0';
+}
+
+krr_status krr_memory_budget(krr_ctx *ctx, double mem_limit, double *avail) {
+  size_t fr = 0, tot = 0;
+  KTRY(ctx->ops->mem_info(ctx, &fr, &tot));
+  *avail = mem_limit > 0 ? mem_limit : 0.9 * (double)fr;
+  return KRR_OK;
+}
+
 size_t krr_sizeof(krr_precision prec) { return prec == KRR_FLOAT ? sizeof(float) : sizeof(double); }
 
 double krr_now(void) {
@@ -42,7 +54,7 @@ double krr_now(void) {
 krr_status krr_ctx_init(krr_ctx *ctx, const krr_ops *ops, int threads, int device_id) {
   memset(ctx, 0, sizeof *ctx);
   ctx->ops = ops;
-  ctx->threads = threads > 0 ? threads : krr_cpu_threads_default();
+  ctx->threads = threads > 0 ? threads : 0; /* 0: the backend's default (its ctx_init) */
   ctx->device_id = device_id;
   if (!ops) return krr_fail(ctx, KRR_ERR_NOT_BUILT, "no backend");
   return ops->ctx_init ? ops->ctx_init(ctx) : KRR_OK;

@@ -1,46 +1,34 @@
 /* Low-rank preconditioners P + rho I, P = U diag(lam) U^T: the randomized
- * Nystrom sketch (ALGORITHMS.md section 2, journal Alg. 2) and the Woodbury
- * applications, shared by the solvers (PCG here; ASkotch can use the same on
- * its b x b blocks).  Written once over void* device buffers. */
+ * Nystrom sketch (Rathore et al., Alg. 2, after Frangella, Tropp and Udell)
+ * and the Woodbury applications, shared by the solvers (ASkotch on its b x b
+ * blocks, PCG on the full K).  Written once over void* device buffers. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
-#include "internal.h"
+#include "linalg.h"
 
 #define LOP(ctx, lr, name, ...) KOP(ctx, (lr)->prec, name, __VA_ARGS__)
 
-size_t krr_lowrank_memory(krr_precision prec, int64_t n, int r, int mmax) {
+double krr_lowrank_memory(krr_precision prec, int64_t n, int r, int mmax) {
   double e = 2.0 * (double)n * r + (double)r * r + 3.0 * r + (double)r * mmax;
-  return (size_t)(e * (double)krr_sizeof(prec));
+  return e * (double)krr_sizeof(prec) + 2.0 * sizeof(double) * (r > 0 ? r : 1);
 }
 
-krr_status krr_lowrank_alloc(krr_ctx *ctx, krr_precision prec, int64_t n, int r, int mmax,
+krr_status krr_lowrank_alloc(krr_arena *a, krr_precision prec, int64_t n, int r, int mmax,
                              krr_lowrank *lr) {
   memset(lr, 0, sizeof *lr);
   lr->prec = prec; lr->n = n; lr->r = r; lr->mmax = mmax;
   size_t es = krr_sizeof(prec);
-  int ok = 1;
-#define ALLOC(ptr, count) ok = ok && ((ptr) = krr_dalloc(ctx, (count), es)) != NULL
-  ALLOC(lr->U, n * r); ALLOC(lr->Y, n * r); ALLOC(lr->C, (int64_t)r * r);
-  ALLOC(lr->S, r); ALLOC(lr->dinv, r); ALLOC(lr->dsq, r); ALLOC(lr->t, (int64_t)r * mmax);
-#undef ALLOC
-  if (ok) {
-    lr->lam = (double *)calloc((size_t)(r > 0 ? r : 1), sizeof(double));
-    lr->hv = (double *)calloc((size_t)(r > 0 ? r : 1), sizeof(double));
-    if (!lr->lam || !lr->hv) {
-      krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
-      ok = 0;
-    }
-  }
-  if (!ok) { krr_lowrank_free(ctx, lr); return ctx->status; }
-  return KRR_OK;
-}
-
-void krr_lowrank_free(krr_ctx *ctx, krr_lowrank *lr) {
-  void **bufs[] = {&lr->U, &lr->Y, &lr->C, &lr->S, &lr->dinv, &lr->dsq, &lr->t};
-  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) krr_dfree(ctx, bufs[i]);
-  free(lr->lam); free(lr->hv);
-  lr->lam = lr->hv = NULL;
+  lr->U = krr_arena_dev(a, n * r, es);
+  lr->Y = krr_arena_dev(a, n * r, es);
+  lr->C = krr_arena_dev(a, (int64_t)r * r, es);
+  lr->S = krr_arena_dev(a, r, es);
+  lr->dinv = krr_arena_dev(a, r, es);
+  lr->dsq = krr_arena_dev(a, r, es);
+  lr->t = krr_arena_dev(a, (int64_t)r * mmax, es);
+  lr->lam = (double *)krr_arena_host(a, r, sizeof(double));
+  lr->hv = (double *)krr_arena_host(a, r, sizeof(double));
+  return KRR_ALLOCATED(a, lr->U, lr->Y, lr->C, lr->S, lr->dinv, lr->dsq, lr->t, lr->lam, lr->hv);
 }
 
 /* C <- upper Cholesky of Omega^T Y, raising the shift delta until it succeeds */
@@ -87,11 +75,11 @@ krr_status krr_nystrom_sketch(krr_ctx *ctx, krr_lowrank *lr, krr_matmul_fn mv, v
   return KRR_OK;
 }
 
-double krr_lowrank_rho(const krr_lowrank *lr, krr_rho_mode mode, double value, double lambda) {
-  switch (mode) {
+double krr_lowrank_rho(const krr_lowrank *lr, krr_rho rho, double lambda) {
+  switch (rho.mode) {
     case KRR_RHO_DAMPED: return lambda + (lr->r > 0 ? lr->lam[lr->r - 1] : 0.0);
     case KRR_RHO_REGULARIZATION: return lambda;
-    default: return value;
+    default: return rho.value;
   }
 }
 

@@ -1,7 +1,7 @@
-/* Problem setup, host<->device conversion, host-level kernel products. */
+/* The training points on the device, and host <-> device conversions. */
 #include <math.h>
 #include <string.h>
-#include "internal.h"
+#include "../base/base.h"
 
 #define KRR_STAGE_ELEMS ((int64_t)1 << 20) /* host staging chunk: 1M elements */
 
@@ -102,75 +102,34 @@ krr_status krr_download_vec(krr_ctx *ctx, krr_precision prec, const void *d, int
   return st;
 }
 
+krr_status krr_convert(krr_ctx *ctx, krr_precision from, const void *src, krr_precision to,
+                       void *dst, int64_t len) {
+  size_t ef = krr_sizeof(from), et = krr_sizeof(to);
+  if (from == to) return len > 0 ? ctx->ops->copy(ctx, dst, src, ef * (size_t)len) : KRR_OK;
+  int64_t chunk = len < KRR_STAGE_ELEMS ? (len > 0 ? len : 1) : KRR_STAGE_ELEMS;
+  double *h = (double *)malloc(sizeof(double) * (size_t)chunk);
+  if (!h) return krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory converting a vector");
+  krr_status st = KRR_OK;
+  for (int64_t i0 = 0; i0 < len && st == KRR_OK; i0 += chunk) {
+    int64_t k = len - i0 < chunk ? len - i0 : chunk;
+    st = krr_download_vec(ctx, from, KAT(src, i0, ef), k, h);
+    if (st == KRR_OK) st = krr_upload_vec_into(ctx, to, h, k, KAT(dst, i0, et));
+  }
+  free(h);
+  return st;
+}
+
 krr_status krr_problem_create(krr_ctx *ctx, krr_precision prec, const double *X, int64_t n, int p,
-                              const double *y, int m, krr_kernel kernel, double lambda,
                               krr_problem *pb) {
   memset(pb, 0, sizeof *pb);
   if (n < 2) return krr_fail(ctx, KRR_ERR_INPUT, "need at least 2 observations, got %lld", (long long)n);
-  if (p < 1 || m < 1) return krr_fail(ctx, KRR_ERR_INPUT, "need p >= 1 and m >= 1");
-  if (!(kernel.bandwidth > 0) || !isfinite(kernel.bandwidth))
-    return krr_fail(ctx, KRR_ERR_INPUT, "bandwidth must be positive and finite");
-  if (!(lambda > 0) || !isfinite(lambda))
-    return krr_fail(ctx, KRR_ERR_INPUT, "lambda must be positive and finite");
-  if ((int)kernel.type < 0 || (int)kernel.type >= KRR_N_KERNELS)
-    return krr_fail(ctx, KRR_ERR_INPUT, "unknown kernel code %d", (int)kernel.type);
-  pb->prec = prec; pb->n = n; pb->p = p; pb->m = m; pb->kernel = kernel; pb->lambda = lambda;
-  double s = 0.0;
-  for (int64_t i = 0; i < n * (int64_t)m; i++) s += y[i] * y[i];
-  pb->ynorm = sqrt(s);
-  KTRY(krr_upload_points(ctx, prec, X, n, p, &pb->X));
-  krr_status st = krr_upload_vec(ctx, prec, y, n * (int64_t)m, &pb->y);
-  if (st != KRR_OK) { krr_problem_free(ctx, pb); return st; }
-  return KRR_OK;
+  if (p < 1) return krr_fail(ctx, KRR_ERR_INPUT, "need p >= 1");
+  pb->prec = prec; pb->n = n; pb->p = p;
+  return krr_upload_points(ctx, prec, X, n, p, &pb->X);
 }
 
 void krr_problem_free(krr_ctx *ctx, krr_problem *pb) {
   if (!pb) return;
-  krr_dfree(ctx, &pb->X);
-  krr_dfree(ctx, &pb->y);
-}
-
-krr_status krr_problem_residual(krr_ctx *ctx, const krr_problem *pb, const void *w, double *rel) {
-  size_t es = krr_sizeof(pb->prec);
-  int64_t nm = pb->n * (int64_t)pb->m;
-  void *r = krr_dalloc(ctx, nm, es);
-  if (!r) return ctx->status;
-  krr_status st = KOP(ctx, pb->prec, kernel_mv, &pb->kernel, pb->X, pb->n, pb->X, pb->n, pb->p,
-                      w, pb->n, pb->m, r, pb->n);
-  if (st == KRR_OK) st = KOP(ctx, pb->prec, axpby, nm, pb->lambda, w, 1.0, r);
-  if (st == KRR_OK) st = KOP(ctx, pb->prec, axpby, nm, -1.0, pb->y, 1.0, r);
-  double nr = 0;
-  if (st == KRR_OK) st = KOP(ctx, pb->prec, nrm2, nm, r, &nr);
-  ctx->ops->dealloc(ctx, r);
-  if (st == KRR_OK) *rel = pb->ynorm > 0 ? nr / pb->ynorm : nr;
-  return st;
-}
-
-krr_status krr_kernel_apply_host(krr_ctx *ctx, krr_precision prec, const krr_kernel *k,
-                                 const double *X1, int64_t n1, const double *X2, int64_t n2, int p,
-                                 const double *V, int q, double *out) {
-  void *dX1 = NULL, *dX2 = NULL, *dV = NULL, *dO = NULL;
-  size_t es = krr_sizeof(prec);
-  krr_status st = krr_upload_points(ctx, prec, X1, n1, p, &dX1);
-  if (st == KRR_OK) st = krr_upload_points(ctx, prec, X2, n2, p, &dX2);
-  if (st == KRR_OK) st = krr_upload_vec(ctx, prec, V, n2 * (int64_t)q, &dV);
-  if (st == KRR_OK && !(dO = krr_dalloc(ctx, n1 * (int64_t)q, es))) st = ctx->status;
-  if (st == KRR_OK) st = KOP(ctx, prec, kernel_mv, k, dX1, n1, dX2, n2, p, dV, n2, q, dO, n1);
-  if (st == KRR_OK) st = krr_download_vec(ctx, prec, dO, n1 * (int64_t)q, out);
-  krr_dfree(ctx, &dX1); krr_dfree(ctx, &dX2); krr_dfree(ctx, &dV); krr_dfree(ctx, &dO);
-  return st;
-}
-
-krr_status krr_kernel_matrix_host(krr_ctx *ctx, krr_precision prec, const krr_kernel *k,
-                                  const double *X1, int64_t n1, const double *X2, int64_t n2, int p,
-                                  double *out) {
-  void *dX1 = NULL, *dX2 = NULL, *dO = NULL;
-  size_t es = krr_sizeof(prec);
-  krr_status st = krr_upload_points(ctx, prec, X1, n1, p, &dX1);
-  if (st == KRR_OK) st = krr_upload_points(ctx, prec, X2, n2, p, &dX2);
-  if (st == KRR_OK && !(dO = krr_dalloc(ctx, n1 * n2, es))) st = ctx->status;
-  if (st == KRR_OK) st = KOP(ctx, prec, kernel_block, k, dX1, n1, dX2, n2, p, dO, n1);
-  if (st == KRR_OK) st = krr_download_vec(ctx, prec, dO, n1 * n2, out);
-  krr_dfree(ctx, &dX1); krr_dfree(ctx, &dX2); krr_dfree(ctx, &dO);
-  return st;
+  if (pb->X) ctx->ops->dealloc(ctx, pb->X);
+  pb->X = NULL;
 }

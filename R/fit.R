@@ -1,0 +1,172 @@
+# The fit loop: a solver state in C driven from R in slices ----------------------
+#
+# The compiled state (one external pointer) is created by state_new(), run by
+# drive_solver() until the stop rule says so, and either freed or kept in the
+# fit (keep_state = TRUE, for refit()).
+
+now <- function() proc.time()[["elapsed"]]
+
+# A stop rule: the loss's criterion (for the squared loss the relative
+# residual of (K + lambda I) w = y; the relative duality gap for other
+# losses) below `tol`, confirmed by an exact check (at most once per pass,
+# for n <= option askotch.exact_max_n), or `max_passes`, or `time_limit`
+# seconds; an exact solver ends with reason "exact".
+stop_rule <- function(tol, max_passes, time_limit, n, direct = FALSE,
+                      criterion = "relative residual") {
+  structure(list(tol = tol, max_passes = max_passes, time_limit = time_limit,
+                 exact_max_n = getOption("askotch.exact_max_n", 50000),
+                 n = n, direct = direct, criterion = criterion),
+            class = "askotch_stop_rule")
+}
+
+# After a slice: the stop reason (NA to go on) and the exact criterion when
+# it was computed.  `memo` (an environment) remembers the pass of the last
+# exact check; `exact_fn()` computes the exact criterion (one kernel pass).
+stop_check <- function(rule, d, elapsed, memo, exact_fn) {
+  passes <- d[["passes"]]
+  est <- d[["resid_est"]]
+  exact <- NA_real_
+  reason <- NA_character_
+  if (d[["done"]] >= 1) {
+    reason <- if (rule$direct) "exact" else "tol"
+  } else if (is.finite(est) && est <= rule$tol) {
+    if (rule$n <= rule$exact_max_n) {
+      if (passes - memo$last_exact_pass >= 1) {
+        exact <- exact_fn()
+        memo$last_exact_pass <- passes
+        if (exact <= rule$tol) reason <- "tol"
+      }
+    } else {
+      reason <- "tol"
+    }
+  }
+  if (is.na(reason)) {
+    if (passes >= rule$max_passes - 1e-9) {
+      reason <- "max_passes"
+    } else if (elapsed >= rule$time_limit) {
+      reason <- "time_limit"
+    }
+  }
+  if (!is.na(reason) && is.na(exact) && rule$n <= rule$exact_max_n) {
+    exact <- exact_fn()
+  }
+  list(reason = reason, exact = exact)
+}
+
+# A compiled solver state for standardised points xs and targets Yc.
+state_new <- function(xs, Yc, set) {
+  sc <- solver_c(set$solver)
+  opts <- c(sc$options, list(seed = set$seed),
+            if (set$mem_limit > 0) list(mem_limit = set$mem_limit))
+  .Call(ffi_fit_init, xs, Yc, as.integer(set$kernel$code),
+        as.numeric(set$kernel$bandwidth), set$lambda,
+        if (set$precision == "double") 1L else 0L,
+        if (set$device == "cuda") 1L else 0L, sc$name, opts, set$loss,
+        as.integer(set$threads))
+}
+
+# Fit: a new state, the loop, the results (the state freed unless kept).
+fit_solver <- function(xs, Yc, set, tgt) {
+  state <- state_new(xs, Yc, set)
+  keep <- FALSE
+  on.exit(if (!keep) .Call(ffi_fit_free, state), add = TRUE)
+  res <- drive_solver(state, set, tgt, xs)
+  keep <- isTRUE(set$keep_state)
+  if (keep) res$state <- state
+  res
+}
+
+# The validation metric closure of a state
+validation_fn <- function(state, set, tgt, xpred, y_center) {
+  val <- set$validation
+  if (is.null(val)) return(NULL)
+  function() {
+    w <- .Call(ffi_fit_weights, state)
+    s <- .Call(ffi_kernel_apply, val$x, xpred, w, as.integer(set$kernel$code),
+               as.numeric(set$kernel$bandwidth),
+               if (set$precision == "double") 1L else 0L,
+               if (set$device == "cuda") 1L else 0L, as.integer(set$threads))
+    if (val$metric == "rmse") {
+      s <- sweep(s, 2L, y_center, "+", check.margin = FALSE)
+      sqrt(mean((s - val$y)^2))
+    } else {
+      mean(as.character(scores_to_class(s, tgt$levels)) == val$y)
+    }
+  }
+}
+
+# Run a state until its stop rule says so; slices of about half a second
+# (at most a pass, never beyond max_passes / time_limit), R interrupts
+# between slices.
+drive_solver <- function(state, set, tgt, xs) {
+  rule <- set$rule
+  t0 <- now()
+  centers <- .Call(ffi_fit_centers, state)  # inducing-point solvers; else integer(0)
+  xpred <- if (length(centers) > 0L) xs[centers, , drop = FALSE] else xs
+  val_metric <- validation_fn(state, set, tgt, xpred, center_targets(tgt)$y_center)
+  exact_fn <- function() .Call(ffi_fit_residual, state)
+  pb <- NULL
+  if (set$progress) {
+    total <- if (is.finite(rule$max_passes)) rule$max_passes else NA
+    pb <- cli::cli_progress_bar(
+      name = "krr", total = total, clear = TRUE,
+      format = paste("{cli::pb_name}{cli::pb_bar} passes {cli::pb_current}",
+                     "| {cli::pb_elapsed} | {cli::pb_status}"),
+      format_done = "", .envir = environment())
+  }
+  memo <- new.env(parent = emptyenv())
+  memo$last_exact_pass <- -Inf
+  rows <- vector("list", 64L)
+  nrow_trace <- 0L
+  slice <- 1
+  per_iter <- NA_real_
+  last_val_pass <- -Inf
+  repeat {
+    ts <- now()
+    d <- .Call(ffi_fit_step, state, as.integer(slice))
+    dt <- now() - ts
+    pi_new <- max(dt, 1e-4) / slice
+    per_iter <- if (is.na(per_iter)) pi_new else 0.5 * per_iter + 0.5 * pi_new
+    passes <- d[["passes"]]
+    elapsed <- now() - t0
+    chk <- stop_check(rule, d, elapsed, memo, exact_fn)
+    vm <- NA_real_
+    if (!is.null(val_metric) && (!is.na(chk$reason) || passes - last_val_pass >= 1)) {
+      vm <- val_metric()
+      last_val_pass <- passes
+    }
+    nrow_trace <- nrow_trace + 1L
+    if (nrow_trace > length(rows)) length(rows) <- 2L * length(rows)
+    rows[[nrow_trace]] <- c(d[["iter"]], passes, now() - t0, d[["resid_est"]],
+                            d[["block_resid"]], chk$exact, vm)
+    if (!is.null(pb)) {
+      cli::cli_progress_update(
+        id = pb, set = min(round(passes, 2), if (is.finite(rule$max_passes))
+          rule$max_passes else passes),
+        status = sprintf("%s %.2e", rule$criterion, d[["resid_est"]]),
+        .envir = environment())
+    }
+    if (!is.na(chk$reason)) break
+    ipp <- d[["iter"]] / max(passes, 1e-12)  # iterations per pass
+    slice <- max(1, min(floor(0.5 / per_iter), ceiling(ipp - 1e-9)))
+    if (is.finite(rule$max_passes)) {
+      slice <- min(slice, max(1, ceiling((rule$max_passes - passes) * ipp - 1e-9)))
+    }
+    if (is.finite(rule$time_limit)) {
+      slice <- min(slice, max(1, floor((rule$time_limit - elapsed) / per_iter)))
+    }
+    slice <- min(slice, 1e6)
+  }
+  if (!is.null(pb)) cli::cli_progress_done(id = pb, .envir = environment())
+  W <- .Call(ffi_fit_weights, state)
+  tr <- do.call(rbind, rows[seq_len(nrow_trace)])
+  trace <- data.frame(iteration = as.integer(tr[, 1L]), passes = tr[, 2L],
+                      seconds = tr[, 3L], resid_est = tr[, 4L],
+                      block_resid = tr[, 5L], resid_exact = tr[, 6L],
+                      validation = tr[, 7L])
+  list(weights = W, trace = trace, reason = chk$reason,
+       iterations = as.integer(d[["iter"]]), passes = d[["passes"]],
+       seconds = now() - t0, resid_est = d[["resid_est"]],
+       resid_exact = chk$exact, centers = centers,
+       options = .Call(ffi_fit_options, state), extras = d)
+}

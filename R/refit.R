@@ -1,0 +1,149 @@
+# Solving again from a fit: refit() and the kept solver state ----------------
+
+#' Solve again: new responses, a new lambda, or a warm start
+#'
+#' Fits the same kernel model again without redoing what does not change.
+#' With `keep_state = TRUE` in [krr()] the fit holds the solver's state (its
+#' Nyström sketches, eigensystems, factorisations and work space); `refit()`
+#' reuses it: new responses restart the iterations from zero with the
+#' preconditioner kept, and a new `lambda` keeps what does not depend on
+#' \eqn{\lambda} (the Nyström sketches and eigensystems; factorisations with
+#' \eqn{\lambda} inside are redone) and starts from the current weights. A
+#' fit without a state (the default, or one read back with [readRDS()],
+#' since the state is never saved) gets a new one, built once.
+#'
+#' @param object A `"krr"` fit.
+#' @param newresp New responses for the same training points (same task:
+#'   numeric for regression, a factor with the same levels for
+#'   classification), or `NULL` to keep the fitted ones.
+#' @param lambda A new \eqn{\lambda}, or `NULL` to keep the fitted one.
+#' @param warm_start Start from the fit's weights (default when the
+#'   responses are unchanged, e.g. along a \eqn{\lambda} path) instead of
+#'   zero.
+#' @param tol,max_passes,time_limit Stopping rules as in [krr()]; the fit's
+#'   own by default.
+#' @param progress Show a progress bar?
+#' @param keep_state Keep the solver state in the result (by default when
+#'   `object` had one).
+#' @param ... Unused.
+#' @return A `"krr"` fit like `object`, with the new weights, `lambda`,
+#'   responses, trace and convergence information.
+#' @seealso [krr()]
+#' @examples
+#' set.seed(1)
+#' x <- matrix(runif(400), ncol = 2)
+#' y <- sin(4 * x[, 1]) + x[, 2]^2 + rnorm(200, sd = 0.1)
+#' fit <- krr(x, y, lambda = 2, solver = pcg(), keep_state = TRUE,
+#'            threads = 1)
+#' # a lambda path, each fit warm-started from the previous one
+#' path <- Reduce(function(f, l) refit(f, lambda = l), c(1, 0.5, 0.2),
+#'                accumulate = TRUE, init = fit)
+#' sapply(path, function(f) c(lambda = f$lambda, passes = f$passes))
+#' # new responses, same preconditioner
+#' fit2 <- refit(fit, newresp = cos(3 * x[, 2]))
+#' @export
+refit <- function(object, ...) UseMethod("refit")
+
+#' @rdname refit
+#' @export
+refit.krr <- function(object, newresp = NULL, lambda = NULL,
+                      warm_start = is.null(newresp), tol = NULL,
+                      max_passes = NULL, time_limit = NULL, progress = FALSE,
+                      keep_state = NULL, ...) {
+  ecall <- sys.call()
+  if (...length() > 0L) {
+    abort_askotch("Unknown argument(s) to refit().", "input", ecall)
+  }
+  xs <- if (is.null(object$x_train)) object$x else object$x_train
+  n <- nrow(xs)
+  tgt <- list(task = object$task, levels = object$levels, names = object$y_names,
+              Y = object$y)
+  if (!is.null(newresp)) {
+    new_tgt <- prepare_targets(newresp, n, ecall)
+    same <- identical(new_tgt$task, tgt$task) && identical(new_tgt$levels, tgt$levels) &&
+      ncol(new_tgt$Y) == ncol(tgt$Y)
+    if (!same) {
+      abort_askotch(sprintf(paste(
+        "`newresp` must be a response of the same kind as the fit's (%s with",
+        "%d column(s)%s)."), task_label(object), ncol(tgt$Y),
+        if (is.null(tgt$levels)) "" else
+          paste0(", levels ", paste(tgt$levels, collapse = ", "))),
+        "input", ecall)
+    }
+    tgt <- new_tgt
+  }
+  if (is.null(lambda)) lambda <- object$lambda
+  check_positive(lambda, "lambda", call = ecall)
+  check_flag(warm_start, "warm_start", ecall)
+  check_flag(progress, "progress", ecall)
+  if (is.null(keep_state)) keep_state <- !is.null(object$state)
+  check_flag(keep_state, "keep_state", ecall)
+  tol <- if (is.null(tol)) object$tol else tol
+  max_passes <- if (is.null(max_passes)) object$max_passes else max_passes
+  time_limit <- if (is.null(time_limit)) object$time_limit else time_limit
+  check_positive(max_passes, "max_passes", allow_inf = TRUE, call = ecall)
+  check_positive(time_limit, "time_limit", allow_inf = TRUE, call = ecall)
+  set <- fit_settings(object, lambda, tol, max_passes, time_limit, progress)
+
+  cen <- center_targets(tgt)
+  state <- krr_state(object)
+  keep <- FALSE
+  on.exit(if (!keep && !identical(state, object$state)) .Call(ffi_fit_free, state),
+          add = TRUE)
+  .Call(ffi_fit_set_lambda, state, as.numeric(lambda))
+  .Call(ffi_fit_set_targets, state, cen$Yc)
+  if (warm_start) {
+    W <- object$weights
+    dimnames(W) <- NULL
+    .Call(ffi_fit_set_weights, state, W)
+  }
+  res <- drive_solver(state, set, tgt, xs)
+  keep <- keep_state
+  fit <- object
+  W <- res$weights
+  colnames(W) <- tgt$names
+  fit$weights <- W
+  fit$lambda <- as.numeric(lambda)
+  fit$y <- tgt$Y
+  fit$y_center <- cen$y_center
+  fit$solver <- solver_resolved(object$solver, res$options, res$extras)
+  fit$tol <- tol
+  fit$max_passes <- max_passes
+  fit$time_limit <- time_limit
+  fit$trace <- res$trace
+  fit$validation_metric <- NA_character_
+  fit$converged <- res$reason %in% c("tol", "exact")
+  fit$reason <- res$reason
+  fit$iterations <- res$iterations
+  fit$passes <- res$passes
+  fit$seconds <- res$seconds
+  fit$resid_est <- res$resid_est
+  fit$resid_exact <- res$resid_exact
+  fit$state <- if (keep_state) state else NULL
+  fit$call <- ecall
+  validate_krr(fit)
+}
+
+# The settings drive_solver() needs, from a fit.
+fit_settings <- function(object, lambda, tol, max_passes, time_limit, progress) {
+  list(kernel = object$kernel, lambda = lambda, solver = object$solver,
+       precision = object$precision, device = object$device,
+       rule = stop_rule(tol, max_passes, time_limit, object$n,
+                        direct = inherits(object$solver, "askotch_solver_cholesky")),
+       validation = NULL, seed = object$seed, progress = progress,
+       threads = as.integer(if (is.null(object$threads)) 0L else object$threads),
+       mem_limit = if (is.null(object$mem_limit)) 0 else object$mem_limit,
+       keep_state = TRUE, loss = if (is.null(object$loss)) "squared" else object$loss)
+}
+
+# The fit's solver state: the kept one when alive, else a new one built from
+# the fit's own data and options (the same centres and resolved choices).
+krr_state <- function(object) {
+  st <- object$state
+  if (!is.null(st) && .Call(ffi_fit_alive, st)) return(st)
+  xs <- if (is.null(object$x_train)) object$x else object$x_train
+  set <- fit_settings(object, object$lambda, object$tol, object$max_passes,
+                      object$time_limit, FALSE)
+  tgt <- list(task = object$task, Y = object$y)
+  state_new(xs, center_targets(tgt)$Yc, set)
+}

@@ -1,0 +1,37 @@
+# Preconditioned conjugate gradients: pcg() -- the compiled solver "pcg" ---------
+
+#' @rdname solvers
+#' @param preconditioner For `pcg()`: `"nystrom"` (randomized Nyström
+#'   approximation of \eqn{K}; the default when `NULL`), `"rpcholesky"`
+#'   (randomly pivoted partial Cholesky), `"greedy_cholesky"` (greedy pivots)
+#'   or `"none"`.
+#' @export
+pcg <- function(preconditioner = NULL, rank = NULL, rho = NULL) {
+  check_spec(new_solver_spec("pcg", list(
+    preconditioner = lower_choice(preconditioner), rank = rank,
+    rho = lower_choice(rho))))
+}
+
+spec_pcg <- function() pcg()
+
+#' @export
+solver_c.askotch_solver_pcg <- function(spec) {
+  list(name = "pcg", options = compact(list(
+    preconditioner = spec$preconditioner, rank = spec$rank, rho = spec$rho)))
+}
+
+#' @export
+solver_resolved.askotch_solver_pcg <- function(spec, options, extras) {
+  spec <- NextMethod()
+  spec$preconditioner <- options$preconditioner
+  spec
+}
+
+#' @export
+format.askotch_solver_pcg <- function(x, ...) {
+  pc <- if (is.null(x$preconditioner)) option_default("pcg", "preconditioner")
+    else x$preconditioner
+  rho <- auto(if (is.null(x$rho)) option_default("pcg", "rho") else x$rho)
+  sprintf("PCG (%s preconditioner%s)", pc,
+          if (pc == "none") "" else sprintf(", rank %s, rho %s", auto(x$rank), rho))
+}

@@ -1,0 +1,457 @@
+/* Tests of the core's seams (no R):
+ *   test_seams [--backend cpu|cuda] [--threads T] [--n N]
+ *  - options: defaults from the tables, setting by name, unknown names and
+ *    out-of-range values are input errors naming the option;
+ *  - registry: every solver by name, its option table and diagnostics;
+ *  - the exact kernel operator against a naive host evaluation: block
+ *    products, materialised blocks, the diagonal, gather / scatter, a subset
+ *    operator;
+ *  - the squared loss: block gradient, primal and dual objectives and the
+ *    duality gap against host formulas (the gap vanishes at the solution);
+ *  - every solver solving again: new targets from the kept setup give the
+ *    same weights, bit for bit, as a fresh fit; a new lambda (then zero
+ *    weights) gives the same weights as a fresh fit at that lambda; a warm
+ *    start from converged weights is converged after one iteration; a
+ *    different number of right-hand sides rebuilds and again matches a fresh
+ *    fit; the memory held never exceeds the estimate;
+ *  - a failed setup replays its error on every later call.
+ * Prints "N passed, N failed". */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../src/core/ops.h"
+#include "../src/core/kernel_math.h"
+#include "../src/core/op/op.h"
+#include "../src/core/linalg/linalg.h"
+
+#include "test_common.h"
+
+static int verbose = 0;
+
+/* naive host K(X[i], X[j]) for column-major X (n rows) */
+static double kij(const krr_kernel *k, const double *X, int64_t n, int p, int64_t i, int64_t j) {
+  krr_kparams kp = krr_kparams_make(k);
+  double t = 0;
+  for (int d = 0; d < p; d++) {
+    double dd = X[i + d * n] - X[j + d * n];
+    t += krr_kernel_is_l1(k->type) ? fabs(dd) : dd * dd;
+  }
+  return krr_kernel_eval(kp, t);
+}
+
+static void test_options(krr_ctx *ctx) {
+  CHECK(krr_solver_count() >= 7, "registry holds %d solvers", krr_solver_count());
+  const char *names[] = {"askotch", "askotch_v1", "pcg", "falkon", "eigenpro", "eigenpro3", "cholesky"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    const krr_solver_def *d = krr_solver_lookup(names[i]);
+    CHECK(d && strcmp(krr_solver_name(d), names[i]) == 0 && krr_solver_title(d)[0],
+          "solver %s not registered", names[i]);
+    if (!d) continue;
+    CHECK(krr_solver_supports(d, krr_loss_lookup("squared")), "%s must support the squared loss", names[i]);
+    int seen_seed = 0;
+    for (int j = 0; j < krr_options_count(d); j++) {
+      krr_optinfo in;
+      krr_options_info(d, j, &in);
+      seen_seed += strcmp(in.name, "seed") == 0;
+      CHECK(in.name && in.doc && in.doc[0], "%s option %d has no name or doc", names[i], j);
+      for (int k = 0; k < j; k++) {
+        krr_optinfo o2;
+        krr_options_info(d, k, &o2);
+        CHECK(strcmp(in.name, o2.name) != 0, "%s: option %s declared twice", names[i], in.name);
+      }
+    }
+    CHECK(seen_seed == 1, "%s: the common option seed is missing", names[i]);
+  }
+  CHECK(krr_solver_lookup("nope") == NULL && krr_loss_lookup("nope") == NULL, "unknown names must give NULL");
+  CHECK(krr_loss_count() >= 1 && strcmp(krr_loss_name(krr_loss_get(0)), "squared") == 0,
+        "the squared loss must be the first entry");
+
+  krr_options *o = topts(ctx, "askotch", "");
+  CHECK(o != NULL, "askotch options: %s", ctx->msg);
+  if (!o) return;
+  const krr_solver_def *d = krr_options_solver(o);
+  for (int j = 0; j < krr_options_count(d); j++) {
+    krr_optinfo in;
+    krr_options_info(d, j, &in);
+    double num;
+    double v = krr_options_value(o, j, &num);
+    if (strcmp(in.name, "power_iters") == 0) CHECK(v == 10, "power_iters default %g", v);
+    if (strcmp(in.name, "accelerated") == 0) CHECK(v == 1, "accelerated default %g", v);
+    if (strcmp(in.name, "rho") == 0) CHECK(v == 0, "rho default mode %g", v);
+    if (in.type == KRR_OPT_INT || in.type == KRR_OPT_REAL) CHECK(v == in.def, "%s: value %g != default %g", in.name, v, in.def);
+  }
+  struct { const char *spec, *name; } bad[] = {
+      {"rankk=3", "rankk"},       {"rank=0", "rank"},           {"rank=2.5", "rank"},
+      {"rho=-1", "rho"},          {"rho=big", "rho"},           {"sampling=leverage", "sampling"},
+      {"mem_limit=-1", "mem_limit"}, {"seed=-1", "seed"},       {"seed=1e300", "seed"},
+      {"power_iters=1001", "power_iters"}, {"block_size=nan", "block_size"}, {"accelerated=2", "accelerated"},
+      {"mu=0", "mu"},             {"rank", "rank"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    krr_clear(ctx);
+    krr_status st = krr_options_parse(ctx, o, bad[i].spec);
+    char want[64];
+    snprintf(want, sizeof want, "`%s`", bad[i].name);
+    CHECK(st == KRR_ERR_INPUT && (strstr(ctx->msg, want) || strstr(ctx->msg, bad[i].name)),
+          "option \"%s\" must be an input error naming %s (got %d: %s)", bad[i].spec, want, st, ctx->msg);
+  }
+  krr_clear(ctx);
+  CHECK(krr_options_parse(ctx, o, "rank=7 rho=regularization sampling=rls mu=0.5") == KRR_OK, "valid options: %s", ctx->msg);
+  krr_options *c = NULL;
+  CHECK(krr_options_copy(ctx, o, &c) == KRR_OK, "copy");
+  for (int j = 0; c && j < krr_options_count(d); j++) {
+    double a1, a2;
+    CHECK(krr_options_value(o, j, &a1) == krr_options_value(c, j, &a2), "copy differs at %d", j);
+  }
+  krr_options_free(c);
+  krr_options_free(o);
+  /* index vectors are copied */
+  o = topts(ctx, "falkon", "");
+  int64_t idx[3] = {4, 1, 9};
+  CHECK(o && krr_options_set_indices(ctx, o, "centers", idx, 3) == KRR_OK, "set centres");
+  idx[0] = 99;
+  krr_options *c2 = NULL;
+  if (o) krr_options_copy(ctx, o, &c2);
+  for (int j = 0; c2 && j < krr_options_count(d = krr_options_solver(c2)); j++) {
+    int64_t len = 0;
+    const int64_t *v = krr_options_indices(c2, j, &len);
+    if (v) CHECK(len == 3 && v[0] == 4 && v[2] == 9, "centres not copied");
+  }
+  krr_clear(ctx);
+  CHECK(o && krr_options_set_num(ctx, o, "centers", 3) == KRR_ERR_INPUT, "a number for centers must be an error");
+  krr_options_free(c2);
+  krr_options_free(o);
+}
+
+static void test_operator(krr_ctx *ctx, const double *X, const double *y, int64_t n, int p, int m) {
+  int64_t b = 37, c = 23;
+  int64_t *ia = malloc(sizeof(int64_t) * b), *ib = malloc(sizeof(int64_t) * c);
+  for (int64_t i = 0; i < b; i++) ia[i] = (i * 131 + 7) % n;
+  for (int64_t i = 0; i < c; i++) ib[i] = (i * 211 + 3) % n;
+  double *V = malloc(sizeof(double) * n * m), *out = malloc(sizeof(double) * n * m);
+  double *ref = malloc(sizeof(double) * n * m), *Kh = malloc(sizeof(double) * b * c);
+  for (int64_t i = 0; i < n * m; i++) V[i] = krr_rng_normal(77, (uint64_t)i);
+  for (int kt = 0; kt < KRR_N_KERNELS; kt++)
+    for (int pr = 0; pr < 2; pr++) {
+      krr_kernel k = {(krr_kernel_type)kt, 1.7};
+      krr_precision prec = pr ? KRR_DOUBLE : KRR_FLOAT;
+      double tol = pr ? 1e-12 : 2e-5;
+      tfit f;
+      krr_clear(ctx);
+      if (tfit_make(ctx, prec, X, n, p, y, m, k, 1.0, &f) != KRR_OK) return;
+      krr_op *op = f.op;
+      krr_arena a;
+      krr_arena_init(&a, ctx);
+      krr_block A, B;
+      krr_status st = krr_block_alloc(op, &a, b, &A);
+      if (st == KRR_OK) st = krr_block_alloc(op, &a, c, &B);
+      if (st == KRR_OK) st = krr_block_set(op, &A, ia, b);
+      if (st == KRR_OK) st = krr_block_set(op, &B, ib, c);
+      void *dV = NULL, *dO = NULL, *dK = NULL;
+      if (st == KRR_OK) st = krr_upload_vec(ctx, prec, V, n * m, &dV);
+      dO = krr_arena_dev(&a, n * m, op->es);
+      dK = krr_arena_dev(&a, b * c, op->es);
+      /* K(X_A, X) V */
+      if (st == KRR_OK) st = krr_op_mv(op, &A, NULL, dV, n, m, dO, b);
+      if (st == KRR_OK) st = krr_download_vec(ctx, prec, dO, b * m, out);
+      for (int64_t i = 0; i < b; i++)
+        for (int q = 0; q < m; q++) {
+          double sum = 0;
+          for (int64_t j = 0; j < n; j++) sum += kij(&k, X, n, p, ia[i], j) * V[j + q * n];
+          ref[i + q * b] = sum;
+        }
+      double e1 = rel_diff(out, ref, b * m);
+      /* K(X_A, X_B) materialised and K(X, X_B) V_B (n x m) */
+      if (st == KRR_OK) st = krr_op_mat(op, &A, &B, dK, b);
+      if (st == KRR_OK) st = krr_download_vec(ctx, prec, dK, b * c, Kh);
+      double e2 = 0;
+      for (int64_t j = 0; j < c; j++)
+        for (int64_t i = 0; i < b; i++) e2 = fmax(e2, fabs(Kh[i + j * b] - kij(&k, X, n, p, ia[i], ib[j])));
+      if (st == KRR_OK) st = krr_op_mv(op, NULL, &B, dV, n, m, dO, n);
+      if (st == KRR_OK) st = krr_download_vec(ctx, prec, dO, n * m, out);
+      for (int64_t i = 0; i < n; i++)
+        for (int q = 0; q < m; q++) {
+          double sum = 0;
+          for (int64_t j = 0; j < c; j++) sum += kij(&k, X, n, p, i, ib[j]) * V[j + q * n];
+          ref[i + q * n] = sum;
+        }
+      double e3 = rel_diff(out, ref, n * m);
+      /* diagonal and trace */
+      double *dg = malloc(sizeof(double) * n), tr = 0, e4 = 0;
+      if (st == KRR_OK) st = krr_op_diag(op, &A, dg);
+      for (int64_t i = 0; i < b; i++) e4 = fmax(e4, fabs(dg[i] - kij(&k, X, n, p, ia[i], ia[i])));
+      if (st == KRR_OK) st = krr_op_trace(op, NULL, &tr);
+      double trh = 0;
+      for (int64_t i = 0; i < n; i++) trh += kij(&k, X, n, p, i, i);
+      /* gather rows of V, scatter them back doubled */
+      if (st == KRR_OK) st = krr_op_gather(op, &A, dV, m, dO, b);
+      if (st == KRR_OK) st = krr_download_vec(ctx, prec, dO, b * m, out);
+      double e5 = 0;
+      for (int64_t i = 0; i < b; i++)
+        for (int q = 0; q < m; q++) {
+          double v = V[ia[i] + q * n];
+          e5 = fmax(e5, fabs(out[i + q * b] - (pr ? v : (double)(float)v)));
+        }
+      /* a subset operator: K(X_A, X_A) V_A equals the parent's K(X_A, X_A) */
+      krr_op *sub = NULL;
+      if (st == KRR_OK) st = krr_op_subset(op, &A, &sub);
+      double e6 = INFINITY;
+      if (st == KRR_OK) {
+        void *o1 = krr_arena_dev(&a, b * m, op->es), *o2 = krr_arena_dev(&a, b * m, op->es);
+        double *h1 = malloc(sizeof(double) * b * m), *h2 = malloc(sizeof(double) * b * m);
+        st = krr_op_mv(sub, NULL, NULL, dO, b, m, o1, b);
+        if (st == KRR_OK) st = krr_op_mv(op, &A, &A, dO, b, m, o2, b);
+        if (st == KRR_OK) st = krr_download_vec(ctx, prec, o1, b * m, h1);
+        if (st == KRR_OK) st = krr_download_vec(ctx, prec, o2, b * m, h2);
+        e6 = rel_diff(h1, h2, b * m);
+        CHECK(sub->n == b, "subset rows %lld", (long long)sub->n);
+        free(h1); free(h2);
+      }
+      krr_op_free(sub);
+      CHECK(st == KRR_OK && e1 <= tol && e2 <= tol && e3 <= tol && e4 == 0 &&
+                fabs(tr - trh) <= 1e-12 * n && e5 == 0 && e6 <= 1e-14,
+            "operator %s %s: status %d (%s) K_A: %.2e, K_AB: %.2e, K_:B: %.2e, diag %.2e, trace %.6g vs %.6g, "
+            "gather %.2e, subset %.2e", krr_kernel_name(k.type), pr ? "double" : "single", st, ctx->msg,
+            e1, e2, e3, e4, tr, trh, e5, e6);
+      free(dg);
+      krr_dfree(ctx, &dV);
+      krr_arena_free(&a);
+      CHECK(a.bytes == 0 && a.items == NULL, "arena not empty after free");
+      tfit_free(&f);
+    }
+  free(ia); free(ib); free(V); free(out); free(ref); free(Kh);
+}
+
+/* squared loss: P, D and the gap against host formulas; zero gap at the solution */
+static void test_loss(krr_ctx *ctx, const double *X, const double *y, int64_t n, int p, int m) {
+  krr_kernel k = {KRR_MATERN32, 2.0};
+  double lambda = 0.3 * n / 100.0;
+  double *w = malloc(sizeof(double) * n * m), *F = malloc(sizeof(double) * n * m);
+  tfit f;
+  if (tfit_make(ctx, KRR_DOUBLE, X, n, p, y, m, k, lambda, &f) != KRR_OK) return;
+  const krr_objective *obj = &f.obj;
+  CHECK(obj->loss == krr_loss_lookup("squared") && obj->lambda == lambda && obj->m == m, "objective fields");
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 0) { /* an arbitrary point */
+      for (int64_t i = 0; i < n * m; i++) w[i] = 0.01 * krr_rng_normal(31, (uint64_t)i);
+    } else { /* the solution */
+      double rr;
+      krr_diag dg;
+      trun(&f, "cholesky", "", 0, 1, 1, w, &rr, &dg, NULL);
+    }
+    krr_kernel_apply_host(ctx, KRR_DOUBLE, &k, X, n, X, n, p, w, m, F);
+    double aKa = 0, ls = 0, cs = 0, rr2 = 0, yy = 0;
+    for (int64_t i = 0; i < n * m; i++) {
+      aKa += w[i] * F[i];
+      ls += 0.5 * (F[i] - y[i]) * (F[i] - y[i]);
+      cs += 0.5 * lambda * lambda * w[i] * w[i] - lambda * w[i] * y[i];
+      double r = F[i] + lambda * w[i] - y[i];
+      rr2 += r * r;
+      yy += y[i] * y[i];
+    }
+    double P_h = 0.5 * aKa + ls / lambda, D_h = 0.5 * aKa + cs / lambda;
+    void *dw = NULL, *dF = NULL, *work = NULL;
+    krr_upload_vec(ctx, KRR_DOUBLE, w, n * m, &dw);
+    krr_upload_vec(ctx, KRR_DOUBLE, F, n * m, &dF);
+    krr_upload_vec(ctx, KRR_DOUBLE, F, n * m, &work);
+    double P = 0, D = 0, crit = 0;
+    krr_status st = krr_objective_values(f.op, obj, dw, dF, work, &P, &D);
+    if (st == KRR_OK) st = krr_objective_criterion(f.op, obj, dw, dF, work, &crit);
+    if (verbose) printf("loss %s: P %.10g (%.10g) D %.10g (%.10g) gap %.3g crit %.3g\n", pass ? "solution" : "point", P, P_h, D, D_h, P + D, crit);
+    CHECK(st == KRR_OK && fabs(P - P_h) <= 1e-10 * fabs(P_h) && fabs(D - D_h) <= 1e-10 * fmax(1, fabs(D_h)) &&
+              fabs(crit - sqrt(rr2 / yy)) <= 1e-10 * sqrt(rr2 / yy) + 1e-15,
+          "squared loss at the %s: P %.12g vs %.12g, D %.12g vs %.12g, crit %.3g vs %.3g (%s)",
+          pass ? "solution" : "point", P, P_h, D, D_h, crit, sqrt(rr2 / yy), ctx->msg);
+    if (pass == 0) CHECK(P + D > 1e-6 * fabs(P), "the duality gap at a non-optimal point must be positive: %g", P + D);
+    else CHECK(fabs(P + D) <= 1e-9 * fabs(P), "the duality gap at the solution must vanish: %g (P %g)", P + D, P);
+    /* the block gradient on a block = the residual rows */
+    krr_arena a;
+    krr_arena_init(&a, ctx);
+    krr_block B;
+    int64_t bi[5] = {0, 3, 17, 40, n - 1};
+    void *g = krr_arena_dev(&a, 5 * m, 8), *gb = krr_arena_dev(&a, 5 * m, 8), *wk = krr_arena_dev(&a, 5 * m, 8);
+    double gn = 0, ybn = 0, gh[64];
+    st = krr_block_alloc(f.op, &a, 5, &B);
+    if (st == KRR_OK) st = krr_block_set(f.op, &B, bi, 5);
+    if (st == KRR_OK) st = krr_block_gradient(f.op, obj, &B, dw, g, gb, wk, &gn, &ybn);
+    if (st == KRR_OK) st = krr_download_vec(ctx, KRR_DOUBLE, g, 5 * m, gh);
+    double e = 0;
+    for (int q = 0; q < m; q++)
+      for (int i = 0; i < 5; i++) {
+        int64_t r = bi[i] + q * n;
+        e = fmax(e, fabs(gh[i + q * 5] - (F[r] + lambda * w[r] - y[r])));
+      }
+    CHECK(st == KRR_OK && e <= 1e-10, "block gradient error %.3g (%s)", e, ctx->msg);
+    krr_arena_free(&a);
+    krr_dfree(ctx, &dw); krr_dfree(ctx, &dF); krr_dfree(ctx, &work);
+  }
+  tfit_free(&f);
+  free(w); free(F);
+}
+
+typedef struct {
+  const char *label, *solver, *spec;
+  double tol;       /* converged criterion for the warm start (0: not a converging method) */
+  int64_t iters;    /* iterations of the bitwise comparisons */
+} rcase;
+
+static const rcase rcases[] = {
+    {"askotch", "askotch", "block_size=100 rank=30 seed=3", 1e-10, 12},
+    {"skotch", "askotch", "accelerated=0 block_size=100 rank=30 seed=3", 1e-10, 12},
+    {"nsap", "askotch", "block_solve=exact block_size=100 seed=3", 1e-10, 12},
+    {"askotch/rls", "askotch", "sampling=rls rls_subsample=200 block_size=100 rank=30 seed=3", 1e-10, 12},
+    {"askotch_v1", "askotch_v1", "block_size=100 rank=30 seed=3", 1e-10, 12},
+    {"pcg/nystrom", "pcg", "rank=40 seed=3", 1e-11, 6},
+    {"pcg/rpcholesky", "pcg", "preconditioner=rpcholesky rank=40 seed=3", 1e-11, 6},
+    {"falkon", "falkon", "n_centers=60 seed=3", 1e-11, 6},
+    {"eigenpro", "eigenpro", "subsample=300 rank=30 seed=3", 1e-8, 20},
+    {"eigenpro3", "eigenpro3", "n_centers=80 rank=20 seed=3", 0, 6},
+    {"cholesky", "cholesky", "", 1e-12, 1},
+};
+
+/* k iterations from the current state */
+static krr_status steps(krr_solver *s, int64_t k, double *w) {
+  krr_status st = krr_solver_step(s, k);
+  return st == KRR_OK ? krr_solver_weights(s, w) : st;
+}
+
+static void test_resolve(krr_ctx *ctx, const double *X, const double *y, int64_t n, int p, int m) {
+  krr_kernel k = {KRR_RBF, 2.0};
+  double lam1 = 1e-2 * n, lam2 = 3e-3 * n;
+  int64_t len = n * (m + 1);
+  double *y2 = malloc(sizeof(double) * n * (m + 1)), *y3 = malloc(sizeof(double) * n * (m + 1));
+  for (int64_t i = 0; i < n * m; i++) y2[i] = y[i] * 0.5 + 0.3 * krr_rng_normal(5, (uint64_t)i);
+  for (int64_t i = 0; i < n * (m + 1); i++) y3[i] = i < n * m ? y[i] : sin((double)(i - n * m));
+  double *wa = malloc(sizeof(double) * len), *wb = malloc(sizeof(double) * len);
+  double *zero = calloc((size_t)len, sizeof(double));
+  for (size_t c = 0; c < sizeof rcases / sizeof rcases[0]; c++) {
+    const rcase *rc = &rcases[c];
+    tfit f1, f2;
+    if (tfit_make(ctx, KRR_DOUBLE, X, n, p, y, m, k, lam1, &f1) != KRR_OK) return;
+    if (tfit_make(ctx, KRR_DOUBLE, X, n, p, y2, m, k, lam1, &f2) != KRR_OK) return;
+    krr_solver *s = NULL, *fresh = NULL;
+    krr_status st = tinit(&f1, rc->solver, rc->spec, &s);
+    CHECK(st == KRR_OK, "%s init: %s", rc->label, ctx->msg);
+    if (st != KRR_OK) { tfit_free(&f1); tfit_free(&f2); continue; }
+    int64_t rows = krr_solver_weights_rows(s), wl = rows * m;
+    /* 1. new targets: same weights as a fresh fit on them */
+    st = steps(s, rc->iters, wa);
+    if (st == KRR_OK) st = krr_solver_set_targets(s, y2, m);
+    if (st == KRR_OK) st = steps(s, rc->iters, wa);
+    krr_status st2 = tinit(&f2, rc->solver, rc->spec, &fresh);
+    if (st2 == KRR_OK) st2 = steps(fresh, rc->iters, wb);
+    krr_solver_free(fresh);
+    CHECK(st == KRR_OK && st2 == KRR_OK && memcmp(wa, wb, sizeof(double) * wl) == 0,
+          "%s: new targets differ from a fresh fit (%d %d, %s; rel diff %.3g)", rc->label, st, st2, ctx->msg,
+          rel_diff(wa, wb, wl));
+    /* 2. a new lambda, then zero weights: same as a fresh fit at that lambda */
+    krr_diag d0;
+    if (st == KRR_OK) st = krr_solver_set_lambda(s, lam2);
+    if (st == KRR_OK) st = krr_solver_set_weights(s, zero);
+    krr_solver_diag(s, &d0);
+    CHECK(d0.iter == 0 && d0.passes == 0, "%s: the counters must restart (iter %lld)", rc->label, (long long)d0.iter);
+    if (st == KRR_OK) st = steps(s, rc->iters, wa);
+    f2.obj.lambda = lam2;
+    fresh = NULL;
+    st2 = tinit(&f2, rc->solver, rc->spec, &fresh);
+    if (st2 == KRR_OK) st2 = steps(fresh, rc->iters, wb);
+    CHECK(st == KRR_OK && st2 == KRR_OK && memcmp(wa, wb, sizeof(double) * wl) == 0,
+          "%s: a new lambda differs from a fresh fit (%d %d, %s; rel diff %.3g)", rc->label, st, st2, ctx->msg,
+          rel_diff(wa, wb, wl));
+    /* 3. warm start from converged weights: converged after one iteration */
+    if (rc->tol > 0 && st2 == KRR_OK) {
+      double crit = INFINITY, c1 = INFINITY;
+      krr_diag dg;
+      for (int it = 0; it < 3000 && crit > rc->tol; it++) {
+        if (krr_solver_step(fresh, rc->iters) != KRR_OK || krr_solver_residual(fresh, &crit) != KRR_OK) break;
+        krr_solver_diag(fresh, &dg);
+        if (dg.done) break;
+      }
+      krr_solver_weights(fresh, wb);
+      krr_solver *w2 = NULL;
+      st2 = tinit(&f2, rc->solver, rc->spec, &w2);
+      if (st2 == KRR_OK) st2 = krr_solver_set_weights(w2, wb);
+      if (st2 == KRR_OK) st2 = krr_solver_step(w2, 1);
+      if (st2 == KRR_OK) st2 = krr_solver_residual(w2, &c1);
+      krr_solver_diag(w2, &dg);
+      if (verbose)
+        printf("%-14s warm start: criterion %.2e -> %.2e after 1 iteration (estimate %.2e)\n", rc->label, crit, c1, dg.resid_est);
+      CHECK(st2 == KRR_OK && crit <= rc->tol && c1 <= 10 * rc->tol && (dg.done || dg.resid_est <= 100 * rc->tol),
+            "%s: warm start from converged weights (criterion %.3g) gives %.3g after one iteration (estimate %.3g): %s",
+            rc->label, crit, c1, dg.resid_est, ctx->msg);
+      krr_solver_free(w2);
+    }
+    krr_solver_free(fresh);
+    /* 4. another number of right-hand sides rebuilds; again a fresh fit's weights */
+    tfit f3;
+    if (tfit_make(ctx, KRR_DOUBLE, X, n, p, y3, m + 1, k, lam2, &f3) != KRR_OK) return;
+    if (st == KRR_OK) st = krr_solver_set_targets(s, y3, m + 1);
+    if (st == KRR_OK) st = steps(s, rc->iters, wa);
+    fresh = NULL;
+    st2 = tinit(&f3, rc->solver, rc->spec, &fresh);
+    if (st2 == KRR_OK) st2 = steps(fresh, rc->iters, wb);
+    CHECK(st == KRR_OK && st2 == KRR_OK && memcmp(wa, wb, sizeof(double) * rows * (m + 1)) == 0,
+          "%s: %d right-hand sides differ from a fresh fit (%d %d, %s)", rc->label, m + 1, st, st2, ctx->msg);
+    /* 5. the memory held stays within the estimate */
+    double used = krr_solver_memory_used(s), est = krr_solver_memory_estimate(s);
+    if (verbose) printf("%-14s memory: held %.0f bytes, estimate %.0f\n", rc->label, used, est);
+    CHECK(used <= est, "%s: holds %.0f bytes, more than its estimate %.0f", rc->label, used, est);
+    krr_solver_free(fresh);
+    krr_solver_free(s);
+    tfit_free(&f3);
+    tfit_free(&f1);
+    tfit_free(&f2);
+  }
+  free(y2); free(y3); free(wa); free(wb); free(zero);
+}
+
+/* a setup that fails replays its error; nothing crashes */
+static void test_failures(krr_ctx *ctx, const double *X, int64_t n, int p) {
+  /* duplicated points in single precision with a tiny lambda: K + lambda I is singular in float */
+  double *Xd = malloc(sizeof(double) * n * p), *yd = malloc(sizeof(double) * n);
+  for (int64_t i = 0; i < n; i++) {
+    for (int d = 0; d < p; d++) Xd[i + d * n] = X[(i / 2) + d * n];
+    yd[i] = (double)(i % 7);
+  }
+  krr_kernel k = {KRR_RBF, 50.0};
+  tfit f;
+  if (tfit_make(ctx, KRR_FLOAT, Xd, n, p, yd, 1, k, 1e-30, &f) != KRR_OK) return;
+  krr_solver *s = NULL;
+  krr_status st = tinit(&f, "cholesky", "", &s);
+  krr_status s1 = st == KRR_OK ? krr_solver_step(s, 1) : st;
+  char m1[1024];
+  memcpy(m1, ctx->msg, sizeof m1);
+  krr_status s2 = s ? krr_solver_step(s, 1) : st;
+  double r = 0;
+  krr_status s3 = s ? krr_solver_residual(s, &r) : st;
+  CHECK(s1 == KRR_ERR_NUMERIC && s2 == s1 && s3 == s1 && strcmp(m1, ctx->msg) == 0,
+        "a failed setup must replay its error: %d %d %d (%s / %s)", s1, s2, s3, m1, ctx->msg);
+  krr_solver_free(s);
+  tfit_free(&f);
+  free(Xd); free(yd);
+}
+
+int main(int argc, char **argv) {
+  const char *be = "cpu";
+  int threads = 0;
+  int64_t n = 400;
+  parse_test_args(argc, argv, &be, &threads, &n);
+  verbose = getenv("KRR_VERBOSE") != NULL;
+  const krr_ops *ops = backend(be);
+  krr_ctx ctx;
+  if (krr_ctx_init(&ctx, ops, threads, 0) != KRR_OK) { printf("ctx: %s\n", ctx.msg); return 1; }
+  int p = 3, m = 2;
+  double *X = malloc(sizeof(double) * n * p), *y = malloc(sizeof(double) * n * m);
+  make_data(n, p, m, 42, X, y);
+  const char *only = getenv("ONLY");
+  if (!only || strstr(only, "options")) test_options(&ctx);
+  if (!only || strstr(only, "operator")) test_operator(&ctx, X, y, n, p, m);
+  if (!only || strstr(only, "loss")) test_loss(&ctx, X, y, n, p, m);
+  if (!only || strstr(only, "resolve")) test_resolve(&ctx, X, y, n, p, m);
+  if (!only || strstr(only, "fail")) test_failures(&ctx, X, n, p);
+  free(X); free(y);
+  krr_ctx_free(&ctx);
+  printf("%d passed, %d failed\n", n_pass, n_fail);
+  return n_fail ? 1 : 0;
+}

@@ -1,0 +1,37 @@
+/* Top-q eigensystem of a kernel block (EigenPro 2.0 and 3.0), and the dual
+ * block gradient of the block methods. */
+#include <math.h>
+#include "linalg.h"
+
+krr_status krr_kernel_eigsys(krr_op *op, const krr_block *S, int q, void *U, double *w) {
+  krr_ctx *ctx = op->ctx;
+  int64_t n = S->b;
+  size_t es = op->es;
+  void *K = krr_dalloc(ctx, n * n, es), *W = krr_dalloc(ctx, n, es);
+  krr_status st = (K && W) ? KRR_OK : (ctx->status ? ctx->status : KRR_ERR_MEMORY);
+  if (st == KRR_OK) st = krr_op_mat(op, S, S, K, n);
+  if (st == KRR_OK) st = KOP(ctx, op->prec, syev, n, K, n, W);
+  if (st == KRR_OK) st = krr_download_vec(ctx, op->prec, W, n, w);
+  for (int j = 0; st == KRR_OK && j < q; j++)
+    st = ctx->ops->copy(ctx, KAT(U, (int64_t)j * n, es), KAT(K, (n - 1 - j) * n, es), es * (size_t)n);
+  krr_dfree(ctx, &K);
+  krr_dfree(ctx, &W);
+  return st;
+}
+
+krr_status krr_block_gradient(krr_op *op, const krr_objective *obj, const krr_block *B,
+                              const void *a, void *g, void *gb, void *work, double *gnorm,
+                              double *ynorm) {
+  int64_t b = B->b;
+  int m = obj->m;
+  KTRY(krr_op_mv(op, B, NULL, a, op->nloc, m, g, b));
+  KTRY(krr_op_gather(op, B, a, m, work, b));
+  KTRY(krr_op_gather(op, B, obj->y, m, gb, b));
+  KTRY(obj->loss->grad(op->ctx, obj, b * m, gb, work, work));
+  KTRY(KOP(op->ctx, op->prec, axpby, b * m, 1.0, work, 1.0, g));
+  KTRY(KOP(op->ctx, op->prec, nrm2, b * m, g, gnorm));
+  KTRY(KOP(op->ctx, op->prec, nrm2, b * m, gb, ynorm));
+  if (!isfinite(*gnorm))
+    return krr_fail(op->ctx, KRR_ERR_NUMERIC, "the iterate diverged (non-finite residual)");
+  return KRR_OK;
+}

@@ -1,0 +1,141 @@
+/* linalg/: the numerical building blocks solvers share, each written once:
+ * low-rank (Nystrom / partial Cholesky) preconditioners, multi-right-hand-side
+ * preconditioned CG, randomised powering, kernel eigensystems, and the
+ * EigenPro preconditioned Richardson iteration. */
+#ifndef KRR_LINALG_H
+#define KRR_LINALG_H
+#include "../loss/loss.h"
+
+/* Y(n x q, ld n) = M V(n x q, ld n) for a psd M */
+typedef krr_status (*krr_matmul_fn)(void *arg, const void *V, int q, void *Y);
+
+/* --- low-rank preconditioners (lowrank.c) -------------------------------------
+ * P + rho I on an n-dimensional space with P = U diag(lam) U^T (U n x r_eff on
+ * the device).  Built either by the randomized Nystrom sketch of a psd M
+ * (Rathore et al., Alg. 2; Frangella, Tropp and Udell: U orthonormal in exact
+ * arithmetic) or from a partial Cholesky factor F (U = F, lam = 1).
+ * Inverse: with orth (double-precision Nystrom) U (Lam+rho)^{-1} U^T g +
+ * (g - U U^T g)/rho; otherwise the Woodbury form (g - U C^{-1} C^{-T} U^T g)/rho
+ * with C^T C = rho diag(1/lam) + U^T U (upper Cholesky). */
+typedef struct krr_lowrank {
+  krr_precision prec;
+  int64_t n;
+  int r, r_eff, mmax;
+  int orth;           /* U has orthonormal columns (use the orthogonal form) */
+  double rho;
+  void *U, *Y;        /* n x r: basis / factor, and sketch workspace */
+  void *C;            /* r x r */
+  void *S, *dinv, *dsq; /* r */
+  void *t;            /* r x mmax */
+  double *lam, *hv;   /* host r */
+} krr_lowrank;
+
+typedef enum { KRR_RHO_DAMPED = 0, KRR_RHO_REGULARIZATION = 1, KRR_RHO_VALUE = 2 } krr_rho_mode;
+#define KRR_RHO_CHOICES "damped|regularization"
+
+krr_status krr_lowrank_alloc(krr_arena *a, krr_precision prec, int64_t n, int r, int mmax,
+                             krr_lowrank *lr);
+double krr_lowrank_memory(krr_precision prec, int64_t n, int r, int mmax);
+/* Nystrom sketch of M (trace tr) into U, lam, r_eff (Alg. 2 with shift retries) */
+krr_status krr_nystrom_sketch(krr_ctx *ctx, krr_lowrank *lr, krr_matmul_fn mv, void *arg,
+                              double trace, uint64_t seed);
+/* rho from the mode: damped lambda + lam_r, regularization lambda, or value */
+double krr_lowrank_rho(const krr_lowrank *lr, krr_rho rho, double lambda);
+/* set rho; precompute the diagonal factors and (unless orth in double) C */
+krr_status krr_lowrank_prepare(krr_ctx *ctx, krr_lowrank *lr, double rho);
+/* out = (P + rho I)^{-1} in, in/out n x m (ld n), m <= mmax; out may equal in */
+krr_status krr_lowrank_inv(krr_ctx *ctx, krr_lowrank *lr, const void *in, void *out, int m);
+/* out = (P + rho I)^{-1/2} in (orthonormal U only) */
+krr_status krr_lowrank_invsqrt(krr_ctx *ctx, krr_lowrank *lr, const void *in, void *out, int m);
+
+/* --- randomised powering (power.c) ---------------------------------------------
+ * L = lambda_max((P + rho I)^{-1/2} H (P + rho I)^{-1/2}) for the psd H given
+ * by mul (b-vectors, q = 1), iters power iterations from a random start,
+ * Rayleigh quotient taken before normalising (Rathore et al., Alg. 3);
+ * p1, p2, p3: b-vector scratch.  A non-positive estimate is KRR_ERR_NUMERIC. */
+krr_status krr_power_lmax(krr_ctx *ctx, krr_lowrank *lr, krr_matmul_fn mul, void *arg,
+                          int iters, uint64_t seed, void *p1, void *p2, void *p3, double *L);
+
+/* --- preconditioned conjugate gradients, m right-hand sides (cg.c) -------------
+ * Independent CG runs on A x_j = b_j sharing the products: one application of
+ * A to all m columns per iteration, the scalars kept per column; a column
+ * whose r.z vanishes (or turns non-positive) is finished.  Every `every`
+ * iterations the residual is recomputed as b - A x (against the drift of the
+ * recursive residual); a column whose true residual exceeds twice the
+ * recursive one, or did not decrease since the previous replacement, has lost
+ * conjugacy (typical in float near its accuracy floor) and its direction is
+ * restarted.  Vectors are len x m (ld len); reductions go through red (an
+ * operator's n-vectors) or, with red = NULL, are local. */
+typedef krr_status (*krr_linop_fn)(void *arg, const void *in, void *out);
+typedef struct krr_cg {
+  krr_ctx *ctx;
+  krr_precision prec;
+  size_t es;
+  int64_t len;
+  int m, every, live;
+  krr_op *red;
+  krr_linop_fn A, M; /* M NULL: unpreconditioned (z is r) */
+  void *arg;
+  void *x;           /* the iterate (the caller's buffer, set by krr_cg_start) */
+  void *r, *z, *d, *Ad;
+  double *rz, *rn, *rlast;
+  int *frozen, *restart;
+  int64_t since;
+  double rnorm;      /* ||r||_F (recursive) after the last update */
+} krr_cg;
+
+krr_status krr_cg_alloc(krr_cg *cg, krr_arena *a, krr_precision prec, int64_t len, int m,
+                        krr_op *red, krr_linop_fn A, krr_linop_fn M, void *arg, int every);
+double krr_cg_memory(krr_precision prec, int64_t len, int m, int precond);
+/* start from x (the caller's buffer): r = b - A x (x_zero: r = b, no product) */
+krr_status krr_cg_start(krr_cg *cg, void *x, const void *b, int x_zero);
+/* one iteration; 1 in *done when every column has finished */
+krr_status krr_cg_iter(krr_cg *cg, const void *b, int *done);
+
+/* --- kernel eigensystems (eigsys.c) ---------------------------------------------
+ * Top-q eigensystem of K(X_S, X_S) for a loaded block S: U (device |S| x q,
+ * largest first), w (host, all |S| eigenvalues ascending).  The |S| x |S|
+ * work space lives only in this call. */
+krr_status krr_kernel_eigsys(krr_op *op, const krr_block *S, int q, void *U, double *w);
+
+/* --- the EigenPro iteration (eigenpro.c) ----------------------------------------
+ * EigenPro 2.0 (Ma and Belkin): preconditioned mini-batch SGD (Richardson) on
+ * (K + lambda I) w = y for an operator and an objective with the squared loss
+ * (lambda may be 0 inside EigenPro 3.0), see solvers/eigenpro.c for the
+ * method and its rules.  prepare (the subsample and its eigensystem) does not
+ * depend on lambda; tune (preconditioner, batch, step) does. */
+typedef struct krr_ep {
+  krr_ctx *ctx;
+  krr_op *op;
+  const krr_objective *obj;
+  int64_t n, S, bs, bs_cap, user_batch;
+  int q, m;
+  double user_step, step_scale, beta, top, mstar, eta;
+  uint64_t seed;
+  krr_block sub, batch;
+  uint64_t *mark;
+  double *w_eig, *uh;  /* host: S eigenvalues (ascending), S x q eigenvectors */
+  void *U, *D;         /* S x q, q */
+  void *g, *gb, *gw, *h, *t; /* 3 x (bs_cap x m), S x m, q x m */
+} krr_ep;
+
+/* S = subsample, q = rank, batch (0: automatic, at most bs_cap), step (0:
+ * automatic, scaled by step_scale) */
+krr_status krr_ep_alloc(krr_ep *ep, krr_arena *a, krr_op *op, const krr_objective *obj,
+                        int64_t S, int q, int64_t batch, double step, double step_scale,
+                        uint64_t seed);
+double krr_ep_memory(const krr_op *op, int m, int64_t S, int q, int64_t bs_cap);
+int64_t krr_ep_batch_cap(int64_t n, int64_t batch);
+krr_status krr_ep_prepare(krr_ep *ep);
+krr_status krr_ep_tune(krr_ep *ep);
+/* one SGD step on w (n-vector) with batch number it; block gradient norms out */
+krr_status krr_ep_iter(krr_ep *ep, void *w, uint64_t it, double *gn, double *ybn);
+
+/* The block gradient g(b x m) = K(X_B, X) a + grad f(a_B) of the dual on the
+ * loaded block B (for the squared loss the block residual of (K + lambda I) a
+ * = y); gb holds y_B on return, work (b x m) is scratch.  *gnorm = ||g||_F,
+ * *ynorm = ||y_B||_F; a non-finite gradient is KRR_ERR_NUMERIC. */
+krr_status krr_block_gradient(krr_op *op, const krr_objective *obj, const krr_block *B,
+                              const void *a, void *g, void *gb, void *work, double *gnorm,
+                              double *ynorm);
+#endif

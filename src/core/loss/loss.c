@@ -1,0 +1,74 @@
+/* The loss table, the objective (targets on the device) and the generic
+ * objective values and stopping criterion. */
+#include <math.h>
+#include <string.h>
+#include "loss.h"
+
+static const krr_loss *const table[] = {
+    &krr_loss_squared,
+};
+#define N_LOSSES ((int)(sizeof table / sizeof table[0]))
+
+int krr_loss_count(void) { return N_LOSSES; }
+const krr_loss *krr_loss_get(int i) { return i >= 0 && i < N_LOSSES ? table[i] : NULL; }
+const char *krr_loss_name(const krr_loss *loss) { return loss ? loss->name : NULL; }
+
+const krr_loss *krr_loss_lookup(const char *name) {
+  for (int i = 0; name && i < N_LOSSES; i++)
+    if (strcmp(table[i]->name, name) == 0) return table[i];
+  return NULL;
+}
+
+krr_status krr_objective_init(krr_ctx *ctx, const krr_op *op, const krr_loss *loss,
+                              double lambda, const double *y, int m, krr_objective *obj) {
+  memset(obj, 0, sizeof *obj);
+  if (!loss) return krr_fail(ctx, KRR_ERR_INPUT, "unknown loss");
+  if (!(lambda > 0) || !isfinite(lambda))
+    return krr_fail(ctx, KRR_ERR_INPUT, "`lambda` must be positive and finite");
+  if (m < 1) return krr_fail(ctx, KRR_ERR_INPUT, "need at least one column of targets");
+  obj->loss = loss;
+  obj->lambda = lambda;
+  obj->prec = op->prec;
+  obj->n = op->nloc;
+  obj->m = m;
+  double s = 0.0;
+  for (int64_t i = 0; i < obj->n * (int64_t)m; i++) s += y[i] * y[i];
+  obj->ynorm = sqrt(s);
+  if (!isfinite(obj->ynorm)) return krr_fail(ctx, KRR_ERR_INPUT, "the targets must be finite");
+  return krr_upload_vec(ctx, obj->prec, y, obj->n * (int64_t)m, &obj->y);
+}
+
+void krr_objective_free(krr_ctx *ctx, krr_objective *obj) {
+  if (obj && obj->y) krr_dfree(ctx, &obj->y);
+}
+
+krr_status krr_objective_values(krr_op *op, const krr_objective *obj, const void *a,
+                                const void *F, void *work, double *primal, double *dual) {
+  int64_t len = op->nloc * (int64_t)obj->m;
+  double aKa = 0, ls = 0, cs = 0;
+  KTRY(krr_op_dot(op, len, a, F, &aKa));
+  KTRY(obj->loss->sums(op, obj, a, F, work, &ls, &cs));
+  *primal = 0.5 * aKa + ls / obj->lambda;
+  *dual = 0.5 * aKa + cs / obj->lambda;
+  return KRR_OK;
+}
+
+krr_status krr_objective_criterion(krr_op *op, const krr_objective *obj, const void *a,
+                                   const void *F, void *work, double *crit) {
+  int64_t len = op->nloc * (int64_t)obj->m;
+  if (obj->loss->crit == KRR_CRIT_RESIDUAL) {
+    double nr = 0;
+    KTRY(obj->loss->grad(op->ctx, obj, len, obj->y, a, work));
+    KTRY(KOP(op->ctx, op->prec, axpby, len, 1.0, F, 1.0, work));
+    KTRY(krr_op_nrm2(op, len, work, &nr));
+    *crit = obj->ynorm > 0 ? nr / obj->ynorm : nr;
+  } else {
+    double P = 0, D = 0;
+    KTRY(krr_objective_values(op, obj, a, F, work, &P, &D));
+    double sc = fabs(P) > fabs(D) ? fabs(P) : fabs(D);
+    *crit = (P + D) / (sc > 1e-300 ? sc : 1e-300);
+  }
+  if (!isfinite(*crit))
+    return krr_fail(op->ctx, KRR_ERR_NUMERIC, "the iterate diverged (non-finite criterion)");
+  return KRR_OK;
+}

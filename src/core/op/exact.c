@@ -1,0 +1,132 @@
+/* The exact kernel operator on one device: K(X_A, X_B) evaluated from the
+ * points with the backend's fused kernel_mv / kernel_block (never storing
+ * more than a tile).  A block's private part is its gathered points (b x p,
+ * row-major).  The diagonal is the kernel at distance zero, k(x, x) =
+ * krr_kernel_eval(t = 0), which is 1 for every kernel of the package (all
+ * stationary) and is evaluated, not assumed. */
+#include <stdlib.h>
+#include <string.h>
+#include "op.h"
+#include "../kernel_math.h"
+
+typedef struct {
+  const void *X; /* n x p, row-major (the problem's points or a block's) */
+} exact_t;
+
+#define EX(op) ((exact_t *)(op)->impl)
+#define XOP(op, name, ...) KOP((op)->ctx, (op)->prec, name, __VA_ARGS__)
+
+static const void *points(const krr_op *op, const krr_block *A) {
+  return A ? A->pts : EX(op)->X;
+}
+
+static krr_status ex_block_alloc(krr_op *op, krr_arena *a, krr_block *blk) {
+  blk->pts = krr_arena_dev(a, blk->cap * (int64_t)op->p, op->es);
+  return blk->pts ? KRR_OK : op->ctx->status;
+}
+
+static double ex_block_bytes(const krr_op *op, int64_t cap) {
+  return (double)cap * op->p * (double)op->es;
+}
+
+static krr_status ex_block_load(krr_op *op, krr_block *blk) {
+  return XOP(op, gather_points, EX(op)->X, op->p, blk->idx, blk->b, blk->pts);
+}
+
+static krr_status ex_mv(krr_op *op, const krr_block *A, const krr_block *B, const void *V,
+                        int64_t ldv, int q, void *out, int64_t ldo) {
+  return XOP(op, kernel_mv, &op->kernel, points(op, A), krr_block_rows(op, A), points(op, B),
+             krr_block_rows(op, B), op->p, V, ldv, q, out, ldo);
+}
+
+static krr_status ex_mat(krr_op *op, const krr_block *A, const krr_block *B, void *out,
+                         int64_t ldo) {
+  return XOP(op, kernel_block, &op->kernel, points(op, A), krr_block_rows(op, A), points(op, B),
+             krr_block_rows(op, B), op->p, out, ldo);
+}
+
+static krr_status ex_diag(krr_op *op, const krr_block *A, double *out) {
+  krr_kparams kp = krr_kparams_make(&op->kernel);
+  double k0 = krr_kernel_eval(kp, 0.0);
+  int64_t b = A ? A->b : op->nloc;
+  for (int64_t i = 0; i < b; i++) out[i] = k0;
+  return KRR_OK;
+}
+
+static krr_status ex_dot(krr_op *op, int64_t len, const void *x, const void *y, double *out) {
+  return XOP(op, dot, len, x, y, out);
+}
+
+static krr_status ex_nrm2(krr_op *op, int64_t len, const void *x, double *out) {
+  return XOP(op, nrm2, len, x, out);
+}
+
+static krr_status ex_gather(krr_op *op, const krr_block *A, const void *src, int m, void *dst,
+                            int64_t ldd) {
+  return XOP(op, gather_rows, src, op->nloc, m, A->idx, A->b, dst, ldd);
+}
+
+static krr_status ex_scatter(krr_op *op, double alpha, const void *src, int64_t lds, int m,
+                             const krr_block *A, void *dst) {
+  return XOP(op, scatter_axpy, alpha, src, lds, m, A->idx, A->b, dst, op->nloc);
+}
+
+static krr_status make(krr_ctx *ctx, krr_precision prec, const void *X, int64_t n, int p,
+                       krr_kernel kernel, krr_op **out);
+
+static krr_status ex_subset(krr_op *op, const krr_block *A, krr_op **out) {
+  return make(op->ctx, op->prec, A->pts, A->b, op->p, op->kernel, out);
+}
+
+static void ex_free(krr_op *op) {
+  free(op->impl);
+  free(op);
+}
+
+static const krr_op_vt exact_vt = {
+    .name = "exact",
+    .block_alloc = ex_block_alloc,
+    .block_bytes = ex_block_bytes,
+    .block_load = ex_block_load,
+    .mv = ex_mv,
+    .mat = ex_mat,
+    .diag = ex_diag,
+    .dot = ex_dot,
+    .nrm2 = ex_nrm2,
+    .gather = ex_gather,
+    .scatter_axpy = ex_scatter,
+    .subset = ex_subset,
+    .free = ex_free,
+};
+
+static krr_status make(krr_ctx *ctx, krr_precision prec, const void *X, int64_t n, int p,
+                       krr_kernel kernel, krr_op **out) {
+  *out = NULL;
+  krr_op *op = (krr_op *)calloc(1, sizeof *op);
+  exact_t *ex = (exact_t *)calloc(1, sizeof *ex);
+  if (!op || !ex) {
+    free(op); free(ex);
+    return krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
+  }
+  ex->X = X;
+  op->vt = &exact_vt;
+  op->ctx = ctx;
+  op->prec = prec;
+  op->es = krr_sizeof(prec);
+  op->n = op->nloc = n;
+  op->p = p;
+  op->kernel = kernel;
+  op->impl = ex;
+  *out = op;
+  return KRR_OK;
+}
+
+krr_status krr_op_exact_create(krr_ctx *ctx, const krr_problem *pb, krr_kernel kernel,
+                               krr_op **out) {
+  *out = NULL;
+  if (!(kernel.bandwidth > 0) || !(kernel.bandwidth < INFINITY))
+    return krr_fail(ctx, KRR_ERR_INPUT, "`bandwidth` must be positive and finite");
+  if (!krr_kernel_name(kernel.type))
+    return krr_fail(ctx, KRR_ERR_INPUT, "unknown kernel code %d", (int)kernel.type);
+  return make(ctx, pb->prec, pb->X, pb->n, pb->p, kernel, out);
+}

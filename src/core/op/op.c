@@ -1,0 +1,51 @@
+/* Operator-independent parts of blocks and operators. */
+#include <string.h>
+#include "op.h"
+
+krr_status krr_block_alloc(krr_op *op, krr_arena *a, int64_t cap, krr_block *blk) {
+  memset(blk, 0, sizeof *blk);
+  blk->cap = cap;
+  blk->idx_h = (int64_t *)krr_arena_host(a, cap, sizeof(int64_t));
+  blk->idx = (int64_t *)krr_arena_dev(a, cap, sizeof(int64_t));
+  KTRY(KRR_ALLOCATED(a, blk->idx_h, blk->idx));
+  return op->vt->block_alloc(op, a, blk);
+}
+
+double krr_block_bytes(const krr_op *op, int64_t cap) {
+  return 2.0 * (double)cap * sizeof(int64_t) + op->vt->block_bytes(op, cap);
+}
+
+krr_status krr_block_set(krr_op *op, krr_block *blk, const int64_t *idx, int64_t b) {
+  if (b < 0 || b > blk->cap)
+    return krr_fail(op->ctx, KRR_ERR_INTERNAL, "block of %lld rows exceeds its capacity %lld",
+                    (long long)b, (long long)blk->cap);
+  if (idx != blk->idx_h) memcpy(blk->idx_h, idx, sizeof(int64_t) * (size_t)b);
+  blk->b = b;
+  if (b == 0) return KRR_OK;
+  KTRY(op->ctx->ops->upload(op->ctx, blk->idx, blk->idx_h, sizeof(int64_t) * (size_t)b));
+  return op->vt->block_load(op, blk);
+}
+
+krr_status krr_block_range(krr_op *op, krr_block *blk, int64_t i0, int64_t b) {
+  if (b > blk->cap) b = blk->cap;
+  for (int64_t i = 0; i < b; i++) blk->idx_h[i] = i0 + i;
+  return krr_block_set(op, blk, blk->idx_h, b);
+}
+
+krr_status krr_op_trace(krr_op *op, const krr_block *A, double *out) {
+  int64_t b = A ? A->b : op->nloc;
+  double *d = (double *)malloc(sizeof(double) * (size_t)(b > 0 ? b : 1));
+  if (!d) return krr_fail(op->ctx, KRR_ERR_MEMORY, "out of host memory");
+  krr_status st = krr_op_diag(op, A, d);
+  double s = 0;
+  for (int64_t i = 0; st == KRR_OK && i < b; i++) s += d[i];
+  free(d);
+  *out = s;
+  return st;
+}
+
+void krr_op_free(krr_op *op) {
+  if (op) op->vt->free(op);
+}
+
+int64_t krr_op_n(const krr_op *op) { return op->n; }

@@ -1,0 +1,109 @@
+/* op/: kernel operators.  Solvers reach the training data only through an
+ * operator: the kernel matrix K = K(X, X) of the n training rows, blocks of
+ * its rows, and the n-vectors (weights, targets, residuals) that live with
+ * the rows.  An operator whose rows are spread over processes keeps n-vectors
+ * in pieces of nloc rows and reduces dot products and block products over the
+ * processes; one whose kernel is approximated by features (K ~ Z Z^T) has a
+ * diagonal that is not 1.  Neither needs a solver to change: solvers call only
+ * the functions below.
+ *
+ * Conventions: an n-vector of m columns is nloc x m, column-major with
+ * leading dimension nloc; a block of b rows carries b x m matrices with
+ * leading dimension b (replicated on every process).  A NULL block means
+ * "all n rows". */
+#ifndef KRR_OP_H
+#define KRR_OP_H
+#include "../base/base.h"
+
+/* A set of training rows, loaded into an operator (indices on host and
+ * device, and what the operator needs to evaluate its kernel rows: for the
+ * exact operator the gathered points). */
+typedef struct krr_block {
+  int64_t b, cap;
+  int64_t *idx_h; /* host, b row indices in 0..n-1 */
+  int64_t *idx;   /* device copy */
+  void *pts;      /* operator-private */
+} krr_block;
+
+typedef struct krr_op_vt {
+  const char *name;
+  /* private part of a block of capacity cap (from the arena); bytes it takes */
+  krr_status (*block_alloc)(krr_op *op, krr_arena *a, krr_block *blk);
+  double (*block_bytes)(const krr_op *op, int64_t cap);
+  /* blk->idx_h / idx hold b rows: fill the private part */
+  krr_status (*block_load)(krr_op *op, krr_block *blk);
+  /* OUT(|A| x q, ld ldo) = K(X_A, X_B) V(|B| x q, ld ldv), matrix-free */
+  krr_status (*mv)(krr_op *op, const krr_block *A, const krr_block *B, const void *V, int64_t ldv,
+                   int q, void *out, int64_t ldo);
+  /* OUT(|A| x |B|, ld ldo) = K(X_A, X_B), materialised */
+  krr_status (*mat)(krr_op *op, const krr_block *A, const krr_block *B, void *out, int64_t ldo);
+  /* host out[i] = K(x_i, x_i) for the rows of A (NULL: the nloc local rows) */
+  krr_status (*diag)(krr_op *op, const krr_block *A, double *out);
+  /* reductions over n-vectors (len = nloc * m elements) */
+  krr_status (*dot)(krr_op *op, int64_t len, const void *x, const void *y, double *out);
+  krr_status (*nrm2)(krr_op *op, int64_t len, const void *x, double *out);
+  /* dst(b x m, ld ldd) = src[A, ] for an n-vector src (ld nloc) */
+  krr_status (*gather)(krr_op *op, const krr_block *A, const void *src, int m, void *dst,
+                       int64_t ldd);
+  /* dst[A, ] += alpha src(b x m, ld lds) for an n-vector dst */
+  krr_status (*scatter_axpy)(krr_op *op, double alpha, const void *src, int64_t lds, int m,
+                             const krr_block *A, void *dst);
+  /* an operator on the rows of A (valid while A is loaded and unchanged) */
+  krr_status (*subset)(krr_op *op, const krr_block *A, krr_op **out);
+  void (*free)(krr_op *op);
+} krr_op_vt;
+
+struct krr_op {
+  const krr_op_vt *vt;
+  krr_ctx *ctx;
+  krr_precision prec;
+  size_t es;
+  int64_t n;    /* rows */
+  int64_t nloc; /* rows of the n-vectors held here (n on one process) */
+  int p;
+  krr_kernel kernel;
+  void *impl;
+};
+
+/* blocks: capacity cap from the arena; set b rows (host indices, copied) */
+krr_status krr_block_alloc(krr_op *op, krr_arena *a, int64_t cap, krr_block *blk);
+double krr_block_bytes(const krr_op *op, int64_t cap);
+krr_status krr_block_set(krr_op *op, krr_block *blk, const int64_t *idx, int64_t b);
+/* rows i0 .. i0 + b - 1 */
+krr_status krr_block_range(krr_op *op, krr_block *blk, int64_t i0, int64_t b);
+
+static inline int64_t krr_block_rows(const krr_op *op, const krr_block *A) {
+  return A ? A->b : op->n;
+}
+static inline krr_status krr_op_mv(krr_op *op, const krr_block *A, const krr_block *B,
+                                   const void *V, int64_t ldv, int q, void *out, int64_t ldo) {
+  return op->vt->mv(op, A, B, V, ldv, q, out, ldo);
+}
+static inline krr_status krr_op_mat(krr_op *op, const krr_block *A, const krr_block *B, void *out,
+                                    int64_t ldo) {
+  return op->vt->mat(op, A, B, out, ldo);
+}
+static inline krr_status krr_op_diag(krr_op *op, const krr_block *A, double *out) {
+  return op->vt->diag(op, A, out);
+}
+static inline krr_status krr_op_dot(krr_op *op, int64_t len, const void *x, const void *y,
+                                    double *out) {
+  return op->vt->dot(op, len, x, y, out);
+}
+static inline krr_status krr_op_nrm2(krr_op *op, int64_t len, const void *x, double *out) {
+  return op->vt->nrm2(op, len, x, out);
+}
+static inline krr_status krr_op_gather(krr_op *op, const krr_block *A, const void *src, int m,
+                                       void *dst, int64_t ldd) {
+  return op->vt->gather(op, A, src, m, dst, ldd);
+}
+static inline krr_status krr_op_scatter_axpy(krr_op *op, double alpha, const void *src,
+                                             int64_t lds, int m, const krr_block *A, void *dst) {
+  return op->vt->scatter_axpy(op, alpha, src, lds, m, A, dst);
+}
+static inline krr_status krr_op_subset(krr_op *op, const krr_block *A, krr_op **out) {
+  return op->vt->subset(op, A, out);
+}
+/* sum of the diagonal over the rows of A (host) */
+krr_status krr_op_trace(krr_op *op, const krr_block *A, double *out);
+#endif

@@ -1,0 +1,312 @@
+/* ASkotch and Skotch (Rathore, Frangella, Yang, Derezinski and Udell, "Have
+ * ASkotch", journal version: Algorithms 1-3), and their exact-block relatives
+ * SAP / NSAP (block Gauss-Seidel of Tu et al.: the block system (K_BB +
+ * lambda I) d = g solved exactly by Cholesky, step size 1), written once for
+ * both precisions on the kernel operator.
+ *
+ * Iteration (accelerated form; Skotch/SAP update w directly):
+ *   B <- b distinct rows (uniform, or ridge-leverage-score sampling)
+ *   P + rho I <- rank-r Nystrom approximation of K_BB (trace from the
+ *                operator's diagonal) with its damping rho
+ *   L <- lambda_max((P + rho I)^{-1/2} (K_BB + lambda I) (P + rho I)^{-1/2})
+ *   g <- K_{B:} z + lambda z_B - y_B;  d <- (P + rho I)^{-1} g
+ *   w <- z - (1/L) I_B d;  v <- (1 - beta) z + beta v - (gamma/L) I_B d
+ *   z <- alpha v + (1 - alpha) w
+ * with beta = 1 - sqrt(mu/nu), gamma = 1/sqrt(mu nu), alpha = 1/(1 + gamma
+ * nu) and the paper's defaults mu = lambda, nu = n/b (Table 3); when mu >= nu
+ * the defaults take mu = nu/2 so that 0 <= beta < 1. */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+#include "solver.h"
+
+#define OPTIONS(X)                                                                            \
+  X(block_size, INT, 0, 1, INFINITY, 0, NULL,                                                 \
+    "block size b (0: min(n, max(256, ceiling(n / 100))))")                                   \
+  X(rank, INT, 0, 1, INFINITY, 0, NULL, "Nystrom rank r of the block preconditioner (0: min(100, b))") \
+  X(rho, RHO, KRR_RHO_DAMPED, 0, 0, 0, KRR_RHO_CHOICES,                                       \
+    "damping: damped (lambda + the r-th Nystrom eigenvalue), regularization (lambda) or a number") \
+  X(accelerated, FLAG, 1, 0, 1, 0, NULL, "Nesterov acceleration (ASkotch, NSAP) or not (Skotch, SAP)") \
+  X(block_solve, CHOICE, 0, 0, 0, 0, "nystrom|exact",                                         \
+    "the block step: Nystrom-preconditioned (ASkotch, Skotch) or an exact Cholesky solve with unit step (NSAP, SAP)") \
+  X(sampling, CHOICE, 0, 0, 0, 0, "uniform|rls", "block sampling: uniform or approximate ridge leverage scores") \
+  X(rls_subsample, INT, 0, 1, INFINITY, 0, NULL,                                              \
+    "dictionary size s of the leverage-score estimate (0: min(n, 2000))")                     \
+  X(mu, REAL, 0, 0, INFINITY, 1, NULL, "acceleration parameter mu (0: lambda)")               \
+  X(nu, REAL, 0, 0, INFINITY, 1, NULL, "acceleration parameter nu (0: n / b)")                \
+  X(power_iters, INT, 10, 1, 1000, 0, NULL, "power iterations for the step size")             \
+  X(block_mem_limit, REAL, 536870912.0, 0, INFINITY, 0, NULL,                                 \
+    "form K_BB explicitly when its b^2 entries take at most this many bytes")
+typedef struct { krr_common_opts common; KRR_OPT_FIELDS(OPTIONS) } opts_t;
+static const krr_optdef optdefs[] = {KRR_OPT_DEFS(OPTIONS)};
+enum { BLOCK_NYSTROM = 0, BLOCK_EXACT = 1 };
+enum { SAMPLE_UNIFORM = 0, SAMPLE_RLS = 1 };
+
+typedef struct {
+  int auto_block, accelerated, exact, materialize;
+  double mu, nu, beta, gamma, alpha, L;
+  krr_lowrank lr;       /* Nystrom preconditioner of K_BB */
+  krr_block blk;
+  krr_rls rls;          /* sampling = rls */
+  void *v, *z;          /* n x m (accelerated only) */
+  void *KB;             /* b x b, when materialised (SAP/NSAP: its Cholesky factor) */
+  void *g, *d, *gb;     /* b x m */
+  void *p1, *p2, *p3;   /* b (powering) */
+  uint64_t *mark;
+} ask_t;
+
+static const char *const extras[] = {"step_L", "rho", "materialized", "t_nystrom", "t_power",
+                                     "t_block", "t_update", NULL};
+
+#define A(s) ((ask_t *)(s)->st)
+#define O(s) SOPT(s, opts_t)
+
+static double need(const krr_solver *s, int64_t b, int r, int mat) {
+  const opts_t *o = O(s);
+  int64_t n = s->n, m = s->m;
+  int acc = o->accelerated != 0, exact = o->block_solve == BLOCK_EXACT;
+  double e = (double)(acc ? 3 : 1) * (double)(n * m) + (mat ? (double)b * (double)b : 0.0) +
+             3.0 * (double)(b * m) + 3.0 * (double)b;
+  return e * (double)s->es + krr_block_bytes(s->op, b) +
+         (exact ? 0.0 : krr_lowrank_memory(s->prec, b, r, m)) + (double)(n / 8 + 8) +
+         (o->sampling == SAMPLE_RLS ? krr_rls_memory(n, b) : 0.0);
+}
+
+static int materialize(const krr_solver *s, double avail) {
+  const opts_t *o = O(s);
+  int64_t b = o->block_size;
+  int exact = o->block_solve == BLOCK_EXACT;
+  return (exact || (double)b * (double)b * (double)s->es <= o->block_mem_limit) &&
+         need(s, b, (int)o->rank, 1) <= avail;
+}
+
+static double ask_memory(const krr_solver *s) {
+  const opts_t *o = O(s);
+  return need(s, o->block_size, (int)o->rank, materialize(s, s->avail));
+}
+
+static krr_status ask_resolve(krr_solver *s) {
+  opts_t *o = O(s);
+  int64_t n = s->n;
+  A(s)->auto_block = o->block_size == 0;
+  if (o->block_size == 0) o->block_size = krr_default_block(n);
+  if (o->block_size > n)
+    return krr_fail(s->ctx, KRR_ERR_INPUT, "`block_size` (%lld) must not exceed the number of "
+                    "training points (%lld)", (long long)o->block_size, (long long)n);
+  if (o->block_solve == BLOCK_EXACT) {
+    o->rank = 0;
+  } else if (o->rank == 0) {
+    o->rank = o->block_size < 100 ? o->block_size : 100;
+  } else if (o->rank > o->block_size) {
+    return krr_fail(s->ctx, KRR_ERR_INPUT, "`rank` (%lld) must not exceed the block size (%lld)",
+                    (long long)o->rank, (long long)o->block_size);
+  }
+  if (o->sampling == SAMPLE_RLS) {
+    if (o->rls_subsample == 0) o->rls_subsample = n < 2000 ? n : 2000;
+    if (o->rls_subsample > n)
+      return krr_fail(s->ctx, KRR_ERR_INPUT, "`rls_subsample` (%lld) must not exceed the number of "
+                      "training points (%lld)", (long long)o->rls_subsample, (long long)n);
+  }
+  return KRR_OK;
+}
+
+/* largest b whose need (K_BB matrix-free) fits avail; a user block refuses */
+static krr_status ask_shrink(krr_solver *s, double avail) {
+  opts_t *o = O(s);
+  int64_t lo = 0, hi = o->block_size;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    int rk = o->rank < mid ? (int)o->rank : (int)mid;
+    if (need(s, mid, rk, o->block_solve == BLOCK_EXACT) <= avail) lo = mid; else hi = mid - 1;
+  }
+  if (!A(s)->auto_block || lo < 1)
+    return krr_fail(s->ctx, KRR_ERR_MEMORY,
+                    "the fit needs %.1f MiB beyond the data but only %.1f MiB are available; "
+                    "try block_size = %lld%s", ask_memory(s) / 1048576.0, avail / 1048576.0,
+                    (long long)(lo > 0 ? lo : 1),
+                    lo < 1 ? " or a smaller data set / single precision" : "");
+  o->block_size = lo;
+  if (o->rank > lo) o->rank = lo;
+  return KRR_OK;
+}
+
+static krr_status ask_init(krr_solver *s) {
+  ask_t *a = A(s);
+  const opts_t *o = O(s);
+  krr_arena *ar = &s->arena;
+  int64_t n = s->n, b = o->block_size, nm = n * (int64_t)s->m;
+  int m = s->m;
+  size_t es = s->es;
+  a->accelerated = o->accelerated;
+  a->exact = o->block_solve == BLOCK_EXACT;
+  a->materialize = materialize(s, s->avail);
+  a->L = 1.0; /* exact block solves take unit steps */
+  if (a->exact && !a->materialize)
+    return krr_fail(s->ctx, KRR_ERR_MEMORY, "SAP needs the %lld x %lld block kernel matrix in "
+                    "memory; use a smaller block_size", (long long)b, (long long)b);
+  KTRY(krr_solver_alloc_weights(s, n, s->prec));
+  if (a->accelerated) {
+    a->v = krr_arena_dev(ar, nm, es);
+    a->z = krr_arena_dev(ar, nm, es);
+    KTRY(KRR_ALLOCATED(ar, a->v, a->z));
+  }
+  KTRY(krr_block_alloc(s->op, ar, b, &a->blk));
+  if (a->materialize) KTRY(KRR_ALLOCATED(ar, a->KB = krr_arena_dev(ar, b * b, es)));
+  a->g = krr_arena_dev(ar, b * m, es);
+  a->d = krr_arena_dev(ar, b * m, es);
+  a->gb = krr_arena_dev(ar, b * m, es);
+  a->p1 = krr_arena_dev(ar, b, es);
+  a->p2 = krr_arena_dev(ar, b, es);
+  a->p3 = krr_arena_dev(ar, b, es);
+  a->mark = (uint64_t *)krr_arena_host(ar, n / 64 + 1, sizeof(uint64_t));
+  KTRY(KRR_ALLOCATED(ar, a->g, a->d, a->gb, a->p1, a->p2, a->p3, a->mark));
+  if (!a->exact) KTRY(krr_lowrank_alloc(ar, s->prec, b, (int)o->rank, m, &a->lr));
+  if (o->sampling == SAMPLE_RLS) KTRY(krr_rls_alloc(ar, n, b, &a->rls));
+  krr_solver_set_extra(s, "materialized", a->materialize);
+  return KRR_OK;
+}
+
+/* lambda-dependent: leverage scores, acceleration parameters */
+static krr_status ask_tune(krr_solver *s) {
+  ask_t *a = A(s);
+  const opts_t *o = O(s);
+  double lambda = s->obj->lambda;
+  if (o->sampling == SAMPLE_RLS)
+    KTRY(krr_rls_compute(&a->rls, s->op, lambda, o->rls_subsample, krr_options_seed(s->opts)));
+  a->nu = o->nu > 0 ? o->nu : (double)s->n / (double)o->block_size;
+  a->mu = o->mu > 0 ? o->mu : lambda;
+  if (o->mu > 0 || o->nu > 0) {
+    if (!(a->mu < a->nu))
+      return krr_fail(s->ctx, KRR_ERR_INPUT, "acceleration parameters need `mu` < `nu` (got mu = %g, "
+                      "nu = %g)", a->mu, a->nu);
+  } else if (a->mu >= a->nu) {
+    a->mu = 0.5 * a->nu; /* keep 0 <= beta < 1 */
+  }
+  a->beta = 1.0 - sqrt(a->mu / a->nu);
+  a->gamma = 1.0 / sqrt(a->mu * a->nu);
+  a->alpha = 1.0 / (1.0 + a->gamma * a->nu);
+  return KRR_OK;
+}
+
+/* the momentum sequences restart at the current weights */
+static krr_status ask_start(krr_solver *s) {
+  ask_t *a = A(s);
+  if (!a->accelerated) return KRR_OK;
+  size_t bytes = s->es * (size_t)(s->n * s->m);
+  KTRY(s->ctx->ops->copy(s->ctx, a->v, s->w, bytes));
+  return s->ctx->ops->copy(s->ctx, a->z, s->w, bytes);
+}
+
+/* Y(b x q) = K_BB V: one GEMM when K_BB is materialised, else matrix-free */
+static krr_status kbb_mul(void *arg, const void *V, int q, void *Y) {
+  krr_solver *s = (krr_solver *)arg;
+  ask_t *a = A(s);
+  int64_t b = a->blk.b;
+  if (a->materialize) return SOP(s, gemm, 0, 0, b, q, b, 1.0, a->KB, b, V, b, 0.0, Y, b);
+  return krr_op_mv(s->op, &a->blk, &a->blk, V, b, q, Y, b);
+}
+
+/* Y = (K_BB + lambda I) V */
+static krr_status h_mul(void *arg, const void *V, int q, void *Y) {
+  krr_solver *s = (krr_solver *)arg;
+  KTRY(kbb_mul(arg, V, q, Y));
+  return SOP(s, axpby, A(s)->blk.b * q, s->obj->lambda, V, 1.0, Y);
+}
+
+/* out = (P + rho I)^{-1} in; SAP/NSAP: (K_BB + lambda I)^{-1} in from the factor in KB */
+static krr_status pc_inv(krr_solver *s, const void *in, void *out) {
+  ask_t *a = A(s);
+  int64_t b = a->blk.b;
+  if (!a->exact) return krr_lowrank_inv(s->ctx, &a->lr, in, out, s->m);
+  if (out != in) KTRY(s->ctx->ops->copy(s->ctx, out, in, s->es * (size_t)(b * s->m)));
+  KTRY(SOP(s, trsm, 0, 1, b, s->m, 1.0, a->KB, b, out, b));
+  return SOP(s, trsm, 0, 0, b, s->m, 1.0, a->KB, b, out, b);
+}
+
+static krr_status ask_iterate(krr_solver *s) {
+  ask_t *a = A(s);
+  const opts_t *o = O(s);
+  krr_ctx *ctx = s->ctx;
+  int64_t n = s->n, b = o->block_size, nm = n * (int64_t)s->m;
+  int m = s->m;
+  uint64_t it = (uint64_t)s->diag.iter, seed = krr_options_seed(s->opts);
+  double t0 = krr_now();
+
+  /* 1. block, its rows and (when it fits) K_BB; the block preconditioner */
+  if (o->sampling == SAMPLE_RLS) krr_rls_sample(&a->rls, krr_rng_stream(seed, it, 0), b, a->blk.idx_h);
+  else krr_sample_uniform(krr_rng_stream(seed, it, 0), n, b, a->mark, a->blk.idx_h);
+  KTRY(krr_block_set(s->op, &a->blk, a->blk.idx_h, b));
+  if (a->materialize) KTRY(krr_op_mat(s->op, &a->blk, &a->blk, a->KB, b));
+  if (a->exact) {
+    int info = 0;
+    KTRY(SOP(s, add_diag, b, a->KB, b, s->obj->lambda, NULL));
+    KTRY(SOP(s, potrf, b, a->KB, b, &info));
+    if (info != 0)
+      return krr_fail(ctx, KRR_ERR_NUMERIC, "block Cholesky of K_BB + lambda I failed (column %d); "
+                      "increase lambda or use precision = \"double\"", info);
+  } else {
+    double tr = 0;
+    KTRY(krr_op_trace(s->op, &a->blk, &tr));
+    KTRY(krr_nystrom_sketch(ctx, &a->lr, kbb_mul, s, tr, krr_rng_stream(seed, it, 1)));
+    KTRY(krr_lowrank_prepare(ctx, &a->lr, krr_lowrank_rho(&a->lr, o->rho, s->obj->lambda)));
+  }
+  KTRY(ctx->ops->sync(ctx));
+  double t1 = krr_now();
+  if (!a->exact)
+    KTRY(krr_power_lmax(ctx, &a->lr, h_mul, s, (int)o->power_iters, krr_rng_stream(seed, it, 2),
+                        a->p1, a->p2, a->p3, &a->L));
+  KTRY(ctx->ops->sync(ctx));
+  double t2 = krr_now();
+
+  /* 2. block gradient at z (accelerated) or w */
+  const void *src = a->accelerated ? a->z : s->w;
+  double gn = 0, ybn = 0;
+  KTRY(krr_block_gradient(s->op, s->obj, &a->blk, src, a->g, a->gb, a->d, &gn, &ybn));
+  double t3 = krr_now();
+
+  /* 3. direction and update */
+  KTRY(pc_inv(s, a->g, a->d));
+  double sL = 1.0 / a->L;
+  size_t es = s->es;
+  if (a->accelerated) {
+    KTRY(ctx->ops->copy(ctx, s->w, a->z, es * (size_t)nm));
+    KTRY(krr_op_scatter_axpy(s->op, -sL, a->d, b, m, &a->blk, s->w));
+    KTRY(SOP(s, axpby, nm, 1.0 - a->beta, a->z, a->beta, a->v));
+    KTRY(krr_op_scatter_axpy(s->op, -a->gamma * sL, a->d, b, m, &a->blk, a->v));
+    KTRY(ctx->ops->copy(ctx, a->z, s->w, es * (size_t)nm));
+    KTRY(SOP(s, axpby, nm, a->alpha, a->v, 1.0 - a->alpha, a->z));
+  } else {
+    KTRY(krr_op_scatter_axpy(s->op, -sL, a->d, b, m, &a->blk, s->w));
+  }
+  KTRY(ctx->ops->sync(ctx));
+  double t4 = krr_now();
+
+  /* 4. diagnostics */
+  krr_solver_tick(s);
+  s->diag.passes = (double)s->diag.iter * (double)b / (double)n;
+  krr_solver_track_block(s, b, gn, ybn);
+  krr_solver_set_extra(s, "step_L", a->L);
+  krr_solver_set_extra(s, "rho", a->exact ? 0.0 : a->lr.rho);
+  krr_solver_add_extra(s, "t_nystrom", t1 - t0);
+  krr_solver_add_extra(s, "t_power", t2 - t1);
+  krr_solver_add_extra(s, "t_block", t3 - t2);
+  krr_solver_add_extra(s, "t_update", t4 - t3);
+  return KRR_OK;
+}
+
+const krr_solver_def krr_solver_askotch = {
+    .name = "askotch",
+    .title = "ASkotch",
+    .losses = KRR_LOSS_BIT(KRR_LOSS_SQUARED),
+    .options = {optdefs, KRR_NOPTS(optdefs), sizeof(opts_t)},
+    .extras = extras,
+    .state_size = sizeof(ask_t),
+    .mem_advice = "use a smaller block_size",
+    .resolve = ask_resolve,
+    .memory = ask_memory,
+    .shrink = ask_shrink,
+    .init = ask_init,
+    .tune = ask_tune,
+    .start = ask_start,
+    .iterate = ask_iterate,
+};

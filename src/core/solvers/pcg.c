@@ -1,0 +1,231 @@
+/* Preconditioned conjugate gradients on (K + lambda I) w = y, written once
+ * for both precisions on the kernel operator and the shared CG (linalg/cg.c:
+ * m right-hand sides share each kernel pass).
+ * Preconditioners:
+ *  - Nystrom (Frangella, Tropp and Udell): rank-r randomized Nystrom of the
+ *    full K via one kernel product with r right-hand sides, rho damped /
+ *    regularization / value, applied by Woodbury (linalg/lowrank.c).
+ *  - randomly pivoted / greedy partial Cholesky (Chen, Epperly, Tropp,
+ *    Webber): F (n x r), P = F F^T + lambda I via Woodbury.  Pivots are drawn
+ *    one at a time from the residual diagonal kept on the host in double
+ *    (starting from the operator's diagonal); each pivot costs one kernel
+ *    column K(X, x_s) and one n-vector download.
+ *  - none.
+ * The sketch / factor does not depend on lambda and is kept across a change
+ * of lambda (only rho and the Woodbury core are redone).  Passes: 1 per
+ * product with K + lambda I (an iteration, and each residual replacement,
+ * every resid_every iterations), +1 for the Nystrom sketch, + r/n for the
+ * partial Cholesky.  resid_est is the CG (recursive) residual ||r|| / ||y||. */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+#include "solver.h"
+
+#define OPTIONS(X)                                                                            \
+  X(preconditioner, CHOICE, 0, 0, 0, 0, "nystrom|rpcholesky|greedy_cholesky|none",            \
+    "preconditioner: randomized Nystrom, randomly pivoted or greedy partial Cholesky, or none") \
+  X(rank, INT, 0, 1, INFINITY, 0, NULL, "rank r of the preconditioner (0: min(100, n))")     \
+  X(rho, RHO, KRR_RHO_DAMPED, 0, 0, 0, KRR_RHO_CHOICES,                                       \
+    "damping of the Nystrom preconditioner: damped, regularization or a number")              \
+  X(resid_every, INT, 50, 1, INFINITY, 0, NULL,                                               \
+    "recompute the residual exactly every this many iterations")
+typedef struct { krr_common_opts common; KRR_OPT_FIELDS(OPTIONS) } opts_t;
+static const krr_optdef optdefs[] = {KRR_OPT_DEFS(OPTIONS)};
+enum { PC_NYSTROM = 0, PC_RPCHOLESKY = 1, PC_GREEDY = 2, PC_NONE = 3 };
+
+typedef struct {
+  int pc, r;
+  krr_lowrank lr;
+  krr_cg cg;
+  krr_block piv;     /* one pivot row */
+  double *dh, *col;  /* host n: residual diagonal, factor column (Cholesky) */
+} pcg_t;
+
+static const char *const extras[] = {"rho", "rank_effective", NULL};
+
+#define P(s) ((pcg_t *)(s)->st)
+#define O(s) SOPT(s, opts_t)
+
+static krr_status pcg_resolve(krr_solver *s) {
+  opts_t *o = O(s);
+  if (o->preconditioner == PC_NONE) {
+    o->rank = 0;
+  } else if (o->rank == 0) {
+    o->rank = s->n < 100 ? s->n : 100;
+  } else if (o->rank > s->n) {
+    return krr_fail(s->ctx, KRR_ERR_INPUT, "`rank` (%lld) must not exceed the number of training "
+                    "points (%lld)", (long long)o->rank, (long long)s->n);
+  }
+  return KRR_OK;
+}
+
+static double pcg_memory(const krr_solver *s) {
+  const opts_t *o = O(s);
+  int64_t n = s->n, m = s->m;
+  int r = (int)o->rank;
+  int chol = o->preconditioner == PC_RPCHOLESKY || o->preconditioner == PC_GREEDY;
+  return (double)s->es * (double)(n * m) /* w */ +
+         krr_cg_memory(s->prec, n, (int)m, o->preconditioner != PC_NONE) +
+         (r > 0 ? krr_lowrank_memory(s->prec, n, r, (int)m) : 0.0) + krr_block_bytes(s->op, 1) +
+         (chol ? 16.0 * (double)n : 0.0);
+}
+
+/* out = (K + lambda I) in, n x m: one pass */
+static krr_status apply_A(void *arg, const void *in, void *out) {
+  krr_solver *s = (krr_solver *)arg;
+  int64_t n = s->op->nloc;
+  KTRY(krr_op_mv(s->op, NULL, NULL, in, n, s->m, out, n));
+  s->diag.passes += 1;
+  return SOP(s, axpby, n * s->m, s->obj->lambda, in, 1.0, out);
+}
+
+static krr_status apply_M(void *arg, const void *in, void *out) {
+  krr_solver *s = (krr_solver *)arg;
+  return krr_lowrank_inv(s->ctx, &P(s)->lr, in, out, s->m);
+}
+
+/* Y = K V (n x q): the sketch product of the Nystrom preconditioner */
+static krr_status sketch_mv(void *arg, const void *V, int q, void *Y) {
+  krr_solver *s = (krr_solver *)arg;
+  int64_t n = s->op->nloc;
+  return krr_op_mv(s->op, NULL, NULL, V, n, q, Y, n);
+}
+
+static krr_status pcg_init(krr_solver *s) {
+  pcg_t *c = P(s);
+  const opts_t *o = O(s);
+  krr_arena *a = &s->arena;
+  c->pc = o->preconditioner;
+  c->r = (int)o->rank;
+  KTRY(krr_solver_alloc_weights(s, s->n, s->prec));
+  KTRY(krr_cg_alloc(&c->cg, a, s->prec, s->op->nloc, s->m, s->op, apply_A,
+                    c->pc == PC_NONE ? NULL : apply_M, s, (int)o->resid_every));
+  if (c->r > 0) KTRY(krr_lowrank_alloc(a, s->prec, s->n, c->r, s->m, &c->lr));
+  if (c->pc == PC_RPCHOLESKY || c->pc == PC_GREEDY) {
+    c->dh = (double *)krr_arena_host(a, s->n, sizeof(double));
+    c->col = (double *)krr_arena_host(a, s->n, sizeof(double));
+    KTRY(KRR_ALLOCATED(a, c->dh, c->col));
+    KTRY(krr_block_alloc(s->op, a, 1, &c->piv));
+  }
+  return KRR_OK;
+}
+
+/* next pivot from the host residual diagonal: sampled proportionally to it
+ * (RPCholesky) or its argmax (greedy); -1 when it is exhausted */
+static int64_t pick_pivot(krr_solver *s, int k, uint64_t stream) {
+  pcg_t *c = P(s);
+  int64_t n = s->n, best = -1;
+  double tot = 0, mx = 0;
+  for (int64_t i = 0; i < n; i++) {
+    tot += c->dh[i];
+    if (c->dh[i] > mx) { mx = c->dh[i]; best = i; }
+  }
+  double floor_ = (s->prec == KRR_DOUBLE ? DBL_EPSILON : FLT_EPSILON) * 1e3;
+  if (!(mx > floor_)) return -1;
+  if (c->pc == PC_GREEDY) return best;
+  double u = krr_rng_unif(stream, (uint64_t)k) * tot, acc = 0;
+  for (int64_t i = 0; i < n; i++) {
+    acc += c->dh[i];
+    if (acc >= u && c->dh[i] > 0) return i;
+  }
+  return best;
+}
+
+/* partial Cholesky F (n x r) into lr->U; P = F F^T (lam = 1) */
+static krr_status partial_cholesky(krr_solver *s) {
+  pcg_t *c = P(s);
+  krr_lowrank *lr = &c->lr;
+  int64_t n = s->n;
+  size_t es = s->es;
+  uint64_t stream = krr_rng_stream(krr_options_seed(s->opts), 0, 11);
+  KTRY(krr_op_diag(s->op, NULL, c->dh));
+  int k = 0;
+  for (; k < c->r; k++) {
+    int64_t piv = pick_pivot(s, k, stream);
+    if (piv < 0) break;
+    void *f = KAT(lr->U, (int64_t)k * n, es);
+    KTRY(krr_block_set(s->op, &c->piv, &piv, 1));
+    KTRY(krr_op_mat(s->op, NULL, &c->piv, f, n));
+    if (k > 0) KTRY(SOP(s, gemm, 0, 1, n, 1, k, -1.0, lr->U, n, KAT(lr->U, piv, es), n, 1.0, f, n));
+    KTRY(krr_download_vec(s->ctx, s->prec, f, n, c->col));
+    double g = c->col[piv];
+    if (!(g > 0) || !isfinite(g)) break;
+    double sg = sqrt(g);
+    KTRY(SOP(s, axpby, n, 0.0, f, 1.0 / sg, f));
+    for (int64_t i = 0; i < n; i++) {
+      double v = c->col[i] / sg;
+      c->dh[i] -= v * v;
+      if (c->dh[i] < 0) c->dh[i] = 0;
+    }
+    c->dh[piv] = 0;
+  }
+  lr->r_eff = k;
+  lr->orth = 0;
+  for (int j = 0; j < k; j++) lr->lam[j] = 1.0;
+  s->diag.passes += (double)k / (double)n;
+  return KRR_OK;
+}
+
+/* the sketch or factor: independent of lambda */
+static krr_status pcg_prepare(krr_solver *s) {
+  pcg_t *c = P(s);
+  if (c->pc == PC_NYSTROM) {
+    double tr = 0;
+    KTRY(krr_op_trace(s->op, NULL, &tr));
+    KTRY(krr_nystrom_sketch(s->ctx, &c->lr, sketch_mv, s, tr,
+                            krr_rng_stream(krr_options_seed(s->opts), 0, 10)));
+    s->diag.passes += 1;
+  } else if (c->pc != PC_NONE) {
+    KTRY(partial_cholesky(s));
+  }
+  return KRR_OK;
+}
+
+static krr_status pcg_tune(krr_solver *s) {
+  pcg_t *c = P(s);
+  if (c->pc == PC_NONE) return KRR_OK;
+  double rho = c->pc == PC_NYSTROM ? krr_lowrank_rho(&c->lr, O(s)->rho, s->obj->lambda)
+                                   : s->obj->lambda;
+  KTRY(krr_lowrank_prepare(s->ctx, &c->lr, rho));
+  krr_solver_set_extra(s, "rho", rho);
+  krr_solver_set_extra(s, "rank_effective", c->lr.r_eff);
+  return KRR_OK;
+}
+
+static void track(krr_solver *s, int done) {
+  double yn = s->obj->ynorm;
+  s->diag.resid_est = yn > 0 ? P(s)->cg.rnorm / yn : P(s)->cg.rnorm;
+  s->diag.done = done;
+}
+
+static krr_status pcg_start(krr_solver *s) {
+  pcg_t *c = P(s);
+  KTRY(krr_cg_start(&c->cg, s->w, s->obj->y, s->w_zero));
+  track(s, c->cg.live == 0);
+  return KRR_OK;
+}
+
+static krr_status pcg_iterate(krr_solver *s) {
+  int done = 0;
+  KTRY(krr_cg_iter(&P(s)->cg, s->obj->y, &done));
+  krr_solver_tick(s);
+  track(s, done);
+  return KRR_OK;
+}
+
+const krr_solver_def krr_solver_pcg = {
+    .name = "pcg",
+    .title = "PCG",
+    .losses = KRR_LOSS_BIT(KRR_LOSS_SQUARED),
+    .options = {optdefs, KRR_NOPTS(optdefs), sizeof(opts_t)},
+    .extras = extras,
+    .state_size = sizeof(pcg_t),
+    .mem_advice = "try a smaller rank",
+    .resolve = pcg_resolve,
+    .memory = pcg_memory,
+    .init = pcg_init,
+    .prepare = pcg_prepare,
+    .tune = pcg_tune,
+    .start = pcg_start,
+    .iterate = pcg_iterate,
+};
