@@ -136,11 +136,13 @@ fit_settings <- function(object, lambda, tol, max_passes, time_limit, progress) 
        keep_state = TRUE, loss = if (is.null(object$loss)) "squared" else object$loss)
 }
 
+# TRUE when a kept state is alive (not freed, not read back from a file)
+state_alive <- function(state) !is.null(state) && .Call(ffi_fit_alive, state)
+
 # The fit's solver state: the kept one when alive, else a new one built from
 # the fit's own data and options (the same centres and resolved choices).
 krr_state <- function(object) {
-  st <- object$state
-  if (!is.null(st) && .Call(ffi_fit_alive, st)) return(st)
+  if (state_alive(object$state)) return(object$state)
   xs <- if (is.null(object$x_train)) object$x else object$x_train
   set <- fit_settings(object, object$lambda, object$tol, object$max_passes,
                       object$time_limit, FALSE)

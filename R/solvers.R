@@ -195,7 +195,7 @@ solver_info <- function(solver = NULL) {
                     vapply(seq_along(o$name), function(i)
                       strsplit(o$choices[i], "|", fixed = TRUE)[[1L]][o$default[i] + 1L],
                       ""),
-                    format(o$default))
+                    vapply(o$default, format, ""))
   default[o$type == "flag"] <- ifelse(o$default[o$type == "flag"] != 0, "TRUE", "FALSE")
   default[o$type == "indices"] <- "(none)"
   range <- ifelse(o$type %in% c("choice", "rho"),

@@ -8,11 +8,14 @@ sh tools/install_deps.sh
 echo "== installing askotch"
 R CMD INSTALL --preclean . >/tmp/askotch-install.log 2>&1 || { tail -60 /tmp/askotch-install.log; exit 1; }
 grep "askotch:" /tmp/askotch-install.log || true
+echo "== core layering (tools/check_deps.sh)"
+deps_fail=0
+sh tools/check_deps.sh || deps_fail=1
 echo "== C driver (core + CPU backend, no R)"
-make -s -C driver clean all build/test_solvers build/test_solvers2 >/dev/null
+make -s -C driver clean progs >/dev/null
 : > /tmp/askotch-driver.log
-crashed=0
-for prog in "askotch_driver test" "test_solvers" "test_solvers2"; do
+crashed=$deps_fail
+for prog in "askotch_driver test" "test_solvers" "test_solvers2" "test_seams"; do
   # a program that dies without its summary line counts as one failure
   ./driver/build/$prog > /tmp/askotch-prog.log 2>&1 || {
     grep -qE "^[0-9]+ passed, [0-9]+ failed" /tmp/askotch-prog.log || crashed=$((crashed + 1)); }

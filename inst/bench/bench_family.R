@@ -40,7 +40,7 @@
 # Memory: separate runs without validation, stopped after the setup and the
 # first slice of iterations (time_limit = 1 s), at n = 5000 and n = 10000.
 # The peak-RSS counter (VmHWM) is reset through /proc/self/clear_refs when
-# krr() enters its solver loop (a trace() on the internal run_solver(), after
+# krr() enters its solver loop (a trace() on the internal fit_solver(), after
 # a gc() that frees krr()'s temporary copies of x made by the R-level
 # preprocessing); peak_MiB = VmHWM - VmRSS at that point: everything the
 # solver allocates, including the core's point-major copy of x (n p 8 bytes,
@@ -113,7 +113,7 @@ run_child <- function(data_file, solver, budget, trace, out_file) {
   if (!trace) {
     # memory run: measure from the start of the solver loop
     ok <- tryCatch({
-      suppressMessages(trace("run_solver", tracer = quote(
+      suppressMessages(trace("fit_solver", tracer = quote(
         get("reset_hwm", envir = globalenv())()),
         where = asNamespace("askotch"), print = FALSE))
       TRUE

@@ -16,9 +16,9 @@
  *              MPI-sharded operators are new files here)
  *   loss/      the loss table (squared first) and the objective (loss, lambda,
  *              targets)
+ *   sampling/  uniform blocks, ridge-leverage-score blocks, centres
  *   linalg/    low-rank (Nystrom / partial Cholesky) preconditioners, CG,
  *              powering, eigensystems, the EigenPro iteration
- *   sampling/  uniform blocks, ridge-leverage-score blocks, centres
  *   solvers/   one file per solver, common.c (the shared skeleton) and
  *              registry.c (the table of solvers: one line each)
  *

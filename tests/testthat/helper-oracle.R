@@ -1,4 +1,4 @@
-# Independent oracle written in base R from ALGORITHMS.md section 1.
+# Independent oracle written in base R from the kernel formulas (?kernels).
 # It does NOT use the package's C kernels, so it checks them.
 
 oracle_kernel <- function(x1, x2, kernel, s) {

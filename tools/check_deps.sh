@@ -1,0 +1,69 @@
+#!/bin/sh
+# The dependency rule of src/core (written at the top of src/core/krr.h),
+# checked on the compiled objects: every core file is compiled alone, its
+# undefined symbols are matched to the core file that defines them, and
+#  - a file may depend only on its own folder and the folders before it in
+#    base < data < op < loss < sampling < linalg < solvers;
+#  - inside solvers/, solver files may use common.c only; only registry.c
+#    uses the solver files; nothing uses registry.c;
+#  - there is no dependency circle between files;
+#  - no core file includes a backend (src/cpu, src/cuda) or R.
+# Prints the file graph's violations; exit status 1 if any.
+set -e
+cd "$(dirname "$0")/.."
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+for f in $(find src/core -name '*.c' | sort); do
+  o="$tmp/$(echo "$f" | sed -e 's|^src/core/||' -e 's|/|__|g' -e 's|\.c$|.o|')"
+  gcc -std=gnu11 -O0 -fopenmp -c "$f" -o "$o"
+done
+if grep -rnE '#include *[<"](\.\./)*(cpu|cuda)/|#include *<R[.>_]|#include *<Rinternals' src/core; then
+  echo "check_deps: a core file includes a backend or R"; fail=1
+fi
+for o in "$tmp"/*.o; do
+  b=$(basename "$o" .o)
+  nm "$o" | awk -v f="$b" '$2 ~ /^[TDBR]$/ {print "D", $3, f} $1 == "U" {print "U", $2, f}'
+done > "$tmp/syms"
+awk -v fail=0 '
+  function folder(f) { sub(/__.*/, "", f); return f }
+  function rank(d) { return index(" base data op loss sampling linalg solvers ", " " d " ") }
+  $1 == "D" { def[$2] = $3 }
+  $1 == "U" { use[++nu] = $3 " " $2 }
+  END {
+    for (i = 1; i <= nu; i++) {
+      split(use[i], a, " "); f = a[1]; s = a[2];
+      if (!(s in def)) continue;          # libc, BLAS, the backend table: not core
+      g = def[s]; if (g == f) continue;
+      edge[f " " g] = s
+    }
+    for (e in edge) {
+      split(e, a, " "); f = a[1]; g = a[2];
+      rf = rank(folder(f)); rg = rank(folder(g));
+      bad = ""
+      if (rg > rf) bad = "uses a later folder";
+      if (folder(f) == "solvers" && folder(g) == "solvers") {
+        if (f != "solvers__registry" && g != "solvers__common") bad = "a solver file uses another solver file";
+      }
+      if (g == "solvers__registry") bad = "only the glue may use the registry";
+      if (bad != "") { printf "check_deps: %s -> %s (%s): %s\n", f, g, edge[e], bad; fail = 1 }
+      adj[f] = adj[f] " " g; nodes[f] = 1; nodes[g] = 1
+    }
+    # cycles: depth-first search with colours
+    for (n in nodes) colour[n] = 0
+    for (n in nodes) if (colour[n] == 0 && dfs(n)) fail = 1
+    n_e = 0; for (e in edge) n_e++
+    printf "check_deps: %d core files, %d file dependencies, %s\n", length(nodes), n_e, fail ? "VIOLATIONS" : "layering respected, no circles"
+    exit fail
+  }
+  function dfs(n,   k, parts, m, found) {
+    colour[n] = 1; found = 0
+    m = split(adj[n], parts, " ")
+    for (k = 1; k <= m; k++) {
+      if (colour[parts[k]] == 1) { printf "check_deps: circle through %s -> %s\n", n, parts[k]; found = 1 }
+      else if (colour[parts[k]] == 0 && dfs(parts[k])) found = 1
+    }
+    colour[n] = 2
+    return found
+  }' "$tmp/syms" || fail=1
+exit $fail
