@@ -60,6 +60,22 @@ static inline void parse_test_args(int argc, char **argv, const char **be, int *
   }
 }
 
+/* the common start of a test program: arguments, context, data (p = 3,
+ * m = 2, seed 42; the caller frees X and y) */
+static inline int test_start(int argc, char **argv, int64_t n_default, krr_ctx *ctx, int64_t *n,
+                             double **X, double **y) {
+  const char *be = "cpu";
+  int threads = 0;
+  *n = n_default;
+  parse_test_args(argc, argv, &be, &threads, n);
+  const krr_ops *ops = backend(be);
+  if (krr_ctx_init(ctx, ops, threads, 0) != KRR_OK) { printf("ctx: %s\n", ctx->msg); return 1; }
+  *X = malloc(sizeof(double) * *n * 3);
+  *y = malloc(sizeof(double) * *n * 2);
+  make_data(*n, 3, 2, 42, *X, *y);
+  return 0;
+}
+
 /* exact inducing-point coefficients on the host: (K_nm^T K_nm + lambda K_mm) a = K_nm^T y */
 static inline int inducing_oracle(const krr_kernel *k, const double *X, int64_t n, int p, const double *y,
                                   int m, double lambda, const int64_t *c, int64_t mc, double *a) {

@@ -203,17 +203,12 @@ static void test_misc(krr_ctx *ctx, const double *X, const double *y, int64_t n,
 }
 
 int main(int argc, char **argv) {
-  const char *be = "cpu";
-  int threads = 0;
-  int64_t n = 500;
-  parse_test_args(argc, argv, &be, &threads, &n);
-  verbose = getenv("KRR_VERBOSE") != NULL;
-  const krr_ops *ops = backend(be);
   krr_ctx ctx;
-  if (krr_ctx_init(&ctx, ops, threads, 0) != KRR_OK) { printf("ctx: %s\n", ctx.msg); return 1; }
+  int64_t n;
+  double *X, *y;
+  if (test_start(argc, argv, 500, &ctx, &n, &X, &y)) return 1;
+  verbose = getenv("KRR_VERBOSE") != NULL;
   int p = 3, m = 2;
-  double *X = malloc(sizeof(double) * n * p), *y = malloc(sizeof(double) * n * m);
-  make_data(n, p, m, 42, X, y);
   test_pcg(&ctx, X, y, n, p, m);
   test_falkon(&ctx, X, y, n, p, m);
   test_misc(&ctx, X, y, n, p, m);

@@ -307,17 +307,12 @@ static void test_invalid(env_t *e) {
 }
 
 int main(int argc, char **argv) {
-  const char *be = "cpu";
-  int threads = 0;
-  int64_t n = 800;
-  parse_test_args(argc, argv, &be, &threads, &n);
-  verbose = getenv("KRR_VERBOSE") != NULL;
-  const krr_ops *ops = backend(be);
   krr_ctx ctx;
-  if (krr_ctx_init(&ctx, ops, threads, 0) != KRR_OK) { printf("ctx: %s\n", ctx.msg); return 1; }
+  int64_t n;
+  double *X, *y;
+  if (test_start(argc, argv, 800, &ctx, &n, &X, &y)) return 1;
+  verbose = getenv("KRR_VERBOSE") != NULL;
   int p = 3, m = 2;
-  double *X = malloc(sizeof(double) * n * p), *y = malloc(sizeof(double) * n * m);
-  make_data(n, p, m, 42, X, y);
   env_t e = {&ctx, X, y, n, p, m};
   const char *only = getenv("ONLY");
   if (!only || strstr(only, "invalid")) test_invalid(&e);
