@@ -61,7 +61,7 @@ state_new <- function(xs, Yc, set) {
   .Call(ffi_fit_init, xs, Yc, as.integer(set$kernel$code),
         as.numeric(set$kernel$bandwidth), set$lambda,
         if (set$precision == "double") 1L else 0L,
-        if (set$device == "cuda") 1L else 0L, sc$name, opts, set$loss,
+        if (set$device == "cuda") 1L else 0L, sc$name, opts, set$loss$name,
         as.integer(set$threads))
 }
 
@@ -103,7 +103,8 @@ drive_solver <- function(state, set, tgt, xs) {
   t0 <- now()
   centers <- .Call(ffi_fit_centers, state)  # inducing-point solvers; else integer(0)
   xpred <- if (length(centers) > 0L) xs[centers, , drop = FALSE] else xs
-  val_metric <- validation_fn(state, set, tgt, xpred, center_targets(tgt)$y_center)
+  val_metric <- validation_fn(state, set, tgt, xpred,
+                              loss_targets(set$loss, tgt)$y_center)
   exact_fn <- function() .Call(ffi_fit_residual, state)
   pb <- NULL
   if (set$progress) {

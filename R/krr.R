@@ -147,8 +147,9 @@ krr.default <- function(x, y, kernel = "rbf", bandwidth = "median",
                   "input", ecall)
   }
   if (missing(y)) abort_askotch("`y` is missing.", "input", ecall)
-  dat <- krr_data(x, y, standardize, ecall)
-  set <- krr_settings(dat, kernel, bandwidth, !missing(bandwidth), lambda,
+  loss <- loss_squared()
+  dat <- krr_data(x, y, standardize, loss, ecall)
+  set <- krr_settings(dat, loss, kernel, bandwidth, !missing(bandwidth), lambda,
                       solver, precision, device, max_passes, tol,
                       time_limit, validation, seed, progress, threads,
                       mem_limit, keep_state, ecall)
@@ -159,9 +160,9 @@ krr.default <- function(x, y, kernel = "rbf", bandwidth = "median",
   validate_krr(fit)
 }
 
-# Data preparation: the feature matrix, its scaling, the targets (centred
-# for regression).
-krr_data <- function(x, y, standardize, call = NULL) {
+# Data preparation: the feature matrix, its scaling, the targets (as the
+# loss prepares them).
+krr_data <- function(x, y, standardize, loss, call = NULL) {
   x <- as_feature_matrix(x, "x", call)
   n <- nrow(x)
   if (n < 2L) {
@@ -174,26 +175,15 @@ krr_data <- function(x, y, standardize, call = NULL) {
   xs <- apply_scaling(x, scaling$center, scaling$scale)
   xnames <- colnames(x)
   dimnames(xs) <- NULL
-  cen <- center_targets(tgt)
+  cen <- loss_targets(loss, tgt)
   list(xs = xs, n = n, p = ncol(x), xnames = xnames, scaling = scaling,
        standardize = standardize, tgt = tgt, Y = tgt$Y, Yc = cen$Yc,
        y_center = cen$y_center)
 }
 
-# The squared loss centres regression targets (their mean is the model's
-# constant); classification targets (+1/-1) are not centred.
-center_targets <- function(tgt) {
-  Y <- tgt$Y
-  y_center <- if (tgt$task %in% c("regression", "multioutput"))
-    colMeans(Y) else rep(0, ncol(Y))
-  Yc <- sweep(Y, 2L, y_center, "-", check.margin = FALSE)
-  dimnames(Yc) <- NULL
-  list(Yc = Yc, y_center = unname(y_center))
-}
-
 # Option resolution: every user-facing setting checked and resolved (the
 # solver's own options are resolved by the compiled code when the fit starts).
-krr_settings <- function(dat, kernel, bandwidth, bandwidth_given, lambda,
+krr_settings <- function(dat, loss, kernel, bandwidth, bandwidth_given, lambda,
                          solver, precision, device, max_passes, tol,
                          time_limit, validation, seed, progress, threads,
                          mem_limit, keep_state, call = NULL) {
@@ -242,7 +232,8 @@ krr_settings <- function(dat, kernel, bandwidth, bandwidth_given, lambda,
                               dat$tgt, call)
   }
   rule <- stop_rule(tol, max_passes, time_limit, n,
-                    direct = inherits(solver, "askotch_solver_cholesky"))
+                    direct = inherits(solver, "askotch_solver_cholesky"),
+                    criterion = loss$criterion)
   if (!is.finite(max_passes) && !is.finite(time_limit) && tol == 0 &&
       !rule$direct) {
     abort_askotch(paste(
@@ -252,7 +243,7 @@ krr_settings <- function(dat, kernel, bandwidth, bandwidth_given, lambda,
   list(kernel = kern, lambda = lambda, solver = solver, precision = precision,
        device = device, rule = rule, validation = val, seed = seed,
        progress = progress, threads = as.integer(threads),
-       mem_limit = mem_limit, keep_state = keep_state, loss = "squared")
+       mem_limit = mem_limit, keep_state = keep_state, loss = loss)
 }
 
 # The "krr" object: plain R data only (but the optional solver state).

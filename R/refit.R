@@ -85,7 +85,7 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
   check_positive(time_limit, "time_limit", allow_inf = TRUE, call = ecall)
   set <- fit_settings(object, lambda, tol, max_passes, time_limit, progress)
 
-  cen <- center_targets(tgt)
+  cen <- loss_targets(fit_loss(object), tgt)
   state <- krr_state(object)
   keep <- FALSE
   on.exit(if (!keep && !identical(state, object$state)) .Call(ffi_fit_free, state),
@@ -129,11 +129,12 @@ fit_settings <- function(object, lambda, tol, max_passes, time_limit, progress) 
   list(kernel = object$kernel, lambda = lambda, solver = object$solver,
        precision = object$precision, device = object$device,
        rule = stop_rule(tol, max_passes, time_limit, object$n,
-                        direct = inherits(object$solver, "askotch_solver_cholesky")),
+                        direct = inherits(object$solver, "askotch_solver_cholesky"),
+                        criterion = fit_loss(object)$criterion),
        validation = NULL, seed = object$seed, progress = progress,
        threads = as.integer(if (is.null(object$threads)) 0L else object$threads),
        mem_limit = if (is.null(object$mem_limit)) 0 else object$mem_limit,
-       keep_state = TRUE, loss = if (is.null(object$loss)) "squared" else object$loss)
+       keep_state = TRUE, loss = fit_loss(object))
 }
 
 # TRUE when a kept state is alive (not freed, not read back from a file)
@@ -147,5 +148,5 @@ krr_state <- function(object) {
   set <- fit_settings(object, object$lambda, object$tol, object$max_passes,
                       object$time_limit, FALSE)
   tgt <- list(task = object$task, Y = object$y)
-  state_new(xs, center_targets(tgt)$Yc, set)
+  state_new(xs, loss_targets(set$loss, tgt)$Yc, set)
 }

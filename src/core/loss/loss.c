@@ -4,9 +4,14 @@
 #include <string.h>
 #include "loss.h"
 
-static const krr_loss *const table[] = {
-    &krr_loss_squared,
-};
+/* one line per loss, the squared loss first */
+#define LOSSES(X) \
+  X(squared)
+
+#define DECLARE(name) extern const krr_loss krr_loss_##name;
+LOSSES(DECLARE)
+#define ENTRY(name) &krr_loss_##name,
+static const krr_loss *const table[] = {LOSSES(ENTRY)};
 #define N_LOSSES ((int)(sizeof table / sizeof table[0]))
 
 int krr_loss_count(void) { return N_LOSSES; }

@@ -15,7 +15,8 @@
  *
  * A loss entry gives what a dual block method needs: the gradient and the
  * curvature of f on a block, the box, and the sums that make the objectives;
- * each solver declares the losses it supports.  Elementwise maps of a
+ * each solver declares the losses it supports (by name).  A new loss is its
+ * own file here (a krr_loss named krr_loss_<name>) plus one line in loss.c.  Elementwise maps of a
  * non-quadratic loss will need one more entry in the krr_ops table (a device
  * map over a block); the squared loss needs only axpby. */
 #ifndef KRR_LOSS_H
@@ -27,12 +28,8 @@ typedef enum {
   KRR_CRIT_GAP = 1       /* relative duality gap (P + D) / max(|P|, |D|, 1e-300) */
 } krr_criterion;
 
-enum { KRR_LOSS_SQUARED = 0, KRR_N_LOSSES_MAX = 16 };
-#define KRR_LOSS_BIT(id) (1u << (id))
-
 struct krr_loss {
-  const char *name;
-  int id;             /* position in the table; solvers list supported ids as KRR_LOSS_BIT */
+  const char *name;   /* solvers list the names of the losses they support */
   krr_criterion crit;
   int linear;         /* the dual is the linear system (K + lambda I) alpha = y (no box) */
   /* out = grad f(a_B) elementwise over len entries of y_B and a_B (device, prec) */
@@ -50,9 +47,6 @@ struct krr_loss {
   krr_status (*sums)(krr_op *op, const krr_objective *obj, const void *a, const void *F,
                      void *work, double *ls, double *cs);
 };
-
-/* the table (loss.c): one line per loss */
-extern const krr_loss krr_loss_squared;
 
 /* P(a) and D(a) from a and F = K a (n-vectors; work: n-vector scratch) */
 krr_status krr_objective_values(krr_op *op, const krr_objective *obj, const void *a,

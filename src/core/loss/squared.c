@@ -37,7 +37,6 @@ static krr_status sq_sums(krr_op *op, const krr_objective *obj, const void *a, c
 
 const krr_loss krr_loss_squared = {
     .name = "squared",
-    .id = KRR_LOSS_SQUARED,
     .crit = KRR_CRIT_RESIDUAL,
     .linear = 1,
     .grad = sq_grad,

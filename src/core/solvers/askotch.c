@@ -297,7 +297,7 @@ static krr_status ask_iterate(krr_solver *s) {
 const krr_solver_def krr_solver_askotch = {
     .name = "askotch",
     .title = "ASkotch",
-    .losses = KRR_LOSS_BIT(KRR_LOSS_SQUARED),
+    .losses = "squared",
     .options = {optdefs, KRR_NOPTS(optdefs), sizeof(opts_t)},
     .extras = extras,
     .state_size = sizeof(ask_t),

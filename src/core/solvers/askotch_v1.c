@@ -341,7 +341,7 @@ static krr_status v1_iterate(krr_solver *s) {
 const krr_solver_def krr_solver_askotch_v1 = {
     .name = "askotch_v1",
     .title = "ASkotch v1 (fixed partition, NU_ACDM)",
-    .losses = KRR_LOSS_BIT(KRR_LOSS_SQUARED),
+    .losses = "squared",
     .options = {optdefs, KRR_NOPTS(optdefs), sizeof(opts_t)},
     .extras = extras,
     .state_size = sizeof(v1_t),

@@ -52,7 +52,7 @@ static krr_status chol_iterate(krr_solver *s) {
 const krr_solver_def krr_solver_cholesky = {
     .name = "cholesky",
     .title = "Cholesky (exact direct solve)",
-    .losses = KRR_LOSS_BIT(KRR_LOSS_SQUARED),
+    .losses = "squared",
     .options = {NULL, 0, sizeof(opts_t)},
     .state_size = sizeof(chol_t),
     .mem_advice = "the exact solver needs the full n x n kernel matrix; use solver = askotch()",

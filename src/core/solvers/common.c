@@ -11,7 +11,11 @@
 const char *krr_solver_name(const krr_solver_def *def) { return def->name; }
 const char *krr_solver_title(const krr_solver_def *def) { return def->title; }
 int krr_solver_supports(const krr_solver_def *def, const krr_loss *loss) {
-  return loss && (def->losses & KRR_LOSS_BIT(loss->id)) != 0;
+  if (!loss || !def->losses) return 0;
+  size_t len = strlen(loss->name);
+  for (const char *p = strstr(def->losses, loss->name); p; p = strstr(p + 1, loss->name))
+    if ((p == def->losses || p[-1] == ' ') && (p[len] == ' ' || p[len] == '\0')) return 1;
+  return 0;
 }
 int krr_solver_extra_count(const krr_solver_def *def) {
   int k = 0;

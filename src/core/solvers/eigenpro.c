@@ -114,7 +114,7 @@ static krr_status ep2_iterate(krr_solver *s) {
 const krr_solver_def krr_solver_eigenpro = {
     .name = "eigenpro",
     .title = "EigenPro 2.0",
-    .losses = KRR_LOSS_BIT(KRR_LOSS_SQUARED),
+    .losses = "squared",
     .options = {optdefs, KRR_NOPTS(optdefs), sizeof(opts_t)},
     .extras = extras,
     .state_size = sizeof(ep2_t),

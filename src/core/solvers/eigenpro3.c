@@ -361,7 +361,7 @@ static krr_status ep3_centers(krr_solver *s, int64_t *idx) {
 const krr_solver_def krr_solver_eigenpro3 = {
     .name = "eigenpro3",
     .title = "EigenPro 3.0",
-    .losses = KRR_LOSS_BIT(KRR_LOSS_SQUARED),
+    .losses = "squared",
     .options = {optdefs, KRR_NOPTS(optdefs), sizeof(opts_t)},
     .extras = extras,
     .state_size = sizeof(ep3_t),

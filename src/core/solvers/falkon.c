@@ -254,7 +254,7 @@ static krr_status fk_centers(krr_solver *s, int64_t *idx) {
 const krr_solver_def krr_solver_falkon = {
     .name = "falkon",
     .title = "Falkon",
-    .losses = KRR_LOSS_BIT(KRR_LOSS_SQUARED),
+    .losses = "squared",
     .options = {optdefs, KRR_NOPTS(optdefs), sizeof(opts_t)},
     .state_size = sizeof(falkon_t),
     .mem_advice = "use fewer centres",

@@ -216,7 +216,7 @@ static krr_status pcg_iterate(krr_solver *s) {
 const krr_solver_def krr_solver_pcg = {
     .name = "pcg",
     .title = "PCG",
-    .losses = KRR_LOSS_BIT(KRR_LOSS_SQUARED),
+    .losses = "squared",
     .options = {optdefs, KRR_NOPTS(optdefs), sizeof(opts_t)},
     .extras = extras,
     .state_size = sizeof(pcg_t),

@@ -33,7 +33,7 @@
 struct krr_solver_def {
   const char *name;        /* registry name (what R's solver specs send) */
   const char *title;       /* one line */
-  unsigned losses;         /* KRR_LOSS_BIT(id) of the supported losses */
+  const char *losses;      /* names of the supported losses, separated by spaces */
   krr_optable options;     /* the solver's own options (the common ones are added) */
   const char *const *extras; /* names of the per-solver diagnostics (NULL-terminated) */
   size_t state_size;       /* bytes of the solver's private state (zeroed), s->st */
