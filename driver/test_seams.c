@@ -291,23 +291,24 @@ static void test_loss(krr_ctx *ctx, const double *X, const double *y, int64_t n,
 }
 
 typedef struct {
-  const char *label, *solver, *spec;
+  const char *label, *solver, *spec; /* spec: "%lld" is replaced by min(size, n) */
+  int64_t size;
   double tol;       /* converged criterion for the warm start (0: not a converging method) */
   int64_t iters;    /* iterations of the bitwise comparisons */
 } rcase;
 
 static const rcase rcases[] = {
-    {"askotch", "askotch", "block_size=100 rank=30 seed=3", 1e-10, 12},
-    {"skotch", "askotch", "accelerated=0 block_size=100 rank=30 seed=3", 1e-10, 12},
-    {"nsap", "askotch", "block_solve=exact block_size=100 seed=3", 1e-10, 12},
-    {"askotch/rls", "askotch", "sampling=rls rls_subsample=200 block_size=100 rank=30 seed=3", 1e-10, 12},
-    {"askotch_v1", "askotch_v1", "block_size=100 rank=30 seed=3", 1e-10, 12},
-    {"pcg/nystrom", "pcg", "rank=40 seed=3", 1e-11, 6},
-    {"pcg/rpcholesky", "pcg", "preconditioner=rpcholesky rank=40 seed=3", 1e-11, 6},
-    {"falkon", "falkon", "n_centers=60 seed=3", 1e-11, 6},
-    {"eigenpro", "eigenpro", "subsample=300 rank=30 seed=3", 1e-8, 20},
-    {"eigenpro3", "eigenpro3", "n_centers=80 rank=20 seed=3", 0, 6},
-    {"cholesky", "cholesky", "", 1e-12, 1},
+    {"askotch", "askotch", "block_size=%lld rank=30 seed=3", 100, 1e-10, 12},
+    {"skotch", "askotch", "accelerated=0 block_size=%lld rank=30 seed=3", 100, 1e-10, 12},
+    {"nsap", "askotch", "block_solve=exact block_size=%lld seed=3", 100, 1e-10, 12},
+    {"askotch/rls", "askotch", "sampling=rls rls_subsample=%lld block_size=100 rank=30 seed=3", 200, 1e-10, 12},
+    {"askotch_v1", "askotch_v1", "block_size=%lld rank=30 seed=3", 100, 1e-10, 12},
+    {"pcg/nystrom", "pcg", "rank=%lld seed=3", 40, 1e-11, 6},
+    {"pcg/rpcholesky", "pcg", "preconditioner=rpcholesky rank=%lld seed=3", 40, 1e-11, 6},
+    {"falkon", "falkon", "n_centers=%lld seed=3", 60, 1e-11, 6},
+    {"eigenpro", "eigenpro", "subsample=%lld rank=30 seed=3", 300, 1e-8, 20},
+    {"eigenpro3", "eigenpro3", "n_centers=%lld rank=20 seed=3", 80, 0, 6},
+    {"cholesky", "cholesky", "seed=%lld", 3, 1e-12, 1},
 };
 
 /* k iterations from the current state */
@@ -326,7 +327,11 @@ static void test_resolve(krr_ctx *ctx, const double *X, const double *y, int64_t
   double *wa = malloc(sizeof(double) * len), *wb = malloc(sizeof(double) * len);
   double *zero = calloc((size_t)len, sizeof(double));
   for (size_t c = 0; c < sizeof rcases / sizeof rcases[0]; c++) {
-    const rcase *rc = &rcases[c];
+    rcase r0 = rcases[c];
+    char spec[160];
+    snprintf(spec, sizeof spec, r0.spec, (long long)(r0.size < n / 2 ? r0.size : n / 2));
+    r0.spec = spec;
+    const rcase *rc = &r0;
     tfit f1, f2;
     if (tfit_make(ctx, KRR_DOUBLE, X, n, p, y, m, k, lam1, &f1) != KRR_OK) return;
     if (tfit_make(ctx, KRR_DOUBLE, X, n, p, y2, m, k, lam1, &f2) != KRR_OK) return;
