@@ -8,9 +8,11 @@
 #' the CUDA toolkit, on NVIDIA GPUs, in single or double precision.
 #'
 #' Start with [krr()], then [predict()][predict.krr], [summary()][summary.krr]
-#' and [plot()][plot.krr]. Kernels: [kernels]; solvers: [askotch()],
-#' [skotch()], [cholesky()]; resources: [askotch_threads()],
-#' [askotch_devices()]. See `vignette("getting-started", package = "askotch")`.
+#' and [plot()][plot.krr]; [refit()] solves again (a new `lambda`, new
+#' responses) from a kept solver state. Kernels: [kernels]; solvers:
+#' [askotch()] and the others of [solvers], with their options listed by
+#' [solver_info()]; resources: [askotch_threads()], [askotch_devices()]. See
+#' `vignette("getting-started", package = "askotch")`.
 #'
 #' @section Options:
 #' * `askotch.exact_max_n` (default 50000): largest n for which [krr()]
