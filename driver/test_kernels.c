@@ -250,6 +250,30 @@ static void run_errors(void) {
   out[0] = out[1] = 5;
   st = krr_cpu_kernel_mv_d(&ctx, &ok, x, 2, x, 0, 2, x, 1, 1, out, 2);
   check(st == KRR_OK && out[0] == 0 && out[1] == 0, "n2=0-zeroes", "-", 0, 1, 2, 0, 2, 1, 0);
+  /* a code outside KRR_KERNEL_LIST is an input error, never another kernel */
+  const int codes[2] = {-1, KRR_N_KERNELS};
+  for (int c = 0; c < 2; c++) {
+    krr_kernel unk = {(krr_kernel_type)codes[c], 1.0};
+    double K[4] = {7, 7, 7, 7};
+    float xf[4] = {0, 1, 2, 3}, of[4] = {7, 7, 7, 7};
+    ctx.msg[0] = 0;
+    st = krr_cpu_kernel_mv_d(&ctx, &unk, x, 2, x, 2, 2, x, 2, 1, out, 2);
+    check(st == KRR_ERR_INPUT && strstr(ctx.msg, "unknown kernel code"), "unknown-kernel-mv", "-",
+          codes[c], 1, 2, 2, 2, 1, 0);
+    ctx.msg[0] = 0;
+    st = krr_cpu_kernel_block_d(&ctx, &unk, x, 2, x, 2, 2, K, 2);
+    check(st == KRR_ERR_INPUT && strstr(ctx.msg, "unknown kernel code") && K[0] == 7,
+          "unknown-kernel-block", "-", codes[c], 1, 2, 2, 2, 0, 0);
+    ctx.msg[0] = 0;
+    st = krr_cpu_kernel_mv_s(&ctx, &unk, xf, 2, xf, 2, 2, xf, 2, 1, of, 2);
+    check(st == KRR_ERR_INPUT && strstr(ctx.msg, "unknown kernel code") && of[0] == 7,
+          "unknown-kernel-mv", "-", codes[c], 0, 2, 2, 2, 1, 0);
+  }
+  /* the reference never falls back to another kernel either */
+  krr_kernel unk = {(krr_kernel_type)KRR_N_KERNELS, 1.0};
+  krr_kparams kp = krr_kparams_make(&unk);
+  check(isnan(kp.a) && isnan(krr_kernel_eval(kp, 1.0)), "unknown-kernel-ref", "-", KRR_N_KERNELS,
+        1, 1, 1, 1, 1, 0);
 }
 
 int main(int argc, char **argv) {

@@ -254,8 +254,11 @@ static int krr_cpu_isa(void) {
 
 static krr_status krr_kcheck(krr_ctx *ctx, const krr_kernel *k, int64_t n1, int64_t n2, int p,
                              int64_t ldo, const char *what) {
-  if (!k || !(k->bandwidth > 0) || (int)k->type < 0 || (int)k->type >= KRR_N_KERNELS)
-    return krr_fail(ctx, KRR_ERR_INPUT, "%s: invalid kernel", what);
+  if (!k) return krr_fail(ctx, KRR_ERR_INPUT, "%s: kernel is NULL", what);
+  if (!KRR_KERNEL_LISTED((int)k->type))
+    return krr_fail(ctx, KRR_ERR_INPUT, "%s: unknown kernel code %d", what, (int)k->type);
+  if (!(k->bandwidth > 0))
+    return krr_fail(ctx, KRR_ERR_INPUT, "%s: invalid kernel bandwidth %g", what, k->bandwidth);
   if (n1 < 0 || n2 < 0 || p < 1 || ldo < n1)
     return krr_fail(ctx, KRR_ERR_INPUT, "%s: invalid sizes n1=%lld n2=%lld p=%d ldo=%lld", what,
                     (long long)n1, (long long)n2, p, (long long)ldo);
