@@ -10,9 +10,11 @@ R CMD INSTALL --preclean . >/tmp/askotch-install.log 2>&1 || { tail -60 /tmp/ask
 grep "askotch:" /tmp/askotch-install.log || true
 echo "== C driver (core + CPU backend, no R)"
 make -s -C driver clean all build/test_solvers build/test_solvers2 >/dev/null
+# the kernel primitives on every instruction set this CPU runs (AVX-512, AVX2, generic)
+make -s -f driver/Makefile.kernels driver/build/kernels/test_kernels >/dev/null
 : > /tmp/askotch-driver.log
 crashed=0
-for prog in "askotch_driver test" "test_solvers" "test_solvers2"; do
+for prog in "askotch_driver test" "test_solvers" "test_solvers2" "kernels/test_kernels"; do
   # a program that dies without its summary line counts as one failure
   ./driver/build/$prog > /tmp/askotch-prog.log 2>&1 || {
     grep -qE "^[0-9]+ passed, [0-9]+ failed" /tmp/askotch-prog.log || crashed=$((crashed + 1)); }
