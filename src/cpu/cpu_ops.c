@@ -49,38 +49,71 @@ int krr_cpu_threads_cap(int n) {
 
 /* The BLAS that serves our cblas calls is not always the one we linked: inside
  * R, cblas_dgemm binds to R's own libblas.so.3 when that library exports it
- * (OpenBLAS does).  So the thread-count setter is looked up in the library
- * that actually provides cblas_dgemm, and a BLAS without one (reference BLAS,
- * single-threaded) is left alone. */
-typedef void (*krr_set_threads_fn)(int);
-static krr_set_threads_fn blas_setter(void) {
+ * (OpenBLAS does).  So the thread-count setter (and its getter) is looked up
+ * in the library that actually provides cblas_dgemm, and a BLAS without one
+ * (reference BLAS, single-threaded) is left alone.  BLIS counts in dim_t
+ * (64-bit), OpenBLAS/GotoBLAS in int. */
+typedef struct {
+  void (*set_i)(int);
+  int (*get_i)(void);
+  void (*set_l)(long);
+  long (*get_l)(void);
+} krr_blas_fns;
+static const krr_blas_fns *blas_fns(void) {
   static int looked = 0;
-  static krr_set_threads_fn fn = NULL;
-  if (looked) return fn;
+  static krr_blas_fns f;
+  if (looked) return &f;
   looked = 1;
+  memset(&f, 0, sizeof f);
 #ifdef KRR_HAVE_DLADDR
   Dl_info info;
   if (dladdr((void *)&cblas_dgemm, &info) && info.dli_fname) {
     void *h = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
     if (h) {
-      static const char *names[] = {"openblas_set_num_threads", "goto_set_num_threads",
-                                    "bli_thread_set_num_threads"};
-      for (size_t i = 0; i < sizeof names / sizeof names[0] && !fn; i++)
-        *(void **)(&fn) = dlsym(h, names[i]);
-      dlclose(h);
+      static const char *names[][2] = {{"openblas_set_num_threads", "openblas_get_num_threads"},
+                                       {"goto_set_num_threads", "goto_get_num_threads"}};
+      for (size_t i = 0; i < sizeof names / sizeof names[0] && !f.set_i; i++) {
+        *(void **)(&f.set_i) = dlsym(h, names[i][0]);
+        if (f.set_i) *(void **)(&f.get_i) = dlsym(h, names[i][1]);
+      }
+      if (!f.set_i) {
+        *(void **)(&f.set_l) = dlsym(h, "bli_thread_set_num_threads");
+        if (f.set_l) *(void **)(&f.get_l) = dlsym(h, "bli_thread_get_num_threads");
+      }
+      dlclose(h); /* RTLD_NOLOAD: the library stays loaded (it serves cblas) */
     }
   }
 #endif
-  return fn;
+  return &f;
 }
 
+/* the count last set by krr_cpu_blas_threads (-1: unknown, set next time) */
+static int blas_current = -1;
+
 void krr_cpu_blas_threads(int n) {
-  static int current = -1;
   if (n < 1) n = 1;
-  if (n == current) return;
-  krr_set_threads_fn fn = blas_setter();
-  if (fn) fn(n);
-  current = n;
+  if (n == blas_current) return;
+  const krr_blas_fns *f = blas_fns();
+  if (f->set_i) f->set_i(n);
+  else if (f->set_l) f->set_l((long)n);
+  blas_current = n;
+}
+
+int krr_cpu_blas_threads_get(void) {
+  const krr_blas_fns *f = blas_fns();
+  long n = -1;
+  if (f->set_i && f->get_i) n = f->get_i();
+  else if (f->set_l && f->get_l) n = f->get_l();
+  return n >= 1 && n <= INT_MAX ? (int)n : -1;
+}
+
+void krr_cpu_blas_threads_restore(int n) {
+  if (n >= 1) {
+    const krr_blas_fns *f = blas_fns();
+    if (f->set_i) f->set_i(n);
+    else if (f->set_l) f->set_l((long)n);
+  }
+  blas_current = -1; /* whatever it is now, the next krr_cpu_blas_threads() sets it */
 }
 
 /* Small dense operations run single-threaded: on a busy machine a parallel
