@@ -116,10 +116,6 @@ void krr_cpu_blas_threads_restore(int n) {
   blas_current = -1; /* whatever it is now, the next krr_cpu_blas_threads() sets it */
 }
 
-/* Small dense operations run single-threaded: on a busy machine a parallel
- * BLAS call of a few hundred microseconds loses more to thread wake-up and
- * barriers than it gains. */
-static int krr_cpu_small(double flops) { return flops < 4e6; }
 /* LAPACK calls inside solver iterations (QR, SVD, Cholesky of r x r or b x b
  * blocks) stay single-threaded: a multithreaded BLAS pool left spinning after
  * them competes with our OpenMP threads.  Only one-shot factorisations of a
