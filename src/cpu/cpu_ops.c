@@ -21,7 +21,35 @@
 #define KRR_HAVE_DLADDR 1
 #endif
 
-/* ---- thread policy: the one place -------------------------------------- */
+/* ---- thread policy: the one place --------------------------------------
+ * How many threads a fit may use: krr_cpu_threads_default / _cap below; how
+ * many a call wakes: krr_cpu_team (cpu.h, by work size).
+ *
+ * Waiting threads on a busy machine.  libgomp's idle threads spin (about
+ * GOMP_SPINCOUNT = 300000 iterations, 5-10 ms here) before they sleep on a
+ * futex, and a region cannot end before a preempted thread has run.  What a
+ * package can and cannot change at run time (investigated 2026-11-23, GCC 12
+ * libgomp, OpenBLAS 0.3.21 pthreads, R 4.2):
+ *   - cannot: the wait policy.  R's own libR.so links libgomp, which reads
+ *     OMP_WAIT_POLICY / GOMP_SPINCOUNT once when R starts; setting them later
+ *     (Sys.setenv, .Renviron, .onLoad) has no effect (checked: process CPU /
+ *     elapsed stays 1.9 with 2 threads).  There is no API for it.  Users set
+ *     OMP_WAIT_POLICY=passive in the environment that starts R (documented
+ *     in ?askotch_threads); with it 2 threads beat 1 on a busy 2-core machine.
+ *   - not used: omp_set_dynamic (libgomp sizes teams from the 15-minute load
+ *     average, which counts our own threads and lags by minutes, and would
+ *     make the thread count depend on load); omp_pause_resource_all after a
+ *     region (the next region re-creates the thread: measured slower, idle
+ *     and busy).
+ *   - done: a call wakes a thread only for >= ~0.36 ms of work (krr_cpu_team),
+ *     so small fits never start the team and the pool's threads sleep; a
+ *     team of 1 (GOMP_parallel with 1 thread, ~0.3 us) leaves the sleeping
+ *     pool alone (measured: no thread exits or re-creations when team sizes
+ *     alternate 1, 2, 1); kernel_mv / kernel_block schedule their items
+ *     dynamically, so a preempted thread holds up at most one item;
+ *     OpenBLAS runs single-threaded inside our regions and for every small
+ *     LAPACK call (its pthread pool sleeps), and the R glue restores the
+ *     user's BLAS thread count after each call. */
 int krr_cpu_threads_default(void) {
   int n = 1;
   const char *env = getenv("ASKOTCH_THREADS");
