@@ -51,8 +51,10 @@ askotch_devices <- function(quiet = FALSE) {
 #' profile (`GOMP_SPINCOUNT=10000` shortens the spinning instead). It must be
 #' set before R starts: R itself loads the OpenMP runtime, which reads these
 #' variables once, so `Sys.setenv()` and `.Renviron` come too late. Measured on
-#' a 2-core machine running two other busy processes, waiting passively made 2
-#' threads faster than 1 (`BENCHMARKS.md` in the package sources, table (e)).
+#' a 2-core machine running two other busy processes (`BENCHMARKS.md` in the
+#' package sources, table (e)): at n = 5000, 2 threads took 1.6-2x the time of
+#' 1 thread with the default wait policy and within about 10% of it with
+#' passive waiting, which costs a few percent on an idle machine.
 #'
 #' Fits and predictions leave the BLAS's own thread count (OpenBLAS, used by
 #' `%*%`) as they found it.

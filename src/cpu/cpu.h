@@ -33,10 +33,11 @@ void krr_cpu_blas_threads(int n);
  * enough to be halted; on a machine whose cores are busy with other jobs a
  * region cannot end before a preempted thread has run its share (a scheduler
  * time slice, milliseconds), and a spinning thread takes CPU from the others.
- * One thread runs ~60 work units per ns (kernel_mv/kernel_block ~60, GEMM
- * ~56, axpby/dot ~60, randn ~60 with the weights below).  Warm, a second
- * thread pays from ~5e5-2e6 units (10-40 us: 0.5-0.7x the 1-thread time);
- * after a sleep it needs >= ~1e7 units just to break even on a 100 us wake.
+ * One thread runs ~60 work units per ns with the weights below (kernel_mv
+ * ~64, kernel_block ~57, GEMM ~59, randn ~60, dot 60-80, axpby ~100).  Warm,
+ * a second thread pays from ~1e5-2e6 units (3-40 us: 0.5-0.75x the 1-thread
+ * time); after a futex sleep it needs ~1e7 units to break even on a 100 us
+ * wake-up.
  * Rule: a thread joins a team only for a share of at least 3x the worst
  * measured futex wake-up (120 us), i.e. ~0.36 ms; with the ceil above a
  * thread's share is >= W / 2, so W = 0.72 ms of one thread = 4e7 units.

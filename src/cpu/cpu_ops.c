@@ -35,7 +35,8 @@
  *     (Sys.setenv, .Renviron, .onLoad) has no effect (checked: process CPU /
  *     elapsed stays 1.9 with 2 threads).  There is no API for it.  Users set
  *     OMP_WAIT_POLICY=passive in the environment that starts R (documented
- *     in ?askotch_threads); with it 2 threads beat 1 on a busy 2-core machine.
+ *     in ?askotch_threads): on a busy 2-core machine it brought a 2-thread
+ *     fit at n = 5000 from 1.6-2x the 1-thread time to within ~10% of it.
  *   - not used: omp_set_dynamic (libgomp sizes teams from the 15-minute load
  *     average, which counts our own threads and lags by minutes, and would
  *     make the thread count depend on load); omp_pause_resource_all after a
