@@ -34,9 +34,30 @@ askotch_devices <- function(quiet = FALSE) {
 #'
 #' Gets or sets the default number of threads used by the C core (kernel
 #' products and dense linear algebra). The initial default comes from the
-#' `ASKOTCH_THREADS` or `OMP_NUM_THREADS` environment variables, else the
-#' number of cores, capped by the OpenMP thread limit. A fit can override it
-#' with the `threads` argument of [krr()].
+#' `ASKOTCH_THREADS` environment variable, else the number of cores, capped by
+#' the OpenMP thread limit. A fit can override it with the `threads` argument
+#' of [krr()].
+#'
+#' @section Busy machines:
+#' A call of the C core wakes one more thread per roughly 0.7 ms of work it
+#' has (the choice depends on the problem's sizes only, so results stay
+#' reproducible), so small fits run on one thread whatever `threads` says. Larger fits with several threads can still be
+#' slower than with one when other jobs keep the cores busy: an OpenMP thread
+#' that waits for work spins for a few milliseconds before it sleeps, taking
+#' CPU time from the other jobs and from the threads doing the work. On a
+#' shared machine either use `threads = 1` (or `askotch_threads(1)`), or start
+#' R with `OMP_WAIT_POLICY=passive` in its environment, e.g.
+#' `OMP_WAIT_POLICY=passive R` or `export OMP_WAIT_POLICY=passive` in the shell
+#' profile (`GOMP_SPINCOUNT=10000` shortens the spinning instead). It must be
+#' set before R starts: R itself loads the OpenMP runtime, which reads these
+#' variables once, so `Sys.setenv()` and `.Renviron` come too late. Measured on
+#' a 2-core machine running two other busy processes (`BENCHMARKS.md` in the
+#' package sources, table (e)): at n = 5000, 2 threads took 1.6-2x the time of
+#' 1 thread with the default wait policy and within about 10% of it with
+#' passive waiting, which costs a few percent on an idle machine.
+#'
+#' Fits and predictions leave the BLAS's own thread count (OpenBLAS, used by
+#' `%*%`) as they found it.
 #'
 #' @param n `NULL` to query, or a positive whole number to set.
 #' @return The number of threads now in use (invisibly when setting).

@@ -238,6 +238,57 @@ static void run_determinism(const char *isa, int prec) {
   }
 }
 
+/* The thread policy: teams grow with the work, one thread per
+ * KRR_WORK_PER_THREAD, capped by ctx->threads; and a call that gets a
+ * 2-thread team on the split-column path (n1 = 5 rows, long rows) is bitwise
+ * reproducible and agrees with 1 thread. */
+static void run_team(void) {
+  krr_ctx ctx;
+  memset(&ctx, 0, sizeof ctx);
+  const double W = KRR_WORK_PER_THREAD;
+  if (W > 0) {
+    ctx.threads = 2;
+    int ok = krr_cpu_team(&ctx, 0) == 1 && krr_cpu_team(&ctx, W) == 1 &&
+             krr_cpu_team(&ctx, 1.5 * W) == 2 && krr_cpu_team(&ctx, 1e30) == 2;
+    ctx.threads = 8;
+    ok = ok && krr_cpu_team(&ctx, 3.5 * W) == 4 && krr_cpu_team(&ctx, 100 * W) == 8;
+    ctx.threads = 1;
+    ok = ok && krr_cpu_team(&ctx, 1e30) == 1;
+    /* the mtcars-sized calls of a fit never wake a second thread */
+    ctx.threads = 2;
+    ok = ok && krr_cpu_team(&ctx, krr_cpu_work_kernel(32, 32, 10, 1)) == 1 &&
+         krr_cpu_team(&ctx, krr_cpu_work_gemm(32, 32, 32)) == 1;
+    check(ok, "team-policy", "-", 0, 1, 0, 0, 0, 0, W);
+  }
+  const long n1 = 5, n2 = 200000;
+  const int p = 10;
+  krr_kernel kern = {KRR_RBF, bw_for(KRR_RBF, p)};
+  double *X2 = malloc(sizeof(double) * n2 * p), *V = malloc(sizeof(double) * n2);
+  for (long i = 0; i < n2 * p; i++) X2[i] = nrand();
+  for (long i = 0; i < n2; i++) V[i] = nrand();
+  double o1[5], a[5], b[5];
+  ctx.threads = 1;
+  krr_cpu_kernel_mv_d(&ctx, &kern, X2, n1, X2, n2, p, V, n2, 1, o1, n1);
+  ctx.threads = 2;
+  int same = 1;
+  double err = 0, nrm = 0;
+  for (int rep = 0; rep < 3; rep++) {
+    krr_cpu_kernel_mv_d(&ctx, &kern, X2, n1, X2, n2, p, V, n2, 1, rep ? b : a, n1);
+    if (rep && memcmp(a, b, sizeof a)) same = 0;
+  }
+  for (int i = 0; i < 5; i++) {
+    err += (a[i] - o1[i]) * (a[i] - o1[i]);
+    nrm += o1[i] * o1[i];
+  }
+  check(W <= 0 || krr_cpu_team(&ctx, krr_cpu_work_kernel(n1, n2, p, 1)) == 2, "team-2-threads",
+        "-", KRR_RBF, 1, n1, n2, p, 1, 0);
+  check(same, "team-determinism", "-", KRR_RBF, 1, n1, n2, p, 1, 0);
+  check(sqrt(err / nrm) <= 1e-13, "team-vs-1-thread", "-", KRR_RBF, 1, n1, n2, p, 1,
+        sqrt(err / nrm));
+  free(X2);
+  free(V);
+}
+
 static void run_errors(void) {
   krr_ctx ctx;
   memset(&ctx, 0, sizeof ctx);
@@ -250,6 +301,30 @@ static void run_errors(void) {
   out[0] = out[1] = 5;
   st = krr_cpu_kernel_mv_d(&ctx, &ok, x, 2, x, 0, 2, x, 1, 1, out, 2);
   check(st == KRR_OK && out[0] == 0 && out[1] == 0, "n2=0-zeroes", "-", 0, 1, 2, 0, 2, 1, 0);
+  /* a code outside KRR_KERNEL_LIST is an input error, never another kernel */
+  const int codes[2] = {-1, KRR_N_KERNELS};
+  for (int c = 0; c < 2; c++) {
+    krr_kernel unk = {(krr_kernel_type)codes[c], 1.0};
+    double K[4] = {7, 7, 7, 7};
+    float xf[4] = {0, 1, 2, 3}, of[4] = {7, 7, 7, 7};
+    ctx.msg[0] = 0;
+    st = krr_cpu_kernel_mv_d(&ctx, &unk, x, 2, x, 2, 2, x, 2, 1, out, 2);
+    check(st == KRR_ERR_INPUT && strstr(ctx.msg, "unknown kernel code"), "unknown-kernel-mv", "-",
+          codes[c], 1, 2, 2, 2, 1, 0);
+    ctx.msg[0] = 0;
+    st = krr_cpu_kernel_block_d(&ctx, &unk, x, 2, x, 2, 2, K, 2);
+    check(st == KRR_ERR_INPUT && strstr(ctx.msg, "unknown kernel code") && K[0] == 7,
+          "unknown-kernel-block", "-", codes[c], 1, 2, 2, 2, 0, 0);
+    ctx.msg[0] = 0;
+    st = krr_cpu_kernel_mv_s(&ctx, &unk, xf, 2, xf, 2, 2, xf, 2, 1, of, 2);
+    check(st == KRR_ERR_INPUT && strstr(ctx.msg, "unknown kernel code") && of[0] == 7,
+          "unknown-kernel-mv", "-", codes[c], 0, 2, 2, 2, 1, 0);
+  }
+  /* the reference never falls back to another kernel either */
+  krr_kernel unk = {(krr_kernel_type)KRR_N_KERNELS, 1.0};
+  krr_kparams kp = krr_kparams_make(&unk);
+  check(isnan(kp.a) && isnan(krr_kernel_eval(kp, 1.0)), "unknown-kernel-ref", "-", KRR_N_KERNELS,
+        1, 1, 1, 1, 1, 0);
 }
 
 int main(int argc, char **argv) {
@@ -261,7 +336,11 @@ int main(int argc, char **argv) {
       {1, 1, 1, 1},     {7, 33, 3, 3},      {33, 7, 10, 1},    {1, 1000, 10, 1},
       {1000, 7, 1, 3},  {33, 1000, 3, 100}, {1000, 33, 10, 1}, {7, 1000, 100, 3},
       {33, 33, 784, 1}, {1000, 7, 784, 100}, {200, 1000, 100, 1}, {300, 600, 32, 5},
-      {129, 513, 33, 1}, {7, 7, 784, 3}};
+      {129, 513, 33, 1}, {7, 7, 784, 3},
+      /* odd positions run with 2 threads: these two are large enough for a
+       * 2-thread team under KRR_WORK_PER_THREAD (cpu.h); the first has 2 row
+       * tiles, so its columns are split in 2 groups (fixed-order reduction) */
+      {64, 64, 3, 2},    {128, 8000, 10, 3}, {3, 3, 2, 1},      {800, 1500, 5, 1}};
   const int nsizes = (int)(sizeof sizes / sizeof sizes[0]);
   for (int s = 0; s < 3; s++) {
     setenv("ASKOTCH_CPU_ISA", isas[s], 1);
@@ -273,6 +352,7 @@ int main(int argc, char **argv) {
     for (int prec = 0; prec < 2; prec++) run_determinism(isas[s], prec);
   }
   unsetenv("ASKOTCH_CPU_ISA");
+  run_team();
   run_errors();
   printf("%d passed, %d failed\n", n_pass, n_fail);
   return n_fail ? 1 : 0;

@@ -20,6 +20,7 @@ SEXP ffi_kernel_apply(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_kernel_matrix(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_threads(SEXP);
 SEXP ffi_devices(void);
+SEXP ffi_blas_threads(SEXP);
 
 #define CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
 
@@ -29,7 +30,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_fit_alive, 1),       CALLDEF(ffi_fit_centers, 1),   CALLDEF(ffi_fit_options, 1),
     CALLDEF(ffi_fit_set_targets, 2), CALLDEF(ffi_fit_set_lambda, 2), CALLDEF(ffi_fit_set_weights, 2),
     CALLDEF(ffi_info, 0),            CALLDEF(ffi_kernel_apply, 8),  CALLDEF(ffi_kernel_matrix, 6),
-    CALLDEF(ffi_threads, 1),         CALLDEF(ffi_devices, 0),
+    CALLDEF(ffi_threads, 1),         CALLDEF(ffi_devices, 0),       CALLDEF(ffi_blas_threads, 1),
     {NULL, NULL, 0}};
 
 void R_init_askotch(DllInfo *dll) {

@@ -9,11 +9,24 @@
 #include <Rinternals.h>
 #include "core/krr.h"
 
+/* ---- BLAS thread count -------------------------------------------------------
+ * The CPU backend sets OpenBLAS's process-wide thread count for its own calls.
+ * Every entry point that can run BLAS saves the user's count on entry
+ * (blas_save) and puts it back before returning (blas_restore); raise_status
+ * restores too, so an R error (a longjmp) never leaves it changed. */
+static int g_blas_saved = -1; /* -1: nothing saved */
+static void blas_save(void) { g_blas_saved = krr_cpu_blas_threads_get(); }
+static void blas_restore(void) {
+  if (g_blas_saved >= 1) krr_cpu_blas_threads_restore(g_blas_saved);
+  g_blas_saved = -1;
+}
+
 /* ---- errors ----------------------------------------------------------------
  * Raise askotch_error_<status> through the R function raise_from_c() of the
  * package namespace.  Callers free their resources BEFORE calling this (it
  * does not return). */
 static void raise_status(krr_status st, const char *msg) {
+  blas_restore();
   SEXP name = PROTECT(Rf_mkString("askotch"));
   SEXP ns = PROTECT(R_FindNamespace(name));
   SEXP fn = PROTECT(Rf_findFun(Rf_install("raise_from_c"), ns));
@@ -179,6 +192,7 @@ SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP
   fit_state *fs = (fit_state *)calloc(1, sizeof(fit_state));
   if (!fs) raise_status(KRR_ERR_MEMORY, "out of host memory");
   krr_options *o = NULL;
+  blas_save();
   krr_status st = krr_ctx_init(&fs->ctx, ops, nth, 0);
   fs->ctx_ok = 1;
   if (st == KRR_OK) st = krr_options_new(&fs->ctx, def, &o);
@@ -195,6 +209,7 @@ SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP
     free(fs);
     raise_status(st, buf);
   }
+  blas_restore();
   SEXP ptr = PROTECT(R_MakeExternalPtr(fs, Rf_install("askotch_state"), R_NilValue));
   R_RegisterCFinalizerEx(ptr, state_finalizer, TRUE);
   UNPROTECT(1);
@@ -248,16 +263,20 @@ static SEXP diag_vector(krr_solver *s) {
 SEXP ffi_fit_step(SEXP ptr, SEXP iters) {
   fit_state *fs = get_state(ptr);
   int it = int1(iters, "iters must be a number");
+  blas_save();
   krr_status st = krr_solver_step(fs->solver, it < 1 ? 1 : it);
   if (st != KRR_OK) raise_ctx(&fs->ctx, st); /* state stays valid; R frees it */
+  blas_restore();
   return diag_vector(fs->solver);
 }
 
 SEXP ffi_fit_residual(SEXP ptr) {
   fit_state *fs = get_state(ptr);
   double r = NAN;
+  blas_save();
   krr_status st = krr_solver_residual(fs->solver, &r);
   if (st != KRR_OK) raise_ctx(&fs->ctx, st);
+  blas_restore();
   return Rf_ScalarReal(r);
 }
 
@@ -265,8 +284,10 @@ SEXP ffi_fit_weights(SEXP ptr) {
   fit_state *fs = get_state(ptr);
   int64_t rows = krr_solver_weights_rows(fs->solver);
   SEXP w = PROTECT(Rf_allocMatrix(REALSXP, (int)rows, fs->obj.m));
+  blas_save();
   krr_status st = krr_solver_weights(fs->solver, REAL(w));
   if (st != KRR_OK) raise_ctx(&fs->ctx, st);
+  blas_restore();
   UNPROTECT(1);
   return w;
 }
@@ -464,13 +485,16 @@ SEXP ffi_kernel_apply(SEXP x1, SEXP x2, SEXP v, SEXP kernel, SEXP bandwidth, SEX
   SEXP out = PROTECT(Rf_allocMatrix(REALSXP, (int)n1, q));
   if (n1 == 0 || q == 0) { UNPROTECT(1); return out; }
   krr_ctx ctx;
-  krr_status st = krr_ctx_init(&ctx, ops, threads_or_default(int1(threads, "threads")), 0);
+  int nth = threads_or_default(int1(threads, "threads"));
+  blas_save();
+  krr_status st = krr_ctx_init(&ctx, ops, nth, 0);
   if (st == KRR_OK)
     st = krr_kernel_apply_host(&ctx, prec, &k, REAL(x1), n1, REAL(x2), n2, Rf_ncols(x1), REAL(v), q,
                                REAL(out));
   char buf[sizeof ctx.msg];
   memcpy(buf, ctx.msg, sizeof buf);
   krr_ctx_free(&ctx);
+  blas_restore();
   if (st != KRR_OK) raise_status(st, buf);
   UNPROTECT(1);
   return out;
@@ -486,12 +510,15 @@ SEXP ffi_kernel_matrix(SEXP x1, SEXP x2, SEXP kernel, SEXP bandwidth, SEXP preci
   SEXP out = PROTECT(Rf_allocMatrix(REALSXP, (int)n1, (int)n2));
   if (n1 == 0 || n2 == 0) { UNPROTECT(1); return out; }
   krr_ctx ctx;
-  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), threads_or_default(int1(threads, "threads")), 0);
+  int nth = threads_or_default(int1(threads, "threads"));
+  blas_save();
+  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), nth, 0);
   if (st == KRR_OK)
     st = krr_kernel_matrix_host(&ctx, prec, &k, REAL(x1), n1, REAL(x2), n2, Rf_ncols(x1), REAL(out));
   char buf[sizeof ctx.msg];
   memcpy(buf, ctx.msg, sizeof buf);
   krr_ctx_free(&ctx);
+  blas_restore();
   if (st != KRR_OK) raise_status(st, buf);
   UNPROTECT(1);
   return out;
@@ -533,4 +560,13 @@ SEXP ffi_devices(void) {
   }
   UNPROTECT(5);
   return out;
+}
+
+/* ---- BLAS thread count (tests): set it when n >= 1; the count now, NA when
+ * the BLAS has no thread control ------------------------------------------*/
+SEXP ffi_blas_threads(SEXP n) {
+  int t = int1(n, "n must be a number");
+  if (t != NA_INTEGER && t >= 1) krr_cpu_blas_threads_restore(t);
+  int cur = krr_cpu_blas_threads_get();
+  return Rf_ScalarInteger(cur >= 1 ? cur : NA_INTEGER);
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <cblas.h>
 #include "../../src/cpu/cpu.h"
+#include "../../src/core/kernel_math.h"
 
 #include <time.h>
 void openblas_set_num_threads(int);
@@ -72,7 +73,9 @@ static double gemm_gflops(int dbl, int n, double *cpu_rate) {
   return best;
 }
 
-static const char *kname[KRR_N_KERNELS] = {"rbf", "laplace", "matern12", "matern32", "matern52"};
+#define KNAME_(K, name, ...) name,
+static const char *kname[KRR_N_KERNELS] = {KRR_KERNEL_LIST(KNAME_)};
+#undef KNAME_
 
 /* pairs/s of one kernel_mv call shape; n2 calibrated so one call ~0.5 s */
 static double time_mv(krr_ctx *ctx, int dbl, int type, int p, int64_t *n2_used, double *cpu_rate) {

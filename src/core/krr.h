@@ -302,6 +302,13 @@ krr_status krr_cuda_device_info(int dev, char *name, size_t len, size_t *mem_tot
  * of processors; every request is capped by omp_get_thread_limit(). */
 int krr_cpu_threads_default(void);
 int krr_cpu_threads_cap(int requested); /* requested <= 0: the default */
+/* The CPU backend sets the process-wide BLAS thread count (OpenBLAS, BLIS)
+ * for its own calls.  Callers that return to a user (the R glue) save the
+ * count on entry and put it back before returning, also on error:
+ *   _get: the count of the BLAS that serves cblas, -1 if it has no control;
+ *   _restore: set it to n (n >= 1) and forget the backend's cached value. */
+int krr_cpu_blas_threads_get(void);
+void krr_cpu_blas_threads_restore(int n);
 
 #ifdef __cplusplus
 }

@@ -21,7 +21,36 @@
 #define KRR_HAVE_DLADDR 1
 #endif
 
-/* ---- thread policy: the one place -------------------------------------- */
+/* ---- thread policy: the one place --------------------------------------
+ * How many threads a fit may use: krr_cpu_threads_default / _cap below; how
+ * many a call wakes: krr_cpu_team (cpu.h, by work size).
+ *
+ * Waiting threads on a busy machine.  libgomp's idle threads spin (about
+ * GOMP_SPINCOUNT = 300000 iterations, 5-10 ms here) before they sleep on a
+ * futex, and a region cannot end before a preempted thread has run.  What a
+ * package can and cannot change at run time (investigated 2026-11-23, GCC 12
+ * libgomp, OpenBLAS 0.3.21 pthreads, R 4.2):
+ *   - cannot: the wait policy.  R's own libR.so links libgomp, which reads
+ *     OMP_WAIT_POLICY / GOMP_SPINCOUNT once when R starts; setting them later
+ *     (Sys.setenv, .Renviron, .onLoad) has no effect (checked: process CPU /
+ *     elapsed stays 1.9 with 2 threads).  There is no API for it.  Users set
+ *     OMP_WAIT_POLICY=passive in the environment that starts R (documented
+ *     in ?askotch_threads): on a busy 2-core machine it brought a 2-thread
+ *     fit at n = 5000 from 1.6-2x the 1-thread time to within ~10% of it.
+ *   - not used: omp_set_dynamic (libgomp sizes teams from the 15-minute load
+ *     average, which counts our own threads and lags by minutes, and would
+ *     make the thread count depend on load); omp_pause_resource_all after a
+ *     region (the next region re-creates the thread: measured slower, idle
+ *     and busy).
+ *   - done: a call wakes a thread only for >= ~0.36 ms of work (krr_cpu_team),
+ *     so small fits never start the team and the pool's threads sleep; a
+ *     team of 1 (GOMP_parallel with 1 thread, ~0.3 us) leaves the sleeping
+ *     pool alone (measured: no thread exits or re-creations when team sizes
+ *     alternate 1, 2, 1); kernel_mv / kernel_block schedule their items
+ *     dynamically, so a preempted thread holds up at most one item;
+ *     OpenBLAS runs single-threaded inside our regions and for every small
+ *     LAPACK call (its pthread pool sleeps), and the R glue restores the
+ *     user's BLAS thread count after each call. */
 int krr_cpu_threads_default(void) {
   int n = 1;
   const char *env = getenv("ASKOTCH_THREADS");
@@ -49,44 +78,73 @@ int krr_cpu_threads_cap(int n) {
 
 /* The BLAS that serves our cblas calls is not always the one we linked: inside
  * R, cblas_dgemm binds to R's own libblas.so.3 when that library exports it
- * (OpenBLAS does).  So the thread-count setter is looked up in the library
- * that actually provides cblas_dgemm, and a BLAS without one (reference BLAS,
- * single-threaded) is left alone. */
-typedef void (*krr_set_threads_fn)(int);
-static krr_set_threads_fn blas_setter(void) {
+ * (OpenBLAS does).  So the thread-count setter (and its getter) is looked up
+ * in the library that actually provides cblas_dgemm, and a BLAS without one
+ * (reference BLAS, single-threaded) is left alone.  BLIS counts in dim_t
+ * (64-bit), OpenBLAS/GotoBLAS in int. */
+typedef struct {
+  void (*set_i)(int);
+  int (*get_i)(void);
+  void (*set_l)(long);
+  long (*get_l)(void);
+} krr_blas_fns;
+static const krr_blas_fns *blas_fns(void) {
   static int looked = 0;
-  static krr_set_threads_fn fn = NULL;
-  if (looked) return fn;
+  static krr_blas_fns f;
+  if (looked) return &f;
   looked = 1;
+  memset(&f, 0, sizeof f);
 #ifdef KRR_HAVE_DLADDR
   Dl_info info;
   if (dladdr((void *)&cblas_dgemm, &info) && info.dli_fname) {
     void *h = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
     if (h) {
-      static const char *names[] = {"openblas_set_num_threads", "goto_set_num_threads",
-                                    "bli_thread_set_num_threads"};
-      for (size_t i = 0; i < sizeof names / sizeof names[0] && !fn; i++)
-        *(void **)(&fn) = dlsym(h, names[i]);
-      dlclose(h);
+      static const char *names[][2] = {{"openblas_set_num_threads", "openblas_get_num_threads"},
+                                       {"goto_set_num_threads", "goto_get_num_threads"}};
+      for (size_t i = 0; i < sizeof names / sizeof names[0] && !f.set_i; i++) {
+        *(void **)(&f.set_i) = dlsym(h, names[i][0]);
+        if (f.set_i) *(void **)(&f.get_i) = dlsym(h, names[i][1]);
+      }
+      if (!f.set_i) {
+        *(void **)(&f.set_l) = dlsym(h, "bli_thread_set_num_threads");
+        if (f.set_l) *(void **)(&f.get_l) = dlsym(h, "bli_thread_get_num_threads");
+      }
+      dlclose(h); /* RTLD_NOLOAD: the library stays loaded (it serves cblas) */
     }
   }
 #endif
-  return fn;
+  return &f;
 }
+
+/* the count last set by krr_cpu_blas_threads (-1: unknown, set next time) */
+static int blas_current = -1;
 
 void krr_cpu_blas_threads(int n) {
-  static int current = -1;
   if (n < 1) n = 1;
-  if (n == current) return;
-  krr_set_threads_fn fn = blas_setter();
-  if (fn) fn(n);
-  current = n;
+  if (n == blas_current) return;
+  const krr_blas_fns *f = blas_fns();
+  if (f->set_i) f->set_i(n);
+  else if (f->set_l) f->set_l((long)n);
+  blas_current = n;
 }
 
-/* Small dense operations run single-threaded: on a busy machine a parallel
- * BLAS call of a few hundred microseconds loses more to thread wake-up and
- * barriers than it gains. */
-static int krr_cpu_small(double flops) { return flops < 4e6; }
+int krr_cpu_blas_threads_get(void) {
+  const krr_blas_fns *f = blas_fns();
+  long n = -1;
+  if (f->set_i && f->get_i) n = f->get_i();
+  else if (f->set_l && f->get_l) n = f->get_l();
+  return n >= 1 && n <= INT_MAX ? (int)n : -1;
+}
+
+void krr_cpu_blas_threads_restore(int n) {
+  if (n >= 1) {
+    const krr_blas_fns *f = blas_fns();
+    if (f->set_i) f->set_i(n);
+    else if (f->set_l) f->set_l((long)n);
+  }
+  blas_current = -1; /* whatever it is now, the next krr_cpu_blas_threads() sets it */
+}
+
 /* LAPACK calls inside solver iterations (QR, SVD, Cholesky of r x r or b x b
  * blocks) stay single-threaded: a multithreaded BLAS pool left spinning after
  * them competes with our OpenMP threads.  Only one-shot factorisations of a

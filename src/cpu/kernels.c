@@ -3,10 +3,15 @@
  *
  * Layout: X1 (n1 x p), X2 (n2 x p) row-major; V, OUT column-major with
  * leading dimensions.  Work is split in tiles of KRR_TI (or KRR_TI_GEMM) rows
- * of X1 by KRR_TJ points of X2; each OpenMP thread owns whole output rows
- * (or, when there are few row tiles, a fixed column group reduced in a fixed
- * order), so results are bitwise reproducible for a given thread count and
- * instruction set.  Scratch is per thread and tile-sized: nothing n1 x n2.
+ * of X1 by KRR_TJ points of X2.  A work item is a tile of whole output rows
+ * (or, when there are few row tiles, one of G fixed column groups of it,
+ * whose partial sums are reduced in a fixed order afterwards); each item is
+ * computed whole by one thread and written to its own place, so which thread
+ * takes which item (dynamic schedule) does not change a bit.  The team size
+ * and G come from krr_cpu_team (cpu.h), which depends only on the sizes and
+ * ctx->threads: results are bitwise reproducible for a given `threads`
+ * setting, problem and instruction set.  Scratch is per thread and
+ * tile-sized: nothing n1 x n2.
  *
  * Paths (the math is in kernels_t.c.inc, written once for REAL = float and
  * double):
@@ -204,7 +209,7 @@ static inline void krr_lane_sqrt_d(double *x, int n) {
                                          int64_t ldo) {                                      \
     krr_kparams kp = krr_kparams_make(k);                                                    \
     int l1 = krr_kernel_is_l1(kp.type);                                                      \
-    int nth = ctx->threads > 0 ? ctx->threads : 1;                                           \
+    int nth = krr_cpu_team(ctx, krr_cpu_work_kernel(n1, n2, p, q));                           \
     _Pragma("omp parallel for schedule(static) num_threads(nth)")                            \
     for (int64_t i = 0; i < n1; i++) {                                                       \
       for (int c = 0; c < q; c++) {                                                          \
@@ -222,7 +227,7 @@ static inline void krr_lane_sqrt_d(double *x, int n) {
                                             int64_t n2, int p, REAL *out, int64_t ldo) {     \
     krr_kparams kp = krr_kparams_make(k);                                                    \
     int l1 = krr_kernel_is_l1(kp.type);                                                      \
-    int nth = ctx->threads > 0 ? ctx->threads : 1;                                           \
+    int nth = krr_cpu_team(ctx, krr_cpu_work_kernel(n1, n2, p, 0));                           \
     _Pragma("omp parallel for schedule(static) num_threads(nth)")                            \
     for (int64_t j = 0; j < n2; j++)                                                         \
       for (int64_t i = 0; i < n1; i++)                                                       \
@@ -254,8 +259,11 @@ static int krr_cpu_isa(void) {
 
 static krr_status krr_kcheck(krr_ctx *ctx, const krr_kernel *k, int64_t n1, int64_t n2, int p,
                              int64_t ldo, const char *what) {
-  if (!k || !(k->bandwidth > 0) || (int)k->type < 0 || (int)k->type >= KRR_N_KERNELS)
-    return krr_fail(ctx, KRR_ERR_INPUT, "%s: invalid kernel", what);
+  if (!k) return krr_fail(ctx, KRR_ERR_INPUT, "%s: kernel is NULL", what);
+  if (!KRR_KERNEL_LISTED((int)k->type))
+    return krr_fail(ctx, KRR_ERR_INPUT, "%s: unknown kernel code %d", what, (int)k->type);
+  if (!(k->bandwidth > 0))
+    return krr_fail(ctx, KRR_ERR_INPUT, "%s: invalid kernel bandwidth %g", what, k->bandwidth);
   if (n1 < 0 || n2 < 0 || p < 1 || ldo < n1)
     return krr_fail(ctx, KRR_ERR_INPUT, "%s: invalid sizes n1=%lld n2=%lld p=%d ldo=%lld", what,
                     (long long)n1, (long long)n2, p, (long long)ldo);

@@ -79,32 +79,49 @@ __device__ __forceinline__ double ksqrt(double x) { return sqrt(x); }
 __device__ __forceinline__ float kabs(float x) { return fabsf(x); }
 __device__ __forceinline__ double kabs(double x) { return fabs(x); }
 
+/* Kernel values, generated from KRR_KERNEL_LIST (kernel_math.h): u = a t or
+ * a sqrt(t), value POLY(u) exp(-u).  KT is a template constant, so each
+ * instantiation keeps only its own case; an unlisted KT does not compile and
+ * the default is unreachable (launch_mv / launch_block reject unlisted codes
+ * on the host). */
+
 /* accurate kernel value from the statistic t (kernel_block, double mv) */
 template <typename T, int KT>
 __device__ __forceinline__ T keval_acc(T t, T a) {
-  T v;
-  if (KT == KRR_RBF || KT == KRR_LAPLACE) {
-    v = kexp(-a * t);
-  } else {
-    T u = a * ksqrt(t);
-    T e = kexp(-u);
-    if (KT == KRR_MATERN12) v = e;
-    else if (KT == KRR_MATERN32) v = (T(1) + u) * e;
-    else v = (T(1) + u + u * u * T(1.0 / 3.0)) * e;
+  static_assert(KRR_KERNEL_LISTED(KT), "kernel code not in KRR_KERNEL_LIST");
+  T v = T(0);
+  switch (KT) {
+#define KCU_ACC_CASE(K, n, A, L1, ROOT, POLY)            \
+  case KRR_##K: {                                       \
+    const T u = a * ((ROOT) ? ksqrt(t) : t);            \
+    v = (POLY) * kexp(-u);                              \
+    break;                                              \
+  }
+    KRR_KERNEL_LIST(KCU_ACC_CASE)
+#undef KCU_ACC_CASE
+    default: __builtin_unreachable();
   }
   return t == T(0) ? T(1) : v;
 }
 
-/* fast float kernel value: a2 = a * log2(e) */
+/* fast float kernel value: a2 = a * log2(e), exp(-u) = ex2(-a2 d) */
 template <int KT>
 __device__ __forceinline__ float keval_fast(float t, float a, float a2) {
-  if (KT == KRR_RBF || KT == KRR_LAPLACE) return ex2_approx(-a2 * t);
-  float d = sqrt_approx(t);
-  if (KT == KRR_MATERN12) return ex2_approx(-a2 * d);
-  float u = a * d;
-  float e = ex2_approx(-a2 * d);
-  if (KT == KRR_MATERN32) return (1.0f + u) * e;
-  return fmaf(u, fmaf(u, 1.0f / 3.0f, 1.0f), 1.0f) * e;
+  static_assert(KRR_KERNEL_LISTED(KT), "kernel code not in KRR_KERNEL_LIST");
+  typedef float T; /* POLY's type */
+  switch (KT) {
+#define KCU_FAST_CASE(K, n, A, L1, ROOT, POLY)           \
+  case KRR_##K: {                                       \
+    const float d = (ROOT) ? sqrt_approx(t) : t;        \
+    const float u = a * d;                              \
+    (void)u;                                            \
+    return (POLY) * ex2_approx(-a2 * d);                \
+  }
+    KRR_KERNEL_LIST(KCU_FAST_CASE)
+#undef KCU_FAST_CASE
+    default: __builtin_unreachable();
+  }
+  return 0.0f;
 }
 
 template <typename T, int KT> struct kfun;
@@ -162,7 +179,7 @@ kmv_kernel(const T *__restrict__ X1, int64_t n1, const T *__restrict__ X2, int64
            const T *__restrict__ V, int64_t ldv, int q, T *__restrict__ out, int64_t ldo,
            double *__restrict__ split_ws, int64_t tiles_per_split, T a, T a2) {
   constexpr int KC = kc_of<T>::v;
-  constexpr bool L1 = (KT == KRR_LAPLACE);
+  constexpr bool L1 = KRR_KERNEL_IS_L1(KT);
   __shared__ __align__(16) T As[KC][BM + PADS];
   __shared__ __align__(16) T Bs[KC][BN + PADS];
   __shared__ __align__(16) T Vs[Q][BN];
@@ -277,7 +294,7 @@ __global__ void __launch_bounds__(NTH)
 kblock_kernel(const T *__restrict__ X1, int64_t n1, const T *__restrict__ X2, int64_t n2, int p,
               T *__restrict__ out, int64_t ldo, T a) {
   constexpr int KC = kc_of<T>::v;
-  constexpr bool L1 = (KT == KRR_LAPLACE);
+  constexpr bool L1 = KRR_KERNEL_IS_L1(KT);
   __shared__ __align__(16) T As[KC][BM + PADS];
   __shared__ __align__(16) T Bs[KC][BN + PADS];
   const int tid = threadIdx.x;
@@ -338,8 +355,8 @@ template <typename T>
 krr_status check_args(krr_ctx *ctx, const char *op, const krr_kernel *k, int64_t n1, int64_t n2,
                       int p) {
   if (!k) return krr_fail(ctx, KRR_ERR_INPUT, "%s: kernel is NULL", op);
-  if ((int)k->type < 0 || (int)k->type >= KRR_N_KERNELS)
-    return krr_fail(ctx, KRR_ERR_INPUT, "%s: unknown kernel type %d", op, (int)k->type);
+  if (!KRR_KERNEL_LISTED((int)k->type))
+    return krr_fail(ctx, KRR_ERR_INPUT, "%s: unknown kernel code %d", op, (int)k->type);
   if (!(k->bandwidth > 0) || !(k->bandwidth < HUGE_VAL))
     return krr_fail(ctx, KRR_ERR_INPUT, "%s: bandwidth must be finite and > 0, got %g", op,
                     k->bandwidth);
@@ -406,11 +423,11 @@ template <typename T>
 krr_status launch_mv(krr_ctx *ctx, int kt, const T *X1, int64_t n1, const T *X2, int64_t n2,
                      int p, const T *V, int64_t ldv, int q, T *out, int64_t ldo, double a) {
   switch (kt) {
-    case KRR_RBF: return launch_mv_kt<T, KRR_RBF>(ctx, X1, n1, X2, n2, p, V, ldv, q, out, ldo, a);
-    case KRR_LAPLACE: return launch_mv_kt<T, KRR_LAPLACE>(ctx, X1, n1, X2, n2, p, V, ldv, q, out, ldo, a);
-    case KRR_MATERN12: return launch_mv_kt<T, KRR_MATERN12>(ctx, X1, n1, X2, n2, p, V, ldv, q, out, ldo, a);
-    case KRR_MATERN32: return launch_mv_kt<T, KRR_MATERN32>(ctx, X1, n1, X2, n2, p, V, ldv, q, out, ldo, a);
-    default: return launch_mv_kt<T, KRR_MATERN52>(ctx, X1, n1, X2, n2, p, V, ldv, q, out, ldo, a);
+#define KCU_MV_CASE(K, ...) \
+  case KRR_##K: return launch_mv_kt<T, KRR_##K>(ctx, X1, n1, X2, n2, p, V, ldv, q, out, ldo, a);
+    KRR_KERNEL_LIST(KCU_MV_CASE)
+#undef KCU_MV_CASE
+    default: return krr_fail(ctx, KRR_ERR_INPUT, "kernel_mv: unknown kernel code %d", kt);
   }
 }
 
@@ -425,11 +442,13 @@ krr_status launch_block(krr_ctx *ctx, int kt, const T *X1, int64_t n1, const T *
   dim3 grid((unsigned)n1tiles, (unsigned)(ntiles2 < 65535 ? ntiles2 : 65535));
   const T ta = (T)a;
   switch (kt) {
-    case KRR_RBF: kblock_kernel<T, KRR_RBF><<<grid, NTH, 0, st->stream>>>(X1, n1, X2, n2, p, out, ldo, ta); break;
-    case KRR_LAPLACE: kblock_kernel<T, KRR_LAPLACE><<<grid, NTH, 0, st->stream>>>(X1, n1, X2, n2, p, out, ldo, ta); break;
-    case KRR_MATERN12: kblock_kernel<T, KRR_MATERN12><<<grid, NTH, 0, st->stream>>>(X1, n1, X2, n2, p, out, ldo, ta); break;
-    case KRR_MATERN32: kblock_kernel<T, KRR_MATERN32><<<grid, NTH, 0, st->stream>>>(X1, n1, X2, n2, p, out, ldo, ta); break;
-    default: kblock_kernel<T, KRR_MATERN52><<<grid, NTH, 0, st->stream>>>(X1, n1, X2, n2, p, out, ldo, ta); break;
+#define KCU_BLOCK_CASE(K, ...)                                                            \
+  case KRR_##K:                                                                          \
+    kblock_kernel<T, KRR_##K><<<grid, NTH, 0, st->stream>>>(X1, n1, X2, n2, p, out, ldo, ta); \
+    break;
+    KRR_KERNEL_LIST(KCU_BLOCK_CASE)
+#undef KCU_BLOCK_CASE
+    default: return krr_fail(ctx, KRR_ERR_INPUT, "kernel_block: unknown kernel code %d", kt);
   }
   KCU_LAUNCHED(ctx, "kernel_block (kernel launch)");
   return KRR_OK;

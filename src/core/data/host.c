@@ -1,9 +1,14 @@
 /* Kernel products on host data (prediction, fitted values) and kernel names. */
 #include "../base/base.h"
+#include "../kernel_math.h"
 
 const char *krr_kernel_name(krr_kernel_type t) {
-  static const char *names[KRR_N_KERNELS] = {"rbf", "laplace", "matern12", "matern32", "matern52"};
-  return (int)t >= 0 && (int)t < KRR_N_KERNELS ? names[t] : NULL;
+#define NAME_(K, name, ...) case KRR_##K: return name;
+  switch (t) {
+    KRR_KERNEL_LIST(NAME_)
+    default: return NULL;
+  }
+#undef NAME_
 }
 
 krr_status krr_kernel_apply_host(krr_ctx *ctx, krr_precision prec, const krr_kernel *k,
