@@ -136,3 +136,28 @@ test_that("solver_info() reads the compiled option tables", {
                class = "askotch_error_input")
   expect_error(pcg(rank = 3.5), "`rank`", class = "askotch_error_input")
 })
+
+test_that("the compiled option tables reject unknown names and accept every spec", {
+  chk <- function(name, opts) .Call(askotch:::ffi_check_options, name, opts)
+  expect_error(chk("askotch", list(rankk = 3)), "unknown option `rankk`",
+               class = "askotch_error_input")
+  expect_error(chk("nope", list()), "unknown solver", class = "askotch_error_input")
+  expect_error(chk("askotch", list(rank = NA)), "`rank`", class = "askotch_error_input")
+  expect_error(chk("falkon", list(centers = c(2, 0))), "`centers`",
+               class = "askotch_error_input")
+  specs <- list(askotch(), askotch(block_size = 50, rank = 10, rho = 0.5,
+                                   sampling = "rls", rls_subsample = 40,
+                                   mu = 1, nu = 2, power_iters = 3),
+                skotch(), askotch(variant = "v1", v1_beta = 0.5, mu = 1),
+                sap(), sap(accelerated = FALSE, block_size = 10), pcg(),
+                pcg("greedy_cholesky", rank = 5, rho = "regularization"),
+                falkon(), falkon(centers = 10), falkon(centers = c(3, 1, 2)),
+                eigenpro(), eigenpro(version = 3, centers = 20, subsample = 10,
+                                     rank = 5, batch_size = 7, step = 0.1),
+                cholesky())
+  for (s in specs) {
+    sc <- askotch:::solver_c(s)
+    expect_true(sc$name %in% solver_info()$name)
+    expect_null(chk(sc$name, sc$options))
+  }
+})
