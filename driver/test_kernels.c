@@ -257,7 +257,7 @@ static void run_team(void) {
     /* the mtcars-sized calls of a fit never wake a second thread */
     ctx.threads = 2;
     ok = ok && krr_cpu_team(&ctx, krr_cpu_work_kernel(32, 32, 10, 1)) == 1 &&
-         krr_cpu_team(&ctx, krr_cpu_work_gemm(32, 32, 32)) == 1;
+         krr_cpu_team(&ctx, krr_cpu_work_gemm(32, 32, 32, sizeof(double))) == 1;
     check(ok, "team-policy", "-", 0, 1, 0, 0, 0, 0, W);
   }
   const long n1 = 5, n2 = 200000;

@@ -62,7 +62,7 @@ static double work_of(job *j) {
   switch (j->kind) {
     case 0: return krr_cpu_work_kernel(j->m, j->n, j->p, 1);
     case 1: return krr_cpu_work_kernel(j->m, j->m, j->p, 0);
-    case 2: return krr_cpu_work_gemm(j->m, j->m, j->n);
+    case 2: return krr_cpu_work_gemm(j->m, j->m, j->n, sizeof(double));
     case 3: case 4: return krr_cpu_work_stream(j->n);
     default: return krr_cpu_work_randn(j->n);
   }

@@ -42,7 +42,9 @@ void krr_cpu_blas_threads(int n);
  * measured futex wake-up (120 us), i.e. ~0.36 ms; with the ceil above a
  * thread's share is >= W / 2, so W = 0.72 ms of one thread = 4e7 units.
  * Consequences (2 threads): a b x n kernel product (b = 256, p = 5) splits
- * from n ~ 4200, a GEMM from 4e7 flops (e.g. 256 x 256 x 320); the calls of
+ * from n ~ 4200, a GEMM from 4e7 flops (e.g. 256 x 256 x 320) or, memory-
+ * bound, from 1e7 bytes streamed (a b x b matrix times a vector from b ~
+ * 1100 in double: the powering of ASkotch with b = 2000 stays split); the calls of
  * small fits (mtcars n = 32, Boston n = 506 with the default b = 256,
  * r = 100) never wake a second thread; on an idle machine a fit at n = 5000
  * keeps its split kernel product and loses only the split of its b x r
@@ -62,8 +64,13 @@ static inline int krr_cpu_team(const krr_ctx *ctx, double work) {
 static inline double krr_cpu_work_kernel(int64_t n1, int64_t n2, int p, int q) {
   return (double)n1 * (double)n2 * (3.0 * p + 20.0 + 2.0 * q); /* distance, exp, K.V */
 }
-static inline double krr_cpu_work_gemm(int64_t m, int64_t n, int64_t k) {
-  return 2.0 * (double)m * (double)n * (double)k;
+/* GEMM: its flops, or the bytes it streams when it is memory-bound (a
+ * matrix-vector product: ~4-5 units per byte on one thread, measured for
+ * b x b times one vector, b = 256 ... 4000, double and float, 2026-11-23) */
+static inline double krr_cpu_work_gemm(int64_t m, int64_t n, int64_t k, size_t es) {
+  double flops = 2.0 * (double)m * (double)n * (double)k;
+  double bytes = (double)es * ((double)m * (double)k + (double)k * (double)n + (double)m * (double)n);
+  return flops > 4.0 * bytes ? flops : 4.0 * bytes;
 }
 static inline double krr_cpu_work_stream(int64_t n) { return 40.0 * (double)n; }
 static inline double krr_cpu_work_randn(int64_t n) { return 1400.0 * (double)n; } /* log, cos */
