@@ -22,7 +22,7 @@ stop_rule <- function(tol, max_passes, time_limit, n, direct = FALSE,
 # After a slice: the stop reason (NA to go on) and the exact criterion when
 # it was computed.  `memo` (an environment) remembers the pass of the last
 # exact check; `exact_fn()` computes the exact criterion (one kernel pass).
-stop_check <- function(rule, d, elapsed, memo, exact_fn) {
+stop_check <- function(rule, d, t0, memo, exact_fn) {
   passes <- d[["passes"]]
   est <- d[["resid_est"]]
   exact <- NA_real_
@@ -40,6 +40,7 @@ stop_check <- function(rule, d, elapsed, memo, exact_fn) {
       reason <- "tol"
     }
   }
+  elapsed <- now() - t0 # after the exact check: it counts against time_limit
   if (is.na(reason)) {
     if (passes >= rule$max_passes - 1e-9) {
       reason <- "max_passes"
@@ -50,7 +51,7 @@ stop_check <- function(rule, d, elapsed, memo, exact_fn) {
   if (!is.na(reason) && is.na(exact) && rule$n <= rule$exact_max_n) {
     exact <- exact_fn()
   }
-  list(reason = reason, exact = exact)
+  list(reason = reason, exact = exact, elapsed = elapsed)
 }
 
 # A compiled solver state for standardised points xs and targets Yc.
@@ -66,11 +67,13 @@ state_new <- function(xs, Yc, set) {
 }
 
 # Fit: a new state, the loop, the results (the state freed unless kept).
+# The clock starts before the data are uploaded (time_limit counts it).
 fit_solver <- function(xs, Yc, set, tgt) {
+  t0 <- now()
   state <- state_new(xs, Yc, set)
   keep <- FALSE
   on.exit(if (!keep) .Call(ffi_fit_free, state), add = TRUE)
-  res <- drive_solver(state, set, tgt, xs)
+  res <- drive_solver(state, set, tgt, xs, t0)
   keep <- isTRUE(set$keep_state)
   if (keep) res$state <- state
   res
@@ -98,9 +101,8 @@ validation_fn <- function(state, set, tgt, xpred, y_center) {
 # Run a state until its stop rule says so; slices of about half a second
 # (at most a pass, never beyond max_passes / time_limit), R interrupts
 # between slices.
-drive_solver <- function(state, set, tgt, xs) {
+drive_solver <- function(state, set, tgt, xs, t0 = now()) {
   rule <- set$rule
-  t0 <- now()
   centers <- .Call(ffi_fit_centers, state)  # inducing-point solvers; else integer(0)
   xpred <- if (length(centers) > 0L) xs[centers, , drop = FALSE] else xs
   val_metric <- validation_fn(state, set, tgt, xpred,
@@ -129,8 +131,8 @@ drive_solver <- function(state, set, tgt, xs) {
     pi_new <- max(dt, 1e-4) / slice
     per_iter <- if (is.na(per_iter)) pi_new else 0.5 * per_iter + 0.5 * pi_new
     passes <- d[["passes"]]
-    elapsed <- now() - t0
-    chk <- stop_check(rule, d, elapsed, memo, exact_fn)
+    chk <- stop_check(rule, d, t0, memo, exact_fn)
+    elapsed <- chk$elapsed
     vm <- NA_real_
     if (!is.null(val_metric) && (!is.na(chk$reason) || passes - last_val_pass >= 1)) {
       vm <- val_metric()

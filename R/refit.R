@@ -85,6 +85,7 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
   check_positive(time_limit, "time_limit", allow_inf = TRUE, call = ecall)
   set <- fit_settings(object, lambda, tol, max_passes, time_limit, progress)
 
+  t0 <- now()
   cen <- loss_targets(fit_loss(object), tgt)
   state <- krr_state(object)
   keep <- FALSE
@@ -97,7 +98,7 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
     dimnames(W) <- NULL
     .Call(ffi_fit_set_weights, state, W)
   }
-  res <- drive_solver(state, set, tgt, xs)
+  res <- drive_solver(state, set, tgt, xs, t0)
   keep <- keep_state
   fit <- object
   W <- res$weights

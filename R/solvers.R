@@ -242,8 +242,38 @@ solver_resolved <- function(spec, options, extras) UseMethod("solver_resolved")
 #' @export
 solver_resolved.askotch_solver <- function(spec, options, extras) {
   if (!is.null(options$block_size)) spec$block_size <- options$block_size
-  if (!is.null(options$rank)) spec$rank <- as.integer(options$rank)
+  # rank 0: no preconditioner (pcg("none"), exact blocks); stays unset
+  if (!is.null(options$rank) && options$rank > 0) spec$rank <- as.integer(options$rank)
   spec
+}
+
+# Specs saved by askotch 0.1.0 before the solver families had classes of
+# their own: give them their family class (nothing else changed in them).
+upgrade_spec <- function(spec) {
+  fam <- c(askotch = "askotch", skotch = "askotch", askotch_v1 = "askotch",
+           nsap = "sap", sap = "sap")[spec$name]
+  if (!is.na(fam) && !inherits(spec, paste0("askotch_solver_", fam))) {
+    class(spec) <- unique(c(class(spec)[1L], paste0("askotch_solver_", fam),
+                            "askotch_solver"))
+    if (fam == "askotch" && is.null(spec$variant)) spec$variant <- "journal"
+  }
+  spec
+}
+
+#' @export
+solver_c.askotch_solver <- function(spec) {
+  up <- upgrade_spec(spec)
+  if (identical(class(up), class(spec))) {
+    stop("internal: no compiled solver for the spec \"", spec$name, "\"")
+  }
+  solver_c(up)
+}
+
+#' @export
+format.askotch_solver <- function(x, ...) {
+  up <- upgrade_spec(x)
+  if (identical(class(up), class(x))) return(x$name)
+  format(up, ...)
 }
 
 # drop NULL entries of an options list

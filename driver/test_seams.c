@@ -432,6 +432,12 @@ static void test_failures(krr_ctx *ctx, const double *X, int64_t n, int p) {
   krr_status s3 = s ? krr_solver_residual(s, &r) : st;
   CHECK(s1 == KRR_ERR_NUMERIC && s2 == s1 && s3 == s1 && strcmp(m1, ctx->msg) == 0,
         "a failed setup must replay its error: %d %d %d (%s / %s)", s1, s2, s3, m1, ctx->msg);
+  /* a change can cure it: a larger lambda refactors and solves */
+  krr_status s4 = s ? krr_solver_set_lambda(s, 1.0) : st;
+  if (s4 == KRR_OK) s4 = krr_solver_step(s, 1);
+  if (s4 == KRR_OK) s4 = krr_solver_residual(s, &r);
+  CHECK(s4 == KRR_OK && r < 1e-4, "a new lambda must cure the failed factorisation: %d (%s) residual %.3g",
+        s4, ctx->msg, r);
   krr_solver_free(s);
   tfit_free(&f);
   free(Xd); free(yd);

@@ -364,15 +364,19 @@ SEXP ffi_fit_set_targets(SEXP ptr, SEXP y) {
   fit_state *fs = get_state(ptr);
   check_matrix(y, "y");
   if ((int64_t)Rf_nrows(y) != fs->pb.n) raise_status(KRR_ERR_INPUT, "the new targets must have one row per training point");
+  blas_save();
   krr_status st = krr_solver_set_targets(fs->solver, REAL(y), Rf_ncols(y));
   if (st != KRR_OK) raise_ctx(&fs->ctx, st);
+  blas_restore();
   return R_NilValue;
 }
 
 SEXP ffi_fit_set_lambda(SEXP ptr, SEXP lambda) {
   fit_state *fs = get_state(ptr);
+  blas_save();
   krr_status st = krr_solver_set_lambda(fs->solver, num1(lambda, "lambda must be a number"));
   if (st != KRR_OK) raise_ctx(&fs->ctx, st);
+  blas_restore();
   return R_NilValue;
 }
 
@@ -381,8 +385,10 @@ SEXP ffi_fit_set_weights(SEXP ptr, SEXP w) {
   check_matrix(w, "weights");
   if ((int64_t)Rf_nrows(w) != krr_solver_weights_rows(fs->solver) || Rf_ncols(w) != fs->obj.m)
     raise_status(KRR_ERR_INPUT, "the starting weights must have the shape of the fit's weights");
+  blas_save();
   krr_status st = krr_solver_set_weights(fs->solver, REAL(w));
   if (st != KRR_OK) raise_ctx(&fs->ctx, st);
+  blas_restore();
   return R_NilValue;
 }
 

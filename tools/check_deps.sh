@@ -21,6 +21,17 @@ done
 if grep -rnE '#include *[<"](\.\./)*(cpu|cuda)/|#include *<R[.>_]|#include *<Rinternals' src/core; then
   echo "check_deps: a core file includes a backend or R"; fail=1
 fi
+# headers: a file includes headers of its own folder, earlier folders and the
+# public ones only (types, macros and inline helpers are dependencies too)
+order=" base data op loss sampling linalg solvers "
+for f in $(find src/core -mindepth 2 -name '*.[ch]' | sort); do
+  d=$(basename "$(dirname "$f")")
+  rd=${order%% $d *}; rd=${#rd}
+  for h in $(sed -n 's|^#include *"\.\./\([a-z]*\)/.*|\1|p' "$f"); do
+    rh=${order%% $h *}; rh=${#rh}
+    if [ "$rh" -gt "$rd" ]; then echo "check_deps: $f includes a header of the later folder $h/"; fail=1; fi
+  done
+done
 for o in "$tmp"/*.o; do
   b=$(basename "$o" .o)
   nm "$o" | awk -v f="$b" '$2 ~ /^[TDBR]$/ {print "D", $3, f} $1 == "U" {print "U", $2, f}'
@@ -53,7 +64,7 @@ awk -v fail=0 '
     for (n in nodes) colour[n] = 0
     for (n in nodes) if (colour[n] == 0 && dfs(n)) fail = 1
     n_e = 0; for (e in edge) n_e++
-    printf "check_deps: %d core files, %d file dependencies, %s\n", length(nodes), n_e, fail ? "VIOLATIONS" : "layering respected, no circles"
+    printf "check_deps: %d core files, %d file dependencies\n", length(nodes), n_e
     exit fail
   }
   function dfs(n,   k, parts, m, found) {
@@ -66,4 +77,5 @@ awk -v fail=0 '
     colour[n] = 2
     return found
   }' "$tmp/syms" || fail=1
+if [ $fail -eq 0 ]; then echo "check_deps: layering respected, no circles"; else echo "check_deps: VIOLATIONS"; fi
 exit $fail

@@ -258,8 +258,8 @@ krr_status krr_solver_step(krr_solver *s, int64_t iters);
 void krr_solver_diag(const krr_solver *s, krr_diag *out);
 /* the i-th per-solver extra diagnostic (NaN before it is known) */
 double krr_solver_extra(const krr_solver *s, int i);
-/* The resolved options (automatic values filled in; EigenPro's batch and
- * step after the first step). */
+/* The resolved options (data-dependent defaults filled in).  Choices made
+ * during setup (EigenPro's batch and step) are per-solver diagnostics. */
 const krr_options *krr_solver_options(const krr_solver *s);
 /* Weights: host n x m column-major double, or ncenters x m for the
  * inducing-point solvers (predict with K(x, X[centres]) a). */
@@ -271,7 +271,9 @@ krr_status krr_solver_residual(krr_solver *s, double *crit);
 /* Inducing-point solvers: number of centres and their 0-based rows. */
 int64_t krr_solver_ncenters(const krr_solver *s);
 krr_status krr_solver_centers(krr_solver *s, int64_t *idx_out);
-/* Bytes the solver holds now beyond the data and targets, and its estimate. */
+/* Bytes the solver has held at most beyond the data and targets, and its
+ * estimate (which the budget check uses; the exact criterion needs 2 n m
+ * more numbers while it runs). */
 double krr_solver_memory_used(const krr_solver *s);
 double krr_solver_memory_estimate(const krr_solver *s);
 void krr_solver_free(krr_solver *s);

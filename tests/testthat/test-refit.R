@@ -161,3 +161,49 @@ test_that("the compiled option tables reject unknown names and accept every spec
     expect_null(chk(sc$name, sc$options))
   }
 })
+
+test_that("a failed refit does not poison the kept state", {
+  # duplicated points: K + lambda I is singular in single precision at a tiny lambda
+  xd <- d$x[rep(1:100, each = 2), ]
+  yd <- d$y[rep(1:100, each = 2)]
+  fit <- krr(xd, yd, bandwidth = bw, lambda = 1, solver = cholesky(),
+             precision = "single", threads = 1, keep_state = TRUE)
+  expect_error(refit(fit, lambda = 1e-12), class = "askotch_error_numeric")
+  again <- refit(fit, lambda = 2)
+  expect_true(again$converged)
+  ref <- oracle_krr(xd, yd, xd, "rbf", bw, 2)$pred
+  expect_lt(rel_err(predict(again, xd), ref), 1e-5)
+})
+
+test_that("specs resolve to values a rebuilt state accepts", {
+  # pcg("none") resolves no rank; v1 accepts rank = block_size before data
+  fit <- krr(d$x, d$y, bandwidth = bw, lambda = l1, solver = pcg("none"),
+             tol = 1e-10, max_passes = 500, threads = 1)
+  expect_null(fit$solver$rank)
+  f2 <- refit(fit, lambda = l2)
+  expect_lt(rel_err(predict(f2, d$x), oracle_for(fit, d$y, l2)), 1e-8)
+  expect_s3_class(askotch(variant = "v1", block_size = 1000, rank = 1000),
+                  "askotch_solver_askotch_v1")
+  # whole-number options beyond 2^53 are input errors, not overflows
+  expect_error(askotch(block_size = 1e19), "`block_size`", class = "askotch_error_input")
+  expect_error(askotch(variant = "v1", block_size = 1e19), "`block_size`",
+               class = "askotch_error_input")
+  expect_error(eigenpro(subsample = 2^60), "`subsample`", class = "askotch_error_input")
+})
+
+test_that("solver specs saved by askotch 0.1.0 still print and refit", {
+  old <- structure(list(name = "skotch", kind = 1L, block_size = 60, rank = 30L,
+                        rank_given = TRUE, rho = "damped", accelerated = FALSE,
+                        sampling = "uniform", variant = "journal",
+                        rls_subsample = NULL, mu = NULL, nu = NULL,
+                        power_iters = 10L, v1_beta = NULL),
+                   class = c("askotch_solver_skotch", "askotch_solver"))
+  expect_match(format(old), "^Skotch \\(block size 60, rank 30")
+  sc <- askotch:::solver_c(old)
+  expect_identical(sc$name, "askotch")
+  expect_identical(sc$options$accelerated, FALSE)
+  fit <- fit_case("askotch")
+  fit$solver <- old
+  f2 <- refit(fit, lambda = l2)
+  expect_lt(rel_err(predict(f2, d$x), oracle_for(fit, d$y, l2)), 1e-8)
+})

@@ -1,6 +1,7 @@
 /* base/: what every core file uses -- the precision dispatch of the ops
  * table, status propagation, the buffer arena and the option tables.
- * Includes nothing of src/core but the public headers. */
+ * Includes nothing of src/core but the public headers, and declares only
+ * what base/ defines. */
 #ifndef KRR_BASE_H
 #define KRR_BASE_H
 #include <stddef.h>
@@ -63,17 +64,6 @@ krr_status krr_arena_check(krr_arena *a, const void *const *ptrs, size_t count);
 
 /* the memory budget: mem_limit bytes if > 0, else 90% of the device's free memory */
 krr_status krr_memory_budget(krr_ctx *ctx, double mem_limit, double *avail);
-
-/* --- host conversions (data/problem.c) -------------------------------------*/
-void krr_host_to_prec(krr_precision prec, const double *src, int64_t len, void *dst);
-void krr_prec_to_host(krr_precision prec, const void *src, int64_t len, double *dst);
-/* upload len host doubles into an existing device buffer of prec */
-krr_status krr_upload_vec_into(krr_ctx *ctx, krr_precision prec, const double *h, int64_t len,
-                               void *dst);
-/* device buffer of one precision into another (len elements; host round trip
- * for a change of precision, in chunks) */
-krr_status krr_convert(krr_ctx *ctx, krr_precision from, const void *src, krr_precision to,
-                       void *dst, int64_t len);
 
 /* --- option tables (options.c) ----------------------------------------------
  * A solver declares its options with an X-macro list in its own file; the

@@ -100,20 +100,29 @@ krr_status krr_options_copy(krr_ctx *ctx, const krr_options *src, krr_options **
   size_t size = src->table && src->table->size > sizeof(krr_common_opts) ? src->table->size
                                                                           : sizeof(krr_common_opts);
   memcpy(o->data, src->data, size);
+  /* the copy owns none of src's index vectors until each is duplicated */
   for (int i = 0; i < krr_optable_count(o->table); i++) {
     const krr_optdef *d = krr_optable_entry(o->table, i);
     if (d->info.type != KRR_OPT_INDICES) continue;
     krr_indices *v = (krr_indices *)field(o, d);
-    if (v->len > 0) {
-      int64_t *c = (int64_t *)malloc(sizeof(int64_t) * (size_t)v->len);
+    v->idx = NULL;
+    v->len = 0;
+  }
+  for (int i = 0; i < krr_optable_count(o->table); i++) {
+    const krr_optdef *d = krr_optable_entry(o->table, i);
+    if (d->info.type != KRR_OPT_INDICES) continue;
+    const krr_indices *sv = (const krr_indices *)((const char *)src->data + d->offset);
+    krr_indices *v = (krr_indices *)field(o, d);
+    if (sv->len > 0) {
+      int64_t *c = (int64_t *)malloc(sizeof(int64_t) * (size_t)sv->len);
       if (!c) {
-        v->idx = NULL; v->len = 0;
         krr_options_free(o);
         *out = NULL;
         return krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
       }
-      memcpy(c, v->idx, sizeof(int64_t) * (size_t)v->len);
+      memcpy(c, sv->idx, sizeof(int64_t) * (size_t)sv->len);
       v->idx = c;
+      v->len = sv->len;
     }
   }
   return KRR_OK;
@@ -167,7 +176,8 @@ krr_status krr_options_set_num(krr_ctx *ctx, krr_options *o, const char *name, d
       break;
   }
   range_text(in, rng, sizeof rng);
-  int bad = !isfinite(v) || (in->lo_open ? !(v > in->lo) : !(v >= in->lo)) || !(v <= in->hi);
+  int bad = !isfinite(v) || (in->lo_open ? !(v > in->lo) : !(v >= in->lo)) || !(v <= in->hi) ||
+            (in->type == KRR_OPT_INT && !(fabs(v) <= 9007199254740992.0)); /* exact in int64 */
   if (!bad && in->type == KRR_OPT_INT && v != floor(v))
     return krr_fail(ctx, KRR_ERR_INPUT, "`%s` must be a whole number %s, not %g", name, rng, v);
   if (bad)

@@ -1,5 +1,5 @@
 /* Kernel products on host data (prediction, fitted values) and kernel names. */
-#include "../base/base.h"
+#include "data.h"
 #include "../kernel_math.h"
 
 const char *krr_kernel_name(krr_kernel_type t) {

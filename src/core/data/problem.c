@@ -1,7 +1,7 @@
 /* The training points on the device, and host <-> device conversions. */
 #include <math.h>
 #include <string.h>
-#include "../base/base.h"
+#include "data.h"
 
 #define KRR_STAGE_ELEMS ((int64_t)1 << 20) /* host staging chunk: 1M elements */
 

@@ -98,13 +98,14 @@ krr_status krr_ep_tune(krr_ep *ep) {
     dh[j] = sj > 0 ? (1.0 - tj) / sj : 0.0;
     fac[j] = (1.0 - tj) * (sj > 0 ? sj : 0);
   }
-  double bmax = 0;
+  double bmax = 0, kmax = 0;
+  for (int64_t i = 0; i < S; i++) kmax = kd[i] > kmax ? kd[i] : kmax;
   for (int64_t i = 0; i < S; i++) {
     double kp = kd[i];
     for (int j = 0; j < q; j++) kp -= fac[j] * ep->uh[i + (int64_t)j * S] * ep->uh[i + (int64_t)j * S];
     if (kp > bmax) bmax = kp;
   }
-  if (!(bmax > 0)) bmax = 1.0;
+  if (!(bmax > 0)) bmax = kmax; /* no correction left: the largest diagonal entry */
   ep->beta = bmax + lambda;
   ep->top = pow(sig1 / (double)S + ln, 1.0 - EP_ALPHA) * pow(tl, EP_ALPHA);
   if (!(ep->top > 0) || !isfinite(ep->top)) {

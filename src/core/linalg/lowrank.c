@@ -106,16 +106,19 @@ krr_status krr_lowrank_prepare(krr_ctx *ctx, krr_lowrank *lr, double rho) {
   return KRR_OK;
 }
 
-/* out = in/c + U diag(dvec) U^T in (orthonormal U) */
+/* out = in/c + U diag(dvec) U^T in (orthonormal U); U^T in is formed first,
+ * so out may equal in */
 static krr_status apply_orth(krr_ctx *ctx, krr_lowrank *lr, const void *dvec, double c,
                              const void *in, void *out, int m) {
   int64_t n = lr->n;
   int re = lr->r_eff;
+  if (re > 0) {
+    KTRY(LOP(ctx, lr, gemm, 1, 0, re, m, n, 1.0, lr->U, n, in, n, 0.0, lr->t, re));
+    KTRY(LOP(ctx, lr, scale_rows, re, m, dvec, lr->t, re));
+  }
   if (out != in) KTRY(ctx->ops->copy(ctx, out, in, krr_sizeof(lr->prec) * (size_t)(n * m)));
   KTRY(LOP(ctx, lr, axpby, n * m, 0.0, out, 1.0 / c, out));
   if (re == 0) return KRR_OK;
-  KTRY(LOP(ctx, lr, gemm, 1, 0, re, m, n, 1.0, lr->U, n, in, n, 0.0, lr->t, re));
-  KTRY(LOP(ctx, lr, scale_rows, re, m, dvec, lr->t, re));
   return LOP(ctx, lr, gemm, 0, 0, n, m, re, 1.0, lr->U, n, lr->t, re, 1.0, out, n);
 }
 

@@ -13,7 +13,7 @@
  * "all n rows". */
 #ifndef KRR_OP_H
 #define KRR_OP_H
-#include "../base/base.h"
+#include "../data/data.h"
 
 /* A set of training rows, loaded into an operator (indices on host and
  * device, and what the operator needs to evaluate its kernel rows: for the

@@ -37,6 +37,9 @@ krr_status krr_centers_resolve(krr_ctx *ctx, int64_t n, const int64_t *idx, int6
     *count = len;
     return KRR_OK;
   }
+  if (len == 1)
+    return krr_fail(ctx, KRR_ERR_INPUT, "`centers` must hold at least two rows (a number of centres "
+                    "is n_centers)");
   int64_t c = *count > 0 ? *count : krr_centers_default(n);
   if (c > n)
     return krr_fail(ctx, KRR_ERR_INPUT, "`centers` (%lld) must be at most the number of training "

@@ -60,8 +60,9 @@ krr_status krr_rls_scores(krr_op *op, double lambda, int64_t s, uint64_t seed, d
   if (st == KRR_OK) krr_sample_uniform(krr_rng_stream(seed, 0x5e5, 21), n, s, mark, J.idx_h);
   T(krr_block_set(op, &J, J.idx_h, s));
   int info = 1;
-  double shift = lambda * (double)s / (double)n;
-  double jit = (prec == KRR_DOUBLE ? 1e-13 : 1e-6) * (double)s;
+  double shift = lambda * (double)s / (double)n, trJ = 0;
+  T(krr_op_trace(op, &J, &trJ)); /* s for a unit diagonal */
+  double jit = (prec == KRR_DOUBLE ? 1e-13 : 1e-6) * trJ;
   for (int attempt = 0; st == KRR_OK && attempt < 6 && info != 0; attempt++) {
     T(krr_op_mat(op, &J, &J, KJJ, s));
     T(KOP(ctx, prec, add_diag, s, KJJ, s, shift + (attempt ? jit * pow(10.0, attempt - 1) : 0.0), NULL));

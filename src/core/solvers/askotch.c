@@ -67,9 +67,14 @@ static double need(const krr_solver *s, int64_t b, int r, int mat) {
   int acc = o->accelerated != 0, exact = o->block_solve == BLOCK_EXACT;
   double e = (double)(acc ? 3 : 1) * (double)(n * m) + (mat ? (double)b * (double)b : 0.0) +
              3.0 * (double)(b * m) + 3.0 * (double)b;
+  double rls = 0;
+  if (o->sampling == SAMPLE_RLS) { /* the sampler, and the score estimate's work space (setup) */
+    double sd = (double)o->rls_subsample, chunk = 2097152.0; /* s x c <= 2^21 */
+    rls = krr_rls_memory(n, b) + (double)s->es * (sd * sd + chunk) + 8.0 * chunk +
+          krr_block_bytes(s->op, o->rls_subsample) + krr_block_bytes(s->op, (int64_t)(chunk / sd) + 1);
+  }
   return e * (double)s->es + krr_block_bytes(s->op, b) +
-         (exact ? 0.0 : krr_lowrank_memory(s->prec, b, r, m)) + (double)(n / 8 + 8) +
-         (o->sampling == SAMPLE_RLS ? krr_rls_memory(n, b) : 0.0);
+         (exact ? 0.0 : krr_lowrank_memory(s->prec, b, r, m)) + (double)(n / 8 + 8) + rls;
 }
 
 static int materialize(const krr_solver *s, double avail) {

@@ -100,7 +100,7 @@ static krr_status v1_resolve(krr_solver *s) {
     return krr_fail(s->ctx, KRR_ERR_INPUT, "`block_size` (%lld) must not exceed the number of "
                     "training points (%lld)", (long long)o->block_size, (long long)n);
   shape(n, o->block_size, &nb, &bmax);
-  int64_t bmin = n / nb;
+  int64_t bmin = s->data_free ? o->block_size : n / nb; /* n unknown: the block size bounds it */
   if (o->rank == 0) o->rank = bmin < 100 ? bmin : 100;
   if (o->rank > bmin)
     return krr_fail(s->ctx, KRR_ERR_INPUT, "`rank` (%lld) must not exceed the smallest block of the "

@@ -7,6 +7,8 @@
 #include <string.h>
 #include "solver.h"
 
+static krr_status replay(krr_solver *s);
+
 /* --- the definition's public face ------------------------------------------ */
 const char *krr_solver_name(const krr_solver_def *def) { return def->name; }
 const char *krr_solver_title(const krr_solver_def *def) { return def->title; }
@@ -113,7 +115,7 @@ static krr_status build(krr_solver *s) {
 
 void krr_solver_free(krr_solver *s) {
   if (!s) return;
-  if (s->def->release) s->def->release(s);
+  if (s->def->release && s->st) s->def->release(s);
   krr_arena_free(&s->arena);
   krr_options_free(s->opts);
   free(s->st);
@@ -212,12 +214,14 @@ double krr_solver_memory_estimate(const krr_solver *s) { return s->def->memory(s
 
 krr_status krr_solver_weights(krr_solver *s, double *w_out) {
   krr_clear(s->ctx);
+  if (!s->w) return replay(s); /* a failed rebuild left no weights */
   return krr_download_vec(s->ctx, s->wprec, s->w, s->wrows * s->m, w_out);
 }
 
 krr_status krr_solver_centers(krr_solver *s, int64_t *idx) {
   if (!s) return KRR_ERR_INTERNAL;
   krr_clear(s->ctx);
+  if (!s->w) return replay(s);
   return s->def->centers ? s->def->centers(s, idx) : KRR_OK;
 }
 
@@ -249,7 +253,8 @@ krr_status krr_options_check(krr_ctx *ctx, const krr_options *opts) {
   memset(&s, 0, sizeof s);
   s.def = def;
   s.ctx = ctx;
-  s.n = (int64_t)1 << 50;
+  s.n = (int64_t)1 << 50; /* data-free: resolve hooks check only size-independent rules */
+  s.data_free = 1;
   s.m = 1;
   krr_status st = krr_options_copy(ctx, opts, &s.opts);
   if (st == KRR_OK && def->state_size && !(s.st = calloc(1, def->state_size)))
@@ -261,6 +266,16 @@ krr_status krr_options_check(krr_ctx *ctx, const krr_options *opts) {
 }
 
 /* --- solving again ------------------------------------------------------------ */
+/* A change may cure a failed setup (a new lambda, new targets, other starting
+ * weights): the hooks that failed or did not run run again (they allocate
+ * nothing: init did). */
+static void clear_failure(krr_solver *s) {
+  if (s->failed == KRR_OK) return;
+  s->failed = KRR_OK;
+  s->tuned = 0;
+  s->started = 0;
+}
+
 static krr_status restart(krr_solver *s) {
   s->started = 0;
   reset_diag(s);
@@ -269,7 +284,8 @@ static krr_status restart(krr_solver *s) {
 
 krr_status krr_solver_set_weights(krr_solver *s, const double *w) {
   krr_clear(s->ctx);
-  if (s->failed != KRR_OK) return replay(s);
+  if (!s->w) return replay(s);
+  clear_failure(s);
   for (int64_t i = 0; i < s->wrows * s->m; i++)
     if (!isfinite(w[i])) return krr_fail(s->ctx, KRR_ERR_INPUT, "the starting weights must be finite");
   KTRY(krr_upload_vec_into(s->ctx, s->wprec, w, s->wrows * s->m, s->w));
@@ -281,7 +297,8 @@ krr_status krr_solver_set_lambda(krr_solver *s, double lambda) {
   krr_clear(s->ctx);
   if (!(lambda > 0) || !isfinite(lambda))
     return krr_fail(s->ctx, KRR_ERR_INPUT, "`lambda` must be positive and finite");
-  if (s->failed != KRR_OK) return replay(s);
+  if (!s->w) return replay(s);
+  clear_failure(s);
   if (lambda != s->obj->lambda) { /* the same lambda keeps everything */
     s->obj->lambda = lambda;
     s->tuned = 0;
@@ -299,7 +316,8 @@ krr_status krr_solver_set_targets(krr_solver *s, const double *y, int m) {
   fresh.param = obj->param;
   krr_objective_free(ctx, obj);
   *obj = fresh;
-  if (m == s->m && s->failed == KRR_OK) { /* restart from zero: as a fresh fit */
+  if (m == s->m && s->w) { /* restart from zero: as a fresh fit */
+    clear_failure(s);
     KTRY(ctx->ops->zero(ctx, s->w, krr_sizeof(s->wprec) * (size_t)(s->wrows * s->m)));
     s->w_zero = 1;
     return restart(s);
@@ -310,6 +328,7 @@ krr_status krr_solver_set_targets(krr_solver *s, const double *y, int m) {
   if (s->st) memset(s->st, 0, s->def->state_size);
   s->m = m;
   s->w = NULL;
+  s->wrows = s->ncenters = 0;
   s->prepared = s->tuned = s->started = 0;
   s->failed = KRR_OK;
   s->diag.t_setup = s->diag.t_iter = 0;

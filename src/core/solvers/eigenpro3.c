@@ -136,7 +136,7 @@ static double ep3_memory(const krr_solver *s) {
   int64_t n = s->n, m = s->m, mc = o->n_centers, S = o->subsample, q = o->rank;
   int64_t bs = o->batch_size > 0 ? o->batch_size : (EP3_BS_CAP < n ? EP3_BS_CAP : n);
   double e = (double)S * S /* eigensystem, transient */ + (double)(S * q + q) +
-             (double)(2 * bs * m + 5 * mc * m + S * m + q * m + n * m);
+             (double)(2 * bs * m + 6 * mc * m + S * m + q * m + n * m);
   int64_t si;
   int qi;
   inner_shape(mc, (int)q, &si, &qi);

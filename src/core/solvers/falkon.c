@@ -5,7 +5,7 @@
  * b = K_nm^T y  (lambda absolute, as in the full problem (K + lambda I) w = y)
  * by CG (linalg/cg.c) on  B^T H B beta = B^T b,  a = B beta,  with the Falkon
  * preconditioner
- *   T = chol(K_mm + eps m I)            (upper, K_mm ~ T^T T)
+ *   T = chol(K_mm + eps tr(K_mm) I)     (upper, K_mm ~ T^T T; tr = m for a unit diagonal)
  *   R = chol((n/m) T T^T + lambda I)    (upper)
  *   B = T^{-1} R^{-1}
  * so that B^T H B ~ I when K_nm^T K_nm ~ (n/m) K_mm^2 (uniform centres).  The
@@ -64,7 +64,7 @@ static double fk_memory(const krr_solver *s) {
   const opts_t *o = O(s);
   double mc = (double)o->n_centers, n = (double)s->n, m = s->m;
   double pe = n * m + 2.0 * mc * m + mc * mc /* K_mm in prec, transient */;
-  double de = 3.0 * mc * mc + 5.0 * mc * m;
+  double de = 3.0 * mc * mc + 6.0 * mc * m; /* K_mm, T, R; a and five work vectors */
   return pe * (double)s->es + de * 8.0 + krr_cg_memory(KRR_DOUBLE, (int64_t)mc, s->m, 0) +
          krr_block_bytes(s->op, o->n_centers) + 8.0 * mc * (mc > m ? mc : m) + 8.0 * mc;
 }
@@ -171,8 +171,9 @@ static krr_status fk_prepare(krr_solver *s) {
   if (st == KRR_OK) st = to_double(s, tmp, f->Kmm, mc * mc);
   krr_dfree(ctx, &tmp);
   KTRY(st);
-  double eps = s->prec == KRR_DOUBLE ? DBL_EPSILON : FLT_EPSILON;
-  KTRY(chol_jitter(s, f->Kmm, f->T, eps * (double)mc, "K_mm + eps m I"));
+  double eps = s->prec == KRR_DOUBLE ? DBL_EPSILON : FLT_EPSILON, tr = 0;
+  KTRY(krr_op_trace(s->op, &f->cblk, &tr)); /* m for a unit diagonal */
+  KTRY(chol_jitter(s, f->Kmm, f->T, eps * tr, "K_mm + eps m I"));
   s->diag.passes += (double)mc * mc / ((double)s->n * s->n);
   return KRR_OK;
 }

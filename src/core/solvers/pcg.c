@@ -39,6 +39,7 @@ typedef struct {
   krr_cg cg;
   krr_block piv;     /* one pivot row */
   double *dh, *col;  /* host n: residual diagonal, factor column (Cholesky) */
+  double dscale;     /* the largest diagonal entry of K (pivots below eps 1e3 of it stop) */
 } pcg_t;
 
 static const char *const extras[] = {"rho", "rank_effective", NULL};
@@ -120,7 +121,7 @@ static int64_t pick_pivot(krr_solver *s, int k, uint64_t stream) {
     tot += c->dh[i];
     if (c->dh[i] > mx) { mx = c->dh[i]; best = i; }
   }
-  double floor_ = (s->prec == KRR_DOUBLE ? DBL_EPSILON : FLT_EPSILON) * 1e3;
+  double floor_ = (s->prec == KRR_DOUBLE ? DBL_EPSILON : FLT_EPSILON) * 1e3 * c->dscale;
   if (!(mx > floor_)) return -1;
   if (c->pc == PC_GREEDY) return best;
   double u = krr_rng_unif(stream, (uint64_t)k) * tot, acc = 0;
@@ -139,6 +140,8 @@ static krr_status partial_cholesky(krr_solver *s) {
   size_t es = s->es;
   uint64_t stream = krr_rng_stream(krr_options_seed(s->opts), 0, 11);
   KTRY(krr_op_diag(s->op, NULL, c->dh));
+  c->dscale = 0;
+  for (int64_t i = 0; i < n; i++) c->dscale = c->dh[i] > c->dscale ? c->dh[i] : c->dscale;
   int k = 0;
   for (; k < c->r; k++) {
     int64_t piv = pick_pivot(s, k, stream);

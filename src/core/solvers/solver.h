@@ -20,8 +20,10 @@
  *             on lambda (damping, step sizes, factorisations with lambda)
  *   start     (re)start the iteration from s->w (zero for a fresh fit)
  *   iterate   one iteration; updates s->diag via the helpers    (required)
- * A failure during setup leaves the solver failed: every later call returns
- * the same error (nothing is half-built twice). */
+ * A failure during setup leaves the solver failed: stepping and the exact
+ * criterion replay the error; a change (new lambda, targets or weights) may
+ * cure it, so those clear it and the hooks that did not finish run again
+ * (they allocate nothing: init did). */
 #ifndef KRR_SOLVER_H
 #define KRR_SOLVER_H
 #include "../linalg/linalg.h"
@@ -61,6 +63,7 @@ struct krr_solver {
   krr_precision prec;
   size_t es;
   int64_t n;              /* training rows */
+  int data_free;          /* krr_options_check: n is unknown (huge); check what holds for any n */
   int m;                  /* right-hand sides */
   krr_arena arena;
   double avail;           /* memory budget (bytes) */
