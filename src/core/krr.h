@@ -137,7 +137,6 @@ typedef struct krr_op krr_op;
 krr_status krr_op_exact_create(krr_ctx *ctx, const krr_problem *pb, krr_kernel kernel,
                                krr_op **out);
 void krr_op_free(krr_op *op);
-int64_t krr_op_n(const krr_op *op);
 
 /* --- losses and the objective (loss/) ----------------------------------------
  * The package fits  min_theta 1/2 ||theta||^2 + (1/lambda) sum_i l(y_i, f_i)

@@ -48,4 +48,3 @@ void krr_op_free(krr_op *op) {
   if (op) op->vt->free(op);
 }
 
-int64_t krr_op_n(const krr_op *op) { return op->n; }
