@@ -254,7 +254,7 @@ new_krr <- function(dat, set, res, call) {
   W <- res$weights
   colnames(W) <- dat$tgt$names
   rule <- set$rule
-  structure(list(
+  structure(c(list(
     weights = W,
     # prediction points: the training points, or the centres
     x = if (length(centers) > 0L) dat$xs[centers, , drop = FALSE] else dat$xs,
@@ -279,25 +279,20 @@ new_krr <- function(dat, set, res, call) {
     tol = rule$tol,
     max_passes = rule$max_passes,
     time_limit = rule$time_limit,
-    trace = res$trace,
     validation_metric = if (is.null(set$validation)) NA_character_ else
-      set$validation$metric,
-    converged = res$reason %in% c("tol", "exact"),
-    reason = res$reason,
-    iterations = res$iterations,
-    passes = res$passes,
-    seconds = res$seconds,
-    resid_est = res$resid_est,
-    resid_exact = res$resid_exact,
-    n = dat$n,
-    p = dat$p,
-    m = ncol(dat$Y),
-    task = dat$tgt$task,
-    levels = dat$tgt$levels,
-    terms = NULL,
-    call = call,
-    state = res$state
+      set$validation$metric),
+    solve_fields(res),
+    list(n = dat$n, p = dat$p, m = ncol(dat$Y), task = dat$tgt$task,
+         levels = dat$tgt$levels, terms = NULL, call = call, state = res$state)
   ), class = "krr")
+}
+
+# The fields of a fit that one solve sets (krr() and refit()).
+solve_fields <- function(res) {
+  list(trace = res$trace, converged = res$reason %in% c("tol", "exact"),
+       reason = res$reason, iterations = res$iterations, passes = res$passes,
+       seconds = res$seconds, resid_est = res$resid_est,
+       resid_exact = res$resid_exact)
 }
 
 # Structural checks of a "krr" object (internal consistency, not inputs).

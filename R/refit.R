@@ -111,15 +111,8 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
   fit$tol <- tol
   fit$max_passes <- max_passes
   fit$time_limit <- time_limit
-  fit$trace <- res$trace
   fit$validation_metric <- NA_character_
-  fit$converged <- res$reason %in% c("tol", "exact")
-  fit$reason <- res$reason
-  fit$iterations <- res$iterations
-  fit$passes <- res$passes
-  fit$seconds <- res$seconds
-  fit$resid_est <- res$resid_est
-  fit$resid_exact <- res$resid_exact
+  fit[names(solve_fields(res))] <- solve_fields(res)
   fit$state <- if (keep_state) state else NULL
   fit$call <- ecall
   validate_krr(fit)

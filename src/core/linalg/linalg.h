@@ -48,6 +48,20 @@ krr_status krr_lowrank_inv(krr_ctx *ctx, krr_lowrank *lr, const void *in, void *
 /* out = (P + rho I)^{-1/2} in (orthonormal U only) */
 krr_status krr_lowrank_invsqrt(krr_ctx *ctx, krr_lowrank *lr, const void *in, void *out, int m);
 
+/* --- products with a block's kernel matrix (blockmat.c) ---------------------
+ * K_BB of a loaded block, materialised in KB (b x b, the operator's
+ * precision) or, with KB = NULL, matrix-free; matmul functions for the
+ * sketch (krr_kbb_mul: K_BB V) and the powering (krr_kbb_hmul: (K_BB +
+ * lambda I) V), arg = a krr_kbb. */
+typedef struct krr_kbb {
+  krr_op *op;
+  const krr_block *blk;
+  const void *KB;
+  double lambda;
+} krr_kbb;
+krr_status krr_kbb_mul(void *arg, const void *V, int q, void *Y);
+krr_status krr_kbb_hmul(void *arg, const void *V, int q, void *Y);
+
 /* --- randomised powering (power.c) ---------------------------------------------
  * L = lambda_max((P + rho I)^{-1/2} H (P + rho I)^{-1/2}) for the psd H given
  * by mul (b-vectors, q = 1), iters power iterations from a random start,

@@ -47,6 +47,7 @@ typedef struct {
   double mu, nu, beta, gamma, alpha, L;
   krr_lowrank lr;       /* Nystrom preconditioner of K_BB */
   krr_block blk;
+  krr_kbb kbb;          /* products with K_BB (materialised or not) */
   krr_rls rls;          /* sampling = rls */
   void *v, *z;          /* n x m (accelerated only) */
   void *KB;             /* b x b, when materialised (SAP/NSAP: its Cholesky factor) */
@@ -167,6 +168,7 @@ static krr_status ask_init(krr_solver *s) {
   KTRY(KRR_ALLOCATED(ar, a->g, a->d, a->gb, a->p1, a->p2, a->p3, a->mark));
   if (!a->exact) KTRY(krr_lowrank_alloc(ar, s->prec, b, (int)o->rank, m, &a->lr));
   if (o->sampling == SAMPLE_RLS) KTRY(krr_rls_alloc(ar, n, b, &a->rls));
+  a->kbb = (krr_kbb){s->op, &a->blk, a->materialize ? a->KB : NULL, 0.0};
   krr_solver_set_extra(s, "materialized", a->materialize);
   return KRR_OK;
 }
@@ -200,22 +202,6 @@ static krr_status ask_start(krr_solver *s) {
   size_t bytes = s->es * (size_t)(s->n * s->m);
   KTRY(s->ctx->ops->copy(s->ctx, a->v, s->w, bytes));
   return s->ctx->ops->copy(s->ctx, a->z, s->w, bytes);
-}
-
-/* Y(b x q) = K_BB V: one GEMM when K_BB is materialised, else matrix-free */
-static krr_status kbb_mul(void *arg, const void *V, int q, void *Y) {
-  krr_solver *s = (krr_solver *)arg;
-  ask_t *a = A(s);
-  int64_t b = a->blk.b;
-  if (a->materialize) return SOP(s, gemm, 0, 0, b, q, b, 1.0, a->KB, b, V, b, 0.0, Y, b);
-  return krr_op_mv(s->op, &a->blk, &a->blk, V, b, q, Y, b);
-}
-
-/* Y = (K_BB + lambda I) V */
-static krr_status h_mul(void *arg, const void *V, int q, void *Y) {
-  krr_solver *s = (krr_solver *)arg;
-  KTRY(kbb_mul(arg, V, q, Y));
-  return SOP(s, axpby, A(s)->blk.b * q, s->obj->lambda, V, 1.0, Y);
 }
 
 /* out = (P + rho I)^{-1} in; SAP/NSAP: (K_BB + lambda I)^{-1} in from the factor in KB */
@@ -252,14 +238,15 @@ static krr_status ask_iterate(krr_solver *s) {
   } else {
     double tr = 0;
     KTRY(krr_op_trace(s->op, &a->blk, &tr));
-    KTRY(krr_nystrom_sketch(ctx, &a->lr, kbb_mul, s, tr, krr_rng_stream(seed, it, 1)));
+    KTRY(krr_nystrom_sketch(ctx, &a->lr, krr_kbb_mul, &a->kbb, tr, krr_rng_stream(seed, it, 1)));
     KTRY(krr_lowrank_prepare(ctx, &a->lr, krr_lowrank_rho(&a->lr, o->rho, s->obj->lambda)));
   }
   KTRY(ctx->ops->sync(ctx));
   double t1 = krr_now();
+  a->kbb.lambda = s->obj->lambda;
   if (!a->exact)
-    KTRY(krr_power_lmax(ctx, &a->lr, h_mul, s, (int)o->power_iters, krr_rng_stream(seed, it, 2),
-                        a->p1, a->p2, a->p3, &a->L));
+    KTRY(krr_power_lmax(ctx, &a->lr, krr_kbb_hmul, &a->kbb, (int)o->power_iters,
+                        krr_rng_stream(seed, it, 2), a->p1, a->p2, a->p3, &a->L));
   KTRY(ctx->ops->sync(ctx));
   double t2 = krr_now();
 

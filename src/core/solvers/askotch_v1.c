@@ -69,6 +69,7 @@ typedef struct {
   void *Uc;                  /* device nb * bmax * r: cached bases (or NULL) */
   krr_lowrank lr;            /* sized bmax; lr.n set to the current block size */
   krr_block blk;
+  krr_kbb kbb;               /* products with K_bb (materialised or not) */
   void *wc, *z;              /* n x m: the coupling point w and z (s->w holds x, the
                                 returned iterate, so weights / residual use it) */
   void *KB;                  /* bmax x bmax */
@@ -183,6 +184,7 @@ static krr_status v1_init(krr_solver *s) {
   if (v->cache) KTRY(KRR_ALLOCATED(ar, v->Uc = krr_arena_dev(ar, nb * bmax * v->r, es)));
   KTRY(krr_block_alloc(s->op, ar, bmax, &v->blk));
   KTRY(krr_lowrank_alloc(ar, s->prec, bmax, v->r, m, &v->lr));
+  v->kbb = (krr_kbb){s->op, &v->blk, v->materialize ? v->KB : NULL, 0.0};
   /* the fixed partition: seeded Fisher-Yates, blocks sorted */
   uint64_t ps = krr_rng_stream(krr_options_seed(s->opts), 0, 30);
   for (int64_t i = 0; i < n; i++) v->perm[i] = i;
@@ -196,21 +198,6 @@ static krr_status v1_init(krr_solver *s) {
   krr_solver_set_extra(s, "materialized", v->materialize);
   krr_solver_set_extra(s, "cached", v->cache);
   return KRR_OK;
-}
-
-/* Y(bk x q) = K_bb V */
-static krr_status kbb_mul(void *arg, const void *V, int q, void *Y) {
-  krr_solver *s = (krr_solver *)arg;
-  v1_t *v = V(s);
-  int64_t b = v->bk;
-  if (v->materialize) return SOP(s, gemm, 0, 0, b, q, b, 1.0, v->KB, b, V, b, 0.0, Y, b);
-  return krr_op_mv(s->op, &v->blk, &v->blk, V, b, q, Y, b);
-}
-
-static krr_status h_mul(void *arg, const void *V, int q, void *Y) {
-  krr_solver *s = (krr_solver *)arg;
-  KTRY(kbb_mul(arg, V, q, Y));
-  return SOP(s, axpby, V(s)->bk * q, s->obj->lambda, V, 1.0, Y);
 }
 
 /* load block k: rows, points, K_bb when materialised */
@@ -238,7 +225,7 @@ static krr_status block_precond(krr_solver *s, int64_t k, int tuning) {
   } else {
     double tr = 0;
     KTRY(krr_op_trace(s->op, &v->blk, &tr));
-    KTRY(krr_nystrom_sketch(s->ctx, lr, kbb_mul, s, tr,
+    KTRY(krr_nystrom_sketch(s->ctx, lr, krr_kbb_mul, &v->kbb, tr,
                             krr_rng_stream(krr_options_seed(s->opts), (uint64_t)k, 31)));
     if (v->cache) {
       KTRY(s->ctx->ops->copy(s->ctx, KAT(v->Uc, k * v->bmax * r, es), lr->U, es * (size_t)(v->bk * r)));
@@ -256,10 +243,11 @@ static krr_status v1_tune(krr_solver *s) {
   v1_t *v = V(s);
   const opts_t *o = O(s);
   double pmax = 0;
+  v->kbb.lambda = s->obj->lambda;
   for (int64_t k = 0; k < v->nb; k++) {
     KTRY(load_block(s, k));
     KTRY(block_precond(s, k, 1));
-    KTRY(krr_power_lmax(s->ctx, &v->lr, h_mul, s, (int)o->power_iters,
+    KTRY(krr_power_lmax(s->ctx, &v->lr, krr_kbb_hmul, &v->kbb, (int)o->power_iters,
                         krr_rng_stream(krr_options_seed(s->opts), (uint64_t)k, 32), v->p1, v->p2,
                         v->p3, &v->L[k]));
     double top = (v->lr.r_eff > 0 ? v->lr.lam[0] : 0.0) + v->rho[k];
