@@ -150,7 +150,7 @@ krr_status krr_op_shift_create(krr_op *inner, double c, krr_op **out) {
   }
   krr_op *op = (krr_op *)calloc(1, sizeof *op);
   shift_t *S = (shift_t *)calloc(1, sizeof *S);
-  double *h = (double *)malloc(sizeof(double) * (size_t)(inner->n > 0 ? inner->n : 1));
+  double *h = (double *)calloc((size_t)(inner->n > 0 ? inner->n : 1), sizeof(double));
   krr_status st = op && S && h ? KRR_OK : krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
   if (st == KRR_OK) {
     for (int64_t i = 0; i < inner->n; i++) h[i] = 1.0;
