@@ -154,7 +154,7 @@ const char *krr_loss_name(const krr_loss *loss);
 typedef struct krr_objective {
   const krr_loss *loss;
   double lambda;  /* > 0 */
-  double param;   /* loss parameter (Huber delta, SVR epsilon); unused by the squared loss */
+  double param;   /* loss parameter (Huber delta, SVR epsilon); krr_objective_set_param */
   krr_precision prec;
   int64_t n;      /* rows of y on this process */
   int m;          /* right-hand sides (columns of y) */
@@ -165,6 +165,13 @@ typedef struct krr_objective {
 krr_status krr_objective_init(krr_ctx *ctx, const krr_op *op, const krr_loss *loss,
                               double lambda, const double *y, int m, krr_objective *out);
 void krr_objective_free(krr_ctx *ctx, krr_objective *obj);
+/* Set the loss parameter (krr_objective_init sets the loss's default: Huber
+ * delta = 1, SVR epsilon = 0.25), validated per loss: huber delta > 0, svr
+ * epsilon >= 0, finite; losses without a parameter accept any finite value
+ * and ignore it.  Input errors name the parameter. */
+krr_status krr_objective_set_param(krr_ctx *ctx, krr_objective *obj, double param);
+/* the name of a loss's parameter ("delta", "epsilon"), NULL if it has none */
+const char *krr_loss_param_name(const krr_loss *loss);
 
 /* --- solver options (base/options.c; each solver declares its own table) ----
  * Options are declared once, in the solver's file, with their default, range
