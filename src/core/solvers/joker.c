@@ -41,8 +41,6 @@
  * otherwise. */
 #include <math.h>
 #include <string.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include "solver.h"
 
 #define OPTIONS(X)                                                                             \
@@ -67,8 +65,8 @@ typedef struct {
   double radius;              /* last trust-region radius */
 } jk_t;
 
-static const char *const extras[] = {"tr_steps", "tr_accepted", "cg_steps", "radius", "nblocks",
-                                     NULL};
+static const char *const extras[] = {"tr_steps", "tr_accepted", "cg_steps", "cg_restarts", "radius",
+                                     "nblocks", NULL};
 
 #define J(s) ((jk_t *)(s)->st)
 #define O(s) SOPT(s, opts_t)
@@ -172,17 +170,6 @@ static krr_status dot(krr_solver *s, int64_t b, const void *x, const void *y, do
   return SOP(s, dot, b, x, y, out);
 }
 
-/* model value g^T v + 1/2 v^T Q v (uses t2) */
-static krr_status model(krr_solver *s, int64_t b, const void *v, double *val) {
-  jk_t *j = J(s);
-  double gv = 0, vq = 0;
-  KTRY(qmul(s, b, v, j->t2, 0));
-  KTRY(dot(s, b, j->g, v, &gv));
-  KTRY(dot(s, b, v, j->t2, &vq));
-  *val = gv + 0.5 * vq;
-  return KRR_OK;
-}
-
 /* s <- s + tau d with tau in [0, w] the first crossing of the box [L, U]
  * (bisection to a relative 2^-30 of w; no min-reduction is needed), the
  * crossing variables put exactly on their bounds (so the next step holds
@@ -226,7 +213,7 @@ static krr_status trust_region(krr_solver *s, int64_t b, void *a, void *gb, cons
   size_t vb = s->es * (size_t)b;
   double lambda = s->obj->lambda, e = krr_precision_eps(s->prec);
   double radius = 0, rmax = 0, g0 = 0, gtol = 0;
-  int64_t tr = 0, acc = 0, cgs = 0;
+  int64_t tr = 0, acc = 0, cgs = 0, restarts = 0;
   *pg = 0;
   for (int64_t k = 0; k < o->tr_iters; k++) {
     /* gradient, its projection, the step box and the free set at a */
@@ -257,7 +244,6 @@ static krr_status trust_region(krr_solver *s, int64_t b, void *a, void *gb, cons
       *pg = g0 = gn;
       gtol = 8.0 * e * (gbn + ybn + 1.0);
     }
-    if (getenv("JK_DEBUG")) fprintf(stderr, "k %lld gn %.3e gtol %.3e\n", (long long)k, gn, gtol);
     if (gn <= gtol) break;
     KTRY(LMAP(s, KRR_MAP_CURV, b, y, a, j->h));
     if (k == 0) { /* Delta_max: the box's diameter, else ||g|| / lambda; Delta_0 = Delta_max / 4 */
@@ -297,14 +283,28 @@ static krr_status trust_region(krr_solver *s, int64_t b, void *a, void *gb, cons
       KTRY(LMAP(s, KRR_MAP_CLAMP, b, j->L, j->U, j->p));
       KTRY(SOP(s, axpby, b, -1.0, j->t1, 1.0, j->p));
       KTRY(SOP(s, nrm2, b, j->p, &viol));
-      if (viol > 0) { /* the better of s + tau d (tau: the first box crossing) and P(s_next) */
-        double ms = 0, mp = 0;
-        KTRY(SOP(s, axpby, b, 1.0, j->t1, 1.0, j->p)); /* p = P(s_next) */
-        KTRY(model(s, b, j->p, &mp));
+      if (viol > 0) {
+        /* to the first box crossing, the crossing variables onto their bounds;
+         * then CG restarts from there on the new free set (a projected search
+         * with subspace CG: the active set grows instead of every step ending
+         * at its first crossing) */
         KTRY(box_step(s, b, w, j->t1));
-        KTRY(model(s, b, j->s, &ms));
-        if (mp < ms) KTRY(ctx->ops->copy(ctx, j->s, j->p, vb));
-        break;
+        KTRY(qmul(s, b, j->s, j->Qd, 0)); /* Qd = g + Q s: the model gradient at s */
+        KTRY(SOP(s, axpby, b, 1.0, j->g, 1.0, j->Qd));
+        KTRY(ctx->ops->copy(ctx, j->p, j->L, vb));
+        KTRY(SOP(s, axpby, b, -1.0, j->s, 1.0, j->p));
+        KTRY(ctx->ops->copy(ctx, j->t2, j->U, vb));
+        KTRY(SOP(s, axpby, b, -1.0, j->s, 1.0, j->t2));
+        KTRY(ctx->ops->copy(ctx, j->mask, j->Qd, vb));
+        KTRY(LMAP(s, KRR_MAP_FREE, b, j->p, j->t2, j->mask));
+        KTRY(ctx->ops->copy(ctx, j->r, j->Qd, vb));
+        KTRY(LMAP(s, KRR_MAP_MUL, b, NULL, j->mask, j->r));
+        KTRY(SOP(s, axpby, b, 0.0, j->r, -1.0, j->r));
+        KTRY(ctx->ops->copy(ctx, j->d, j->r, vb));
+        KTRY(dot(s, b, j->r, j->r, &rr));
+        restarts++;
+        if (sqrt(rr) <= cgtol) break;
+        continue;
       }
       KTRY(ctx->ops->copy(ctx, j->s, j->t1, vb));
       KTRY(SOP(s, axpby, b, -w, j->Qd, 1.0, j->r));
@@ -337,9 +337,6 @@ static krr_status trust_region(krr_solver *s, int64_t b, void *a, void *gb, cons
     if (rho < 0.5) radius *= 0.25;
     else if (rho > 0.75 && (boundary || radius - sn <= 1e-6 * radius))
       radius = fmin(2.0 * radius, rmax);
-    if (getenv("JK_DEBUG"))
-      fprintf(stderr, "k %lld gn %.3e radius %.3e sn %.3e pred %.3e ared %.3e rho %.3f bnd %d\n",
-              (long long)k, gn, radius, sn, pred, ared, rho, boundary);
     if (rho > TR_ETA) {
       acc++;
       KTRY(SOP(s, axpby, b, 1.0, j->s, 1.0, a));
@@ -352,6 +349,7 @@ static krr_status trust_region(krr_solver *s, int64_t b, void *a, void *gb, cons
   krr_solver_add_extra(s, "tr_steps", (double)tr);
   krr_solver_add_extra(s, "tr_accepted", (double)acc);
   krr_solver_add_extra(s, "cg_steps", (double)cgs);
+  krr_solver_add_extra(s, "cg_restarts", (double)restarts);
   return KRR_OK;
 }
 
