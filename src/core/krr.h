@@ -279,7 +279,8 @@ int64_t krr_solver_ncenters(const krr_solver *s);
 krr_status krr_solver_centers(krr_solver *s, int64_t *idx_out);
 /* Bytes the solver has held at most beyond the data and targets, and its
  * estimate (which the budget check uses; the exact criterion needs 2 n m
- * more numbers while it runs). */
+ * more numbers while it runs, 3 n m for the losses whose criterion is the
+ * duality gap). */
 double krr_solver_memory_used(const krr_solver *s);
 double krr_solver_memory_estimate(const krr_solver *s);
 void krr_solver_free(krr_solver *s);

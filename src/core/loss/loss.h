@@ -51,7 +51,8 @@ struct krr_loss {
   /* the box of a dual variable whose target is y (+-INFINITY: unbounded) */
   void (*box)(const krr_objective *obj, double y, double *lo, double *hi);
   /* over an n-vector (reduced over the operator): *ls = sum xi_{y_i}(F_i),
-   * *cs = sum xi*_{y_i}(-lambda a_i); work is an n-vector of scratch */
+   * *cs = sum xi*_{y_i}(-lambda a_i); work is an n-vector of scratch (the
+   * generic krr_loss_map_sums allocates one more, the ones it reduces against) */
   krr_status (*sums)(krr_op *op, const krr_objective *obj, const void *a, const void *F,
                      void *work, double *ls, double *cs);
 };
