@@ -322,6 +322,41 @@ int main(int argc, char **argv) {
     }
   }
 
+  /* (h) one block (b = n), where every trust-region step must decrease the
+   * model: hinge at C = 50 and SVR with epsilon = 0 on a 2-D problem stalled at
+   * the start when CG steps to the trust-region boundary were projected onto
+   * the box afterwards (every step then increased the model) */
+  {
+    const int p2 = 2;
+    double *x2 = malloc(sizeof(double) * (size_t)(n * p2)), *y2 = malloc(sizeof(double) * (size_t)n);
+    for (int64_t i = 0; i < n * p2; i++) x2[i] = krr_rng_normal(99, (uint64_t)i);
+    struct { int l; double lam, prm; } cs[] = {{HINGE, 0.02, 0}, {SVR, 0.5, 0}, {SVR, 0.5, 0.1}};
+    for (int t = 0; t < 3; t++) {
+      int l = cs[t].l;
+      for (int64_t i = 0; i < n; i++) {
+        double u = x2[i], v = x2[i + n];
+        y2[i] = l == SVR ? sin(2 * u) + v * v + 0.1 * krr_rng_normal(5, (uint64_t)i)
+                         : (u * u + v + 0.3 * krr_rng_normal(5, (uint64_t)i) > 1 ? 1.0 : -1.0);
+      }
+      tfit f;
+      krr_kernel k1 = {KRR_RBF, 1.0};
+      if (tfit_make(&ctx, KRR_DOUBLE, x2, n, p2, y2, 1, k1, cs[t].lam, &f) != KRR_OK) { n_fail++; continue; }
+      krr_objective_free(&ctx, &f.obj);
+      krr_status st = krr_objective_init(&ctx, f.op, krr_loss_lookup(lname[l]), cs[t].lam, y2, 1, &f.obj);
+      if (st == KRR_OK && l == SVR) st = krr_objective_set_param(&ctx, &f.obj, cs[t].prm);
+      double crit = INFINITY;
+      krr_diag dg;
+      if (st == KRR_OK) st = trun(&f, "joker", "", 1e-10, 200, 1, w, &crit, &dg, NULL);
+      printf("  %-13s one block, lambda %g, param %g: iters %lld crit %.2e\n", lname[l], cs[t].lam,
+             cs[t].prm, (long long)dg.iter, crit);
+      CHECK(st == KRR_OK && crit < 1e-10, "(h) %s lambda %g param %g: criterion %.3e after %lld",
+            lname[l], cs[t].lam, cs[t].prm, crit, (long long)dg.iter);
+      tfit_free(&f);
+    }
+    free(x2);
+    free(y2);
+  }
+
   /* (f) input errors */
   {
     tfit f;

@@ -1,6 +1,6 @@
 /* The epsilon-insensitive loss of support vector regression,
- * l(y, F) = max(0, |y - F| - eps) (param = eps >= 0, default 0.25, the
- * paper's Table A.3 value).  Zhang et al., "Joker", Table 2: xi*(v) = eps |v|
+ * l(y, F) = max(0, |y - F| - eps) (param = eps >= 0, default 0.1 as in
+ * LIBSVM and R's loss_svr(); the paper's Table A.3 uses 0.25).  Zhang et al., "Joker", Table 2: xi*(v) = eps |v|
  * + v y on |v| <= 1.  With v = -lambda a:
  *   f(a) = eps ||a||_1 - y^T a,  box |a_i| <= 1 / lambda  (C = 1 / lambda),
  * non-smooth at a_i = 0.  grad f = eps sign(a) - y with sign(0) = 0, curvature
@@ -23,7 +23,7 @@ const krr_loss krr_loss_svr = {
     .linear = 0,
     .code = KRR_LOSS_SVR,
     .param_name = "epsilon",
-    .param_default = 0.25,
+    .param_default = 0.1,
     .param_lo = 0.0,
     .param_lo_open = 0,
     .grad = krr_loss_map_grad,

@@ -27,9 +27,13 @@
  * reach small duality gaps: (i) CG runs on the free variables only (those
  * not held at a bound by a gradient pointing outward; the projected-Newton
  * active set), since a variable at its bound would otherwise stop every CG
- * at its first step; (ii) when the iterate leaves the box we keep the better
- * (by the model) of the last feasible iterate (the paper's choice) and the
- * projection of the new one.  SVR's eps |a| is linearised by the sign within
+ * at its first step; (ii) when a CG step (interior, or the step to the
+ * trust-region boundary) would leave the box, it stops at the first crossing
+ * (the model decreases along the step up to there), puts the crossing
+ * variables on their bounds and restarts CG on the new free set, so every
+ * trust-region step decreases the model (the paper projects the final step
+ * instead, which can increase the model: with the hinge loss at C = 50 every
+ * step was then rejected and the iterate never left zero).  SVR's eps |a| is linearised by the sign within
  * each step, with each variable kept in its orthant (loss/svr.c), so the
  * model stays exact.  The n-vector of weights a is the dual variable;
  * predictions are K(x, X) a.
@@ -299,13 +303,8 @@ static krr_status trust_region(krr_solver *s, int64_t b, void *a, void *gb, cons
       KTRY(dot(s, b, j->d, j->d, &dd));
       double w = dq > 0 ? rr / dq : INFINITY;
       double nn = ss + 2 * w * sd + w * w * dd; /* ||s + w d||^2 */
-      if (!(dq > 0) || nn >= radius * radius) { /* to the boundary, then into the box */
-        double tau = to_boundary(ss, sd, dd, radius);
-        KTRY(SOP(s, axpby, b, tau, j->d, 1.0, j->s));
-        KTRY(LMAP(s, KRR_MAP_CLAMP, b, j->L, j->U, j->s));
-        boundary = 1;
-        break;
-      }
+      int to_bnd = !(dq > 0) || nn >= radius * radius;
+      if (to_bnd) w = to_boundary(ss, sd, dd, radius); /* the model decreases up to the boundary */
       /* s_next = s + w d in t1; does it leave the box? */
       KTRY(ctx->ops->copy(ctx, j->t1, j->s, vb));
       KTRY(SOP(s, axpby, b, w, j->d, 1.0, j->t1));
@@ -337,6 +336,7 @@ static krr_status trust_region(krr_solver *s, int64_t b, void *a, void *gb, cons
         continue;
       }
       KTRY(ctx->ops->copy(ctx, j->s, j->t1, vb));
+      if (to_bnd) { boundary = 1; break; }
       KTRY(SOP(s, axpby, b, -w, j->Qd, 1.0, j->r));
       double rn = 0;
       KTRY(dot(s, b, j->r, j->r, &rn));
