@@ -132,11 +132,25 @@ static krr_status set_options(krr_ctx *ctx, krr_options *o, SEXP opts) {
   return KRR_OK;
 }
 
+/* the number named nm in an R list (dflt when absent or not a number) */
+static double list_num(SEXP list, const char *nm, double dflt) {
+  if (TYPEOF(list) != VECSXP) return dflt;
+  SEXP names = Rf_getAttrib(list, R_NamesSymbol);
+  if (names == R_NilValue) return dflt;
+  for (R_xlen_t i = 0; i < XLENGTH(list); i++) {
+    SEXP v = VECTOR_ELT(list, i);
+    if (strcmp(CHAR(STRING_ELT(names, i)), nm) == 0 && Rf_isNumeric(v) && XLENGTH(v) == 1)
+      return Rf_asReal(v);
+  }
+  return dflt;
+}
+
 /* ---- fit state --------------------------------------------------------- */
 typedef struct {
   krr_ctx ctx;
   krr_problem pb;
-  krr_op *op;
+  krr_op *op;       /* what the solver sees (the exact or feature operator, maybe shifted) */
+  int64_t features; /* random features M (0: the exact kernel) */
   krr_objective obj;
   krr_solver *solver;
   int ctx_ok;
@@ -171,8 +185,21 @@ static fit_state *get_state(SEXP ptr) {
   return fs;
 }
 
+/* The training-set operator: the exact kernel, or M random features (seed);
+ * with c > 0 shifted to K + c 11^T (a penalised intercept). */
+static krr_status make_operator(fit_state *fs, krr_kernel k, double M, double seed, double c) {
+  if (M > 0 || c > 0)
+    return krr_fail(&fs->ctx, KRR_ERR_NOT_BUILT,
+                    "%s is not compiled into this build of askotch (the random-feature and "
+                    "shift operators are not there yet)",
+                    M > 0 ? "`features` (random features)" : "`intercept`");
+  (void)seed;
+  return krr_op_exact_create(&fs->ctx, &fs->pb, k, &fs->op);
+}
+
 SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP precision,
-                  SEXP device, SEXP solver, SEXP options, SEXP loss, SEXP threads) {
+                  SEXP device, SEXP solver, SEXP options, SEXP loss, SEXP loss_param,
+                  SEXP features, SEXP intercept, SEXP threads) {
   check_matrix(x, "x");
   check_matrix(y, "y");
   int64_t n = Rf_nrows(x);
@@ -185,7 +212,14 @@ SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP
   int dev = int1(device, "device must be 0 or 1");
   const krr_solver_def *def = solver_def(solver);
   const krr_loss *ls = krr_loss_lookup(str1(loss, "`loss` must be a loss name"));
-  if (!ls) raise_status(KRR_ERR_INPUT, "unknown loss");
+  if (!ls) raise_status(KRR_ERR_NOT_BUILT, "this loss is not compiled into this build of askotch");
+  double lparam = num1(loss_param, "the loss parameter must be a number");
+  double M = num1(features, "features must be a number");
+  double cshift = num1(intercept, "intercept must be a number");
+  if (!(M >= 0) || M != floor(M) || M > 9007199254740992.0)
+    raise_status(KRR_ERR_INPUT, "`features` must be NULL or a positive whole number");
+  if (!(cshift >= 0) || !isfinite(cshift))
+    raise_status(KRR_ERR_INPUT, "`intercept` must be TRUE, FALSE or a positive number");
   int nth = threads_or_default(int1(threads, "threads must be a number"));
   const krr_ops *ops = pick_ops(dev);
 
@@ -198,8 +232,10 @@ SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP
   if (st == KRR_OK) st = krr_options_new(&fs->ctx, def, &o);
   if (st == KRR_OK) st = set_options(&fs->ctx, o, options);
   if (st == KRR_OK) st = krr_problem_create(&fs->ctx, prec, REAL(x), n, p, &fs->pb);
-  if (st == KRR_OK) st = krr_op_exact_create(&fs->ctx, &fs->pb, k, &fs->op);
+  if (st == KRR_OK) st = make_operator(fs, k, M, list_num(options, "seed", 0.0), cshift);
+  fs->features = (int64_t)M;
   if (st == KRR_OK) st = krr_objective_init(&fs->ctx, fs->op, ls, lam, REAL(y), m, &fs->obj);
+  if (st == KRR_OK) fs->obj.param = lparam; /* Huber delta, SVR epsilon */
   if (st == KRR_OK) st = krr_solver_init(&fs->ctx, fs->op, &fs->obj, o, &fs->solver);
   krr_options_free(o);
   if (st != KRR_OK) {
@@ -278,6 +314,45 @@ SEXP ffi_fit_residual(SEXP ptr) {
   if (st != KRR_OK) raise_ctx(&fs->ctx, st);
   blas_restore();
   return Rf_ScalarReal(r);
+}
+
+/* c(P, D) at the current weights: the primal and the dual the solver
+ * minimises (P + D >= 0); for operators whose weights are one per training
+ * row (not the inducing-point solvers) */
+SEXP ffi_fit_objective(SEXP ptr) {
+  fit_state *fs = get_state(ptr);
+  int64_t rows = krr_solver_weights_rows(fs->solver);
+  if (rows != fs->pb.n)
+    raise_status(KRR_ERR_INPUT, "the objective values need one weight per training point");
+  double *w = (double *)R_alloc((size_t)(rows * fs->obj.m), sizeof(double));
+  double P = NAN, D = NAN;
+  blas_save();
+  krr_status st = krr_solver_weights(fs->solver, w);
+  if (st == KRR_OK) st = krr_objective_values_host(fs->op, &fs->obj, w, &P, &D);
+  if (st != KRR_OK) raise_ctx(&fs->ctx, st);
+  blas_restore();
+  SEXP out = PROTECT(Rf_allocVector(REALSXP, 2));
+  REAL(out)[0] = P;
+  REAL(out)[1] = D;
+  UNPROTECT(1);
+  return out;
+}
+
+/* theta = Z^T alpha (M x m) of a random-features fit */
+SEXP ffi_fit_features_theta(SEXP ptr) {
+  fit_state *fs = get_state(ptr);
+  if (fs->features <= 0) raise_status(KRR_ERR_INPUT, "not a random-features fit");
+  raise_status(KRR_ERR_NOT_BUILT, "random features are not compiled into this build of askotch");
+  return R_NilValue;
+}
+
+/* predictions z(xnew)^T theta of a random-features model (host data) */
+SEXP ffi_features_apply(SEXP xnew, SEXP theta, SEXP kernel, SEXP bandwidth, SEXP features,
+                        SEXP seed, SEXP precision, SEXP threads) {
+  (void)xnew; (void)theta; (void)kernel; (void)bandwidth; (void)features; (void)seed;
+  (void)precision; (void)threads;
+  raise_status(KRR_ERR_NOT_BUILT, "random features are not compiled into this build of askotch");
+  return R_NilValue;
 }
 
 SEXP ffi_fit_weights(SEXP ptr) {

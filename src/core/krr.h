@@ -165,6 +165,11 @@ typedef struct krr_objective {
 krr_status krr_objective_init(krr_ctx *ctx, const krr_op *op, const krr_loss *loss,
                               double lambda, const double *y, int m, krr_objective *out);
 void krr_objective_free(krr_ctx *ctx, krr_objective *obj);
+/* The primal P(a) and the dual D(a) (the one the solvers minimise: P + D >=
+ * 0, zero at the solution) at host weights a (n x m column-major doubles,
+ * one row per row of the operator); one kernel pass (loss/values.c). */
+krr_status krr_objective_values_host(krr_op *op, const krr_objective *obj, const double *a_host,
+                                     double *primal, double *dual);
 
 /* --- solver options (base/options.c; each solver declares its own table) ----
  * Options are declared once, in the solver's file, with their default, range
