@@ -235,7 +235,7 @@ SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP
   if (st == KRR_OK) st = make_operator(fs, k, M, list_num(options, "seed", 0.0), cshift);
   fs->features = (int64_t)M;
   if (st == KRR_OK) st = krr_objective_init(&fs->ctx, fs->op, ls, lam, REAL(y), m, &fs->obj);
-  if (st == KRR_OK) fs->obj.param = lparam; /* Huber delta, SVR epsilon */
+  if (st == KRR_OK && krr_loss_param_name(ls)) st = krr_objective_set_param(&fs->ctx, &fs->obj, lparam);
   if (st == KRR_OK) st = krr_solver_init(&fs->ctx, fs->op, &fs->obj, o, &fs->solver);
   krr_options_free(o);
   if (st != KRR_OK) {

@@ -154,7 +154,7 @@ const char *krr_loss_name(const krr_loss *loss);
 typedef struct krr_objective {
   const krr_loss *loss;
   double lambda;  /* > 0 */
-  double param;   /* loss parameter (Huber delta, SVR epsilon); unused by the squared loss */
+  double param;   /* loss parameter (Huber delta, SVR epsilon); krr_objective_set_param */
   krr_precision prec;
   int64_t n;      /* rows of y on this process */
   int m;          /* right-hand sides (columns of y) */
@@ -170,6 +170,13 @@ void krr_objective_free(krr_ctx *ctx, krr_objective *obj);
  * one row per row of the operator); one kernel pass (loss/values.c). */
 krr_status krr_objective_values_host(krr_op *op, const krr_objective *obj, const double *a_host,
                                      double *primal, double *dual);
+/* Set the loss parameter (krr_objective_init sets the loss's default: Huber
+ * delta = 1, SVR epsilon = 0.25), validated per loss: huber delta > 0, svr
+ * epsilon >= 0, finite; losses without a parameter accept any finite value
+ * and ignore it.  Input errors name the parameter. */
+krr_status krr_objective_set_param(krr_ctx *ctx, krr_objective *obj, double param);
+/* the name of a loss's parameter ("delta", "epsilon"), NULL if it has none */
+const char *krr_loss_param_name(const krr_loss *loss);
 
 /* --- solver options (base/options.c; each solver declares its own table) ----
  * Options are declared once, in the solver's file, with their default, range
@@ -277,7 +284,8 @@ int64_t krr_solver_ncenters(const krr_solver *s);
 krr_status krr_solver_centers(krr_solver *s, int64_t *idx_out);
 /* Bytes the solver has held at most beyond the data and targets, and its
  * estimate (which the budget check uses; the exact criterion needs 2 n m
- * more numbers while it runs). */
+ * more numbers while it runs, 3 n m for the losses whose criterion is the
+ * duality gap). */
 double krr_solver_memory_used(const krr_solver *s);
 double krr_solver_memory_estimate(const krr_solver *s);
 void krr_solver_free(krr_solver *s);

@@ -21,6 +21,35 @@
 extern "C" {
 #endif
 
+/* The losses the device maps know (the order of the table in loss/loss.c
+ * need not match: each loss entry carries its code). */
+typedef enum {
+  KRR_LOSS_SQUARED = 0,
+  KRR_LOSS_HUBER = 1,
+  KRR_LOSS_SVR = 2,
+  KRR_LOSS_HINGE = 3,
+  KRR_LOSS_SQUARED_HINGE = 4,
+  KRR_LOSS_LOGISTIC = 5
+} krr_loss_code;
+
+/* What loss_map computes per element (formulas: loss_math.h).  y, a: the
+ * inputs, out: input (o) and output.  f_i(a) = xi*_{y_i}(-lambda a)/lambda.
+ *   GRAD    out = f_i'(a)                CURV   out = f_i''(a) (logistic: capped)
+ *   LOSS    out = xi_y(a) (a = F)        CONJ   out = xi*_y(-lambda a) (+INF off the box)
+ *   DF      out = f_i(a + o) - f_i(a)    PSEUDO out = least-norm subgradient from o = g
+ *   LO, HI  out = the trust-region box of a given the pseudo-gradient o (SVR: the orthant)
+ *   PROJECT out = o clamped into the box of y
+ * generic (loss ignored):
+ *   CLAMP   out = min(max(o, y), a)      MUL    out = a * o
+ *   FREE    out = 1 unless the variable is held at a bound (y = lo - a_B, a = hi - a_B,
+ *           o = gradient), then 0
+ *   ONES    out = 1 */
+typedef enum {
+  KRR_MAP_GRAD = 0, KRR_MAP_CURV = 1, KRR_MAP_LOSS = 2, KRR_MAP_CONJ = 3, KRR_MAP_DF = 4,
+  KRR_MAP_PSEUDO = 5, KRR_MAP_LO = 6, KRR_MAP_HI = 7, KRR_MAP_PROJECT = 8,
+  KRR_MAP_CLAMP = 9, KRR_MAP_MUL = 10, KRR_MAP_FREE = 11, KRR_MAP_ONES = 12
+} krr_map_kind;
+
 #define KRR_OPS_TYPED(real, S)                                                          \
   /* OUT(n1 x q, ld ldo) = K(X1, X2) V(n2 x q, ld ldv): matrix-free, tiled, never  \
      storing n1 x n2.  OUT is overwritten. */                                          \
@@ -70,7 +99,12 @@ extern "C" {
   krr_status (*scale_rows_##S)(krr_ctx *, int64_t m, int64_t n, const real *d, real *A,  \
                                int64_t lda);                                              \
   /* out[i] = N(0,1) draw number (offset + i) of stream seed (krr_rng_normal) */        \
-  krr_status (*randn_##S)(krr_ctx *, int64_t n, uint64_t seed, uint64_t offset, real *out);
+  krr_status (*randn_##S)(krr_ctx *, int64_t n, uint64_t seed, uint64_t offset, real *out); \
+  /* out[i] = krr_loss_elem(loss, kind, lambda, param, e, y[i], a[i], out[i]) for i < n  \
+     (loss_math.h; e = the spacing below 1 of real); y, a may be NULL when the kind   \
+     does not read them; out may alias a */                                             \
+  krr_status (*loss_map_##S)(krr_ctx *, int loss, int kind, int64_t n, double lambda,   \
+                             double param, const real *y, const real *a, real *out);
 
 struct krr_ops {
   const char *name; /* "cpu", "cuda" */

@@ -15,6 +15,7 @@
 #endif
 #include "cpu.h"
 #include "../core/rng.h"
+#include "../core/loss_math.h"
 
 #if defined(__linux__) || defined(__APPLE__)
 #include <dlfcn.h>
@@ -232,7 +233,7 @@ static krr_status cpu_sync(krr_ctx *ctx) { (void)ctx; return KRR_OK; }
   .potrf_##S = cpu_potrf_##S, .trsm_##S = cpu_trsm_##S, .qr_q_##S = cpu_qr_q_##S,          \
   .svd_thin_##S = cpu_svd_thin_##S, .syev_##S = cpu_syev_##S,                              \
   .add_diag_##S = cpu_add_diag_##S, .scale_rows_##S = cpu_scale_rows_##S,                  \
-  .randn_##S = cpu_randn_##S
+  .randn_##S = cpu_randn_##S, .loss_map_##S = cpu_loss_map_##S
 
 static const krr_ops cpu_ops = {
     .name = "cpu",

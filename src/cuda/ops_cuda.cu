@@ -13,6 +13,7 @@
 
 #include "cuda_internal.cuh"
 #include "../core/rng.h"
+#include "../core/loss_math.h"
 
 /* ===== errors ============================================================= */
 
@@ -762,6 +763,28 @@ static krr_status op_randn(krr_ctx *ctx, int64_t n, uint64_t seed, uint64_t offs
   return KRR_OK;
 }
 
+/* the elementwise loss maps (loss_math.h): a grid-stride kernel, double arithmetic */
+template <typename T>
+__global__ void loss_map_k(int loss, int kind, int64_t n, double lambda, double param, double e,
+                           const T *y, const T *a, T *out) {
+  KCU_FOR(i, n)
+    out[i] = (T)krr_loss_elem(loss, kind, lambda, param, e, y ? (double)y[i] : 0.0,
+                              a ? (double)a[i] : 0.0, (double)out[i]);
+}
+
+template <typename T>
+static krr_status op_loss_map(krr_ctx *ctx, int loss, int kind, int64_t n, double lambda,
+                              double param, const T *y, const T *a, T *out) {
+  KCU_TRY(kcu_enter(ctx));
+  if (n < 0) return krr_fail(ctx, KRR_ERR_INPUT, "loss_map: n = %lld", (long long)n);
+  if (n == 0) return KRR_OK;
+  krr_cuda_state *st = kcu_state(ctx);
+  const double e = sizeof(T) == sizeof(float) ? 0x1p-24 : 0x1p-53;
+  loss_map_k<T><<<kcu_grid(st, n), KCU_NT, 0, st->stream>>>(loss, kind, n, lambda, param, e, y, a, out);
+  KCU_LAUNCHED(ctx, "loss_map (kernel launch)");
+  return KRR_OK;
+}
+
 /* ===== the table ========================================================== */
 
 #define KCU_TYPED(real, S)                         \
@@ -771,7 +794,8 @@ static krr_status op_randn(krr_ctx *ctx, int64_t n, uint64_t seed, uint64_t offs
   op_dot_##S, op_nrm2_##S, op_gemm<real>,          \
   op_potrf<real>, op_trsm<real>, op_qr_q<real>,    \
   op_svd_thin<real>, op_syev<real>,                \
-  op_add_diag<real>, op_scale_rows<real>, op_randn<real>
+  op_add_diag<real>, op_scale_rows<real>, op_randn<real>, \
+  op_loss_map<real>
 
 static const krr_ops kcu_ops = {
     "cuda",

@@ -6,7 +6,12 @@
 
 /* one line per loss, the squared loss first */
 #define LOSSES(X) \
-  X(squared)
+  X(squared)      \
+  X(huber)        \
+  X(svr)          \
+  X(hinge)        \
+  X(squared_hinge) \
+  X(logistic)
 
 #define DECLARE(name) extern const krr_loss krr_loss_##name;
 LOSSES(DECLARE)
@@ -39,8 +44,31 @@ krr_status krr_objective_init(krr_ctx *ctx, const krr_op *op, const krr_loss *lo
   double s = 0.0;
   for (int64_t i = 0; i < obj->n * (int64_t)m; i++) s += y[i] * y[i];
   obj->ynorm = sqrt(s);
+  obj->param = loss->param_name ? loss->param_default : 0.0;
   if (!isfinite(obj->ynorm)) return krr_fail(ctx, KRR_ERR_INPUT, "the targets must be finite");
+  if (loss->classification)
+    for (int64_t i = 0; i < obj->n * (int64_t)m; i++)
+      if (y[i] != 1.0 && y[i] != -1.0)
+        return krr_fail(ctx, KRR_ERR_INPUT, "the %s loss needs targets -1 or +1 (got %g)",
+                        loss->name, y[i]);
   return krr_upload_vec(ctx, obj->prec, y, obj->n * (int64_t)m, &obj->y);
+}
+
+const char *krr_loss_param_name(const krr_loss *loss) { return loss ? loss->param_name : NULL; }
+
+krr_status krr_objective_set_param(krr_ctx *ctx, krr_objective *obj, double param) {
+  const krr_loss *loss = obj ? obj->loss : NULL;
+  if (!loss) return krr_fail(ctx, KRR_ERR_INPUT, "no objective");
+  if (!isfinite(param))
+    return krr_fail(ctx, KRR_ERR_INPUT, "the %s loss parameter `%s` must be finite", loss->name,
+                    loss->param_name ? loss->param_name : "param");
+  if (!loss->param_name) return KRR_OK; /* ignored */
+  if (loss->param_lo_open ? !(param > loss->param_lo) : !(param >= loss->param_lo))
+    return krr_fail(ctx, KRR_ERR_INPUT, "the %s loss parameter `%s` must be %s %g (got %g)",
+                    loss->name, loss->param_name, loss->param_lo_open ? ">" : ">=",
+                    loss->param_lo, param);
+  obj->param = param;
+  return KRR_OK;
 }
 
 void krr_objective_free(krr_ctx *ctx, krr_objective *obj) {

@@ -17,8 +17,9 @@
  * curvature of f on a block, the box, and the sums that make the objectives;
  * each solver declares the losses it supports (by name).  A new loss is its
  * own file here (a krr_loss named krr_loss_<name>) plus one line in loss.c.  Elementwise maps of a
- * non-quadratic loss will need one more entry in the krr_ops table (a device
- * map over a block); the squared loss needs only axpby. */
+ * non-quadratic loss go through one entry of the krr_ops table, loss_map
+ * (ops.h; the formulas in loss_math.h, shared with the backends); the squared
+ * loss needs only axpby. */
 #ifndef KRR_LOSS_H
 #define KRR_LOSS_H
 #include "../op/op.h"
@@ -32,6 +33,13 @@ struct krr_loss {
   const char *name;   /* solvers list the names of the losses they support */
   krr_criterion crit;
   int linear;         /* the dual is the linear system (K + lambda I) alpha = y (no box) */
+  int code;           /* krr_loss_code: what the device maps (ops.h loss_map) evaluate */
+  int classification; /* targets must be -1 or +1 */
+  /* the loss parameter (krr_objective.param): its name (NULL: none), default
+   * and lower bound (> lo when lo_open, else >= lo; finite) */
+  const char *param_name;
+  double param_default, param_lo;
+  int param_lo_open;
   /* out = grad f(a_B) elementwise over len entries of y_B and a_B (device, prec) */
   krr_status (*grad)(krr_ctx *ctx, const krr_objective *obj, int64_t len, const void *yB,
                      const void *aB, void *out);
@@ -43,10 +51,25 @@ struct krr_loss {
   /* the box of a dual variable whose target is y (+-INFINITY: unbounded) */
   void (*box)(const krr_objective *obj, double y, double *lo, double *hi);
   /* over an n-vector (reduced over the operator): *ls = sum xi_{y_i}(F_i),
-   * *cs = sum xi*_{y_i}(-lambda a_i); work is an n-vector of scratch */
+   * *cs = sum xi*_{y_i}(-lambda a_i); work is an n-vector of scratch (the
+   * generic krr_loss_map_sums allocates one more, the ones it reduces against) */
   krr_status (*sums)(krr_op *op, const krr_objective *obj, const void *a, const void *F,
                      void *work, double *ls, double *cs);
 };
+
+/* The generic entries of a non-quadratic loss, through the device map
+ * loss_map of the loss's code (formulas: loss_math.h).  krr_loss_map_sums
+ * reduces the elementwise values over the operator (krr_op_dot against a
+ * vector of ones it allocates for the call). */
+krr_status krr_loss_map_grad(krr_ctx *ctx, const krr_objective *obj, int64_t len, const void *yB,
+                             const void *aB, void *out);
+krr_status krr_loss_map_curv(krr_ctx *ctx, const krr_objective *obj, int64_t len, const void *yB,
+                             const void *aB, void *out);
+void krr_loss_map_box(const krr_objective *obj, double y, double *lo, double *hi);
+krr_status krr_loss_map_sums(krr_op *op, const krr_objective *obj, const void *a, const void *F,
+                             void *work, double *ls, double *cs);
+/* the spacing below 1 of a precision (2^-53, 2^-24) */
+double krr_precision_eps(krr_precision prec);
 
 /* P(a) and D(a) from a and F = K a (n-vectors; work: n-vector scratch) */
 krr_status krr_objective_values(krr_op *op, const krr_objective *obj, const void *a,

@@ -39,6 +39,7 @@ const krr_loss krr_loss_squared = {
     .name = "squared",
     .crit = KRR_CRIT_RESIDUAL,
     .linear = 1,
+    .code = KRR_LOSS_SQUARED,
     .grad = sq_grad,
     .curv = NULL,
     .curv_const = 1.0,

@@ -11,7 +11,8 @@
   X(falkon)        \
   X(eigenpro)      \
   X(eigenpro3)     \
-  X(cholesky)
+  X(cholesky)      \
+  X(joker)
 
 #define DECLARE(name) extern const krr_solver_def krr_solver_##name;
 SOLVERS(DECLARE)

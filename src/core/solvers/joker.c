@@ -1,0 +1,406 @@
+/* DBCD-TR, the dual block coordinate descent with trust region of Joker
+ * (Zhang et al., "Joker: Joint Optimization Framework for Lightweight Kernel
+ * Machines": Algorithm 3 outside, Algorithm 1 (trust region) and Algorithm 2
+ * (truncated CG-Steihaug) inside, losses of Table 2), on the exact operator,
+ * written once for both precisions.
+ *
+ * The dual (loss/loss.h): min_{a in box} 1/2 a^T K a + f(a), f separable.
+ * Algorithm 3: the rows are partitioned once into blocks of size about b (a
+ * seeded random permutation cut into ceil(n / b) near-equal pieces); each
+ * iteration picks one block B uniformly (draw `iter` of the seed's stream)
+ * and forms, once for all m columns,
+ *   K_BB (b x b, materialised) and  gbar = K_{B:} a  (one product, b x m),
+ * then each column runs its own trust-region loop (Algorithm 1) on
+ *   J(a_B + s) - J(a_B) = s^T gbar + 1/2 s^T K_BB s + f(a_B + s) - f(a_B):
+ *   g = gbar + grad f(a_B), Q = K_BB + diag(f''(a_B)) (logistic: capped),
+ *   s = truncated CG-Steihaug (Algorithm 2) on 1/2 s^T Q s + g^T s, ||s|| <= Delta,
+ *   rho = (actual decrease) / (model decrease);
+ *   Delta <- Delta/4 if rho < 0.5; <- min(2 Delta, Delta_max) if rho > 0.75
+ *   and the step reached the boundary; accept (a_B += s, gbar += K_BB s) if
+ *   rho > eta = 0.1 (the paper's eta in [0, 1/4]); Delta_0 = Delta_max / 4.
+ * Delta_max (the paper leaves it open) is the diameter of the block's box
+ * when it is bounded, else ||g|| / lambda, which bounds the Newton step of
+ * the losses with an unbounded box (their curvature is >= lambda).
+ *
+ * Algorithm 2 stops at the trust-region boundary or when the CG iterate
+ * leaves the box, and projects onto the box.  Two refinements, needed to
+ * reach small duality gaps: (i) CG runs on the free variables only (those
+ * not held at a bound by a gradient pointing outward; the projected-Newton
+ * active set), since a variable at its bound would otherwise stop every CG
+ * at its first step; (ii) when the iterate leaves the box we keep the better
+ * (by the model) of the last feasible iterate (the paper's choice) and the
+ * projection of the new one.  SVR's eps |a| is linearised by the sign within
+ * each step, with each variable kept in its orthant (loss/svr.c), so the
+ * model stays exact.  The n-vector of weights a is the dual variable;
+ * predictions are K(x, X) a.
+ *
+ * The running criterion estimate feeds krr_solver_track_block with the norm
+ * of the projected (free) block gradient, which vanishes at the solution for
+ * every loss; the exact criterion (krr_solver_residual) is the loss's: the
+ * relative residual for the squared loss, the relative duality gap
+ * otherwise. */
+#include <math.h>
+#include <string.h>
+#include "solver.h"
+
+#define OPTIONS(X)                                                                             \
+  X(block_size, INT, 0, 1, INFINITY, 0, NULL,                                                  \
+    "block size b (0: min(n, 2048), logistic loss min(n, 1024))")                              \
+  X(tr_iters, INT, 50, 1, 100000, 0, NULL, "trust-region steps per block (Algorithm 1)")       \
+  X(cg_iters, INT, 0, 1, INFINITY, 0, NULL,                                                    \
+    "truncated CG-Steihaug steps per trust-region step (0: min(b, 50))")
+typedef struct { krr_common_opts common; KRR_OPT_FIELDS(OPTIONS) } opts_t;
+static const krr_optdef optdefs[] = {KRR_OPT_DEFS(OPTIONS)};
+
+#define TR_ETA 0.1
+
+typedef struct {
+  int64_t nblocks;
+  int64_t *perm;              /* host n: the fixed partition (blocks are consecutive pieces) */
+  krr_block blk;
+  void *KB;                   /* b x b */
+  void *gbar, *aB, *a0, *yB;  /* b x m */
+  /* b-vectors of the column being solved */
+  void *g, *lo, *hi, *L, *U, *mask, *h, *s, *r, *d, *Qd, *p, *t1, *t2, *ones;
+  double radius;              /* last trust-region radius */
+} jk_t;
+
+static const char *const extras[] = {"tr_steps", "tr_accepted", "cg_steps", "cg_restarts", "radius",
+                                     "nblocks", NULL};
+
+#define J(s) ((jk_t *)(s)->st)
+#define O(s) SOPT(s, opts_t)
+#define LMAP(s, kind, len, y, a, out)                                                       \
+  SOP(s, loss_map, (s)->obj->loss->code, kind, len, (s)->obj->lambda, (s)->obj->param, y, a, out)
+
+static int64_t default_block(const krr_solver *s) {
+  int logistic = s->obj && s->obj->loss && strcmp(s->obj->loss->name, "logistic") == 0;
+  int64_t b = logistic ? 1024 : 2048;
+  return b < s->n ? b : s->n;
+}
+
+static double jk_memory(const krr_solver *s) {
+  const opts_t *o = O(s);
+  double b = (double)o->block_size, nm = (double)s->n * (double)s->m;
+  return (double)s->es * (nm + b * b + 4.0 * b * (double)s->m + 15.0 * b) +
+         krr_block_bytes(s->op, o->block_size) + 8.0 * (double)s->n;
+}
+
+static krr_status jk_resolve(krr_solver *s) {
+  opts_t *o = O(s);
+  if (s->obj && s->obj->loss && s->obj->loss->param_name) {
+    const krr_loss *l = s->obj->loss;
+    double p = s->obj->param;
+    if (!isfinite(p) || (l->param_lo_open ? !(p > l->param_lo) : !(p >= l->param_lo)))
+      return krr_fail(s->ctx, KRR_ERR_INPUT, "the %s loss parameter `%s` must be %s %g (got %g)",
+                      l->name, l->param_name, l->param_lo_open ? ">" : ">=", l->param_lo, p);
+  }
+  if (o->block_size == 0) o->block_size = default_block(s);
+  if (!s->data_free && o->block_size > s->n)
+    return krr_fail(s->ctx, KRR_ERR_INPUT, "`block_size` (%lld) must not exceed the number of "
+                    "training points (%lld)", (long long)o->block_size, (long long)s->n);
+  if (o->cg_iters == 0) o->cg_iters = o->block_size < 50 ? o->block_size : 50;
+  return KRR_OK;
+}
+
+static krr_status jk_init(krr_solver *s) {
+  jk_t *j = J(s);
+  const opts_t *o = O(s);
+  krr_arena *ar = &s->arena;
+  int64_t n = s->n, b = o->block_size, bm = b * (int64_t)s->m;
+  size_t es = s->es;
+  KTRY(krr_solver_alloc_weights(s, n, s->prec));
+  KTRY(krr_block_alloc(s->op, ar, b, &j->blk));
+  j->perm = (int64_t *)krr_arena_host(ar, n, sizeof(int64_t));
+  j->KB = krr_arena_dev(ar, b * b, es);
+  j->gbar = krr_arena_dev(ar, bm, es);
+  j->aB = krr_arena_dev(ar, bm, es);
+  j->a0 = krr_arena_dev(ar, bm, es);
+  j->yB = krr_arena_dev(ar, bm, es);
+  KTRY(KRR_ALLOCATED(ar, j->perm, j->KB, j->gbar, j->aB, j->a0, j->yB));
+  void **vec[] = {&j->g, &j->lo, &j->hi, &j->L, &j->U, &j->mask, &j->h,
+                  &j->s, &j->r, &j->d, &j->Qd, &j->p, &j->t1, &j->t2, &j->ones};
+  for (size_t i = 0; i < sizeof vec / sizeof vec[0]; i++)
+    if (!(*vec[i] = krr_arena_dev(ar, b, es))) return s->ctx->status;
+  j->nblocks = (n + b - 1) / b;
+  krr_solver_set_extra(s, "nblocks", (double)j->nblocks);
+  return KRR_OK;
+}
+
+/* the fixed partition: a seeded permutation (Fisher-Yates on the counter-based
+ * stream), cut into nblocks near-equal consecutive pieces */
+static krr_status jk_prepare(krr_solver *s) {
+  jk_t *j = J(s);
+  int64_t n = s->n;
+  uint64_t st = krr_rng_stream(krr_options_seed(s->opts), 0, 31);
+  for (int64_t i = 0; i < n; i++) j->perm[i] = i;
+  for (int64_t i = n - 1; i > 0; i--) {
+    int64_t k = (int64_t)(krr_rng_unif(st, (uint64_t)i) * (double)(i + 1));
+    if (k > i) k = i;
+    int64_t t = j->perm[i]; j->perm[i] = j->perm[k]; j->perm[k] = t;
+  }
+  return KRR_OK;
+}
+
+/* the weights start in the box (a fresh fit from zero: logistic's clamped box excludes 0) */
+static krr_status jk_start(krr_solver *s) {
+  J(s)->radius = NAN;
+  if (s->obj->loss->linear) return KRR_OK;
+  return LMAP(s, KRR_MAP_PROJECT, s->n * (int64_t)s->m, s->obj->y, NULL, s->w);
+}
+
+static void block_rows(const krr_solver *s, int64_t k, int64_t *first, int64_t *len) {
+  int64_t n = s->n, nb = J(s)->nblocks, q = n / nb, r = n % nb;
+  *first = k * q + (k < r ? k : r);
+  *len = q + (k < r ? 1 : 0);
+}
+
+/* out = K_BB v + h .* v (b-vectors); masked by the free set when mask != NULL */
+static krr_status qmul(krr_solver *s, int64_t b, const void *v, void *out, int masked) {
+  jk_t *j = J(s);
+  krr_ctx *ctx = s->ctx;
+  KTRY(ctx->ops->copy(ctx, out, v, s->es * (size_t)b));
+  KTRY(LMAP(s, KRR_MAP_MUL, b, NULL, j->h, out));
+  KTRY(SOP(s, gemm, 0, 0, b, 1, b, 1.0, j->KB, b, v, b, 1.0, out, b));
+  if (masked) KTRY(LMAP(s, KRR_MAP_MUL, b, NULL, j->mask, out));
+  return KRR_OK;
+}
+
+static krr_status dot(krr_solver *s, int64_t b, const void *x, const void *y, double *out) {
+  return SOP(s, dot, b, x, y, out);
+}
+
+/* s <- s + tau d with tau in [0, w] the first crossing of the box [L, U]
+ * (bisection to a relative 2^-30 of w; no min-reduction is needed), the
+ * crossing variables put exactly on their bounds (so the next step holds
+ * them); tmp: scratch.  The model decreases along d up to w, so this step
+ * beats s. */
+static krr_status box_step(krr_solver *s, int64_t b, double w, void *tmp) {
+  jk_t *j = J(s);
+  krr_ctx *ctx = s->ctx;
+  size_t vb = s->es * (size_t)b;
+  double tlo = 0, thi = w;
+  for (int it = 0; it < 30; it++) {
+    double t = 0.5 * (tlo + thi), viol = 0;
+    KTRY(ctx->ops->copy(ctx, tmp, j->s, vb));
+    KTRY(SOP(s, axpby, b, t, j->d, 1.0, tmp));
+    KTRY(ctx->ops->copy(ctx, j->t2, tmp, vb));
+    KTRY(LMAP(s, KRR_MAP_CLAMP, b, j->L, j->U, j->t2));
+    KTRY(SOP(s, axpby, b, -1.0, tmp, 1.0, j->t2));
+    KTRY(SOP(s, nrm2, b, j->t2, &viol));
+    if (viol > 0) thi = t; else tlo = t;
+  }
+  /* thi (just past the crossing) clamped: the crossing variables land exactly on their bounds */
+  KTRY(SOP(s, axpby, b, thi, j->d, 1.0, j->s));
+  return LMAP(s, KRR_MAP_CLAMP, b, j->L, j->U, j->s);
+}
+
+/* tau >= 0 with ||s + tau d|| = radius */
+static double to_boundary(double ss, double sd, double dd, double radius) {
+  double c = ss - radius * radius, disc = sd * sd - dd * c;
+  if (disc < 0) disc = 0;
+  if (dd <= 0) return 0;
+  return sd >= 0 ? -c / (sd + sqrt(disc)) : (-sd + sqrt(disc)) / dd;
+}
+
+/* Algorithm 1 on column c of the block: a (= aB col), gb (= gbar col), y (= yB col);
+ * *pg: the norm of the projected gradient at the start */
+static krr_status trust_region(krr_solver *s, int64_t b, void *a, void *gb, const void *y,
+                               double *pg) {
+  jk_t *j = J(s);
+  const opts_t *o = O(s);
+  krr_ctx *ctx = s->ctx;
+  size_t vb = s->es * (size_t)b;
+  double lambda = s->obj->lambda, e = krr_precision_eps(s->prec);
+  double radius = 0, rmax = 0, g0 = 0, gtol = 0;
+  int64_t tr = 0, acc = 0, cgs = 0, restarts = 0;
+  *pg = 0;
+  for (int64_t k = 0; k < o->tr_iters; k++) {
+    /* gradient, its projection, the step box and the free set at a */
+    KTRY(ctx->ops->copy(ctx, j->g, a, vb));
+    KTRY(LMAP(s, KRR_MAP_GRAD, b, y, a, j->g));
+    KTRY(SOP(s, axpby, b, 1.0, gb, 1.0, j->g));
+    KTRY(LMAP(s, KRR_MAP_PSEUDO, b, y, a, j->g));
+    KTRY(ctx->ops->copy(ctx, j->lo, j->g, vb));
+    KTRY(LMAP(s, KRR_MAP_LO, b, y, a, j->lo));
+    KTRY(ctx->ops->copy(ctx, j->hi, j->g, vb));
+    KTRY(LMAP(s, KRR_MAP_HI, b, y, a, j->hi));
+    KTRY(ctx->ops->copy(ctx, j->L, j->lo, vb));
+    KTRY(SOP(s, axpby, b, -1.0, a, 1.0, j->L));
+    KTRY(ctx->ops->copy(ctx, j->U, j->hi, vb));
+    KTRY(SOP(s, axpby, b, -1.0, a, 1.0, j->U));
+    KTRY(ctx->ops->copy(ctx, j->mask, j->g, vb));
+    KTRY(LMAP(s, KRR_MAP_FREE, b, j->L, j->U, j->mask));
+    KTRY(ctx->ops->copy(ctx, j->r, j->g, vb));
+    KTRY(LMAP(s, KRR_MAP_MUL, b, NULL, j->mask, j->r));
+    double gn = 0;
+    KTRY(SOP(s, nrm2, b, j->r, &gn));
+    if (!isfinite(gn))
+      return krr_fail(ctx, KRR_ERR_NUMERIC, "the iterate diverged (non-finite block gradient)");
+    if (k == 0) {
+      double gbn = 0, ybn = 0;
+      KTRY(SOP(s, nrm2, b, gb, &gbn));
+      KTRY(SOP(s, nrm2, b, y, &ybn));
+      *pg = g0 = gn;
+      gtol = 8.0 * e * (gbn + ybn + 1.0);
+    }
+    if (gn <= gtol) break;
+    KTRY(LMAP(s, KRR_MAP_CURV, b, y, a, j->h));
+    if (k == 0) { /* Delta_max: the box's diameter, else ||g|| / lambda; Delta_0 = Delta_max / 4 */
+      KTRY(ctx->ops->copy(ctx, j->t1, j->U, vb));
+      KTRY(SOP(s, axpby, b, -1.0, j->L, 1.0, j->t1));
+      KTRY(SOP(s, nrm2, b, j->t1, &rmax));
+      if (!(rmax < INFINITY)) rmax = gn / lambda;
+      radius = 0.25 * rmax;
+    }
+    /* Algorithm 2 on the free set: s = 0, r = -g, d = r */
+    double rr = gn * gn, cgtol = gn * fmin(0.1, sqrt(gn / g0));
+    int boundary = 0;
+    KTRY(ctx->ops->zero(ctx, j->s, vb));
+    KTRY(SOP(s, axpby, b, 0.0, j->r, -1.0, j->r));
+    KTRY(ctx->ops->copy(ctx, j->d, j->r, vb));
+    for (int64_t c = 0; c < o->cg_iters; c++) {
+      double dq = 0, ss = 0, sd = 0, dd = 0, viol = 0;
+      cgs++;
+      KTRY(qmul(s, b, j->d, j->Qd, 1));
+      KTRY(dot(s, b, j->d, j->Qd, &dq));
+      KTRY(dot(s, b, j->s, j->s, &ss));
+      KTRY(dot(s, b, j->s, j->d, &sd));
+      KTRY(dot(s, b, j->d, j->d, &dd));
+      double w = dq > 0 ? rr / dq : INFINITY;
+      double nn = ss + 2 * w * sd + w * w * dd; /* ||s + w d||^2 */
+      if (!(dq > 0) || nn >= radius * radius) { /* to the boundary, then into the box */
+        double tau = to_boundary(ss, sd, dd, radius);
+        KTRY(SOP(s, axpby, b, tau, j->d, 1.0, j->s));
+        KTRY(LMAP(s, KRR_MAP_CLAMP, b, j->L, j->U, j->s));
+        boundary = 1;
+        break;
+      }
+      /* s_next = s + w d in t1; does it leave the box? */
+      KTRY(ctx->ops->copy(ctx, j->t1, j->s, vb));
+      KTRY(SOP(s, axpby, b, w, j->d, 1.0, j->t1));
+      KTRY(ctx->ops->copy(ctx, j->p, j->t1, vb)); /* p = P(s_next) - s_next */
+      KTRY(LMAP(s, KRR_MAP_CLAMP, b, j->L, j->U, j->p));
+      KTRY(SOP(s, axpby, b, -1.0, j->t1, 1.0, j->p));
+      KTRY(SOP(s, nrm2, b, j->p, &viol));
+      if (viol > 0) {
+        /* to the first box crossing, the crossing variables onto their bounds;
+         * then CG restarts from there on the new free set (a projected search
+         * with subspace CG: the active set grows instead of every step ending
+         * at its first crossing) */
+        KTRY(box_step(s, b, w, j->t1));
+        KTRY(qmul(s, b, j->s, j->Qd, 0)); /* Qd = g + Q s: the model gradient at s */
+        KTRY(SOP(s, axpby, b, 1.0, j->g, 1.0, j->Qd));
+        KTRY(ctx->ops->copy(ctx, j->p, j->L, vb));
+        KTRY(SOP(s, axpby, b, -1.0, j->s, 1.0, j->p));
+        KTRY(ctx->ops->copy(ctx, j->t2, j->U, vb));
+        KTRY(SOP(s, axpby, b, -1.0, j->s, 1.0, j->t2));
+        KTRY(ctx->ops->copy(ctx, j->mask, j->Qd, vb));
+        KTRY(LMAP(s, KRR_MAP_FREE, b, j->p, j->t2, j->mask));
+        KTRY(ctx->ops->copy(ctx, j->r, j->Qd, vb));
+        KTRY(LMAP(s, KRR_MAP_MUL, b, NULL, j->mask, j->r));
+        KTRY(SOP(s, axpby, b, 0.0, j->r, -1.0, j->r));
+        KTRY(ctx->ops->copy(ctx, j->d, j->r, vb));
+        KTRY(dot(s, b, j->r, j->r, &rr));
+        restarts++;
+        if (sqrt(rr) <= cgtol) break;
+        continue;
+      }
+      KTRY(ctx->ops->copy(ctx, j->s, j->t1, vb));
+      KTRY(SOP(s, axpby, b, -w, j->Qd, 1.0, j->r));
+      double rn = 0;
+      KTRY(dot(s, b, j->r, j->r, &rn));
+      if (sqrt(rn) <= cgtol) break;
+      KTRY(SOP(s, axpby, b, 1.0, j->r, rn / rr, j->d));
+      rr = rn;
+    }
+    tr++;
+    /* the ratio of actual to predicted decrease */
+    double sn = 0, gs = 0, sQs = 0, sKs = 0, gbs = 0, df = 0;
+    KTRY(SOP(s, nrm2, b, j->s, &sn));
+    if (!(sn > 0)) break;
+    KTRY(ctx->ops->zero(ctx, j->t1, vb)); /* t1 = K_BB s */
+    KTRY(SOP(s, gemm, 0, 0, b, 1, b, 1.0, j->KB, b, j->s, b, 0.0, j->t1, b));
+    KTRY(dot(s, b, j->s, j->t1, &sKs));
+    KTRY(ctx->ops->copy(ctx, j->t2, j->s, vb));
+    KTRY(LMAP(s, KRR_MAP_MUL, b, NULL, j->h, j->t2));
+    KTRY(dot(s, b, j->s, j->t2, &sQs));
+    sQs += sKs;
+    KTRY(dot(s, b, j->g, j->s, &gs));
+    KTRY(dot(s, b, gb, j->s, &gbs));
+    KTRY(ctx->ops->copy(ctx, j->t2, j->s, vb));
+    KTRY(LMAP(s, KRR_MAP_DF, b, y, a, j->t2));
+    KTRY(dot(s, b, j->t2, j->ones, &df));
+    double pred = -(gs + 0.5 * sQs), ared = -(gbs + 0.5 * sKs + df);
+    double rho = pred > 0 ? ared / pred : -1.0;
+    if (!isfinite(rho)) rho = -1.0;
+    if (rho < 0.5) radius *= 0.25;
+    else if (rho > 0.75 && (boundary || radius - sn <= 1e-6 * radius))
+      radius = fmin(2.0 * radius, rmax);
+    if (rho > TR_ETA) {
+      acc++;
+      KTRY(SOP(s, axpby, b, 1.0, j->s, 1.0, a));
+      KTRY(LMAP(s, KRR_MAP_CLAMP, b, j->lo, j->hi, a));
+      KTRY(SOP(s, axpby, b, 1.0, j->t1, 1.0, gb));
+    }
+    if (pred <= 0 || radius <= e * sn) break;
+  }
+  j->radius = radius;
+  krr_solver_add_extra(s, "tr_steps", (double)tr);
+  krr_solver_add_extra(s, "tr_accepted", (double)acc);
+  krr_solver_add_extra(s, "cg_steps", (double)cgs);
+  krr_solver_add_extra(s, "cg_restarts", (double)restarts);
+  return KRR_OK;
+}
+
+static krr_status jk_iterate(krr_solver *s) {
+  jk_t *j = J(s);
+  krr_ctx *ctx = s->ctx;
+  int m = s->m;
+  uint64_t it = (uint64_t)s->diag.iter, seed = krr_options_seed(s->opts);
+  /* the block: uniform over the fixed partition */
+  int64_t k = (int64_t)(krr_rng_unif(krr_rng_stream(seed, it, 32), 0) * (double)j->nblocks);
+  if (k >= j->nblocks) k = j->nblocks - 1;
+  int64_t first, b;
+  block_rows(s, k, &first, &b);
+  KTRY(krr_block_set(s->op, &j->blk, j->perm + first, b));
+  KTRY(krr_op_mat(s->op, &j->blk, &j->blk, j->KB, b));
+  KTRY(krr_op_mv(s->op, &j->blk, NULL, s->w, s->op->nloc, m, j->gbar, b));
+  KTRY(krr_op_gather(s->op, &j->blk, s->w, m, j->aB, b));
+  KTRY(krr_op_gather(s->op, &j->blk, s->obj->y, m, j->yB, b));
+  KTRY(ctx->ops->copy(ctx, j->a0, j->aB, s->es * (size_t)(b * m)));
+  KTRY(LMAP(s, KRR_MAP_ONES, b, NULL, NULL, j->ones));
+  double pg2 = 0, y2 = 0;
+  for (int c = 0; c < m; c++) {
+    double pg = 0;
+    size_t off = (size_t)c * (size_t)b;
+    KTRY(trust_region(s, b, KAT(j->aB, off, s->es), KAT(j->gbar, off, s->es),
+                      KAT(j->yB, off, s->es), &pg));
+    pg2 += pg * pg;
+  }
+  /* the block's change into a */
+  KTRY(SOP(s, axpby, b * m, -1.0, j->a0, 1.0, j->aB));
+  KTRY(krr_op_scatter_axpy(s->op, 1.0, j->aB, b, m, &j->blk, s->w));
+  KTRY(SOP(s, nrm2, b * m, j->yB, &y2));
+  krr_solver_tick(s);
+  s->diag.passes = (double)s->diag.iter * (double)b / (double)s->n;
+  krr_solver_track_block(s, b, sqrt(pg2), y2);
+  krr_solver_set_extra(s, "radius", j->radius);
+  return KRR_OK;
+}
+
+const krr_solver_def krr_solver_joker = {
+    .name = "joker",
+    .title = "Joker DBCD-TR",
+    .losses = "squared huber svr hinge squared_hinge logistic",
+    .options = {optdefs, KRR_NOPTS(optdefs), sizeof(opts_t)},
+    .extras = extras,
+    .state_size = sizeof(jk_t),
+    .mem_advice = "use a smaller block_size",
+    .resolve = jk_resolve,
+    .memory = jk_memory,
+    .init = jk_init,
+    .prepare = jk_prepare,
+    .start = jk_start,
+    .iterate = jk_iterate,
+};
