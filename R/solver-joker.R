@@ -2,10 +2,10 @@
 # solver "joker" (src/core/solvers/joker.c) ---------------------------------
 
 #' @rdname solvers
-#' @param tr_iters For `joker()`: trust-region iterations per block
-#'   (`NULL`: the compiled default).
-#' @param cg_iters For `joker()`: conjugate-gradient iterations per
-#'   trust-region subproblem (`NULL`: the compiled default).
+#' @param tr_iters For `joker()`: trust-region steps per block (Algorithm
+#'   1 of the paper; `NULL`: 50).
+#' @param cg_iters For `joker()`: truncated CG-Steihaug steps per
+#'   trust-region step (`NULL`: \eqn{\min(b, 50)}).
 #' @export
 joker <- function(block_size = NULL, tr_iters = NULL, cg_iters = NULL) {
   spec <- new_solver_spec("joker", list(block_size = block_size,
