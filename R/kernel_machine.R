@@ -95,18 +95,17 @@
 #' fit <- kernel_machine(x, y, loss = loss_squared(), lambda = 2,
 #'                       solver = cholesky(), threads = 1)
 #' fit
-#' if ("huber" %in% solver_info()$losses) {
-#'   # Huber regression, robust to outliers
-#'   y[1:10] <- y[1:10] + 5
-#'   fit_h <- kernel_machine(x, y, loss = loss_huber(delta = 0.5),
-#'                           lambda = 0.5, threads = 1)
-#'   summary(fit_h)
-#'   # a support vector machine (C = 1 / lambda = 10)
-#'   cls <- factor(ifelse(x[, 1] + x[, 2] > 1, "a", "b"))
-#'   svm <- kernel_machine(x, cls, loss = loss_hinge(), lambda = 0.1,
-#'                         threads = 1)
-#'   table(predict(svm, x), cls)
-#' }
+#' # Huber regression, robust to outliers
+#' y[1:10] <- y[1:10] + 5
+#' fit_h <- kernel_machine(x, y, loss = loss_huber(delta = 0.5),
+#'                         lambda = 0.5, threads = 1)
+#' summary(fit_h)
+#' # a support vector machine (C = 1 / lambda = 10)
+#' cls <- factor(ifelse(x[, 1] + x[, 2] > 1, "a", "b"))
+#' svm <- kernel_machine(x, cls, loss = loss_hinge(), lambda = 0.1,
+#'                       threads = 1)
+#' table(predict(svm, x), cls)
+#' plot(svm)
 #' @export
 kernel_machine <- function(x, ...) UseMethod("kernel_machine")
 
@@ -272,11 +271,10 @@ support_vectors <- function(loss, alpha, lambda) {
 #'   normalised over the classes (divided by their sum), a heuristic, not
 #'   the probabilities of a multinomial model.
 #' @examples
-#' if ("logistic" %in% solver_info()$losses) {
-#'   fit <- kernel_machine(Species ~ ., data = iris, loss = loss_logistic(),
-#'                         lambda = 0.1, threads = 1)
-#'   head(predict(fit, iris, type = "prob"))
-#' }
+#' fit <- kernel_machine(Species ~ ., data = iris, loss = loss_logistic(),
+#'                       lambda = 0.1, threads = 1)
+#' head(predict(fit, iris, type = "prob"))
+#' table(predict(fit, iris), iris$Species)
 #' @export
 predict.kernel_machine <- function(object, newdata = NULL,
                                    type = c("response", "class", "decision",

@@ -313,11 +313,13 @@ test_that("hinge loss matches the QP dual", {
   skip_if_not_installed("quadprog")
   skip_if_no_loss("hinge")
   d <- loss_data()
-  r <- check_against_oracle(loss_hinge(), d$yc, lambda = 0.5)
-  # support vectors: alpha_i != 0; at the bound |alpha| = 1/lambda
-  sv <- r$fit$support
-  expect_equal(sv$any, sum(abs(r$a) > 1e-8 / 0.5))
-  expect_equal(unname(sv$at_bound), sum(abs(abs(r$a) - 2) < 1e-8))
+  for (lambda in c(0.5, 0.1, 0.02)) {  # C = 2, 10, 50
+    r <- check_against_oracle(loss_hinge(), d$yc, lambda = lambda)
+    # support vectors: alpha_i != 0; at the bound |alpha| = 1/lambda
+    sv <- r$fit$support
+    expect_equal(sv$any, sum(abs(r$a) > 1e-8 / lambda))
+    expect_equal(unname(sv$at_bound), sum(abs(abs(r$a) - 1 / lambda) < 1e-8 / lambda))
+  }
   expect_output(print(summary(r$fit)), "Support vectors")
 })
 
@@ -325,8 +327,10 @@ test_that("squared hinge loss matches the QP dual", {
   skip_if_not_installed("quadprog")
   skip_if_no_loss("squared_hinge")
   d <- loss_data()
-  r <- check_against_oracle(loss_squared_hinge(), d$yc, lambda = 0.5)
-  expect_equal(r$fit$support$any, sum(abs(r$a) > 1e-8))
+  for (lambda in c(0.5, 0.02)) {
+    r <- check_against_oracle(loss_squared_hinge(), d$yc, lambda = lambda)
+    expect_equal(r$fit$support$any, sum(abs(r$a) > 1e-8))
+  }
 })
 
 test_that("Huber loss matches the QP dual", {
@@ -335,8 +339,10 @@ test_that("Huber loss matches the QP dual", {
   d <- loss_data()
   y <- d$yr
   y[1:10] <- y[1:10] + 4  # outliers: some residuals beyond delta
-  r <- check_against_oracle(loss_huber(delta = 0.3), y, lambda = 0.5)
-  expect_gt(unname(r$fit$support$at_bound), 0)
+  for (lambda in c(0.5, 0.02)) {
+    r <- check_against_oracle(loss_huber(delta = 0.3), y, lambda = lambda)
+    expect_gt(unname(r$fit$support$at_bound), 0)
+  }
 })
 
 test_that("epsilon-insensitive loss matches the QP dual", {
