@@ -14,6 +14,7 @@
  *     orthonormality, projectors, eigen/singular values), never by sign;
  *     float reconstruction tolerance 1e-4 (n ~ 100, eps_f ~ 6e-8)
  *   randn                       identical streams (double: 1e-14, float: 1e-6)
+ *   rff_map                     1e-10 / 1e-6, and against a host cosine
  * plus a device-memory check: cudaMemGetInfo free bytes are the same before
  * and after creating / using / freeing a context with buffers, and after a
  * deliberately failed (oversized) allocation.
@@ -379,6 +380,36 @@ static void test_diag_scale_randn(backends *B, krr_precision prec) {
   for (int be = 0; be < 2; be++)
     for (int i = 0; i < 6; i++) free(res[be][i]);
   free(A); free(d);
+}
+
+/* ---- random features: rff_map on a sub-block (ld > n) -------------------------*/
+static void test_rff_map(backends *B, krr_precision prec) {
+  const int64_t n = 97, M = 131, ldz = 101;
+  double *Z = hrandn(ldz * M), *c = hrandn(M), *res[2];
+  for (int64_t i = 0; i < ldz * M; i++) Z[i] *= 3.0;
+  hround(prec, Z, ldz * M); hround(prec, c, M);
+  for (int be = 0; be < 2; be++) {
+    krr_ctx *ctx = B->ctx[be];
+    void *dZ = dput(ctx, prec, Z, ldz * M), *dc = dput(ctx, prec, c, M);
+    st_ok(ctx, OP(ctx, prec, rff_map, n, M, dc, 0.125, dZ, ldz), "rff_map");
+    res[be] = dget(ctx, prec, dZ, ldz * M);
+    ctx->ops->dealloc(ctx, dZ);
+    ctx->ops->dealloc(ctx, dc);
+  }
+  /* the reference: scale cos(Z + c_j) on the n x M block, the padding untouched */
+  double e = 0, pad = 0;
+  for (int64_t j = 0; j < M; j++)
+    for (int64_t i = 0; i < ldz; i++) {
+      double z = res[1][i + j * ldz];
+      if (i < n) e = fmax(e, fabs(z - 0.125 * cos(Z[i + j * ldz] + c[j])));
+      else pad = fmax(pad, fabs(z - Z[i + j * ldz]));
+    }
+  char w[160];
+  snprintf(w, sizeof w, "rff_map %s (cuda vs cpu)", pname(prec));
+  check(w, relerr(res[1], res[0], ldz * M), prec == KRR_DOUBLE ? 1e-10 : 1e-6);
+  snprintf(w, sizeof w, "rff_map %s vs host cos, padding kept (max abs) [cuda]", pname(prec));
+  check(w, e + pad, prec == KRR_DOUBLE ? 1e-14 : 1e-6);
+  free(res[0]); free(res[1]); free(Z); free(c);
 }
 
 /* ---- dense linear algebra --------------------------------------------------*/
@@ -798,6 +829,7 @@ int main(int argc, char **argv) {
     if (!small_mode) test_kernel_mv(&B, prec, KRR_MATERN32, 2000, 3000, 100, 1, 0, 0);
     test_vector_ops(&B, prec);
     test_diag_scale_randn(&B, prec);
+    test_rff_map(&B, prec);
     test_gemm(&B, prec);
     test_potrf_trsm(&B, prec);
     test_qr_svd_syev(&B, prec);

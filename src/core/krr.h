@@ -138,6 +138,39 @@ krr_status krr_op_exact_create(krr_ctx *ctx, const krr_problem *pb, krr_kernel k
                                krr_op **out);
 void krr_op_free(krr_op *op);
 
+/* Random Fourier features (op/features.c): the operator K ~ Z Z^T with
+ * Z = psi(X), psi(x) = sqrt(2/M) cos(W x + c), W (M x p) drawn from the
+ * kernel's spectral density and c ~ U[0, 2 pi), both from `seed` (the same
+ * on every device and thread count).  Supported: rbf (Gaussian), laplace
+ * (independent Cauchy per coordinate), matern12/32/52 (multivariate t with
+ * 1/3/5 degrees of freedom), each matching the scale conventions of
+ * kernel_math.h.  Holds W, c beyond the data (O(M p)) and never all of Z:
+ * products run over chunks of rows; a loaded block of b rows holds Z_B
+ * (b x M).  The problem must outlive the operator. */
+krr_status krr_op_features_create(krr_ctx *ctx, const krr_problem *pb, const krr_kernel *k,
+                                  int64_t M, uint64_t seed, krr_op **out);
+/* theta = Z^T alpha (host, nfeat x m column-major; nfeat = M, or M + 1 for a
+ * shifted features operator whose last row is sqrt(c) colSums(alpha)) for
+ * device weights alpha (the operator's precision, nloc x m).  Predictions
+ * are then psi(x)^T theta: krr_features_apply. */
+krr_status krr_op_features_theta(krr_op *op, const void *alpha, int m, double *theta_host);
+/* out (nnew x m, host column-major) = psi(xnew) theta for new points xnew
+ * (host column-major nnew x p, the R layout) and theta (host M x m), in
+ * double precision, blocked over the new points (memory O(M p + M m +
+ * chunk M)).  (k, p, M, seed) must be those of the operator. */
+krr_status krr_features_apply(krr_ctx *ctx, const krr_kernel *k, int p, int64_t M, uint64_t seed,
+                              const double *xnew_host, int64_t nnew, const double *theta_host,
+                              int m, double *out_host);
+
+/* A penalised intercept (op/shift.c): the operator K + c 1 1^T (c > 0) over
+ * any inner operator, i.e. the model f(x) = sum_i alpha_i k(x, x_i) + b with
+ * b = c sum_i alpha_i and penalty b^2 / (2 c) (kernlab's bound-constraint
+ * SVMs use c = 1).  Takes ownership of `inner` in every case: the wrapper
+ * frees it (also when the creation fails), so free only the wrapper.  When
+ * the inner operator has features, the wrapper's are them plus a constant
+ * column sqrt(c) (nfeat = M + 1). */
+krr_status krr_op_shift_create(krr_op *inner, double c, krr_op **out);
+
 /* --- losses and the objective (loss/) ----------------------------------------
  * The package fits  min_theta 1/2 ||theta||^2 + (1/lambda) sum_i l(y_i, f_i)
  * with f = K alpha, through its dual

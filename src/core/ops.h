@@ -21,6 +21,14 @@
 extern "C" {
 #endif
 
+/* Random Fourier features (op/features.c), kept apart from KRR_OPS_TYPED:
+ * Z(n x M, ld ldz) <- scale * cos(Z + c_j) in column j, where Z holds the
+ * products X W^T of n points with the M frequencies and c (device, M) the
+ * phases.  Elementwise, in the precision of real. */
+#define KRR_OPS_FEATURES_TYPED(real, S)                                                 \
+  krr_status (*rff_map_##S)(krr_ctx *, int64_t n, int64_t M, const real *c, double scale, \
+                            real *Z, int64_t ldz);
+
 /* The losses the device maps know (the order of the table in loss/loss.c
  * need not match: each loss entry carries its code). */
 typedef enum {
@@ -122,6 +130,9 @@ struct krr_ops {
   krr_status (*sync)(krr_ctx *);
   KRR_OPS_TYPED(double, d)
   KRR_OPS_TYPED(float, s)
+  /* random features (see KRR_OPS_FEATURES_TYPED above) */
+  KRR_OPS_FEATURES_TYPED(double, d)
+  KRR_OPS_FEATURES_TYPED(float, s)
 };
 
 #ifdef __cplusplus

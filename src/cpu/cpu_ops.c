@@ -210,6 +210,7 @@ static krr_status cpu_sync(krr_ctx *ctx) { (void)ctx; return KRR_OK; }
 #define CB(name) cblas_d##name
 #define LP(name) LAPACKE_d##name
 #include "cpu_ops_t.c.inc"
+#include "features_t.c.inc"
 #undef real
 #undef S
 #undef CB
@@ -220,6 +221,7 @@ static krr_status cpu_sync(krr_ctx *ctx) { (void)ctx; return KRR_OK; }
 #define CB(name) cblas_s##name
 #define LP(name) LAPACKE_s##name
 #include "cpu_ops_t.c.inc"
+#include "features_t.c.inc"
 #undef real
 #undef S
 #undef CB
@@ -249,6 +251,9 @@ static const krr_ops cpu_ops = {
     .sync = cpu_sync,
     KRR_CPU_TYPED(d),
     KRR_CPU_TYPED(s),
+    /* random features */
+    .rff_map_d = cpu_rff_map_d,
+    .rff_map_s = cpu_rff_map_s,
 };
 
 const krr_ops *krr_cpu_ops(void) { return &cpu_ops; }

@@ -763,6 +763,34 @@ static krr_status op_randn(krr_ctx *ctx, int64_t n, uint64_t seed, uint64_t offs
   return KRR_OK;
 }
 
+/* ===== random features (ops.h KRR_OPS_FEATURES_TYPED) ===================== */
+
+/* Z(n x M, ld ldz) <- scale cos(Z + c_j), grid-stride over the n M entries;
+ * the cosine in the precision of T (cos is overloaded for float). */
+template <typename T>
+__global__ void rff_map_k(int64_t n, int64_t M, const T *__restrict__ c, T scale,
+                          T *__restrict__ Z, int64_t ldz) {
+  KCU_FOR(e, n * M) {
+    const int64_t j = e / n, i = e - j * n;
+    T *z = Z + i + j * ldz;
+    *z = scale * cos(*z + c[j]);
+  }
+}
+
+template <typename T>
+static krr_status op_rff_map(krr_ctx *ctx, int64_t n, int64_t M, const T *c, double scale, T *Z,
+                             int64_t ldz) {
+  KCU_TRY(kcu_enter(ctx));
+  if (n < 0 || M < 0 || (M > 0 && ldz < n))
+    return krr_fail(ctx, KRR_ERR_INPUT, "rff_map: n = %lld, M = %lld, ldz = %lld", (long long)n,
+                    (long long)M, (long long)ldz);
+  if (n == 0 || M == 0) return KRR_OK;
+  krr_cuda_state *st = kcu_state(ctx);
+  rff_map_k<T><<<kcu_grid(st, n * M), KCU_NT, 0, st->stream>>>(n, M, c, (T)scale, Z, ldz);
+  KCU_LAUNCHED(ctx, "rff_map (kernel launch)");
+  return KRR_OK;
+}
+
 /* the elementwise loss maps (loss_math.h): a grid-stride kernel, double arithmetic */
 template <typename T>
 __global__ void loss_map_k(int loss, int kind, int64_t n, double lambda, double param, double e,
@@ -811,6 +839,9 @@ static const krr_ops kcu_ops = {
     cuda_sync,
     KCU_TYPED(double, d),
     KCU_TYPED(float, s),
+    /* random features (positional: the order of struct krr_ops) */
+    op_rff_map<double>,
+    op_rff_map<float>,
 };
 
 /* ===== extern "C" entry points ============================================ */

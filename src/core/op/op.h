@@ -51,6 +51,11 @@ typedef struct krr_op_vt {
   /* an operator on the rows of A (valid while A is loaded and unchanged) */
   krr_status (*subset)(krr_op *op, const krr_block *A, krr_op **out);
   void (*free)(krr_op *op);
+  /* optional (NULL unless op->nfeat > 0): the feature matrix of the rows of A,
+   * Z(|A| x nfeat, ld ldz, column-major), K(X_A, X_B) = Z_A Z_B^T.  A solver
+   * in feature space keeps theta = Z^T alpha (nfeat x m) and gets
+   * K_{A:} alpha = Z_A theta in O(|A| nfeat). */
+  krr_status (*features)(krr_op *op, const krr_block *A, void *Z, int64_t ldz);
 } krr_op_vt;
 
 struct krr_op {
@@ -63,6 +68,7 @@ struct krr_op {
   int p;
   krr_kernel kernel;
   void *impl;
+  int64_t nfeat; /* columns of the feature map (K = Z Z^T); 0: no finite features (exact) */
 };
 
 /* blocks: capacity cap from the arena; set b rows (host indices, copied) */
@@ -106,4 +112,20 @@ static inline krr_status krr_op_subset(krr_op *op, const krr_block *A, krr_op **
 }
 /* sum of the diagonal over the rows of A (host) */
 krr_status krr_op_trace(krr_op *op, const krr_block *A, double *out);
+
+/* Z_A (|A| x op->nfeat, ld ldz); KRR_ERR_INPUT when the operator has no features */
+static inline krr_status krr_op_features(krr_op *op, const krr_block *A, void *Z, int64_t ldz) {
+  if (op->nfeat <= 0 || !op->vt->features)
+    return krr_fail(op->ctx, KRR_ERR_INPUT, "the %s operator has no finite feature map",
+                    op->vt->name);
+  return op->vt->features(op, A, Z, ldz);
+}
+
+/* Random Fourier features (features.c): the frequencies W (M x p, row-major)
+ * and phases c (M) of (kernel, p, M, seed), drawn on the host from
+ * counter-based streams of seed (the same on every device and thread count).
+ * KRR_ERR_INPUT (after krr_fail on ctx, when ctx is not NULL) for a kernel
+ * without a spectral sampler. */
+krr_status krr_features_draw(krr_ctx *ctx, const krr_kernel *k, int p, int64_t M, uint64_t seed,
+                             double *W, double *c);
 #endif
