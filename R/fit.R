@@ -89,6 +89,14 @@ fit_solver <- function(xs, Yc, set, tgt) {
 set_features <- function(set) if (is.null(set$features)) 0 else set$features
 set_intercept <- function(set) if (is.null(set$intercept)) 0 else set$intercept
 
+# theta = Z^T alpha (M x m) of a random-features state; with an intercept
+# the compiled operator has one more feature, sqrt(c), whose row
+# (sqrt(c) colSums(alpha)) gives the bias, added separately
+features_theta <- function(state, M) {
+  theta <- .Call(ffi_fit_features_theta, state)
+  theta[seq_len(M), , drop = FALSE]
+}
+
 # Scores of a live state at standardised points xnew (the constant added
 # back to regression targets not included): K(xnew, X) w, or in features
 # mode z(xnew)^T theta, plus c * colSums(w) with an intercept.
@@ -97,7 +105,7 @@ state_scores <- function(state, set, xnew, xpred) {
   prec <- if (set$precision == "double") 1L else 0L
   M <- set_features(set)
   if (M > 0) {
-    theta <- .Call(ffi_fit_features_theta, state)
+    theta <- features_theta(state, M)
     s <- .Call(ffi_features_apply, xnew, theta, as.integer(set$kernel$code),
                as.numeric(set$kernel$bandwidth), as.numeric(M),
                as.numeric(set$seed), prec, as.integer(set$threads))
@@ -220,5 +228,5 @@ drive_solver <- function(state, set, tgt, xs, t0 = now()) {
        seconds = now() - t0, resid_est = d[["resid_est"]],
        resid_exact = chk$exact, centers = centers,
        options = .Call(ffi_fit_options, state), extras = d,
-       theta = if (set_features(set) > 0) .Call(ffi_fit_features_theta, state))
+       theta = if (set_features(set) > 0) features_theta(state, set_features(set)))
 }

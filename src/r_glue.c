@@ -185,16 +185,18 @@ static fit_state *get_state(SEXP ptr) {
   return fs;
 }
 
-/* The training-set operator: the exact kernel, or M random features (seed);
- * with c > 0 shifted to K + c 11^T (a penalised intercept). */
+/* The training-set operator: the exact kernel, or M random features drawn
+ * from seed; with c > 0 wrapped as K + c 11^T (a penalised intercept; the
+ * wrapper owns the inner operator, also when its creation fails). */
 static krr_status make_operator(fit_state *fs, krr_kernel k, double M, double seed, double c) {
-  if (M > 0 || c > 0)
-    return krr_fail(&fs->ctx, KRR_ERR_NOT_BUILT,
-                    "%s is not compiled into this build of askotch (the random-feature and "
-                    "shift operators are not there yet)",
-                    M > 0 ? "`features` (random features)" : "`intercept`");
-  (void)seed;
-  return krr_op_exact_create(&fs->ctx, &fs->pb, k, &fs->op);
+  krr_op *inner = NULL;
+  krr_status st = M > 0 ? krr_op_features_create(&fs->ctx, &fs->pb, &k, (int64_t)M,
+                                                 (uint64_t)seed, &inner)
+                        : krr_op_exact_create(&fs->ctx, &fs->pb, k, &inner);
+  if (st != KRR_OK) return st;
+  if (c > 0) return krr_op_shift_create(inner, c, &fs->op);
+  fs->op = inner;
+  return KRR_OK;
 }
 
 SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP precision,
@@ -338,21 +340,52 @@ SEXP ffi_fit_objective(SEXP ptr) {
   return out;
 }
 
-/* theta = Z^T alpha (M x m) of a random-features fit */
+/* theta = Z^T alpha of a random-features fit: M x m, or (M + 1) x m with
+ * an intercept (the last row is sqrt(c) colSums(alpha)) */
 SEXP ffi_fit_features_theta(SEXP ptr) {
   fit_state *fs = get_state(ptr);
   if (fs->features <= 0) raise_status(KRR_ERR_INPUT, "not a random-features fit");
-  raise_status(KRR_ERR_NOT_BUILT, "random features are not compiled into this build of askotch");
-  return R_NilValue;
+  int64_t n = fs->pb.n, nf = krr_op_nfeat(fs->op);
+  int m = fs->obj.m;
+  double *w = (double *)R_alloc((size_t)(n * m), sizeof(double));
+  SEXP theta = PROTECT(Rf_allocMatrix(REALSXP, (int)nf, m));
+  blas_save();
+  krr_status st = krr_solver_weights(fs->solver, w);
+  if (st == KRR_OK) st = krr_op_features_theta_host(fs->op, w, m, REAL(theta));
+  if (st != KRR_OK) raise_ctx(&fs->ctx, st);
+  blas_restore();
+  UNPROTECT(1);
+  return theta;
 }
 
-/* predictions z(xnew)^T theta of a random-features model (host data) */
+/* predictions psi(xnew)^T theta of a random-features model (host data, CPU) */
 SEXP ffi_features_apply(SEXP xnew, SEXP theta, SEXP kernel, SEXP bandwidth, SEXP features,
                         SEXP seed, SEXP precision, SEXP threads) {
-  (void)xnew; (void)theta; (void)kernel; (void)bandwidth; (void)features; (void)seed;
-  (void)precision; (void)threads;
-  raise_status(KRR_ERR_NOT_BUILT, "random features are not compiled into this build of askotch");
-  return R_NilValue;
+  check_matrix(xnew, "xnew");
+  check_matrix(theta, "theta");
+  krr_kernel k = {(krr_kernel_type)int1(kernel, "kernel"), num1(bandwidth, "bandwidth")};
+  double M = num1(features, "features"), sd = num1(seed, "seed");
+  (void)precision; /* krr_features_apply works in double */
+  if (!(M >= 1) || (double)Rf_nrows(theta) != M)
+    raise_status(KRR_ERR_INPUT, "theta must have one row per random feature");
+  int64_t nn = Rf_nrows(xnew);
+  int m = Rf_ncols(theta);
+  SEXP out = PROTECT(Rf_allocMatrix(REALSXP, (int)nn, m));
+  if (nn == 0 || m == 0) { UNPROTECT(1); return out; }
+  krr_ctx ctx;
+  int nth = threads_or_default(int1(threads, "threads"));
+  blas_save();
+  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), nth, 0);
+  if (st == KRR_OK)
+    st = krr_features_apply(&ctx, &k, Rf_ncols(xnew), (int64_t)M, (uint64_t)sd, REAL(xnew), nn,
+                            REAL(theta), m, REAL(out));
+  char buf[sizeof ctx.msg];
+  memcpy(buf, ctx.msg, sizeof buf);
+  krr_ctx_free(&ctx);
+  blas_restore();
+  if (st != KRR_OK) raise_status(st, buf);
+  UNPROTECT(1);
+  return out;
 }
 
 SEXP ffi_fit_weights(SEXP ptr) {

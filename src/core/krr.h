@@ -154,6 +154,11 @@ krr_status krr_op_features_create(krr_ctx *ctx, const krr_problem *pb, const krr
  * device weights alpha (the operator's precision, nloc x m).  Predictions
  * are then psi(x)^T theta: krr_features_apply. */
 krr_status krr_op_features_theta(krr_op *op, const void *alpha, int m, double *theta_host);
+/* the same for host weights (nloc x m doubles), and the operator's feature
+ * count nfeat (0: exact); op/host.c */
+krr_status krr_op_features_theta_host(krr_op *op, const double *alpha_host, int m,
+                                      double *theta_host);
+int64_t krr_op_nfeat(const krr_op *op);
 /* out (nnew x m, host column-major) = psi(xnew) theta for new points xnew
  * (host column-major nnew x p, the R layout) and theta (host M x m), in
  * double precision, blocked over the new points (memory O(M p + M m +
