@@ -217,6 +217,7 @@ km_fields <- function(fit, res) {
   alpha <- res$weights
   cc <- fit_intercept(fit)
   fit$bias <- if (cc > 0) cc * colSums(alpha) else rep(0, ncol(alpha))
+  colnames(alpha) <- colnames(fit$weights)
   fit$support <- support_vectors(fit_loss(fit), alpha, fit$lambda)
   tr <- res$trace
   last <- function(v) {

@@ -279,6 +279,33 @@ test_that("squared loss is krr() exactly", {
   expect_identical(predict(g1, d$x), predict(g2, d$x))
 })
 
+test_that("intercept = TRUE is the kernel K + 1 (squared loss, exact oracle)", {
+  skip_if_not(intercept_available(), "the shift operator (intercept) is not compiled in")
+  d <- loss_data()
+  lambda <- 0.5
+  K1 <- oracle_kernel(d$x, d$x, "rbf", BW) + 1
+  a <- solve(K1 + lambda * diag(nrow(K1)), d$yr)  # not centred: the intercept takes the level
+  ref <- drop((oracle_kernel(d$xt, d$x, "rbf", BW) + 1) %*% a)
+  for (s in list(cholesky(), askotch())) {
+    fit <- kernel_machine(d$x, d$yr, lambda = lambda, bandwidth = BW,
+                          standardize = FALSE, intercept = TRUE, solver = s,
+                          threads = 1, seed = 1)
+    expect_equal(fit$intercept, 1)
+    expect_equal(unname(fit$bias), sum(a), tolerance = 1e-8)
+    expect_lt(rel_err(predict(fit, d$xt), ref), 1e-8)
+    expect_lt(rel_err(coef(fit), a), 1e-8)
+  }
+  # intercept = c: the kernel K + c
+  fit2 <- kernel_machine(d$x, d$yr, lambda = lambda, bandwidth = BW,
+                         standardize = FALSE, intercept = 4, solver = cholesky(),
+                         threads = 1)
+  K4 <- K1 + 3
+  a4 <- solve(K4 + lambda * diag(nrow(K4)), d$yr)
+  expect_lt(rel_err(predict(fit2, d$xt),
+                    (oracle_kernel(d$xt, d$x, "rbf", BW) + 4) %*% a4), 1e-8)
+  expect_output(print(fit2), "penalised intercept \\(c = 4\\)")
+})
+
 test_that("the QP oracles are correct: they agree with kernlab's bound-constraint SVMs", {
   # a check of this file's oracles and of the C <-> lambda and kernel
   # mappings, independent of the package's solvers
