@@ -499,6 +499,15 @@ test_that("random features converge to the exact fit as M grows", {
   expect_error(fitted(kernel_machine(d$x, d$y, lambda = lambda, features = 64,
                                      solver = cholesky(), threads = 1)),
                class = "askotch_error_input")
+  # the O(M) model predicts after a saveRDS / readRDS round trip (no state,
+  # no training points), with an intercept too
+  f <- kernel_machine(d$x, d$y, lambda = lambda, features = 128, intercept = TRUE,
+                      solver = cholesky(), threads = 1, seed = 5)
+  tf <- tempfile(fileext = ".rds")
+  saveRDS(f, tf)
+  g <- readRDS(tf)
+  expect_identical(predict(g, xt), predict(f, xt))
+  expect_lt(object.size(g), 100 * 1024)
 })
 
 test_that("single-precision logistic on separable data stays finite", {
