@@ -34,6 +34,12 @@
  * model stays exact.  The n-vector of weights a is the dual variable;
  * predictions are K(x, X) a.
  *
+ * Inexact mode (the paper's Section 4 with random features): on an operator
+ * with a finite feature map K = Z Z^T (op->nfeat > 0), the solver keeps
+ * theta = Z^T a (nfeat x m) and forms K_{B:} a = Z_B theta and the update
+ * theta += Z_B^T (a_B' - a_B) in O(b nfeat m) instead of a product over all
+ * n rows; theta is recomputed from a at every (re)start (one pass).
+ *
  * The running criterion estimate feeds krr_solver_track_block with the norm
  * of the projected (free) block gradient, which vanishes at the solution for
  * every loss; the exact criterion (krr_solver_residual) is the loss's: the
@@ -63,6 +69,8 @@ typedef struct {
   /* b-vectors of the column being solved */
   void *g, *lo, *hi, *L, *U, *mask, *h, *s, *r, *d, *Qd, *p, *t1, *t2, *ones;
   double radius;              /* last trust-region radius */
+  int64_t nf;                 /* inexact mode: the operator's features (0: exact) */
+  void *theta, *ZB;           /* nf x m and b x nf (inexact mode) */
 } jk_t;
 
 static const char *const extras[] = {"tr_steps", "tr_accepted", "cg_steps", "cg_restarts", "radius",
@@ -82,7 +90,8 @@ static int64_t default_block(const krr_solver *s) {
 static double jk_memory(const krr_solver *s) {
   const opts_t *o = O(s);
   double b = (double)o->block_size, nm = (double)s->n * (double)s->m;
-  return (double)s->es * (nm + b * b + 4.0 * b * (double)s->m + 15.0 * b) +
+  double nf = s->op->nfeat > 0 ? (double)s->op->nfeat : 0.0;
+  return (double)s->es * (nm + b * b + 4.0 * b * (double)s->m + 15.0 * b + nf * ((double)s->m + b)) +
          krr_block_bytes(s->op, o->block_size) + 8.0 * (double)s->n;
 }
 
@@ -122,6 +131,12 @@ static krr_status jk_init(krr_solver *s) {
                   &j->s, &j->r, &j->d, &j->Qd, &j->p, &j->t1, &j->t2, &j->ones};
   for (size_t i = 0; i < sizeof vec / sizeof vec[0]; i++)
     if (!(*vec[i] = krr_arena_dev(ar, b, es))) return s->ctx->status;
+  j->nf = s->op->nfeat > 0 ? s->op->nfeat : 0;
+  if (j->nf) {
+    j->theta = krr_arena_dev(ar, j->nf * (int64_t)s->m, es);
+    j->ZB = krr_arena_dev(ar, j->nf * b, es);
+    KTRY(KRR_ALLOCATED(ar, j->theta, j->ZB));
+  }
   j->nblocks = (n + b - 1) / b;
   krr_solver_set_extra(s, "nblocks", (double)j->nblocks);
   return KRR_OK;
@@ -142,11 +157,26 @@ static krr_status jk_prepare(krr_solver *s) {
   return KRR_OK;
 }
 
-/* the weights start in the box (a fresh fit from zero: logistic's clamped box excludes 0) */
+static void block_rows(const krr_solver *s, int64_t k, int64_t *first, int64_t *len);
+
+/* the weights start in the box (a fresh fit from zero: logistic's clamped box
+ * excludes 0); inexact mode: theta = Z^T a, block by block over the partition */
 static krr_status jk_start(krr_solver *s) {
-  J(s)->radius = NAN;
-  if (s->obj->loss->linear) return KRR_OK;
-  return LMAP(s, KRR_MAP_PROJECT, s->n * (int64_t)s->m, s->obj->y, NULL, s->w);
+  jk_t *j = J(s);
+  j->radius = NAN;
+  if (!s->obj->loss->linear)
+    KTRY(LMAP(s, KRR_MAP_PROJECT, s->n * (int64_t)s->m, s->obj->y, NULL, s->w));
+  if (!j->nf) return KRR_OK;
+  for (int64_t k = 0; k < j->nblocks; k++) {
+    int64_t first, b;
+    block_rows(s, k, &first, &b);
+    KTRY(krr_block_set(s->op, &j->blk, j->perm + first, b));
+    KTRY(krr_op_features(s->op, &j->blk, j->ZB, b));
+    KTRY(krr_op_gather(s->op, &j->blk, s->w, s->m, j->aB, b));
+    KTRY(SOP(s, gemm, 1, 0, j->nf, s->m, b, 1.0, j->ZB, b, j->aB, b, k ? 1.0 : 0.0, j->theta,
+             j->nf));
+  }
+  return KRR_OK;
 }
 
 static void block_rows(const krr_solver *s, int64_t k, int64_t *first, int64_t *len) {
@@ -365,7 +395,12 @@ static krr_status jk_iterate(krr_solver *s) {
   block_rows(s, k, &first, &b);
   KTRY(krr_block_set(s->op, &j->blk, j->perm + first, b));
   KTRY(krr_op_mat(s->op, &j->blk, &j->blk, j->KB, b));
-  KTRY(krr_op_mv(s->op, &j->blk, NULL, s->w, s->op->nloc, m, j->gbar, b));
+  if (j->nf) { /* K_{B:} a = Z_B theta */
+    KTRY(krr_op_features(s->op, &j->blk, j->ZB, b));
+    KTRY(SOP(s, gemm, 0, 0, b, m, j->nf, 1.0, j->ZB, b, j->theta, j->nf, 0.0, j->gbar, b));
+  } else {
+    KTRY(krr_op_mv(s->op, &j->blk, NULL, s->w, s->op->nloc, m, j->gbar, b));
+  }
   KTRY(krr_op_gather(s->op, &j->blk, s->w, m, j->aB, b));
   KTRY(krr_op_gather(s->op, &j->blk, s->obj->y, m, j->yB, b));
   KTRY(ctx->ops->copy(ctx, j->a0, j->aB, s->es * (size_t)(b * m)));
@@ -381,6 +416,8 @@ static krr_status jk_iterate(krr_solver *s) {
   /* the block's change into a */
   KTRY(SOP(s, axpby, b * m, -1.0, j->a0, 1.0, j->aB));
   KTRY(krr_op_scatter_axpy(s->op, 1.0, j->aB, b, m, &j->blk, s->w));
+  if (j->nf) /* theta += Z_B^T (a_B' - a_B) */
+    KTRY(SOP(s, gemm, 1, 0, j->nf, m, b, 1.0, j->ZB, b, j->aB, b, 1.0, j->theta, j->nf));
   KTRY(SOP(s, nrm2, b * m, j->yB, &y2));
   krr_solver_tick(s);
   s->diag.passes = (double)s->diag.iter * (double)b / (double)s->n;
