@@ -54,6 +54,10 @@ stop_check <- function(rule, d, t0, memo, exact_fn) {
   list(reason = reason, exact = exact, elapsed = elapsed)
 }
 
+# The relative duality gap (P + D) / max(|P|, |D|) of the compiled loss
+# table (D: the dual objective the solver minimises, so P + D >= 0).
+gap_of <- function(P, D) (P + D) / pmax(abs(P), abs(D), 1e-300)
+
 # A compiled solver state for standardised points xs and targets Yc.
 state_new <- function(xs, Yc, set) {
   sc <- solver_c(set$solver)
@@ -63,7 +67,8 @@ state_new <- function(xs, Yc, set) {
         as.numeric(set$kernel$bandwidth), set$lambda,
         if (set$precision == "double") 1L else 0L,
         if (set$device == "cuda") 1L else 0L, sc$name, opts, set$loss$name,
-        as.integer(set$threads))
+        loss_param(set$loss), as.numeric(set_features(set)),
+        as.numeric(set_intercept(set)), as.integer(set$threads))
 }
 
 # Fit: a new state, the loop, the results (the state freed unless kept).
@@ -79,16 +84,47 @@ fit_solver <- function(xs, Yc, set, tgt) {
   res
 }
 
+# random features M (0: the exact kernel) and intercept constant c (0: none)
+# of a fit's settings (krr() sets neither)
+set_features <- function(set) if (is.null(set$features)) 0 else set$features
+set_intercept <- function(set) if (is.null(set$intercept)) 0 else set$intercept
+
+# theta = Z^T alpha (M x m) of a random-features state; with an intercept
+# the compiled operator has one more feature, sqrt(c), whose row
+# (sqrt(c) colSums(alpha)) gives the bias, added separately
+features_theta <- function(state, M) {
+  theta <- .Call(ffi_fit_features_theta, state)
+  theta[seq_len(M), , drop = FALSE]
+}
+
+# Scores of a live state at standardised points xnew (the constant added
+# back to regression targets not included): K(xnew, X) w, or in features
+# mode z(xnew)^T theta, plus c * colSums(w) with an intercept.
+state_scores <- function(state, set, xnew, xpred) {
+  w <- .Call(ffi_fit_weights, state)
+  prec <- if (set$precision == "double") 1L else 0L
+  M <- set_features(set)
+  if (M > 0) {
+    theta <- features_theta(state, M)
+    s <- .Call(ffi_features_apply, xnew, theta, as.integer(set$kernel$code),
+               as.numeric(set$kernel$bandwidth), as.numeric(M),
+               as.numeric(set$seed), prec, as.integer(set$threads))
+  } else {
+    s <- .Call(ffi_kernel_apply, xnew, xpred, w, as.integer(set$kernel$code),
+               as.numeric(set$kernel$bandwidth), prec,
+               if (set$device == "cuda") 1L else 0L, as.integer(set$threads))
+  }
+  cc <- set_intercept(set)
+  if (cc > 0) s <- sweep(s, 2L, cc * colSums(w), "+", check.margin = FALSE)
+  s
+}
+
 # The validation metric closure of a state
 validation_fn <- function(state, set, tgt, xpred, y_center) {
   val <- set$validation
   if (is.null(val)) return(NULL)
   function() {
-    w <- .Call(ffi_fit_weights, state)
-    s <- .Call(ffi_kernel_apply, val$x, xpred, w, as.integer(set$kernel$code),
-               as.numeric(set$kernel$bandwidth),
-               if (set$precision == "double") 1L else 0L,
-               if (set$device == "cuda") 1L else 0L, as.integer(set$threads))
+    s <- state_scores(state, set, val$x, xpred)
     if (val$metric == "rmse") {
       s <- sweep(s, 2L, y_center, "+", check.margin = FALSE)
       sqrt(mean((s - val$y)^2))
@@ -106,8 +142,19 @@ drive_solver <- function(state, set, tgt, xs, t0 = now()) {
   centers <- .Call(ffi_fit_centers, state)  # inducing-point solvers; else integer(0)
   xpred <- if (length(centers) > 0L) xs[centers, , drop = FALSE] else xs
   val_metric <- validation_fn(state, set, tgt, xpred,
-                              loss_targets(set$loss, tgt)$y_center)
-  exact_fn <- function() .Call(ffi_fit_residual, state)
+                              loss_targets(set$loss, tgt,
+                                           set_intercept(set) == 0)$y_center)
+  # kernel_machine() fits record the primal and dual objectives at each
+  # exact check (krr() fits keep their trace as it was)
+  objective <- isTRUE(set$objective) && length(centers) == 0L
+  obj_now <- c(NA_real_, NA_real_)
+  exact_fn <- function() {
+    if (!objective) return(.Call(ffi_fit_residual, state))
+    pd <- .Call(ffi_fit_objective, state)
+    obj_now <<- pd
+    if (set$loss$name == "squared") .Call(ffi_fit_residual, state) else
+      gap_of(pd[[1L]], pd[[2L]])
+  }
   pb <- NULL
   if (set$progress) {
     total <- if (is.finite(rule$max_passes)) rule$max_passes else NA
@@ -141,7 +188,9 @@ drive_solver <- function(state, set, tgt, xs, t0 = now()) {
     nrow_trace <- nrow_trace + 1L
     if (nrow_trace > length(rows)) length(rows) <- 2L * length(rows)
     rows[[nrow_trace]] <- c(d[["iter"]], passes, now() - t0, d[["resid_est"]],
-                            d[["block_resid"]], chk$exact, vm)
+                            d[["block_resid"]], chk$exact, vm,
+                            if (objective) obj_now)
+    obj_now <- c(NA_real_, NA_real_)
     if (!is.null(pb)) {
       cli::cli_progress_update(
         id = pb, set = min(round(passes, 2), if (is.finite(rule$max_passes))
@@ -167,9 +216,17 @@ drive_solver <- function(state, set, tgt, xs, t0 = now()) {
                       seconds = tr[, 3L], resid_est = tr[, 4L],
                       block_resid = tr[, 5L], resid_exact = tr[, 6L],
                       validation = tr[, 7L])
+  if (objective) {
+    # P, and the dual objective -D (D is the dual the solver minimises):
+    # primal >= dual, both equal at the solution
+    trace$primal <- tr[, 8L]
+    trace$dual <- -tr[, 9L]
+    trace$gap <- gap_of(tr[, 8L], tr[, 9L])
+  }
   list(weights = W, trace = trace, reason = chk$reason,
        iterations = as.integer(d[["iter"]]), passes = d[["passes"]],
        seconds = now() - t0, resid_est = d[["resid_est"]],
        resid_exact = chk$exact, centers = centers,
-       options = .Call(ffi_fit_options, state), extras = d)
+       options = .Call(ffi_fit_options, state), extras = d,
+       theta = if (set_features(set) > 0) features_theta(state, set_features(set)))
 }

@@ -138,44 +138,65 @@ krr.default <- function(x, y, kernel = "rbf", bandwidth = "median",
                         progress = interactive(), threads = NULL,
                         mem_limit = NULL, keep_state = FALSE, ...) {
   ecall <- krr_call(sys.call())
-  extra <- list(...)
+  check_no_dots(list(...), "krr", ecall)
+  if (missing(y)) abort_askotch("`y` is missing.", "input", ecall)
+  fit_model(x, y, loss_squared(), kernel, bandwidth, !missing(bandwidth),
+            lambda, solver, precision, device, max_passes, tol, time_limit,
+            validation, standardize, seed, progress, threads, mem_limit,
+            keep_state, features = NULL, intercept = FALSE, machine = FALSE,
+            call = tryCatch(match.call(krr.default, ecall),
+                            error = function(e) ecall),
+            ecall = ecall)
+}
+
+# Unknown arguments (in ...) are an error naming them.
+check_no_dots <- function(extra, fname, call) {
   if (length(extra) > 0L) {
     nm <- names(extra)
-    nm[is.null(nm) | !nzchar(nm)] <- "<unnamed>"
-    abort_askotch(sprintf("Unknown argument(s) to krr(): %s.",
+    if (is.null(nm)) nm <- rep("", length(extra))
+    nm[!nzchar(nm)] <- "<unnamed>"
+    abort_askotch(sprintf("Unknown argument(s) to %s(): %s.", fname,
                           paste0("`", nm, "`", collapse = ", ")),
-                  "input", ecall)
+                  "input", call)
   }
-  if (missing(y)) abort_askotch("`y` is missing.", "input", ecall)
-  loss <- loss_squared()
-  dat <- krr_data(x, y, standardize, loss, ecall)
-  set <- krr_settings(dat, loss, kernel, bandwidth, !missing(bandwidth), lambda,
+}
+
+# The fit shared by krr() and kernel_machine(): data, settings, the solve,
+# the fitted object.
+fit_model <- function(x, y, loss, kernel, bandwidth, bandwidth_given, lambda,
+                      solver, precision, device, max_passes, tol, time_limit,
+                      validation, standardize, seed, progress, threads,
+                      mem_limit, keep_state, features, intercept, machine,
+                      call, ecall) {
+  cc <- check_intercept(intercept, ecall)
+  dat <- krr_data(x, y, standardize, loss, ecall, center = cc == 0)
+  set <- krr_settings(dat, loss, kernel, bandwidth, bandwidth_given, lambda,
                       solver, precision, device, max_passes, tol,
                       time_limit, validation, seed, progress, threads,
-                      mem_limit, keep_state, ecall)
+                      mem_limit, keep_state, ecall, features = features,
+                      intercept = cc, objective = machine)
   res <- fit_solver(dat$xs, dat$Yc, set, dat$tgt)
-  fit <- new_krr(dat, set, res,
-                 call = tryCatch(match.call(krr.default, ecall),
-                                 error = function(e) ecall))
+  fit <- new_krr(dat, set, res, call = call)
+  if (set$objective) fit <- as_kernel_machine(fit, dat, set, res)
   validate_krr(fit)
 }
 
 # Data preparation: the feature matrix, its scaling, the targets (as the
 # loss prepares them).
-krr_data <- function(x, y, standardize, loss, call = NULL) {
+krr_data <- function(x, y, standardize, loss, call = NULL, center = TRUE) {
   x <- as_feature_matrix(x, "x", call)
   n <- nrow(x)
   if (n < 2L) {
     abort_askotch(sprintf("`x` must have at least 2 rows, not %d.", n),
                   "input", call)
   }
-  tgt <- prepare_targets(y, n, call)
+  tgt <- loss_check_targets(loss, prepare_targets(y, n, call), call)
   check_flag(standardize, "standardize", call)
   scaling <- compute_scaling(x, standardize)
   xs <- apply_scaling(x, scaling$center, scaling$scale)
   xnames <- colnames(x)
   dimnames(xs) <- NULL
-  cen <- loss_targets(loss, tgt)
+  cen <- loss_targets(loss, tgt, center)
   list(xs = xs, n = n, p = ncol(x), xnames = xnames, scaling = scaling,
        standardize = standardize, tgt = tgt, Y = tgt$Y, Yc = cen$Yc,
        y_center = cen$y_center)
@@ -186,13 +207,19 @@ krr_data <- function(x, y, standardize, loss, call = NULL) {
 krr_settings <- function(dat, loss, kernel, bandwidth, bandwidth_given, lambda,
                          solver, precision, device, max_passes, tol,
                          time_limit, validation, seed, progress, threads,
-                         mem_limit, keep_state, call = NULL) {
+                         mem_limit, keep_state, call = NULL,
+                         features = NULL, intercept = 0, objective = FALSE) {
   n <- dat$n
-  if (is.null(lambda)) lambda <- 1e-6 * n
+  squared <- loss$name == "squared"
+  if (is.null(lambda)) lambda <- if (squared) 1e-6 * n else 1
   check_positive(lambda, "lambda", call = call)
   lambda <- as.numeric(lambda)
   precision <- check_choice(precision, c("double", "single"), "precision", call)
-  if (is.null(tol)) tol <- if (precision == "double") 1e-8 else 1e-5
+  if (is.null(tol)) {
+    tol <- if (squared) {
+      if (precision == "double") 1e-8 else 1e-5
+    } else if (precision == "double") 1e-6 else 1e-4
+  }
   if (!is.numeric(tol) || length(tol) != 1L || is.na(tol) || tol < 0 ||
       !is.finite(tol)) {
     abort_askotch(sprintf("`tol` must be a non-negative number, not %s.",
@@ -224,7 +251,9 @@ krr_settings <- function(dat, loss, kernel, bandwidth, bandwidth_given, lambda,
   } else {
     kern$bandwidth_rule <- "fixed"
   }
-  solver <- as_solver(solver, call)
+  solver <- if (is.null(solver)) default_solver(loss) else as_solver(solver, call)
+  check_solver_loss(solver, loss, call)
+  M <- check_features(features, n, call)
   device <- resolve_device(device, n, call)
   val <- NULL
   if (!is.null(validation)) {
@@ -243,7 +272,8 @@ krr_settings <- function(dat, loss, kernel, bandwidth, bandwidth_given, lambda,
   list(kernel = kern, lambda = lambda, solver = solver, precision = precision,
        device = device, rule = rule, validation = val, seed = seed,
        progress = progress, threads = as.integer(threads),
-       mem_limit = mem_limit, keep_state = keep_state, loss = loss)
+       mem_limit = mem_limit, keep_state = keep_state, loss = loss,
+       features = M, intercept = intercept, objective = objective)
 }
 
 # The "krr" object: plain R data only (but the optional solver state).
@@ -298,7 +328,8 @@ solve_fields <- function(res) {
 # Structural checks of a "krr" object (internal consistency, not inputs).
 validate_krr <- function(fit) {
   stopifnot(inherits(fit, "krr"), is.matrix(fit$weights),
-            ncol(fit$weights) == fit$m, nrow(fit$x) == nrow(fit$weights),
+            ncol(fit$weights) == fit$m,
+            nrow(fit$x) == nrow(fit$weights) || fit_features(fit) > 0,
             is.list(fit$kernel), is.numeric(fit$lambda), fit$lambda > 0,
             inherits(fit$solver, "askotch_solver"), is.data.frame(fit$trace),
             fit$reason %in% c("tol", "exact", "max_passes", "time_limit"))
@@ -312,7 +343,13 @@ validate_krr <- function(fit) {
 #'   time variables come from `newdata` and functions from the search path.
 #' @export
 krr.formula <- function(formula, data = NULL, validation = NULL, ...) {
-  ecall <- krr_call(sys.call())
+  formula_fit(formula, data, validation, krr.default, krr_call(sys.call()),
+              match.call(expand.dots = TRUE), ...)
+}
+
+# The formula methods of krr() and kernel_machine(): the model frame, then
+# the default method `fit_fun`.
+formula_fit <- function(formula, data, validation, fit_fun, ecall, mcall, ...) {
   if (missing(data) || is.null(data)) data <- environment(formula)
   mf <- tryCatch(
     stats::model.frame(formula, data = data, na.action = stats::na.pass,
@@ -343,7 +380,7 @@ krr.formula <- function(formula, data = NULL, validation = NULL, ...) {
                                                contrasts.arg = contr),
                        y = stats::model.response(vmf))
   }
-  fit <- krr.default(x = X, y = y, validation = validation, ...)
+  fit <- fit_fun(x = X, y = y, validation = validation, ...)
   # Keep plain data: do not serialise the caller's environment with the
   # terms (predict() finds variables in `newdata`, functions on the search
   # path).
@@ -353,7 +390,7 @@ krr.formula <- function(formula, data = NULL, validation = NULL, ...) {
   fit$xlevels <- xlev
   fit$contrasts <- contr
   fit$response_name <- deparse(tt[[2L]])
-  fit$call <- krr_call(match.call(expand.dots = TRUE))
+  fit$call <- krr_call(mcall)
   fit
 }
 
@@ -362,6 +399,10 @@ krr_call <- function(call) {
   if (is.call(call) && is.name(call[[1L]]) &&
       as.character(call[[1L]]) %in% c("krr.default", "krr.formula")) {
     call[[1L]] <- as.name("krr")
+  } else if (is.call(call) && is.name(call[[1L]]) &&
+             as.character(call[[1L]]) %in% c("kernel_machine.default",
+                                             "kernel_machine.formula")) {
+    call[[1L]] <- as.name("kernel_machine")
   }
   call
 }

@@ -1,25 +1,187 @@
 # Losses ----------------------------------------------------------------------
 #
-# A loss for R: its name in the compiled loss table (src/core/loss), how it
-# prepares the targets, and what its stopping criterion is called. The
-# squared loss is the only one today (kernel ridge regression); a new loss is
-# its own constructor and methods here next to its C file.
+# A loss for R: its name in the compiled loss table (src/core/loss), its
+# parameter (Huber delta, SVR epsilon), how it prepares the targets, and what
+# its stopping criterion is called.  The package's convention (loss.h): the
+# fit is  min_theta 1/2 ||theta||^2 + (1/lambda) sum_i l(y_i, F_i), solved
+# through its dual over a box; predictions are K(x, X) alpha.
 
-loss_squared <- function() {
-  structure(list(name = "squared", criterion = "relative residual"),
-            class = c("askotch_loss_squared", "askotch_loss"))
+#' Loss functions for kernel machines
+#'
+#' Constructors for the losses of [kernel_machine()]. Each returns a small
+#' object of class `c("askotch_loss_<name>", "askotch_loss")`, like a
+#' [family][stats::family] object for a GLM. With the package's convention
+#' a kernel machine solves
+#' \deqn{\min_\theta \frac12 \|\theta\|^2 + \frac1\lambda \sum_{i=1}^n
+#'   \ell(y_i, F_i), \qquad F_i = \langle \theta, \phi(x_i) \rangle,}{
+#'   min 1/2 ||theta||^2 + (1/lambda) sum_i l(y_i, F_i),}
+#' through its dual in \eqn{\alpha} (\eqn{\theta = \sum_i \alpha_i
+#' \phi(x_i)}, predictions \eqn{F(x) = \sum_i \alpha_i k(x, x_i)}), so the
+#' support vector machine's cost is \eqn{C = 1/\lambda}.
+#'
+#' * `loss_squared()`: \eqn{\ell = (y - F)^2 / 2}; exactly kernel ridge
+#'   regression, \eqn{(K + \lambda I)\alpha = y} ([krr()]).
+#' * `loss_huber(delta)`: \eqn{\ell = r^2/2} for \eqn{|r| \le \delta},
+#'   \eqn{\delta |r| - \delta^2/2} otherwise (\eqn{r = y - F}); dual box
+#'   \eqn{|\alpha_i| \le \delta / \lambda}.
+#' * `loss_svr(epsilon)`: the \eqn{\epsilon}-insensitive loss \eqn{\max(0,
+#'   |y - F| - \epsilon)} of support vector regression; dual box
+#'   \eqn{|\alpha_i| \le 1/\lambda}.
+#' * `loss_hinge()`: \eqn{\max(0, 1 - yF)}, the support vector machine;
+#'   \eqn{0 \le y_i \alpha_i \le 1/\lambda}.
+#' * `loss_squared_hinge()`: \eqn{\max(0, 1 - yF)^2 / 2}; \eqn{y_i
+#'   \alpha_i \ge 0}.
+#' * `loss_logistic()`: \eqn{\log(1 + e^{-yF})}, kernel logistic regression;
+#'   [predict()][predict.kernel_machine] gives probabilities \eqn{1 / (1 +
+#'   e^{-F})}.
+#'
+#' Regression losses (`squared`, `huber`, `svr`) take a numeric response;
+#' the classification losses (`hinge`, `squared_hinge`, `logistic`) take a
+#' factor (or a logical, character or numeric \eqn{\pm 1} response), coded
+#' \eqn{-1} for the first level and \eqn{+1} for the second; with more than
+#' two classes one \eqn{\pm 1} column per class (one-vs-rest), all columns
+#' solved jointly. The squared loss also classifies (as [krr()] does).
+#'
+#' The stopping criterion is the relative residual of the linear system for
+#' the squared loss and the relative duality gap \eqn{(P - D) / \max(|P|,
+#' |D|)} for the others.
+#'
+#' @param delta Huber threshold \eqn{\delta > 0} (on the scale of the
+#'   response, after centring).
+#' @param epsilon Half-width \eqn{\epsilon \ge 0} of the insensitive tube.
+#' @return An object of class `c("askotch_loss_<name>", "askotch_loss")`:
+#'   a list with `name`, `param` (the loss parameter or `NULL`), `type`
+#'   (`"regression"` or `"classification"`) and `criterion`.
+#' @seealso [kernel_machine()]
+#' @examples
+#' loss_huber(delta = 0.5)
+#' loss_svr(epsilon = 0.1)
+#' loss_hinge()
+#' loss_logistic()
+#' @name losses
+NULL
+
+new_loss <- function(name, type, param = NULL, param_name = NULL) {
+  structure(list(name = name, param = param, param_name = param_name,
+                 type = type,
+                 criterion = if (name == "squared") "relative residual" else
+                   "relative duality gap"),
+            class = c(paste0("askotch_loss_", name), "askotch_loss"))
+}
+
+#' @rdname losses
+#' @export
+loss_squared <- function() new_loss("squared", "regression")
+
+#' @rdname losses
+#' @export
+loss_huber <- function(delta = 1) {
+  check_positive(delta, "delta")
+  new_loss("huber", "regression", as.numeric(delta), "delta")
+}
+
+#' @rdname losses
+#' @export
+loss_svr <- function(epsilon = 0.1) {
+  if (!is.numeric(epsilon) || length(epsilon) != 1L || is.na(epsilon) ||
+      epsilon < 0 || !is.finite(epsilon)) {
+    abort_askotch(sprintf(
+      "`epsilon` must be a finite non-negative number, not %s.",
+      fmt_value(epsilon)), "input")
+  }
+  new_loss("svr", "regression", as.numeric(epsilon), "epsilon")
+}
+
+#' @rdname losses
+#' @export
+loss_hinge <- function() new_loss("hinge", "classification")
+
+#' @rdname losses
+#' @export
+loss_squared_hinge <- function() new_loss("squared_hinge", "classification")
+
+#' @rdname losses
+#' @export
+loss_logistic <- function() new_loss("logistic", "classification")
+
+loss_labels <- c(squared = "squared", huber = "Huber", svr = "epsilon-insensitive (SVR)",
+                 hinge = "hinge (SVM)", squared_hinge = "squared hinge",
+                 logistic = "logistic")
+
+#' @export
+format.askotch_loss <- function(x, ...) {
+  lab <- loss_labels[[x$name]]
+  if (is.null(x$param)) lab else
+    sprintf("%s, %s = %s", lab, x$param_name, format(signif(x$param, 6)))
+}
+
+#' @export
+print.askotch_loss <- function(x, ...) {
+  cat("<askotch loss> ", format(x), "\n", sep = "")
+  invisible(x)
+}
+
+# A `loss` argument: a loss object, a constructor, or a name.
+as_loss <- function(loss, call = NULL) {
+  if (is.function(loss)) loss <- tryCatch(loss(), error = function(e) loss)
+  if (inherits(loss, "askotch_loss")) return(loss)
+  if (is.character(loss) && length(loss) == 1L && !is.na(loss)) {
+    key <- gsub("[-. ]", "_", tolower(loss))
+    f <- switch(key, squared = loss_squared, huber = loss_huber, svr = ,
+                epsilon_insensitive = loss_svr, hinge = , svm = loss_hinge,
+                squared_hinge = loss_squared_hinge, logistic = loss_logistic,
+                NULL)
+    if (!is.null(f)) return(f())
+    abort_askotch(sprintf(paste(
+      "`loss` must be one of \"squared\", \"huber\", \"svr\", \"hinge\",",
+      "\"squared_hinge\", \"logistic\" or a loss object such as",
+      "loss_huber(), not \"%s\"."), loss), "input", call)
+  }
+  abort_askotch(sprintf(paste(
+    "`loss` must be a loss object such as loss_huber(delta = 1) or a loss",
+    "name, not %s."), fmt_value(loss)), "input", call)
+}
+
+# The loss parameter sent to the compiled objective (0 when none).
+loss_param <- function(loss) if (is.null(loss$param)) 0 else loss$param
+
+# Check (and recode) the targets for a loss: classification losses need
+# classes (a numeric response must be coded -1/+1), the Huber and SVR
+# losses a numeric response.
+loss_check_targets <- function(loss, tgt, call = NULL) {
+  classif <- tgt$task %in% c("binary", "multiclass")
+  if (loss$type == "classification" && !classif) {
+    Y <- tgt$Y
+    if (ncol(Y) == 1L && all(Y == 1 | Y == -1) && length(unique(Y[, 1L])) == 2L) {
+      return(list(Y = Y, task = "binary", levels = c("-1", "1"), names = NULL))
+    }
+    abort_askotch(sprintf(paste(
+      "`y` must be a factor (or a logical, character or numeric -1/+1",
+      "vector) for the %s loss, which classifies; found a numeric response",
+      "with values other than -1 and +1."), loss$name), "input", call)
+  }
+  if (loss$type == "regression" && loss$name != "squared" && classif) {
+    abort_askotch(sprintf(paste(
+      "`y` must be numeric for the %s loss (regression); found classes",
+      "(%s). Use loss_hinge(), loss_squared_hinge() or loss_logistic() to",
+      "classify."), loss$name, paste(tgt$levels, collapse = ", ")),
+      "input", call)
+  }
+  tgt
 }
 
 # list(Yc = the targets the solver sees, y_center = the constant added back
-# to predictions)
-loss_targets <- function(loss, tgt) UseMethod("loss_targets")
+# to predictions).  `center = FALSE` (a fit with an intercept) leaves
+# regression targets as they are.
+loss_targets <- function(loss, tgt, center = TRUE) UseMethod("loss_targets")
 
-# The squared loss centres regression targets (their mean is the model's
-# constant); classification targets (+1/-1) are not centred.
+# Regression losses centre regression targets (their mean is the model's
+# constant) unless the fit has an intercept; classification targets (+1/-1)
+# are never centred.
 #' @export
-loss_targets.askotch_loss_squared <- function(loss, tgt) {
+loss_targets.askotch_loss <- function(loss, tgt, center = TRUE) {
   Y <- tgt$Y
-  y_center <- if (tgt$task %in% c("regression", "multioutput"))
+  y_center <- if (center && tgt$task %in% c("regression", "multioutput"))
     colMeans(Y) else rep(0, ncol(Y))
   Yc <- sweep(Y, 2L, y_center, "-", check.margin = FALSE)
   dimnames(Yc) <- NULL
@@ -29,4 +191,9 @@ loss_targets.askotch_loss_squared <- function(loss, tgt) {
 # the loss of a fit (fits made before losses were objects hold none)
 fit_loss <- function(object) {
   if (inherits(object$loss, "askotch_loss")) object$loss else loss_squared()
+}
+
+# the intercept constant c of a fit (0: none; fits made before hold none)
+fit_intercept <- function(object) {
+  if (is.null(object$intercept)) 0 else object$intercept
 }

@@ -14,7 +14,7 @@ scores_to_class <- function(s, levels) {
 krr_scores <- function(object, xs, device = NULL) {
   dev <- if (is.null(device)) object$device else device
   dev <- check_choice(dev, c("auto", "cpu", "cuda"), "device")
-  if (dev != "cpu") {
+  if (dev != "cpu" && fit_features(object) == 0) {
     info <- .Call(ffi_devices)
     have <- length(info$name) > 0L
     if (dev == "cuda" && !have && !is.null(device)) {
@@ -26,11 +26,22 @@ krr_scores <- function(object, xs, device = NULL) {
   }
   W <- object$weights
   dimnames(W) <- NULL
-  .Call(ffi_kernel_apply, xs, object$x, W, as.integer(object$kernel$code),
-        as.numeric(object$kernel$bandwidth),
-        if (object$precision == "double") 1L else 0L,
-        if (dev == "cuda") 1L else 0L,
-        as.integer(if (is.null(object$threads)) 0L else object$threads))
+  threads <- as.integer(if (is.null(object$threads)) 0L else object$threads)
+  prec <- if (object$precision == "double") 1L else 0L
+  if (fit_features(object) > 0) {
+    # random features: z(x)^T theta (on the CPU)
+    s <- .Call(ffi_features_apply, xs, W, as.integer(object$kernel$code),
+               as.numeric(object$kernel$bandwidth), as.numeric(object$features),
+               as.numeric(object$seed), prec, threads)
+  } else {
+    s <- .Call(ffi_kernel_apply, xs, object$x, W, as.integer(object$kernel$code),
+               as.numeric(object$kernel$bandwidth), prec,
+               if (dev == "cuda") 1L else 0L, threads)
+  }
+  if (!is.null(object$bias) && any(object$bias != 0)) {
+    s <- sweep(s, 2L, object$bias, "+", check.margin = FALSE)
+  }
+  s
 }
 
 # Build the standardised feature matrix of newdata.
@@ -224,7 +235,8 @@ summary.krr <- function(object, ...) {
 #' @rdname summary.krr
 #' @export
 print.summary.krr <- function(x, ...) {
-  cat("Kernel ridge regression (askotch)\n\n")
+  cat(if (is.null(x$title)) "Kernel ridge regression (askotch)" else x$title,
+      "\n\n", sep = "")
   if (!is.null(x$call)) {
     cat("Call:\n", paste(deparse(x$call), collapse = "\n"), "\n\n", sep = "")
   }
@@ -246,11 +258,15 @@ print.summary.krr <- function(x, ...) {
       else format(signif(x$resid_exact, 4)),
     "Tolerance" = format(x$tol),
     "Converged" = sprintf("%s (reason: %s)", if (x$converged) "yes" else "no",
-                          x$reason)
+                          x$reason),
+    x$extra  # kernel machines: loss, objectives, support vectors
   )
   if (!is.na(x$validation)) {
     lines <- c(lines, "Validation" = sprintf(
       "%s = %s", x$validation_metric, format(signif(x$validation, 4))))
+  }
+  if (!is.null(x$crit_name)) {
+    names(lines) <- sub("^Residual", x$crit_name, names(lines))
   }
   w <- max(nchar(names(lines)))
   cat(sprintf("%-*s : %s", w, names(lines), lines), sep = "\n")

@@ -54,12 +54,18 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
   if (...length() > 0L) {
     abort_askotch("Unknown argument(s) to refit().", "input", ecall)
   }
+  if (fit_features(object) > 0) {
+    abort_askotch(paste(
+      "refit() needs the training points, which a random-features fit does",
+      "not keep: fit again with kernel_machine()."), "input", ecall)
+  }
   xs <- if (is.null(object$x_train)) object$x else object$x_train
   n <- nrow(xs)
   tgt <- list(task = object$task, levels = object$levels, names = object$y_names,
               Y = object$y)
   if (!is.null(newresp)) {
-    new_tgt <- prepare_targets(newresp, n, ecall)
+    new_tgt <- loss_check_targets(fit_loss(object),
+                                  prepare_targets(newresp, n, ecall), ecall)
     same <- identical(new_tgt$task, tgt$task) && identical(new_tgt$levels, tgt$levels) &&
       ncol(new_tgt$Y) == ncol(tgt$Y)
     if (!same) {
@@ -86,7 +92,7 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
   set <- fit_settings(object, lambda, tol, max_passes, time_limit, progress)
 
   t0 <- now()
-  cen <- loss_targets(fit_loss(object), tgt)
+  cen <- loss_targets(fit_loss(object), tgt, fit_intercept(object) == 0)
   state <- krr_state(object)
   keep <- FALSE
   on.exit(if (!keep && !identical(state, object$state)) .Call(ffi_fit_free, state),
@@ -115,6 +121,7 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
   fit[names(solve_fields(res))] <- solve_fields(res)
   fit$state <- if (keep_state) state else NULL
   fit$call <- ecall
+  if (inherits(object, "kernel_machine")) fit <- km_fields(fit, res)
   validate_krr(fit)
 }
 
@@ -128,7 +135,9 @@ fit_settings <- function(object, lambda, tol, max_passes, time_limit, progress) 
        validation = NULL, seed = object$seed, progress = progress,
        threads = as.integer(if (is.null(object$threads)) 0L else object$threads),
        mem_limit = if (is.null(object$mem_limit)) 0 else object$mem_limit,
-       keep_state = TRUE, loss = fit_loss(object))
+       keep_state = TRUE, loss = fit_loss(object),
+       features = fit_features(object), intercept = fit_intercept(object),
+       objective = inherits(object, "kernel_machine"))
 }
 
 # TRUE when a kept state is alive (not freed, not read back from a file)
@@ -142,5 +151,5 @@ krr_state <- function(object) {
   set <- fit_settings(object, object$lambda, object$tol, object$max_passes,
                       object$time_limit, FALSE)
   tgt <- list(task = object$task, Y = object$y)
-  state_new(xs, loss_targets(set$loss, tgt)$Yc, set)
+  state_new(xs, loss_targets(set$loss, tgt, set$intercept == 0)$Yc, set)
 }

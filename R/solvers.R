@@ -77,6 +77,15 @@
 #'   the inexact projection slows it down: it is a fast way to a useful
 #'   *test* error with many centres, not a precise solver; stop it with
 #'   `time_limit` or `max_passes` (a pass is an epoch over the data).
+#' * `joker()`: Joker (Zhang et al.), dual block coordinate descent with a
+#'   trust region, for the non-squared losses of [kernel_machine()] (Huber,
+#'   SVR, hinge, squared hinge, logistic) and their default solver: each
+#'   iteration takes one block of a fixed random partition into blocks of
+#'   `block_size` dual variables (`NULL`: \eqn{\min(n, 2048)}, for the
+#'   logistic loss \eqn{\min(n, 1024)}) and minimises the dual over it, inside the loss's
+#'   box, by a trust-region method whose subproblems are solved by
+#'   `cg_iters` conjugate-gradient steps. The options are checked against
+#'   the compiled table when the package is built with Joker.
 #' * `cholesky()`: the exact direct solve by a Cholesky factorisation of
 #'   \eqn{K + \lambda I}: \eqn{O(n^2)} memory and \eqn{O(n^3)} time, for
 #'   \eqn{n} up to a few tens of thousands. Useful as a reference.
@@ -207,6 +216,9 @@ solver_info <- function(solver = NULL) {
   data.frame(option = o$name, type = o$type, default = default, range = range,
              doc = o$doc, row.names = NULL, stringsAsFactors = FALSE)
 }
+
+# TRUE when a solver of that name is compiled in
+solver_compiled <- function(name) name %in% names(askotch_info()$solvers)
 
 # the default of a compiled solver's option (number, logical or choice name)
 option_default <- function(solver, option) {

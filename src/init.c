@@ -3,7 +3,11 @@
 #include <Rinternals.h>
 #include <R_ext/Rdynload.h>
 
-SEXP ffi_fit_init(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_fit_init(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP,
+                  SEXP);
+SEXP ffi_fit_objective(SEXP);
+SEXP ffi_fit_features_theta(SEXP);
+SEXP ffi_features_apply(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_check_options(SEXP, SEXP);
 SEXP ffi_fit_step(SEXP, SEXP);
 SEXP ffi_fit_residual(SEXP);
@@ -25,12 +29,13 @@ SEXP ffi_blas_threads(SEXP);
 #define CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
 
 static const R_CallMethodDef call_methods[] = {
-    CALLDEF(ffi_fit_init, 11),       CALLDEF(ffi_check_options, 2), CALLDEF(ffi_fit_step, 2),
+    CALLDEF(ffi_fit_init, 14),       CALLDEF(ffi_check_options, 2), CALLDEF(ffi_fit_step, 2),
     CALLDEF(ffi_fit_residual, 1),    CALLDEF(ffi_fit_weights, 1),   CALLDEF(ffi_fit_free, 1),
     CALLDEF(ffi_fit_alive, 1),       CALLDEF(ffi_fit_centers, 1),   CALLDEF(ffi_fit_options, 1),
     CALLDEF(ffi_fit_set_targets, 2), CALLDEF(ffi_fit_set_lambda, 2), CALLDEF(ffi_fit_set_weights, 2),
     CALLDEF(ffi_info, 0),            CALLDEF(ffi_kernel_apply, 8),  CALLDEF(ffi_kernel_matrix, 6),
-    CALLDEF(ffi_threads, 1),         CALLDEF(ffi_devices, 0),       CALLDEF(ffi_blas_threads, 1),
+    CALLDEF(ffi_fit_objective, 1),   CALLDEF(ffi_fit_features_theta, 1),
+    CALLDEF(ffi_features_apply, 8),  CALLDEF(ffi_threads, 1),         CALLDEF(ffi_devices, 0),       CALLDEF(ffi_blas_threads, 1),
     {NULL, NULL, 0}};
 
 void R_init_askotch(DllInfo *dll) {

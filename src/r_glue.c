@@ -132,11 +132,25 @@ static krr_status set_options(krr_ctx *ctx, krr_options *o, SEXP opts) {
   return KRR_OK;
 }
 
+/* the number named nm in an R list (dflt when absent or not a number) */
+static double list_num(SEXP list, const char *nm, double dflt) {
+  if (TYPEOF(list) != VECSXP) return dflt;
+  SEXP names = Rf_getAttrib(list, R_NamesSymbol);
+  if (names == R_NilValue) return dflt;
+  for (R_xlen_t i = 0; i < XLENGTH(list); i++) {
+    SEXP v = VECTOR_ELT(list, i);
+    if (strcmp(CHAR(STRING_ELT(names, i)), nm) == 0 && Rf_isNumeric(v) && XLENGTH(v) == 1)
+      return Rf_asReal(v);
+  }
+  return dflt;
+}
+
 /* ---- fit state --------------------------------------------------------- */
 typedef struct {
   krr_ctx ctx;
   krr_problem pb;
-  krr_op *op;
+  krr_op *op;       /* what the solver sees (the exact or feature operator, maybe shifted) */
+  int64_t features; /* random features M (0: the exact kernel) */
   krr_objective obj;
   krr_solver *solver;
   int ctx_ok;
@@ -171,8 +185,23 @@ static fit_state *get_state(SEXP ptr) {
   return fs;
 }
 
+/* The training-set operator: the exact kernel, or M random features drawn
+ * from seed; with c > 0 wrapped as K + c 11^T (a penalised intercept; the
+ * wrapper owns the inner operator, also when its creation fails). */
+static krr_status make_operator(fit_state *fs, krr_kernel k, double M, double seed, double c) {
+  krr_op *inner = NULL;
+  krr_status st = M > 0 ? krr_op_features_create(&fs->ctx, &fs->pb, &k, (int64_t)M,
+                                                 (uint64_t)seed, &inner)
+                        : krr_op_exact_create(&fs->ctx, &fs->pb, k, &inner);
+  if (st != KRR_OK) return st;
+  if (c > 0) return krr_op_shift_create(inner, c, &fs->op);
+  fs->op = inner;
+  return KRR_OK;
+}
+
 SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP precision,
-                  SEXP device, SEXP solver, SEXP options, SEXP loss, SEXP threads) {
+                  SEXP device, SEXP solver, SEXP options, SEXP loss, SEXP loss_param,
+                  SEXP features, SEXP intercept, SEXP threads) {
   check_matrix(x, "x");
   check_matrix(y, "y");
   int64_t n = Rf_nrows(x);
@@ -185,7 +214,14 @@ SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP
   int dev = int1(device, "device must be 0 or 1");
   const krr_solver_def *def = solver_def(solver);
   const krr_loss *ls = krr_loss_lookup(str1(loss, "`loss` must be a loss name"));
-  if (!ls) raise_status(KRR_ERR_INPUT, "unknown loss");
+  if (!ls) raise_status(KRR_ERR_NOT_BUILT, "this loss is not compiled into this build of askotch");
+  double lparam = num1(loss_param, "the loss parameter must be a number");
+  double M = num1(features, "features must be a number");
+  double cshift = num1(intercept, "intercept must be a number");
+  if (!(M >= 0) || M != floor(M) || M > 9007199254740992.0)
+    raise_status(KRR_ERR_INPUT, "`features` must be NULL or a positive whole number");
+  if (!(cshift >= 0) || !isfinite(cshift))
+    raise_status(KRR_ERR_INPUT, "`intercept` must be TRUE, FALSE or a positive number");
   int nth = threads_or_default(int1(threads, "threads must be a number"));
   const krr_ops *ops = pick_ops(dev);
 
@@ -198,8 +234,10 @@ SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP
   if (st == KRR_OK) st = krr_options_new(&fs->ctx, def, &o);
   if (st == KRR_OK) st = set_options(&fs->ctx, o, options);
   if (st == KRR_OK) st = krr_problem_create(&fs->ctx, prec, REAL(x), n, p, &fs->pb);
-  if (st == KRR_OK) st = krr_op_exact_create(&fs->ctx, &fs->pb, k, &fs->op);
+  if (st == KRR_OK) st = make_operator(fs, k, M, list_num(options, "seed", 0.0), cshift);
+  fs->features = (int64_t)M;
   if (st == KRR_OK) st = krr_objective_init(&fs->ctx, fs->op, ls, lam, REAL(y), m, &fs->obj);
+  if (st == KRR_OK && krr_loss_param_name(ls)) st = krr_objective_set_param(&fs->ctx, &fs->obj, lparam);
   if (st == KRR_OK) st = krr_solver_init(&fs->ctx, fs->op, &fs->obj, o, &fs->solver);
   krr_options_free(o);
   if (st != KRR_OK) {
@@ -278,6 +316,76 @@ SEXP ffi_fit_residual(SEXP ptr) {
   if (st != KRR_OK) raise_ctx(&fs->ctx, st);
   blas_restore();
   return Rf_ScalarReal(r);
+}
+
+/* c(P, D) at the current weights: the primal and the dual the solver
+ * minimises (P + D >= 0); for operators whose weights are one per training
+ * row (not the inducing-point solvers) */
+SEXP ffi_fit_objective(SEXP ptr) {
+  fit_state *fs = get_state(ptr);
+  int64_t rows = krr_solver_weights_rows(fs->solver);
+  if (rows != fs->pb.n)
+    raise_status(KRR_ERR_INPUT, "the objective values need one weight per training point");
+  double *w = (double *)R_alloc((size_t)(rows * fs->obj.m), sizeof(double));
+  double P = NAN, D = NAN;
+  blas_save();
+  krr_status st = krr_solver_weights(fs->solver, w);
+  if (st == KRR_OK) st = krr_objective_values_host(fs->op, &fs->obj, w, &P, &D);
+  if (st != KRR_OK) raise_ctx(&fs->ctx, st);
+  blas_restore();
+  SEXP out = PROTECT(Rf_allocVector(REALSXP, 2));
+  REAL(out)[0] = P;
+  REAL(out)[1] = D;
+  UNPROTECT(1);
+  return out;
+}
+
+/* theta = Z^T alpha of a random-features fit: M x m, or (M + 1) x m with
+ * an intercept (the last row is sqrt(c) colSums(alpha)) */
+SEXP ffi_fit_features_theta(SEXP ptr) {
+  fit_state *fs = get_state(ptr);
+  if (fs->features <= 0) raise_status(KRR_ERR_INPUT, "not a random-features fit");
+  int64_t n = fs->pb.n, nf = krr_op_nfeat(fs->op);
+  int m = fs->obj.m;
+  double *w = (double *)R_alloc((size_t)(n * m), sizeof(double));
+  SEXP theta = PROTECT(Rf_allocMatrix(REALSXP, (int)nf, m));
+  blas_save();
+  krr_status st = krr_solver_weights(fs->solver, w);
+  if (st == KRR_OK) st = krr_op_features_theta_host(fs->op, w, m, REAL(theta));
+  if (st != KRR_OK) raise_ctx(&fs->ctx, st);
+  blas_restore();
+  UNPROTECT(1);
+  return theta;
+}
+
+/* predictions psi(xnew)^T theta of a random-features model (host data, CPU) */
+SEXP ffi_features_apply(SEXP xnew, SEXP theta, SEXP kernel, SEXP bandwidth, SEXP features,
+                        SEXP seed, SEXP precision, SEXP threads) {
+  check_matrix(xnew, "xnew");
+  check_matrix(theta, "theta");
+  krr_kernel k = {(krr_kernel_type)int1(kernel, "kernel"), num1(bandwidth, "bandwidth")};
+  double M = num1(features, "features"), sd = num1(seed, "seed");
+  (void)precision; /* krr_features_apply works in double */
+  if (!(M >= 1) || (double)Rf_nrows(theta) != M)
+    raise_status(KRR_ERR_INPUT, "theta must have one row per random feature");
+  int64_t nn = Rf_nrows(xnew);
+  int m = Rf_ncols(theta);
+  SEXP out = PROTECT(Rf_allocMatrix(REALSXP, (int)nn, m));
+  if (nn == 0 || m == 0) { UNPROTECT(1); return out; }
+  krr_ctx ctx;
+  int nth = threads_or_default(int1(threads, "threads"));
+  blas_save();
+  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), nth, 0);
+  if (st == KRR_OK)
+    st = krr_features_apply(&ctx, &k, Rf_ncols(xnew), (int64_t)M, (uint64_t)sd, REAL(xnew), nn,
+                            REAL(theta), m, REAL(out));
+  char buf[sizeof ctx.msg];
+  memcpy(buf, ctx.msg, sizeof buf);
+  krr_ctx_free(&ctx);
+  blas_restore();
+  if (st != KRR_OK) raise_status(st, buf);
+  UNPROTECT(1);
+  return out;
 }
 
 SEXP ffi_fit_weights(SEXP ptr) {

@@ -154,6 +154,11 @@ krr_status krr_op_features_create(krr_ctx *ctx, const krr_problem *pb, const krr
  * device weights alpha (the operator's precision, nloc x m).  Predictions
  * are then psi(x)^T theta: krr_features_apply. */
 krr_status krr_op_features_theta(krr_op *op, const void *alpha, int m, double *theta_host);
+/* the same for host weights (nloc x m doubles), and the operator's feature
+ * count nfeat (0: exact); op/host.c */
+krr_status krr_op_features_theta_host(krr_op *op, const double *alpha_host, int m,
+                                      double *theta_host);
+int64_t krr_op_nfeat(const krr_op *op);
 /* out (nnew x m, host column-major) = psi(xnew) theta for new points xnew
  * (host column-major nnew x p, the R layout) and theta (host M x m), in
  * double precision, blocked over the new points (memory O(M p + M m +
@@ -198,6 +203,11 @@ typedef struct krr_objective {
 krr_status krr_objective_init(krr_ctx *ctx, const krr_op *op, const krr_loss *loss,
                               double lambda, const double *y, int m, krr_objective *out);
 void krr_objective_free(krr_ctx *ctx, krr_objective *obj);
+/* The primal P(a) and the dual D(a) (the one the solvers minimise: P + D >=
+ * 0, zero at the solution) at host weights a (n x m column-major doubles,
+ * one row per row of the operator); one kernel pass (loss/values.c). */
+krr_status krr_objective_values_host(krr_op *op, const krr_objective *obj, const double *a_host,
+                                     double *primal, double *dual);
 /* Set the loss parameter (krr_objective_init sets the loss's default: Huber
  * delta = 1, SVR epsilon = 0.25), validated per loss: huber delta > 0, svr
  * epsilon >= 0, finite; losses without a parameter accept any finite value

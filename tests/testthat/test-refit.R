@@ -154,7 +154,8 @@ test_that("the compiled option tables reject unknown names and accept every spec
                 falkon(), falkon(centers = 10), falkon(centers = c(3, 1, 2)),
                 eigenpro(), eigenpro(version = 3, centers = 20, subsample = 10,
                                      rank = 5, batch_size = 7, step = 0.1),
-                cholesky())
+                cholesky(), joker(), joker(block_size = 30, tr_iters = 5,
+                                           cg_iters = 4))
   for (s in specs) {
     sc <- askotch:::solver_c(s)
     expect_true(sc$name %in% solver_info()$name)

@@ -1,0 +1,464 @@
+# kernel_machine(): kernel machines with any loss of the compiled table -------
+
+#' Fit a kernel machine: Huber, SVR, SVM, squared hinge, logistic
+#'
+#' Fits
+#' \deqn{\min_\theta \frac12 \|\theta\|^2 + \frac1\lambda \sum_{i=1}^n
+#'   \ell(y_i, F_i), \qquad F(x) = \sum_i \alpha_i k(x, x_i),}{
+#'   min 1/2 ||theta||^2 + (1/lambda) sum_i l(y_i, F_i),  F(x) = sum_i
+#'   alpha_i k(x, x_i),}
+#' for a loss \eqn{\ell} given by a [loss object][losses], through its dual
+#' in \eqn{\alpha}, by default with the Joker solver ([joker()]); the
+#' support vector machine's cost is \eqn{C = 1/\lambda}. It shares
+#' [krr()]'s arguments (kernels, bandwidth, precision, device, stopping
+#' rules, validation, progress) and its errors; with `loss =
+#' loss_squared()` it *is* [krr()] (the same solve, the same weights).
+#'
+#' @section Tasks:
+#' * Regression losses (`loss_squared()`, `loss_huber()`, `loss_svr()`): a
+#'   numeric response (a matrix: several outputs solved jointly). Without
+#'   an intercept the targets are centred (their mean is added back to
+#'   predictions), as in [krr()]: for Huber and SVR this takes out the level
+#'   that the penalised function would otherwise have to fit (the median
+#'   would be more robust for Huber; the mean keeps `loss_squared()` equal
+#'   to [krr()]). With `intercept = TRUE` the targets are not centred.
+#' * Classification losses (`loss_hinge()`, `loss_squared_hinge()`,
+#'   `loss_logistic()`): a factor (or logical or character vector, or a
+#'   numeric vector of -1 and +1). Two classes: one column of targets, -1
+#'   for the first level and +1 for the second. More than two: one-vs-rest,
+#'   one \eqn{\pm 1} column per class, all columns solved jointly; the
+#'   predicted class has the largest decision value. Classification targets
+#'   are never centred.
+#'
+#' @section Intercept:
+#' `intercept = TRUE` adds a *penalised* constant \eqn{b} to the model,
+#' \eqn{F(x) = \sum_i \alpha_i k(x, x_i) + b}, by fitting with the kernel
+#' \eqn{k(x, x') + c} (`c = 1`, or `intercept = c` for another positive
+#' constant); then \eqn{b = c \sum_i \alpha_i} and the penalty includes
+#' \eqn{b^2 / (2c)}. This is the bound-constraint formulation of kernlab's
+#' `ksvm(type = "C-bsvc")` and `"eps-bsvr"` (Mangasarian and Musicant),
+#' *not* LIBSVM's unpenalised bias with the equality constraint
+#' \eqn{\sum_i \alpha_i = 0} (`e1071::svm()`, `kernlab::ksvm(type =
+#' "C-svc")`): the two give close but not identical fits.
+#'
+#' @section Random features:
+#' `features = M` replaces the kernel by \eqn{M} random Fourier features
+#' \eqn{z(x)} (\eqn{K \approx Z Z^T}) drawn from `seed`: an inexact but
+#' cheaper fit whose model is \eqn{\theta = Z^T \alpha} (\eqn{M \times m}),
+#' kept in the fit instead of the training points (predictions \eqn{z(x)^T
+#' \theta}); the fit is \eqn{O(M)} in size, not \eqn{O(n)}, so `fitted()`
+#' and [refit()] are not available. As \eqn{M} grows the fit converges to
+#' the exact one (at rate \eqn{O(1/\sqrt M)}).
+#'
+#' @section Stopping and trace:
+#' As in [krr()], with the loss's criterion: the relative residual for the
+#' squared loss, the relative duality gap \eqn{(P - D) / \max(|P|, |D|)}
+#' otherwise, where \eqn{P} is the primal objective above and \eqn{D} the
+#' dual objective (\eqn{D \le P}, equal at the solution). The trace records
+#' at each exact check (at most once per pass, and at the end, for \eqn{n
+#' \le} option `askotch.exact_max_n`) `primal`, `dual` and `gap`; `plot()`
+#' shows them. The default `tol` on the gap is `1e-6` (double) or `1e-4`
+#' (single); for the squared loss it is [krr()]'s.
+#'
+#' @inheritParams krr
+#' @param loss A [loss object][losses] such as `loss_huber(delta = 1)`, a
+#'   loss constructor, or a loss name (`"squared"`, `"huber"`, `"svr"`,
+#'   `"hinge"`, `"squared_hinge"`, `"logistic"`, with default parameters).
+#' @param lambda Regularisation \eqn{\lambda > 0} (\eqn{C = 1/\lambda}).
+#'   Default: `1e-6 * n` for the squared loss (as [krr()]), `1` (LIBSVM's
+#'   and kernlab's default \eqn{C = 1}) for the others.
+#' @param solver A solver specification or name; `NULL` (default) uses
+#'   [askotch()] for the squared loss and [joker()] for the others. The
+#'   solver must support the loss ([solver_info()] lists them).
+#' @param tol Tolerance on the loss's criterion; see *Stopping and trace*.
+#' @param features `NULL` (the exact kernel) or a number \eqn{M} of random
+#'   Fourier features (inexact mode).
+#' @param intercept `FALSE`, `TRUE` (a penalised intercept with `c = 1`) or
+#'   a positive constant `c`; see *Intercept*.
+#' @param ... For `kernel_machine.formula()`, arguments passed to
+#'   `kernel_machine.default()`. Unknown arguments are an error.
+#' @return An object of class `c("kernel_machine", "krr")` with the
+#'   components of a [krr()] fit (`weights` are the dual variables
+#'   \eqn{\alpha}, or \eqn{\theta} with `features`) and `loss`, `intercept`
+#'   (the constant \eqn{c}, 0 for none), `bias` (\eqn{b = c \sum_i
+#'   \alpha_i} per column), `features` (\eqn{M}, 0 for none), `primal`,
+#'   `dual`, `gap` (at the last check) and `support` (support-vector counts,
+#'   for the losses that have them). Methods: [predict()][predict.kernel_machine],
+#'   `print()`, [summary()][summary.kernel_machine], [plot()][plot.kernel_machine],
+#'   `coef()`, `fitted()`, `residuals()`, [refit()].
+#' @seealso [losses], [joker()], [krr()]
+#' @examples
+#' set.seed(1)
+#' x <- matrix(runif(400), ncol = 2)
+#' y <- sin(4 * x[, 1]) + x[, 2]^2 + rnorm(200, sd = 0.1)
+#' # the squared loss is krr()
+#' fit <- kernel_machine(x, y, loss = loss_squared(), lambda = 2,
+#'                       solver = cholesky(), threads = 1)
+#' fit
+#' # Huber regression, robust to outliers
+#' y[1:10] <- y[1:10] + 5
+#' fit_h <- kernel_machine(x, y, loss = loss_huber(delta = 0.5),
+#'                         lambda = 0.5, threads = 1)
+#' summary(fit_h)
+#' # a support vector machine (C = 1 / lambda = 10)
+#' cls <- factor(ifelse(x[, 1] + x[, 2] > 1, "a", "b"))
+#' svm <- kernel_machine(x, cls, loss = loss_hinge(), lambda = 0.1,
+#'                       threads = 1)
+#' table(predict(svm, x), cls)
+#' plot(svm)
+#' @export
+kernel_machine <- function(x, ...) UseMethod("kernel_machine")
+
+#' @rdname kernel_machine
+#' @export
+kernel_machine.default <- function(x, y, loss = loss_squared(), kernel = "rbf",
+                                   bandwidth = "median", lambda = NULL,
+                                   solver = NULL, precision = "double",
+                                   device = "auto", max_passes = 100,
+                                   tol = NULL, time_limit = Inf,
+                                   validation = NULL, standardize = TRUE,
+                                   seed = NULL, progress = interactive(),
+                                   threads = NULL, mem_limit = NULL,
+                                   keep_state = FALSE, features = NULL,
+                                   intercept = FALSE, ...) {
+  ecall <- krr_call(sys.call())
+  check_no_dots(list(...), "kernel_machine", ecall)
+  if (missing(y)) abort_askotch("`y` is missing.", "input", ecall)
+  fit_model(x, y, as_loss(loss, ecall), kernel, bandwidth, !missing(bandwidth),
+            lambda, solver, precision, device, max_passes, tol, time_limit,
+            validation, standardize, seed, progress, threads, mem_limit,
+            keep_state, features = features, intercept = intercept,
+            machine = TRUE,
+            call = tryCatch(match.call(kernel_machine.default, ecall),
+                            error = function(e) ecall),
+            ecall = ecall)
+}
+
+#' @rdname kernel_machine
+#' @param formula A model formula `response ~ predictors` (see [krr()]).
+#' @param data A data frame for the formula method.
+#' @export
+kernel_machine.formula <- function(formula, data = NULL, validation = NULL, ...) {
+  formula_fit(formula, data, validation, kernel_machine.default,
+              krr_call(sys.call()), match.call(expand.dots = TRUE), ...)
+}
+
+# Argument checks and defaults ----------------------------------------------
+
+# `intercept`: FALSE / TRUE (c = 1) / a positive number c; returns c (0: none)
+check_intercept <- function(intercept, call = NULL) {
+  if (is.logical(intercept) && length(intercept) == 1L && !is.na(intercept)) {
+    return(if (intercept) 1 else 0)
+  }
+  if (is.numeric(intercept) && length(intercept) == 1L && !is.na(intercept) &&
+      intercept > 0 && is.finite(intercept)) {
+    return(as.numeric(intercept))
+  }
+  abort_askotch(sprintf(
+    "`intercept` must be TRUE, FALSE or a positive number, not %s.",
+    fmt_value(intercept)), "input", call)
+}
+
+# `features`: NULL (0: the exact kernel) or a positive whole number M
+check_features <- function(features, n, call = NULL) {
+  if (is.null(features)) return(0)
+  check_positive(features, "features", integerish = TRUE, call = call)
+  if (features >= 2^31) {
+    abort_askotch(sprintf("`features` must be below 2^31, not %s.",
+                          fmt_value(features)), "input", call)
+  }
+  as.numeric(features)
+}
+
+default_solver <- function(loss) if (loss$name == "squared") askotch() else joker()
+
+# The loss must be compiled in and the solver must support it.
+check_solver_loss <- function(solver, loss, call = NULL) {
+  info <- askotch_info()
+  if (!loss$name %in% info$losses) {
+    abort_askotch(sprintf(paste(
+      "The %s loss is not compiled into this build of askotch (compiled:",
+      "%s)."), loss$name, paste(info$losses, collapse = ", ")),
+      "not_built", call)
+  }
+  name <- solver_c(solver)$name
+  def <- info$solvers[[name]]
+  if (is.null(def)) {
+    abort_askotch(sprintf(
+      "The solver \"%s\" is not compiled into this build of askotch.", name),
+      "not_built", call)
+  }
+  if (!loss$name %in% def$losses) {
+    abort_askotch(sprintf(paste(
+      "`solver`: %s does not support the %s loss (it supports: %s); use %s."),
+      format(solver), loss$name, paste(def$losses, collapse = ", "),
+      if (loss$name == "squared") "askotch()" else "joker()"), "input", call)
+  }
+  invisible(solver)
+}
+
+# The kernel_machine fields ---------------------------------------------------
+
+# random features M of a fit (0: exact kernel)
+fit_features <- function(object) if (is.null(object$features)) 0 else object$features
+
+# Turn a "krr" fit made by fit_model() into a "kernel_machine".
+as_kernel_machine <- function(fit, dat, set, res) {
+  fit$intercept <- set$intercept
+  fit$features <- set$features
+  class(fit) <- c("kernel_machine", "krr")
+  km_fields(fit, res)
+}
+
+# The fields a solve sets beyond solve_fields(): the bias, the support
+# vectors, the last objective values; in features mode theta replaces the
+# weights and the training points are dropped.
+km_fields <- function(fit, res) {
+  alpha <- res$weights
+  cc <- fit_intercept(fit)
+  fit$bias <- if (cc > 0) cc * colSums(alpha) else rep(0, ncol(alpha))
+  colnames(alpha) <- colnames(fit$weights)
+  fit$support <- support_vectors(fit_loss(fit), alpha, fit$lambda)
+  tr <- res$trace
+  last <- function(v) {
+    if (is.null(v) || all(is.na(v))) NA_real_ else utils::tail(v[!is.na(v)], 1L)
+  }
+  fit$primal <- last(tr$primal)
+  fit$dual <- last(tr$dual)
+  fit$gap <- last(tr$gap)
+  if (fit_features(fit) > 0) {
+    theta <- res$theta
+    colnames(theta) <- colnames(fit$weights)
+    fit$weights <- theta
+    fit$x <- NULL
+    fit$x_train <- NULL
+    fit$y <- NULL
+  }
+  fit
+}
+
+# Support vectors (alpha_i != 0) and those at the bound of the dual box, per
+# column, for the losses that have them (NULL otherwise).
+support_vectors <- function(loss, alpha, lambda) {
+  bound <- switch(loss$name, hinge = 1 / lambda, svr = 1 / lambda,
+                  huber = loss$param / lambda, squared_hinge = Inf, NULL)
+  if (is.null(bound)) return(NULL)
+  a <- abs(alpha)
+  scale <- max(a, if (is.finite(bound)) bound else 0, .Machine$double.xmin)
+  nz <- a > 1e-12 * scale
+  at <- if (is.finite(bound)) a >= bound * (1 - 1e-8) else nz & FALSE
+  list(count = colSums(nz), at_bound = colSums(at), any = sum(rowSums(nz) > 0),
+       bound = bound)
+}
+
+# Methods ---------------------------------------------------------------------
+
+#' Predict from a kernel machine
+#'
+#' @param object A `"kernel_machine"` fit.
+#' @param newdata New points as for [predict.krr()]; `NULL`: the training
+#'   points (not for a random-features fit, which does not keep them).
+#' @param type `"response"` (numeric predictions for regression, the class
+#'   for classification), `"class"`, `"decision"` (the decision values
+#'   \eqn{F(x)}, including the bias and, for regression, the target mean)
+#'   or `"prob"` (the logistic loss only).
+#' @param device As for [predict.krr()].
+#' @param ... Unused.
+#' @return As [predict.krr()]; for `type = "prob"` the probability of the
+#'   second level \eqn{1 / (1 + e^{-F})} (binary), or a matrix with one
+#'   column per class (one-vs-rest). *Note*: with more than two classes the
+#'   \eqn{K} one-vs-rest logistic models are fitted independently, so their
+#'   probabilities \eqn{1 / (1 + e^{-F_k})} need not sum to one; they are
+#'   normalised over the classes (divided by their sum), a heuristic, not
+#'   the probabilities of a multinomial model.
+#' @examples
+#' fit <- kernel_machine(Species ~ ., data = iris, loss = loss_logistic(),
+#'                       lambda = 0.1, threads = 1)
+#' head(predict(fit, iris, type = "prob"))
+#' table(predict(fit, iris), iris$Species)
+#' @export
+predict.kernel_machine <- function(object, newdata = NULL,
+                                   type = c("response", "class", "decision",
+                                            "prob"),
+                                   device = NULL, ...) {
+  if (!is.character(type) || length(type) < 1L) {
+    abort_askotch(paste("`type` must be \"response\", \"class\",",
+                        "\"decision\" or \"prob\"."), "input")
+  }
+  if (length(type) > 1L) type <- type[1L]
+  type <- check_choice(type, c("response", "class", "decision", "prob"), "type")
+  if (is.null(newdata) && fit_features(object) > 0) {
+    abort_askotch(paste(
+      "`newdata` is needed: a random-features fit does not keep its",
+      "training points."), "input")
+  }
+  if (type != "prob") {
+    return(predict.krr(object, newdata, type = type, device = device))
+  }
+  if (fit_loss(object)$name != "logistic") {
+    abort_askotch(sprintf(paste(
+      "`type = \"prob\"` needs a fit with the logistic loss, not the %s",
+      "loss; use type = \"decision\" for the decision values."),
+      fit_loss(object)$name), "input")
+  }
+  s <- predict.krr(object, newdata, type = "decision", device = device)
+  p <- stats::plogis(s)
+  if (is.matrix(p)) p <- p / rowSums(p)
+  p
+}
+
+#' @export
+print.kernel_machine <- function(x, ...) {
+  cat("Kernel machine (askotch)\n")
+  cat(sprintf("  %s, n = %d, p = %d%s\n", task_label(x), x$n, x$p,
+              if (x$task == "multioutput") sprintf(", %d outputs", x$m) else ""))
+  cat("  loss: ", format(fit_loss(x)), ", lambda = ", format(signif(x$lambda, 4)),
+      " (C = ", format(signif(1 / x$lambda, 4)), ")\n", sep = "")
+  cat("  ", format(x$kernel), model_text(x), "\n", sep = "")
+  cat("  solver: ", format(x$solver), ", ", x$precision, " precision on ",
+      x$device, "\n", sep = "")
+  cat(sprintf("  %s after %d iterations (%.3g passes, %.3g s); %s\n",
+              if (x$converged) "converged" else "not converged",
+              x$iterations, x$passes, x$seconds, km_crit_text(x)))
+  if (!is.null(x$support)) {
+    cat(sprintf("  %d support vectors\n", x$support$any))
+  }
+  invisible(x)
+}
+
+model_text <- function(x) {
+  paste0(if (fit_features(x) > 0) sprintf(", %d random features",
+                                          as.integer(x$features)) else "",
+         if (fit_intercept(x) > 0) sprintf(", penalised intercept (c = %s)",
+                                           format(x$intercept)) else "")
+}
+
+km_crit_text <- function(x) {
+  if (fit_loss(x)$name == "squared") return(resid_text(x))
+  if (!is.na(x$resid_exact)) {
+    sprintf("relative duality gap %.3g", x$resid_exact)
+  } else {
+    sprintf("estimated relative duality gap %.3g", x$resid_est)
+  }
+}
+
+#' Summarise a kernel machine
+#'
+#' @param object A `"kernel_machine"` fit.
+#' @param ... Unused.
+#' @return An object of class `c("summary.kernel_machine", "summary.krr")`:
+#'   the fields of [summary.krr()] and `loss`, `primal`, `dual`, `gap` (at
+#'   the last check), `intercept`, `bias`, `features` and, for the losses
+#'   with support vectors (hinge, squared hinge, SVR, Huber), `support`: per
+#'   output column the number of support vectors (\eqn{\alpha_i \ne 0}) and
+#'   of those at the bound of the dual box (\eqn{|\alpha_i| = 1/\lambda}
+#'   for hinge and SVR, \eqn{\delta/\lambda} for Huber, where the residual
+#'   is in the linear part of the loss), and `any` (points that are a
+#'   support vector of some column).
+#' @examples
+#' fit <- kernel_machine(mpg ~ ., data = mtcars, lambda = 1, threads = 1)
+#' summary(fit)
+#' @export
+summary.kernel_machine <- function(object, ...) {
+  s <- summary.krr(object)
+  s$title <- "Kernel machine (askotch)"
+  if (fit_loss(object)$name != "squared") s$crit_name <- "Duality gap"
+  s$loss <- format(fit_loss(object))
+  s$primal <- object$primal
+  s$dual <- object$dual
+  s$gap <- object$gap
+  s$intercept <- fit_intercept(object)
+  s$bias <- object$bias
+  s$features <- fit_features(object)
+  s$support <- object$support
+  sv <- object$support
+  extra <- c("Loss" = s$loss)
+  if (s$features > 0) extra <- c(extra, "Random features" = format(s$features))
+  if (s$intercept > 0) {
+    extra <- c(extra, "Intercept" = sprintf(
+      "penalised, c = %s; bias %s", format(s$intercept),
+      paste(format(signif(s$bias, 4)), collapse = ", ")))
+  }
+  if (!is.na(s$primal)) {
+    extra <- c(extra, "Objective" = sprintf(
+      "primal %s, dual %s, relative gap %s", format(signif(s$primal, 7)),
+      format(signif(s$dual, 7)), format(signif(s$gap, 3))))
+  }
+  if (!is.null(sv)) {
+    extra <- c(extra, "Support vectors" = sprintf(
+      "%d of %d%s", sv$any, object$n,
+      if (is.finite(sv$bound)) sprintf(" (at the bound %s: %s)",
+                                      format(signif(sv$bound, 4)),
+                                      paste(sv$at_bound, collapse = ", ")) else ""))
+  }
+  s$extra <- extra
+  class(s) <- c("summary.kernel_machine", "summary.krr")
+  s
+}
+
+#' Convergence plots for a kernel machine
+#'
+#' Plots the loss's criterion (the relative duality gap; the relative
+#' residual for the squared loss) against passes and seconds, the running
+#' estimate as a line and the exact values at checks as points, and the
+#' primal and dual objectives at the checks.
+#'
+#' @param x A `"kernel_machine"` fit.
+#' @param ... Passed to [graphics::plot()].
+#' @return `x`, invisibly.
+#' @examples
+#' fit <- kernel_machine(mpg ~ ., data = mtcars, lambda = 1, threads = 1,
+#'                       solver = askotch(block_size = 8))
+#' plot(fit)
+#' @export
+plot.kernel_machine <- function(x, ...) {
+  tr <- x$trace
+  old <- graphics::par(mfrow = c(1L, 3L))
+  on.exit(graphics::par(old))
+  pos <- function(v) ifelse(is.finite(v) & v > 0, v, NA_real_)
+  est <- pos(tr$resid_est)
+  ex <- pos(tr$resid_exact)
+  crit <- fit_loss(x)$criterion
+  all_r <- c(est, ex, if (x$tol > 0) x$tol)
+  rng <- if (any(!is.na(all_r))) range(all_r, na.rm = TRUE) else c(1e-16, 1)
+  panel <- function(xx, xlab) {
+    graphics::plot(xx, est, type = "n", log = "y", ylim = rng, xlab = xlab,
+                   ylab = crit, ...)
+    if (any(!is.na(est))) graphics::lines(xx, est, type = "o", pch = 20,
+                                          cex = 0.5)
+    if (any(!is.na(ex))) graphics::points(xx, ex, pch = 1, col = "red")
+    if (x$tol > 0) graphics::abline(h = x$tol, lty = 3, col = "grey40")
+  }
+  panel(tr$passes, "passes")
+  graphics::title(sprintf("%s loss, %s", fit_loss(x)$name, x$solver$name))
+  panel(tr$seconds, "seconds")
+  ok <- !is.na(tr$primal) & !is.na(tr$dual)
+  if (any(ok)) {
+    graphics::matplot(tr$passes[ok], cbind(tr$primal[ok], tr$dual[ok]),
+                      type = "o", pch = c(20, 1), lty = 1,
+                      col = c("black", "red"), xlab = "passes",
+                      ylab = "objective", ...)
+    graphics::legend("right", c("primal", "dual"), pch = c(20, 1),
+                     col = c("black", "red"), bty = "n", cex = 0.8)
+  } else {
+    graphics::plot.new()
+    graphics::title("no objective values recorded")
+  }
+  invisible(x)
+}
+
+#' @export
+fitted.kernel_machine <- function(object, ...) {
+  if (fit_features(object) > 0) {
+    abort_askotch(paste(
+      "A random-features fit does not keep its training points: use",
+      "predict(fit, x) with the training x."), "input")
+  }
+  NextMethod()
+}
+
+#' @export
+residuals.kernel_machine <- function(object, ...) {
+  if (fit_features(object) > 0) fitted.kernel_machine(object)
+  NextMethod()
+}
