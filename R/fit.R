@@ -29,14 +29,20 @@ stop_check <- function(rule, d, t0, memo, exact_fn) {
   reason <- NA_character_
   if (d[["done"]] >= 1) {
     reason <- if (rule$direct) "exact" else "tol"
-  } else if (is.finite(est) && est <= rule$tol) {
+  } else if ((is.finite(est) && est <= rule$tol) ||
+             (rule$criterion != "relative residual" && passes >= memo$next_gap)) {
+    # The duality gap is also checked at passes 1, 2, 4, 8, ... (at most
+    # log2(passes) extra kernel passes): a block method's running estimate
+    # (a projected gradient norm) is not on the gap's scale and can level off
+    # at its rounding floor above a small `tol`.
+    memo$next_gap <- max(2 * passes, 1)
     if (rule$n <= rule$exact_max_n) {
       if (passes - memo$last_exact_pass >= 1) {
         exact <- exact_fn()
         memo$last_exact_pass <- passes
         if (exact <= rule$tol) reason <- "tol"
       }
-    } else {
+    } else if (is.finite(est) && est <= rule$tol) {
       reason <- "tol"
     }
   }
@@ -166,6 +172,7 @@ drive_solver <- function(state, set, tgt, xs, t0 = now()) {
   }
   memo <- new.env(parent = emptyenv())
   memo$last_exact_pass <- -Inf
+  memo$next_gap <- 1
   rows <- vector("list", 64L)
   nrow_trace <- 0L
   slice <- 1
