@@ -214,7 +214,10 @@ int main(int argc, char **argv) {
       }
     }
     printf("  %s m = 3 vs m = 1: max diff %.2e (max |w| %.2e)\n", lname[l], dmax, wmax);
-    CHECK(st == KRR_OK && dmax <= 1e-12 * wmax, "(c) %s: m = 3 differs from m = 1 by %.3e", lname[l], dmax);
+    /* logistic: the gap is ~1e-16 in both, but K (RBF, n = 200, p = 3) has
+     * eigenvalues near 1e-10, so alpha itself is determined only to ~1e-9 */
+    double rtol = l == LOGIT ? 1e-8 : 1e-12;
+    CHECK(st == KRR_OK && dmax <= rtol * wmax, "(c) %s: m = 3 differs from m = 1 by %.3e", lname[l], dmax);
     free(w1);
   }
 

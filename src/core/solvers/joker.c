@@ -204,6 +204,17 @@ static krr_status dot(krr_solver *s, int64_t b, const void *x, const void *y, do
   return SOP(s, dot, b, x, y, out);
 }
 
+/* the model g^T v + 1/2 v^T Q v of the trust-region step v (Qd: scratch) */
+static krr_status model(krr_solver *s, int64_t b, const void *v, double *out) {
+  jk_t *j = J(s);
+  double gv = 0, vQv = 0;
+  KTRY(qmul(s, b, v, j->Qd, 0));
+  KTRY(dot(s, b, v, j->Qd, &vQv));
+  KTRY(dot(s, b, j->g, v, &gv));
+  *out = gv + 0.5 * vQv;
+  return KRR_OK;
+}
+
 /* s <- s + tau d with tau in [0, w] the first crossing of the box [L, U]
  * (bisection to a relative 2^-30 of w; no min-reduction is needed), the
  * crossing variables put exactly on their bounds (so the next step holds
@@ -290,6 +301,11 @@ static krr_status trust_region(krr_solver *s, int64_t b, void *a, void *gb, cons
     /* Algorithm 2 on the free set: s = 0, r = -g, d = r */
     double rr = gn * gn, cgtol = gn * fmin(0.1, sqrt(gn / g0));
     int boundary = 0;
+    double mcur = 0; /* the model at s */
+    /* SVR keeps the first crossing: a projection pins variables at 0, the
+     * edge of their orthant, and in our tests the iteration then stalled
+     * (the projected gradient vanished with a duality gap of 5e-3) */
+    const int proj = s->obj->loss->code != KRR_LOSS_SVR;
     KTRY(ctx->ops->zero(ctx, j->s, vb));
     KTRY(SOP(s, axpby, b, 0.0, j->r, -1.0, j->r));
     KTRY(ctx->ops->copy(ctx, j->d, j->r, vb));
@@ -313,12 +329,24 @@ static krr_status trust_region(krr_solver *s, int64_t b, void *a, void *gb, cons
       KTRY(SOP(s, axpby, b, -1.0, j->t1, 1.0, j->p));
       KTRY(SOP(s, nrm2, b, j->p, &viol));
       if (viol > 0) {
-        /* to the first box crossing, the crossing variables onto their bounds;
-         * then CG restarts from there on the new free set (a projected search
-         * with subspace CG: the active set grows instead of every step ending
-         * at its first crossing) */
-        KTRY(box_step(s, b, w, j->t1));
-        KTRY(qmul(s, b, j->s, j->Qd, 0)); /* Qd = g + Q s: the model gradient at s */
+        /* the projected step P(s + w d) when it decreases the model (many
+         * variables reach their bounds at once), else the first box crossing,
+         * the crossing variables onto their bounds; then CG restarts from
+         * there on the new free set (a projected search with subspace CG: the
+         * active set grows instead of every step ending at its first
+         * crossing) */
+        KTRY(SOP(s, axpby, b, 1.0, j->t1, 1.0, j->p)); /* p = P(s + w d), within the radius */
+        double mA = INFINITY, mB = 0;
+        if (proj) KTRY(model(s, b, j->p, &mA));
+        if (proj && mA < mcur) { /* the projected step decreases the model: many variables reach their bounds at once */
+          KTRY(ctx->ops->copy(ctx, j->s, j->p, vb));
+          mcur = mA;
+        } else { /* the first crossing, where the model still decreases */
+          KTRY(box_step(s, b, w, j->t1));
+          KTRY(model(s, b, j->s, &mB));
+          mcur = mB;
+        }
+        /* Qd = Q s (left by model()); Qd + g: the model gradient at s */
         KTRY(SOP(s, axpby, b, 1.0, j->g, 1.0, j->Qd));
         KTRY(ctx->ops->copy(ctx, j->p, j->L, vb));
         KTRY(SOP(s, axpby, b, -1.0, j->s, 1.0, j->p));
@@ -336,6 +364,8 @@ static krr_status trust_region(krr_solver *s, int64_t b, void *a, void *gb, cons
         continue;
       }
       KTRY(ctx->ops->copy(ctx, j->s, j->t1, vb));
+      /* along d from s the model changes by w (r . d) ... = -w rr + w^2 dq / 2 (r . d = rr in CG) */
+      mcur += -w * rr + 0.5 * w * w * dq;
       if (to_bnd) { boundary = 1; break; }
       KTRY(SOP(s, axpby, b, -w, j->Qd, 1.0, j->r));
       double rn = 0;
