@@ -83,6 +83,13 @@ KRR_HD double krr_lm_f(int loss, double lambda, double p, double e, double y, do
 
 /* One element of a loss map (ops.h, krr_map_kind): y, a and o are the
  * element's values of the arrays y, a, out (o: out on entry). */
+/* SVR: a weight at 0 up to the rounding of steps of the box's size (a
+ * weight left at 1e-16 would otherwise keep its orthant and be held at 0
+ * when its gradient points across) */
+KRR_HD int krr_lm_svr_zero(double lambda, double e, double a) {
+  return fabs(a) <= 16.0 * e / lambda;
+}
+
 KRR_HD double krr_loss_elem(int loss, int kind, double lambda, double p, double e, double y,
                             double a, double o) {
   double lo, hi, t, r;
@@ -90,7 +97,7 @@ KRR_HD double krr_loss_elem(int loss, int kind, double lambda, double p, double 
     case KRR_MAP_GRAD:
       switch (loss) {
         case KRR_LOSS_HINGE: return -y;
-        case KRR_LOSS_SVR: return p * krr_lm_sign(a) - y;
+        case KRR_LOSS_SVR: return (krr_lm_svr_zero(lambda, e, a) ? 0.0 : p * krr_lm_sign(a)) - y;
         case KRR_LOSS_LOGISTIC:
           t = krr_lm_logit_t(lambda, e, y, a);
           return (y >= 0 ? 1.0 : -1.0) * (log(t) - log1p(-t));
@@ -128,14 +135,16 @@ KRR_HD double krr_loss_elem(int loss, int kind, double lambda, double p, double 
         default: return o * (lambda * (a + 0.5 * o) - y);
       }
     case KRR_MAP_PSEUDO: /* o = g: SVR at a = 0, the least-norm subgradient */
-      if (loss == KRR_LOSS_SVR && a == 0.0) return o > p ? o - p : (o < -p ? o + p : 0.0);
+      if (loss == KRR_LOSS_SVR && krr_lm_svr_zero(lambda, e, a))
+        return o > p ? o - p : (o < -p ? o + p : 0.0);
       return o;
     case KRR_MAP_LO: case KRR_MAP_HI: /* o = pseudo-gradient */
       krr_lm_box(loss, lambda, p, e, y, &lo, &hi);
       if (loss == KRR_LOSS_SVR) { /* the orthant of a, or the one the gradient points to */
-        if (a > 0 || (a == 0 && o < 0)) lo = 0.0;
-        if (a < 0 || (a == 0 && o > 0)) hi = 0.0;
-        if (a == 0 && o == 0) lo = hi = 0.0;
+        int z = krr_lm_svr_zero(lambda, e, a);
+        if ((!z && a > 0) || (z && o < 0)) lo = 0.0;
+        if ((!z && a < 0) || (z && o > 0)) hi = 0.0;
+        if (z && o == 0) lo = hi = 0.0;
       }
       return kind == KRR_MAP_LO ? lo : hi;
     case KRR_MAP_PROJECT:

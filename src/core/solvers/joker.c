@@ -302,10 +302,6 @@ static krr_status trust_region(krr_solver *s, int64_t b, void *a, void *gb, cons
     double rr = gn * gn, cgtol = gn * fmin(0.1, sqrt(gn / g0));
     int boundary = 0;
     double mcur = 0; /* the model at s */
-    /* SVR keeps the first crossing: a projection pins variables at 0, the
-     * edge of their orthant, and in our tests the iteration then stalled
-     * (the projected gradient vanished with a duality gap of 5e-3) */
-    const int proj = s->obj->loss->code != KRR_LOSS_SVR;
     KTRY(ctx->ops->zero(ctx, j->s, vb));
     KTRY(SOP(s, axpby, b, 0.0, j->r, -1.0, j->r));
     KTRY(ctx->ops->copy(ctx, j->d, j->r, vb));
@@ -336,9 +332,9 @@ static krr_status trust_region(krr_solver *s, int64_t b, void *a, void *gb, cons
          * active set grows instead of every step ending at its first
          * crossing) */
         KTRY(SOP(s, axpby, b, 1.0, j->t1, 1.0, j->p)); /* p = P(s + w d), within the radius */
-        double mA = INFINITY, mB = 0;
-        if (proj) KTRY(model(s, b, j->p, &mA));
-        if (proj && mA < mcur) { /* the projected step decreases the model: many variables reach their bounds at once */
+        double mA = 0, mB = 0;
+        KTRY(model(s, b, j->p, &mA));
+        if (mA < mcur) { /* the projected step decreases the model: many variables reach their bounds at once */
           KTRY(ctx->ops->copy(ctx, j->s, j->p, vb));
           mcur = mA;
         } else { /* the first crossing, where the model still decreases */
