@@ -17,7 +17,8 @@
 #' @section Options:
 #' * `askotch.exact_max_n` (default 50000): largest n for which [krr()]
 #'   computes exact residuals (one extra kernel pass each) to confirm
-#'   convergence and report the final residual.
+#'   convergence and report the final residual. The duality gap of
+#'   [kernel_machine()]'s other losses is always computed exactly.
 #'
 #' @references
 #' Rathore, P., Frangella, Z., Yang, J., Dereziński, M. and Udell, M. (2025).

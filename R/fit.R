@@ -8,9 +8,11 @@ now <- function() proc.time()[["elapsed"]]
 
 # A stop rule: the loss's criterion (for the squared loss the relative
 # residual of (K + lambda I) w = y; the relative duality gap for other
-# losses) below `tol`, confirmed by an exact check (at most once per pass,
-# for n <= option askotch.exact_max_n), or `max_passes`, or `time_limit`
-# seconds; an exact solver ends with reason "exact".
+# losses) below `tol`, confirmed by an exact check (at most once per pass;
+# for the squared loss only for n <= option askotch.exact_max_n, above which
+# the running estimate decides; the gap is always computed), or
+# `max_passes`, or `time_limit` seconds; an exact solver ends with reason
+# "exact".
 stop_rule <- function(tol, max_passes, time_limit, n, direct = FALSE,
                       criterion = "relative residual") {
   structure(list(tol = tol, max_passes = max_passes, time_limit = time_limit,
@@ -27,22 +29,24 @@ stop_check <- function(rule, d, t0, memo, exact_fn) {
   est <- d[["resid_est"]]
   exact <- NA_real_
   reason <- NA_character_
+  gap <- rule$criterion != "relative residual"
+  due <- gap && passes >= memo$next_gap
+  exact_ok <- gap || rule$n <= rule$exact_max_n
   if (d[["done"]] >= 1) {
     reason <- if (rule$direct) "exact" else "tol"
-  } else if ((is.finite(est) && est <= rule$tol) ||
-             (rule$criterion != "relative residual" && passes >= memo$next_gap)) {
+  } else if (due || (is.finite(est) && est <= rule$tol)) {
     # The duality gap is also checked at passes 1, 2, 4, 8, ... (at most
-    # log2(passes) extra kernel passes): a block method's running estimate
-    # (a projected gradient norm) is not on the gap's scale and can level off
-    # at its rounding floor above a small `tol`.
-    memo$next_gap <- max(2 * passes, 1)
-    if (rule$n <= rule$exact_max_n) {
+    # log2(passes) extra kernel passes), and for every n: a block method's
+    # running estimate (a projected gradient norm) is not on the gap's scale
+    # and can level off at its rounding floor above a small `tol`.
+    if (due) memo$next_gap <- max(2 * passes, 1)
+    if (exact_ok) {
       if (passes - memo$last_exact_pass >= 1) {
         exact <- exact_fn()
         memo$last_exact_pass <- passes
         if (exact <= rule$tol) reason <- "tol"
       }
-    } else if (is.finite(est) && est <= rule$tol) {
+    } else {
       reason <- "tol"
     }
   }
@@ -54,7 +58,7 @@ stop_check <- function(rule, d, t0, memo, exact_fn) {
       reason <- "time_limit"
     }
   }
-  if (!is.na(reason) && is.na(exact) && rule$n <= rule$exact_max_n) {
+  if (!is.na(reason) && is.na(exact) && exact_ok) {
     exact <- exact_fn()
   }
   list(reason = reason, exact = exact, elapsed = elapsed)

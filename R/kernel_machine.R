@@ -48,16 +48,24 @@
 #' kept in the fit instead of the training points (predictions \eqn{z(x)^T
 #' \theta}); the fit is \eqn{O(M)} in size, not \eqn{O(n)}, so `fitted()`
 #' and [refit()] are not available. As \eqn{M} grows the fit converges to
-#' the exact one (at rate \eqn{O(1/\sqrt M)}).
+#' the exact one (at rate \eqn{O(1/\sqrt M)}). Memory beyond the data and
+#' the \eqn{n \times m} weights: the \eqn{M \times p} frequencies,
+#' \eqn{\theta}, and for a block of \eqn{b} points its \eqn{b \times M}
+#' features and \eqn{b \times b} kernel block, \eqn{O(Mp + bM + b^2)};
+#' a block costs \eqn{O(bMp + b^2 M)} (default \eqn{b = 512}).
 #'
 #' @section Stopping and trace:
 #' As in [krr()], with the loss's criterion: the relative residual for the
 #' squared loss, the relative duality gap \eqn{(P - D) / \max(|P|, |D|)}
 #' otherwise, where \eqn{P} is the primal objective above and \eqn{D} the
-#' dual objective (\eqn{D \le P}, equal at the solution). The trace records
-#' at each exact check (at most once per pass, and at the end, for \eqn{n
-#' \le} option `askotch.exact_max_n`) `primal`, `dual` and `gap`; `plot()`
-#' shows them. The default `tol` on the gap is `1e-6` (double) or `1e-4`
+#' dual objective (\eqn{D \le P}, equal at the solution). The gap is
+#' computed exactly (one kernel pass) when the solver's running estimate
+#' falls below `tol` (at most once per pass), at passes 1, 2, 4, 8, ...
+#' (the estimate is a projected-gradient norm, not on the gap's scale) and
+#' at the end, for every \eqn{n} (option `askotch.exact_max_n` applies to
+#' the squared loss only); the fit stops only on the exact gap. The trace
+#' records `primal`, `dual` and `gap` at each exact check; `plot()` shows
+#' them. The default `tol` on the gap is `1e-6` (double) or `1e-4`
 #' (single); for the squared loss it is [krr()]'s.
 #'
 #' @inheritParams krr

@@ -155,6 +155,11 @@ loss_check_targets <- function(loss, tgt, call = NULL) {
     if (ncol(Y) == 1L && all(Y == 1 | Y == -1) && length(unique(Y[, 1L])) == 2L) {
       return(list(Y = Y, task = "binary", levels = c("-1", "1"), names = NULL))
     }
+    if (ncol(Y) == 1L && all(Y == 1 | Y == -1)) {
+      abort_askotch(sprintf(paste(
+        "`y` has only one class (all %s) for the %s loss, which classifies:",
+        "it needs both -1 and +1."), format(Y[1L, 1L]), loss$name), "input", call)
+    }
     abort_askotch(sprintf(paste(
       "`y` must be a factor (or a logical, character or numeric -1/+1",
       "vector) for the %s loss, which classifies; found a numeric response",

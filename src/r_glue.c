@@ -239,6 +239,13 @@ SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP
   if (st == KRR_OK) st = krr_objective_init(&fs->ctx, fs->op, ls, lam, REAL(y), m, &fs->obj);
   if (st == KRR_OK && krr_loss_param_name(ls)) st = krr_objective_set_param(&fs->ctx, &fs->obj, lparam);
   if (st == KRR_OK) st = krr_solver_init(&fs->ctx, fs->op, &fs->obj, o, &fs->solver);
+  /* a random-features model is theta = Z^T w over the training rows: the
+   * inducing-point solvers' weights live on their centres */
+  if (st == KRR_OK && M > 0 && krr_solver_weights_rows(fs->solver) != n)
+    st = krr_fail(&fs->ctx, KRR_ERR_INPUT,
+                  "`features`: the solver `%s` fits weights on inducing points, not on the "
+                  "training points; use random features with joker(), askotch(), pcg() or "
+                  "cholesky()", krr_solver_name(def));
   krr_options_free(o);
   if (st != KRR_OK) {
     char buf[sizeof fs->ctx.msg];
@@ -347,6 +354,8 @@ SEXP ffi_fit_features_theta(SEXP ptr) {
   if (fs->features <= 0) raise_status(KRR_ERR_INPUT, "not a random-features fit");
   int64_t n = fs->pb.n, nf = krr_op_nfeat(fs->op);
   int m = fs->obj.m;
+  if (krr_solver_weights_rows(fs->solver) != n)
+    raise_status(KRR_ERR_INPUT, "the weights do not live on the training points");
   double *w = (double *)R_alloc((size_t)(n * m), sizeof(double));
   SEXP theta = PROTECT(Rf_allocMatrix(REALSXP, (int)nf, m));
   blas_save();

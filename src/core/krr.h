@@ -209,7 +209,7 @@ void krr_objective_free(krr_ctx *ctx, krr_objective *obj);
 krr_status krr_objective_values_host(krr_op *op, const krr_objective *obj, const double *a_host,
                                      double *primal, double *dual);
 /* Set the loss parameter (krr_objective_init sets the loss's default: Huber
- * delta = 1, SVR epsilon = 0.25), validated per loss: huber delta > 0, svr
+ * delta = 1, SVR epsilon = 0.1), validated per loss: huber delta > 0, svr
  * epsilon >= 0, finite; losses without a parameter accept any finite value
  * and ignore it.  Input errors name the parameter. */
 krr_status krr_objective_set_param(krr_ctx *ctx, krr_objective *obj, double param);

@@ -539,6 +539,15 @@ test_that("single-precision logistic on separable data stays finite", {
 })
 
 test_that("bad input: classed errors naming the argument", {
+  d0 <- loss_data()
+  # random features need weights on the training points (not inducing points)
+  expect_error(kernel_machine(d0$x, d0$yr, loss = loss_squared(), lambda = 1,
+                              solver = falkon(centers = 20), features = 50,
+                              threads = 1, seed = 1),
+               "`features`", class = "askotch_error_input")
+  # a numeric -1/+1 response with one class only says so
+  expect_error(kernel_machine(d0$x, rep(1, 200), loss = loss_hinge(), threads = 1),
+               "only one class", class = "askotch_error_input")
   expect_error(loss_huber(delta = -1), "`delta`", class = "askotch_error_input")
   expect_error(loss_huber(delta = NA), "`delta`", class = "askotch_error_input")
   expect_error(loss_svr(epsilon = -0.1), "`epsilon`", class = "askotch_error_input")
