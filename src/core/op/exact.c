@@ -53,24 +53,6 @@ static krr_status ex_diag(krr_op *op, const krr_block *A, double *out) {
   return KRR_OK;
 }
 
-static krr_status ex_dot(krr_op *op, int64_t len, const void *x, const void *y, double *out) {
-  return XOP(op, dot, len, x, y, out);
-}
-
-static krr_status ex_nrm2(krr_op *op, int64_t len, const void *x, double *out) {
-  return XOP(op, nrm2, len, x, out);
-}
-
-static krr_status ex_gather(krr_op *op, const krr_block *A, const void *src, int m, void *dst,
-                            int64_t ldd) {
-  return XOP(op, gather_rows, src, op->nloc, m, A->idx, A->b, dst, ldd);
-}
-
-static krr_status ex_scatter(krr_op *op, double alpha, const void *src, int64_t lds, int m,
-                             const krr_block *A, void *dst) {
-  return XOP(op, scatter_axpy, alpha, src, lds, m, A->idx, A->b, dst, op->nloc);
-}
-
 static krr_status make(krr_ctx *ctx, krr_precision prec, const void *X, int64_t n, int p,
                        krr_kernel kernel, krr_op **out);
 
@@ -91,10 +73,10 @@ static const krr_op_vt exact_vt = {
     .mv = ex_mv,
     .mat = ex_mat,
     .diag = ex_diag,
-    .dot = ex_dot,
-    .nrm2 = ex_nrm2,
-    .gather = ex_gather,
-    .scatter_axpy = ex_scatter,
+    .dot = krr_op_local_dot,
+    .nrm2 = krr_op_local_nrm2,
+    .gather = krr_op_local_gather,
+    .scatter_axpy = krr_op_local_scatter,
     .subset = ex_subset,
     .free = ex_free,
 };

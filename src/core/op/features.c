@@ -243,24 +243,6 @@ static krr_status ft_diag(krr_op *op, const krr_block *A, double *out) {
   return KRR_OK;
 }
 
-static krr_status ft_dot(krr_op *op, int64_t len, const void *x, const void *y, double *out) {
-  return XOP(op, dot, len, x, y, out);
-}
-
-static krr_status ft_nrm2(krr_op *op, int64_t len, const void *x, double *out) {
-  return XOP(op, nrm2, len, x, out);
-}
-
-static krr_status ft_gather(krr_op *op, const krr_block *A, const void *src, int m, void *dst,
-                            int64_t ldd) {
-  return XOP(op, gather_rows, src, op->nloc, m, A->idx, A->b, dst, ldd);
-}
-
-static krr_status ft_scatter(krr_op *op, double alpha, const void *src, int64_t lds, int m,
-                             const krr_block *A, void *dst) {
-  return XOP(op, scatter_axpy, alpha, src, lds, m, A->idx, A->b, dst, op->nloc);
-}
-
 /* Z_A (|A| x M, ld ldz): a copy of a loaded block's, or computed in chunks */
 static krr_status ft_features(krr_op *op, const krr_block *A, void *Z, int64_t ldz) {
   feat_t *F = FT(op);
@@ -312,10 +294,10 @@ static const krr_op_vt features_vt = {
     .mv = ft_mv,
     .mat = ft_mat,
     .diag = ft_diag,
-    .dot = ft_dot,
-    .nrm2 = ft_nrm2,
-    .gather = ft_gather,
-    .scatter_axpy = ft_scatter,
+    .dot = krr_op_local_dot,
+    .nrm2 = krr_op_local_nrm2,
+    .gather = krr_op_local_gather,
+    .scatter_axpy = krr_op_local_scatter,
     .subset = ft_subset,
     .free = ft_free,
     .features = ft_features,

@@ -44,6 +44,27 @@ krr_status krr_op_trace(krr_op *op, const krr_block *A, double *out) {
   return st;
 }
 
+/* n-vectors held whole on this process (the exact and random-feature
+ * operators): reductions and row gathers are the device's own */
+#define LOP(op, name, ...) KOP((op)->ctx, (op)->prec, name, __VA_ARGS__)
+krr_status krr_op_local_dot(krr_op *op, int64_t len, const void *x, const void *y, double *out) {
+  return LOP(op, dot, len, x, y, out);
+}
+
+krr_status krr_op_local_nrm2(krr_op *op, int64_t len, const void *x, double *out) {
+  return LOP(op, nrm2, len, x, out);
+}
+
+krr_status krr_op_local_gather(krr_op *op, const krr_block *A, const void *src, int m, void *dst,
+                               int64_t ldd) {
+  return LOP(op, gather_rows, src, op->nloc, m, A->idx, A->b, dst, ldd);
+}
+
+krr_status krr_op_local_scatter(krr_op *op, double alpha, const void *src, int64_t lds, int m,
+                                const krr_block *A, void *dst) {
+  return LOP(op, scatter_axpy, alpha, src, lds, m, A->idx, A->b, dst, op->nloc);
+}
+
 void krr_op_free(krr_op *op) {
   if (op) op->vt->free(op);
 }

@@ -110,6 +110,14 @@ static inline krr_status krr_op_scatter_axpy(krr_op *op, double alpha, const voi
 static inline krr_status krr_op_subset(krr_op *op, const krr_block *A, krr_op **out) {
   return op->vt->subset(op, A, out);
 }
+/* vtable entries for n-vectors held whole on one process (dot, nrm2,
+ * gather, scatter_axpy of the exact and random-feature operators) */
+krr_status krr_op_local_dot(krr_op *op, int64_t len, const void *x, const void *y, double *out);
+krr_status krr_op_local_nrm2(krr_op *op, int64_t len, const void *x, double *out);
+krr_status krr_op_local_gather(krr_op *op, const krr_block *A, const void *src, int m, void *dst,
+                               int64_t ldd);
+krr_status krr_op_local_scatter(krr_op *op, double alpha, const void *src, int64_t lds, int m,
+                                const krr_block *A, void *dst);
 /* sum of the diagonal over the rows of A (host) */
 krr_status krr_op_trace(krr_op *op, const krr_block *A, double *out);
 
