@@ -44,6 +44,16 @@ static void raise_ctx(krr_ctx *ctx, krr_status st) {
   raise_status(st, buf);
 }
 
+/* free a call's own context (restoring the BLAS threads saved for the call
+ * when `restore`), then raise its error, if any */
+static void ctx_done(krr_ctx *ctx, krr_status st, int restore) {
+  char buf[sizeof ctx->msg];
+  memcpy(buf, ctx->msg, sizeof buf);
+  krr_ctx_free(ctx);
+  if (restore) blas_restore();
+  if (st != KRR_OK) raise_status(st, buf);
+}
+
 /* ---- argument helpers --------------------------------------------------- */
 static double num1(SEXP x, const char *what) {
   if (!Rf_isNumeric(x) || XLENGTH(x) != 1) raise_status(KRR_ERR_INPUT, what);
@@ -271,10 +281,7 @@ SEXP ffi_check_options(SEXP solver, SEXP options) {
   if (st == KRR_OK) st = set_options(&ctx, o, options);
   if (st == KRR_OK) st = krr_options_check(&ctx, o);
   krr_options_free(o);
-  char buf[sizeof ctx.msg];
-  memcpy(buf, ctx.msg, sizeof buf);
-  krr_ctx_free(&ctx);
-  if (st != KRR_OK) raise_status(st, buf);
+  ctx_done(&ctx, st, 0);
   return R_NilValue;
 }
 
@@ -388,11 +395,7 @@ SEXP ffi_features_apply(SEXP xnew, SEXP theta, SEXP kernel, SEXP bandwidth, SEXP
   if (st == KRR_OK)
     st = krr_features_apply(&ctx, &k, Rf_ncols(xnew), (int64_t)M, (uint64_t)sd, REAL(xnew), nn,
                             REAL(theta), m, REAL(out));
-  char buf[sizeof ctx.msg];
-  memcpy(buf, ctx.msg, sizeof buf);
-  krr_ctx_free(&ctx);
-  blas_restore();
-  if (st != KRR_OK) raise_status(st, buf);
+  ctx_done(&ctx, st, 1);
   UNPROTECT(1);
   return out;
 }
@@ -614,11 +617,7 @@ SEXP ffi_kernel_apply(SEXP x1, SEXP x2, SEXP v, SEXP kernel, SEXP bandwidth, SEX
   if (st == KRR_OK)
     st = krr_kernel_apply_host(&ctx, prec, &k, REAL(x1), n1, REAL(x2), n2, Rf_ncols(x1), REAL(v), q,
                                REAL(out));
-  char buf[sizeof ctx.msg];
-  memcpy(buf, ctx.msg, sizeof buf);
-  krr_ctx_free(&ctx);
-  blas_restore();
-  if (st != KRR_OK) raise_status(st, buf);
+  ctx_done(&ctx, st, 1);
   UNPROTECT(1);
   return out;
 }
@@ -638,11 +637,7 @@ SEXP ffi_kernel_matrix(SEXP x1, SEXP x2, SEXP kernel, SEXP bandwidth, SEXP preci
   krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), nth, 0);
   if (st == KRR_OK)
     st = krr_kernel_matrix_host(&ctx, prec, &k, REAL(x1), n1, REAL(x2), n2, Rf_ncols(x1), REAL(out));
-  char buf[sizeof ctx.msg];
-  memcpy(buf, ctx.msg, sizeof buf);
-  krr_ctx_free(&ctx);
-  blas_restore();
-  if (st != KRR_OK) raise_status(st, buf);
+  ctx_done(&ctx, st, 1);
   UNPROTECT(1);
   return out;
 }

@@ -83,23 +83,8 @@ static const krr_op_vt exact_vt = {
 
 static krr_status make(krr_ctx *ctx, krr_precision prec, const void *X, int64_t n, int p,
                        krr_kernel kernel, krr_op **out) {
-  *out = NULL;
-  krr_op *op = (krr_op *)calloc(1, sizeof *op);
-  exact_t *ex = (exact_t *)calloc(1, sizeof *ex);
-  if (!op || !ex) {
-    free(op); free(ex);
-    return krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
-  }
-  ex->X = X;
-  op->vt = &exact_vt;
-  op->ctx = ctx;
-  op->prec = prec;
-  op->es = krr_sizeof(prec);
-  op->n = op->nloc = n;
-  op->p = p;
-  op->kernel = kernel;
-  op->impl = ex;
-  *out = op;
+  KTRY(krr_op_new(ctx, &exact_vt, prec, n, p, kernel, sizeof(exact_t), out));
+  ((exact_t *)(*out)->impl)->X = X;
   return KRR_OK;
 }
 

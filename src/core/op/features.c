@@ -329,21 +329,10 @@ static krr_status upload_draws(krr_ctx *ctx, krr_precision prec, const krr_kerne
 
 static krr_status make(krr_ctx *ctx, krr_precision prec, const void *X, int64_t n, int p,
                        krr_kernel kernel, int64_t M, const feat_t *share, krr_op **out) {
+  krr_op *op = NULL;
   *out = NULL;
-  krr_op *op = (krr_op *)calloc(1, sizeof *op);
-  feat_t *F = (feat_t *)calloc(1, sizeof *F);
-  if (!op || !F) {
-    free(op); free(F);
-    return krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
-  }
-  op->vt = &features_vt;
-  op->ctx = ctx;
-  op->prec = prec;
-  op->es = krr_sizeof(prec);
-  op->n = op->nloc = n;
-  op->p = p;
-  op->kernel = kernel;
-  op->impl = F;
+  KTRY(krr_op_new(ctx, &features_vt, prec, n, p, kernel, sizeof(feat_t), &op));
+  feat_t *F = (feat_t *)op->impl;
   op->nfeat = M;
   F->X = X;
   F->M = M;

@@ -1,4 +1,5 @@
 /* Operator-independent parts of blocks and operators. */
+#include <stdlib.h>
 #include <string.h>
 #include "op.h"
 
@@ -42,6 +43,27 @@ krr_status krr_op_trace(krr_op *op, const krr_block *A, double *out) {
   free(d);
   *out = s;
   return st;
+}
+
+krr_status krr_op_new(krr_ctx *ctx, const krr_op_vt *vt, krr_precision prec, int64_t n, int p,
+                      krr_kernel kernel, size_t impl_bytes, krr_op **out) {
+  *out = NULL;
+  krr_op *op = (krr_op *)calloc(1, sizeof *op);
+  void *impl = calloc(1, impl_bytes);
+  if (!op || !impl) {
+    free(op); free(impl);
+    return krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
+  }
+  op->vt = vt;
+  op->ctx = ctx;
+  op->prec = prec;
+  op->es = krr_sizeof(prec);
+  op->n = op->nloc = n;
+  op->p = p;
+  op->kernel = kernel;
+  op->impl = impl;
+  *out = op;
+  return KRR_OK;
 }
 
 /* n-vectors held whole on this process (the exact and random-feature

@@ -110,6 +110,10 @@ static inline krr_status krr_op_scatter_axpy(krr_op *op, double alpha, const voi
 static inline krr_status krr_op_subset(krr_op *op, const krr_block *A, krr_op **out) {
   return op->vt->subset(op, A, out);
 }
+/* a one-process operator of n rows with a zeroed private part of impl_bytes
+ * (op->impl); both freed by the caller's vtable free */
+krr_status krr_op_new(krr_ctx *ctx, const krr_op_vt *vt, krr_precision prec, int64_t n, int p,
+                      krr_kernel kernel, size_t impl_bytes, krr_op **out);
 /* vtable entries for n-vectors held whole on one process (dot, nrm2,
  * gather, scatter_axpy of the exact and random-feature operators) */
 krr_status krr_op_local_dot(krr_op *op, int64_t len, const void *x, const void *y, double *out);

@@ -145,6 +145,7 @@ static krr_status jk_init(krr_solver *s) {
     j->ZB = krr_arena_dev(ar, j->nf * b, es);
     KTRY(KRR_ALLOCATED(ar, j->theta, j->ZB));
   }
+  KTRY(LMAP(s, KRR_MAP_ONES, b, NULL, NULL, j->ones)); /* sums of b-vectors (the DF map) */
   j->nblocks = (n + b - 1) / b;
   krr_solver_set_extra(s, "nblocks", (double)j->nblocks);
   return KRR_OK;
@@ -436,7 +437,6 @@ static krr_status jk_iterate(krr_solver *s) {
   KTRY(krr_op_gather(s->op, &j->blk, s->w, m, j->aB, b));
   KTRY(krr_op_gather(s->op, &j->blk, s->obj->y, m, j->yB, b));
   KTRY(ctx->ops->copy(ctx, j->a0, j->aB, s->es * (size_t)(b * m)));
-  KTRY(LMAP(s, KRR_MAP_ONES, b, NULL, NULL, j->ones));
   double pg2 = 0, y2 = 0;
   for (int c = 0; c < m; c++) {
     double pg = 0;
