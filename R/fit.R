@@ -24,7 +24,8 @@ stop_rule <- function(tol, max_passes, time_limit, n, direct = FALSE,
 # After a slice: the stop reason (NA to go on) and the exact criterion when
 # it was computed.  `memo` (an environment) remembers the pass of the last
 # exact check; `exact_fn()` computes the exact criterion (one kernel pass).
-stop_check <- function(rule, d, t0, memo, exact_fn) {
+stop_check <- function(rule, d, t0, memo, exact_fn, deadline = rule$time_limit,
+                       final_exact = TRUE) {
   passes <- d[["passes"]]
   est <- d[["resid_est"]]
   exact <- NA_real_
@@ -54,14 +55,46 @@ stop_check <- function(rule, d, t0, memo, exact_fn) {
   if (is.na(reason)) {
     if (passes >= rule$max_passes - 1e-9) {
       reason <- "max_passes"
-    } else if (elapsed >= rule$time_limit) {
+    } else if (elapsed >= deadline) {
       reason <- "time_limit"
     }
   }
-  if (!is.na(reason) && is.na(exact) && exact_ok) {
+  if (!is.na(reason) && is.na(exact) && exact_ok &&
+      (final_exact || reason != "time_limit")) {
     exact <- exact_fn()
   }
   list(reason = reason, exact = exact, elapsed = elapsed)
+}
+
+# The default tolerance of the squared loss ("auto"): stop when the fitted
+# function is within `frac` standard deviations of the response of the exact
+# solution, at every point x. With r = y - (K + lambda I) w, the error
+# f - f* = k(., X) (K + lambda I)^{-1} r has RKHS norm^2
+# r^T (K + lambda I)^{-1} K (K + lambda I)^{-1} r <= ||r||^2 / (4 lambda)
+# (the largest value of s / (s + lambda)^2 over s >= 0), so
+# |f(x) - f*(x)| <= sqrt(k(x, x)) ||r|| / (2 sqrt(lambda)) for every x, for
+# each output column. The relative residual ||R||_F / ||Y||_F bounds each
+# column's ||r_j||, hence
+#   tol = 2 sqrt(lambda) frac min_j sd(y_j) / (sqrt(kdiag) ||Y||_F),
+# kept within [floor, 1e-3]: the floor is what the precision can reach
+# (1e-12 double, 1e-5 single; where it binds, the bound printed by summary()
+# is the one reached).
+auto_tol <- function(Yc, lambda, precision, kdiag = 1, frac = 1e-3) {
+  Yc <- as.matrix(Yc)
+  fro <- sqrt(sum(Yc^2))
+  sds <- sqrt(colMeans(sweep(Yc, 2L, colMeans(Yc))^2))
+  floor <- if (precision == "double") 1e-12 else 1e-5
+  if (!is.finite(fro) || fro <= 0 || !all(is.finite(sds)) || min(sds) <= 0) {
+    return(floor)
+  }
+  tol <- 2 * sqrt(lambda) * frac * min(sds) / (sqrt(kdiag) * fro)
+  min(max(tol, floor), 1e-3)
+}
+
+# The bound on |f(x) - f*(x)| (response units, every x) that a relative
+# residual `resid` gives (see auto_tol()).
+pred_error_bound <- function(resid, Yc, lambda, kdiag = 1) {
+  resid * sqrt(sum(as.matrix(Yc)^2)) * sqrt(kdiag) / (2 * sqrt(lambda))
 }
 
 # The relative duality gap (P + D) / max(|P|, |D|) of the compiled loss
@@ -159,6 +192,8 @@ drive_solver <- function(state, set, tgt, xs, t0 = now()) {
   objective <- isTRUE(set$objective) && length(centers) == 0L
   obj_now <- c(NA_real_, NA_real_)
   exact_fn <- function() {
+    te <- now()
+    on.exit(memo$t_exact <- now() - te)
     if (!objective) return(.Call(ffi_fit_residual, state))
     pd <- .Call(ffi_fit_objective, state)
     obj_now <<- pd
@@ -177,6 +212,12 @@ drive_solver <- function(state, set, tgt, xs, t0 = now()) {
   memo <- new.env(parent = emptyenv())
   memo$last_exact_pass <- -Inf
   memo$next_gap <- 1
+  memo$t_exact <- NA_real_
+  # With a time limit the final exact check (one kernel pass) is part of the
+  # budget: the iterations stop early enough for it, or, when it would take
+  # more than half the limit, it is skipped (the estimate is reported).
+  deadline <- rule$time_limit
+  final_exact <- TRUE
   rows <- vector("list", 64L)
   nrow_trace <- 0L
   slice <- 1
@@ -189,7 +230,14 @@ drive_solver <- function(state, set, tgt, xs, t0 = now()) {
     pi_new <- max(dt, 1e-4) / slice
     per_iter <- if (is.na(per_iter)) pi_new else 0.5 * per_iter + 0.5 * pi_new
     passes <- d[["passes"]]
-    chk <- stop_check(rule, d, t0, memo, exact_fn)
+    if (is.finite(rule$time_limit) && !rule$direct &&
+        (rule$criterion != "relative residual" || rule$n <= rule$exact_max_n)) {
+      ipp0 <- d[["iter"]] / max(d[["passes"]], 1e-12)
+      t_chk <- if (is.finite(memo$t_exact)) memo$t_exact else per_iter * ipp0
+      final_exact <- t_chk <= 0.5 * rule$time_limit
+      deadline <- if (final_exact) rule$time_limit - t_chk else rule$time_limit
+    }
+    chk <- stop_check(rule, d, t0, memo, exact_fn, deadline, final_exact)
     elapsed <- chk$elapsed
     vm <- NA_real_
     if (!is.null(val_metric) && (!is.na(chk$reason) || passes - last_val_pass >= 1)) {
@@ -216,7 +264,7 @@ drive_solver <- function(state, set, tgt, xs, t0 = now()) {
       slice <- min(slice, max(1, ceiling((rule$max_passes - passes) * ipp - 1e-9)))
     }
     if (is.finite(rule$time_limit)) {
-      slice <- min(slice, max(1, floor((rule$time_limit - elapsed) / per_iter)))
+      slice <- min(slice, max(1, floor((deadline - elapsed) / per_iter)))
     }
     slice <- min(slice, 1e6)
   }

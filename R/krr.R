@@ -40,7 +40,10 @@
 #'   estimate alone decides;
 #' * `max_passes` passes over the data are done (reason `"max_passes"`; one
 #'   pass is \eqn{n / b} iterations with block size \eqn{b});
-#' * `time_limit` seconds have elapsed (reason `"time_limit"`); or
+#' * `time_limit` seconds have elapsed (reason `"time_limit"`; the
+#'   iterations stop early enough for the final exact residual check, one
+#'   kernel pass, to fit in the limit, or that check is skipped when it would
+#'   take more than half of it); or
 #' * a direct solver ([cholesky()]) has finished (reason `"exact"`).
 #'
 #' For the inducing-point solvers ([falkon()] and `eigenpro(version = 3)`)
@@ -52,10 +55,23 @@
 #' \eqn{n \le} 50 000. `converged` is `TRUE` for reasons `"tol"` and
 #' `"exact"`.
 #'
-#' The default `tol` is `1e-8` in double precision and `1e-5` in single
-#' precision (whose rounding errors prevent much smaller residuals); for
-#' prediction purposes far looser tolerances (1e-3 to 1e-5) usually give the
-#' same accuracy. Interrupting (Ctrl-C / Esc) frees all memory held by the
+#' **What the residual guarantees.** With \eqn{r = y - (K + \lambda I) w} and
+#' \eqn{f^*} the exact solution, the fitted function satisfies
+#' \deqn{|f(x) - f^*(x)| \le \|r\| / (2 \sqrt{\lambda})}{|f(x) - f*(x)| <= ||r|| / (2 sqrt(lambda))}
+#' at every point \eqn{x} (all the package's kernels have \eqn{k(x, x) = 1};
+#' the error \eqn{f - f^*} has squared RKHS norm
+#' \eqn{r^T (K + \lambda I)^{-1} K (K + \lambda I)^{-1} r \le \|r\|^2 / (4\lambda)}).
+#' The default `tol` makes this bound 0.001 standard deviations of the
+#' response (of each output column): \eqn{tol = 2 \sqrt{\lambda}\, 0.001\,
+#' sd(y) / \|y - \bar y\|}{tol = 2 sqrt(lambda) 0.001 sd(y) / ||y - mean(y)||},
+#' kept within \eqn{[10^{-12}, 10^{-3}]} in double precision and at least
+#' \eqn{10^{-5}} in single precision (whose rounding errors prevent smaller
+#' residuals). More passes would not change the predictions materially:
+#' the statistical error of the fit is far larger. [summary()][summary.krr]
+#' prints the bound the final residual gives (line "Accuracy"). It applies to
+#' the full-kernel solvers; for the inducing-point solvers and random
+#' features the residual is that of another system and the default `tol`
+#' only sets its scale. Interrupting (Ctrl-C / Esc) frees all memory held by the
 #' solver.
 #'
 #' @param x A numeric matrix or data frame of numeric columns (n rows), or a
@@ -76,9 +92,13 @@
 #' @param device `"auto"` (CUDA when a device is available and n >= 50 000,
 #'   else CPU), `"cpu"` or `"cuda"`.
 #' @param max_passes Maximum number of passes over the data.
-#' @param tol Tolerance on the relative residual; default `1e-8` (double) or
-#'   `1e-5` (single). Use `0` to run until `max_passes` or `time_limit`.
-#' @param time_limit Maximum solve time in seconds (`Inf` for none).
+#' @param tol Tolerance on the relative residual. The default (`NULL`) is
+#'   automatic: small enough that the fitted function is within 0.001
+#'   standard deviations of the response of the exact solution at every
+#'   point (see Stopping). Use `0` to run until `max_passes` or
+#'   `time_limit`.
+#' @param time_limit Maximum solve time in seconds (`Inf` for none),
+#'   including the final exact residual check.
 #' @param validation Optional `list(x = , y = )` of held-out data (for the
 #'   formula method also a data frame with the response); the trace then
 #'   records the validation RMSE (regression) or accuracy (classification),
@@ -215,16 +235,13 @@ krr_settings <- function(dat, loss, kernel, bandwidth, bandwidth_given, lambda,
   check_positive(lambda, "lambda", call = call)
   lambda <- as.numeric(lambda)
   precision <- check_choice(precision, c("double", "single"), "precision", call)
-  if (is.null(tol)) {
-    tol <- if (squared) {
-      if (precision == "double") 1e-8 else 1e-5
-    } else if (precision == "double") 1e-6 else 1e-4
+  tol_auto <- is.null(tol) && squared
+  if (tol_auto) {
+    tol <- auto_tol(dat$Yc, lambda, precision, kdiag = 1 + intercept)
+  } else if (is.null(tol)) {
+    tol <- if (precision == "double") 1e-6 else 1e-4
   }
-  if (!is.numeric(tol) || length(tol) != 1L || is.na(tol) || tol < 0 ||
-      !is.finite(tol)) {
-    abort_askotch(sprintf("`tol` must be a non-negative number, not %s.",
-                          fmt_value(tol)), "input", call)
-  }
+  check_tol(tol, call)
   check_positive(max_passes, "max_passes", allow_inf = TRUE, call = call)
   check_positive(time_limit, "time_limit", allow_inf = TRUE, call = call)
   check_flag(progress, "progress", call)
@@ -270,7 +287,7 @@ krr_settings <- function(dat, loss, kernel, bandwidth, bandwidth_given, lambda,
       "be finite."), "input", call)
   }
   list(kernel = kern, lambda = lambda, solver = solver, precision = precision,
-       device = device, rule = rule, validation = val, seed = seed,
+       device = device, rule = rule, tol_auto = tol_auto, validation = val, seed = seed,
        progress = progress, threads = as.integer(threads),
        mem_limit = mem_limit, keep_state = keep_state, loss = loss,
        features = M, intercept = intercept, objective = objective)
@@ -307,6 +324,7 @@ new_krr <- function(dat, set, res, call) {
     mem_limit = set$mem_limit,
     seed = set$seed,
     tol = rule$tol,
+    tol_auto = isTRUE(set$tol_auto),
     max_passes = rule$max_passes,
     time_limit = rule$time_limit,
     validation_metric = if (is.null(set$validation)) NA_character_ else

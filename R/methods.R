@@ -228,8 +228,29 @@ summary.krr <- function(object, ...) {
     seconds = object$seconds, resid_est = object$resid_est,
     resid_exact = object$resid_exact, tol = object$tol,
     converged = object$converged, reason = object$reason,
-    validation_metric = object$validation_metric, validation = vm
+    validation_metric = object$validation_metric, validation = vm,
+    tol_auto = isTRUE(object$tol_auto), accuracy = accuracy_bound(object)
   ), class = "summary.krr")
+}
+
+# What the final relative residual guarantees about the predictions of a
+# squared-loss fit on the full kernel: |f(x) - f*(x)| <= bound at every x,
+# f* the exact solution (see auto_tol()); NULL where it does not apply
+# (other losses, inducing points, random features).
+accuracy_bound <- function(object) {
+  squared <- is.null(object$loss) || object$loss$name == "squared"
+  if (!squared || !is.null(object$centers) || fit_features(object) > 0 ||
+      object$reason == "exact") {
+    return(NULL)
+  }
+  from_exact <- !is.na(object$resid_exact)
+  r <- if (from_exact) object$resid_exact else object$resid_est
+  Y <- as.matrix(object$y)
+  Yc <- Y - rep(object$y_center, each = nrow(Y))
+  b <- pred_error_bound(r, Yc, object$lambda, 1 + fit_intercept(object))
+  sds <- sqrt(colMeans((Yc - rep(colMeans(Yc), each = nrow(Yc)))^2))
+  list(bound = b, relative = b / max(min(sds), 1e-300),
+       from = if (from_exact) "exact" else "estimated")
 }
 
 #' @rdname summary.krr
@@ -256,7 +277,13 @@ print.summary.krr <- function(x, ...) {
     "Residual (exact)" = if (is.na(x$resid_exact))
       "not computed (n above option askotch.exact_max_n)"
       else format(signif(x$resid_exact, 4)),
-    "Tolerance" = format(x$tol),
+    "Tolerance" = if (isTRUE(x$tol_auto))
+      sprintf("%s (automatic: predictions within 0.001 sd of the exact solution's)",
+              format(signif(x$tol, 3))) else format(x$tol),
+    "Accuracy" = if (!is.null(x$accuracy) && is.finite(x$accuracy$bound))
+      sprintf("|f(x) - exact f(x)| <= %s at every x (%s sd of the response; %s residual)",
+              format(signif(x$accuracy$bound, 2)),
+              format(signif(x$accuracy$relative, 2)), x$accuracy$from),
     "Converged" = sprintf("%s (reason: %s)", if (x$converged) "yes" else "no",
                           x$reason),
     x$extra  # kernel machines: loss, objectives, support vectors
