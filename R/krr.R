@@ -248,9 +248,11 @@ krr_settings <- function(dat, loss, kernel, bandwidth, bandwidth_given, lambda,
   check_flag(keep_state, "keep_state", call)
   if (is.null(threads)) threads <- 0L else {
     check_positive(threads, "threads", integerish = TRUE, call = call)
+    threads <- min(threads, 65536)  # the compiled code caps it by the cores
   }
   if (is.null(mem_limit)) mem_limit <- 0 else {
     check_positive(mem_limit, "mem_limit", call = call)
+    mem_limit <- min(mem_limit, 2^60)  # bytes: beyond any machine
   }
   if (is.null(seed)) {
     seed <- floor(stats::runif(1L) * 2^31)

@@ -312,11 +312,16 @@ static SEXP diag_vector(krr_solver *s) {
   return out;
 }
 
-SEXP ffi_fit_step(SEXP ptr, SEXP iters) {
+/* iters iterations, ending early at the first iteration >= from_iter whose
+ * criterion estimate is <= stop_below (< 0: never) */
+SEXP ffi_fit_step(SEXP ptr, SEXP iters, SEXP stop_below, SEXP from_iter) {
   fit_state *fs = get_state(ptr);
   int it = int1(iters, "iters must be a number");
+  double sb = num1(stop_below, "stop_below must be a number");
+  double fi = num1(from_iter, "from_iter must be a number");
   blas_save();
-  krr_status st = krr_solver_step(fs->solver, it < 1 ? 1 : it);
+  krr_status st = krr_solver_step_until(fs->solver, it < 1 ? 1 : it, sb,
+                                        fi > 9e15 ? (int64_t)9e15 : (int64_t)fi);
   if (st != KRR_OK) raise_ctx(&fs->ctx, st); /* state stays valid; R frees it */
   blas_restore();
   return diag_vector(fs->solver);

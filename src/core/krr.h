@@ -304,6 +304,13 @@ krr_status krr_solver_init(krr_ctx *ctx, krr_op *op, krr_objective *obj,
                            const krr_options *opts, krr_solver **out);
 /* Run iters iterations (setup happens in the first call). */
 krr_status krr_solver_step(krr_solver *s, int64_t iters);
+/* As krr_solver_step, but ending early after the first iteration numbered
+ * at least `from_iter` (counting from 1 over the state's life) whose running
+ * criterion estimate is at most `stop_below` (never when stop_below < 0):
+ * the stopping decision belongs to an iteration, not to the wall-clock
+ * length of a slice, so a seed and a thread count give the same fit. */
+krr_status krr_solver_step_until(krr_solver *s, int64_t iters, double stop_below,
+                                 int64_t from_iter);
 void krr_solver_diag(const krr_solver *s, krr_diag *out);
 /* the i-th per-solver extra diagnostic (NaN before it is known) */
 double krr_solver_extra(const krr_solver *s, int i);
