@@ -29,6 +29,24 @@
 #' are only centred. The same transformation is applied to new data in
 #' [predict()][predict.krr]. The bandwidth is chosen *after* standardisation.
 #'
+#' @section Observation weights:
+#' `weights = w` makes the noise variance of point \eqn{i} equal to
+#' \eqn{\lambda / w_i} (a Gaussian process with heteroscedastic noise; the
+#' weighted least-squares criterion \eqn{\sum_i w_i (y_i - f(x_i))^2 +
+#' \lambda \|f\|^2}): the weights solve \eqn{(K + \lambda W^{-1}) \alpha =
+#' y}, \eqn{W = \mathrm{diag}(w)}. They are *not* frequency weights:
+#' weight 2 is not the same as the point repeated twice (a repeated point
+#' enters \eqn{K} twice). Regression targets are centred by their weighted
+#' mean. The solvers work on the equivalent symmetric system \eqn{(D K D +
+#' \lambda I) v = D y}, \eqn{\alpha = D v}, \eqn{D = W^{1/2}}, so every
+#' solver applies unchanged (the reported residual is that of this scaled
+#' system); for [falkon()] the fit is weighted Nyström KRR,
+#' \eqn{(K_{nm}^T W K_{nm} + \lambda K_{mm}) a = K_{nm}^T W y}
+#' (`eigenpro(version = 3)` refuses weights).
+#' Points of weight 0 are dropped before fitting (their indices are kept in
+#' `fit$zero_weight`). Weights are available for the squared loss only;
+#' [weights()][weights.krr] returns them.
+#'
 #' @section Stopping:
 #' The solver runs in slices of about half a second. After each slice the
 #' trace records the solver's running residual estimate. The fit stops when
@@ -98,6 +116,11 @@
 #'   warm start without redoing the setup. The state is memory outside R's
 #'   heap, freed when the fit is garbage-collected; it is never saved with
 #'   the fit (after [readRDS()] it is rebuilt when needed).
+#' @param weights Optional observation weights: one non-negative finite
+#'   number per row of `x`, the inverse relative noise variance of the point
+#'   (see *Observation weights*); rows of weight 0 are dropped. For the
+#'   formula method, evaluated like [lm()]'s (a column of `data` or an
+#'   expression in it).
 #' @param data A data frame for the formula method.
 #' @param ... For `krr.formula()`, arguments passed to `krr.default()`.
 #'   Unknown arguments are an error.
@@ -136,7 +159,8 @@ krr.default <- function(x, y, kernel = "rbf", bandwidth = "median",
                         max_passes = 100, tol = NULL, time_limit = Inf,
                         validation = NULL, standardize = TRUE, seed = NULL,
                         progress = interactive(), threads = NULL,
-                        mem_limit = NULL, keep_state = FALSE, ...) {
+                        mem_limit = NULL, keep_state = FALSE, weights = NULL,
+                        ...) {
   ecall <- krr_call(sys.call())
   check_no_dots(list(...), "krr", ecall)
   if (missing(y)) abort_askotch("`y` is missing.", "input", ecall)
@@ -144,6 +168,7 @@ krr.default <- function(x, y, kernel = "rbf", bandwidth = "median",
             lambda, solver, precision, device, max_passes, tol, time_limit,
             validation, standardize, seed, progress, threads, mem_limit,
             keep_state, features = NULL, intercept = FALSE, machine = FALSE,
+            weights = weights,
             call = tryCatch(match.call(krr.default, ecall),
                             error = function(e) ecall),
             ecall = ecall)
@@ -167,14 +192,18 @@ fit_model <- function(x, y, loss, kernel, bandwidth, bandwidth_given, lambda,
                       solver, precision, device, max_passes, tol, time_limit,
                       validation, standardize, seed, progress, threads,
                       mem_limit, keep_state, features, intercept, machine,
-                      call, ecall) {
+                      call, ecall, weights = NULL) {
   cc <- check_intercept(intercept, ecall)
-  dat <- krr_data(x, y, standardize, loss, ecall, center = cc == 0)
+  ow <- obs_weights_rows(x, y, weights, ecall)
+  dat <- krr_data(ow$x, ow$y, standardize, loss, ecall, center = cc == 0,
+                  w = ow$w)
   set <- krr_settings(dat, loss, kernel, bandwidth, bandwidth_given, lambda,
                       solver, precision, device, max_passes, tol,
                       time_limit, validation, seed, progress, threads,
                       mem_limit, keep_state, ecall, features = features,
                       intercept = cc, objective = machine)
+  set$obs_weights <- check_weights_model(ow$w, set, ecall)
+  set$zero_weight <- ow$dropped
   res <- fit_solver(dat$xs, dat$Yc, set, dat$tgt)
   fit <- new_krr(dat, set, res, call = call)
   if (set$objective) fit <- as_kernel_machine(fit, dat, set, res)
@@ -183,7 +212,8 @@ fit_model <- function(x, y, loss, kernel, bandwidth, bandwidth_given, lambda,
 
 # Data preparation: the feature matrix, its scaling, the targets (as the
 # loss prepares them).
-krr_data <- function(x, y, standardize, loss, call = NULL, center = TRUE) {
+krr_data <- function(x, y, standardize, loss, call = NULL, center = TRUE,
+                     w = NULL) {
   x <- as_feature_matrix(x, "x", call)
   n <- nrow(x)
   if (n < 2L) {
@@ -196,7 +226,7 @@ krr_data <- function(x, y, standardize, loss, call = NULL, center = TRUE) {
   xs <- apply_scaling(x, scaling$center, scaling$scale)
   xnames <- colnames(x)
   dimnames(xs) <- NULL
-  cen <- loss_targets(loss, tgt, center)
+  cen <- loss_targets(loss, tgt, center, w)
   list(xs = xs, n = n, p = ncol(x), xnames = xnames, scaling = scaling,
        standardize = standardize, tgt = tgt, Y = tgt$Y, Yc = cen$Yc,
        y_center = cen$y_center)
@@ -313,7 +343,9 @@ new_krr <- function(dat, set, res, call) {
       set$validation$metric),
     solve_fields(res),
     list(n = dat$n, p = dat$p, m = ncol(dat$Y), task = dat$tgt$task,
-         levels = dat$tgt$levels, terms = NULL, call = call, state = res$state)
+         levels = dat$tgt$levels, obs_weights = set$obs_weights,
+         zero_weight = set$zero_weight, terms = NULL, call = call,
+         state = res$state)
   ), class = "krr")
 }
 

@@ -92,7 +92,8 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
   set <- fit_settings(object, lambda, tol, max_passes, time_limit, progress)
 
   t0 <- now()
-  cen <- loss_targets(fit_loss(object), tgt, fit_intercept(object) == 0)
+  cen <- loss_targets(fit_loss(object), tgt, fit_intercept(object) == 0,
+                      object$obs_weights)
   state <- krr_state(object)
   keep <- FALSE
   on.exit(if (!keep && !identical(state, object$state)) .Call(ffi_fit_free, state),
@@ -137,7 +138,8 @@ fit_settings <- function(object, lambda, tol, max_passes, time_limit, progress) 
        mem_limit = if (is.null(object$mem_limit)) 0 else object$mem_limit,
        keep_state = TRUE, loss = fit_loss(object),
        features = fit_features(object), intercept = fit_intercept(object),
-       objective = inherits(object, "kernel_machine"))
+       objective = inherits(object, "kernel_machine"),
+       obs_weights = object$obs_weights)
 }
 
 # TRUE when a kept state is alive (not freed, not read back from a file)
@@ -151,5 +153,6 @@ krr_state <- function(object) {
   set <- fit_settings(object, object$lambda, object$tol, object$max_passes,
                       object$time_limit, FALSE)
   tgt <- list(task = object$task, Y = object$y)
-  state_new(xs, loss_targets(set$loss, tgt, set$intercept == 0)$Yc, set)
+  state_new(xs, loss_targets(set$loss, tgt, set$intercept == 0,
+                             set$obs_weights)$Yc, set)
 }
