@@ -145,10 +145,14 @@ kernel_machine.default <- function(x, y, loss = loss_squared(), kernel = "rbf",
 #' @rdname kernel_machine
 #' @param formula A model formula `response ~ predictors` (see [krr()]).
 #' @param data A data frame for the formula method.
+#' @param subset,na.action,offset As for [krr()]'s formula method.
 #' @export
-kernel_machine.formula <- function(formula, data = NULL, validation = NULL, ...) {
-  formula_fit(formula, data, validation, kernel_machine.default,
-              krr_call(sys.call()), match.call(expand.dots = TRUE), ...)
+kernel_machine.formula <- function(formula, data = NULL, subset, weights,
+                                   na.action, offset, validation = NULL,
+                                   ...) {
+  formula_fit(match.call(expand.dots = FALSE), parent.frame(), validation,
+              kernel_machine.default, krr_call(sys.call()),
+              match.call(expand.dots = TRUE), ...)
 }
 
 # Argument checks and defaults ----------------------------------------------

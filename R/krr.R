@@ -371,24 +371,41 @@ validate_krr <- function(fit) {
 #' @rdname krr
 #' @param formula A model formula `response ~ predictors`; the model matrix is
 #'   built without an intercept (factors are expanded to indicator columns).
-#'   The fitted object does not keep the formula's environment: at prediction
-#'   time variables come from `newdata` and functions from the search path.
+#'   `offset(z)` terms are allowed (regression only). The fitted object does
+#'   not keep the formula's environment: at prediction time variables come
+#'   from `newdata` and functions from the search path.
+#' @param subset An optional vector selecting the rows of `data` to use
+#'   (evaluated in `data`, as for [lm()]).
+#' @param na.action What to do with rows with missing values: a function
+#'   such as [na.omit()] (drop them), [na.exclude()] (drop them, but pad
+#'   `fitted()` and `residuals()` with `NA` at their positions, as [lm()]
+#'   does) or [na.fail()] (an error). Default `getOption("na.action")`.
+#' @param offset An optional known component of the response (regression):
+#'   a numeric vector (one value per row, evaluated in `data`) subtracted from
+#'   the response before fitting and added back by [predict()][predict.krr]
+#'   (which evaluates it in `newdata`) and `fitted()`; `offset()` terms in
+#'   the formula are treated the same way.
 #' @export
-krr.formula <- function(formula, data = NULL, validation = NULL, ...) {
-  formula_fit(formula, data, validation, krr.default, krr_call(sys.call()),
+krr.formula <- function(formula, data = NULL, subset, weights, na.action,
+                        offset, validation = NULL, ...) {
+  formula_fit(match.call(expand.dots = FALSE), parent.frame(), validation,
+              krr.default, krr_call(sys.call()),
               match.call(expand.dots = TRUE), ...)
 }
 
-# The formula methods of krr() and kernel_machine(): the model frame, then
-# the default method `fit_fun`.
-formula_fit <- function(formula, data, validation, fit_fun, ecall, mcall, ...) {
-  if (missing(data) || is.null(data)) data <- environment(formula)
-  mf <- tryCatch(
-    stats::model.frame(formula, data = data, na.action = stats::na.pass,
-                       drop.unused.levels = TRUE),
-    error = function(e) abort_askotch(sprintf(
-      "Cannot build the model frame from `formula` and `data`: %s",
-      conditionMessage(e)), "input", ecall))
+# The formula methods of krr() and kernel_machine(): the model frame (built
+# the standard way, like lm(): `subset`, `weights`, `na.action` and `offset`
+# evaluated in `data`, then in the caller's frame `env`), then the default
+# method `fit_fun` on the model matrix.
+formula_fit <- function(mfcall, env, validation, fit_fun, ecall, mcall, ...) {
+  m <- match(c("formula", "data", "subset", "weights", "na.action",
+               "offset"), names(mfcall), 0L)
+  mfc <- mfcall[c(1L, m)]
+  mfc$drop.unused.levels <- TRUE
+  mfc[[1L]] <- quote(stats::model.frame)
+  mf <- tryCatch(eval(mfc, env), error = function(e) abort_askotch(sprintf(
+    "Cannot build the model frame from `formula` and `data`: %s",
+    conditionMessage(e)), "input", ecall))
   tt <- stats::terms(mf)
   if (attr(tt, "response") == 0L) {
     abort_askotch("`formula` must have a response, e.g. y ~ x1 + x2.",
@@ -396,6 +413,9 @@ formula_fit <- function(formula, data, validation, fit_fun, ecall, mcall, ...) {
   }
   attr(tt, "intercept") <- 0L
   y <- stats::model.response(mf)
+  w <- stats::model.weights(mf)
+  off <- stats::model.offset(mf)
+  if (!is.null(off)) y <- subtract_offset(y, off, ecall)
   X <- stats::model.matrix(tt, mf)
   contr <- attr(X, "contrasts")
   attr(X, "assign") <- NULL
@@ -408,11 +428,18 @@ formula_fit <- function(formula, data, validation, fit_fun, ecall, mcall, ...) {
       error = function(e) abort_askotch(sprintf(
         "Cannot build the model frame of `validation`: %s",
         conditionMessage(e)), "input", ecall))
+    vy <- stats::model.response(vmf)
+    voff <- stats::model.offset(vmf)
+    if (!is.null(mfcall$offset)) {
+      voff <- (if (is.null(voff)) 0 else voff) +
+        eval_offset(mfcall$offset, vd, nrow(vmf), "validation")
+    }
+    if (!is.null(voff)) vy <- subtract_offset(vy, voff, ecall)
     validation <- list(x = stats::model.matrix(tt, vmf,
                                                contrasts.arg = contr),
-                       y = stats::model.response(vmf))
+                       y = vy)
   }
-  fit <- fit_fun(x = X, y = y, validation = validation, ...)
+  fit <- fit_fun(x = X, y = y, validation = validation, weights = w, ...)
   # Keep plain data: do not serialise the caller's environment with the
   # terms (predict() finds variables in `newdata`, functions on the search
   # path).
@@ -422,8 +449,60 @@ formula_fit <- function(formula, data, validation, fit_fun, ecall, mcall, ...) {
   fit$xlevels <- xlev
   fit$contrasts <- contr
   fit$response_name <- deparse(tt[[2L]])
+  # the full formula (for update() and formula()), without its environment
+  fml <- stats::formula(tt)
+  environment(fml) <- globalenv()
+  fit$formula <- fml
+  fit$offset <- off
+  fit$offset_expr <- mfcall$offset
+  fit$na.action <- model_exclusions(attr(mf, "na.action"), fit$zero_weight,
+                                    nrow(mf))
   fit$call <- krr_call(mcall)
   fit
+}
+
+# Regression response minus a known offset (one value per row).
+subtract_offset <- function(y, off, call = NULL) {
+  if (!is.numeric(y)) {
+    abort_askotch(paste(
+      "`offset` (or an offset() term) needs a numeric response (regression),",
+      "not a classification."), "input", call)
+  }
+  if (length(off) != NROW(y) || any(!is.finite(off))) {
+    abort_askotch(sprintf(paste(
+      "`offset` must be finite with one value per row (%d), not %s."),
+      NROW(y), fmt_value(off)), "input", call)
+  }
+  y - off  # a matrix response: the offset recycles down each column
+}
+
+# The offset argument of a formula fit evaluated in new data.
+eval_offset <- function(expr, data, n, arg = "newdata") {
+  off <- tryCatch(eval(expr, data, globalenv()), error = function(e)
+    abort_askotch(sprintf(
+      "Cannot evaluate the fit's `offset` (%s) in `%s`: %s",
+      paste(deparse(expr), collapse = " "), arg, conditionMessage(e)),
+      "input"))
+  if (!is.numeric(off) || length(off) != n) {
+    abort_askotch(sprintf(paste(
+      "The fit's `offset` (%s) evaluated in `%s` must give %d number(s),",
+      "not %s."), paste(deparse(expr), collapse = " "), arg, n,
+      fmt_value(off)), "input")
+  }
+  as.numeric(off)
+}
+
+# The rows of the data left out of the fit: those removed by na.action and
+# those of weight zero (positions among the model frame's rows, mapped back
+# to the data's rows), as an "omit" or "exclude" object for naresid() /
+# napredict() (NULL when none).
+model_exclusions <- function(naa, zero, nmf) {
+  if (length(zero) == 0L) return(naa)
+  n_all <- nmf + length(naa)
+  kept <- setdiff(seq_len(n_all), as.integer(naa))
+  out <- sort(c(as.integer(naa), kept[zero]))
+  class(out) <- if (inherits(naa, "exclude")) "exclude" else "omit"
+  out
 }
 
 # Show calls of the methods as calls of the generic krr().
