@@ -150,9 +150,10 @@ kernel_machine.default <- function(x, y, loss = loss_squared(), kernel = "rbf",
 kernel_machine.formula <- function(formula, data = NULL, subset, weights,
                                    na.action, offset, validation = NULL,
                                    ...) {
-  formula_fit(match.call(expand.dots = FALSE), parent.frame(), validation,
+  formula_fit(match.call(expand.dots = FALSE, envir = parent.frame()),
+              parent.frame(), validation,
               kernel_machine.default, krr_call(sys.call()),
-              match.call(expand.dots = TRUE), ...)
+              match.call(expand.dots = TRUE, envir = parent.frame()), ...)
 }
 
 # Argument checks and defaults ----------------------------------------------

@@ -388,9 +388,10 @@ validate_krr <- function(fit) {
 #' @export
 krr.formula <- function(formula, data = NULL, subset, weights, na.action,
                         offset, validation = NULL, ...) {
-  formula_fit(match.call(expand.dots = FALSE), parent.frame(), validation,
+  formula_fit(match.call(expand.dots = FALSE, envir = parent.frame()),
+              parent.frame(), validation,
               krr.default, krr_call(sys.call()),
-              match.call(expand.dots = TRUE), ...)
+              match.call(expand.dots = TRUE, envir = parent.frame()), ...)
 }
 
 # The formula methods of krr() and kernel_machine(): the model frame (built
@@ -455,8 +456,12 @@ formula_fit <- function(mfcall, env, validation, fit_fun, ecall, mcall, ...) {
   fit$formula <- fml
   fit$offset <- off
   fit$offset_expr <- mfcall$offset
+  naf <- if (is.null(mfcall$na.action)) getOption("na.action") else
+    tryCatch(eval(mfcall$na.action, env), error = function(e) NULL)
+  exclude <- identical(naf, "na.exclude") ||
+    identical(naf, stats::na.exclude)
   fit$na.action <- model_exclusions(attr(mf, "na.action"), fit$zero_weight,
-                                    nrow(mf))
+                                    nrow(mf), exclude)
   fit$call <- krr_call(mcall)
   fit
 }
@@ -494,14 +499,14 @@ eval_offset <- function(expr, data, n, arg = "newdata") {
 
 # The rows of the data left out of the fit: those removed by na.action and
 # those of weight zero (positions among the model frame's rows, mapped back
-# to the data's rows), as an "omit" or "exclude" object for naresid() /
-# napredict() (NULL when none).
-model_exclusions <- function(naa, zero, nmf) {
+# to the data's rows), as an "omit" or "exclude" (na.exclude was used)
+# object for naresid() / napredict() (NULL when none).
+model_exclusions <- function(naa, zero, nmf, exclude) {
   if (length(zero) == 0L) return(naa)
   n_all <- nmf + length(naa)
   kept <- setdiff(seq_len(n_all), as.integer(naa))
   out <- sort(c(as.integer(naa), kept[zero]))
-  class(out) <- if (inherits(naa, "exclude")) "exclude" else "omit"
+  class(out) <- if (exclude || inherits(naa, "exclude")) "exclude" else "omit"
   out
 }
 
