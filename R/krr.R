@@ -34,10 +34,13 @@
 #' \eqn{\lambda / w_i} (a Gaussian process with heteroscedastic noise; the
 #' weighted least-squares criterion \eqn{\sum_i w_i (y_i - f(x_i))^2 +
 #' \lambda \|f\|^2}): the weights solve \eqn{(K + \lambda W^{-1}) \alpha =
-#' y}, \eqn{W = \mathrm{diag}(w)}. They are *not* frequency weights:
-#' weight 2 is not the same as the point repeated twice (a repeated point
-#' enters \eqn{K} twice). Regression targets are centred by their weighted
-#' mean. The solvers work on the equivalent symmetric system \eqn{(D K D +
+#' y}, \eqn{W = \mathrm{diag}(w)}. They are a noise model, not frequency
+#' weights; for Gaussian noise the two agree in the *predictions* (k
+#' observations of variance \eqn{\lambda} at one point carry the
+#' information of their mean with variance \eqn{\lambda / k}), but not in
+#' the coefficients (one per distinct row), nor in the preprocessing
+#' (standardisation and the median bandwidth see each row once).
+#' Regression targets are centred by their weighted mean. The solvers work on the equivalent symmetric system \eqn{(D K D +
 #' \lambda I) v = D y}, \eqn{\alpha = D v}, \eqn{D = W^{1/2}}, so every
 #' solver applies unchanged (the reported residual is that of this scaled
 #' system); for [falkon()] the fit is weighted Nyström KRR,
