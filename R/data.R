@@ -44,6 +44,7 @@ prepare_targets <- function(y, n, call = NULL) {
   if (is.data.frame(y)) {
     if (ncol(y) == 1L) y <- y[[1L]] else y <- as.matrix(y)
   }
+  if (is.character(y)) check_numeric_text(y, call)
   if (is.character(y) || is.logical(y)) y <- factor(y)
   if (is.null(y)) {
     abort_askotch("`y` is missing.", "input", call)
@@ -109,6 +110,23 @@ prepare_targets <- function(y, n, call = NULL) {
   if (ncol(Y) < 1L) abort_askotch("`y` has no columns.", "input", call)
   colnames(Y) <- nm
   list(Y = Y, task = task, levels = NULL, names = nm)
+}
+
+# A character response whose values all read as numbers (numbers stored as
+# text) is ambiguous: regression or classes named by numbers?  Ask.
+check_numeric_text <- function(y, call = NULL) {
+  v <- unique(trimws(y[!is.na(y)]))
+  if (length(v) == 0L) return(invisible(y))
+  num <- suppressWarnings(as.numeric(v))
+  if (all(!is.na(num))) {
+    abort_askotch(sprintf(paste(
+      "`y` is character but all its values look numeric (%s%s): convert it",
+      "with as.numeric(y) for regression, or with factor(y) for",
+      "classification with these %d classes."),
+      paste0("\"", utils::head(v, 3L), "\"", collapse = ", "),
+      if (length(v) > 3L) ", ..." else "", length(v)), "input", call)
+  }
+  invisible(y)
 }
 
 # Column centring / scaling computed on training data. Constant columns (sd 0)

@@ -121,7 +121,8 @@ state_new <- function(xs, Yc, set) {
         if (set$precision == "double") 1L else 0L,
         if (set$device == "cuda") 1L else 0L, sc$name, opts, set$loss$name,
         loss_param(set$loss), as.numeric(set_features(set)),
-        as.numeric(set_intercept(set)), as.integer(set$threads))
+        as.numeric(set_intercept(set)), as.numeric(set$obs_weights),
+        as.integer(set$threads))
 }
 
 # Fit: a new state, the loop, the results (the state freed unless kept).
@@ -196,7 +197,8 @@ drive_solver <- function(state, set, tgt, xs, t0 = now()) {
   xpred <- if (length(centers) > 0L) xs[centers, , drop = FALSE] else xs
   val_metric <- validation_fn(state, set, tgt, xpred,
                               loss_targets(set$loss, tgt,
-                                           set_intercept(set) == 0)$y_center)
+                                           set_intercept(set) == 0,
+                                           set$obs_weights)$y_center)
   # kernel_machine() fits record the primal and dual objectives at each
   # exact check (krr() fits keep their trace as it was)
   objective <- isTRUE(set$objective) && length(centers) == 0L

@@ -69,18 +69,20 @@ new_features <- function(object, newdata) {
     attr(x, "assign") <- NULL
     attr(x, "contrasts") <- NULL
     x <- as_feature_matrix(x, "newdata")
+    # the offset: offset() terms, and the offset argument evaluated in newdata
+    off <- stats::model.offset(mf)
+    if (!is.null(object$offset_expr)) {
+      off <- (if (is.null(off)) 0 else off) +
+        eval_offset(object$offset_expr, newdata, nrow(x))
+    }
   } else {
     if (is.atomic(newdata) && is.null(dim(newdata)) && object$p > 1L &&
         length(newdata) == object$p) {
       newdata <- matrix(newdata, nrow = 1L,
                         dimnames = list(NULL, names(newdata)))
     }
-    x <- as_feature_matrix(newdata, "newdata")
-    if (!is.null(object$xnames) && !is.null(colnames(x)) &&
-        all(object$xnames %in% colnames(x)) &&
-        !identical(colnames(x), object$xnames)) {
-      x <- x[, object$xnames, drop = FALSE]
-    }
+    x <- match_columns(as_feature_matrix(newdata, "newdata"), object$xnames)
+    off <- NULL
   }
   if (ncol(x) != object$p) {
     abort_askotch(sprintf(
@@ -89,7 +91,30 @@ new_features <- function(object, newdata) {
   }
   xs <- apply_scaling(x, object$center, object$scale)
   dimnames(xs) <- NULL
-  list(xs = xs, rownames = rownames(x))
+  list(xs = xs, rownames = rownames(x), offset = off)
+}
+
+# The columns of a new matrix matched by name when the training x had
+# names: every training column must be present (extra columns are ignored);
+# a matrix without names is used by position.
+match_columns <- function(x, xnames) {
+  if (is.null(xnames) || is.null(colnames(x))) return(x)
+  miss <- setdiff(xnames, colnames(x))
+  if (length(miss) > 0L) {
+    abort_askotch(sprintf(paste(
+      "`newdata` is missing the column(s) %s of the training data (its",
+      "columns: %s); columns are matched by name."),
+      paste0("`", miss, "`", collapse = ", "),
+      paste0("`", colnames(x), "`", collapse = ", ")), "input")
+  }
+  x[, xnames, drop = FALSE]
+}
+
+# The offset to add to regression predictions: the training offset for the
+# training points (nf NULL), else that of new data (0 when none).
+pred_offset <- function(object, nf) {
+  off <- if (is.null(nf)) object$offset else nf$offset
+  if (is.null(off)) 0 else off
 }
 
 #' Predict from a kernel ridge regression fit
@@ -142,7 +167,8 @@ predict.krr <- function(object, newdata = NULL,
         "`type = \"class\"` is only available for classification fits.",
         "input")
     }
-    s <- sweep(s, 2L, object$y_center, "+", check.margin = FALSE)
+    s <- sweep(s, 2L, object$y_center, "+", check.margin = FALSE) +
+      pred_offset(object, if (is.null(newdata)) NULL else nf)
     if (object$task == "regression") {
       out <- s[, 1L]
       names(out) <- rn
@@ -356,7 +382,10 @@ plot.krr <- function(x, ...) {
 #' i.e. the decision scores for classification (use
 #' `predict(fit, type = "class")` for classes); `residuals()` returns targets
 #' minus fitted values (for classification the +1/-1 coded targets minus the
-#' scores).
+#' scores). Fitted values include a formula fit's offset. Both cover the
+#' points used in the fit; for a formula fit with `na.action = na.exclude`
+#' they are padded with `NA` at the rows left out (missing values, and rows
+#' of weight 0), as for [lm()].
 #'
 #' @param object A `"krr"` fit.
 #' @param ... Unused.
@@ -379,24 +408,30 @@ coef.krr <- function(object, ...) {
 #' @rdname krr-coef
 #' @export
 fitted.krr <- function(object, ...) {
-  s <- krr_scores(object, if (is.null(object$x_train)) object$x else
-    object$x_train)
-  s <- sweep(s, 2L, object$y_center, "+", check.margin = FALSE)
-  if (ncol(s) == 1L) s[, 1L] else {
-    colnames(s) <- if (!is.null(object$levels)) object$levels else
-      object$y_names
-    s
-  }
+  s <- fitted_scores(object)
+  if (!is.null(object$offset)) s <- s + object$offset
+  stats::napredict(object$na.action, fit_columns(object, s))
 }
 
 #' @rdname krr-coef
 #' @export
 residuals.krr <- function(object, ...) {
-  f <- fitted.krr(object)
-  Y <- object$y
-  if (ncol(Y) == 1L) Y[, 1L] - f else {
-    r <- Y - f
-    colnames(r) <- colnames(f)
-    r
+  stats::naresid(object$na.action,
+                 fit_columns(object, object$y - fitted_scores(object)))
+}
+
+# In-sample scores K w plus the target mean (n x m), without the offset
+fitted_scores <- function(object) {
+  s <- krr_scores(object, if (is.null(object$x_train)) object$x else
+    object$x_train)
+  sweep(s, 2L, object$y_center, "+", check.margin = FALSE)
+}
+
+# One output as a vector, several as a matrix with named columns
+fit_columns <- function(object, s) {
+  if (ncol(s) == 1L) s[, 1L] else {
+    colnames(s) <- if (!is.null(object$levels)) object$levels else
+      object$y_names
+    s
   }
 }

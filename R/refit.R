@@ -85,7 +85,8 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
   if (is.null(keep_state)) keep_state <- !is.null(object$state)
   check_flag(keep_state, "keep_state", ecall)
   tol_auto <- is.null(tol) && isTRUE(object$tol_auto)
-  cen <- loss_targets(fit_loss(object), tgt, fit_intercept(object) == 0)
+  cen <- loss_targets(fit_loss(object), tgt, fit_intercept(object) == 0,
+                      object$obs_weights)
   if (tol_auto) {
     # the automatic tolerance follows the new lambda and responses
     tol <- auto_tol(cen$Yc, lambda, object$precision,
@@ -146,7 +147,8 @@ fit_settings <- function(object, lambda, tol, max_passes, time_limit, progress) 
        mem_limit = if (is.null(object$mem_limit)) 0 else object$mem_limit,
        keep_state = TRUE, loss = fit_loss(object),
        features = fit_features(object), intercept = fit_intercept(object),
-       objective = inherits(object, "kernel_machine"))
+       objective = inherits(object, "kernel_machine"),
+       obs_weights = object$obs_weights)
 }
 
 # TRUE when a kept state is alive (not freed, not read back from a file)
@@ -160,5 +162,6 @@ krr_state <- function(object) {
   set <- fit_settings(object, object$lambda, object$tol, object$max_passes,
                       object$time_limit, FALSE)
   tgt <- list(task = object$task, Y = object$y)
-  state_new(xs, loss_targets(set$loss, tgt, set$intercept == 0)$Yc, set)
+  state_new(xs, loss_targets(set$loss, tgt, set$intercept == 0,
+                             set$obs_weights)$Yc, set)
 }
