@@ -104,11 +104,75 @@ new_features <- function(object, newdata) {
 #'   target mean for regression): a vector for binary classification
 #'   (positive means the second level), a matrix with one column per level
 #'   for one-vs-all classification.
+#' @param se.fit Return standard errors of the predicted mean (regression
+#'   fits only; see *Uncertainty*)?
+#' @param interval `"none"`, `"confidence"` (for the mean \eqn{\mu + f(x)})
+#'   or `"prediction"` (for a new observation, adding the noise variance
+#'   \eqn{\lambda s^2}); normal quantiles.
+#' @param level The intervals' coverage probability, in (0, 1).
+#' @param method How the variances are computed: `"auto"` (`"exact"` for
+#'   \eqn{n \le} `getOption("askotch.gp_exact_max_n", 5000)`, `"nystrom"`
+#'   above), `"exact"` or `"nystrom"`.
 #' @param device `NULL` (the device the model was fitted on, when available,
 #'   else the CPU), `"auto"`, `"cpu"` or `"cuda"`.
-#' @param ... Unused.
+#' @param ... Unused; any argument given here is an error naming it.
+#' @section Uncertainty:
+#' A squared-loss regression fit is the posterior mean of the Gaussian
+#' process model \eqn{y_i = \mu + f(x_i) + \varepsilon_i} with \eqn{f} a
+#' zero-mean GP with covariance \eqn{s^2 k(x, x')} (\eqn{k} the fit's kernel on
+#' the standardised inputs: standardisation is part of the model) and
+#' independent noise \eqn{\varepsilon_i \sim N(0, \lambda s^2)}, so
+#' \eqn{\lambda} is the noise-to-signal variance ratio. The signal variance
+#' is estimated by maximum likelihood, \eqn{\hat s^2 = y_c^T (K + \lambda
+#' I)^{-1} y_c / n = \sum_i y_{c,i} w_i / n} (one per output), with \eqn{y_c}
+#' the centred targets and \eqn{w} the fitted weights.
+#'
+#' `se.fit` is the root mean-squared error of the prediction
+#' \eqn{\hat m(x)} for \eqn{\mu + f(x)} under this model,
+#' \deqn{\hat s^2 \left[k(x, x) - k_x^T (K + \lambda I)^{-1} k_x +
+#'   b_x^2 (1^T K 1 + n\lambda)\right],\quad
+#'   b_x = (1 - 1^T (K + \lambda I)^{-1} k_x) / n,}
+#' with \eqn{k(x, x) = 1} for all the package's kernels: the GP posterior
+#' variance (Rasmussen and Williams 2006, eq. 2.26) plus the term that comes
+#' from estimating \eqn{\mu} by the mean of the targets (the centring of
+#' [krr()]; it is of order \eqn{1/n} near the data and tends to
+#' \eqn{1^T K 1 / n^2 + \lambda / n} far from it). Prediction intervals add
+#' \eqn{\lambda \hat s^2}. The plug-in \eqn{\hat s^2} is treated as known:
+#' `df` is `Inf` and the intervals use normal quantiles.
+#'
+#' `method = "exact"` factorises \eqn{K + \lambda I} by Cholesky on every call
+#' (\eqn{n^2} numbers of memory, \eqn{O(n^3)} time; the fit keeps no
+#' factorisation), then works over the new points in blocks of at most
+#' \eqn{2^{22}} kernel values. `method = "nystrom"` builds a rank-\eqn{r}
+#' approximation \eqn{\hat K = L L^T \preceq K} by greedy pivoted Cholesky
+#' (\eqn{r \le} `getOption("askotch.gp_rank", 1000)`, fewer when
+#' \eqn{\mathrm{tr}(K - \hat K) < 10^{-6}\lambda}; \eqn{O(n r^2)} time,
+#' \eqn{n r} memory) with the exact trace error \eqn{e = \mathrm{tr}(K - \hat
+#' K) \ge \|K - \hat K\|_2}. Since \eqn{(\hat K + (\lambda + e) I)^{-1}
+#' \preceq (K + \lambda I)^{-1} \preceq (\hat K + \lambda I)^{-1}}, both
+#' terms of the variance lie in intervals computable by the Woodbury identity
+#' (the second by Cauchy-Schwarz); `se.fit` is the square root of the
+#' midpoint, and its attribute `"var_range"` gives the interval (lower,
+#' upper) that contains the exact variance, with attributes `"rank"` and
+#' `"trace_error"` (\eqn{e}). The interval is narrow when \eqn{e} is small
+#' next to \eqn{\lambda}. Each new point costs \eqn{O(n (p + r))}.
+#'
+#' Classification fits, [kernel_machine()] fits and inducing-point fits
+#' ([falkon()]) get an error of class `askotch_error_input`.
 #' @return A numeric vector, a matrix (multi-output / multiclass decision) or a
-#'   factor.
+#'   factor. With `interval` other than `"none"`, a matrix with columns `fit`,
+#'   `lwr`, `upr` (for multi-output fits an n x 3 x m array). With `se.fit =
+#'   TRUE`, a list as [stats::predict.lm()] returns: `fit` (as above),
+#'   `se.fit` (a vector, or an n x m matrix), `df` (`Inf`) and
+#'   `residual.scale` (the estimated noise standard deviation
+#'   \eqn{\sqrt{\lambda \hat s^2}}).
+#' @references Rasmussen, C. E. and Williams, C. K. I. (2006). *Gaussian
+#'   Processes for Machine Learning*. MIT Press.
+#'
+#'   Harbrecht, H., Peters, M. and Schneider, R. (2012). On the low-rank
+#'   approximation by the pivoted Cholesky decomposition. *Applied Numerical
+#'   Mathematics* 62, 428-440.
+#' @seealso [simulate.krr()] for posterior samples.
 #' @examples
 #' set.seed(2)
 #' x <- matrix(rnorm(300), ncol = 3)
@@ -116,16 +180,46 @@ new_features <- function(object, newdata) {
 #' fit <- krr(x, y, lambda = 0.5, threads = 1)
 #' head(predict(fit, x))
 #' head(predict(fit, x, type = "decision"))
+#'
+#' # a Gaussian-process regression: standard errors and intervals
+#' x1 <- matrix(seq(0, 1, length.out = 40))
+#' y1 <- sin(6 * x1[, 1]) + rnorm(40, sd = 0.2)
+#' gp <- krr(x1, y1, lambda = 0.1, solver = cholesky(), threads = 1)
+#' xg <- matrix(seq(-0.2, 1.2, length.out = 8))
+#' predict(gp, xg, interval = "prediction")
+#' str(predict(gp, xg, se.fit = TRUE))
 #' @export
 predict.krr <- function(object, newdata = NULL,
                         type = c("response", "class", "decision"),
+                        se.fit = FALSE,
+                        interval = c("none", "confidence", "prediction"),
+                        level = 0.95,
+                        method = c("auto", "exact", "nystrom"),
                         device = NULL, ...) {
+  ecall <- sys.call()
+  check_no_dots(list(...), "predict", ecall)
+  check_flag(se.fit, "se.fit", ecall)
+  if (!is.character(interval) || length(interval) < 1L) {
+    abort_askotch(
+      "`interval` must be \"none\", \"confidence\" or \"prediction\".",
+      "input", ecall)
+  }
+  interval <- check_choice(interval[1L], c("none", "confidence", "prediction"),
+                           "interval", ecall)
+  if (!is.numeric(level) || length(level) != 1L || is.na(level) ||
+      level <= 0 || level >= 1) {
+    abort_askotch(sprintf("`level` must be a number in (0, 1), not %s.",
+                          fmt_value(level)), "input", ecall)
+  }
   if (!is.character(type) || length(type) < 1L) {
     abort_askotch("`type` must be \"response\", \"class\" or \"decision\".",
                   "input")
   }
   if (length(type) > 1L) type <- type[1L]
   type <- check_choice(type, c("response", "class", "decision"), "type")
+  if (se.fit || interval != "none") {
+    gp_check(object, "`se.fit = TRUE` or `interval`", ecall)
+  }
   if (is.null(newdata)) {
     xs <- if (is.null(object$x_train)) object$x else object$x_train
     rn <- NULL
@@ -143,6 +237,10 @@ predict.krr <- function(object, newdata = NULL,
         "input")
     }
     s <- sweep(s, 2L, object$y_center, "+", check.margin = FALSE)
+    if (se.fit || interval != "none") {
+      return(gp_predict(object, xs, s, rn, se.fit, interval, level, method,
+                        ecall))
+    }
     if (object$task == "regression") {
       out <- s[, 1L]
       names(out) <- rn
