@@ -305,7 +305,15 @@ resid_text <- function(x) {
 #' @return `summary()` returns an object of class `"summary.krr"`: a list with
 #'   the problem size, task, kernel, lambda, solver, precision, device,
 #'   iterations, passes, seconds, final residual estimate, exact relative
-#'   residual, convergence flag and reason, and the last validation metric.
+#'   residual, convergence flag and reason, the last validation metric, and
+#'   `model`: a named list of model statistics printed in order in the
+#'   "Model" section: the training R-squared (regression, one per output;
+#'   above `getOption("askotch.exact_max_n", 50000)` points a squared-loss
+#'   fit's residuals are taken as \eqn{\lambda w}, exact for a converged
+#'   solve) or the training accuracy (classification), and for squared-loss
+#'   regression fits on the full kernel the maximum-likelihood signal
+#'   variance \eqn{\hat s^2} and the noise variance \eqn{\lambda \hat s^2} (see
+#'   [predict.krr()]).
 #' @examples
 #' fit <- krr(mpg ~ ., data = mtcars, lambda = 1, threads = 1)
 #' summary(fit)
@@ -326,8 +334,46 @@ summary.krr <- function(object, ...) {
     seconds = object$seconds, resid_est = object$resid_est,
     resid_exact = object$resid_exact, tol = object$tol,
     converged = object$converged, reason = object$reason,
-    validation_metric = object$validation_metric, validation = vm
+    validation_metric = object$validation_metric, validation = vm,
+    model = model_stats(object)
   ), class = "summary.krr")
+}
+
+# The model statistics of summary(): a named list, printed in order in the
+# "Model" section (each element a number, or one number per output).
+model_stats <- function(object) {
+  st <- list()
+  regr <- object$task %in% c("regression", "multioutput")
+  squared <- !inherits(object, "kernel_machine") &&
+    fit_loss(object)$name == "squared"
+  full <- is.null(object$centers) && fit_features(object) == 0
+  if (fit_features(object) == 0) {
+    if (regr) {
+      Y <- object$y
+      # residuals y - K w - ybar = lambda w for an exact solve: the
+      # O(n^2) kernel pass is skipped above option askotch.exact_max_n
+      R <- if (squared && full &&
+               object$n > getOption("askotch.exact_max_n", 50000)) {
+        object$lambda * object$weights
+      } else {
+        Y - as.matrix(fitted.krr(object))
+      }
+      r2 <- 1 - colSums(R^2) /
+        colSums(sweep(Y, 2L, colMeans(Y), check.margin = FALSE)^2)
+      names(r2) <- object$y_names
+      st[["R-squared (training)"]] <- r2
+    } else {
+      cls <- scores_to_class(krr_scores(object, gp_xs(object)), object$levels)
+      st[["Accuracy (training)"]] <-
+        mean(cls == scores_to_class(object$y, object$levels))
+    }
+  }
+  if (squared && full && regr) {
+    s2 <- gp_signal_var(object)
+    st[["Signal variance (s^2, ML)"]] <- s2
+    st[["Noise variance (lambda s^2)"]] <- object$lambda * s2
+  }
+  st
 }
 
 #' @rdname summary.krr
@@ -366,8 +412,18 @@ print.summary.krr <- function(x, ...) {
   if (!is.null(x$crit_name)) {
     names(lines) <- sub("^Residual", x$crit_name, names(lines))
   }
-  w <- max(nchar(names(lines)))
+  mod <- vapply(x$model, function(v) {
+    txt <- vapply(signif(v, 4), format, "")
+    if (!is.null(names(v)) && length(v) > 1L) txt <- paste(names(v), txt,
+                                                           sep = " = ")
+    paste(txt, collapse = ", ")
+  }, "")
+  w <- max(nchar(c(names(lines), names(mod))))
   cat(sprintf("%-*s : %s", w, names(lines), lines), sep = "\n")
+  if (length(mod) > 0L) {
+    cat("\nModel:\n")
+    cat(sprintf("%-*s : %s", w, names(mod), mod), sep = "\n")
+  }
   invisible(x)
 }
 
