@@ -173,49 +173,65 @@ gp_nystrom_factor <- function(object) {
   c0 <- sum(.Call(ffi_kernel_apply, xs, xs, one, as.integer(object$kernel$code),
                   as.numeric(object$kernel$bandwidth), 1L, 0L,
                   gp_threads(object))) + n * lam
-  h <- crossprod(L, one)
-  LtL <- crossprod(L)
-  side <- lapply(c(lam, lam + e), function(mu) {
-    M <- chol(LtL + diag(mu, j))
-    hh <- backsolve(M, h, transpose = TRUE)
-    list(mu = mu, M = M, hh = hh, s1 = (n - sum(hh^2)) / mu)  # 1^T P 1
-  })
-  list(L = L, e = e, c0 = c0, n = n, rank = j, side = side)
+  # L = U diag(sv) V^T: (L L^T + mu I)^{-1} = U diag(1 / (sv^2 + mu)) U^T +
+  # (I - U U^T) / mu; the residuals (I - U U^T) k are formed explicitly
+  # (no cancellation between ||k||^2 / mu and the low-rank part for small mu)
+  sv <- svd(L, nv = 0L)
+  U <- sv$u
+  h <- drop(crossprod(U, one))
+  res1 <- one[, 1L] - drop(U %*% h)
+  list(U = U, ev = sv$d^2, e = e, lam = lam, c0 = c0, n = n, rank = j,
+       h = h, r1 = sum(res1^2), res1 = res1)
+}
+
+# x^T P_mu y for P_mu = (K_hat + mu I)^{-1} from the projections px = U^T x,
+# py = U^T y (columns) and the residuals' inner product rr.
+gp_pform <- function(px, py, ev, rr, mu) {
+  colSums(px * py / (ev + mu)) + rr / mu
+}
+
+# x^T (P_0 - P_e) y, computed directly (the difference is not cancelled).
+gp_pdiff <- function(px, py, ev, rr, lam, e) {
+  colSums(px * py * (e / ((ev + lam) * (ev + lam + e)))) +
+    rr * (e / (lam * (lam + e)))
 }
 
 # Variance interval at the rows of xnew (unit scale).
 gp_var_nystrom <- function(object, xnew) {
   fac <- gp_nystrom_factor(object)
   n <- fac$n
+  lam <- fac$lam
+  e <- fac$e
+  ev <- fac$ev
   xs <- gp_xs(object)
   lo <- hi <- numeric(nrow(xnew))
-  d1 <- max(fac$side[[1L]]$s1 - fac$side[[2L]]$s1, 0)
+  h <- matrix(fac$h)
+  d1 <- gp_pdiff(h, h, ev, fac$r1, lam, e)  # 1^T (P_0 - P_e) 1
   for (idx in gp_blocks(nrow(xnew), n)) {
     G <- gp_kmat(object, xs, xnew[idx, , drop = FALSE])
-    g2 <- colSums(G^2)
-    g1 <- colSums(G)
-    P <- crossprod(fac$L, G)
-    qt <- lapply(fac$side, function(sd) {
-      Q <- backsolve(sd$M, P, transpose = TRUE)
-      list(q = (g2 - colSums(Q^2)) / sd$mu,              # k^T P k
-           t = (g1 - drop(crossprod(sd$hh, Q))) / sd$mu)  # 1^T P k
-    })
-    q0 <- qt[[1L]]$q
-    qe <- qt[[2L]]$q
-    delta <- sqrt(d1 * pmax(q0 - qe, 0))
-    tlo <- pmax(qt[[1L]]$t, qt[[2L]]$t) - delta
-    thi <- pmin(qt[[1L]]$t, qt[[2L]]$t) + delta
+    P <- crossprod(fac$U, G)
+    Res <- G - fac$U %*% P
+    rr <- colSums(Res^2)
+    r1 <- drop(crossprod(fac$res1, Res))
+    hP <- matrix(fac$h, length(fac$h), ncol(P))
+    q0 <- gp_pform(P, P, ev, rr, lam)            # k^T P_0 k
+    dk <- gp_pdiff(P, P, ev, rr, lam, e)         # k^T (P_0 - P_e) k
+    t0 <- gp_pform(hP, P, ev, r1, lam)           # 1^T P_0 k
+    te <- t0 - gp_pdiff(hP, P, ev, r1, lam, e)   # 1^T P_e k
+    delta <- sqrt(d1 * pmax(dk, 0))
+    tlo <- pmax(t0, te) - delta
+    thi <- pmin(t0, te) + delta
     # (1 - t)^2 over [tlo, thi]
     a <- 1 - thi
     b <- 1 - tlo
     sq_min <- ifelse(a <= 0 & b >= 0, 0, pmin(a^2, b^2))
     sq_max <- pmax(a^2, b^2)
     lo[idx] <- 1 - q0 + sq_min * fac$c0 / n^2
-    hi[idx] <- 1 - qe + sq_max * fac$c0 / n^2
+    hi[idx] <- 1 - q0 + dk + sq_max * fac$c0 / n^2
   }
   lo <- pmax(lo, 0)
   hi <- pmax(hi, lo)
-  list(var = (lo + hi) / 2, lower = lo, upper = hi, rank = fac$rank, e = fac$e)
+  list(var = (lo + hi) / 2, lower = lo, upper = hi, rank = fac$rank, e = e)
 }
 
 # The solution of A V = B for an n x q matrix B with the fit's own solver and
@@ -251,7 +267,6 @@ gp_solve <- function(object, B) {
 # interval.  `fit` is the n_new x m matrix of predictions.
 gp_predict <- function(object, xs, fit, rn, se.fit, interval, level, method,
                        call) {
-  gp_check(object, "`se.fit = TRUE` or `interval`", call)
   method <- gp_method(method, object, c("auto", "exact", "nystrom"), "method",
                       call)
   v <- if (method == "exact") gp_var_exact(object, xs) else
@@ -403,8 +418,8 @@ simulate.krr <- function(object, nsim = 1, seed = NULL, newdata = NULL,
   m <- object$m
   nn <- nrow(xs)
   q <- nsim * m
-  mean <- sweep(krr_scores(object, xs), 2L, object$y_center, "+",
-                check.margin = FALSE)
+  mu <- sweep(krr_scores(object, xs), 2L, object$y_center, "+",
+              check.margin = FALSE)
   lam <- object$lambda
   jitter <- NULL
   if (method == "exact") {
@@ -429,7 +444,7 @@ simulate.krr <- function(object, nsim = 1, seed = NULL, newdata = NULL,
   # column k of U: draw (k - 1) %/% m + 1 of output (k - 1) %% m + 1
   sims <- lapply(seq_len(nsim), function(k) {
     cols <- (k - 1L) * m + seq_len(m)
-    d <- mean + sweep(U[, cols, drop = FALSE], 2L, s, "*", check.margin = FALSE)
+    d <- mu + sweep(U[, cols, drop = FALSE], 2L, s, "*", check.margin = FALSE)
     if (m == 1L) d[, 1L] else {
       dimnames(d) <- list(rn, object$y_names)
       d

@@ -138,6 +138,16 @@ test_that("Nystrom variances bracket the exact ones; tight at full rank", {
   expect_lt(max((rng[, "upper"] - rng[, "lower"]) / ex), 1e-4)
   expect_lt(max(abs(ny^2 / ex - 1)), 1e-4)
   expect_lte(attr(ny, "trace_error"), 1e-6 * 0.5 * 1.01)
+  # the package's default lambda = 1e-6 n (rounding in the Woodbury form
+  # would show here: the bracket is computed from explicit residuals)
+  f0 <- krr(d$x, d$y, bandwidth = 1, lambda = 1e-6 * 1500,
+            solver = cholesky(), threads = 1)
+  ex0 <- predict(f0, d$xnew, se.fit = TRUE, method = "exact")$se.fit^2
+  rng0 <- attr(predict(f0, d$xnew, se.fit = TRUE, method = "nystrom")$se.fit,
+               "var_range")
+  expect_true(all(rng0[, "lower"] <= ex0 * (1 + 1e-9)))
+  expect_true(all(rng0[, "upper"] >= ex0 * (1 - 1e-9)))
+  expect_lt(max((rng0[, "upper"] - rng0[, "lower"]) / ex0), 1e-4)
   # auto switches at the documented option
   old <- options(askotch.gp_exact_max_n = 1000)
   au <- predict(fit, d$xnew, se.fit = TRUE)$se.fit
