@@ -156,7 +156,8 @@ gp_nystrom_factor <- function(object) {
   j <- 0L
   while (j < r) {
     i <- which.max(d)
-    if (sum(d) <= stop_at) break
+    # done, or the next pivot too small to divide by (its share stays in e)
+    if (sum(d) <= stop_at || d[i] <= 1e-12) break
     j <- j + 1L
     col <- gp_kmat(object, xs, xs[i, , drop = FALSE])[, 1L]
     if (j > 1L) {

@@ -150,8 +150,10 @@ new_features <- function(object, newdata) {
 #' \eqn{n r} memory) with the exact trace error \eqn{e = \mathrm{tr}(K - \hat
 #' K) \ge \|K - \hat K\|_2}. Since \eqn{(\hat K + (\lambda + e) I)^{-1}
 #' \preceq (K + \lambda I)^{-1} \preceq (\hat K + \lambda I)^{-1}}, both
-#' terms of the variance lie in intervals computable by the Woodbury identity
-#' (the second by Cauchy-Schwarz); `se.fit` is the square root of the
+#' terms of the variance lie in intervals computable from the singular value
+#' decomposition of \eqn{L} (the second by Cauchy-Schwarz; the residuals
+#' \eqn{(I - UU^T) k_x} are formed explicitly, so that small \eqn{\lambda}
+#' loses no digits); `se.fit` is the square root of the
 #' midpoint, and its attribute `"var_range"` gives the interval (lower,
 #' upper) that contains the exact variance, with attributes `"rank"` and
 #' `"trace_error"` (\eqn{e}). The interval is narrow when \eqn{e} is small
