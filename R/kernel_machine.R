@@ -276,7 +276,7 @@ support_vectors <- function(loss, alpha, lambda) {
 #'   \eqn{F(x)}, including the bias and, for regression, the target mean)
 #'   or `"prob"` (the logistic loss only).
 #' @param device As for [predict.krr()].
-#' @param ... Unused.
+#' @param ... Unused; any argument given here is an error naming it.
 #' @return As [predict.krr()]; for `type = "prob"` the probability of the
 #'   second level \eqn{1 / (1 + e^{-F})} (binary), or a matrix with one
 #'   column per class (one-vs-rest). *Note*: with more than two classes the
@@ -294,6 +294,7 @@ predict.kernel_machine <- function(object, newdata = NULL,
                                    type = c("response", "class", "decision",
                                             "prob"),
                                    device = NULL, ...) {
+  check_no_dots(list(...), "predict", sys.call())
   if (!is.character(type) || length(type) < 1L) {
     abort_askotch(paste("`type` must be \"response\", \"class\",",
                         "\"decision\" or \"prob\"."), "input")
