@@ -31,6 +31,9 @@ gp_check <- function(object, what, call = NULL) {
   } else if (!is.null(object$centers) || fit_features(object) > 0) {
     why <- paste("a fit on the full kernel (an inducing-point solver such as",
                  "falkon() fits a different, low-rank model)")
+  } else if (!is.null(object$obs_weights) && any(object$obs_weights != 1)) {
+    why <- paste("a fit without observation weights (the variance of a",
+                 "weighted fit, with noise lambda s^2 / w_i, is not implemented)")
   }
   if (!is.null(why)) {
     abort_askotch(sprintf("%s needs %s.", what, why), "input", call)
