@@ -62,9 +62,9 @@ cases <- list(
   list("synth n=1e3 rbf lam=1e-6n", function() synth(1000), 0L, 1e-6, reps_small, 150),
   list("synth n=1e3 matern32 lam=1e-3n", function() synth(1000), 3L, 1e-3, reps_small, 150),
   list("fashion n=1e3 matern52 lam=1e-4n", function() fashion(1000), 4L, 1e-4, reps_small, 150),
-  list("friedman1 n=5e3 rbf lam=1e-6n", function() friedman(5000), 0L, 1e-6, 1L, 150),
-  list("synth n=5e3 matern52 lam=1e-1n", function() synth(5000), 4L, 1e-1, 1L, 100),
-  list("synth n=2e4 rbf lam=1e-2n", function() synth(20000), 0L, 1e-2, 1L, 40))
+  list("friedman1 n=5e3 rbf lam=1e-6n", function() friedman(5000), 0L, 1e-6, 1L, 100),
+  list("synth n=5e3 matern52 lam=1e-1n", function() synth(5000), 4L, 1e-1, 1L, 60),
+  list("synth n=2e4 rbf lam=1e-2n", function() synth(20000), 0L, 1e-2, 1L, 25))
 sel <- Sys.getenv("ASKOTCH_BENCH_CASES", "")
 if (nzchar(sel)) {
   keep <- trimws(strsplit(sel, ",")[[1L]])
