@@ -29,7 +29,7 @@
  * sample of grad f(z)^T (z - w_old), dense) and the step's descent <g, d> / L
  * (block only, always > 0).  The unscaled test (theta = 1) almost never fires
  * on a b/n sample; we restart when the ascent exceeds theta = 0.1 of the
- * descent (chosen on the study in BENCHMARKS.md (h): 0.01 restarts on block
+ * descent (chosen on a study of the restart rule: 0.01 restarts on block
  * noise and loses the speed-up of NSAP at n/b = 40; 0.25 and above miss the
  * n = 1e3 divergence).  A restart sets v = z = w_new (the start of the
  * iteration: with the momentum killed at every iteration ASkotch takes
