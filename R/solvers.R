@@ -116,9 +116,11 @@
 #'   random blocks; deterministic for a given `seed`). With the paper's
 #'   \eqn{\mu = \lambda} the momentum is mistuned when \eqn{\lambda} is
 #'   small, and without restart the accelerated methods can be much slower
-#'   than Skotch / SAP, or not converge; with restart they take at most about
-#'   as many passes as the plain methods, and keep the speed-up where
-#'   acceleration helps (BENCHMARKS.md, section (h)). `"none"` is the paper's
+#'   than Skotch / SAP, or not converge; with restart they converged in every
+#'   case of the study (`inst/bench/bench_restart.R` in the package sources),
+#'   within about 1.6 times the plain methods' passes where those were
+#'   faster (large \eqn{\lambda}), and kept the speed-up where acceleration
+#'   helps. `"none"` is the paper's
 #'   iteration unchanged. The fit reports the rule and the number of restarts
 #'   in `fit$solver` (`restart`, `restarts`). Not used by `accelerated =
 #'   FALSE` or `variant = "v1"`.
