@@ -27,8 +27,8 @@ as_feature_matrix <- function(x, arg = "x", call = NULL) {
                   "input", call)
   }
   if (!is.double(x)) storage.mode(x) <- "double"
-  # range() propagates NA / NaN / Inf without an n x p temporary
-  if (length(x) > 0L && !all(is.finite(range(x)))) {
+  # min_max() propagates NA / NaN / Inf without an n x p temporary
+  if (length(x) > 0L && !all(is.finite(min_max(x)))) {
     bad <- !is.finite(x)
     first <- which(bad, arr.ind = TRUE)[1L, ]
     abort_askotch(sprintf(paste(
@@ -130,6 +130,9 @@ check_numeric_text <- function(y, call = NULL) {
   invisible(y)
 }
 
+# c(min(x), max(x)): NA / NaN / Inf propagate; unlike range(), no copy of x
+min_max <- function(x) c(min(x), max(x))
+
 # Column centring / scaling computed on training data. Constant columns are
 # centred only.
 #
@@ -148,15 +151,16 @@ compute_scaling <- function(x, standardize) {
   scale <- rep(1, p)
   for (j in seq_len(p)) {
     xj <- x[, j]
-    r <- range(xj)
+    r <- min_max(xj)
     m <- max(abs(r))
     if (m == 0) next
-    u <- pow2_unit(m)
-    v <- xj / u
-    mu <- mean(v)
-    center[j] <- mu * u
+    # var() forms the sum of squared deviations in C (no temporaries); the
+    # column is divided by u only where the squares could leave the range
+    u <- if (m > 2^400 || m < 2^-400) pow2_unit(m) else 1
+    if (u != 1) xj <- xj / u
+    center[j] <- mean(xj) * u
     if (n > 1L && r[2L] - r[1L] > 4 * .Machine$double.eps * m) {
-      s <- sqrt(sum((v - mu)^2) / (n - 1L)) * u
+      s <- sqrt(stats::var(xj)) * u
       if (is.finite(s) && s > 0) scale[j] <- s
     }
   }
@@ -178,7 +182,7 @@ apply_scaling <- function(x, center, scale) {
       out[, j] <- xj
       next
     }
-    m <- max(abs(range(xj)), abs(center[j]))
+    m <- max(abs(min_max(xj)), abs(center[j]))
     if (m > 2^1000) {
       u <- pow2_unit(m)
       out[, j] <- (xj / u - center[j] / u) / (scale[j] / u)

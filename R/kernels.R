@@ -167,7 +167,7 @@ median_bandwidth <- function(x, metric, seed, max_points = 1000L) {
   xi <- x[idx, , drop = FALSE]
   # distances of x / u, u a power of two near max |x| (exact), times u:
   # no overflow or underflow in the squares for data far from unit scale
-  m <- max(abs(range(xi)))
+  m <- max(abs(min_max(xi)))
   u <- if (m > 0) pow2_unit(m) else 1
   d <- stats::dist(xi / u,
                    method = if (metric == "L1") "manhattan" else "euclidean")

@@ -26,8 +26,20 @@
 #' @section Preprocessing:
 #' With `standardize = TRUE` each column of `x` is centred by its training mean
 #' and divided by its training standard deviation ([sd()]); constant columns
-#' are only centred. The same transformation is applied to new data in
-#' [predict()][predict.krr]. The bandwidth is chosen *after* standardisation.
+#' (values equal up to rounding relative to their magnitude: a column scaled
+#' by 1e-13 is not constant) are only centred. The computation is safe for
+#' data of any magnitude (`x * 1e200` gives the same fit as `x`). The same
+#' transformation is applied to new data in [predict()][predict.krr]. The
+#' bandwidth is chosen *after* standardisation.
+#'
+#' Before the solve, settings the working precision cannot represent are
+#' refused with an error of class `askotch_error_input` that suggests a
+#' remedy: `lambda`, the kernel's rate (e.g. \eqn{1/(2\sigma^2)}) or the
+#' squared distances between rows outside the precision's normal range
+#' (e.g. `bandwidth = 1e-300`, `1e-40` in single precision, unstandardised
+#' `x * 1e25` in single precision), and kernels that are numerically the
+#' identity or all ones for the data and bandwidth (judged on up to 2000
+#' sampled pairs of distinct rows).
 #'
 #' @section Observation weights:
 #' `weights = w` makes the noise variance of point \eqn{i} equal to

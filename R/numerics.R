@@ -68,7 +68,7 @@ numeric_remedy <- function(precision, standardize, what) {
 }
 
 # Everything above, for a fit's data `dat` (krr_data()) and settings `set`
-# (krr_settings()). Cheap: O(n p) for the magnitudes (range(), no copy) and
+# (krr_settings()). Cheap: O(n p) for the magnitudes (min_max(), no copy) and
 # at most 2000 sampled pairs of rows for the kernel values.
 check_numerics <- function(dat, set, call = NULL) {
   precision <- set$precision
@@ -81,7 +81,7 @@ check_numerics <- function(dat, set, call = NULL) {
   bw_text <- sprintf("%s (%s)", format(signif(s, 4)),
                      if (median_rule) "median heuristic" else "given")
   # the targets: their squared norm is formed in double precision
-  ymax <- max(abs(range(dat$Yc)))
+  ymax <- max(abs(min_max(dat$Yc)))
   if (ymax > lim$max || log(ymax) + 0.5 * log(length(dat$Yc)) >
       0.5 * log(.Machine$double.xmax)) {
     abort_askotch(sprintf(paste(
@@ -93,7 +93,7 @@ check_numerics <- function(dat, set, call = NULL) {
   # the data: squared distances between rows (at most 4 max|x|^2 p) or L1
   # distances (2 max|x| p) must be finite in the working precision
   xs <- dat$xs
-  M <- max(abs(range(xs)))
+  M <- max(abs(min_max(xs)))
   l1 <- kern$metric == "L1"
   logT <- if (l1) log(2) + log(M) + log(ncol(xs)) else
     log(4) + 2 * log(M) + log(ncol(xs))

@@ -5,7 +5,7 @@
 # length, NaN weights, missing levels, structure(list(), class = "krr"))
 # gets a classed error (askotch_error_object) naming the field, never a wrong
 # answer or an R-internal error. The checks cost O(size of the fit) with no
-# copy (range() finds NA / NaN / Inf).
+# copy (min_max() finds NA / NaN / Inf).
 
 validate_krr <- function(fit, call = NULL, arg = "object") {
   bad <- function(field, what) {
@@ -22,7 +22,7 @@ validate_krr <- function(fit, call = NULL, arg = "object") {
   if (length(fit) == 0L) bad(NULL, "is empty")
   whole <- function(v) is.numeric(v) && length(v) == 1L && !is.na(v) &&
     is.finite(v) && v == round(v)
-  finite_all <- function(v) length(v) == 0L || all(is.finite(range(v)))
+  finite_all <- function(v) length(v) == 0L || all(is.finite(min_max(v)))
   # sizes and task
   for (f in c("n", "p", "m")) {
     if (!whole(fit[[f]]) || fit[[f]] < 1) bad(f, "must be a positive whole number")
