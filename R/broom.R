@@ -54,6 +54,7 @@ NULL
 #' @rdname krr-tidiers
 #' @export
 tidy.krr <- function(x, ...) {
+  validate_krr(x, sys.call(), "x")
   terms <- c(bandwidth = x$kernel$bandwidth, lambda = x$lambda)
   if (fit_intercept(x) > 0) terms <- c(terms, intercept = fit_intercept(x))
   if (fit_features(x) > 0) terms <- c(terms, features = fit_features(x))
@@ -64,6 +65,7 @@ tidy.krr <- function(x, ...) {
 #' @rdname krr-tidiers
 #' @export
 glance.krr <- function(x, ...) {
+  validate_krr(x, sys.call(), "x")
   ll <- tryCatch(stats::logLik(x), error = function(e) NULL)
   ic <- function(f) if (is.null(ll)) NA_real_ else
     tryCatch(as.numeric(f(ll)), error = function(e) NA_real_)
@@ -104,6 +106,7 @@ training_r2 <- function(x) {
 #' @rdname krr-tidiers
 #' @export
 augment.krr <- function(x, data = NULL, newdata = NULL, se_fit = FALSE, ...) {
+  validate_krr(x, sys.call(), "x")
   check_flag(se_fit, "se_fit")
   nd <- if (is.null(newdata)) data else newdata
   classif <- x$task %in% c("binary", "multiclass")

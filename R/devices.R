@@ -13,6 +13,7 @@
 #' askotch_devices()
 #' @export
 askotch_devices <- function(quiet = FALSE) {
+  check_flag(quiet, "quiet")
   info <- .Call(ffi_devices)
   out <- data.frame(
     id = seq_along(info$name) - 1L,

@@ -385,6 +385,7 @@ gp_predict <- function(object, xs, fit, rn, se.fit, interval, level, method,
 simulate.krr <- function(object, nsim = 1, seed = NULL, newdata = NULL,
                          method = c("auto", "exact", "pathwise"),
                          noise = FALSE, features = 4096, ...) {
+  validate_krr(object, sys.call(), "object")
   ecall <- sys.call()
   check_no_dots(list(...), "simulate", ecall)
   gp_check(object, "simulate()", ecall)

@@ -294,6 +294,7 @@ predict.kernel_machine <- function(object, newdata = NULL,
                                    type = c("response", "class", "decision",
                                             "prob"),
                                    device = NULL, ...) {
+  validate_krr(object, sys.call(), "object")
   check_no_dots(list(...), "predict", sys.call())
   if (!is.character(type) || length(type) < 1L) {
     abort_askotch(paste("`type` must be \"response\", \"class\",",
@@ -323,6 +324,7 @@ predict.kernel_machine <- function(object, newdata = NULL,
 
 #' @export
 print.kernel_machine <- function(x, ...) {
+  validate_krr(x, sys.call(), "x")
   cat("Kernel machine (askotch)\n")
   cat(sprintf("  %s, n = %d, p = %d%s\n", task_label(x), x$n, x$p,
               if (x$task == "multioutput") sprintf(", %d outputs", x$m) else ""))
@@ -374,6 +376,7 @@ km_crit_text <- function(x) {
 #' summary(fit)
 #' @export
 summary.kernel_machine <- function(object, ...) {
+  validate_krr(object, sys.call(), "object")
   s <- summary.krr(object)
   s$title <- "Kernel machine (askotch)"
   if (fit_loss(object)$name != "squared") s$crit_name <- "Duality gap"
@@ -426,6 +429,7 @@ summary.kernel_machine <- function(object, ...) {
 #' plot(fit)
 #' @export
 plot.kernel_machine <- function(x, ...) {
+  validate_krr(x, sys.call(), "x")
   tr <- x$trace
   old <- graphics::par(mfrow = c(1L, 3L))
   on.exit(graphics::par(old))
@@ -463,6 +467,7 @@ plot.kernel_machine <- function(x, ...) {
 
 #' @export
 fitted.kernel_machine <- function(object, ...) {
+  validate_krr(object, sys.call(), "object")
   if (fit_features(object) > 0) {
     abort_askotch(paste(
       "A random-features fit does not keep its training points: use",
@@ -473,6 +478,7 @@ fitted.kernel_machine <- function(object, ...) {
 
 #' @export
 residuals.kernel_machine <- function(object, ...) {
+  validate_krr(object, sys.call(), "object")
   if (fit_features(object) > 0) fitted.kernel_machine(object)
   NextMethod()
 }

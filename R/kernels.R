@@ -164,9 +164,14 @@ median_bandwidth <- function(x, metric, seed, max_points = 1000L) {
   } else {
     seq_len(n)
   }
-  d <- stats::dist(x[idx, , drop = FALSE],
+  xi <- x[idx, , drop = FALSE]
+  # distances of x / u, u a power of two near max |x| (exact), times u:
+  # no overflow or underflow in the squares for data far from unit scale
+  m <- max(abs(min_max(xi)))
+  u <- if (m > 0) pow2_unit(m) else 1
+  d <- stats::dist(xi / u,
                    method = if (metric == "L1") "manhattan" else "euclidean")
-  med <- stats::median(d)
+  med <- stats::median(d) * u
   if (med > 0) return(med)
   # Many duplicated rows: fall back to the median of the positive distances.
   d <- d[d > 0]
@@ -175,7 +180,7 @@ median_bandwidth <- function(x, metric, seed, max_points = 1000L) {
       "Cannot choose a \"median\" bandwidth: all sampled rows of `x` are",
       "identical. Supply a numeric `bandwidth`."), "input")
   }
-  stats::median(d)
+  stats::median(d) * u
 }
 
 # Evaluate expr with R's RNG seeded, restoring the caller's RNG state.

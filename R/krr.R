@@ -26,8 +26,20 @@
 #' @section Preprocessing:
 #' With `standardize = TRUE` each column of `x` is centred by its training mean
 #' and divided by its training standard deviation ([sd()]); constant columns
-#' are only centred. The same transformation is applied to new data in
-#' [predict()][predict.krr]. The bandwidth is chosen *after* standardisation.
+#' (values equal up to rounding relative to their magnitude: a column scaled
+#' by 1e-13 is not constant) are only centred. The computation is safe for
+#' data of any magnitude (`x * 1e200` gives the same fit as `x`). The same
+#' transformation is applied to new data in [predict()][predict.krr]. The
+#' bandwidth is chosen *after* standardisation.
+#'
+#' Before the solve, settings the working precision cannot represent are
+#' refused with an error of class `askotch_error_input` that suggests a
+#' remedy: `lambda`, the kernel's rate (e.g. \eqn{1/(2\sigma^2)}) or the
+#' squared distances between rows outside the precision's normal range
+#' (e.g. `bandwidth = 1e-300`, `1e-40` in single precision, unstandardised
+#' `x * 1e25` in single precision), and kernels that are numerically the
+#' identity or all ones for the data and bandwidth (judged on up to 2000
+#' sampled pairs of distinct rows).
 #'
 #' @section Observation weights:
 #' `weights = w` makes the noise variance of point \eqn{i} equal to
@@ -202,9 +214,26 @@ check_no_dots <- function(extra, fname, call) {
   if (length(extra) > 0L) {
     nm <- names(extra)
     if (is.null(nm)) nm <- rep("", length(extra))
-    nm[!nzchar(nm)] <- "<unnamed>"
+    un <- which(!nzchar(nm))
+    if (length(un) > 0L) {
+      # unnamed extras are the last unnamed arguments of the call
+      pos <- tryCatch({
+        a <- as.list(call)[-1L]
+        an <- names(a)
+        if (is.null(an)) an <- rep("", length(a))
+        utils::tail(which(!nzchar(an) & !vapply(a, identical, TRUE,
+                                                quote(...))), length(un))
+      }, error = function(e) integer(0))
+      if (length(pos) != length(un)) pos <- rep(NA_integer_, length(un))
+      nm[un] <- sprintf("unnamed argument%s (%s)",
+                        ifelse(is.na(pos), "", paste0(" in position ", pos)),
+                        vapply(extra[un], fmt_value, ""))
+      nm[-un] <- paste0("`", nm[-un], "`")
+    } else {
+      nm <- paste0("`", nm, "`")
+    }
     abort_askotch(sprintf("Unknown argument(s) to %s(): %s.", fname,
-                          paste0("`", nm, "`", collapse = ", ")),
+                          paste(nm, collapse = ", ")),
                   "input", call)
   }
 }
@@ -225,6 +254,7 @@ fit_model <- function(x, y, loss, kernel, bandwidth, bandwidth_given, lambda,
                       time_limit, validation, seed, progress, threads,
                       mem_limit, keep_state, ecall, features = features,
                       intercept = cc, objective = machine)
+  check_numerics(dat, set, ecall)
   set$obs_weights <- check_weights_model(ow$w, set, ecall)
   set$zero_weight <- ow$dropped
   res <- fit_solver(dat$xs, dat$Yc, set, dat$tgt)
@@ -378,17 +408,6 @@ solve_fields <- function(res) {
        reason = res$reason, iterations = res$iterations, passes = res$passes,
        seconds = res$seconds, resid_est = res$resid_est,
        resid_exact = res$resid_exact)
-}
-
-# Structural checks of a "krr" object (internal consistency, not inputs).
-validate_krr <- function(fit) {
-  stopifnot(inherits(fit, "krr"), is.matrix(fit$weights),
-            ncol(fit$weights) == fit$m,
-            nrow(fit$x) == nrow(fit$weights) || fit_features(fit) > 0,
-            is.list(fit$kernel), is.numeric(fit$lambda), fit$lambda > 0,
-            inherits(fit$solver, "askotch_solver"), is.data.frame(fit$trace),
-            fit$reason %in% c("tol", "exact", "max_passes", "time_limit"))
-  fit
 }
 
 #' @rdname krr
@@ -561,6 +580,9 @@ prepare_validation <- function(validation, p, xnames, scaling, tgt, call) {
   }
   vy <- validation$y
   nv <- nrow(vx)
+  if (nv < 1L) {
+    abort_askotch("`validation$x` must have at least one row.", "input", call)
+  }
   if (tgt$task %in% c("binary", "multiclass")) {
     if (!(is.factor(vy) || is.character(vy) || is.logical(vy)) ||
         length(vy) != nv) {

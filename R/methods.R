@@ -223,6 +223,7 @@ predict.krr <- function(object, newdata = NULL,
                         level = 0.95,
                         method = c("auto", "exact", "nystrom"),
                         device = NULL, ...) {
+  validate_krr(object, sys.call(), "object")
   ecall <- sys.call()
   check_no_dots(list(...), "predict", ecall)
   check_flag(se.fit, "se.fit", ecall)
@@ -293,6 +294,7 @@ predict.krr <- function(object, newdata = NULL,
 
 #' @export
 print.krr <- function(x, ...) {
+  validate_krr(x, sys.call(), "x")
   cat("Kernel ridge regression (askotch)\n")
   cat(sprintf("  %s, n = %d, p = %d%s\n", task_label(x), x$n, x$p,
               if (x$task == "multioutput") sprintf(", %d outputs", x$m) else ""))
@@ -347,6 +349,7 @@ resid_text <- function(x) {
 #' summary(fit)
 #' @export
 summary.krr <- function(object, ...) {
+  validate_krr(object, sys.call(), "object")
   tr <- object$trace
   vm <- if (!is.null(tr$validation) && any(!is.na(tr$validation)))
     utils::tail(tr$validation[!is.na(tr$validation)], 1L) else NA_real_
@@ -497,6 +500,7 @@ print.summary.krr <- function(x, ...) {
 #' plot(fit)
 #' @export
 plot.krr <- function(x, ...) {
+  validate_krr(x, sys.call(), "x")
   tr <- x$trace
   has_val <- !is.null(tr$validation) && any(!is.na(tr$validation))
   old <- graphics::par(mfrow = c(1L, if (has_val) 3L else 2L))
@@ -557,6 +561,7 @@ NULL
 #' @rdname krr-coef
 #' @export
 coef.krr <- function(object, ...) {
+  validate_krr(object, sys.call(), "object")
   W <- object$weights
   if (ncol(W) == 1L) W[, 1L] else W
 }
@@ -564,6 +569,7 @@ coef.krr <- function(object, ...) {
 #' @rdname krr-coef
 #' @export
 fitted.krr <- function(object, ...) {
+  validate_krr(object, sys.call(), "object")
   s <- fitted_scores(object)
   if (!is.null(object$offset)) s <- s + object$offset
   stats::napredict(object$na.action, fit_columns(object, s))
@@ -572,6 +578,7 @@ fitted.krr <- function(object, ...) {
 #' @rdname krr-coef
 #' @export
 residuals.krr <- function(object, ...) {
+  validate_krr(object, sys.call(), "object")
   stats::naresid(object$na.action,
                  fit_columns(object, object$y - fitted_scores(object)))
 }

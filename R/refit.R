@@ -50,10 +50,9 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
                       warm_start = is.null(newresp), tol = NULL,
                       max_passes = NULL, time_limit = NULL, progress = FALSE,
                       keep_state = NULL, ...) {
+  validate_krr(object, sys.call(), "object")
   ecall <- sys.call()
-  if (...length() > 0L) {
-    abort_askotch("Unknown argument(s) to refit().", "input", ecall)
-  }
+  check_no_dots(list(...), "refit", ecall)
   if (fit_features(object) > 0) {
     abort_askotch(paste(
       "refit() needs the training points, which a random-features fit does",
@@ -80,6 +79,7 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
   }
   if (is.null(lambda)) lambda <- object$lambda
   check_positive(lambda, "lambda", call = ecall)
+  check_lambda_numeric(lambda, object$precision, ecall)
   check_flag(warm_start, "warm_start", ecall)
   check_flag(progress, "progress", ecall)
   if (is.null(keep_state)) keep_state <- !is.null(object$state)

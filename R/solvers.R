@@ -331,10 +331,21 @@ auto <- function(v, digits = 4) {
 }
 
 as_solver <- function(solver, call = NULL) {
-  if (inherits(solver, "askotch_solver")) return(solver)
-  if (is.function(solver)) solver <- solver()
-  if (inherits(solver, "askotch_solver")) return(solver)
+  if (inherits(solver, "askotch_solver")) return(valid_spec(solver, call))
   ns <- environment(as_solver)
+  if (is.function(solver)) {
+    # only the package's own constructors may be passed uncalled
+    ctors <- c("askotch", "skotch", "sap", "pcg", "falkon", "eigenpro",
+               "cholesky", "joker")
+    hit <- Filter(function(f) identical(solver, get(f, envir = ns)), ctors)
+    if (length(hit) == 0L) {
+      abort_askotch(paste(
+        "`solver` must be a solver specification such as askotch(), or one",
+        "of the constructors askotch, skotch, sap, pcg, falkon, eigenpro,",
+        "cholesky, joker; not another function."), "input", call)
+    }
+    return(get(hit[[1L]], envir = ns)())
+  }
   if (is.character(solver) && length(solver) == 1L && !is.na(solver)) {
     f <- get0(paste0("spec_", tolower(solver)), envir = ns, mode = "function",
               inherits = FALSE)
@@ -348,4 +359,27 @@ as_solver <- function(solver, call = NULL) {
   abort_askotch(sprintf(paste(
     "`solver` must be a solver specification such as askotch(), skotch() or",
     "cholesky(), not %s."), fmt_value(solver)), "input", call)
+}
+
+# An object of class "askotch_solver" made by hand (not by a constructor)
+# must still map onto a compiled solver with valid options.
+valid_spec <- function(solver, call = NULL) {
+  ok <- tryCatch({
+    sc <- solver_c(solver)
+    is.list(sc) && is.character(sc$name) && length(sc$name) == 1L &&
+      sc$name %in% names(askotch_info()$solvers) && is.list(sc$options)
+  }, error = function(e) FALSE)
+  if (!isTRUE(ok)) {
+    abort_askotch(sprintf(paste(
+      "`solver` is not a valid solver specification (class %s, name %s):",
+      "make one with askotch(), pcg(), falkon(), eigenpro(), cholesky(),",
+      "sap(), skotch() or joker()."),
+      paste0("\"", class(solver), "\"", collapse = "/"),
+      fmt_value(solver$name)), "input", call)
+  }
+  tryCatch(check_spec(solver), askotch_error = function(e) {
+    e$call <- call
+    stop(e)
+  }, error = function(e) abort_askotch(sprintf(
+    "`solver` has invalid options: %s", conditionMessage(e)), "input", call))
 }

@@ -83,5 +83,6 @@ check_weights_model <- function(w, set, call = NULL) {
 #' head(weights(fit))
 #' @export
 weights.krr <- function(object, ...) {
+  validate_krr(object, sys.call(), "object")
   if (is.null(object$obs_weights)) rep(1, object$n) else object$obs_weights
 }

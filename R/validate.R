@@ -1,0 +1,186 @@
+# Fitted objects: structural checks --------------------------------------------
+#
+# validate_krr() is run when a fit is made and by every method before it uses
+# a fit, so that a corrupted object (a field removed or of the wrong type or
+# length, NaN weights, missing levels, structure(list(), class = "krr"))
+# gets a classed error (askotch_error_object) naming the field, never a wrong
+# answer or an R-internal error. The checks cost O(size of the fit) with no
+# copy (min_max() finds NA / NaN / Inf).
+
+validate_krr <- function(fit, call = NULL, arg = "object") {
+  bad <- function(field, what) {
+    abort_askotch(sprintf(paste(
+      "`%s` is not a valid askotch fit: %s %s. Fit the model again with",
+      "krr() or kernel_machine()."),
+      arg,
+      if (is.null(field)) "it" else sprintf("field `%s`", field), what),
+      "object", call)
+  }
+  if (!inherits(fit, "krr") || !is.list(fit)) {
+    bad(NULL, "is not a list of class \"krr\"")
+  }
+  if (length(fit) == 0L) bad(NULL, "is empty")
+  whole <- function(v) is.numeric(v) && length(v) == 1L && !is.na(v) &&
+    is.finite(v) && v == round(v)
+  finite_all <- function(v) length(v) == 0L || all(is.finite(min_max(v)))
+  # sizes and task
+  for (f in c("n", "p", "m")) {
+    if (!whole(fit[[f]]) || fit[[f]] < 1) bad(f, "must be a positive whole number")
+  }
+  n <- fit$n
+  p <- fit$p
+  m <- fit$m
+  tasks <- c("regression", "multioutput", "binary", "multiclass")
+  if (!is.character(fit$task) || length(fit$task) != 1L ||
+      !fit$task %in% tasks) {
+    bad("task", sprintf("must be one of %s",
+                        paste0("\"", tasks, "\"", collapse = ", ")))
+  }
+  if (fit$task %in% c("binary", "multiclass")) {
+    lev <- fit$levels
+    if (!is.character(lev) || length(lev) < 2L || anyNA(lev) ||
+        anyDuplicated(lev)) {
+      bad("levels", "must hold the (at least 2) distinct class labels")
+    }
+    if (m != (if (fit$task == "binary") 1L else length(lev)) ||
+        (fit$task == "binary") != (length(lev) == 2L)) {
+      bad("levels", sprintf("(%d) do not match the task and %d output(s)",
+                            length(lev), m))
+    }
+  }
+  # weights (or random-feature coefficients)
+  features <- fit$features
+  if (!is.null(features) && (!whole(features) || features < 0)) {
+    bad("features", "must be 0 or a positive whole number")
+  }
+  M <- if (is.null(features)) 0 else features
+  W <- fit$weights
+  if (!is.matrix(W) || !is.numeric(W) || ncol(W) != m) {
+    bad("weights", sprintf("must be a numeric matrix with %d column(s)", m))
+  }
+  if (!finite_all(W)) bad("weights", "contains NA, NaN or infinite values")
+  # prediction points
+  if (M > 0) {
+    if (nrow(W) != M) bad("weights", sprintf("must have %d rows (the features)", M))
+  } else {
+    X <- fit$x
+    if (!is.matrix(X) || !is.numeric(X) || ncol(X) != p || nrow(X) < 1L) {
+      bad("x", sprintf("must be a numeric matrix with %d column(s)", p))
+    }
+    if (nrow(W) != nrow(X)) {
+      bad("weights", sprintf("must have one row per point of `x` (%d), not %d",
+                             nrow(X), nrow(W)))
+    }
+    if (!finite_all(X)) bad("x", "contains NA, NaN or infinite values")
+    if (!is.null(fit$x_train)) {
+      XT <- fit$x_train
+      if (!is.matrix(XT) || !is.numeric(XT) || ncol(XT) != p || nrow(XT) != n ||
+          !finite_all(XT)) {
+        bad("x_train", sprintf("must be a finite numeric %d x %d matrix", n, p))
+      }
+      cen <- fit$centers
+      if (!is.numeric(cen) || length(cen) != nrow(X) || anyNA(cen) ||
+          any(cen < 1 | cen > n)) {
+        bad("centers", sprintf("must hold %d row indices in 1..%d",
+                               nrow(X), n))
+      }
+    } else if (nrow(X) != n) {
+      bad("x", sprintf("must have n = %d rows, not %d", n, nrow(X)))
+    }
+  }
+  if (!is.null(fit$y)) {
+    Y <- fit$y
+    if (!is.matrix(Y) || !is.numeric(Y) || nrow(Y) != n || ncol(Y) != m ||
+        !finite_all(Y)) {
+      bad("y", sprintf("must be a finite numeric %d x %d matrix", n, m))
+    }
+  } else if (M == 0) {
+    bad("y", "is missing")
+  }
+  # preprocessing
+  for (f in c("center", "scale")) {
+    v <- fit[[f]]
+    if (!is.numeric(v) || length(v) != p || !finite_all(v)) {
+      bad(f, sprintf("must be %d finite number(s), one per column", p))
+    }
+  }
+  if (any(fit$scale <= 0)) bad("scale", "must be positive")
+  if (!is.numeric(fit$y_center) || length(fit$y_center) != m ||
+      !finite_all(fit$y_center)) {
+    bad("y_center", sprintf("must be %d finite number(s)", m))
+  }
+  if (!is.null(fit$xnames) && (!is.character(fit$xnames) ||
+                               length(fit$xnames) != p)) {
+    bad("xnames", sprintf("must be NULL or %d column name(s)", p))
+  }
+  if (!is.null(fit$y_names) && (!is.character(fit$y_names) ||
+                                length(fit$y_names) != m)) {
+    bad("y_names", sprintf("must be NULL or %d name(s)", m))
+  }
+  # model
+  kern <- fit$kernel
+  if (!inherits(kern, "askotch_kernel") || !is.list(kern) ||
+      !identical(kern$code, tryCatch(kernel_code(kern$name),
+                                     error = function(e) NULL)) ||
+      !is.numeric(kern$bandwidth) || length(kern$bandwidth) != 1L ||
+      !is.finite(kern$bandwidth) || kern$bandwidth <= 0 ||
+      !is.character(kern$metric) || length(kern$metric) != 1L) {
+    bad("kernel", "must be a kernel object with a positive finite bandwidth")
+  }
+  if (!is.numeric(fit$lambda) || length(fit$lambda) != 1L ||
+      !is.finite(fit$lambda) || fit$lambda <= 0) {
+    bad("lambda", "must be a positive finite number")
+  }
+  if (!is.null(fit$loss) && !inherits(fit$loss, "askotch_loss")) {
+    bad("loss", "must be a loss object")
+  }
+  if (!inherits(fit$solver, "askotch_solver") ||
+      !is.character(fit$solver$name) || length(fit$solver$name) != 1L) {
+    bad("solver", "must be a solver specification")
+  }
+  if (!identical(fit$precision, "double") && !identical(fit$precision, "single")) {
+    bad("precision", "must be \"double\" or \"single\"")
+  }
+  if (!identical(fit$device, "cpu") && !identical(fit$device, "cuda")) {
+    bad("device", "must be \"cpu\" or \"cuda\"")
+  }
+  if (!is.null(fit$threads) && (!whole(fit$threads) || fit$threads < 0)) {
+    bad("threads", "must be a non-negative whole number")
+  }
+  if (!is.numeric(fit$seed) || length(fit$seed) != 1L || !is.finite(fit$seed)) {
+    bad("seed", "must be a number")
+  }
+  if (!is.null(fit$bias) && (!is.numeric(fit$bias) || length(fit$bias) != m ||
+                             !finite_all(fit$bias))) {
+    bad("bias", sprintf("must be %d finite number(s)", m))
+  }
+  if (!is.null(fit$obs_weights)) {
+    ow <- fit$obs_weights
+    if (!is.numeric(ow) || length(ow) != n || !finite_all(ow) || any(ow <= 0)) {
+      bad("obs_weights", sprintf("must be %d positive finite numbers", n))
+    }
+  }
+  # the solve's record
+  if (!is.data.frame(fit$trace)) bad("trace", "must be a data frame")
+  reasons <- c("tol", "exact", "max_passes", "time_limit")
+  if (!is.character(fit$reason) || length(fit$reason) != 1L ||
+      !fit$reason %in% reasons) {
+    bad("reason", sprintf("must be one of %s",
+                          paste0("\"", reasons, "\"", collapse = ", ")))
+  }
+  if (!is.logical(fit$converged) || length(fit$converged) != 1L ||
+      is.na(fit$converged)) {
+    bad("converged", "must be TRUE or FALSE")
+  }
+  for (f in c("iterations", "passes", "seconds", "resid_est", "resid_exact",
+              "tol")) {
+    if (!is.numeric(fit[[f]]) || length(fit[[f]]) != 1L) {
+      bad(f, "must be one number")
+    }
+  }
+  if (!is.null(fit$terms) && !inherits(fit$terms, "terms")) {
+    bad("terms", "must be a terms object")
+  }
+  fit
+}
+
