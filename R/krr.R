@@ -131,7 +131,7 @@ krr <- function(x, ...) UseMethod("krr")
 #' @rdname krr
 #' @export
 krr.default <- function(x, y, kernel = "rbf", bandwidth = "median",
-                        lambda = NULL, solver = askotch(),
+                        lambda = NULL, solver = "auto",
                         precision = "double", device = "auto",
                         max_passes = 100, tol = NULL, time_limit = Inf,
                         validation = NULL, standardize = TRUE, seed = NULL,
@@ -175,10 +175,13 @@ fit_model <- function(x, y, loss, kernel, bandwidth, bandwidth_given, lambda,
                       time_limit, validation, seed, progress, threads,
                       mem_limit, keep_state, ecall, features = features,
                       intercept = cc, objective = machine)
-  res <- fit_solver(dat$xs, dat$Yc, set, dat$tgt)
-  fit <- new_krr(dat, set, res, call = call)
-  if (set$objective) fit <- as_kernel_machine(fit, dat, set, res)
-  validate_krr(fit)
+  tn <- tune_hyper(dat, set, ecall)
+  res <- fit_solver(tn$dat$xs, tn$dat$Yc, tn$set, tn$dat$tgt)
+  fit <- new_krr(tn$dat, tn$set, res, call = call)
+  fit$length_scales <- tn$tuning$length_scales
+  fit$tuning <- tn$tuning
+  if (set$objective) fit <- as_kernel_machine(fit, tn$dat, tn$set, res)
+  warn_not_converged(validate_krr(fit), ecall)
 }
 
 # Data preparation: the feature matrix, its scaling, the targets (as the
@@ -211,9 +214,8 @@ krr_settings <- function(dat, loss, kernel, bandwidth, bandwidth_given, lambda,
                          features = NULL, intercept = 0, objective = FALSE) {
   n <- dat$n
   squared <- loss$name == "squared"
-  if (is.null(lambda)) lambda <- if (squared) 1e-6 * n else 1
-  check_positive(lambda, "lambda", call = call)
-  lambda <- as.numeric(lambda)
+  lspec <- lambda_spec(lambda, loss, n, call)
+  lambda <- lspec$value
   precision <- check_choice(precision, c("double", "single"), "precision", call)
   if (is.null(tol)) {
     tol <- if (squared) {
@@ -245,13 +247,21 @@ krr_settings <- function(dat, loss, kernel, bandwidth, bandwidth_given, lambda,
   }
   seed <- as.numeric(seed)
   kern <- as_kernel(kernel, bandwidth, bandwidth_given, call)
-  if (identical(kern$bandwidth, "median")) {
+  if (is.character(kern$bandwidth)) {
+    if (kern$bandwidth != "median" && !squared) {
+      abort_askotch(sprintf(paste(
+        "`bandwidth = \"%s\"` is only available for the squared loss."),
+        kern$bandwidth), "input", call)
+    }
+    # "ml" and "ard" start from the median heuristic (tune_hyper())
+    kern$bandwidth_rule <- kern$bandwidth
     kern$bandwidth <- median_bandwidth(dat$xs, kern$metric, seed)
-    kern$bandwidth_rule <- "median"
   } else {
     kern$bandwidth_rule <- "fixed"
   }
-  solver <- if (is.null(solver)) default_solver(loss) else as_solver(solver, call)
+  solver <- if (is.null(solver)) default_solver(loss) else
+    if (identical(solver, "auto")) auto_solver(n, precision, mem_limit, loss, features) else
+      as_solver(solver, call)
   check_solver_loss(solver, loss, call)
   M <- check_features(features, n, call)
   device <- resolve_device(device, n, call)
@@ -269,7 +279,8 @@ krr_settings <- function(dat, loss, kernel, bandwidth, bandwidth_given, lambda,
       "With `tol = 0`, at least one of `max_passes` and `time_limit` must",
       "be finite."), "input", call)
   }
-  list(kernel = kern, lambda = lambda, solver = solver, precision = precision,
+  list(kernel = kern, lambda = lambda, lambda_spec = lspec, solver = solver,
+       precision = precision,
        device = device, rule = rule, validation = val, seed = seed,
        progress = progress, threads = as.integer(threads),
        mem_limit = mem_limit, keep_state = keep_state, loss = loss,

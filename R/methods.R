@@ -228,7 +228,8 @@ summary.krr <- function(object, ...) {
     seconds = object$seconds, resid_est = object$resid_est,
     resid_exact = object$resid_exact, tol = object$tol,
     converged = object$converged, reason = object$reason,
-    validation_metric = object$validation_metric, validation = vm
+    validation_metric = object$validation_metric, validation = vm,
+    model = model_stats(object)
   ), class = "summary.krr")
 }
 
@@ -268,8 +269,14 @@ print.summary.krr <- function(x, ...) {
   if (!is.null(x$crit_name)) {
     names(lines) <- sub("^Residual", x$crit_name, names(lines))
   }
-  w <- max(nchar(names(lines)))
+  model <- vapply(x$model, function(v)
+    paste(format(v), collapse = ", "), "")
+  w <- max(nchar(c(names(lines), names(model))))
   cat(sprintf("%-*s : %s", w, names(lines), lines), sep = "\n")
+  if (length(model) > 0L) {
+    cat("\nModel:\n")
+    cat(sprintf("%-*s : %s", w, names(model), model), sep = "\n")
+  }
   invisible(x)
 }
 
