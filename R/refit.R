@@ -122,7 +122,7 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
   fit$state <- if (keep_state) state else NULL
   fit$call <- ecall
   if (inherits(object, "kernel_machine")) fit <- km_fields(fit, res)
-  validate_krr(fit)
+  warn_not_converged(validate_krr(fit), ecall)
 }
 
 # The settings drive_solver() needs, from a fit.
