@@ -4,11 +4,14 @@
 #'
 #' Solves the kernel ridge regression system \eqn{(K + \lambda I) w = y} for the
 #' weights \eqn{w}, where \eqn{K} is the kernel matrix of the (standardised)
-#' training points, by default with the ASkotch solver, which never forms
-#' \eqn{K} and needs only \eqn{O(n)} memory. Predictions at new points \eqn{x}
-#' are \eqn{\sum_i w_i k(x, x_i)} (plus the mean of the training targets for
-#' regression): the posterior mean of a Gaussian process with covariance
-#' \eqn{k} and noise variance \eqn{\lambda}.
+#' training points: exactly (Cholesky) for small \eqn{n}, and above with the
+#' ASkotch solver, which never forms \eqn{K} and needs only \eqn{O(n)}
+#' memory. Predictions at new points \eqn{x} are \eqn{\sum_i w_i k(x, x_i)}
+#' (plus the mean of the training targets for regression): the posterior mean
+#' of a Gaussian process with covariance \eqn{s^2 k} and noise variance
+#' \eqn{s^2 \lambda}, i.e. \eqn{\lambda} is the noise-to-signal variance
+#' ratio (multiplying \eqn{y} by a constant changes neither it nor the fit).
+#' By default \eqn{\lambda} is chosen by maximum marginal likelihood.
 #'
 #' @section Tasks:
 #' * numeric vector `y`: regression. Targets are centred; the mean is added
@@ -28,6 +31,53 @@
 #' and divided by its training standard deviation ([sd()]); constant columns
 #' are only centred. The same transformation is applied to new data in
 #' [predict()][predict.krr]. The bandwidth is chosen *after* standardisation.
+#' Standardisation therefore fixes an implicit length scale per column (its
+#' standard deviation): with an isotropic kernel every column varies on the
+#' same scale after it. `bandwidth = "ard"` estimates one length scale
+#' \eqn{\ell_j} per (standardised) column instead.
+#'
+#' @section Choosing lambda and the bandwidth:
+#' \eqn{\lambda} is the ratio of the noise variance to the signal variance
+#' \eqn{s^2} of the Gaussian-process model \eqn{y - \bar y \sim N(0, s^2 (K
+#' + \lambda I))} (see [logLik.krr()]); \eqn{s^2} is estimated by maximum
+#' likelihood and reported by [summary()][summary.krr].
+#' * `lambda = NULL` (default, squared loss): maximum marginal likelihood,
+#'   on all points for \eqn{n \le} 2000 (option `askotch.gp_exact_max_n`)
+#'   and above on a random subsample of 2000 points (option
+#'   `askotch.tune_subsample`): as a noise-to-signal ratio, \eqn{\lambda}
+#'   does not depend on \eqn{n}, so the subsample's estimate transfers. For
+#'   a fixed bandwidth one symmetric eigendecomposition \eqn{K = Q L Q^T}
+#'   gives the likelihood, GCV and LOO for every \eqn{\lambda} in
+#'   \eqn{O(n)} (\eqn{O(n^2)} for LOO), so this costs about one
+#'   eigendecomposition more than the solve. For classification the +1/-1
+#'   targets (one column per class for more than two classes) are treated as
+#'   regression targets sharing \eqn{\lambda}.
+#' * `"ml"`: the same, named. `"gcv"`: generalised cross-validation,
+#'   `"loo"`: exact leave-one-out error (both on the same subsample above
+#'   2000 points).
+#' * `"cv"`: `K`-fold cross-validation (5 folds, option `askotch.cv_folds`)
+#'   over the path `10^seq(-6, 1, by = 0.5)`; a numeric vector of several
+#'   values: 5-fold CV over that path. Folds of at most 2000 points are
+#'   solved exactly (one eigendecomposition per fold serves every
+#'   \eqn{\lambda}); larger ones by the fit's solver along the path from
+#'   the largest \eqn{\lambda}, each solve warm-started from the previous
+#'   one with the solver's \eqn{\lambda}-free setup kept (as [refit()]).
+#' * `"paper"`: \eqn{10^{-6} n}, the setting of the ASkotch paper's large
+#'   benchmarks (nearly interpolating; not a good choice for noisy data).
+#' * A number: that \eqn{\lambda}.
+#'
+#' `bandwidth = "ml"` maximises the likelihood over the bandwidth (and
+#' \eqn{\lambda} with the rules `NULL` / `"ml"`; for the others the
+#' bandwidth is chosen first, jointly with the ML \eqn{\lambda}) by
+#' L-BFGS-B on the log scale with the exact gradient, from the median
+#' heuristic; `"ard"` maximises over one length scale per column (the
+#' kernel then sees \eqn{x_j / \ell_j} with bandwidth 1; `fit$length_scales`
+#' holds them and [predict()][predict.krr] applies them). Both work on the
+#' same subsample above 2000 points and cost \eqn{O(n^3)} per likelihood
+#' evaluation on it. The choice is recorded in `fit$tuning` (the rule, the
+#' points used, and a table `path` of \eqn{\lambda}, log likelihood,
+#' signal variance, effective degrees of freedom, residual sum of squares,
+#' GCV, LOO and CV errors).
 #'
 #' @section Stopping:
 #' The solver runs in slices of about half a second. After each slice the
@@ -50,7 +100,9 @@
 #'
 #' The exact final relative residual is computed (and stored) whenever
 #' \eqn{n \le} 50 000. `converged` is `TRUE` for reasons `"tol"` and
-#' `"exact"`.
+#' `"exact"`. A fit that stops for another reason with `tol > 0` signals a
+#' warning of class `askotch_warning_convergence` (`tol = 0` asks for a fixed
+#' budget and does not warn).
 #'
 #' The default `tol` is `1e-8` in double precision and `1e-5` in single
 #' precision (whose rounding errors prevent much smaller residuals); for
@@ -64,13 +116,20 @@
 #'   vector; see *Tasks*.
 #' @param kernel A kernel name (`"rbf"`, `"laplace"`, `"matern12"`,
 #'   `"matern32"`, `"matern52"`) or a kernel object such as [kernel_rbf()].
-#' @param bandwidth A positive number or `"median"` (median heuristic, see
-#'   [kernels]). When given explicitly it overrides the bandwidth stored in a
-#'   kernel object.
+#' @param bandwidth A positive number, `"median"` (median heuristic, see
+#'   [kernels]), `"ml"` (maximum likelihood) or `"ard"` (a maximum-likelihood
+#'   length scale per column); see *Choosing lambda and the bandwidth*. When
+#'   given explicitly it overrides the bandwidth stored in a kernel object.
 #' @param lambda Ridge parameter \eqn{\lambda > 0} of \eqn{(K + \lambda I) w =
-#'   y} (absolute, not divided by n). Default `1e-6 * n`.
-#' @param solver A solver specification: [askotch()] (default), [skotch()],
-#'   [sap()], [pcg()], [falkon()], [cholesky()], or one of their names.
+#'   y} (absolute, not divided by n): the noise-to-signal variance ratio.
+#'   `NULL` (default): maximum likelihood; or `"ml"`, `"gcv"`, `"loo"`,
+#'   `"cv"`, a vector of values to choose from by cross-validation, or
+#'   `"paper"` (\eqn{10^{-6} n}); see *Choosing lambda and the bandwidth*.
+#' @param solver `"auto"` (default): [cholesky()] for \eqn{n \le} 5000
+#'   (option `askotch.auto_exact_max_n`) when the \eqn{n \times n} factor
+#'   fits in `mem_limit`, else [askotch()]. Or a solver specification:
+#'   [askotch()], [skotch()], [sap()], [pcg()], [falkon()], [cholesky()], or
+#'   one of their names.
 #' @param precision `"double"` or `"single"` floating point arithmetic in the
 #'   solver and predictions.
 #' @param device `"auto"` (CUDA when a device is available and n >= 50 000,
@@ -110,17 +169,26 @@
 #'   `seconds`, `resid_est`, `block_resid`, `resid_exact`, `validation`),
 #'   `converged`, `reason`, `iterations`, `passes`, `seconds` (wall time of
 #'   the solve, including residual checks and validation), `resid_est`,
-#'   `resid_exact`, `task`, `levels`, `call`, and `state` when
-#'   `keep_state = TRUE`.
+#'   `resid_exact`, `task`, `levels`, `call`, `tuning` (how `lambda` and the
+#'   bandwidth were chosen, `NULL` when both were given), `length_scales`
+#'   (`bandwidth = "ard"`), and `state` when `keep_state = TRUE`.
 #' @seealso [predict.krr()], [summary.krr()], [plot.krr()], [refit()],
 #'   [askotch()], [kernels], `vignette("getting-started", package = "askotch")`.
 #' @examples
 #' set.seed(1)
 #' x <- matrix(runif(400), ncol = 2)
 #' y <- sin(4 * x[, 1]) + x[, 2]^2 + rnorm(200, sd = 0.1)
-#' fit <- krr(x, y, lambda = 0.01 * 200, threads = 1)
+#' fit <- krr(x, y, threads = 1)  # lambda by maximum likelihood
 #' fit
+#' summary(fit)
 #' predict(fit, x[1:5, ])
+#'
+#' # lambda by GCV, the bandwidth by maximum likelihood; a lambda path by CV
+#' fit_gcv <- krr(x, y, lambda = "gcv", bandwidth = "ml", threads = 1)
+#' fit_cv <- krr(x, y, lambda = c(0.001, 0.01, 0.1, 1), threads = 1)
+#' fit_cv$tuning$path
+#' # one length scale per column
+#' krr(x, y, bandwidth = "ard", threads = 1)$length_scales
 #'
 #' # formula interface, classification
 #' fit2 <- krr(Species ~ ., data = iris, lambda = 1, threads = 1)
