@@ -119,7 +119,10 @@ model_stats <- function(object) {
   if (!gp_applicable(object)) return(list())
   Y <- fit_targets_centred(object)
   s2 <- colSums(Y * object$weights) / object$n
-  st <- tryCatch(gp_fit_stats(object), error = function(e) NULL)
+  # the stochastic estimates cost tens of kernel passes: only up to
+  # option askotch.gp_summary_max_n (logLik() computes them at any n)
+  cheap <- object$n <= getOption("askotch.gp_summary_max_n", 20000)
+  st <- if (cheap) tryCatch(gp_fit_stats(object), error = function(e) NULL)
   tn <- object$tuning
   exact <- !is.null(st) && st$method == "exact"
   compact(list(
@@ -131,7 +134,9 @@ model_stats <- function(object) {
       paste0(format(signif(st$edf, 6)), if (!exact) " (Hutchinson estimate)"),
     "Log marginal likelihood" = if (!is.null(st))
       paste0(format(signif(st$loglik, 8)), if (!exact)
-        sprintf(" (SLQ estimate, se %s)", format(signif(st$se, 2)))),
+        sprintf(" (SLQ estimate, se %s)", format(signif(st$se, 2))))
+    else if (!cheap)
+      "not computed (n above option askotch.gp_summary_max_n; see logLik())",
     "GCV error" = if (!is.null(st)) signif(st$gcv, 6),
     "LOO error" = if (exact) signif(st$loo, 6)
   ))

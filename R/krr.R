@@ -54,7 +54,12 @@
 #'   regression targets sharing \eqn{\lambda}.
 #' * `"ml"`: the same, named. `"gcv"`: generalised cross-validation,
 #'   `"loo"`: exact leave-one-out error (both on the same subsample above
-#'   2000 points).
+#'   2000 points). Both are minimised globally over \eqn{[10^{-8},
+#'   10^4]} and, on small samples or data with near-duplicate points, can
+#'   pick a nearly interpolating \eqn{\lambda} (GCV's known failure, Wahba
+#'   1990, ch. 4); maximum likelihood is the default because it is more
+#'   stable. With `precision = "single"` a \eqn{\lambda} chosen by these
+#'   rules is at least \eqn{10^{-5}}.
 #' * `"cv"`: `K`-fold cross-validation (5 folds, option `askotch.cv_folds`)
 #'   over the path `10^seq(-6, 1, by = 0.5)`; a numeric vector of several
 #'   values: 5-fold CV over that path. Folds of at most 2000 points are

@@ -207,7 +207,15 @@ resid_text <- function(x) {
 #' @return `summary()` returns an object of class `"summary.krr"`: a list with
 #'   the problem size, task, kernel, lambda, solver, precision, device,
 #'   iterations, passes, seconds, final residual estimate, exact relative
-#'   residual, convergence flag and reason, and the last validation metric.
+#'   residual, convergence flag and reason, the last validation metric, and
+#'   `model`: a named list of model statistics, printed in order in the
+#'   *Model* section (for squared-loss fits on the exact kernel: how
+#'   \eqn{\lambda} was chosen, the length scales, the maximum-likelihood
+#'   signal variance, the effective degrees of freedom \eqn{\mathrm{tr}(K(K +
+#'   \lambda I)^{-1})}, the log marginal likelihood and the GCV and
+#'   leave-one-out errors; exact for \eqn{n \le} 2000, above by the
+#'   stochastic estimates of [krr_loglik()] (no LOO) up to \eqn{n =} 20000,
+#'   option `askotch.gp_summary_max_n`).
 #' @examples
 #' fit <- krr(mpg ~ ., data = mtcars, lambda = 1, threads = 1)
 #' summary(fit)

@@ -17,6 +17,9 @@ tune_subsample <- function() getOption("askotch.tune_subsample", 2000)
 
 cv_folds <- function() getOption("askotch.cv_folds", 5L)
 
+# The smallest lambda chosen from the data in single precision.
+single_lambda_floor <- 1e-5
+
 # The `lambda` argument: list(value = a number (NA when chosen from the
 # data), rule = "fixed" | "default" | "ml" | "gcv" | "loo" | "cv" | "path",
 # path = the lambdas of a path).
@@ -130,6 +133,11 @@ tune_hyper <- function(dat, set, call = NULL) {
     if (is.null(eg)) eg <- gp_eigen(kernel_mat(xs, xs, kern, set$threads), Y)
     path <- cbind(gp_eigen_criteria(eg, path$lambda, loo = TRUE),
                   cv = path$cv)
+  }
+  if (set$precision == "single" && ls$rule != "path") {
+    # single precision cannot factor or solve K + lambda I reliably below
+    # its rounding level
+    lambda <- max(lambda, single_lambda_floor)
   }
   if (!is.null(path)) path$selected <- abs(path$lambda - lambda) <= 1e-12 * lambda
   if (!is.null(ell)) {

@@ -173,6 +173,26 @@ test_that("the stochastic log determinant and edf are within their error bound",
   expect_lt(rel_err(st$gradient, ex$gradient), 0.05)
 })
 
+test_that("above the exact size, summary() and logLik() use the stochastic estimates", {
+  d <- make_regression(300, p = 2, seed = 6)
+  fit <- krr(d$x, d$y, bandwidth = 1, lambda = 0.05, threads = 1, seed = 2)
+  ex <- getFromNamespace("gp_fit_stats", "askotch")(fit)
+  old <- options(askotch.gp_exact_max_n = 100)
+  on.exit(options(old), add = TRUE)
+  st <- getFromNamespace("gp_fit_stats", "askotch")(fit)
+  expect_identical(st$method, "stochastic")
+  ll <- logLik(fit)
+  expect_lt(abs(as.numeric(ll) - ex$loglik), 3 * attr(ll, "se") + 1e-8)
+  # GCV from the estimated edf; no LOO
+  expect_lt(abs(st$edf - ex$edf) / ex$edf, 0.01)
+  expect_lt(abs(st$gcv - ex$gcv) / ex$gcv, 0.01)
+  m <- summary(fit)$model
+  expect_match(m[["Log marginal likelihood"]], "SLQ estimate")
+  expect_null(m[["LOO error"]])
+  options(askotch.gp_summary_max_n = 200)
+  expect_match(summary(fit)$model[["Log marginal likelihood"]], "not computed")
+})
+
 test_that("maximum likelihood agrees with fields::spatialProcess (Matern 3/2)", {
   skip_if_not_installed("fields")
   # spatialProcess() looks its covariance function up by name
