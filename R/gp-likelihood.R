@@ -78,6 +78,8 @@ gp_eigen_criteria <- function(eg, lambda, loo = TRUE) {
 gp_eigen_best <- function(eg, criterion = c("ml", "gcv", "loo"),
                           range = c(1e-8, 1e4), grid = 61L) {
   criterion <- match.arg(criterion)
+  # constant targets: every lambda fits them exactly (w = 0); keep 1
+  if (all(eg$Z == 0)) return(1)
   f <- function(loglam) {
     cr <- gp_eigen_criteria(eg, exp(loglam), loo = criterion == "loo")
     switch(criterion, ml = -cr$loglik, gcv = cr$gcv, loo = cr$loo)

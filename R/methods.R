@@ -171,6 +171,7 @@ print.krr <- function(x, ...) {
   cat(sprintf("  %s, n = %d, p = %d%s\n", task_label(x), x$n, x$p,
               if (x$task == "multioutput") sprintf(", %d outputs", x$m) else ""))
   cat("  ", format(x$kernel), ", lambda = ", format(signif(x$lambda, 4)),
+      if (!is.null(x$tuning)) paste0(" (", lambda_rule_label(x$tuning), ")"),
       "\n", sep = "")
   cat("  solver: ", format(x$solver), ", ", x$precision, " precision on ",
       x$device, "\n", sep = "")

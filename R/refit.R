@@ -110,6 +110,11 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
   W <- res$weights
   colnames(W) <- tgt$names
   fit$weights <- W
+  if (!is.null(fit$tuning) && !identical(fit$lambda, as.numeric(lambda))) {
+    # a lambda given here is no longer the one chosen from the data
+    fit$tuning$lambda_rule <- "fixed"
+    fit$tuning$path <- NULL
+  }
   fit$lambda <- as.numeric(lambda)
   fit$y <- tgt$Y
   fit$y_center <- cen$y_center

@@ -146,6 +146,11 @@ test_that("the default lambda is the ML one; on a subsample for large n; 'paper'
   expect_equal(fit$lambda, ml$lambda)
   expect_identical(fit$tuning$lambda_rule, "ml")
   expect_equal(attr(logLik(fit), "df"), 3)  # mean, s^2, lambda
+  expect_output(print(fit), "lambda = .*maximum likelihood")
+  # a lambda given to refit() is not estimated any more
+  fit_r <- refit(fit, lambda = 0.5)
+  expect_equal(attr(logLik(fit_r), "df"), 2)
+  expect_identical(fit_r$tuning$lambda_rule, "fixed")
   sc <- oracle_scale(d$x)
   xs <- scale(d$x, sc$center, sc$scale)
   K <- oracle_kernel(xs, xs, "rbf", fit$kernel$bandwidth)
