@@ -106,6 +106,7 @@ logLik.krr <- function(object, ...) {
 }
 
 #' @rdname krr-loglik
+#' @importFrom stats nobs
 #' @export
 nobs.krr <- function(object, ...) object$n
 
