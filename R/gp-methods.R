@@ -148,7 +148,11 @@ lambda_rule_label <- function(tn) {
             cv = sprintf("%d-fold CV", cv_folds()),
             path = sprintf("%d-fold CV over the given path", cv_folds()),
             fixed = "given")[[tn$lambda_rule]]
-  if (tn$lambda_rule %in% c("ml", "gcv", "loo") && tn$n_used < tn$n_total) {
+  if (!is.null(tn$stochastic)) {
+    what <- sprintf(paste("%s (stochastic, all %d points, from a subsample",
+                          "of %d)"), what, tn$n_total, tn$n_used)
+  } else if (tn$lambda_rule %in% c("ml", "gcv", "loo") &&
+             tn$n_used < tn$n_total) {
     what <- sprintf("%s on a subsample of %d points", what, tn$n_used)
   }
   what

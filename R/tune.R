@@ -114,6 +114,19 @@ tune_hyper <- function(dat, set, call = NULL) {
     crit <- if (ls$rule == "default") "ml" else ls$rule
     lambda <- gp_eigen_best(eg, crit)
   }
+  refined <- NULL
+  if (length(rows) < n && ls$rule %in% c("default", "ml") &&
+      identical(getOption("askotch.ml_method", "subsample"), "stochastic")) {
+    # refine the subsample's choice on all points with the stochastic
+    # likelihood and its gradient
+    refined <- gp_refine_stochastic(
+      dat$xs, dat$Yc, kern, lambda, ell,
+      fit_kernel = bw_rule %in% c("ml", "ard") && kern$name == "rbf",
+      seed = set$seed, threads = set$threads)
+    kern <- refined$kernel
+    ell <- refined$length_scales
+    lambda <- refined$lambda
+  }
   # the full data (with the length scales) for CV
   xs_all <- if (is.null(ell)) dat$xs else
     sweep(dat$xs, 2L, ell, "/", check.margin = FALSE)
@@ -153,6 +166,7 @@ tune_hyper <- function(dat, set, call = NULL) {
     n_total = n,
     length_scales = ell,
     optim = if (!is.null(opt)) opt$optim,
+    stochastic = if (!is.null(refined)) refined$optim,
     path = path)
   list(dat = dat, set = set, tuning = tuning)
 }
@@ -208,6 +222,60 @@ gp_optimise <- function(xs, Y, kernel, ard = FALSE, lambda = NULL,
   list(kernel = d$kernel, length_scales = d$ell, lambda = d$lambda,
        optim = list(loglik = -res$value * scale_f, convergence = res$convergence,
                     evaluations = unname(res$counts[1L]), message = res$message))
+}
+
+# Refine maximum-likelihood hyperparameters on all n points (option
+# askotch.ml_method = "stochastic", n above gp_exact_max_n()): L-BFGS-B on
+# the stochastic profile likelihood and its gradient (gp_loglik_stochastic()
+# with the probes and landmarks fixed by `seed`, so the objective is a fixed
+# function of the hyperparameters), from the subsample's estimate, within a
+# factor 100 of it, at most `maxit` iterations (option
+# askotch.ml_stochastic_maxit, 20). The kernel's scale is refined for the
+# Gaussian kernel only (its gradient products are kernel products).
+gp_refine_stochastic <- function(xs, Y, kernel, lambda, ell, fit_kernel,
+                                 seed, threads = 0L,
+                                 maxit = getOption("askotch.ml_stochastic_maxit",
+                                                   20L)) {
+  ard <- !is.null(ell)
+  p <- ncol(xs)
+  nk <- if (!fit_kernel) 0L else if (ard) p else 1L
+  scale0 <- if (ard) ell else kernel$bandwidth
+  th0 <- c(if (nk > 0L) log(scale0), log(lambda))
+  lower <- pmax(th0 - log(100), c(rep(-Inf, nk), log(1e-8)))
+  upper <- pmin(th0 + log(100), c(rep(Inf, nk), log(1e4)))
+  decode <- function(th) {
+    k <- kernel
+    e <- ell
+    if (nk > 0L && ard) e <- exp(th[seq_len(p)])
+    if (nk > 0L && !ard) k$bandwidth <- exp(th[1L])
+    x <- if (ard) sweep(xs, 2L, e, "/", check.margin = FALSE) else xs
+    list(kernel = k, ell = e, x = x, lambda = exp(th[nk + 1L]))
+  }
+  memo <- new.env(parent = emptyenv())
+  eval_at <- function(th) {
+    if (!is.null(memo$th) && identical(memo$th, th)) return(memo$val)
+    d <- decode(th)
+    v <- gp_loglik_stochastic(d$x, Y, d$kernel, d$lambda, ard = ard,
+                              gradient = TRUE, seed = seed, threads = threads)
+    g <- v$gradient
+    memo$th <- th
+    memo$val <- list(f = -v$loglik, se = v$se,
+                     g = -c(if (nk > 0L) g[seq_len(nk)], g[length(g)]))
+    memo$val
+  }
+  sc <- nrow(xs) * ncol(Y)
+  res <- stats::optim(th0, function(th) eval_at(th)$f / sc,
+                      function(th) eval_at(th)$g / sc, method = "L-BFGS-B",
+                      lower = lower, upper = upper,
+                      # stop at a relative change of about 2e-6: below the
+                      # estimate's own precision at large n
+                      control = list(maxit = maxit, factr = 1e10))
+  d <- decode(res$par)
+  v <- eval_at(res$par)
+  list(kernel = d$kernel, length_scales = d$ell, lambda = d$lambda,
+       optim = list(loglik = -v$f, se = v$se, convergence = res$convergence,
+                    evaluations = unname(res$counts[1L]),
+                    message = res$message))
 }
 
 # K-fold cross-validation over a lambda path (decreasing). Exact (one

@@ -236,3 +236,27 @@ test_that("defaults are close to the tuned fit on mtcars (sanity; see inst/bench
   # the papers' setting interpolates this noisy response
   expect_lt(def, rmse(lambda = "paper"))
 })
+
+test_that("askotch.ml_method = 'stochastic' refines the subsample's ML choice on all points", {
+  skip_on_cran()
+  d <- make_regression(600, p = 2, seed = 14)
+  ll <- function(f) krr_loglik(d$x, d$y, bandwidth = f$kernel$bandwidth,
+                               lambda = f$lambda, method = "exact",
+                               gradient = FALSE, threads = 1)$loglik
+  ex <- krr(d$x, d$y, bandwidth = "ml", seed = 1, threads = 1)  # exact, all points
+  old <- options(askotch.gp_exact_max_n = 200, askotch.tune_subsample = 200)
+  on.exit(options(old), add = TRUE)
+  sub <- krr(d$x, d$y, bandwidth = "ml", seed = 1, threads = 1)
+  expect_null(sub$tuning$stochastic)
+  options(askotch.ml_method = "stochastic")
+  st <- krr(d$x, d$y, bandwidth = "ml", seed = 1, threads = 1)
+  expect_false(is.null(st$tuning$stochastic))
+  expect_output(print(st), "stochastic, all 600 points")
+  # the refined choice is (nearly) the exact maximiser: its exact likelihood
+  # within 3 standard errors of the estimate plus the optimiser's stopping
+  # tolerance (relative changes of about 2e-6)
+  expect_lt(ll(ex) - ll(st), 3 * st$tuning$stochastic$se + 1e-5 * abs(ll(ex)))
+  # much closer than the subsample's choice
+  expect_lt(ll(ex) - ll(st), 0.1 * (ll(ex) - ll(sub)))
+  expect_gte(ll(st), ll(sub) - 1e-6 * abs(ll(sub)))
+})
