@@ -34,8 +34,8 @@ askotch_devices <- function(quiet = FALSE) {
 #'
 #' Gets or sets the default number of threads used by the C core (kernel
 #' products and dense linear algebra). The initial default comes from the
-#' `ASKOTCH_THREADS` environment variable, else the number of cores, capped by
-#' the OpenMP thread limit. A fit can override it with the `threads` argument
+#' `ASKOTCH_THREADS` environment variable, else the number of cores. Any
+#' count is capped by the number of processors and the OpenMP thread limit. A fit can override it with the `threads` argument
 #' of [krr()].
 #'
 #' @section Busy machines:
@@ -70,7 +70,7 @@ askotch_threads <- function(n = NULL) {
   if (is.null(n)) return(.Call(ffi_threads, 0L))
   check_positive(n, "n", integerish = TRUE)
   old <- .Call(ffi_threads, 0L)
-  .Call(ffi_threads, as.integer(n))
+  .Call(ffi_threads, as.integer(min(n, 65536)))  # capped by the cores in C
   invisible(old)
 }
 

@@ -73,6 +73,16 @@ check_positive <- function(x, arg, allow_null = FALSE, allow_inf = FALSE,
   invisible(x)
 }
 
+# A stopping tolerance: a non-negative finite number.
+check_tol <- function(tol, call = NULL) {
+  if (!is.numeric(tol) || length(tol) != 1L || is.na(tol) || tol < 0 ||
+      !is.finite(tol)) {
+    abort_askotch(sprintf("`tol` must be a non-negative number, not %s.",
+                          fmt_value(tol)), "input", call)
+  }
+  invisible(tol)
+}
+
 check_flag <- function(x, arg, call = NULL) {
   if (!is.logical(x) || length(x) != 1L || is.na(x)) {
     abort_askotch(sprintf("`%s` must be TRUE or FALSE, not %s.", arg,

@@ -24,28 +24,36 @@ stop_rule <- function(tol, max_passes, time_limit, n, direct = FALSE,
 # After a slice: the stop reason (NA to go on) and the exact criterion when
 # it was computed.  `memo` (an environment) remembers the pass of the last
 # exact check; `exact_fn()` computes the exact criterion (one kernel pass).
-stop_check <- function(rule, d, t0, memo, exact_fn) {
+# The checks happen at iterations fixed by the iteration count alone (the
+# compiled step ends a slice at the first iteration whose estimate is below
+# `tol`, and slices end at the iterations where a gap check is due), so the
+# stopping iteration does not depend on the machine's speed or load.
+stop_check <- function(rule, d, t0, memo, exact_fn, deadline = rule$time_limit,
+                       final_exact = TRUE) {
   passes <- d[["passes"]]
+  iter <- d[["iter"]]
   est <- d[["resid_est"]]
   exact <- NA_real_
   reason <- NA_character_
   gap <- rule$criterion != "relative residual"
-  due <- gap && passes >= memo$next_gap
+  # the first gap check after one pass
+  if (is.na(memo$due_iter)) memo$due_iter <- ceiling(iters_per_pass(d) - 1e-9)
+  due <- gap && iter >= memo$due_iter
   exact_ok <- gap || rule$n <= rule$exact_max_n
   if (d[["done"]] >= 1) {
     reason <- if (rule$direct) "exact" else "tol"
-  } else if (due || (is.finite(est) && est <= rule$tol)) {
+  } else if (due || (is.finite(est) && est <= rule$tol && iter >= memo$next_exact_iter)) {
     # The duality gap is also checked at passes 1, 2, 4, 8, ... (at most
     # log2(passes) extra kernel passes), and for every n: a block method's
     # running estimate (a projected gradient norm) is not on the gap's scale
     # and can level off at its rounding floor above a small `tol`.
-    if (due) memo$next_gap <- max(2 * passes, 1)
+    ipp <- iters_per_pass(d)
+    if (due) memo$due_iter <- max(2 * iter, 1)
     if (exact_ok) {
-      if (passes - memo$last_exact_pass >= 1) {
-        exact <- exact_fn()
-        memo$last_exact_pass <- passes
-        if (exact <= rule$tol) reason <- "tol"
-      }
+      exact <- exact_fn()
+      # the next exact check at least a pass later
+      memo$next_exact_iter <- iter + max(1, ceiling(ipp - 1e-9))
+      if (exact <= rule$tol) reason <- "tol"
     } else {
       reason <- "tol"
     }
@@ -54,15 +62,50 @@ stop_check <- function(rule, d, t0, memo, exact_fn) {
   if (is.na(reason)) {
     if (passes >= rule$max_passes - 1e-9) {
       reason <- "max_passes"
-    } else if (elapsed >= rule$time_limit) {
+    } else if (elapsed >= deadline) {
       reason <- "time_limit"
     }
   }
-  if (!is.na(reason) && is.na(exact) && exact_ok) {
+  if (!is.na(reason) && is.na(exact) && exact_ok &&
+      (final_exact || reason != "time_limit")) {
     exact <- exact_fn()
   }
   list(reason = reason, exact = exact, elapsed = elapsed)
 }
+
+# The default tolerance of the squared loss ("auto"): stop when the fitted
+# function is within `frac` standard deviations of the response of the exact
+# solution, at every point x. With r = y - (K + lambda I) w, the error
+# f - f* = k(., X) (K + lambda I)^{-1} r has RKHS norm^2
+# r^T (K + lambda I)^{-1} K (K + lambda I)^{-1} r <= ||r||^2 / (4 lambda)
+# (the largest value of s / (s + lambda)^2 over s >= 0), so
+# |f(x) - f*(x)| <= sqrt(k(x, x)) ||r|| / (2 sqrt(lambda)) for every x, for
+# each output column. The relative residual ||R||_F / ||Y||_F bounds each
+# column's ||r_j||, hence
+#   tol = 2 sqrt(lambda) frac min_j sd(y_j) / (sqrt(kdiag) ||Y||_F),
+# kept within [floor, 1e-3]: the floor is what the precision can reach
+# (1e-12 double, 1e-5 single; where it binds, the bound printed by summary()
+# is the one reached).
+auto_tol <- function(Yc, lambda, precision, kdiag = 1, frac = 1e-3) {
+  Yc <- as.matrix(Yc)
+  fro <- sqrt(sum(Yc^2))
+  sds <- sqrt(colMeans(sweep(Yc, 2L, colMeans(Yc))^2))
+  floor <- if (precision == "double") 1e-12 else 1e-5
+  if (!is.finite(fro) || fro <= 0 || !all(is.finite(sds)) || min(sds) <= 0) {
+    return(floor)
+  }
+  tol <- 2 * sqrt(lambda) * frac * min(sds) / (sqrt(kdiag) * fro)
+  min(max(tol, floor), 1e-3)
+}
+
+# The bound on |f(x) - f*(x)| (response units, every x) that a relative
+# residual `resid` gives (see auto_tol()).
+pred_error_bound <- function(resid, Yc, lambda, kdiag = 1) {
+  resid * sqrt(sum(as.matrix(Yc)^2)) * sqrt(kdiag) / (2 * sqrt(lambda))
+}
+
+# iterations per pass of a solver's diagnostics (n / b for block methods)
+iters_per_pass <- function(d) d[["iter"]] / max(d[["passes"]], 1e-12)
 
 # The relative duality gap (P + D) / max(|P|, |D|) of the compiled loss
 # table (D: the dual objective the solver minimises, so P + D >= 0).
@@ -78,7 +121,8 @@ state_new <- function(xs, Yc, set) {
         if (set$precision == "double") 1L else 0L,
         if (set$device == "cuda") 1L else 0L, sc$name, opts, set$loss$name,
         loss_param(set$loss), as.numeric(set_features(set)),
-        as.numeric(set_intercept(set)), as.integer(set$threads))
+        as.numeric(set_intercept(set)), as.numeric(set$obs_weights),
+        as.integer(set$threads))
 }
 
 # Fit: a new state, the loop, the results (the state freed unless kept).
@@ -153,12 +197,15 @@ drive_solver <- function(state, set, tgt, xs, t0 = now()) {
   xpred <- if (length(centers) > 0L) xs[centers, , drop = FALSE] else xs
   val_metric <- validation_fn(state, set, tgt, xpred,
                               loss_targets(set$loss, tgt,
-                                           set_intercept(set) == 0)$y_center)
+                                           set_intercept(set) == 0,
+                                           set$obs_weights)$y_center)
   # kernel_machine() fits record the primal and dual objectives at each
   # exact check (krr() fits keep their trace as it was)
   objective <- isTRUE(set$objective) && length(centers) == 0L
   obj_now <- c(NA_real_, NA_real_)
   exact_fn <- function() {
+    te <- now()
+    on.exit(memo$t_exact <- now() - te)
     if (!objective) return(.Call(ffi_fit_residual, state))
     pd <- .Call(ffi_fit_objective, state)
     obj_now <<- pd
@@ -175,21 +222,38 @@ drive_solver <- function(state, set, tgt, xs, t0 = now()) {
       format_done = "", .envir = environment())
   }
   memo <- new.env(parent = emptyenv())
-  memo$last_exact_pass <- -Inf
-  memo$next_gap <- 1
+  memo$next_exact_iter <- 0
+  memo$due_iter <- NA_real_
+  memo$t_exact <- NA_real_
+  # With a time limit the final exact check (one kernel pass) is part of the
+  # budget: the iterations stop early enough for it, or, when it would take
+  # more than half the limit, it is skipped (the estimate is reported).
+  deadline <- rule$time_limit
+  final_exact <- TRUE
   rows <- vector("list", 64L)
   nrow_trace <- 0L
   slice <- 1
+  # seconds per slice (R checks for interrupts between slices); a slice's
+  # length never changes the fit
+  slice_s <- getOption("askotch.slice_seconds", 0.5)
   per_iter <- NA_real_
   last_val_pass <- -Inf
   repeat {
     ts <- now()
-    d <- .Call(ffi_fit_step, state, as.integer(slice))
+    d <- .Call(ffi_fit_step, state, as.integer(slice), as.numeric(rule$tol),
+               as.numeric(memo$next_exact_iter))
     dt <- now() - ts
     pi_new <- max(dt, 1e-4) / slice
     per_iter <- if (is.na(per_iter)) pi_new else 0.5 * per_iter + 0.5 * pi_new
     passes <- d[["passes"]]
-    chk <- stop_check(rule, d, t0, memo, exact_fn)
+    if (is.finite(rule$time_limit) && !rule$direct &&
+        (rule$criterion != "relative residual" || rule$n <= rule$exact_max_n)) {
+      t_chk <- if (is.finite(memo$t_exact)) memo$t_exact else
+        per_iter * iters_per_pass(d)
+      final_exact <- t_chk <= 0.5 * rule$time_limit
+      deadline <- if (final_exact) rule$time_limit - t_chk else rule$time_limit
+    }
+    chk <- stop_check(rule, d, t0, memo, exact_fn, deadline, final_exact)
     elapsed <- chk$elapsed
     vm <- NA_real_
     if (!is.null(val_metric) && (!is.na(chk$reason) || passes - last_val_pass >= 1)) {
@@ -210,13 +274,17 @@ drive_solver <- function(state, set, tgt, xs, t0 = now()) {
         .envir = environment())
     }
     if (!is.na(chk$reason)) break
-    ipp <- d[["iter"]] / max(passes, 1e-12)  # iterations per pass
-    slice <- max(1, min(floor(0.5 / per_iter), ceiling(ipp - 1e-9)))
+    ipp <- iters_per_pass(d)
+    slice <- max(1, min(floor(slice_s / per_iter), ceiling(ipp - 1e-9)))
+    if (rule$criterion != "relative residual" && !is.na(memo$due_iter)) {
+      # end the slice where the next gap check is due
+      slice <- min(slice, max(1, memo$due_iter - d[["iter"]]))
+    }
     if (is.finite(rule$max_passes)) {
       slice <- min(slice, max(1, ceiling((rule$max_passes - passes) * ipp - 1e-9)))
     }
     if (is.finite(rule$time_limit)) {
-      slice <- min(slice, max(1, floor((rule$time_limit - elapsed) / per_iter)))
+      slice <- min(slice, max(1, floor((deadline - elapsed) / per_iter)))
     }
     slice <- min(slice, 1e6)
   }

@@ -23,7 +23,7 @@ kernel_mat <- function(x1, x2, kernel, threads = 0L) {
 
 # exact (eigendecomposition / Cholesky) criteria up to this n; above it the
 # stochastic estimators (or a subsample, for the default lambda)
-gp_exact_max_n <- function() getOption("askotch.gp_exact_max_n", 2000)
+tune_exact_max_n <- function() getOption("askotch.tune_exact_max_n", 2000)
 
 # One eigendecomposition for every lambda -------------------------------------------
 #

@@ -1,29 +1,24 @@
 # The Gaussian-process view of a fit: log likelihood, AIC/BIC, deviance and the
 # model statistics of summary() ---------------------------------------------------
 
-# The centred targets of a fit (n x m).
-fit_targets_centred <- function(object) {
-  Y <- object$y
-  sweep(Y, 2L, object$y_center, "-", check.margin = FALSE)
-}
-
 # Can the GP statistics be computed for this fit? (the squared loss on the
-# exact kernel at the training points: not an inducing-point or
+# exact kernel at the training points: not an inducing-point, weighted or
 # random-features fit, not an intercept model)
 gp_applicable <- function(object) {
   fit_loss(object)$name == "squared" && is.null(object$centers) &&
-    fit_features(object) == 0 && fit_intercept(object) == 0
+    fit_features(object) == 0 && fit_intercept(object) == 0 &&
+    (is.null(object$obs_weights) || all(object$obs_weights == 1))
 }
 
 # The model statistics at the fit's hyperparameters: exact (one
-# eigendecomposition) for n <= gp_exact_max_n(), else the stochastic
+# eigendecomposition) for n <= tune_exact_max_n(), else the stochastic
 # estimates (Nystrom-preconditioned SLQ and Hutchinson; GCV from the
 # estimated edf; no LOO). NULL when not applicable.
 gp_fit_stats <- function(object) {
   if (!gp_applicable(object)) return(NULL)
-  Y <- fit_targets_centred(object)
+  Y <- gp_yc(object)
   threads <- if (is.null(object$threads)) 0L else object$threads
-  if (object$n <= gp_exact_max_n()) {
+  if (object$n <= tune_exact_max_n()) {
     cr <- gp_exact_stats(object$x, Y, object$kernel, object$lambda, threads)
     return(list(loglik = cr$loglik, edf = cr$edf, gcv = cr$gcv, loo = cr$loo,
                 method = "exact"))
@@ -33,7 +28,7 @@ gp_fit_stats <- function(object) {
                              threads = threads)
   n <- object$n
   rss <- sum(residuals.krr(object)^2)
-  list(loglik = st$loglik, edf = st$edf,
+  list(loglik = st$loglik, edf = st$edf, edf_se = st$edf_se,
        gcv = rss / (n * ncol(Y)) / (1 - st$edf / n)^2, loo = NA_real_,
        method = "stochastic", se = st$se)
 }
@@ -58,7 +53,7 @@ gp_df <- function(object) {
 #' marginal likelihood
 #' \deqn{-\frac n2 \log(2\pi s^2) - \frac n2 - \frac12 \log\det(K + \lambda I)}
 #' (summed over output columns), exactly (one eigendecomposition) for \eqn{n
-#' \le} 2000 (option `askotch.gp_exact_max_n`) and above by stochastic
+#' \le} 2000 (option `askotch.tune_exact_max_n`) and above by stochastic
 #' Lanczos quadrature preconditioned with a Nyström approximation (see
 #' [krr_loglik()]; its standard error is the attribute `"se"`). The targets
 #' are centred by their mean (the model's constant), which is not integrated
@@ -74,7 +69,7 @@ gp_df <- function(object) {
 #' `BIC()` use this `df` and `nobs()`.
 #'
 #' @param object A `"krr"` fit of the squared loss on the exact kernel (not an
-#'   inducing-point or random-features fit).
+#'   inducing-point, random-features, intercept or observation-weighted fit).
 #' @param ... Unused.
 #' @return `logLik()`: an object of class `"logLik"` with attributes `df` and
 #'   `nobs` (and `se` when estimated); `nobs()`: the number of training
@@ -97,7 +92,8 @@ logLik.krr <- function(object, ...) {
   if (!gp_applicable(object)) {
     abort_askotch(paste(
       "logLik() needs a squared-loss fit on the exact kernel at the training",
-      "points (not an inducing-point, random-features or intercept fit)."),
+      "points (not an inducing-point, random-features, intercept or",
+      "observation-weighted fit)."),
       "input")
   }
   st <- gp_fit_stats(object)
@@ -114,32 +110,31 @@ nobs.krr <- function(object, ...) object$n
 #' @export
 deviance.krr <- function(object, ...) sum(residuals.krr(object)^2)
 
-# The model statistics summary() prints in its "Model" section, in order
-# (a named list of numbers; NULL entries are left out).
-model_stats <- function(object) {
+# The Gaussian-process entries of summary()'s "Model" section (after
+# model_stats()'s), in order; NULL entries are left out.
+gp_model_stats <- function(object) {
   if (!gp_applicable(object)) return(list())
-  Y <- fit_targets_centred(object)
-  s2 <- colSums(Y * object$weights) / object$n
   # the stochastic estimates cost tens of kernel passes: only up to
   # option askotch.gp_summary_max_n (logLik() computes them at any n)
   cheap <- object$n <= getOption("askotch.gp_summary_max_n", 20000)
   st <- if (cheap) tryCatch(gp_fit_stats(object), error = function(e) NULL)
   tn <- object$tuning
   exact <- !is.null(st) && st$method == "exact"
+  ell <- object$length_scales
+  if (!is.null(ell)) names(ell) <- object$xnames
   compact(list(
     "Lambda chosen by" = if (!is.null(tn)) lambda_rule_label(tn),
-    "Length scales" = if (!is.null(object$length_scales))
-      signif(object$length_scales, 4),
-    "Signal variance (ML)" = signif(s2, 6),
-    "Effective degrees of freedom" = if (!is.null(st))
-      paste0(format(signif(st$edf, 6)), if (!exact) " (Hutchinson estimate)"),
-    "Log marginal likelihood" = if (!is.null(st))
-      paste0(format(signif(st$loglik, 8)), if (!exact)
-        sprintf(" (SLQ estimate, se %s)", format(signif(st$se, 2))))
+    "Length scales" = ell,
+    "Effective degrees of freedom" = if (exact) st$edf else if (!is.null(st))
+      sprintf("%s (Hutchinson estimate, se %s)", format(signif(st$edf, 4)),
+              format(signif(st$edf_se, 2))),
+    "Log marginal likelihood" = if (exact) st$loglik else if (!is.null(st))
+      sprintf("%s (SLQ estimate, se %s)", format(signif(st$loglik, 6)),
+              format(signif(st$se, 2)))
     else if (!cheap)
       "not computed (n above option askotch.gp_summary_max_n; see logLik())",
-    "GCV error" = if (!is.null(st)) signif(st$gcv, 6),
-    "LOO error" = if (exact) signif(st$loo, 6)
+    "GCV error" = if (!is.null(st)) st$gcv,
+    "LOO error" = if (exact) st$loo
   ))
 }
 
@@ -179,7 +174,7 @@ lambda_rule_label <- function(tn) {
 #' probability about 99.7%. The gradient with respect to the bandwidth or
 #' length scales is available for the Gaussian kernel (\eqn{\lambda} for
 #' every kernel). `"auto"` is exact for \eqn{n \le} 2000 (option
-#' `askotch.gp_exact_max_n`).
+#' `askotch.tune_exact_max_n`).
 #'
 #' @inheritParams krr
 #' @param y A numeric response (vector or matrix; each column its own
@@ -245,7 +240,7 @@ krr_loglik <- function(x, y, kernel = "rbf", bandwidth = "median", lambda,
     }
     kern$bandwidth <- median_bandwidth(xs, kern$metric, seed)
   }
-  if (method == "auto") method <- if (dat$n <= gp_exact_max_n()) "exact" else
+  if (method == "auto") method <- if (dat$n <= tune_exact_max_n()) "exact" else
     "stochastic"
   out <- if (method == "exact") {
     gp_loglik_exact(xs, dat$Yc, kern, lambda, ard, gradient, threads)

@@ -130,7 +130,7 @@ kernel_machine.default <- function(x, y, loss = loss_squared(), kernel = "rbf",
                                    seed = NULL, progress = interactive(),
                                    threads = NULL, mem_limit = NULL,
                                    keep_state = FALSE, features = NULL,
-                                   intercept = FALSE, ...) {
+                                   intercept = FALSE, weights = NULL, ...) {
   ecall <- krr_call(sys.call())
   check_no_dots(list(...), "kernel_machine", ecall)
   if (missing(y)) abort_askotch("`y` is missing.", "input", ecall)
@@ -138,7 +138,7 @@ kernel_machine.default <- function(x, y, loss = loss_squared(), kernel = "rbf",
             lambda, solver, precision, device, max_passes, tol, time_limit,
             validation, standardize, seed, progress, threads, mem_limit,
             keep_state, features = features, intercept = intercept,
-            machine = TRUE,
+            machine = TRUE, weights = weights,
             call = tryCatch(match.call(kernel_machine.default, ecall),
                             error = function(e) ecall),
             ecall = ecall)
@@ -147,10 +147,15 @@ kernel_machine.default <- function(x, y, loss = loss_squared(), kernel = "rbf",
 #' @rdname kernel_machine
 #' @param formula A model formula `response ~ predictors` (see [krr()]).
 #' @param data A data frame for the formula method.
+#' @param subset,na.action,offset As for [krr()]'s formula method.
 #' @export
-kernel_machine.formula <- function(formula, data = NULL, validation = NULL, ...) {
-  formula_fit(formula, data, validation, kernel_machine.default,
-              krr_call(sys.call()), match.call(expand.dots = TRUE), ...)
+kernel_machine.formula <- function(formula, data = NULL, subset, weights,
+                                   na.action, offset, validation = NULL,
+                                   ...) {
+  formula_fit(match.call(expand.dots = FALSE, envir = parent.frame()),
+              parent.frame(), validation,
+              kernel_machine.default, krr_call(sys.call()),
+              match.call(expand.dots = TRUE, envir = parent.frame()), ...)
 }
 
 # Argument checks and defaults ----------------------------------------------
@@ -273,7 +278,7 @@ support_vectors <- function(loss, alpha, lambda) {
 #'   \eqn{F(x)}, including the bias and, for regression, the target mean)
 #'   or `"prob"` (the logistic loss only).
 #' @param device As for [predict.krr()].
-#' @param ... Unused.
+#' @param ... Unused; any argument given here is an error naming it.
 #' @return As [predict.krr()]; for `type = "prob"` the probability of the
 #'   second level \eqn{1 / (1 + e^{-F})} (binary), or a matrix with one
 #'   column per class (one-vs-rest). *Note*: with more than two classes the
@@ -291,6 +296,7 @@ predict.kernel_machine <- function(object, newdata = NULL,
                                    type = c("response", "class", "decision",
                                             "prob"),
                                    device = NULL, ...) {
+  check_no_dots(list(...), "predict", sys.call())
   if (!is.character(type) || length(type) < 1L) {
     abort_askotch(paste("`type` must be \"response\", \"class\",",
                         "\"decision\" or \"prob\"."), "input")

@@ -42,7 +42,7 @@
 #' + \lambda I))} (see [logLik.krr()]); \eqn{s^2} is estimated by maximum
 #' likelihood and reported by [summary()][summary.krr].
 #' * `lambda = NULL` (default, squared loss): maximum marginal likelihood,
-#'   on all points for \eqn{n \le} 2000 (option `askotch.gp_exact_max_n`)
+#'   on all points for \eqn{n \le} 2000 (option `askotch.tune_exact_max_n`)
 #'   and above on a random subsample of 2000 points (option
 #'   `askotch.tune_subsample`): as a noise-to-signal ratio, \eqn{\lambda}
 #'   does not depend on \eqn{n}, so the subsample's estimate transfers.
@@ -90,6 +90,27 @@
 #' signal variance, effective degrees of freedom, residual sum of squares,
 #' GCV, LOO and CV errors).
 #'
+#' @section Observation weights:
+#' `weights = w` makes the noise variance of point \eqn{i} equal to
+#' \eqn{\lambda / w_i} (a Gaussian process with heteroscedastic noise; the
+#' weighted least-squares criterion \eqn{\sum_i w_i (y_i - f(x_i))^2 +
+#' \lambda \|f\|^2}): the weights solve \eqn{(K + \lambda W^{-1}) \alpha =
+#' y}, \eqn{W = \mathrm{diag}(w)}. They are a noise model, not frequency
+#' weights; for Gaussian noise the two agree in the *predictions* (k
+#' observations of variance \eqn{\lambda} at one point carry the
+#' information of their mean with variance \eqn{\lambda / k}), but not in
+#' the coefficients (one per distinct row), nor in the preprocessing
+#' (standardisation and the median bandwidth see each row once).
+#' Regression targets are centred by their weighted mean. The solvers work on the equivalent symmetric system \eqn{(D K D +
+#' \lambda I) v = D y}, \eqn{\alpha = D v}, \eqn{D = W^{1/2}}, so every
+#' solver applies unchanged (the reported residual is that of this scaled
+#' system); for [falkon()] the fit is weighted Nyström KRR,
+#' \eqn{(K_{nm}^T W K_{nm} + \lambda K_{mm}) a = K_{nm}^T W y}
+#' (`eigenpro(version = 3)` refuses weights).
+#' Points of weight 0 are dropped before fitting (their indices are kept in
+#' `fit$zero_weight`). Weights are available for the squared loss only;
+#' [weights()][weights.krr] returns them.
+#'
 #' @section Stopping:
 #' The solver runs in slices of about half a second. After each slice the
 #' trace records the solver's running residual estimate. The fit stops when
@@ -101,7 +122,10 @@
 #'   estimate alone decides;
 #' * `max_passes` passes over the data are done (reason `"max_passes"`; one
 #'   pass is \eqn{n / b} iterations with block size \eqn{b});
-#' * `time_limit` seconds have elapsed (reason `"time_limit"`); or
+#' * `time_limit` seconds have elapsed (reason `"time_limit"`; the
+#'   iterations stop early enough for the final exact residual check, one
+#'   kernel pass, to fit in the limit, or that check is skipped when it would
+#'   take more than half of it); or
 #' * a direct solver ([cholesky()]) has finished (reason `"exact"`).
 #'
 #' For the inducing-point solvers ([falkon()] and `eigenpro(version = 3)`)
@@ -115,10 +139,23 @@
 #' warning of class `askotch_warning_convergence` (`tol = 0` asks for a fixed
 #' budget and does not warn).
 #'
-#' The default `tol` is `1e-8` in double precision and `1e-5` in single
-#' precision (whose rounding errors prevent much smaller residuals); for
-#' prediction purposes far looser tolerances (1e-3 to 1e-5) usually give the
-#' same accuracy. Interrupting (Ctrl-C / Esc) frees all memory held by the
+#' **What the residual guarantees.** With \eqn{r = y - (K + \lambda I) w} and
+#' \eqn{f^*} the exact solution, the fitted function satisfies
+#' \deqn{|f(x) - f^*(x)| \le \|r\| / (2 \sqrt{\lambda})}{|f(x) - f*(x)| <= ||r|| / (2 sqrt(lambda))}
+#' at every point \eqn{x} (all the package's kernels have \eqn{k(x, x) = 1};
+#' the error \eqn{f - f^*} has squared RKHS norm
+#' \eqn{r^T (K + \lambda I)^{-1} K (K + \lambda I)^{-1} r \le \|r\|^2 / (4\lambda)}).
+#' The default `tol` makes this bound 0.001 standard deviations of the
+#' response (of each output column): \eqn{tol = 2 \sqrt{\lambda}\, 0.001\,
+#' sd(y) / \|y - \bar y\|}{tol = 2 sqrt(lambda) 0.001 sd(y) / ||y - mean(y)||},
+#' kept within \eqn{[10^{-12}, 10^{-3}]} in double precision and at least
+#' \eqn{10^{-5}} in single precision (whose rounding errors prevent smaller
+#' residuals). More passes would not change the predictions materially:
+#' the statistical error of the fit is far larger. [summary()][summary.krr]
+#' prints the bound the final residual gives (line "Accuracy"). It applies to
+#' the full-kernel solvers; for the inducing-point solvers and random
+#' features the residual is that of another system and the default `tol`
+#' only sets its scale. Interrupting (Ctrl-C / Esc) frees all memory held by the
 #' solver.
 #'
 #' @param x A numeric matrix or data frame of numeric columns (n rows), or a
@@ -146,9 +183,13 @@
 #' @param device `"auto"` (CUDA when a device is available and n >= 50 000,
 #'   else CPU), `"cpu"` or `"cuda"`.
 #' @param max_passes Maximum number of passes over the data.
-#' @param tol Tolerance on the relative residual; default `1e-8` (double) or
-#'   `1e-5` (single). Use `0` to run until `max_passes` or `time_limit`.
-#' @param time_limit Maximum solve time in seconds (`Inf` for none).
+#' @param tol Tolerance on the relative residual. The default (`NULL`) is
+#'   automatic: small enough that the fitted function is within 0.001
+#'   standard deviations of the response of the exact solution at every
+#'   point (see Stopping). Use `0` to run until `max_passes` or
+#'   `time_limit`.
+#' @param time_limit Maximum solve time in seconds (`Inf` for none),
+#'   including the final exact residual check.
 #' @param validation Optional `list(x = , y = )` of held-out data (for the
 #'   formula method also a data frame with the response); the trace then
 #'   records the validation RMSE (regression) or accuracy (classification),
@@ -168,6 +209,11 @@
 #'   warm start without redoing the setup. The state is memory outside R's
 #'   heap, freed when the fit is garbage-collected; it is never saved with
 #'   the fit (after [readRDS()] it is rebuilt when needed).
+#' @param weights Optional observation weights: one non-negative finite
+#'   number per row of `x`, the inverse relative noise variance of the point
+#'   (see *Observation weights*); rows of weight 0 are dropped. For the
+#'   formula method, evaluated like [lm()]'s (a column of `data` or an
+#'   expression in it).
 #' @param data A data frame for the formula method.
 #' @param ... For `krr.formula()`, arguments passed to `krr.default()`.
 #'   Unknown arguments are an error.
@@ -215,7 +261,8 @@ krr.default <- function(x, y, kernel = "rbf", bandwidth = "median",
                         max_passes = 100, tol = NULL, time_limit = Inf,
                         validation = NULL, standardize = TRUE, seed = NULL,
                         progress = interactive(), threads = NULL,
-                        mem_limit = NULL, keep_state = FALSE, ...) {
+                        mem_limit = NULL, keep_state = FALSE, weights = NULL,
+                        ...) {
   ecall <- krr_call(sys.call())
   check_no_dots(list(...), "krr", ecall)
   if (missing(y)) abort_askotch("`y` is missing.", "input", ecall)
@@ -223,6 +270,7 @@ krr.default <- function(x, y, kernel = "rbf", bandwidth = "median",
             lambda, solver, precision, device, max_passes, tol, time_limit,
             validation, standardize, seed, progress, threads, mem_limit,
             keep_state, features = NULL, intercept = FALSE, machine = FALSE,
+            weights = weights,
             call = tryCatch(match.call(krr.default, ecall),
                             error = function(e) ecall),
             ecall = ecall)
@@ -246,14 +294,18 @@ fit_model <- function(x, y, loss, kernel, bandwidth, bandwidth_given, lambda,
                       solver, precision, device, max_passes, tol, time_limit,
                       validation, standardize, seed, progress, threads,
                       mem_limit, keep_state, features, intercept, machine,
-                      call, ecall) {
+                      call, ecall, weights = NULL) {
   cc <- check_intercept(intercept, ecall)
-  dat <- krr_data(x, y, standardize, loss, ecall, center = cc == 0)
+  ow <- obs_weights_rows(x, y, weights, ecall)
+  dat <- krr_data(ow$x, ow$y, standardize, loss, ecall, center = cc == 0,
+                  w = ow$w)
   set <- krr_settings(dat, loss, kernel, bandwidth, bandwidth_given, lambda,
                       solver, precision, device, max_passes, tol,
                       time_limit, validation, seed, progress, threads,
                       mem_limit, keep_state, ecall, features = features,
                       intercept = cc, objective = machine)
+  set$obs_weights <- check_weights_model(ow$w, set, ecall)
+  set$zero_weight <- ow$dropped
   tn <- tune_hyper(dat, set, ecall)
   res <- fit_solver(tn$dat$xs, tn$dat$Yc, tn$set, tn$dat$tgt)
   fit <- new_krr(tn$dat, tn$set, res, call = call)
@@ -265,7 +317,8 @@ fit_model <- function(x, y, loss, kernel, bandwidth, bandwidth_given, lambda,
 
 # Data preparation: the feature matrix, its scaling, the targets (as the
 # loss prepares them).
-krr_data <- function(x, y, standardize, loss, call = NULL, center = TRUE) {
+krr_data <- function(x, y, standardize, loss, call = NULL, center = TRUE,
+                     w = NULL) {
   x <- as_feature_matrix(x, "x", call)
   n <- nrow(x)
   if (n < 2L) {
@@ -278,7 +331,7 @@ krr_data <- function(x, y, standardize, loss, call = NULL, center = TRUE) {
   xs <- apply_scaling(x, scaling$center, scaling$scale)
   xnames <- colnames(x)
   dimnames(xs) <- NULL
-  cen <- loss_targets(loss, tgt, center)
+  cen <- loss_targets(loss, tgt, center, w)
   list(xs = xs, n = n, p = ncol(x), xnames = xnames, scaling = scaling,
        standardize = standardize, tgt = tgt, Y = tgt$Y, Yc = cen$Yc,
        y_center = cen$y_center)
@@ -296,25 +349,26 @@ krr_settings <- function(dat, loss, kernel, bandwidth, bandwidth_given, lambda,
   lspec <- lambda_spec(lambda, loss, n, call)
   lambda <- lspec$value
   precision <- check_choice(precision, c("double", "single"), "precision", call)
-  if (is.null(tol)) {
-    tol <- if (squared) {
-      if (precision == "double") 1e-8 else 1e-5
-    } else if (precision == "double") 1e-6 else 1e-4
+  tol_auto <- is.null(tol) && squared
+  if (tol_auto) {
+    # lambda chosen from the data (NA here): tune_hyper() sets the tolerance
+    tol <- if (is.na(lambda)) 1e-3 else
+      auto_tol(dat$Yc, lambda, precision, kdiag = 1 + intercept)
+  } else if (is.null(tol)) {
+    tol <- if (precision == "double") 1e-6 else 1e-4
   }
-  if (!is.numeric(tol) || length(tol) != 1L || is.na(tol) || tol < 0 ||
-      !is.finite(tol)) {
-    abort_askotch(sprintf("`tol` must be a non-negative number, not %s.",
-                          fmt_value(tol)), "input", call)
-  }
+  check_tol(tol, call)
   check_positive(max_passes, "max_passes", allow_inf = TRUE, call = call)
   check_positive(time_limit, "time_limit", allow_inf = TRUE, call = call)
   check_flag(progress, "progress", call)
   check_flag(keep_state, "keep_state", call)
   if (is.null(threads)) threads <- 0L else {
     check_positive(threads, "threads", integerish = TRUE, call = call)
+    threads <- min(threads, 65536)  # the compiled code caps it by the cores
   }
   if (is.null(mem_limit)) mem_limit <- 0 else {
     check_positive(mem_limit, "mem_limit", call = call)
+    mem_limit <- min(mem_limit, 2^60)  # bytes: beyond any machine
   }
   if (is.null(seed)) {
     seed <- floor(stats::runif(1L) * 2^31)
@@ -359,8 +413,8 @@ krr_settings <- function(dat, loss, kernel, bandwidth, bandwidth_given, lambda,
       "be finite."), "input", call)
   }
   list(kernel = kern, lambda = lambda, lambda_spec = lspec, solver = solver,
-       precision = precision,
-       device = device, rule = rule, validation = val, seed = seed,
+       precision = precision, device = device, rule = rule,
+       tol_auto = tol_auto, validation = val, seed = seed,
        progress = progress, threads = as.integer(threads),
        mem_limit = mem_limit, keep_state = keep_state, loss = loss,
        features = M, intercept = intercept, objective = objective)
@@ -397,13 +451,16 @@ new_krr <- function(dat, set, res, call) {
     mem_limit = set$mem_limit,
     seed = set$seed,
     tol = rule$tol,
+    tol_auto = isTRUE(set$tol_auto),
     max_passes = rule$max_passes,
     time_limit = rule$time_limit,
     validation_metric = if (is.null(set$validation)) NA_character_ else
       set$validation$metric),
     solve_fields(res),
     list(n = dat$n, p = dat$p, m = ncol(dat$Y), task = dat$tgt$task,
-         levels = dat$tgt$levels, terms = NULL, call = call, state = res$state)
+         levels = dat$tgt$levels, obs_weights = set$obs_weights,
+         zero_weight = set$zero_weight, terms = NULL, call = call,
+         state = res$state)
   ), class = "krr")
 }
 
@@ -429,24 +486,42 @@ validate_krr <- function(fit) {
 #' @rdname krr
 #' @param formula A model formula `response ~ predictors`; the model matrix is
 #'   built without an intercept (factors are expanded to indicator columns).
-#'   The fitted object does not keep the formula's environment: at prediction
-#'   time variables come from `newdata` and functions from the search path.
+#'   `offset(z)` terms are allowed (regression only). The fitted object does
+#'   not keep the formula's environment: at prediction time variables come
+#'   from `newdata` and functions from the search path.
+#' @param subset An optional vector selecting the rows of `data` to use
+#'   (evaluated in `data`, as for [lm()]).
+#' @param na.action What to do with rows with missing values: a function
+#'   such as [na.omit()] (drop them), [na.exclude()] (drop them, but pad
+#'   `fitted()` and `residuals()` with `NA` at their positions, as [lm()]
+#'   does) or [na.fail()] (an error). Default `getOption("na.action")`.
+#' @param offset An optional known component of the response (regression):
+#'   a numeric vector (one value per row, evaluated in `data`) subtracted from
+#'   the response before fitting and added back by [predict()][predict.krr]
+#'   (which evaluates it in `newdata`) and `fitted()`; `offset()` terms in
+#'   the formula are treated the same way.
 #' @export
-krr.formula <- function(formula, data = NULL, validation = NULL, ...) {
-  formula_fit(formula, data, validation, krr.default, krr_call(sys.call()),
-              match.call(expand.dots = TRUE), ...)
+krr.formula <- function(formula, data = NULL, subset, weights, na.action,
+                        offset, validation = NULL, ...) {
+  formula_fit(match.call(expand.dots = FALSE, envir = parent.frame()),
+              parent.frame(), validation,
+              krr.default, krr_call(sys.call()),
+              match.call(expand.dots = TRUE, envir = parent.frame()), ...)
 }
 
-# The formula methods of krr() and kernel_machine(): the model frame, then
-# the default method `fit_fun`.
-formula_fit <- function(formula, data, validation, fit_fun, ecall, mcall, ...) {
-  if (missing(data) || is.null(data)) data <- environment(formula)
-  mf <- tryCatch(
-    stats::model.frame(formula, data = data, na.action = stats::na.pass,
-                       drop.unused.levels = TRUE),
-    error = function(e) abort_askotch(sprintf(
-      "Cannot build the model frame from `formula` and `data`: %s",
-      conditionMessage(e)), "input", ecall))
+# The formula methods of krr() and kernel_machine(): the model frame (built
+# the standard way, like lm(): `subset`, `weights`, `na.action` and `offset`
+# evaluated in `data`, then in the caller's frame `env`), then the default
+# method `fit_fun` on the model matrix.
+formula_fit <- function(mfcall, env, validation, fit_fun, ecall, mcall, ...) {
+  m <- match(c("formula", "data", "subset", "weights", "na.action",
+               "offset"), names(mfcall), 0L)
+  mfc <- mfcall[c(1L, m)]
+  mfc$drop.unused.levels <- TRUE
+  mfc[[1L]] <- quote(stats::model.frame)
+  mf <- tryCatch(eval(mfc, env), error = function(e) abort_askotch(sprintf(
+    "Cannot build the model frame from `formula` and `data`: %s",
+    conditionMessage(e)), "input", ecall))
   tt <- stats::terms(mf)
   if (attr(tt, "response") == 0L) {
     abort_askotch("`formula` must have a response, e.g. y ~ x1 + x2.",
@@ -454,6 +529,9 @@ formula_fit <- function(formula, data, validation, fit_fun, ecall, mcall, ...) {
   }
   attr(tt, "intercept") <- 0L
   y <- stats::model.response(mf)
+  w <- stats::model.weights(mf)
+  off <- stats::model.offset(mf)
+  if (!is.null(off)) y <- subtract_offset(y, off, ecall)
   X <- stats::model.matrix(tt, mf)
   contr <- attr(X, "contrasts")
   attr(X, "assign") <- NULL
@@ -466,11 +544,18 @@ formula_fit <- function(formula, data, validation, fit_fun, ecall, mcall, ...) {
       error = function(e) abort_askotch(sprintf(
         "Cannot build the model frame of `validation`: %s",
         conditionMessage(e)), "input", ecall))
+    vy <- stats::model.response(vmf)
+    voff <- stats::model.offset(vmf)
+    if (!is.null(mfcall$offset)) {
+      voff <- (if (is.null(voff)) 0 else voff) +
+        eval_offset(mfcall$offset, vd, nrow(vmf), "validation")
+    }
+    if (!is.null(voff)) vy <- subtract_offset(vy, voff, ecall)
     validation <- list(x = stats::model.matrix(tt, vmf,
                                                contrasts.arg = contr),
-                       y = stats::model.response(vmf))
+                       y = vy)
   }
-  fit <- fit_fun(x = X, y = y, validation = validation, ...)
+  fit <- fit_fun(x = X, y = y, validation = validation, weights = w, ...)
   # Keep plain data: do not serialise the caller's environment with the
   # terms (predict() finds variables in `newdata`, functions on the search
   # path).
@@ -480,8 +565,64 @@ formula_fit <- function(formula, data, validation, fit_fun, ecall, mcall, ...) {
   fit$xlevels <- xlev
   fit$contrasts <- contr
   fit$response_name <- deparse(tt[[2L]])
+  # the full formula (for update() and formula()), without its environment
+  fml <- stats::formula(tt)
+  environment(fml) <- globalenv()
+  fit$formula <- fml
+  fit$offset <- off
+  fit$offset_expr <- mfcall$offset
+  naf <- if (is.null(mfcall$na.action)) getOption("na.action") else
+    tryCatch(eval(mfcall$na.action, env), error = function(e) NULL)
+  exclude <- identical(naf, "na.exclude") ||
+    identical(naf, stats::na.exclude)
+  fit$na.action <- model_exclusions(attr(mf, "na.action"), fit$zero_weight,
+                                    nrow(mf), exclude)
   fit$call <- krr_call(mcall)
   fit
+}
+
+# Regression response minus a known offset (one value per row).
+subtract_offset <- function(y, off, call = NULL) {
+  if (!is.numeric(y)) {
+    abort_askotch(paste(
+      "`offset` (or an offset() term) needs a numeric response (regression),",
+      "not a classification."), "input", call)
+  }
+  if (length(off) != NROW(y) || any(!is.finite(off))) {
+    abort_askotch(sprintf(paste(
+      "`offset` must be finite with one value per row (%d), not %s."),
+      NROW(y), fmt_value(off)), "input", call)
+  }
+  y - off  # a matrix response: the offset recycles down each column
+}
+
+# The offset argument of a formula fit evaluated in new data.
+eval_offset <- function(expr, data, n, arg = "newdata") {
+  off <- tryCatch(eval(expr, data, globalenv()), error = function(e)
+    abort_askotch(sprintf(
+      "Cannot evaluate the fit's `offset` (%s) in `%s`: %s",
+      paste(deparse(expr), collapse = " "), arg, conditionMessage(e)),
+      "input"))
+  if (!is.numeric(off) || length(off) != n) {
+    abort_askotch(sprintf(paste(
+      "The fit's `offset` (%s) evaluated in `%s` must give %d number(s),",
+      "not %s."), paste(deparse(expr), collapse = " "), arg, n,
+      fmt_value(off)), "input")
+  }
+  as.numeric(off)
+}
+
+# The rows of the data left out of the fit: those removed by na.action and
+# those of weight zero (positions among the model frame's rows, mapped back
+# to the data's rows), as an "omit" or "exclude" (na.exclude was used)
+# object for naresid() / napredict() (NULL when none).
+model_exclusions <- function(naa, zero, nmf, exclude) {
+  if (length(zero) == 0L) return(naa)
+  n_all <- nmf + length(naa)
+  kept <- setdiff(seq_len(n_all), as.integer(naa))
+  out <- sort(c(as.integer(naa), kept[zero]))
+  class(out) <- if (exclude || inherits(naa, "exclude")) "exclude" else "omit"
+  out
 }
 
 # Show calls of the methods as calls of the generic krr().

@@ -178,16 +178,20 @@ loss_check_targets <- function(loss, tgt, call = NULL) {
 # list(Yc = the targets the solver sees, y_center = the constant added back
 # to predictions).  `center = FALSE` (a fit with an intercept) leaves
 # regression targets as they are.
-loss_targets <- function(loss, tgt, center = TRUE) UseMethod("loss_targets")
+loss_targets <- function(loss, tgt, center = TRUE, w = NULL) {
+  UseMethod("loss_targets")
+}
 
 # Regression losses centre regression targets (their mean is the model's
 # constant) unless the fit has an intercept; classification targets (+1/-1)
-# are never centred.
+# are never centred.  With observation weights `w` the centre is the
+# weighted mean sum(w y) / sum(w).
 #' @export
-loss_targets.askotch_loss <- function(loss, tgt, center = TRUE) {
+loss_targets.askotch_loss <- function(loss, tgt, center = TRUE, w = NULL) {
   Y <- tgt$Y
-  y_center <- if (center && tgt$task %in% c("regression", "multioutput"))
-    colMeans(Y) else rep(0, ncol(Y))
+  y_center <- if (center && tgt$task %in% c("regression", "multioutput")) {
+    if (is.null(w)) colMeans(Y) else colSums(w * Y) / sum(w)
+  } else rep(0, ncol(Y))
   Yc <- sweep(Y, 2L, y_center, "-", check.margin = FALSE)
   dimnames(Yc) <- NULL
   list(Yc = Yc, y_center = unname(y_center))

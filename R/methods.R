@@ -69,18 +69,20 @@ new_features <- function(object, newdata) {
     attr(x, "assign") <- NULL
     attr(x, "contrasts") <- NULL
     x <- as_feature_matrix(x, "newdata")
+    # the offset: offset() terms, and the offset argument evaluated in newdata
+    off <- stats::model.offset(mf)
+    if (!is.null(object$offset_expr)) {
+      off <- (if (is.null(off)) 0 else off) +
+        eval_offset(object$offset_expr, newdata, nrow(x))
+    }
   } else {
     if (is.atomic(newdata) && is.null(dim(newdata)) && object$p > 1L &&
         length(newdata) == object$p) {
       newdata <- matrix(newdata, nrow = 1L,
                         dimnames = list(NULL, names(newdata)))
     }
-    x <- as_feature_matrix(newdata, "newdata")
-    if (!is.null(object$xnames) && !is.null(colnames(x)) &&
-        all(object$xnames %in% colnames(x)) &&
-        !identical(colnames(x), object$xnames)) {
-      x <- x[, object$xnames, drop = FALSE]
-    }
+    x <- match_columns(as_feature_matrix(newdata, "newdata"), object$xnames)
+    off <- NULL
   }
   if (ncol(x) != object$p) {
     abort_askotch(sprintf(
@@ -89,7 +91,30 @@ new_features <- function(object, newdata) {
   }
   xs <- apply_scaling(x, object$center, object$scale)
   dimnames(xs) <- NULL
-  list(xs = xs, rownames = rownames(x))
+  list(xs = xs, rownames = rownames(x), offset = off)
+}
+
+# The columns of a new matrix matched by name when the training x had
+# names: every training column must be present (extra columns are ignored);
+# a matrix without names is used by position.
+match_columns <- function(x, xnames) {
+  if (is.null(xnames) || is.null(colnames(x))) return(x)
+  miss <- setdiff(xnames, colnames(x))
+  if (length(miss) > 0L) {
+    abort_askotch(sprintf(paste(
+      "`newdata` is missing the column(s) %s of the training data (its",
+      "columns: %s); columns are matched by name."),
+      paste0("`", miss, "`", collapse = ", "),
+      paste0("`", colnames(x), "`", collapse = ", ")), "input")
+  }
+  x[, xnames, drop = FALSE]
+}
+
+# The offset to add to regression predictions: the training offset for the
+# training points (nf NULL), else that of new data (0 when none).
+pred_offset <- function(object, nf) {
+  off <- if (is.null(nf)) object$offset else nf$offset
+  if (is.null(off)) 0 else off
 }
 
 #' Predict from a kernel ridge regression fit
@@ -104,11 +129,77 @@ new_features <- function(object, newdata) {
 #'   target mean for regression): a vector for binary classification
 #'   (positive means the second level), a matrix with one column per level
 #'   for one-vs-all classification.
+#' @param se.fit Return standard errors of the predicted mean (regression
+#'   fits only; see *Uncertainty*)?
+#' @param interval `"none"`, `"confidence"` (for the mean \eqn{\mu + f(x)})
+#'   or `"prediction"` (for a new observation, adding the noise variance
+#'   \eqn{\lambda s^2}); normal quantiles.
+#' @param level The intervals' coverage probability, in (0, 1).
+#' @param method How the variances are computed: `"auto"` (`"exact"` for
+#'   \eqn{n \le} `getOption("askotch.gp_exact_max_n", 5000)`, `"nystrom"`
+#'   above), `"exact"` or `"nystrom"`.
 #' @param device `NULL` (the device the model was fitted on, when available,
 #'   else the CPU), `"auto"`, `"cpu"` or `"cuda"`.
-#' @param ... Unused.
+#' @param ... Unused; any argument given here is an error naming it.
+#' @section Uncertainty:
+#' A squared-loss regression fit is the posterior mean of the Gaussian
+#' process model \eqn{y_i = \mu + f(x_i) + \varepsilon_i} with \eqn{f} a
+#' zero-mean GP with covariance \eqn{s^2 k(x, x')} (\eqn{k} the fit's kernel on
+#' the standardised inputs: standardisation is part of the model) and
+#' independent noise \eqn{\varepsilon_i \sim N(0, \lambda s^2)}, so
+#' \eqn{\lambda} is the noise-to-signal variance ratio. The signal variance
+#' is estimated by maximum likelihood, \eqn{\hat s^2 = y_c^T (K + \lambda
+#' I)^{-1} y_c / n = \sum_i y_{c,i} w_i / n} (one per output), with \eqn{y_c}
+#' the centred targets and \eqn{w} the fitted weights.
+#'
+#' `se.fit` is the root mean-squared error of the prediction
+#' \eqn{\hat m(x)} for \eqn{\mu + f(x)} under this model,
+#' \deqn{\hat s^2 \left[k(x, x) - k_x^T (K + \lambda I)^{-1} k_x +
+#'   b_x^2 (1^T K 1 + n\lambda)\right],\quad
+#'   b_x = (1 - 1^T (K + \lambda I)^{-1} k_x) / n,}
+#' with \eqn{k(x, x) = 1} for all the package's kernels: the GP posterior
+#' variance (Rasmussen and Williams 2006, eq. 2.26) plus the term that comes
+#' from estimating \eqn{\mu} by the mean of the targets (the centring of
+#' [krr()]; it is of order \eqn{1/n} near the data and tends to
+#' \eqn{1^T K 1 / n^2 + \lambda / n} far from it). Prediction intervals add
+#' \eqn{\lambda \hat s^2}. The plug-in \eqn{\hat s^2} is treated as known:
+#' `df` is `Inf` and the intervals use normal quantiles.
+#'
+#' `method = "exact"` factorises \eqn{K + \lambda I} by Cholesky on every call
+#' (\eqn{n^2} numbers of memory, \eqn{O(n^3)} time; the fit keeps no
+#' factorisation), then works over the new points in blocks of at most
+#' \eqn{2^{22}} kernel values. `method = "nystrom"` builds a rank-\eqn{r}
+#' approximation \eqn{\hat K = L L^T \preceq K} by greedy pivoted Cholesky
+#' (\eqn{r \le} `getOption("askotch.gp_rank", 1000)`, fewer when
+#' \eqn{\mathrm{tr}(K - \hat K) < 10^{-6}\lambda}; \eqn{O(n r^2)} time,
+#' \eqn{n r} memory) with the exact trace error \eqn{e = \mathrm{tr}(K - \hat
+#' K) \ge \|K - \hat K\|_2}. Since \eqn{(\hat K + (\lambda + e) I)^{-1}
+#' \preceq (K + \lambda I)^{-1} \preceq (\hat K + \lambda I)^{-1}}, both
+#' terms of the variance lie in intervals computable from the singular value
+#' decomposition of \eqn{L} (the second by Cauchy-Schwarz; the residuals
+#' \eqn{(I - UU^T) k_x} are formed explicitly, so that small \eqn{\lambda}
+#' loses no digits); `se.fit` is the square root of the
+#' midpoint, and its attribute `"var_range"` gives the interval (lower,
+#' upper) that contains the exact variance, with attributes `"rank"` and
+#' `"trace_error"` (\eqn{e}). The interval is narrow when \eqn{e} is small
+#' next to \eqn{\lambda}. Each new point costs \eqn{O(n (p + r))}.
+#'
+#' Classification fits, [kernel_machine()] fits and inducing-point fits
+#' ([falkon()]) get an error of class `askotch_error_input`.
 #' @return A numeric vector, a matrix (multi-output / multiclass decision) or a
-#'   factor.
+#'   factor. With `interval` other than `"none"`, a matrix with columns `fit`,
+#'   `lwr`, `upr` (for multi-output fits an n x 3 x m array). With `se.fit =
+#'   TRUE`, a list as [stats::predict.lm()] returns: `fit` (as above),
+#'   `se.fit` (a vector, or an n x m matrix), `df` (`Inf`) and
+#'   `residual.scale` (the estimated noise standard deviation
+#'   \eqn{\sqrt{\lambda \hat s^2}}).
+#' @references Rasmussen, C. E. and Williams, C. K. I. (2006). *Gaussian
+#'   Processes for Machine Learning*. MIT Press.
+#'
+#'   Harbrecht, H., Peters, M. and Schneider, R. (2012). On the low-rank
+#'   approximation by the pivoted Cholesky decomposition. *Applied Numerical
+#'   Mathematics* 62, 428-440.
+#' @seealso [simulate.krr()] for posterior samples.
 #' @examples
 #' set.seed(2)
 #' x <- matrix(rnorm(300), ncol = 3)
@@ -116,16 +207,46 @@ new_features <- function(object, newdata) {
 #' fit <- krr(x, y, lambda = 0.5, threads = 1)
 #' head(predict(fit, x))
 #' head(predict(fit, x, type = "decision"))
+#'
+#' # a Gaussian-process regression: standard errors and intervals
+#' x1 <- matrix(seq(0, 1, length.out = 40))
+#' y1 <- sin(6 * x1[, 1]) + rnorm(40, sd = 0.2)
+#' gp <- krr(x1, y1, lambda = 0.1, solver = cholesky(), threads = 1)
+#' xg <- matrix(seq(-0.2, 1.2, length.out = 8))
+#' predict(gp, xg, interval = "prediction")
+#' str(predict(gp, xg, se.fit = TRUE))
 #' @export
 predict.krr <- function(object, newdata = NULL,
                         type = c("response", "class", "decision"),
+                        se.fit = FALSE,
+                        interval = c("none", "confidence", "prediction"),
+                        level = 0.95,
+                        method = c("auto", "exact", "nystrom"),
                         device = NULL, ...) {
+  ecall <- sys.call()
+  check_no_dots(list(...), "predict", ecall)
+  check_flag(se.fit, "se.fit", ecall)
+  if (!is.character(interval) || length(interval) < 1L) {
+    abort_askotch(
+      "`interval` must be \"none\", \"confidence\" or \"prediction\".",
+      "input", ecall)
+  }
+  interval <- check_choice(interval[1L], c("none", "confidence", "prediction"),
+                           "interval", ecall)
+  if (!is.numeric(level) || length(level) != 1L || is.na(level) ||
+      level <= 0 || level >= 1) {
+    abort_askotch(sprintf("`level` must be a number in (0, 1), not %s.",
+                          fmt_value(level)), "input", ecall)
+  }
   if (!is.character(type) || length(type) < 1L) {
     abort_askotch("`type` must be \"response\", \"class\" or \"decision\".",
                   "input")
   }
   if (length(type) > 1L) type <- type[1L]
   type <- check_choice(type, c("response", "class", "decision"), "type")
+  if (se.fit || interval != "none") {
+    gp_check(object, "`se.fit = TRUE` or `interval`", ecall)
+  }
   if (is.null(newdata)) {
     xs <- if (is.null(object$x_train)) object$x else object$x_train
     rn <- NULL
@@ -142,7 +263,12 @@ predict.krr <- function(object, newdata = NULL,
         "`type = \"class\"` is only available for classification fits.",
         "input")
     }
-    s <- sweep(s, 2L, object$y_center, "+", check.margin = FALSE)
+    s <- sweep(s, 2L, object$y_center, "+", check.margin = FALSE) +
+      pred_offset(object, if (is.null(newdata)) NULL else nf)
+    if (se.fit || interval != "none") {
+      return(gp_predict(object, xs, s, rn, se.fit, interval, level, method,
+                        ecall))
+    }
     if (object$task == "regression") {
       out <- s[, 1L]
       names(out) <- rn
@@ -209,14 +335,20 @@ resid_text <- function(x) {
 #'   the problem size, task, kernel, lambda, solver, precision, device,
 #'   iterations, passes, seconds, final residual estimate, exact relative
 #'   residual, convergence flag and reason, the last validation metric, and
-#'   `model`: a named list of model statistics, printed in order in the
-#'   *Model* section (for squared-loss fits on the exact kernel: how
-#'   \eqn{\lambda} was chosen, the length scales, the maximum-likelihood
-#'   signal variance, the effective degrees of freedom \eqn{\mathrm{tr}(K(K +
+#'   `model`: a named list of model statistics printed in order in the
+#'   "Model" section: the training R-squared (regression, one per output;
+#'   above `getOption("askotch.exact_max_n", 50000)` points a squared-loss
+#'   fit's residuals are taken as \eqn{\lambda w}, exact for a converged
+#'   solve) or the training accuracy (classification), and for squared-loss
+#'   regression fits on the full kernel the maximum-likelihood signal
+#'   variance \eqn{\hat s^2} and the noise variance \eqn{\lambda \hat s^2} (see
+#'   [predict.krr()]); then, for squared-loss fits on the exact kernel
+#'   without observation weights, how \eqn{\lambda} was chosen, the length
+#'   scales, the effective degrees of freedom \eqn{\mathrm{tr}(K(K +
 #'   \lambda I)^{-1})}, the log marginal likelihood and the GCV and
-#'   leave-one-out errors; exact for \eqn{n \le} 2000, above by the
-#'   stochastic estimates of [krr_loglik()] (no LOO) up to \eqn{n =} 20000,
-#'   option `askotch.gp_summary_max_n`).
+#'   leave-one-out errors: exact for \eqn{n \le} 2000, above by the
+#'   stochastic estimates of [krr_loglik()] (no LOO) up to \eqn{n =} 20000
+#'   (option `askotch.gp_summary_max_n`).
 #' @examples
 #' fit <- krr(mpg ~ ., data = mtcars, lambda = 1, threads = 1)
 #' summary(fit)
@@ -238,8 +370,66 @@ summary.krr <- function(object, ...) {
     resid_exact = object$resid_exact, tol = object$tol,
     converged = object$converged, reason = object$reason,
     validation_metric = object$validation_metric, validation = vm,
+    tol_auto = isTRUE(object$tol_auto), accuracy = accuracy_bound(object),
     model = model_stats(object)
   ), class = "summary.krr")
+}
+
+# What the final relative residual guarantees about the predictions of a
+# squared-loss fit on the full kernel: |f(x) - f*(x)| <= bound at every x,
+# f* the exact solution (see auto_tol()); NULL where it does not apply
+# (other losses, inducing points, random features).
+accuracy_bound <- function(object) {
+  squared <- is.null(object$loss) || object$loss$name == "squared"
+  if (!squared || !is.null(object$centers) || fit_features(object) > 0 ||
+      object$reason == "exact") {
+    return(NULL)
+  }
+  from_exact <- !is.na(object$resid_exact)
+  r <- if (from_exact) object$resid_exact else object$resid_est
+  Y <- as.matrix(object$y)
+  Yc <- Y - rep(object$y_center, each = nrow(Y))
+  b <- pred_error_bound(r, Yc, object$lambda, 1 + fit_intercept(object))
+  sds <- sqrt(colMeans((Yc - rep(colMeans(Yc), each = nrow(Yc)))^2))
+  list(bound = b, relative = b / max(min(sds), 1e-300),
+       from = if (from_exact) "exact" else "estimated")
+}
+
+# The model statistics of summary(): a named list, printed in order in the
+# "Model" section (each element a number, or one number per output).
+model_stats <- function(object) {
+  st <- list()
+  regr <- object$task %in% c("regression", "multioutput")
+  squared <- !inherits(object, "kernel_machine") &&
+    fit_loss(object)$name == "squared"
+  full <- is.null(object$centers) && fit_features(object) == 0
+  if (fit_features(object) == 0) {
+    if (regr) {
+      Y <- object$y
+      # residuals y - K w - ybar = lambda w for an exact solve: the
+      # O(n^2) kernel pass is skipped above option askotch.exact_max_n
+      R <- if (squared && full &&
+               object$n > getOption("askotch.exact_max_n", 50000)) {
+        object$lambda * object$weights
+      } else {
+        Y - as.matrix(fitted.krr(object))
+      }
+      r2 <- 1 - colSums(R^2) /
+        colSums(sweep(Y, 2L, colMeans(Y), check.margin = FALSE)^2)
+      names(r2) <- object$y_names
+      st[["R-squared (training)"]] <- r2
+    } else {
+      cls <- scores_to_class(krr_scores(object, gp_xs(object)), object$levels)
+      st[["Accuracy (training)"]] <-
+        mean(cls == scores_to_class(object$y, object$levels))
+    }
+  }
+  if (squared && full && regr) {
+    s2 <- gp_signal_var(object)
+    st[["Signal variance (s^2, ML)"]] <- s2
+    st[["Noise variance (lambda s^2)"]] <- object$lambda * s2
+  }
+  c(st, gp_model_stats(object))
 }
 
 #' @rdname summary.krr
@@ -266,7 +456,13 @@ print.summary.krr <- function(x, ...) {
     "Residual (exact)" = if (is.na(x$resid_exact))
       "not computed (n above option askotch.exact_max_n)"
       else format(signif(x$resid_exact, 4)),
-    "Tolerance" = format(x$tol),
+    "Tolerance" = if (isTRUE(x$tol_auto))
+      sprintf("%s (automatic: predictions within 0.001 sd of the exact solution's)",
+              format(signif(x$tol, 3))) else format(x$tol),
+    "Accuracy" = if (!is.null(x$accuracy) && is.finite(x$accuracy$bound))
+      sprintf("|f(x) - exact f(x)| <= %s at every x (%s sd of the response; %s residual)",
+              format(signif(x$accuracy$bound, 2)),
+              format(signif(x$accuracy$relative, 2)), x$accuracy$from),
     "Converged" = sprintf("%s (reason: %s)", if (x$converged) "yes" else "no",
                           x$reason),
     x$extra  # kernel machines: loss, objectives, support vectors
@@ -278,13 +474,18 @@ print.summary.krr <- function(x, ...) {
   if (!is.null(x$crit_name)) {
     names(lines) <- sub("^Residual", x$crit_name, names(lines))
   }
-  model <- vapply(x$model, function(v)
-    paste(format(v), collapse = ", "), "")
-  w <- max(nchar(c(names(lines), names(model))))
+  mod <- vapply(x$model, function(v) {
+    if (is.character(v)) return(paste(v, collapse = ", "))
+    txt <- vapply(signif(v, 4), format, "")
+    if (!is.null(names(v)) && length(v) > 1L) txt <- paste(names(v), txt,
+                                                           sep = " = ")
+    paste(txt, collapse = ", ")
+  }, "")
+  w <- max(nchar(c(names(lines), names(mod))))
   cat(sprintf("%-*s : %s", w, names(lines), lines), sep = "\n")
-  if (length(model) > 0L) {
+  if (length(mod) > 0L) {
     cat("\nModel:\n")
-    cat(sprintf("%-*s : %s", w, names(model), model), sep = "\n")
+    cat(sprintf("%-*s : %s", w, names(mod), mod), sep = "\n")
   }
   invisible(x)
 }
@@ -345,7 +546,10 @@ plot.krr <- function(x, ...) {
 #' i.e. the decision scores for classification (use
 #' `predict(fit, type = "class")` for classes); `residuals()` returns targets
 #' minus fitted values (for classification the +1/-1 coded targets minus the
-#' scores).
+#' scores). Fitted values include a formula fit's offset. Both cover the
+#' points used in the fit; for a formula fit with `na.action = na.exclude`
+#' they are padded with `NA` at the rows left out (missing values, and rows
+#' of weight 0), as for [lm()].
 #'
 #' @param object A `"krr"` fit.
 #' @param ... Unused.
@@ -368,24 +572,30 @@ coef.krr <- function(object, ...) {
 #' @rdname krr-coef
 #' @export
 fitted.krr <- function(object, ...) {
-  s <- krr_scores(object, if (is.null(object$x_train)) object$x else
-    object$x_train)
-  s <- sweep(s, 2L, object$y_center, "+", check.margin = FALSE)
-  if (ncol(s) == 1L) s[, 1L] else {
-    colnames(s) <- if (!is.null(object$levels)) object$levels else
-      object$y_names
-    s
-  }
+  s <- fitted_scores(object)
+  if (!is.null(object$offset)) s <- s + object$offset
+  stats::napredict(object$na.action, fit_columns(object, s))
 }
 
 #' @rdname krr-coef
 #' @export
 residuals.krr <- function(object, ...) {
-  f <- fitted.krr(object)
-  Y <- object$y
-  if (ncol(Y) == 1L) Y[, 1L] - f else {
-    r <- Y - f
-    colnames(r) <- colnames(f)
-    r
+  stats::naresid(object$na.action,
+                 fit_columns(object, object$y - fitted_scores(object)))
+}
+
+# In-sample scores K w plus the target mean (n x m), without the offset
+fitted_scores <- function(object) {
+  s <- krr_scores(object, if (is.null(object$x_train)) object$x else
+    object$x_train)
+  sweep(s, 2L, object$y_center, "+", check.margin = FALSE)
+}
+
+# One output as a vector, several as a matrix with named columns
+fit_columns <- function(object, s) {
+  if (ncol(s) == 1L) s[, 1L] else {
+    colnames(s) <- if (!is.null(object$levels)) object$levels else
+      object$y_names
+    s
   }
 }

@@ -84,7 +84,17 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
   check_flag(progress, "progress", ecall)
   if (is.null(keep_state)) keep_state <- !is.null(object$state)
   check_flag(keep_state, "keep_state", ecall)
-  tol <- if (is.null(tol)) object$tol else tol
+  tol_auto <- is.null(tol) && isTRUE(object$tol_auto)
+  cen <- loss_targets(fit_loss(object), tgt, fit_intercept(object) == 0,
+                      object$obs_weights)
+  if (tol_auto) {
+    # the automatic tolerance follows the new lambda and responses
+    tol <- auto_tol(cen$Yc, lambda, object$precision,
+                    kdiag = 1 + fit_intercept(object))
+  } else if (is.null(tol)) {
+    tol <- object$tol
+  }
+  check_tol(tol, ecall)
   max_passes <- if (is.null(max_passes)) object$max_passes else max_passes
   time_limit <- if (is.null(time_limit)) object$time_limit else time_limit
   check_positive(max_passes, "max_passes", allow_inf = TRUE, call = ecall)
@@ -92,7 +102,6 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
   set <- fit_settings(object, lambda, tol, max_passes, time_limit, progress)
 
   t0 <- now()
-  cen <- loss_targets(fit_loss(object), tgt, fit_intercept(object) == 0)
   state <- krr_state(object)
   keep <- FALSE
   on.exit(if (!keep && !identical(state, object$state)) .Call(ffi_fit_free, state),
@@ -120,6 +129,7 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
   fit$y_center <- cen$y_center
   fit$solver <- solver_resolved(object$solver, res$options, res$extras)
   fit$tol <- tol
+  fit$tol_auto <- tol_auto
   fit$max_passes <- max_passes
   fit$time_limit <- time_limit
   fit$validation_metric <- NA_character_
@@ -142,7 +152,8 @@ fit_settings <- function(object, lambda, tol, max_passes, time_limit, progress) 
        mem_limit = if (is.null(object$mem_limit)) 0 else object$mem_limit,
        keep_state = TRUE, loss = fit_loss(object),
        features = fit_features(object), intercept = fit_intercept(object),
-       objective = inherits(object, "kernel_machine"))
+       objective = inherits(object, "kernel_machine"),
+       obs_weights = object$obs_weights)
 }
 
 # TRUE when a kept state is alive (not freed, not read back from a file)
@@ -156,5 +167,6 @@ krr_state <- function(object) {
   set <- fit_settings(object, object$lambda, object$tol, object$max_passes,
                       object$time_limit, FALSE)
   tgt <- list(task = object$task, Y = object$y)
-  state_new(xs, loss_targets(set$loss, tgt, set$intercept == 0)$Yc, set)
+  state_new(xs, loss_targets(set$loss, tgt, set$intercept == 0,
+                             set$obs_weights)$Yc, set)
 }

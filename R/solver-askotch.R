@@ -7,7 +7,7 @@ askotch <- function(block_size = NULL, rank = NULL, rho = NULL,
                     accelerated = TRUE, sampling = c("uniform", "rls"),
                     mu = NULL, nu = NULL, power_iters = NULL,
                     variant = c("journal", "v1"), rls_subsample = NULL,
-                    v1_beta = NULL) {
+                    v1_beta = NULL, restart = NULL) {
   check_flag(accelerated, "accelerated")
   sampling <- if (missing(sampling)) "uniform" else
     check_choice(sampling, c("uniform", "rls"), "sampling")
@@ -36,18 +36,38 @@ askotch <- function(block_size = NULL, rank = NULL, rho = NULL,
         "parameters from `mu` and the block step sizes); found",
         sprintf("`nu = %s`.", fmt_value(nu))), "input")
     }
+    if (!is.null(restart)) {
+      abort_askotch(paste(
+        "`restart` is not used by `variant = \"v1\"` (NU_ACDM has no",
+        "momentum restart); found", sprintf("`restart = %s`.",
+                                           fmt_value(restart))), "input")
+    }
   } else if (!is.null(v1_beta)) {
     abort_askotch(paste(
       "`v1_beta` is NU_ACDM's parameter and only used with",
       "`variant = \"v1\"`."), "input")
   }
+  restart <- check_restart(restart, accelerated)
   name <- if (variant == "v1") "askotch_v1" else if (accelerated) "askotch"
     else "skotch"
   check_spec(new_solver_spec(name, list(
     block_size = block_size, rank = rank, rho = lower_choice(rho),
     accelerated = accelerated, sampling = sampling, variant = variant,
     rls_subsample = rls_subsample, mu = mu, nu = nu,
-    power_iters = power_iters, v1_beta = v1_beta), family = "askotch"))
+    power_iters = power_iters, v1_beta = v1_beta, restart = restart),
+    family = "askotch"))
+}
+
+# the momentum restart of the accelerated methods: NULL (the compiled
+# default) or one of the compiled choices; an error without acceleration
+check_restart <- function(restart, accelerated) {
+  if (is.null(restart)) return(NULL)
+  if (!accelerated) {
+    abort_askotch(paste(
+      "`restart` restarts the momentum of the accelerated methods; it cannot",
+      "be combined with `accelerated = FALSE` (skotch(), SAP)."), "input")
+  }
+  check_choice(restart, c("auto", "none"), "restart")
 }
 
 #' @rdname solvers
@@ -68,11 +88,13 @@ skotch <- function(...) {
 
 #' @rdname solvers
 #' @export
-sap <- function(block_size = NULL, accelerated = TRUE, mu = NULL, nu = NULL) {
+sap <- function(block_size = NULL, accelerated = TRUE, mu = NULL, nu = NULL,
+                restart = NULL) {
   check_flag(accelerated, "accelerated")
+  restart <- check_restart(restart, accelerated)
   check_spec(new_solver_spec(if (accelerated) "nsap" else "sap", list(
-    block_size = block_size, accelerated = accelerated, mu = mu, nu = nu),
-    family = "sap"))
+    block_size = block_size, accelerated = accelerated, mu = mu, nu = nu,
+    restart = restart), family = "sap"))
 }
 
 spec_askotch <- function() askotch()
@@ -91,7 +113,8 @@ solver_c.askotch_solver_askotch <- function(spec) {
   } else {
     opts <- c(opts, list(accelerated = spec$accelerated,
                          sampling = spec$sampling,
-                         rls_subsample = spec$rls_subsample, nu = spec$nu))
+                         rls_subsample = spec$rls_subsample, nu = spec$nu,
+                         restart = spec$restart))
   }
   list(name = if (v1) "askotch_v1" else "askotch", options = compact(opts))
 }
@@ -100,6 +123,16 @@ solver_c.askotch_solver_askotch <- function(spec) {
 solver_resolved.askotch_solver_askotch <- function(spec, options, extras) {
   spec <- NextMethod()
   if (identical(spec$sampling, "rls")) spec$rls_subsample <- options$rls_subsample
+  resolved_restart(spec, options, extras)
+}
+
+# the accelerated methods report the restart rule they used and how often
+# the momentum was restarted
+resolved_restart <- function(spec, options, extras) {
+  if (isTRUE(spec$accelerated) && !is.null(options$restart)) {
+    spec$restart <- options$restart
+    spec$restarts <- extras[["restarts"]]
+  }
   spec
 }
 
@@ -114,9 +147,9 @@ format.askotch_solver_askotch <- function(x, ...) {
   }
   smp <- if (identical(x$sampling, "rls"))
     sprintf(", RLS sampling (subsample %s)", auto(x$rls_subsample)) else ""
-  sprintf("%s (block size %s, rank %s, rho %s%s%s)",
+  sprintf("%s (block size %s, rank %s, rho %s%s%s%s)",
           if (x$accelerated) "ASkotch" else "Skotch", auto(x$block_size),
-          auto(x$rank), rho, smp,
+          auto(x$rank), rho, smp, fmt_restart(x),
           if (is.null(x$mu) && is.null(x$nu)) "" else
             sprintf(", mu %s, nu %s",
                     if (is.null(x$mu)) "lambda" else auto(x$mu),
@@ -127,17 +160,26 @@ format.askotch_solver_askotch <- function(x, ...) {
 solver_c.askotch_solver_sap <- function(spec) {
   list(name = "askotch", options = compact(list(
     block_solve = "exact", accelerated = spec$accelerated,
-    block_size = spec$block_size, mu = spec$mu, nu = spec$nu)))
+    block_size = spec$block_size, mu = spec$mu, nu = spec$nu,
+    restart = spec$restart)))
 }
 
 #' @export
 solver_resolved.askotch_solver_sap <- function(spec, options, extras) {
   spec$block_size <- options$block_size
-  spec
+  resolved_restart(spec, options, extras)
+}
+
+# ", momentum restart auto" (accelerated methods, when known or set)
+fmt_restart <- function(x) {
+  if (!isTRUE(x$accelerated) || is.null(x$restart)) return("")
+  sprintf(", momentum restart %s%s", x$restart,
+          if (is.null(x$restarts) || is.na(x$restarts)) "" else
+            sprintf(" (%d restarts)", as.integer(x$restarts)))
 }
 
 #' @export
 format.askotch_solver_sap <- function(x, ...) {
-  sprintf("%s (exact block solves, block size %s)", toupper(x$name),
-          auto(x$block_size))
+  sprintf("%s (exact block solves, block size %s%s)", toupper(x$name),
+          auto(x$block_size), fmt_restart(x))
 }

@@ -109,6 +109,21 @@
 #'   probabilities proportional to approximate ridge leverage scores).
 #' @param mu,nu Acceleration parameters; `NULL` uses \eqn{\mu = \lambda} and
 #'   \eqn{\nu = n / b} (for `variant = "v1"` see above).
+#' @param restart Momentum restart of the accelerated methods (ASkotch, NSAP):
+#'   `"auto"` (the default when `NULL`) restarts the momentum whenever, on the
+#'   sampled block, it points uphill by more than a tenth of the block step's
+#'   descent (the gradient restart of O'Donoghue and Candès, 2015, adapted to
+#'   random blocks; deterministic for a given `seed`). With the paper's
+#'   \eqn{\mu = \lambda} the momentum is mistuned when \eqn{\lambda} is
+#'   small, and without restart the accelerated methods can be much slower
+#'   than Skotch / SAP, or not converge; with restart they converged in every
+#'   case of the study (`inst/bench/bench_restart.R` in the package sources),
+#'   within about 1.6 times the plain methods' passes where those were
+#'   faster (large \eqn{\lambda}), and kept the speed-up where acceleration
+#'   helps. `"none"` is the paper's
+#'   iteration unchanged. The fit reports the rule and the number of restarts
+#'   in `fit$solver` (`restart`, `restarts`). Not used by `accelerated =
+#'   FALSE` or `variant = "v1"`.
 #' @param power_iters Number of power iterations for the step size (`NULL`:
 #'   10).
 #' @param variant `"journal"` (default: the journal version of ASkotch, with
@@ -136,6 +151,7 @@
 #' askotch(variant = "v1", block_size = 500)
 #' skotch(rank = 20)
 #' sap(block_size = 200)
+#' askotch(restart = "none") # the paper's iteration, without restart
 #' pcg("rpcholesky", rank = 50)
 #' falkon(centers = 500)
 #' eigenpro(subsample = 2000, rank = 50)

@@ -12,7 +12,7 @@ lambda_rules <- c("ml", "gcv", "loo", "cv", "paper")
 default_lambda_path <- function() 10^seq(-6, 1, by = 0.5)
 
 # Points used for "ml" / "gcv" / "loo" (and the default) when n is above
-# gp_exact_max_n(): a uniform subsample of this size.
+# tune_exact_max_n(): a uniform subsample of this size.
 tune_subsample <- function() getOption("askotch.tune_subsample", 2000)
 
 cv_folds <- function() getOption("askotch.cv_folds", 5L)
@@ -78,6 +78,11 @@ centre_rows <- function(Y, task) {
   } else Y
 }
 
+# The automatic tolerance of a squared-loss fit at lambda (see auto_tol()).
+lambda_tol <- function(set, Yc, lambda) {
+  auto_tol(Yc, lambda, set$precision, kdiag = 1 + set_intercept(set))
+}
+
 # Hyperparameter selection before the solve: returns dat (with the length
 # scales folded into the scaling), set (with lambda and the kernel's
 # bandwidth) and the tuning record.
@@ -89,11 +94,29 @@ tune_hyper <- function(dat, set, call = NULL) {
   }
   n <- dat$n
   task <- dat$tgt$task
-  rows <- subsample_rows(n, if (n <= gp_exact_max_n()) n else tune_subsample(),
+  w <- set$obs_weights
+  weighted <- !is.null(w) && any(w != 1)
+  if (weighted && (!ls$rule %in% c("fixed", "default", "ml") ||
+                   bw_rule %in% c("ml", "ard"))) {
+    abort_askotch(paste(
+      "With observation `weights`, lambda can be chosen by maximum likelihood",
+      "only (lambda = NULL or \"ml\"), with a given or median bandwidth."),
+      "input", call)
+  }
+  rows <- subsample_rows(n, if (n <= tune_exact_max_n()) n else tune_subsample(),
                          set$seed)
   xs <- dat$xs[rows, , drop = FALSE]
   Y <- if (length(rows) == n) dat$Yc else
     centre_rows(dat$Yc[rows, , drop = FALSE], task)
+  # weights: y ~ N(0, s^2 (K + lambda W^{-1})) has the likelihood of D y ~
+  # N(0, s^2 (D K D + lambda I)), D = W^{1/2}, up to the constant
+  # sum(log w) / 2 per output
+  d <- if (weighted) sqrt(w[rows]) else NULL
+  Ktune <- function(x) {
+    K <- kernel_mat(x, x, kern, set$threads)
+    if (weighted) K * outer(d, d) else K
+  }
+  if (weighted) Y <- d * Y
   kern <- set$kernel
   ell <- NULL
   lambda <- if (ls$rule == "fixed") ls$value else NA_real_
@@ -110,7 +133,7 @@ tune_hyper <- function(dat, set, call = NULL) {
   eg <- NULL
   path <- NULL
   if (is.na(lambda) && ls$rule %in% c("default", "ml", "gcv", "loo")) {
-    eg <- gp_eigen(kernel_mat(xs, xs, kern, set$threads), Y)
+    eg <- gp_eigen(Ktune(xs), Y)
     crit <- if (ls$rule == "default") "ml" else ls$rule
     lambda <- gp_eigen_best(eg, crit)
   }
@@ -136,7 +159,7 @@ tune_hyper <- function(dat, set, call = NULL) {
     lambda <- cv$lambda[which.min(cv$cv)]
     path <- cv
   }
-  if (is.null(path) && ls$rule != "fixed" && length(rows) == n) {
+  if (is.null(path) && ls$rule != "fixed" && length(rows) == n && !weighted) {
     # the criteria on a path around the choice, for the record (exact)
     if (is.null(eg)) eg <- gp_eigen(kernel_mat(xs, xs, kern, set$threads), Y)
     lams <- sort(unique(c(lambda * 10^seq(-2, 2, by = 0.5))), decreasing = TRUE)
@@ -159,6 +182,7 @@ tune_hyper <- function(dat, set, call = NULL) {
   }
   set$lambda <- lambda
   set$kernel <- kern
+  if (isTRUE(set$tol_auto)) set$rule$tol <- lambda_tol(set, dat$Yc, lambda)
   tuning <- list(
     lambda_rule = if (ls$rule == "default") "ml" else ls$rule,
     bandwidth_rule = bw_rule,
@@ -225,7 +249,7 @@ gp_optimise <- function(xs, Y, kernel, ard = FALSE, lambda = NULL,
 }
 
 # Refine maximum-likelihood hyperparameters on all n points (option
-# askotch.ml_method = "stochastic", n above gp_exact_max_n()): L-BFGS-B on
+# askotch.ml_method = "stochastic", n above tune_exact_max_n()): L-BFGS-B on
 # the stochastic profile likelihood and its gradient (gp_loglik_stochastic()
 # with the probes and landmarks fixed by `seed`, so the objective is a fixed
 # function of the hyperparameters), from the subsample's estimate, within a
@@ -280,7 +304,7 @@ gp_refine_stochastic <- function(xs, Y, kernel, lambda, ell, fit_kernel,
 
 # K-fold cross-validation over a lambda path (decreasing). Exact (one
 # eigendecomposition per training fold, every lambda in O(n^2)) when the
-# folds are at most gp_exact_max_n() points; else the fit's solver with its
+# folds are at most tune_exact_max_n() points; else the fit's solver with its
 # state kept, each lambda warm-started from the previous one (Tu et al.
 # 2016: the solver's lambda-free setup is reused along the path). Returns
 # data.frame(lambda, cv): the mean squared error of the held-out
@@ -299,7 +323,7 @@ cv_path <- function(xs, Yc, task, kernel, lambdas, set) {
       rep(0, ncol(Yt))
     Yt <- sweep(Yt, 2L, mu, "-", check.margin = FALSE)
     Kvt <- NULL
-    if (length(tr) <= gp_exact_max_n()) {
+    if (length(tr) <= tune_exact_max_n()) {
       eg <- gp_eigen(kernel_mat(xs[tr, , drop = FALSE], xs[tr, , drop = FALSE],
                                 kernel, set$threads), Yt)
       Kvt <- kernel_mat(xs[va, , drop = FALSE], xs[tr, , drop = FALSE], kernel,
@@ -323,6 +347,7 @@ cv_path <- function(xs, Yc, task, kernel, lambdas, set) {
       on.exit(.Call(ffi_fit_free, state), add = TRUE)
       tgt <- list(task = task)
       for (i in seq_along(lambdas)) {
+        if (isTRUE(set$tol_auto)) fs$rule$tol <- lambda_tol(set, Yt, lambdas[i])
         if (i > 1L) {
           W <- .Call(ffi_fit_weights, state)
           .Call(ffi_fit_set_lambda, state, as.numeric(lambdas[i]))

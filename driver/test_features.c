@@ -32,6 +32,10 @@
  *    diag against K + c 11^T on the host, features [Z, sqrt(c)], theta's
  *    last row sqrt(c) sum(alpha), a cholesky solve against the host solve of
  *    (K + c 11^T + lambda I) w = y;
+ *  - the scale operator D K D (observation weights) over the exact and the
+ *    features operators: mv, mat, diag, subset against the host D K D,
+ *    features D Z, a cholesky solve against the host solve of
+ *    (K + lambda W^{-1}) alpha = y (test_scale);
  *  - input errors.
  * Prints "N passed, N failed". */
 #include <math.h>
@@ -565,6 +569,177 @@ static void test_shift(krr_ctx *ctx, const double *X, const double *y, int64_t n
   free(ia); free(V); free(Kh); free(Kd); free(o1); free(o2); free(dg); free(Z); free(Zh);
 }
 
+/* ---- the scale (observation weights) operator ------------------------------------ */
+/* D K D with D = diag(d) over the exact and features operators: mv (block,
+ * all), (all, all), (block, block); mat (block, block) and (all, all); diag;
+ * a subset; features D Z; and a cholesky solve of (D K D + lambda I) v = D y
+ * whose alpha = D v equals the host solve of (K + lambda W^{-1}) alpha = y,
+ * W = D^2 (1e-9). */
+static void test_scale(krr_ctx *ctx, const double *X, const double *y, int64_t n, int p) {
+  const int q = 2;
+  const int64_t b = 31, M = 200;
+  int64_t *ia = malloc(sizeof(int64_t) * b), *ib = malloc(sizeof(int64_t) * b);
+  for (int64_t i = 0; i < b; i++) { ia[i] = (i * 97 + 11) % n; ib[i] = (i * 53 + 5) % n; }
+  double *d = malloc(sizeof(double) * n), *V = malloc(sizeof(double) * n * q),
+         *Kh = malloc(sizeof(double) * n * n), *Kd = malloc(sizeof(double) * n * n),
+         *o1 = malloc(sizeof(double) * n * q), *o2 = malloc(sizeof(double) * n * q),
+         *dg = malloc(sizeof(double) * n), *Z = malloc(sizeof(double) * n * M),
+         *Zh = malloc(sizeof(double) * n * M);
+  for (int64_t i = 0; i < n; i++) d[i] = 0.3 + 1.7 * krr_rng_unif(91, (uint64_t)i);
+  for (int64_t i = 0; i < n * q; i++) V[i] = krr_rng_normal(79, (uint64_t)i);
+  krr_kernel k = {KRR_MATERN32, 1.2};
+  for (int inner = 0; inner < 2; inner++)
+    for (int pr = 0; pr < 2; pr++) {
+      krr_precision prec = pr ? KRR_DOUBLE : KRR_FLOAT;
+      const double tol = pr ? 1e-12 : 1e-5;
+      const char *what = inner ? "features" : "exact";
+      krr_problem pb;
+      krr_op *in = NULL, *op = NULL;
+      krr_clear(ctx);
+      krr_status st = krr_problem_create(ctx, prec, X, n, p, &pb);
+      if (st == KRR_OK)
+        st = inner ? krr_op_features_create(ctx, &pb, &k, M, 9, &in) : krr_op_exact_create(ctx, &pb, k, &in);
+      if (st == KRR_OK) st = krr_op_scale_create(in, d, &op);
+      CHECK(st == KRR_OK && op->nfeat == (inner ? M : 0), "scale over %s: %s", what, ctx->msg);
+      if (st != KRR_OK) { krr_problem_free(ctx, &pb); continue; }
+      /* the host D K D */
+      if (inner) {
+        host_features(&k, X, n, p, NULL, n, M, 9, Zh);
+        host_abt(Zh, n, Zh, n, M, Kh);
+      } else {
+        for (int64_t j = 0; j < n; j++)
+          for (int64_t i = 0; i < n; i++) Kh[i + j * n] = kxy(&k, X, n, i, X, n, j, p);
+      }
+      for (int64_t j = 0; j < n; j++)
+        for (int64_t i = 0; i < n; i++) Kh[i + j * n] *= d[i] * d[j];
+      krr_arena a;
+      krr_arena_init(&a, ctx);
+      krr_block A, B;
+      size_t es = op->es;
+      void *dV = NULL, *dK = krr_arena_dev(&a, n * n, es), *dO = krr_arena_dev(&a, n * q, es);
+      st = krr_block_alloc(op, &a, b, &A);
+      if (st == KRR_OK) st = krr_block_alloc(op, &a, b, &B);
+      if (st == KRR_OK) st = krr_block_set(op, &A, ia, b);
+      if (st == KRR_OK) st = krr_block_set(op, &B, ib, b);
+      if (st == KRR_OK) st = krr_upload_vec(ctx, prec, V, n * q, &dV);
+      /* mv against the host D K D; rows ra of A (NULL: all), columns of B (NULL: all) */
+      double e[7] = {INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY};
+      const krr_block *As[3] = {&A, NULL, &A}, *Bs[3] = {NULL, NULL, &B};
+      for (int c3 = 0; c3 < 3 && st == KRR_OK; c3++) {
+        int64_t na = As[c3] ? b : n, nb = Bs[c3] ? b : n;
+        /* V restricted to the rows of B (a b x q matrix, ld b) for a block B */
+        double *Vb = malloc(sizeof(double) * nb * q);
+        for (int c = 0; c < q; c++)
+          for (int64_t j = 0; j < nb; j++) Vb[j + c * nb] = V[(Bs[c3] ? ib[j] : j) + c * n];
+        void *dVb = NULL;
+        st = krr_upload_vec(ctx, prec, Vb, nb * q, &dVb);
+        if (st == KRR_OK) st = krr_op_mv(op, As[c3], Bs[c3], dVb, nb, q, dO, na);
+        if (st == KRR_OK) st = krr_download_vec(ctx, prec, dO, na * q, o1);
+        if (st == KRR_OK) {
+          for (int c = 0; c < q; c++)
+            for (int64_t i = 0; i < na; i++) {
+              double sum = 0;
+              int64_t r = As[c3] ? ia[i] : i;
+              for (int64_t j = 0; j < nb; j++) sum += Kh[r + (Bs[c3] ? ib[j] : j) * n] * Vb[j + c * nb];
+              o2[i + c * na] = sum;
+            }
+          e[c3] = rel_diff(o1, o2, na * q);
+        }
+        krr_dfree(ctx, &dVb);
+        free(Vb);
+      }
+      if (st == KRR_OK) st = krr_op_mat(op, &A, &B, dK, b);
+      if (st == KRR_OK) st = krr_download_vec(ctx, prec, dK, b * b, Kd);
+      if (st == KRR_OK) {
+        e[3] = 0;
+        for (int64_t j = 0; j < b; j++)
+          for (int64_t i = 0; i < b; i++) e[3] = fmax(e[3], fabs(Kd[i + j * b] - Kh[ia[i] + ib[j] * n]));
+      }
+      if (st == KRR_OK) st = krr_op_mat(op, NULL, NULL, dK, n);
+      if (st == KRR_OK) st = krr_download_vec(ctx, prec, dK, n * n, Kd);
+      if (st == KRR_OK) {
+        e[4] = 0;
+        for (int64_t i = 0; i < n * n; i++) e[4] = fmax(e[4], fabs(Kd[i] - Kh[i]));
+      }
+      if (st == KRR_OK) st = krr_op_diag(op, &A, dg);
+      if (st == KRR_OK) {
+        e[5] = 0;
+        for (int64_t i = 0; i < b; i++) e[5] = fmax(e[5], fabs(dg[i] - Kh[ia[i] + ia[i] * n]));
+      }
+      /* a subset of the scale is D_A K_AA D_A */
+      krr_op *sub = NULL;
+      if (st == KRR_OK) st = krr_op_subset(op, &A, &sub);
+      if (st == KRR_OK) st = krr_op_mat(sub, NULL, NULL, dK, b);
+      if (st == KRR_OK) st = krr_download_vec(ctx, prec, dK, b * b, Kd);
+      if (st == KRR_OK) {
+        e[6] = 0;
+        for (int64_t j = 0; j < b; j++)
+          for (int64_t i = 0; i < b; i++) e[6] = fmax(e[6], fabs(Kd[i + j * b] - Kh[ia[i] + ia[j] * n]));
+      }
+      krr_op_free(sub);
+      CHECK(st == KRR_OK && e[0] <= tol && e[1] <= tol && e[2] <= tol && e[3] <= 10 * tol &&
+                e[4] <= 10 * tol && e[5] <= 10 * tol && e[6] <= 10 * tol,
+            "scale over %s %s: status %d (%s) mv(A,:) %.2e, mv(:,:) %.2e, mv(A,B) %.2e, mat(A,B) %.2e, "
+            "mat %.2e, diag %.2e, subset %.2e", what, pr ? "double" : "single", st, ctx->msg, e[0], e[1],
+            e[2], e[3], e[4], e[5], e[6]);
+      if (inner && st == KRR_OK) {
+        /* features D Z */
+        void *dZ = krr_arena_dev(&a, n * M, es);
+        st = krr_op_features(op, NULL, dZ, n);
+        if (st == KRR_OK) st = krr_download_vec(ctx, prec, dZ, n * M, Z);
+        double ez = 0;
+        for (int64_t j = 0; j < M; j++)
+          for (int64_t i = 0; i < n; i++) ez = fmax(ez, fabs(Z[i + j * n] - d[i] * Zh[i + j * n]));
+        CHECK(st == KRR_OK && ez <= tol, "scale features %s: D Z %.2e (%s)", pr ? "double" : "single", ez,
+              ctx->msg);
+      }
+      if (!inner && pr && st == KRR_OK) {
+        /* cholesky on D K D with targets D y: alpha = D v solves (K + lambda W^-1) alpha = y */
+        krr_objective obj;
+        double *w = malloc(sizeof(double) * n * q), *H = malloc(sizeof(double) * n * n),
+               *ws = malloc(sizeof(double) * n * q), *yd = malloc(sizeof(double) * n * q);
+        const double lambda = 0.05;
+        for (int c = 0; c < q; c++)
+          for (int64_t i = 0; i < n; i++) { ws[i + c * n] = y[i + c * n]; yd[i + c * n] = d[i] * y[i + c * n]; }
+        for (int64_t j = 0; j < n; j++)
+          for (int64_t i = 0; i < n; i++) H[i + j * n] = Kh[i + j * n] / (d[i] * d[j]);
+        for (int64_t i = 0; i < n; i++) H[i + i * n] += lambda / (d[i] * d[i]);
+        int info = LAPACKE_dposv(LAPACK_COL_MAJOR, 'U', (lapack_int)n, q, H, (lapack_int)n, ws, (lapack_int)n);
+        st = krr_objective_init(ctx, op, krr_loss_lookup("squared"), lambda, yd, q, &obj);
+        krr_solver *sv = NULL;
+        krr_options *o = topts(ctx, "cholesky", "");
+        if (st == KRR_OK && o) st = krr_solver_init(ctx, op, &obj, o, &sv);
+        if (st == KRR_OK) st = krr_solver_step(sv, 1);
+        if (st == KRR_OK) st = krr_solver_weights(sv, w);
+        for (int c = 0; c < q; c++)
+          for (int64_t i = 0; i < n; i++) w[i + c * n] *= d[i];
+        double err = rel_diff(w, ws, n * q);
+        CHECK(st == KRR_OK && info == 0 && err <= 1e-9, "cholesky on the scale: %.2e (%s)", err, ctx->msg);
+        krr_solver_free(sv);
+        krr_options_free(o);
+        krr_objective_free(ctx, &obj);
+        free(w); free(H); free(ws); free(yd);
+      }
+      krr_dfree(ctx, &dV);
+      krr_arena_free(&a);
+      krr_op_free(op); /* frees the inner */
+      krr_problem_free(ctx, &pb);
+    }
+  /* a non-positive scaling is an input error (the inner is freed) */
+  krr_problem pb;
+  krr_op *ex = NULL, *op = NULL;
+  krr_clear(ctx);
+  if (krr_problem_create(ctx, KRR_DOUBLE, X, n, p, &pb) == KRR_OK && krr_op_exact_create(ctx, &pb, k, &ex) == KRR_OK) {
+    d[3] = 0;
+    CHECK(krr_op_scale_create(ex, d, &op) == KRR_ERR_INPUT && !op && strstr(ctx->msg, "weights"),
+          "scale with d = 0 must be an input error: %s", ctx->msg);
+    krr_problem_free(ctx, &pb);
+  } else {
+    n_fail++;
+  }
+  free(ia); free(ib); free(d); free(V); free(Kh); free(Kd); free(o1); free(o2); free(dg); free(Z); free(Zh);
+}
+
 /* ---- input errors --------------------------------------------------------------- */
 static void test_errors(krr_ctx *ctx, const double *X, int64_t n, int p) {
   krr_problem pb;
@@ -619,6 +794,7 @@ int main(int argc, char **argv) {
     double *Xs = head_rows(X, n, p, ns), *ys = head_rows(y, n, 2, ns);
     if (t == 0 && (!only || strstr(only, "solve"))) test_solve(&ctx, Xs, ys, ns, p);
     if (t == 1 && (!only || strstr(only, "shift"))) test_shift(&ctx, Xs, ys, ns, p);
+    if (t == 1 && (!only || strstr(only, "scale"))) test_scale(&ctx, Xs, ys, ns, p);
     free(Xs); free(ys);
   }
   if (!only || strstr(only, "err")) test_errors(&ctx, X, n, p);

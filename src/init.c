@@ -4,12 +4,12 @@
 #include <R_ext/Rdynload.h>
 
 SEXP ffi_fit_init(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP,
-                  SEXP);
+                  SEXP, SEXP);
 SEXP ffi_fit_objective(SEXP);
 SEXP ffi_fit_features_theta(SEXP);
 SEXP ffi_features_apply(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_check_options(SEXP, SEXP);
-SEXP ffi_fit_step(SEXP, SEXP);
+SEXP ffi_fit_step(SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_fit_residual(SEXP);
 SEXP ffi_fit_weights(SEXP);
 SEXP ffi_fit_free(SEXP);
@@ -29,7 +29,7 @@ SEXP ffi_blas_threads(SEXP);
 #define CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
 
 static const R_CallMethodDef call_methods[] = {
-    CALLDEF(ffi_fit_init, 14),       CALLDEF(ffi_check_options, 2), CALLDEF(ffi_fit_step, 2),
+    CALLDEF(ffi_fit_init, 15),       CALLDEF(ffi_check_options, 2), CALLDEF(ffi_fit_step, 4),
     CALLDEF(ffi_fit_residual, 1),    CALLDEF(ffi_fit_weights, 1),   CALLDEF(ffi_fit_free, 1),
     CALLDEF(ffi_fit_alive, 1),       CALLDEF(ffi_fit_centers, 1),   CALLDEF(ffi_fit_options, 1),
     CALLDEF(ffi_fit_set_targets, 2), CALLDEF(ffi_fit_set_lambda, 2), CALLDEF(ffi_fit_set_weights, 2),

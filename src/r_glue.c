@@ -161,6 +161,7 @@ typedef struct {
   krr_problem pb;
   krr_op *op;       /* what the solver sees (the exact or feature operator, maybe shifted) */
   int64_t features; /* random features M (0: the exact kernel) */
+  double *obsd;     /* observation weights: d = sqrt(w) per training row (host), or NULL */
   krr_objective obj;
   krr_solver *solver;
   int ctx_ok;
@@ -177,6 +178,8 @@ static void state_release(fit_state *fs) {
     krr_problem_free(&fs->ctx, &fs->pb);
     krr_ctx_free(&fs->ctx);
   }
+  free(fs->obsd);
+  fs->obsd = NULL;
   fs->ctx_ok = 0;
 }
 
@@ -196,22 +199,64 @@ static fit_state *get_state(SEXP ptr) {
 }
 
 /* The training-set operator: the exact kernel, or M random features drawn
- * from seed; with c > 0 wrapped as K + c 11^T (a penalised intercept; the
- * wrapper owns the inner operator, also when its creation fails). */
+ * from seed; with c > 0 wrapped as K + c 11^T (a penalised intercept), with
+ * observation weights as D (.) D, D = diag(fs->obsd) (each wrapper owns its
+ * inner operator, also when its creation fails). */
 static krr_status make_operator(fit_state *fs, krr_kernel k, double M, double seed, double c) {
-  krr_op *inner = NULL;
+  krr_op *inner = NULL, *mid = NULL;
   krr_status st = M > 0 ? krr_op_features_create(&fs->ctx, &fs->pb, &k, (int64_t)M,
                                                  (uint64_t)seed, &inner)
                         : krr_op_exact_create(&fs->ctx, &fs->pb, k, &inner);
   if (st != KRR_OK) return st;
-  if (c > 0) return krr_op_shift_create(inner, c, &fs->op);
-  fs->op = inner;
+  if (c > 0) {
+    st = krr_op_shift_create(inner, c, &mid);
+    if (st != KRR_OK) return st;
+  } else {
+    mid = inner;
+  }
+  if (fs->obsd) return krr_op_scale_create(mid, fs->obsd, &fs->op);
+  fs->op = mid;
   return KRR_OK;
+}
+
+/* Observation weights: the solver works on v = D^{-1} alpha (scaled
+ * system, op/scale.c).  Multiply (inverse = 0) or divide (inverse = 1) the
+ * rows of W (rows x m, host) by the scalings of the rows the weights live
+ * on (the training rows, or an inducing-point solver's centres). */
+static krr_status obs_rescale(fit_state *fs, double *W, int m, int inverse) {
+  if (!fs->obsd) return KRR_OK;
+  int64_t rows = krr_solver_weights_rows(fs->solver), nc = krr_solver_ncenters(fs->solver);
+  int64_t *idx = NULL;
+  if (nc > 0) {
+    if (nc != rows) return krr_fail(&fs->ctx, KRR_ERR_INTERNAL, "weights rows %lld != centres %lld",
+                                    (long long)rows, (long long)nc);
+    idx = (int64_t *)R_alloc((size_t)nc, sizeof(int64_t));
+    krr_status st = krr_solver_centers(fs->solver, idx);
+    if (st != KRR_OK) return st;
+  }
+  for (int64_t i = 0; i < rows; i++) {
+    double di = fs->obsd[idx ? idx[i] : i];
+    for (int c = 0; c < m; c++) W[i + (int64_t)c * rows] = inverse ? W[i + (int64_t)c * rows] / di
+                                                                   : W[i + (int64_t)c * rows] * di;
+  }
+  return KRR_OK;
+}
+
+/* Targets as the solver sees them: D y (a copy, R_alloc) with observation
+ * weights, else y itself. */
+static const double *obs_targets(fit_state *fs, SEXP y) {
+  if (!fs->obsd) return REAL(y);
+  int64_t n = Rf_nrows(y);
+  int m = Rf_ncols(y);
+  double *ys = (double *)R_alloc((size_t)(n * m > 0 ? n * m : 1), sizeof(double));
+  for (int c = 0; c < m; c++)
+    for (int64_t i = 0; i < n; i++) ys[i + c * n] = REAL(y)[i + c * n] * fs->obsd[i];
+  return ys;
 }
 
 SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP precision,
                   SEXP device, SEXP solver, SEXP options, SEXP loss, SEXP loss_param,
-                  SEXP features, SEXP intercept, SEXP threads) {
+                  SEXP features, SEXP intercept, SEXP obs_weights, SEXP threads) {
   check_matrix(x, "x");
   check_matrix(y, "y");
   int64_t n = Rf_nrows(x);
@@ -234,9 +279,22 @@ SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP
     raise_status(KRR_ERR_INPUT, "`intercept` must be TRUE, FALSE or a positive number");
   int nth = threads_or_default(int1(threads, "threads must be a number"));
   const krr_ops *ops = pick_ops(dev);
+  R_xlen_t nw = XLENGTH(obs_weights);
+  if (TYPEOF(obs_weights) != REALSXP || (nw != 0 && nw != n))
+    raise_status(KRR_ERR_INPUT, "observation weights must be a double vector with one value per row");
+  if (nw > 0 && strcmp(krr_loss_name(ls), "squared") != 0)
+    raise_status(KRR_ERR_INPUT, "observation weights are supported for the squared loss only");
+  for (R_xlen_t i = 0; i < nw; i++)
+    if (!(REAL(obs_weights)[i] > 0) || !isfinite(REAL(obs_weights)[i]))
+      raise_status(KRR_ERR_INPUT, "observation weights must be positive and finite");
 
   fit_state *fs = (fit_state *)calloc(1, sizeof(fit_state));
   if (!fs) raise_status(KRR_ERR_MEMORY, "out of host memory");
+  if (nw > 0) {
+    fs->obsd = (double *)malloc(sizeof(double) * (size_t)nw);
+    if (!fs->obsd) { free(fs); raise_status(KRR_ERR_MEMORY, "out of host memory"); }
+    for (R_xlen_t i = 0; i < nw; i++) fs->obsd[i] = sqrt(REAL(obs_weights)[i]);
+  }
   krr_options *o = NULL;
   blas_save();
   krr_status st = krr_ctx_init(&fs->ctx, ops, nth, 0);
@@ -246,7 +304,7 @@ SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP
   if (st == KRR_OK) st = krr_problem_create(&fs->ctx, prec, REAL(x), n, p, &fs->pb);
   if (st == KRR_OK) st = make_operator(fs, k, M, list_num(options, "seed", 0.0), cshift);
   fs->features = (int64_t)M;
-  if (st == KRR_OK) st = krr_objective_init(&fs->ctx, fs->op, ls, lam, REAL(y), m, &fs->obj);
+  if (st == KRR_OK) st = krr_objective_init(&fs->ctx, fs->op, ls, lam, obs_targets(fs, y), m, &fs->obj);
   if (st == KRR_OK && krr_loss_param_name(ls)) st = krr_objective_set_param(&fs->ctx, &fs->obj, lparam);
   if (st == KRR_OK) st = krr_solver_init(&fs->ctx, fs->op, &fs->obj, o, &fs->solver);
   /* a random-features model is theta = Z^T w over the training rows: the
@@ -312,11 +370,16 @@ static SEXP diag_vector(krr_solver *s) {
   return out;
 }
 
-SEXP ffi_fit_step(SEXP ptr, SEXP iters) {
+/* iters iterations, ending early at the first iteration >= from_iter whose
+ * criterion estimate is <= stop_below (< 0: never) */
+SEXP ffi_fit_step(SEXP ptr, SEXP iters, SEXP stop_below, SEXP from_iter) {
   fit_state *fs = get_state(ptr);
   int it = int1(iters, "iters must be a number");
+  double sb = num1(stop_below, "stop_below must be a number");
+  double fi = num1(from_iter, "from_iter must be a number");
   blas_save();
-  krr_status st = krr_solver_step(fs->solver, it < 1 ? 1 : it);
+  krr_status st = krr_solver_step_until(fs->solver, it < 1 ? 1 : it, sb,
+                                        fi > 9e15 ? (int64_t)9e15 : (int64_t)fi);
   if (st != KRR_OK) raise_ctx(&fs->ctx, st); /* state stays valid; R frees it */
   blas_restore();
   return diag_vector(fs->solver);
@@ -406,6 +469,7 @@ SEXP ffi_fit_weights(SEXP ptr) {
   SEXP w = PROTECT(Rf_allocMatrix(REALSXP, (int)rows, fs->obj.m));
   blas_save();
   krr_status st = krr_solver_weights(fs->solver, REAL(w));
+  if (st == KRR_OK) st = obs_rescale(fs, REAL(w), fs->obj.m, 0);
   if (st != KRR_OK) raise_ctx(&fs->ctx, st);
   blas_restore();
   UNPROTECT(1);
@@ -485,7 +549,7 @@ SEXP ffi_fit_set_targets(SEXP ptr, SEXP y) {
   check_matrix(y, "y");
   if ((int64_t)Rf_nrows(y) != fs->pb.n) raise_status(KRR_ERR_INPUT, "the new targets must have one row per training point");
   blas_save();
-  krr_status st = krr_solver_set_targets(fs->solver, REAL(y), Rf_ncols(y));
+  krr_status st = krr_solver_set_targets(fs->solver, obs_targets(fs, y), Rf_ncols(y));
   if (st != KRR_OK) raise_ctx(&fs->ctx, st);
   blas_restore();
   return R_NilValue;
@@ -505,8 +569,15 @@ SEXP ffi_fit_set_weights(SEXP ptr, SEXP w) {
   check_matrix(w, "weights");
   if ((int64_t)Rf_nrows(w) != krr_solver_weights_rows(fs->solver) || Rf_ncols(w) != fs->obj.m)
     raise_status(KRR_ERR_INPUT, "the starting weights must have the shape of the fit's weights");
+  double *w0 = REAL(w);
+  if (fs->obsd) {
+    size_t len = (size_t)XLENGTH(w);
+    w0 = (double *)R_alloc(len > 0 ? len : 1, sizeof(double));
+    memcpy(w0, REAL(w), sizeof(double) * len);
+  }
   blas_save();
-  krr_status st = krr_solver_set_weights(fs->solver, REAL(w));
+  krr_status st = obs_rescale(fs, w0, fs->obj.m, 1);
+  if (st == KRR_OK) st = krr_solver_set_weights(fs->solver, w0);
   if (st != KRR_OK) raise_ctx(&fs->ctx, st);
   blas_restore();
   return R_NilValue;

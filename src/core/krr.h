@@ -176,6 +176,14 @@ krr_status krr_features_apply(krr_ctx *ctx, const krr_kernel *k, int p, int64_t 
  * column sqrt(c) (nfeat = M + 1). */
 krr_status krr_op_shift_create(krr_op *inner, double c, krr_op **out);
 
+/* Observation weights (op/scale.c): the operator D K D, D = diag(d), d > 0
+ * finite (nloc values, host; copied), over any inner operator.  Weighted KRR
+ * (K + lambda W^{-1}) alpha = y with W = D^2 is (D K D + lambda I) v = D y,
+ * alpha = D v: the caller scales the targets and the solution by d.  Takes
+ * ownership of `inner` in every case (freed also when creation fails).  A
+ * features inner gives the features D Z (nfeat unchanged). */
+krr_status krr_op_scale_create(krr_op *inner, const double *d, krr_op **out);
+
 /* --- losses and the objective (loss/) ----------------------------------------
  * The package fits  min_theta 1/2 ||theta||^2 + (1/lambda) sum_i l(y_i, f_i)
  * with f = K alpha, through its dual
@@ -304,6 +312,13 @@ krr_status krr_solver_init(krr_ctx *ctx, krr_op *op, krr_objective *obj,
                            const krr_options *opts, krr_solver **out);
 /* Run iters iterations (setup happens in the first call). */
 krr_status krr_solver_step(krr_solver *s, int64_t iters);
+/* As krr_solver_step, but ending early after the first iteration numbered
+ * at least `from_iter` (counting from 1 over the state's life) whose running
+ * criterion estimate is at most `stop_below` (never when stop_below < 0):
+ * the stopping decision belongs to an iteration, not to the wall-clock
+ * length of a slice, so a seed and a thread count give the same fit. */
+krr_status krr_solver_step_until(krr_solver *s, int64_t iters, double stop_below,
+                                 int64_t from_iter);
 void krr_solver_diag(const krr_solver *s, krr_diag *out);
 /* the i-th per-solver extra diagnostic (NaN before it is known) */
 double krr_solver_extra(const krr_solver *s, int i);

@@ -58,8 +58,11 @@ int krr_cpu_threads_default(void) {
 #ifdef _OPENMP
   n = omp_get_num_procs();
   if (env && atoi(env) > 0) n = atoi(env);
-  int lim = omp_get_thread_limit();
+  /* never more threads than processors: a larger team only oversubscribes
+   * the cores (and a huge one exhausts memory in the OpenMP runtime) */
+  int lim = omp_get_thread_limit(), procs = omp_get_num_procs();
   if (lim > 0 && n > lim) n = lim;
+  if (procs > 0 && n > procs) n = procs;
 #else
   (void)env;
 #endif
@@ -69,8 +72,11 @@ int krr_cpu_threads_default(void) {
 int krr_cpu_threads_cap(int n) {
   if (n < 1) return krr_cpu_threads_default();
 #ifdef _OPENMP
-  int lim = omp_get_thread_limit();
+  /* never more threads than processors: a larger team only oversubscribes
+   * the cores (and a huge one exhausts memory in the OpenMP runtime) */
+  int lim = omp_get_thread_limit(), procs = omp_get_num_procs();
   if (lim > 0 && n > lim) n = lim;
+  if (procs > 0 && n > procs) n = procs;
 #else
   n = 1;
 #endif

@@ -76,7 +76,7 @@ test_that("a lambda path is scored by K-fold CV, exactly and with warm starts", 
   expect_equal(tab$selected, tab$lambda == fit$lambda)
   # the same path with the iterative solver along warm starts (folds above
   # the exact size)
-  withr_opt <- options(askotch.gp_exact_max_n = 50)
+  withr_opt <- options(askotch.tune_exact_max_n = 50)
   on.exit(options(withr_opt), add = TRUE)
   fit2 <- krr(d$x, d$y, bandwidth = 1.5, lambda = path, seed = 3,
               solver = pcg(rank = 50), tol = 1e-10, threads = 1)
@@ -162,7 +162,7 @@ test_that("the default lambda is the ML one; on a subsample for large n; 'paper'
   fit_s <- krr(d$x, 1000 * d$y, seed = fit$seed, threads = 1)
   expect_equal(fit_s$lambda, fit$lambda, tolerance = 1e-6)
   # above the exact size: ML on a subsample of `askotch.tune_subsample` points
-  old <- options(askotch.gp_exact_max_n = 100, askotch.tune_subsample = 100)
+  old <- options(askotch.tune_exact_max_n = 100, askotch.tune_subsample = 100)
   on.exit(options(old), add = TRUE)
   fit_sub <- krr(d$x, d$y, seed = 2, threads = 1)
   expect_equal(fit_sub$tuning$n_used, 100)
@@ -244,7 +244,7 @@ test_that("askotch.ml_method = 'stochastic' refines the subsample's ML choice on
                                lambda = f$lambda, method = "exact",
                                gradient = FALSE, threads = 1)$loglik
   ex <- krr(d$x, d$y, bandwidth = "ml", seed = 1, threads = 1)  # exact, all points
-  old <- options(askotch.gp_exact_max_n = 200, askotch.tune_subsample = 200)
+  old <- options(askotch.tune_exact_max_n = 200, askotch.tune_subsample = 200)
   on.exit(options(old), add = TRUE)
   sub <- krr(d$x, d$y, bandwidth = "ml", seed = 1, threads = 1)
   expect_null(sub$tuning$stochastic)

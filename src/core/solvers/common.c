@@ -187,6 +187,11 @@ static krr_status setup(krr_solver *s) {
 }
 
 krr_status krr_solver_step(krr_solver *s, int64_t iters) {
+  return krr_solver_step_until(s, iters, -1.0, 0);
+}
+
+krr_status krr_solver_step_until(krr_solver *s, int64_t iters, double stop_below,
+                                 int64_t from_iter) {
   if (!s) return KRR_ERR_INTERNAL;
   krr_clear(s->ctx);
   if (!s->prepared || !s->tuned || !s->started) KTRY(setup(s));
@@ -196,6 +201,9 @@ krr_status krr_solver_step(krr_solver *s, int64_t iters) {
   for (int64_t i = 0; i < iters && !s->diag.done && st == KRR_OK; i++) {
     st = s->def->iterate(s);
     s->w_zero = 0;
+    if (st == KRR_OK && stop_below >= 0 && s->diag.iter >= from_iter &&
+        s->diag.resid_est <= stop_below)
+      break;
   }
   if (st == KRR_OK) st = s->ctx->ops->sync(s->ctx);
   s->diag.t_iter += krr_now() - t0;

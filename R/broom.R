@@ -1,0 +1,155 @@
+# broom-style summaries: tidy(), glance(), augment() -------------------------
+#
+# The generics come from the 'generics' package (as broom's do), re-exported
+# so that library(askotch) alone makes them available.
+
+#' @importFrom generics tidy glance augment
+#' @export
+generics::tidy
+
+#' @export
+generics::glance
+
+#' @export
+generics::augment
+
+#' Tidy summaries of a kernel ridge regression fit
+#'
+#' broom-style methods. `tidy()` returns the model's hyperparameters, one
+#' row each; `glance()` one row summarising the fit; `augment()` the data
+#' with the fitted values and residuals.
+#'
+#' `glance()` includes `logLik`, `AIC` and `BIC` when [stats::logLik()] has
+#' a method for the fit (else `NA`), and `augment(se_fit = TRUE)` adds
+#' `.se.fit` when [predict()][predict.krr] returns standard errors (else
+#' the column is left out with a warning).
+#'
+#' @param x A `"krr"` (or `"kernel_machine"`) fit.
+#' @param data The data to augment: by default the training points' fitted
+#'   values and residuals alone; a data frame (for a formula fit, the
+#'   training data) gets `.fitted` from [predict()][predict.krr] on it, and
+#'   `.resid` when it holds the (numeric) response.
+#' @param newdata New data to augment instead of `data`.
+#' @param se_fit Add the standard errors of the fitted values (`.se.fit`)?
+#' @param ... Unused.
+#' @return A data frame. `tidy()`: columns `term` (`"bandwidth"`,
+#'   `"lambda"`, and `"intercept"` / `"features"` for kernel machines that
+#'   have them) and `estimate`. `glance()`: `kernel`, `bandwidth`, `lambda`,
+#'   `task`, `nobs`, `p`, `solver`, `converged`, `iterations`, `passes`,
+#'   `seconds`, `r.squared` (regression: \eqn{1 - \sum w_i r_i^2 / \sum w_i
+#'   (y_i - \bar y_w)^2} on the training points, with the observation
+#'   weights, all 1 without) or `accuracy` (classification, on the training
+#'   points), `logLik`, `AIC`, `BIC`. `augment()`: the data (if any) with
+#'   `.fitted` (the predicted class for classification) and `.resid`
+#'   (regression), one column per output for several outputs.
+#' @examples
+#' fit <- krr(mpg ~ wt + hp, data = mtcars, lambda = 1, threads = 1,
+#'            solver = cholesky())
+#' tidy(fit)
+#' glance(fit)
+#' head(augment(fit, data = mtcars))
+#' @name krr-tidiers
+NULL
+
+#' @rdname krr-tidiers
+#' @export
+tidy.krr <- function(x, ...) {
+  terms <- c(bandwidth = x$kernel$bandwidth, lambda = x$lambda)
+  if (fit_intercept(x) > 0) terms <- c(terms, intercept = fit_intercept(x))
+  if (fit_features(x) > 0) terms <- c(terms, features = fit_features(x))
+  data.frame(term = names(terms), estimate = unname(as.numeric(terms)),
+             stringsAsFactors = FALSE)
+}
+
+#' @rdname krr-tidiers
+#' @export
+glance.krr <- function(x, ...) {
+  ll <- tryCatch(stats::logLik(x), error = function(e) NULL)
+  ic <- function(f) if (is.null(ll)) NA_real_ else
+    tryCatch(as.numeric(f(ll)), error = function(e) NA_real_)
+  out <- data.frame(
+    kernel = x$kernel$name, bandwidth = x$kernel$bandwidth, lambda = x$lambda,
+    task = x$task, nobs = x$n, p = x$p, solver = x$solver$name,
+    converged = x$converged, iterations = x$iterations, passes = x$passes,
+    seconds = x$seconds, stringsAsFactors = FALSE)
+  if (x$task %in% c("binary", "multiclass")) {
+    out$accuracy <- if (fit_features(x) > 0) NA_real_ else
+      mean(scores_to_class(fitted_scores(x), x$levels) ==
+             x$levels[class_index(x)])
+  } else {
+    out$r.squared <- if (fit_features(x) > 0) NA_real_ else training_r2(x)
+  }
+  out$logLik <- if (is.null(ll)) NA_real_ else as.numeric(ll)
+  out$AIC <- ic(stats::AIC)
+  out$BIC <- ic(stats::BIC)
+  out
+}
+
+# The training classes (indices into the levels) from the +-1 targets
+class_index <- function(x) {
+  Y <- x$y
+  if (ncol(Y) == 1L) ifelse(Y[, 1L] > 0, 2L, 1L) else max.col(Y, "first")
+}
+
+# Weighted training R^2 over all outputs (the offset cancels: y and the
+# fitted values both leave it out)
+training_r2 <- function(x) {
+  w <- weights.krr(x)
+  Y <- x$y
+  R <- Y - fitted_scores(x)
+  mu <- colSums(w * Y) / sum(w)
+  1 - sum(w * R^2) / sum(w * sweep(Y, 2L, mu)^2)
+}
+
+#' @rdname krr-tidiers
+#' @export
+augment.krr <- function(x, data = NULL, newdata = NULL, se_fit = FALSE, ...) {
+  check_flag(se_fit, "se_fit")
+  nd <- if (is.null(newdata)) data else newdata
+  classif <- x$task %in% c("binary", "multiclass")
+  if (is.null(nd)) {
+    f <- if (classif) scores_to_class(fitted_scores(x), x$levels) else
+      stats::fitted(x)
+    r <- if (classif) NULL else stats::residuals(x)
+    out <- data.frame(row.names = seq_len(NROW(f)))
+  } else {
+    out <- as.data.frame(nd)
+    f <- predict(x, nd)
+    r <- NULL
+    resp <- augment_response(x, nd)
+    if (!classif && !is.null(resp)) r <- resp - f
+  }
+  out <- add_columns(out, ".fitted", f)
+  if (!is.null(r)) out <- add_columns(out, ".resid", r)
+  if (se_fit) {
+    p <- tryCatch(predict(x, nd, se.fit = TRUE), error = function(e) NULL)
+    if (is.list(p) && !is.null(p$se.fit)) {
+      out <- add_columns(out, ".se.fit", p$se.fit)
+    } else {
+      warning("predict() gives no standard errors for this fit: `.se.fit` ",
+              "left out.", call. = FALSE)
+    }
+  }
+  out
+}
+
+# The response of a formula fit found in new data (NULL when absent)
+augment_response <- function(x, nd) {
+  nm <- x$response_name
+  if (is.null(nm) || !is.data.frame(nd)) return(NULL)
+  y <- tryCatch(eval(str2lang(nm), nd, globalenv()), error = function(e) NULL)
+  if (!is.numeric(y) || NROW(y) != nrow(nd)) return(NULL)
+  y
+}
+
+# Columns `name` (one output) or `name.<output>` (several)
+add_columns <- function(out, name, v) {
+  if (is.matrix(v) && ncol(v) > 1L) {
+    nm <- colnames(v)
+    if (is.null(nm)) nm <- seq_len(ncol(v))
+    for (j in seq_len(ncol(v))) out[[paste0(name, ".", nm[j])]] <- v[, j]
+  } else {
+    out[[name]] <- if (is.matrix(v)) v[, 1L] else unname(v)
+  }
+  out
+}

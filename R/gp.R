@@ -1,0 +1,488 @@
+# Gaussian-process uncertainty of squared-loss krr() fits ------------------------
+#
+# The model (Rasmussen and Williams 2006, ch. 2): y_i = mu + f(x_i) + e_i with
+# f ~ GP(0, s^2 k), e_i ~ N(0, lambda s^2), k the fit's kernel on the
+# standardised points (k(x, x) = 1 for every kernel of the package); mu is
+# estimated by the mean of y (the centring krr() does) and s^2 by maximum
+# likelihood, s^2 = y_c^T (K + lambda I)^{-1} y_c / n = sum(y_c * w) / n.
+#
+# The predictor at x is m(x) = ybar + k_x^T A^{-1} (y - ybar 1), A = K + lambda I,
+# a linear function c_x^T y of the data with c_x^T 1 = 1, so mu cancels from
+# its error and, under the model, its mean-squared error for mu + f(x) is
+#
+#   s^2 [ k(x, x) - k_x^T A^{-1} k_x + b_x^2 (1^T K 1 + n lambda) ],
+#   b_x = (1 - 1^T A^{-1} k_x) / n,
+#
+# the GP posterior variance plus the term that the estimate ybar of mu adds;
+# the covariance of the errors at x and x' is s^2 [k(x, x') -
+# k_x^T A^{-1} k_x' + b_x b_x' (1^T K 1 + n lambda)].  Both methods below
+# compute these, exactly (Cholesky) or within a bound (Nystrom).
+
+# Which fits have this model: squared-loss krr() regression on the full
+# kernel (no inducing points, no random features).
+gp_check <- function(object, what, call = NULL) {
+  why <- NULL
+  if (inherits(object, "kernel_machine") || fit_loss(object)$name != "squared") {
+    why <- "a squared-loss krr() fit"
+  } else if (!object$task %in% c("regression", "multioutput")) {
+    why <- paste("a regression fit (a classification fit's scores are a",
+                 "least-squares fit to +1/-1 codes, not a Gaussian model of",
+                 "the classes)")
+  } else if (!is.null(object$centers) || fit_features(object) > 0) {
+    why <- paste("a fit on the full kernel (an inducing-point solver such as",
+                 "falkon() fits a different, low-rank model)")
+  } else if (!is.null(object$obs_weights) && any(object$obs_weights != 1)) {
+    why <- paste("a fit without observation weights (the variance of a",
+                 "weighted fit, with noise lambda s^2 / w_i, is not implemented)")
+  }
+  if (!is.null(why)) {
+    abort_askotch(sprintf("%s needs %s.", what, why), "input", call)
+  }
+  invisible(object)
+}
+
+gp_xs <- function(object) if (is.null(object$x_train)) object$x else object$x_train
+
+# centred targets, n x m
+gp_yc <- function(object) {
+  sweep(object$y, 2L, object$y_center, check.margin = FALSE)
+}
+
+# The maximum-likelihood signal variance s^2 of each output,
+# y_c^T (K + lambda I)^{-1} y_c / n with the fitted weights.
+gp_signal_var <- function(object) {
+  s2 <- colSums(gp_yc(object) * object$weights) / object$n
+  names(s2) <- object$y_names
+  s2
+}
+
+gp_threads <- function(object) {
+  as.integer(if (is.null(object$threads)) 0L else object$threads)
+}
+
+# K(x1, x2) in double precision
+gp_kmat <- function(object, x1, x2) {
+  .Call(ffi_kernel_matrix, x1, x2, as.integer(object$kernel$code),
+        as.numeric(object$kernel$bandwidth), 1L, gp_threads(object))
+}
+
+# Blocks of at most `budget` numbers: row index sets of length <= budget / n
+gp_blocks <- function(nnew, n, budget = 2^22) {
+  b <- max(1L, min(nnew, floor(budget / n)))
+  split(seq_len(nnew), ceiling(seq_len(nnew) / b))
+}
+
+# The largest n for the exact (Cholesky) method under method = "auto".
+gp_exact_max_n <- function() getOption("askotch.gp_exact_max_n", 5000)
+
+gp_method <- function(method, object, choices, arg, call) {
+  if (!is.character(method) || length(method) < 1L) {
+    abort_askotch(sprintf("`%s` must be one of %s.", arg,
+                          paste0("\"", choices, "\"", collapse = ", ")),
+                  "input", call)
+  }
+  method <- check_choice(method[1L], choices, arg, call)
+  if (method == "auto") {
+    method <- if (object$n <= gp_exact_max_n()) "exact" else choices[3L]
+  }
+  method
+}
+
+# Exact method: the Cholesky factor R of A = K + lambda I (R^T R = A),
+# u = A^{-1} 1 and c0 = 1^T K 1 + n lambda.
+gp_exact_factor <- function(object) {
+  xs <- gp_xs(object)
+  n <- nrow(xs)
+  K <- gp_kmat(object, xs, xs)
+  c0 <- sum(K) + n * object$lambda
+  diag(K) <- diag(K) + object$lambda
+  R <- tryCatch(chol(K), error = function(e) abort_askotch(sprintf(
+    "The Cholesky factorisation of K + lambda I failed: %s",
+    conditionMessage(e)), "numeric"))
+  rm(K)
+  u <- backsolve(R, backsolve(R, rep(1, n), transpose = TRUE))
+  list(R = R, u = u, c0 = c0, n = n)
+}
+
+# For new points xnew: Z = R^{-T} K(X, xnew) (so k_x^T A^{-1} k_x' =
+# (Z^T Z)[x, x']) and b = (1 - 1^T A^{-1} k_x) / n.
+gp_exact_cross <- function(object, fac, xnew) {
+  Ks <- gp_kmat(object, gp_xs(object), xnew)
+  list(Z = backsolve(fac$R, Ks, transpose = TRUE),
+       b = (1 - drop(crossprod(fac$u, Ks))) / fac$n)
+}
+
+# The unit-scale error variance (s^2 = 1) at the rows of xnew, exactly,
+# in blocks of bounded memory.
+gp_var_exact <- function(object, xnew) {
+  fac <- gp_exact_factor(object)
+  v <- numeric(nrow(xnew))
+  for (idx in gp_blocks(nrow(xnew), fac$n)) {
+    cr <- gp_exact_cross(object, fac, xnew[idx, , drop = FALSE])
+    v[idx] <- 1 - colSums(cr$Z^2) + cr$b^2 * fac$c0
+  }
+  list(var = pmax(v, 0), lower = NULL, upper = NULL)
+}
+
+# The unit-scale error covariance at the rows of xnew (exact method).
+gp_cov_exact <- function(object, xnew) {
+  fac <- gp_exact_factor(object)
+  cr <- gp_exact_cross(object, fac, xnew)
+  C <- gp_kmat(object, xnew, xnew) - crossprod(cr$Z) +
+    fac$c0 * tcrossprod(cr$b)
+  (C + t(C)) / 2
+}
+
+# Nystrom method ------------------------------------------------------------------
+#
+# Greedy pivoted Cholesky (e.g. Harbrecht, Peters and Schneider 2012) gives
+# K_hat = L L^T with E = K - K_hat >= 0 and its diagonal exactly, so
+# ||E||_2 <= tr(E) = e.  From K_hat + lambda I <= A <= K_hat + (lambda + e) I,
+#   P_e = (K_hat + (lambda + e) I)^{-1} <= A^{-1} <= (K_hat + lambda I)^{-1} = P_0,
+# both by the Woodbury identity with L.  So k^T A^{-1} k lies between
+# k^T P_e k and k^T P_0 k, and 1^T A^{-1} k within
+# sqrt(1^T (P_0 - P_e) 1 * k^T (P_0 - P_e) k) of both 1^T P_e k and 1^T P_0 k
+# (Cauchy-Schwarz for A^{-1} - P_e >= 0 and P_0 - A^{-1} >= 0): the variance
+# lies in a computable interval; its midpoint is reported.
+
+gp_rank <- function(n) min(n, getOption("askotch.gp_rank", 1000))
+
+gp_nystrom_factor <- function(object) {
+  xs <- gp_xs(object)
+  n <- nrow(xs)
+  lam <- object$lambda
+  r <- gp_rank(n)
+  L <- matrix(0, n, r)
+  d <- rep(1, n)  # diag(E), k(x, x) = 1
+  # stop once tr(E) is negligible against lambda
+  stop_at <- 1e-6 * lam
+  j <- 0L
+  while (j < r) {
+    i <- which.max(d)
+    # done, or the next pivot too small to divide by (its share stays in e)
+    if (sum(d) <= stop_at || d[i] <= 1e-12) break
+    j <- j + 1L
+    col <- gp_kmat(object, xs, xs[i, , drop = FALSE])[, 1L]
+    if (j > 1L) {
+      col <- col - L[, seq_len(j - 1L), drop = FALSE] %*% L[i, seq_len(j - 1L)]
+    }
+    L[, j] <- col / sqrt(d[i])
+    d <- pmax(d - L[, j]^2, 0)
+    d[i] <- 0
+  }
+  L <- L[, seq_len(j), drop = FALSE]
+  # tr(E) with a margin for the rounding of the running diagonal
+  e <- sum(d) * (1 + 1e-10) + n * j * 4 * .Machine$double.eps
+  one <- matrix(1, n, 1L)
+  c0 <- sum(.Call(ffi_kernel_apply, xs, xs, one, as.integer(object$kernel$code),
+                  as.numeric(object$kernel$bandwidth), 1L, 0L,
+                  gp_threads(object))) + n * lam
+  # L = U diag(sv) V^T: (L L^T + mu I)^{-1} = U diag(1 / (sv^2 + mu)) U^T +
+  # (I - U U^T) / mu; the residuals (I - U U^T) k are formed explicitly
+  # (no cancellation between ||k||^2 / mu and the low-rank part for small mu)
+  sv <- svd(L, nv = 0L)
+  U <- sv$u
+  h <- drop(crossprod(U, one))
+  res1 <- one[, 1L] - drop(U %*% h)
+  list(U = U, ev = sv$d^2, e = e, lam = lam, c0 = c0, n = n, rank = j,
+       h = h, r1 = sum(res1^2), res1 = res1)
+}
+
+# x^T P_mu y for P_mu = (K_hat + mu I)^{-1} from the projections px = U^T x,
+# py = U^T y (columns) and the residuals' inner product rr.
+gp_pform <- function(px, py, ev, rr, mu) {
+  colSums(px * py / (ev + mu)) + rr / mu
+}
+
+# x^T (P_0 - P_e) y, computed directly (the difference is not cancelled).
+gp_pdiff <- function(px, py, ev, rr, lam, e) {
+  colSums(px * py * (e / ((ev + lam) * (ev + lam + e)))) +
+    rr * (e / (lam * (lam + e)))
+}
+
+# Variance interval at the rows of xnew (unit scale).
+gp_var_nystrom <- function(object, xnew) {
+  fac <- gp_nystrom_factor(object)
+  n <- fac$n
+  lam <- fac$lam
+  e <- fac$e
+  ev <- fac$ev
+  xs <- gp_xs(object)
+  lo <- hi <- numeric(nrow(xnew))
+  h <- matrix(fac$h)
+  d1 <- gp_pdiff(h, h, ev, fac$r1, lam, e)  # 1^T (P_0 - P_e) 1
+  for (idx in gp_blocks(nrow(xnew), n)) {
+    G <- gp_kmat(object, xs, xnew[idx, , drop = FALSE])
+    P <- crossprod(fac$U, G)
+    Res <- G - fac$U %*% P
+    rr <- colSums(Res^2)
+    r1 <- drop(crossprod(fac$res1, Res))
+    hP <- matrix(fac$h, length(fac$h), ncol(P))
+    q0 <- gp_pform(P, P, ev, rr, lam)            # k^T P_0 k
+    dk <- gp_pdiff(P, P, ev, rr, lam, e)         # k^T (P_0 - P_e) k
+    t0 <- gp_pform(hP, P, ev, r1, lam)           # 1^T P_0 k
+    te <- t0 - gp_pdiff(hP, P, ev, r1, lam, e)   # 1^T P_e k
+    delta <- sqrt(d1 * pmax(dk, 0))
+    tlo <- pmax(t0, te) - delta
+    thi <- pmin(t0, te) + delta
+    # (1 - t)^2 over [tlo, thi]
+    a <- 1 - thi
+    b <- 1 - tlo
+    sq_min <- ifelse(a <= 0 & b >= 0, 0, pmin(a^2, b^2))
+    sq_max <- pmax(a^2, b^2)
+    lo[idx] <- 1 - q0 + sq_min * fac$c0 / n^2
+    hi[idx] <- 1 - q0 + dk + sq_max * fac$c0 / n^2
+  }
+  lo <- pmax(lo, 0)
+  hi <- pmax(hi, lo)
+  list(var = (lo + hi) / 2, lower = lo, upper = hi, rank = fac$rank, e = e)
+}
+
+# The solution of A V = B for an n x q matrix B with the fit's own solver and
+# tolerance (its kept state when alive, which is left as it was).
+gp_solve <- function(object, B) {
+  set <- fit_settings(object, object$lambda, object$tol, object$max_passes,
+                      object$time_limit, FALSE)
+  state <- krr_state(object)
+  kept <- identical(state, object$state)
+  on.exit({
+    if (kept) {
+      .Call(ffi_fit_set_targets, state, gp_yc(object))
+      W <- object$weights
+      dimnames(W) <- NULL
+      .Call(ffi_fit_set_weights, state, W)
+    } else {
+      .Call(ffi_fit_free, state)
+    }
+  }, add = TRUE)
+  dimnames(B) <- NULL
+  .Call(ffi_fit_set_targets, state, B)
+  res <- drive_solver(state, set, list(task = "multioutput"), gp_xs(object))
+  if (!res$reason %in% c("tol", "exact")) {
+    abort_askotch(sprintf(paste(
+      "The solves for the posterior samples stopped without converging",
+      "(reason: %s); raise `max_passes` or `time_limit` of the fit with",
+      "refit()."), res$reason), "numeric")
+  }
+  res$weights
+}
+
+# Predictive standard errors and intervals: predict.krr() with se.fit or
+# interval.  `fit` is the n_new x m matrix of predictions.
+gp_predict <- function(object, xs, fit, rn, se.fit, interval, level, method,
+                       call) {
+  method <- gp_method(method, object, c("auto", "exact", "nystrom"), "method",
+                      call)
+  v <- if (method == "exact") gp_var_exact(object, xs) else
+    gp_var_nystrom(object, xs)
+  s2 <- gp_signal_var(object)
+  se <- sqrt(outer(v$var, s2))
+  dimnames(se) <- list(rn, object$y_names)
+  noise_sd <- sqrt(object$lambda * s2)
+  one <- object$task == "regression"
+  if (!is.null(v$lower)) {
+    # the interval holding the exact variance of the mean (s^2 included)
+    rng <- array(c(outer(v$lower, s2), outer(v$upper, s2)),
+                 c(length(v$var), length(s2), 2L),
+                 list(rn, object$y_names, c("lower", "upper")))
+    attr(se, "var_range") <- if (one) matrix(
+      rng[, 1L, ], ncol = 2L, dimnames = list(rn, c("lower", "upper"))) else rng
+    attr(se, "rank") <- v$rank
+    attr(se, "trace_error") <- v$e
+  }
+  if (interval != "none") {
+    z <- stats::qnorm((1 + level) / 2)
+    sd <- if (interval == "confidence") se else
+      sqrt(sweep(se^2, 2L, noise_sd^2, "+", check.margin = FALSE))
+    out <- array(c(fit, fit - z * sd, fit + z * sd),
+                 c(nrow(fit), ncol(fit), 3L),
+                 list(rn, object$y_names, c("fit", "lwr", "upr")))
+    out <- aperm(out, c(1L, 3L, 2L))
+    fit_out <- if (one) out[, , 1L, drop = TRUE] else out
+    if (one && nrow(fit) == 1L) {
+      fit_out <- matrix(fit_out, 1L, dimnames = list(rn, c("fit", "lwr", "upr")))
+    }
+  } else {
+    fit_out <- if (one) stats::setNames(fit[, 1L], rn) else fit
+  }
+  if (!se.fit) return(fit_out)
+  se_out <- se
+  if (one) {
+    se_out <- stats::setNames(se[, 1L], rn)
+    for (a in c("var_range", "rank", "trace_error")) {
+      attr(se_out, a) <- attr(se, a)
+    }
+  }
+  list(fit = fit_out, se.fit = se_out, df = Inf,
+       residual.scale = if (one) unname(noise_sd) else noise_sd)
+}
+
+# Posterior samples -----------------------------------------------------------------
+
+#' Posterior samples of a Gaussian-process regression fit
+#'
+#' Draws from the distribution of \eqn{\mu + f(x)} given the data under the
+#' Gaussian-process model of a squared-loss [krr()] regression fit (see the
+#' *Uncertainty* section of [predict.krr()]): mean the fit's predictions,
+#' covariance \eqn{\hat s^2 [k(x, x') - k_x^T (K + \lambda I)^{-1} k_{x'} +
+#' b_x b_{x'} (1^T K 1 + n \lambda)]}, the same covariance whose diagonal
+#' `predict(se.fit = TRUE)` reports. With `noise = TRUE` independent noise of
+#' variance \eqn{\lambda \hat s^2} is added (draws of new responses, as
+#' [stats::simulate()] gives for `lm` fits).
+#'
+#' `method = "exact"` forms the covariance at the new points (a Cholesky
+#' factorisation of \eqn{K + \lambda I} and one of the covariance, to which
+#' a jitter of \eqn{10^{-10}} is added on the diagonal, raised tenfold up to
+#' \eqn{10^{-6}} if the factorisation fails; the jitter used is the
+#' attribute `"jitter"`).
+#'
+#' `method = "pathwise"` uses pathwise conditioning (Wilson et al. 2020):
+#' a draw \eqn{g} of the prior GP by `features` random Fourier features
+#' (Rahimi and Recht 2007), pseudo-data \eqn{r = g(X) + \sqrt{\lambda}
+#' \varepsilon}, and the sample \eqn{\hat m(x) + \hat s (g(x) - \hat m_r(x))}
+#' where \eqn{\hat m_r} is the fit's predictor applied to \eqn{r}: one solve
+#' of \eqn{(K + \lambda I) v = r - \bar r} per draw, all draws at once as a
+#' matrix of right-hand sides, with the fit's own solver, tolerance and
+#' stopping rules (its kept state when `keep_state = TRUE`). The update uses
+#' the exact kernel; only the prior draw is approximate (its covariance is
+#' the random-feature kernel, with error of order \eqn{1/\sqrt{M}}). Memory
+#' and time are those of the fit plus \eqn{O((n + n_{new}) M)} per draw.
+#'
+#' @param object A squared-loss `"krr"` regression fit.
+#' @param nsim Number of draws.
+#' @param seed `NULL` or an integer for [set.seed()], as for
+#'   [stats::simulate()]; the random features are drawn from the same stream.
+#' @param newdata Points to sample at (as for [predict.krr()]); `NULL`: the
+#'   training points.
+#' @param method `"auto"` (`"exact"` when both the number of training points
+#'   and of new points are at most `getOption("askotch.gp_exact_max_n",
+#'   5000)`, else `"pathwise"`), `"exact"` or `"pathwise"`.
+#' @param noise Add observation noise to the draws?
+#' @param features Number of random Fourier features for the pathwise prior
+#'   draw.
+#' @param ... Unused; any argument given here is an error naming it.
+#' @return A data frame with one column per draw (`sim_1`, `sim_2`, ...; for
+#'   multi-output fits each column is an n x m matrix) and one row per point,
+#'   with attribute `"seed"` as for [stats::simulate()].
+#' @references Wilson, J. T., Borovitskiy, V., Terenin, A., Mostowsky, P. and
+#'   Deisenroth, M. P. (2020). Efficiently sampling functions from Gaussian
+#'   process posteriors. *ICML*.
+#'
+#'   Rahimi, A. and Recht, B. (2007). Random features for large-scale kernel
+#'   machines. *NeurIPS*.
+#' @examples
+#' set.seed(1)
+#' x <- matrix(seq(0, 1, length.out = 40))
+#' y <- sin(6 * x[, 1]) + rnorm(40, sd = 0.2)
+#' fit <- krr(x, y, lambda = 0.1, solver = cholesky(), threads = 1)
+#' xg <- matrix(seq(0, 1, length.out = 50))
+#' draws <- simulate(fit, nsim = 5, seed = 3, newdata = xg)
+#' matplot(xg, draws, type = "l", lty = 1)
+#' points(x, y)
+#' # pathwise conditioning (the method for large n)
+#' dp <- simulate(fit, nsim = 5, seed = 3, newdata = xg, method = "pathwise")
+#' @export
+simulate.krr <- function(object, nsim = 1, seed = NULL, newdata = NULL,
+                         method = c("auto", "exact", "pathwise"),
+                         noise = FALSE, features = 4096, ...) {
+  ecall <- sys.call()
+  check_no_dots(list(...), "simulate", ecall)
+  gp_check(object, "simulate()", ecall)
+  check_positive(nsim, "nsim", integerish = TRUE, call = ecall)
+  check_positive(features, "features", integerish = TRUE, call = ecall)
+  check_flag(noise, "noise", ecall)
+  if (is.null(newdata)) {
+    xs <- gp_xs(object)
+    rn <- NULL
+  } else {
+    nf <- new_features(object, newdata)
+    xs <- nf$xs
+    rn <- nf$rownames
+  }
+  if (!is.character(method) || length(method) < 1L) method <- NA_character_
+  method <- check_choice(method[1L], c("auto", "exact", "pathwise"), "method",
+                         ecall)
+  if (method == "auto") {
+    method <- if (max(object$n, nrow(xs)) <= gp_exact_max_n()) "exact" else
+      "pathwise"
+  }
+  # the RNG, as stats:::simulate.lm handles it
+  if (!exists(".Random.seed", envir = globalenv(), inherits = FALSE)) {
+    stats::runif(1)
+  }
+  if (is.null(seed)) {
+    rng_state <- get(".Random.seed", envir = globalenv())
+  } else {
+    old <- get(".Random.seed", envir = globalenv())
+    set.seed(seed)
+    rng_state <- structure(seed, kind = as.list(RNGkind()))
+    on.exit(assign(".Random.seed", old, envir = globalenv()), add = TRUE)
+  }
+  nsim <- as.integer(nsim)
+  m <- object$m
+  nn <- nrow(xs)
+  q <- nsim * m
+  mu <- sweep(krr_scores(object, xs), 2L, object$y_center, "+",
+              check.margin = FALSE)
+  lam <- object$lambda
+  jitter <- NULL
+  if (method == "exact") {
+    C <- gp_cov_exact(object, xs)
+    if (noise) diag(C) <- diag(C) + lam
+    jitter <- 1e-10
+    repeat {
+      R <- tryCatch(chol(C + diag(jitter, nn)), error = function(e) NULL)
+      if (!is.null(R) || jitter >= 1e-6) break
+      jitter <- jitter * 10
+    }
+    if (is.null(R)) {
+      abort_askotch(paste(
+        "The posterior covariance is not positive definite even with a",
+        "jitter of 1e-6; use method = \"pathwise\"."), "numeric", ecall)
+    }
+    U <- crossprod(R, matrix(stats::rnorm(nn * q), nn, q))
+  } else {
+    U <- gp_pathwise(object, xs, q, as.numeric(features), noise)
+  }
+  s <- sqrt(gp_signal_var(object))
+  # column k of U: draw (k - 1) %/% m + 1 of output (k - 1) %% m + 1
+  sims <- lapply(seq_len(nsim), function(k) {
+    cols <- (k - 1L) * m + seq_len(m)
+    d <- mu + sweep(U[, cols, drop = FALSE], 2L, s, "*", check.margin = FALSE)
+    if (m == 1L) d[, 1L] else {
+      dimnames(d) <- list(rn, object$y_names)
+      d
+    }
+  })
+  names(sims) <- paste0("sim_", seq_len(nsim))
+  rown <- if (is.null(rn)) as.character(seq_len(nn)) else rn
+  val <- if (m == 1L) as.data.frame(sims, row.names = rown) else
+    structure(sims, row.names = rown, class = "data.frame")
+  attr(val, "seed") <- rng_state
+  if (!is.null(jitter)) attr(val, "jitter") <- jitter
+  val
+}
+
+# q unit-scale pathwise draws (Wilson et al. 2020) at the rows of xnew.
+gp_pathwise <- function(object, xnew, q, M, noise) {
+  xs <- gp_xs(object)
+  n <- nrow(xs)
+  lam <- object$lambda
+  fseed <- floor(stats::runif(1L) * 2^31)
+  theta <- matrix(stats::rnorm(M * q), M, q)
+  prior <- function(x) {
+    .Call(ffi_features_apply, x, theta, as.integer(object$kernel$code),
+          as.numeric(object$kernel$bandwidth), M, fseed, 1L,
+          gp_threads(object))
+  }
+  r <- prior(xs) + sqrt(lam) * matrix(stats::rnorm(n * q), n, q)
+  rbar <- colMeans(r)
+  V <- gp_solve(object, sweep(r, 2L, rbar, check.margin = FALSE))
+  fit_r <- .Call(ffi_kernel_apply, xnew, xs, V, as.integer(object$kernel$code),
+                 as.numeric(object$kernel$bandwidth), 1L, 0L,
+                 gp_threads(object))
+  U <- prior(xnew) - sweep(fit_r, 2L, rbar, "+", check.margin = FALSE)
+  if (noise) U <- U + sqrt(lam) * matrix(stats::rnorm(nrow(xnew) * q),
+                                         nrow(xnew), q)
+  U
+}

@@ -1,0 +1,305 @@
+# Predictive uncertainty, posterior samples and the Model section of summary()
+# against closed forms written in base R (helper-oracle.R: kernels, scaling).
+
+# The GP oracle: for standardised training points xs, new points xn, centred
+# y: s^2 = yc^T A^{-1} yc / n, and the mean-squared error of the fitted
+# predictor m(x) = c_x^T y (c_x built explicitly, c_x^T 1 = 1) for mu + f(x):
+# s^2 (k(x, x) - 2 c_x^T k_x + c_x^T A c_x), A = K + lambda I.  Also the
+# closed form of the docs (GP variance + centring term), to check both agree.
+gp_oracle <- function(x, y, xnew, kernel, bw, lambda) {
+  sc <- oracle_scale(x)
+  xs <- scale(x, sc$center, sc$scale)
+  xn <- scale(xnew, sc$center, sc$scale)
+  n <- nrow(x)
+  K <- oracle_kernel(xs, xs, kernel, bw)
+  ks <- oracle_kernel(xs, xn, kernel, bw)
+  kss <- oracle_kernel(xn, xn, kernel, bw)
+  A <- K + lambda * diag(n)
+  Ai <- solve(A)
+  y <- as.matrix(y)
+  yc <- sweep(y, 2, colMeans(y))
+  s2 <- colSums(yc * (Ai %*% yc)) / n
+  C <- 1 / n + Ai %*% ks - matrix(colSums(Ai %*% ks) / n, n, ncol(ks),
+                                 byrow = TRUE)
+  cov_unit <- kss - crossprod(C, ks) - crossprod(ks, C) + crossprod(C, A %*% C)
+  b <- (1 - colSums(Ai %*% ks)) / n
+  closed <- diag(kss) - colSums(ks * (Ai %*% ks)) +
+    b^2 * (sum(K) + n * lambda)
+  list(fit = sweep(crossprod(C, y), 2, 0), var_unit = diag(cov_unit),
+       closed = closed, cov_unit = cov_unit, s2 = s2,
+       fitted = sweep(K %*% Ai %*% yc, 2, colMeans(y), "+"))
+}
+
+set_gp <- function(n = 200, nnew = 12, seed = 11) {
+  d <- make_regression(n, p = 3, seed = seed)
+  set.seed(seed + 1)
+  d$xnew <- matrix(stats::runif(nnew * 3, -1.6, 1.6), nnew, 3)
+  d
+}
+
+test_that("se.fit equals the closed form (Cholesky and converged PCG), 1e-8", {
+  d <- set_gp()
+  lam <- 0.3
+  for (k in c("rbf", "matern32", "laplace")) {
+    o <- gp_oracle(d$x, d$y, d$xnew, k, 1.3, lam)
+    # the explicit predictor-weight MSE and the documented closed form agree
+    expect_lt(max(abs(o$var_unit - o$closed)), 1e-12)
+    for (sol in list(cholesky(), pcg(rank = 50))) {
+      fit <- krr(d$x, d$y, kernel = k, bandwidth = 1.3, lambda = lam,
+                 solver = sol, tol = 1e-13, threads = 1)
+      p <- predict(fit, d$xnew, se.fit = TRUE, method = "exact")
+      expect_lt(rel_err(p$fit, o$fit), 1e-8)
+      expect_lt(rel_err(p$se.fit^2, o$s2 * o$var_unit), 1e-8)
+      expect_equal(p$residual.scale, sqrt(lam * o$s2), tolerance = 1e-8)
+      expect_identical(names(p), c("fit", "se.fit", "df", "residual.scale"))
+      expect_identical(p$df, Inf)
+      # auto is exact at this n; the in-sample standard errors too
+      expect_equal(predict(fit, d$xnew, se.fit = TRUE)$se.fit, p$se.fit)
+      ot <- gp_oracle(d$x, d$y, d$x[1:5, ], k, 1.3, lam)
+      expect_lt(rel_err(predict(fit, se.fit = TRUE)$se.fit[1:5]^2,
+                        ot$s2 * ot$var_unit), 1e-8)
+    }
+  }
+})
+
+test_that("intervals are fit -/+ qnorm times the standard error", {
+  d <- set_gp()
+  lam <- 0.5
+  fit <- krr(d$x, d$y, bandwidth = 1.1, lambda = lam, solver = cholesky(),
+             threads = 1)
+  o <- gp_oracle(d$x, d$y, d$xnew, "rbf", 1.1, lam)
+  se <- sqrt(o$s2 * o$var_unit)
+  for (lev in c(0.95, 0.8)) {
+    z <- stats::qnorm((1 + lev) / 2)
+    ci <- predict(fit, d$xnew, interval = "confidence", level = lev)
+    expect_identical(colnames(ci), c("fit", "lwr", "upr"))
+    expect_lt(rel_err(ci[, "lwr"], o$fit - z * se), 1e-8)
+    expect_lt(rel_err(ci[, "upr"], o$fit + z * se), 1e-8)
+    pi <- predict(fit, d$xnew, interval = "prediction", level = lev)
+    sp <- sqrt(se^2 + lam * o$s2)
+    expect_lt(rel_err(pi[, "upr"] - pi[, "lwr"], 2 * z * sp), 1e-8)
+    expect_true(all(pi[, "upr"] - pi[, "lwr"] > ci[, "upr"] - ci[, "lwr"]))
+  }
+  # with se.fit: the interval matrix in $fit, se.fit of the mean (as lm)
+  p <- predict(fit, d$xnew, se.fit = TRUE, interval = "prediction")
+  expect_true(is.matrix(p$fit))
+  expect_lt(rel_err(p$se.fit, se), 1e-8)
+  # one new point still gives a 1 x 3 matrix; the level widens monotonically
+  one <- predict(fit, d$xnew[1, , drop = FALSE], interval = "confidence")
+  expect_identical(dim(one), c(1L, 3L))
+  w <- sapply(c(0.5, 0.9, 0.99), function(l)
+    diff(predict(fit, d$xnew[1, , drop = FALSE], interval = "confidence",
+                 level = l)[1, c("lwr", "upr")]))
+  expect_true(all(diff(w) > 0))
+  # coverage of prediction intervals on data drawn from the fitted model is
+  # checked by simulate() below; formula fits pass row names through
+  fm <- krr(mpg ~ wt + hp, data = mtcars, lambda = 0.5, solver = cholesky(),
+            threads = 1)
+  expect_identical(rownames(predict(fm, mtcars[1:3, ], interval = "confidence")),
+                   rownames(mtcars)[1:3])
+})
+
+test_that("multi-output fits: one s^2 per output, shared shape", {
+  d <- set_gp(n = 120)
+  Y <- cbind(a = d$y, b = 3 * cos(d$x[, 2]) + stats::rnorm(120, sd = 0.3))
+  fit <- krr(d$x, Y, bandwidth = 1.2, lambda = 0.4, solver = cholesky(),
+             threads = 1)
+  o <- gp_oracle(d$x, Y, d$xnew, "rbf", 1.2, 0.4)
+  p <- predict(fit, d$xnew, se.fit = TRUE)
+  expect_identical(dim(p$se.fit), c(nrow(d$xnew), 2L))
+  expect_lt(rel_err(p$se.fit^2, outer(o$var_unit, o$s2)), 1e-8)
+  expect_lt(rel_err(p$residual.scale, sqrt(0.4 * o$s2)), 1e-8)
+  ci <- predict(fit, d$xnew, interval = "confidence")
+  expect_identical(dim(ci), c(nrow(d$xnew), 3L, 2L))
+  expect_lt(rel_err(ci[, "upr", "b"] - ci[, "fit", "b"],
+                    stats::qnorm(0.975) * p$se.fit[, "b"]), 1e-12)
+})
+
+test_that("Nystrom variances bracket the exact ones; tight at full rank", {
+  d <- set_gp(n = 1500, nnew = 40, seed = 5)
+  fit <- krr(d$x, d$y, bandwidth = 1, lambda = 0.5, solver = cholesky(),
+             threads = 1)
+  ex <- predict(fit, d$xnew, se.fit = TRUE, method = "exact")$se.fit^2
+  # a rank far too small: the bracket is wide but must hold
+  for (r in c(10, 60)) {
+    old <- options(askotch.gp_rank = r)
+    ny <- predict(fit, d$xnew, se.fit = TRUE, method = "nystrom")$se.fit
+    options(old)
+    rng <- attr(ny, "var_range")
+    expect_identical(attr(ny, "rank"), as.integer(r))
+    expect_true(all(rng[, "lower"] <= ex * (1 + 1e-9)))
+    expect_true(all(rng[, "upper"] >= ex * (1 - 1e-9)))
+  }
+  # the default rank (pivoted Cholesky until tr(E) < 1e-6 lambda)
+  ny <- predict(fit, d$xnew, se.fit = TRUE, method = "nystrom")$se.fit
+  rng <- attr(ny, "var_range")
+  expect_true(all(rng[, "lower"] <= ex * (1 + 1e-9)))
+  expect_true(all(rng[, "upper"] >= ex * (1 - 1e-9)))
+  expect_lt(max((rng[, "upper"] - rng[, "lower"]) / ex), 1e-4)
+  expect_lt(max(abs(ny^2 / ex - 1)), 1e-4)
+  expect_lte(attr(ny, "trace_error"), 1e-6 * 0.5 * 1.01)
+  # the package's default lambda = 1e-6 n (rounding in the Woodbury form
+  # would show here: the bracket is computed from explicit residuals)
+  f0 <- krr(d$x, d$y, bandwidth = 1, lambda = 1e-6 * 1500,
+            solver = cholesky(), threads = 1)
+  ex0 <- predict(f0, d$xnew, se.fit = TRUE, method = "exact")$se.fit^2
+  rng0 <- attr(predict(f0, d$xnew, se.fit = TRUE, method = "nystrom")$se.fit,
+               "var_range")
+  expect_true(all(rng0[, "lower"] <= ex0 * (1 + 1e-9)))
+  expect_true(all(rng0[, "upper"] >= ex0 * (1 - 1e-9)))
+  expect_lt(max((rng0[, "upper"] - rng0[, "lower"]) / ex0), 1e-4)
+  # auto switches at the documented option
+  old <- options(askotch.gp_exact_max_n = 1000)
+  au <- predict(fit, d$xnew, se.fit = TRUE)$se.fit
+  options(old)
+  expect_false(is.null(attr(au, "var_range")))
+})
+
+test_that("bad arguments are classed errors naming them", {
+  d <- set_gp(n = 60)
+  fit <- krr(d$x, d$y, lambda = 0.5, solver = cholesky(), threads = 1)
+  e <- "askotch_error_input"
+  expect_error(predict(fit, d$xnew, newx = d$xnew), "`newx`", class = e)
+  expect_error(predict(fit, d$xnew, level = 0.9, intervall = "confidence"),
+               "`intervall`", class = e)
+  for (lv in list(0, 1, 1.5, -0.1, NA, "0.95", c(0.9, 0.95))) {
+    expect_error(predict(fit, d$xnew, interval = "confidence", level = lv),
+                 "`level`", class = e)
+  }
+  expect_error(predict(fit, d$xnew, interval = "credible"), "`interval`",
+               class = e)
+  expect_error(predict(fit, d$xnew, interval = 1), "`interval`", class = e)
+  expect_error(predict(fit, d$xnew, se.fit = NA), "`se.fit`", class = e)
+  expect_error(predict(fit, d$xnew, se.fit = TRUE, method = "lanczos"),
+               "`method`", class = e)
+  cls <- krr(Species ~ ., data = iris, lambda = 1, solver = cholesky(),
+             threads = 1)
+  expect_error(predict(cls, iris, se.fit = TRUE), "regression fit", class = e)
+  expect_error(predict(cls, iris, interval = "prediction"), "regression fit",
+               class = e)
+  expect_error(simulate(cls), "regression fit", class = e)
+  fal <- krr(d$x, d$y, lambda = 0.5, solver = falkon(centers = 20),
+             threads = 1)
+  expect_error(predict(fal, d$xnew, se.fit = TRUE), "full kernel", class = e)
+  km <- kernel_machine(d$x, d$y, loss = "huber", lambda = 0.5, threads = 1)
+  expect_error(predict.krr(km, d$xnew, se.fit = TRUE), "squared-loss",
+               class = e)
+  expect_error(simulate(fit, nsim = 0), "`nsim`", class = e)
+  expect_error(simulate(fit, nsim = 2, method = "gibbs"), "`method`",
+               class = e)
+  expect_error(simulate(fit, nsim = 2, newx = d$xnew), "`newx`", class = e)
+  # without se.fit / interval the classification path is unchanged
+  expect_s3_class(predict(cls, iris[1:3, ]), "factor")
+})
+
+# Monte Carlo checks with fixed seeds.  With N draws from N(mu, S):
+# N (m - mu)^T S^{-1} (m - mu) ~ chi^2_k, tested below its 1 - 1e-6 quantile;
+# the whitened draws' covariance entries have sd ~ 1/sqrt(N) (diagonal
+# sqrt(2/N)), tested within 5 sd.
+mc_check <- function(S, mu, Sigma, tol_mean = stats::qchisq(1 - 1e-6, length(mu)),
+                     sd_mult = 5, extra = 0) {
+  N <- ncol(S)
+  k <- length(mu)
+  R <- chol(Sigma)
+  Wn <- backsolve(R, S - mu, transpose = TRUE)
+  chi <- N * sum(rowMeans(Wn)^2)
+  expect_lt(chi, tol_mean)
+  Ce <- tcrossprod(Wn - rowMeans(Wn)) / (N - 1)
+  expect_lt(max(abs(diag(Ce) - 1)), sd_mult * sqrt(2 / N) + extra)
+  off <- Ce[upper.tri(Ce)]
+  expect_lt(max(abs(off)), sd_mult * sqrt(1 / N) + extra)
+}
+
+test_that("exact simulate(): moments match the closed form; seed handling", {
+  d <- set_gp(n = 100, nnew = 6, seed = 3)
+  lam <- 0.3
+  fit <- krr(d$x, d$y, bandwidth = 1.2, lambda = lam, solver = cholesky(),
+             threads = 1)
+  o <- gp_oracle(d$x, d$y, d$xnew, "rbf", 1.2, lam)
+  N <- 4000
+  s <- simulate(fit, nsim = N, seed = 42, newdata = d$xnew, method = "exact")
+  expect_s3_class(s, "data.frame")
+  expect_identical(dim(s), c(6L, as.integer(N)))
+  expect_identical(names(s)[1:2], c("sim_1", "sim_2"))
+  expect_identical(as.numeric(attr(s, "seed")), 42)
+  expect_equal(attr(s, "jitter"), 1e-10)
+  mc_check(as.matrix(s), o$fit[, 1], o$s2 * o$cov_unit)
+  # with noise: covariance + lambda s^2 I
+  sn <- simulate(fit, nsim = N, seed = 43, newdata = d$xnew, noise = TRUE)
+  mc_check(as.matrix(sn), o$fit[, 1], o$s2 * (o$cov_unit + lam * diag(6)))
+  # the same seed, the same draws; the caller's RNG stream is untouched
+  set.seed(9)
+  a <- stats::runif(1)
+  set.seed(9)
+  s2 <- simulate(fit, nsim = 3, seed = 42, newdata = d$xnew)
+  expect_identical(stats::runif(1), a)
+  expect_identical(as.matrix(s2), as.matrix(s)[, 1:3])
+  # training points by default, one row per point
+  expect_identical(dim(simulate(fit, nsim = 2, seed = 1)), c(100L, 2L))
+})
+
+test_that("pathwise simulate(): moments match the exact posterior", {
+  d <- set_gp(n = 400, nnew = 5, seed = 8)
+  lam <- 0.2
+  o <- gp_oracle(d$x, d$y, d$xnew, "matern52", 1.5, lam)
+  N <- 1500
+  # the pathwise sampler with a converged iterative solver (kept state:
+  # left as it was) and with the direct solve
+  fit <- krr(d$x, d$y, kernel = "matern52", bandwidth = 1.5, lambda = lam,
+             solver = pcg(rank = 100), tol = 1e-10, keep_state = TRUE,
+             threads = 1)
+  s <- simulate(fit, nsim = N, seed = 5, newdata = d$xnew,
+                method = "pathwise", features = 8192)
+  expect_s3_class(s, "data.frame")
+  # the random-feature prior is approximate (error O(1/sqrt(M))): 0.05 is
+  # added to the whitened covariance's tolerance for it (observed
+  # deviations 0.048 and 0.066 on the diagonal, Monte Carlo sd 0.037)
+  mc_check(as.matrix(s), o$fit[, 1], o$s2 * o$cov_unit, extra = 0.05)
+  # the kept state still solves the fit's own problem
+  f2 <- refit(fit, newresp = 2 * d$y)
+  expect_lt(rel_err(f2$weights, 2 * fit$weights), 1e-7)
+  fc <- krr(d$x, d$y, kernel = "matern52", bandwidth = 1.5, lambda = lam,
+            solver = cholesky(), threads = 1)
+  sc <- simulate(fc, nsim = N, seed = 6, newdata = d$xnew,
+                 method = "pathwise", features = 8192)
+  mc_check(as.matrix(sc), o$fit[, 1], o$s2 * o$cov_unit, extra = 0.05)
+})
+
+test_that("summary() Model section: R-squared / accuracy and variances", {
+  d <- set_gp(n = 150)
+  lam <- 0.4
+  fit <- krr(d$x, d$y, bandwidth = 1.2, lambda = lam, solver = cholesky(),
+             threads = 1)
+  o <- gp_oracle(d$x, d$y, d$xnew, "rbf", 1.2, lam)
+  st <- summary(fit)$model
+  r2 <- 1 - sum((d$y - o$fitted)^2) / sum((d$y - mean(d$y))^2)
+  expect_identical(names(st), c("R-squared (training)",
+                                "Signal variance (s^2, ML)",
+                                "Noise variance (lambda s^2)"))
+  expect_equal(unname(st[[1]]), r2, tolerance = 1e-10)
+  expect_equal(unname(st[[2]]), unname(o$s2), tolerance = 1e-10)
+  expect_equal(unname(st[[3]]), lam * unname(o$s2), tolerance = 1e-10)
+  # above option askotch.exact_max_n the residuals come from lambda w
+  old <- options(askotch.exact_max_n = 10)
+  expect_equal(unname(summary(fit)$model[[1]]), r2, tolerance = 1e-8)
+  options(old)
+  out <- capture.output(print(summary(fit)))
+  expect_true("Model:" %in% out)
+  expect_true(any(grepl("^R-squared \\(training\\) +: 0\\.", out)))
+  cls <- krr(Species ~ ., data = iris, lambda = 1, solver = cholesky(),
+             threads = 1)
+  sm <- summary(cls)$model
+  expect_identical(names(sm), "Accuracy (training)")
+  expect_equal(sm[[1]], mean(predict(cls, iris) == iris$Species))
+})
+
+test_that("weighted fits say that their variance is not implemented", {
+  set.seed(91)
+  x <- matrix(runif(100), 50, 2)
+  y <- sin(3 * x[, 1]) + rnorm(50, sd = 0.1)
+  fit <- krr(x, y, lambda = 0.1, weights = runif(50, 0.5, 2),
+             solver = cholesky(), threads = 1)
+  expect_error(predict(fit, x, se.fit = TRUE), class = "askotch_error_input",
+               regexp = "observation weights")
+  expect_error(simulate(fit, 2), class = "askotch_error_input")
+})
