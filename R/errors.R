@@ -100,3 +100,36 @@ check_choice <- function(x, choices, arg, call = NULL) {
   }
   tolower(x)
 }
+
+#' Signal a classed askotch warning
+#'
+#' @param message Character string, the message.
+#' @param class The kind, e.g. `"convergence"`.
+#' @param call The call to report, or `NULL`.
+#' @return `NULL` invisibly; signals a warning of class
+#'   `c("askotch_warning_<class>", "askotch_warning", "warning", "condition")`.
+#' @noRd
+warn_askotch <- function(message, class = "convergence", call = NULL) {
+  cond <- structure(
+    class = c(paste0("askotch_warning_", class), "askotch_warning", "warning",
+              "condition"),
+    list(message = paste(message, collapse = "\n"), call = call)
+  )
+  warning(cond)
+  invisible(NULL)
+}
+
+# A fit that stopped without converging (and had a tolerance to reach) warns.
+warn_not_converged <- function(fit, call = NULL) {
+  if (isTRUE(fit$converged) || !isTRUE(fit$tol > 0)) return(invisible(fit))
+  r <- if (!is.na(fit$resid_exact)) fit$resid_exact else fit$resid_est
+  warn_askotch(sprintf(paste(
+    "The solver stopped without converging (%s): %s %s > tol = %s after %s",
+    "passes. Raise `max_passes` or `time_limit`, or use a direct solver",
+    "(solver = \"cholesky\") for small n."),
+    switch(fit$reason, max_passes = "`max_passes` reached",
+           time_limit = "`time_limit` reached", fit$reason),
+    fit_loss(fit)$criterion, format(signif(r, 3)), format(fit$tol),
+    format(signif(fit$passes, 3))), "convergence", call)
+  invisible(fit)
+}

@@ -73,8 +73,10 @@
 #'   loss constructor, or a loss name (`"squared"`, `"huber"`, `"svr"`,
 #'   `"hinge"`, `"squared_hinge"`, `"logistic"`, with default parameters).
 #' @param lambda Regularisation \eqn{\lambda > 0} (\eqn{C = 1/\lambda}).
-#'   Default: `1e-6 * n` for the squared loss (as [krr()]), `1` (LIBSVM's
-#'   and kernlab's default \eqn{C = 1}) for the others.
+#'   Default: for the squared loss chosen by maximum likelihood as in
+#'   [krr()] (which also takes `"ml"`, `"gcv"`, `"loo"`, `"cv"`, a path and
+#'   `"paper"` for \eqn{10^{-6} n}); `1` (LIBSVM's and kernlab's default
+#'   \eqn{C = 1}) for the others.
 #' @param solver A solver specification or name; `NULL` (default) uses
 #'   [askotch()] for the squared loss and [joker()] for the others. The
 #'   solver must support the loss ([solver_info()] lists them).

@@ -35,13 +35,15 @@ kernel_aliases <- c(rbf = "rbf", gaussian = "rbf", laplace = "laplace",
 #'   `kernel_matern12()`, `kernel_matern32()` and `kernel_matern52()` are
 #'   shortcuts.
 #'
-#' The bandwidth \eqn{\sigma} is either a positive number or `"median"`: the
+#' The bandwidth \eqn{\sigma} is a positive number, `"ml"` (chosen by
+#' maximum marginal likelihood in [krr()]), `"ard"` (one length scale per
+#' column by maximum marginal likelihood, see [krr()]) or `"median"`: the
 #' median pairwise distance, in the kernel's own metric (L1 for Laplace, L2
 #' otherwise), among at most 1000 randomly chosen (standardised) training
 #' points. The subsample is drawn from `krr()`'s `seed`, so the resolved
 #' bandwidth is reproducible; it is stored in the fitted object.
 #'
-#' @param bandwidth A positive number or `"median"`.
+#' @param bandwidth A positive number, `"median"`, `"ml"` or `"ard"`.
 #' @param nu Matérn smoothness: `1/2`, `3/2` or `5/2` (also accepted as the
 #'   strings `"1/2"`, `"3/2"`, `"5/2"`).
 #' @return An object of class `c("askotch_kernel_<name>", "askotch_kernel")`.
@@ -52,15 +54,19 @@ kernel_aliases <- c(rbf = "rbf", gaussian = "rbf", laplace = "laplace",
 #' @name kernels
 NULL
 
+# "median": the median heuristic; "ml": maximum marginal likelihood;
+# "ard": one maximum-likelihood length scale per column (see ?krr)
+bandwidth_rules <- c("median", "ml", "ard")
+
 new_kernel <- function(name, bandwidth, call = NULL) {
   if (is.character(bandwidth)) {
     if (length(bandwidth) != 1L || is.na(bandwidth) ||
-        tolower(bandwidth) != "median") {
-      abort_askotch(sprintf(
-        "`bandwidth` must be a positive number or \"median\", not %s.",
-        fmt_value(bandwidth)), "input", call)
+        !tolower(bandwidth) %in% bandwidth_rules) {
+      abort_askotch(sprintf(paste(
+        "`bandwidth` must be a positive number, \"median\", \"ml\" or",
+        "\"ard\", not %s."), fmt_value(bandwidth)), "input", call)
     }
-    bandwidth <- "median"
+    bandwidth <- tolower(bandwidth)
   } else {
     check_positive(bandwidth, "bandwidth", call = call)
     bandwidth <- as.numeric(bandwidth)
@@ -120,8 +126,10 @@ kernel_matern52 <- function(bandwidth = "median") new_kernel("matern52", bandwid
 #' @export
 format.askotch_kernel <- function(x, ...) {
   row <- kernel_table[kernel_table$name == x$name, ]
-  bw <- if (is.character(x$bandwidth)) "median heuristic" else
-    format(signif(x$bandwidth, 6))
+  bw <- if (is.character(x$bandwidth)) {
+    c(median = "median heuristic", ml = "maximum likelihood",
+      ard = "maximum likelihood per column")[[x$bandwidth]]
+  } else format(signif(x$bandwidth, 6))
   sprintf("%s kernel, bandwidth %s", row$label, bw)
 }
 

@@ -4,11 +4,14 @@
 #'
 #' Solves the kernel ridge regression system \eqn{(K + \lambda I) w = y} for the
 #' weights \eqn{w}, where \eqn{K} is the kernel matrix of the (standardised)
-#' training points, by default with the ASkotch solver, which never forms
-#' \eqn{K} and needs only \eqn{O(n)} memory. Predictions at new points \eqn{x}
-#' are \eqn{\sum_i w_i k(x, x_i)} (plus the mean of the training targets for
-#' regression): the posterior mean of a Gaussian process with covariance
-#' \eqn{k} and noise variance \eqn{\lambda}.
+#' training points: exactly (Cholesky) for small \eqn{n}, and above with the
+#' ASkotch solver, which never forms \eqn{K} and needs only \eqn{O(n)}
+#' memory. Predictions at new points \eqn{x} are \eqn{\sum_i w_i k(x, x_i)}
+#' (plus the mean of the training targets for regression): the posterior mean
+#' of a Gaussian process with covariance \eqn{s^2 k} and noise variance
+#' \eqn{s^2 \lambda}, i.e. \eqn{\lambda} is the noise-to-signal variance
+#' ratio (multiplying \eqn{y} by a constant changes neither it nor the fit).
+#' By default \eqn{\lambda} is chosen by maximum marginal likelihood.
 #'
 #' @section Tasks:
 #' * numeric vector `y`: regression. Targets are centred; the mean is added
@@ -40,6 +43,65 @@
 #' `x * 1e25` in single precision), and kernels that are numerically the
 #' identity or all ones for the data and bandwidth (judged on up to 2000
 #' sampled pairs of distinct rows).
+#'
+#' Standardisation fixes an implicit length scale per column (its
+#' standard deviation): with an isotropic kernel every column varies on the
+#' same scale after it. `bandwidth = "ard"` estimates one length scale
+#' \eqn{\ell_j} per (standardised) column instead.
+#'
+#' @section Choosing lambda and the bandwidth:
+#' \eqn{\lambda} is the ratio of the noise variance to the signal variance
+#' \eqn{s^2} of the Gaussian-process model \eqn{y - \bar y \sim N(0, s^2 (K
+#' + \lambda I))} (see [logLik.krr()]); \eqn{s^2} is estimated by maximum
+#' likelihood and reported by [summary()][summary.krr].
+#' * `lambda = NULL` (default, squared loss): maximum marginal likelihood,
+#'   on all points for \eqn{n \le} 2000 (option `askotch.tune_exact_max_n`)
+#'   and above on a random subsample of 2000 points (option
+#'   `askotch.tune_subsample`): as a noise-to-signal ratio, \eqn{\lambda}
+#'   does not depend on \eqn{n}, so the subsample's estimate transfers.
+#'   With `options(askotch.ml_method = "stochastic")` the subsample's
+#'   estimate (of \eqn{\lambda}, and of the bandwidth or length scales of
+#'   the Gaussian kernel with `bandwidth = "ml"` / `"ard"`) is then refined
+#'   on all points by L-BFGS-B on the stochastic likelihood of
+#'   [krr_loglik()] (tens of kernel passes per evaluation, at most 20
+#'   iterations: minutes at \eqn{n = 20\,000} on a few cores). For
+#'   a fixed bandwidth one symmetric eigendecomposition \eqn{K = Q L Q^T}
+#'   gives the likelihood, GCV and LOO for every \eqn{\lambda} in
+#'   \eqn{O(n)} (\eqn{O(n^2)} for LOO), so this costs about one
+#'   eigendecomposition more than the solve. For classification the +1/-1
+#'   targets (one column per class for more than two classes) are treated as
+#'   regression targets sharing \eqn{\lambda}.
+#' * `"ml"`: the same, named. `"gcv"`: generalised cross-validation,
+#'   `"loo"`: exact leave-one-out error (both on the same subsample above
+#'   2000 points). Both are minimised globally over \eqn{[10^{-8},
+#'   10^4]} and, on small samples or data with near-duplicate points, can
+#'   pick a nearly interpolating \eqn{\lambda} (GCV's known failure, Wahba
+#'   1990, ch. 4); maximum likelihood is the default because it is more
+#'   stable. With `precision = "single"` a \eqn{\lambda} chosen by these
+#'   rules is at least \eqn{10^{-5}}.
+#' * `"cv"`: `K`-fold cross-validation (5 folds, option `askotch.cv_folds`)
+#'   over the path `10^seq(-6, 1, by = 0.5)`; a numeric vector of several
+#'   values: 5-fold CV over that path. Folds of at most 2000 points are
+#'   solved exactly (one eigendecomposition per fold serves every
+#'   \eqn{\lambda}); larger ones by the fit's solver along the path from
+#'   the largest \eqn{\lambda}, each solve warm-started from the previous
+#'   one with the solver's \eqn{\lambda}-free setup kept (as [refit()]).
+#' * `"paper"`: \eqn{10^{-6} n}, the setting of the ASkotch paper's large
+#'   benchmarks (nearly interpolating; not a good choice for noisy data).
+#' * A number: that \eqn{\lambda}.
+#'
+#' `bandwidth = "ml"` maximises the likelihood over the bandwidth (and
+#' \eqn{\lambda} with the rules `NULL` / `"ml"`; for the others the
+#' bandwidth is chosen first, jointly with the ML \eqn{\lambda}) by
+#' L-BFGS-B on the log scale with the exact gradient, from the median
+#' heuristic; `"ard"` maximises over one length scale per column (the
+#' kernel then sees \eqn{x_j / \ell_j} with bandwidth 1; `fit$length_scales`
+#' holds them and [predict()][predict.krr] applies them). Both work on the
+#' same subsample above 2000 points and cost \eqn{O(n^3)} per likelihood
+#' evaluation on it. The choice is recorded in `fit$tuning` (the rule, the
+#' points used, and a table `path` of \eqn{\lambda}, log likelihood,
+#' signal variance, effective degrees of freedom, residual sum of squares,
+#' GCV, LOO and CV errors).
 #'
 #' @section Observation weights:
 #' `weights = w` makes the noise variance of point \eqn{i} equal to
@@ -86,7 +148,9 @@
 #'
 #' The exact final relative residual is computed (and stored) whenever
 #' \eqn{n \le} 50 000. `converged` is `TRUE` for reasons `"tol"` and
-#' `"exact"`.
+#' `"exact"`. A fit that stops for another reason with `tol > 0` signals a
+#' warning of class `askotch_warning_convergence` (`tol = 0` asks for a fixed
+#' budget and does not warn).
 #'
 #' **What the residual guarantees.** With \eqn{r = y - (K + \lambda I) w} and
 #' \eqn{f^*} the exact solution, the fitted function satisfies
@@ -113,13 +177,20 @@
 #'   vector; see *Tasks*.
 #' @param kernel A kernel name (`"rbf"`, `"laplace"`, `"matern12"`,
 #'   `"matern32"`, `"matern52"`) or a kernel object such as [kernel_rbf()].
-#' @param bandwidth A positive number or `"median"` (median heuristic, see
-#'   [kernels]). When given explicitly it overrides the bandwidth stored in a
-#'   kernel object.
+#' @param bandwidth A positive number, `"median"` (median heuristic, see
+#'   [kernels]), `"ml"` (maximum likelihood) or `"ard"` (a maximum-likelihood
+#'   length scale per column); see *Choosing lambda and the bandwidth*. When
+#'   given explicitly it overrides the bandwidth stored in a kernel object.
 #' @param lambda Ridge parameter \eqn{\lambda > 0} of \eqn{(K + \lambda I) w =
-#'   y} (absolute, not divided by n). Default `1e-6 * n`.
-#' @param solver A solver specification: [askotch()] (default), [skotch()],
-#'   [sap()], [pcg()], [falkon()], [cholesky()], or one of their names.
+#'   y} (absolute, not divided by n): the noise-to-signal variance ratio.
+#'   `NULL` (default): maximum likelihood; or `"ml"`, `"gcv"`, `"loo"`,
+#'   `"cv"`, a vector of values to choose from by cross-validation, or
+#'   `"paper"` (\eqn{10^{-6} n}); see *Choosing lambda and the bandwidth*.
+#' @param solver `"auto"` (default): [cholesky()] for \eqn{n \le} 5000
+#'   (option `askotch.auto_exact_max_n`) when the \eqn{n \times n} factor
+#'   fits in `mem_limit`, else [askotch()]. Or a solver specification:
+#'   [askotch()], [skotch()], [sap()], [pcg()], [falkon()], [cholesky()], or
+#'   one of their names.
 #' @param precision `"double"` or `"single"` floating point arithmetic in the
 #'   solver and predictions.
 #' @param device `"auto"` (CUDA when a device is available and n >= 50 000,
@@ -168,17 +239,26 @@
 #'   `seconds`, `resid_est`, `block_resid`, `resid_exact`, `validation`),
 #'   `converged`, `reason`, `iterations`, `passes`, `seconds` (wall time of
 #'   the solve, including residual checks and validation), `resid_est`,
-#'   `resid_exact`, `task`, `levels`, `call`, and `state` when
-#'   `keep_state = TRUE`.
+#'   `resid_exact`, `task`, `levels`, `call`, `tuning` (how `lambda` and the
+#'   bandwidth were chosen, `NULL` when both were given), `length_scales`
+#'   (`bandwidth = "ard"`), and `state` when `keep_state = TRUE`.
 #' @seealso [predict.krr()], [summary.krr()], [plot.krr()], [refit()],
 #'   [askotch()], [kernels], `vignette("getting-started", package = "askotch")`.
 #' @examples
 #' set.seed(1)
 #' x <- matrix(runif(400), ncol = 2)
 #' y <- sin(4 * x[, 1]) + x[, 2]^2 + rnorm(200, sd = 0.1)
-#' fit <- krr(x, y, lambda = 0.01 * 200, threads = 1)
+#' fit <- krr(x, y, threads = 1)  # lambda by maximum likelihood
 #' fit
+#' summary(fit)
 #' predict(fit, x[1:5, ])
+#'
+#' # lambda by GCV, the bandwidth by maximum likelihood; a lambda path by CV
+#' fit_gcv <- krr(x, y, lambda = "gcv", bandwidth = "ml", threads = 1)
+#' fit_cv <- krr(x, y, lambda = c(0.001, 0.01, 0.1, 1), threads = 1)
+#' fit_cv$tuning$path
+#' # one length scale per column
+#' krr(x, y, bandwidth = "ard", threads = 1)$length_scales
 #'
 #' # formula interface, classification
 #' fit2 <- krr(Species ~ ., data = iris, lambda = 1, threads = 1)
@@ -189,7 +269,7 @@ krr <- function(x, ...) UseMethod("krr")
 #' @rdname krr
 #' @export
 krr.default <- function(x, y, kernel = "rbf", bandwidth = "median",
-                        lambda = NULL, solver = askotch(),
+                        lambda = NULL, solver = "auto",
                         precision = "double", device = "auto",
                         max_passes = 100, tol = NULL, time_limit = Inf,
                         validation = NULL, standardize = TRUE, seed = NULL,
@@ -257,10 +337,14 @@ fit_model <- function(x, y, loss, kernel, bandwidth, bandwidth_given, lambda,
   check_numerics(dat, set, ecall)
   set$obs_weights <- check_weights_model(ow$w, set, ecall)
   set$zero_weight <- ow$dropped
-  res <- fit_solver(dat$xs, dat$Yc, set, dat$tgt)
-  fit <- new_krr(dat, set, res, call = call)
-  if (set$objective) fit <- as_kernel_machine(fit, dat, set, res)
-  validate_krr(fit)
+  tn <- tune_hyper(dat, set, ecall)
+  check_lambda_numeric(tn$set$lambda, tn$set$precision, ecall)
+  res <- fit_solver(tn$dat$xs, tn$dat$Yc, tn$set, tn$dat$tgt)
+  fit <- new_krr(tn$dat, tn$set, res, call = call)
+  fit$length_scales <- tn$tuning$length_scales
+  fit$tuning <- tn$tuning
+  if (set$objective) fit <- as_kernel_machine(fit, tn$dat, tn$set, res)
+  warn_not_converged(validate_krr(fit), ecall)
 }
 
 # Data preparation: the feature matrix, its scaling, the targets (as the
@@ -294,13 +378,14 @@ krr_settings <- function(dat, loss, kernel, bandwidth, bandwidth_given, lambda,
                          features = NULL, intercept = 0, objective = FALSE) {
   n <- dat$n
   squared <- loss$name == "squared"
-  if (is.null(lambda)) lambda <- if (squared) 1e-6 * n else 1
-  check_positive(lambda, "lambda", call = call)
-  lambda <- as.numeric(lambda)
+  lspec <- lambda_spec(lambda, loss, n, call)
+  lambda <- lspec$value
   precision <- check_choice(precision, c("double", "single"), "precision", call)
   tol_auto <- is.null(tol) && squared
   if (tol_auto) {
-    tol <- auto_tol(dat$Yc, lambda, precision, kdiag = 1 + intercept)
+    # lambda chosen from the data (NA here): tune_hyper() sets the tolerance
+    tol <- if (is.na(lambda)) 1e-3 else
+      auto_tol(dat$Yc, lambda, precision, kdiag = 1 + intercept)
   } else if (is.null(tol)) {
     tol <- if (precision == "double") 1e-6 else 1e-4
   }
@@ -327,13 +412,21 @@ krr_settings <- function(dat, loss, kernel, bandwidth, bandwidth_given, lambda,
   }
   seed <- as.numeric(seed)
   kern <- as_kernel(kernel, bandwidth, bandwidth_given, call)
-  if (identical(kern$bandwidth, "median")) {
+  if (is.character(kern$bandwidth)) {
+    if (kern$bandwidth != "median" && !squared) {
+      abort_askotch(sprintf(paste(
+        "`bandwidth = \"%s\"` is only available for the squared loss."),
+        kern$bandwidth), "input", call)
+    }
+    # "ml" and "ard" start from the median heuristic (tune_hyper())
+    kern$bandwidth_rule <- kern$bandwidth
     kern$bandwidth <- median_bandwidth(dat$xs, kern$metric, seed)
-    kern$bandwidth_rule <- "median"
   } else {
     kern$bandwidth_rule <- "fixed"
   }
-  solver <- if (is.null(solver)) default_solver(loss) else as_solver(solver, call)
+  solver <- if (is.null(solver)) default_solver(loss) else
+    if (identical(solver, "auto")) auto_solver(n, precision, mem_limit, loss, features) else
+      as_solver(solver, call)
   check_solver_loss(solver, loss, call)
   M <- check_features(features, n, call)
   device <- resolve_device(device, n, call)
@@ -351,8 +444,9 @@ krr_settings <- function(dat, loss, kernel, bandwidth, bandwidth_given, lambda,
       "With `tol = 0`, at least one of `max_passes` and `time_limit` must",
       "be finite."), "input", call)
   }
-  list(kernel = kern, lambda = lambda, solver = solver, precision = precision,
-       device = device, rule = rule, tol_auto = tol_auto, validation = val, seed = seed,
+  list(kernel = kern, lambda = lambda, lambda_spec = lspec, solver = solver,
+       precision = precision, device = device, rule = rule,
+       tol_auto = tol_auto, validation = val, seed = seed,
        progress = progress, threads = as.integer(threads),
        mem_limit = mem_limit, keep_state = keep_state, loss = loss,
        features = M, intercept = intercept, objective = objective)

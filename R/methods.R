@@ -299,6 +299,7 @@ print.krr <- function(x, ...) {
   cat(sprintf("  %s, n = %d, p = %d%s\n", task_label(x), x$n, x$p,
               if (x$task == "multioutput") sprintf(", %d outputs", x$m) else ""))
   cat("  ", format(x$kernel), ", lambda = ", format(signif(x$lambda, 4)),
+      if (!is.null(x$tuning)) paste0(" (", lambda_rule_label(x$tuning), ")"),
       "\n", sep = "")
   cat("  solver: ", format(x$solver), ", ", x$precision, " precision on ",
       x$device, "\n", sep = "")
@@ -343,7 +344,13 @@ resid_text <- function(x) {
 #'   solve) or the training accuracy (classification), and for squared-loss
 #'   regression fits on the full kernel the maximum-likelihood signal
 #'   variance \eqn{\hat s^2} and the noise variance \eqn{\lambda \hat s^2} (see
-#'   [predict.krr()]).
+#'   [predict.krr()]); then, for squared-loss fits on the exact kernel
+#'   without observation weights, how \eqn{\lambda} was chosen, the length
+#'   scales, the effective degrees of freedom \eqn{\mathrm{tr}(K(K +
+#'   \lambda I)^{-1})}, the log marginal likelihood and the GCV and
+#'   leave-one-out errors: exact for \eqn{n \le} 2000, above by the
+#'   stochastic estimates of [krr_loglik()] (no LOO) up to \eqn{n =} 20000
+#'   (option `askotch.gp_summary_max_n`).
 #' @examples
 #' fit <- krr(mpg ~ ., data = mtcars, lambda = 1, threads = 1)
 #' summary(fit)
@@ -425,7 +432,7 @@ model_stats <- function(object) {
     st[["Signal variance (s^2, ML)"]] <- s2
     st[["Noise variance (lambda s^2)"]] <- object$lambda * s2
   }
-  st
+  c(st, gp_model_stats(object))
 }
 
 #' @rdname summary.krr
@@ -471,6 +478,7 @@ print.summary.krr <- function(x, ...) {
     names(lines) <- sub("^Residual", x$crit_name, names(lines))
   }
   mod <- vapply(x$model, function(v) {
+    if (is.character(v)) return(paste(v, collapse = ", "))
     txt <- vapply(signif(v, 4), format, "")
     if (!is.null(names(v)) && length(v) > 1L) txt <- paste(names(v), txt,
                                                            sep = " = ")

@@ -47,6 +47,9 @@ kernel_of_u <- function(name, a, t) {
 
 # `lambda` representable in the working precision.
 check_lambda_numeric <- function(lambda, precision, call = NULL) {
+  if (!is.numeric(lambda) || length(lambda) != 1L || is.na(lambda)) {
+    return(invisible(lambda))  # chosen from the data later (checked then)
+  }
   lim <- precision_limits(precision)
   if (lambda > lim$max || lambda < lim$min) {
     abort_askotch(sprintf(paste(

@@ -119,6 +119,11 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
   W <- res$weights
   colnames(W) <- tgt$names
   fit$weights <- W
+  if (!is.null(fit$tuning) && !identical(fit$lambda, as.numeric(lambda))) {
+    # a lambda given here is no longer the one chosen from the data
+    fit$tuning$lambda_rule <- "fixed"
+    fit$tuning$path <- NULL
+  }
   fit$lambda <- as.numeric(lambda)
   fit$y <- tgt$Y
   fit$y_center <- cen$y_center
@@ -132,7 +137,7 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
   fit$state <- if (keep_state) state else NULL
   fit$call <- ecall
   if (inherits(object, "kernel_machine")) fit <- km_fields(fit, res)
-  validate_krr(fit)
+  warn_not_converged(validate_krr(fit), ecall)
 }
 
 # The settings drive_solver() needs, from a fit.

@@ -77,7 +77,8 @@ test_that("the accuracy bound holds at any residual, converged or not", {
 
 test_that("summary() states the tolerance rule and the accuracy reached", {
   d <- make_regression(200, seed = 75)
-  fit <- krr(d$x, d$y, lambda = 0.2, seed = 1, threads = 1)
+  fit <- krr(d$x, d$y, lambda = 0.2, solver = askotch(), seed = 1,
+             threads = 1)
   out <- capture.output(summary(fit))
   expect_true(any(grepl("automatic: predictions within 0.001 sd", out)))
   expect_true(any(grepl("^Accuracy .*at every x", out)))

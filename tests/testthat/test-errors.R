@@ -53,9 +53,11 @@ test_that("bad y is rejected", {
 
 test_that("bad numeric options are rejected", {
   for (bad in list(0, -1, NA, Inf, NaN, "a", c(1, 2))) {
-    expect_input_error(krr(x, y, lambda = bad), "`lambda`")
+    # a vector of positive lambdas is a path (see test-tune.R)
+    if (length(bad) == 1L) expect_input_error(krr(x, y, lambda = bad), "`lambda`")
     expect_input_error(krr(x, y, bandwidth = bad), "`bandwidth`")
   }
+  expect_input_error(krr(x, y, lambda = c(1, 0)), "`lambda`")
   expect_input_error(krr(x, y, max_passes = 0), "`max_passes`")
   expect_input_error(krr(x, y, time_limit = -1), "`time_limit`")
   expect_input_error(krr(x, y, tol = -1), "`tol`")

@@ -526,9 +526,11 @@ test_that("single-precision logistic on separable data stays finite", {
   x <- matrix(rnorm(n * 2), n, 2)
   y <- factor(ifelse(x[, 1] > 0, "r", "l"))
   x[, 1] <- x[, 1] + ifelse(y == "r", 1, -1)  # a margin of 2
-  fit <- kernel_machine(x, y, loss = loss_logistic(), lambda = 1e-4,
-                        precision = "single", max_passes = 30, threads = 1,
-                        seed = 1)
+  # the point is finiteness, not convergence (which may take more passes)
+  fit <- suppressWarnings(
+    kernel_machine(x, y, loss = loss_logistic(), lambda = 1e-4,
+                   precision = "single", max_passes = 30, threads = 1,
+                   seed = 1))
   expect_false(anyNA(fit$weights))
   expect_true(all(is.finite(fit$weights)))
   expect_true(all(is.finite(fit$trace$resid_est)))

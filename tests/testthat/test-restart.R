@@ -91,7 +91,8 @@ test_that("small lambda: with restart ASkotch and NSAP reach solve()'s answer", 
     # fitted values within 1e-6 of the exact solve (relres 1e-8; the
     # fitted-value error is at most the residual)
     expect_lt(rel_err(predict(fit, d$x), ref$pred), 1e-6)
-    none <- run(acc[[3]], ceiling(1.5 * plain$passes))
+    expect_warning(none <- run(acc[[3]], ceiling(1.5 * plain$passes)),
+                   class = "askotch_warning_convergence")
     expect_false(none$converged)
   }
 })

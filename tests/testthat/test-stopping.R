@@ -3,7 +3,7 @@
 test_that("the trace records passes, time, residuals", {
   d <- make_regression(600, seed = 51)
   fit <- krr(d$x, d$y, lambda = 6, tol = 1e-9, max_passes = 100, seed = 1,
-             threads = 1)
+             solver = askotch(), threads = 1)
   tr <- fit$trace
   expect_s3_class(tr, "data.frame")
   expect_named(tr, c("iteration", "passes", "seconds", "resid_est",
@@ -23,8 +23,10 @@ test_that("the trace records passes, time, residuals", {
 
 test_that("max_passes stops the solver", {
   d <- make_regression(1000, seed = 52)
-  fit <- krr(d$x, d$y, lambda = 1e-6 * 1000, max_passes = 2, seed = 1,
-             threads = 1)
+  expect_warning(
+    fit <- krr(d$x, d$y, lambda = 1e-6 * 1000, max_passes = 2, seed = 1,
+               solver = askotch(), threads = 1),
+    class = "askotch_warning_convergence")
   expect_identical(fit$reason, "max_passes")
   expect_false(fit$converged)
   expect_gte(fit$passes, 2)
@@ -39,7 +41,7 @@ test_that("time_limit stops the solver at the first check after the limit", {
   # here).
   d <- make_regression(4000, p = 5, seed = 53)
   fit <- krr(d$x, d$y, lambda = 1e-6 * 4000, tol = 0, max_passes = Inf,
-             time_limit = 1, seed = 1, threads = 2)
+             solver = askotch(), time_limit = 1, seed = 1, threads = 2)
   tr <- fit$trace
   expect_identical(fit$reason, "time_limit")
   expect_false(fit$converged)
@@ -55,7 +57,8 @@ test_that("validation metric is traced: RMSE for regression", {
   d <- make_regression(400, seed = 54)
   v <- make_regression(100, seed = 55)
   fit <- krr(d$x, d$y, lambda = 1, validation = list(x = v$x, y = v$y),
-             max_passes = 10, tol = 0, seed = 1, threads = 1)
+             solver = askotch(), max_passes = 10, tol = 0, seed = 1,
+             threads = 1)
   expect_identical(fit$validation_metric, "rmse")
   vm <- fit$trace$validation
   expect_false(is.na(tail(vm, 1)))
@@ -72,7 +75,7 @@ test_that("validation metric is traced: accuracy for classification", {
   y <- factor(ifelse(x[, 1] > x[, 2], "a", "b"))
   fit <- krr(x[1:200, ], y[1:200], lambda = 0.2,
              validation = list(x = x[201:300, ], y = y[201:300]),
-             max_passes = 20, seed = 1, threads = 1)
+             solver = askotch(), max_passes = 20, seed = 1, threads = 1)
   expect_identical(fit$validation_metric, "accuracy")
   acc <- tail(fit$trace$validation, 1)
   expect_equal(acc, mean(predict(fit, x[201:300, ]) == y[201:300]))
@@ -106,7 +109,7 @@ test_that("progress = TRUE drives a cli progress bar, and its errors surface", {
   on.exit(options(withr_opts), add = TRUE)
   out <- capture.output(fit <- krr(d$x, d$y, lambda = 1, progress = TRUE,
                                    max_passes = 5, tol = 0, seed = 1,
-                                   threads = 1))
+                                   solver = askotch(), threads = 1))
   expect_s3_class(fit, "krr")
   expect_true(any(grepl("created", out)))
   expect_true(any(grepl("updated|added", out)))
@@ -118,9 +121,11 @@ test_that("progress = TRUE drives a cli progress bar, and its errors surface", {
   on.exit(suppressMessages(untrace("cli_progress_update", where = asNamespace("cli"))),
           add = TRUE)
   capture.output(expect_error(krr(d$x, d$y, lambda = 1, progress = TRUE,
-                                  max_passes = 2, seed = 1, threads = 1),
+                                  max_passes = 2, tol = 0, seed = 1,
+                                  solver = askotch(), threads = 1),
                               "bar broke"))
   out2 <- capture.output(fit2 <- krr(d$x, d$y, lambda = 1, progress = FALSE,
-                                     max_passes = 2, seed = 1, threads = 1))
+                                     max_passes = 2, tol = 0, seed = 1,
+                                     solver = askotch(), threads = 1))
   expect_identical(out2, character(0))
 })

@@ -1,0 +1,374 @@
+# Gaussian-process marginal likelihood, GCV, LOO and effective degrees of
+# freedom of kernel ridge regression ---------------------------------------------
+#
+# The model: the centred targets y (each output column) are a draw of
+#   y ~ N(0, s^2 (K + lambda I)),
+# K the kernel matrix of the (standardised, optionally length-scaled) training
+# points, lambda the noise-to-signal variance ratio and s^2 the signal
+# variance, profiled out: s^2 = y^T (K + lambda I)^{-1} y / n. The profile log
+# likelihood (Rasmussen and Williams 2006, eq. 2.30, with s^2 profiled) is
+#   l = -n/2 log(2 pi s^2) - n/2 - 1/2 log det(K + lambda I)
+# summed over output columns (which share K and lambda, each with its own
+# s^2). Its gradient with respect to a log hyperparameter theta, A = K +
+# lambda I and alpha = A^{-1} y, is (R&W eq. 5.9 with s^2 profiled)
+#   dl/dtheta = n/2 alpha^T dA alpha / (y^T alpha) - 1/2 tr(A^{-1} dA).
+
+# The kernel matrix of standardised points (double precision).
+kernel_mat <- function(x1, x2, kernel, threads = 0L) {
+  .Call(ffi_kernel_matrix, x1, x2, as.integer(kernel$code),
+        as.numeric(kernel$bandwidth), 1L, as.integer(threads))
+}
+
+# Size limits (options) ----------------------------------------------------------
+
+# exact (eigendecomposition / Cholesky) criteria up to this n; above it the
+# stochastic estimators (or a subsample, for the default lambda)
+tune_exact_max_n <- function() getOption("askotch.tune_exact_max_n", 2000)
+
+# One eigendecomposition for every lambda -------------------------------------------
+#
+# K = Q L Q^T once; then for any lambda, with z = Q^T y and d = l + lambda:
+#   y^T A^{-1} y = sum z^2 / d, log det A = sum log d,
+#   edf = tr(K A^{-1}) = sum l / d, residual y - K A^{-1} y = Q (lambda z / d),
+#   leverages H_ii = sum_j Q_ij^2 l_j / d_j,
+# so the likelihood, edf and GCV cost O(n) per lambda and the exact LOO
+# O(n^2) (Golub, Heath and Wahba 1979; Wahba 1990, ch. 4).
+gp_eigen <- function(K, Y) {
+  e <- eigen(K, symmetric = TRUE)
+  l <- pmax(e$values, 0)
+  list(values = l, vectors = e$vectors, Z = crossprod(e$vectors, Y),
+       n = nrow(K), m = ncol(Y))
+}
+
+# The criteria at each lambda of a vector: a data frame with lambda, loglik,
+# the signal variance (mean over outputs), edf, rss, gcv and loo (mean
+# squared errors per target value).
+gp_eigen_criteria <- function(eg, lambda, loo = TRUE) {
+  n <- eg$n
+  m <- eg$m
+  l <- eg$values
+  Z2 <- eg$Z^2
+  Q2 <- if (loo) eg$vectors^2 else NULL
+  rows <- lapply(lambda, function(lam) {
+    d <- l + lam
+    yAy <- colSums(Z2 / d)
+    s2 <- yAy / n
+    logdet <- sum(log(d))
+    ll <- sum(-n / 2 * (log(2 * pi * s2) + 1)) - m / 2 * logdet
+    edf <- sum(l / d)
+    rss <- sum(Z2 * (lam / d)^2)
+    gcv <- rss / (n * m) / (1 - edf / n)^2
+    lo <- NA_real_
+    if (loo) {
+      R <- eg$vectors %*% (eg$Z * (lam / d))
+      h <- drop(Q2 %*% (l / d))
+      lo <- mean((R / (1 - h))^2)
+    }
+    c(lam, ll, mean(s2), edf, rss, gcv, lo)
+  })
+  out <- as.data.frame(do.call(rbind, rows))
+  names(out) <- c("lambda", "loglik", "signal_var", "edf", "rss", "gcv", "loo")
+  out
+}
+
+# The lambda maximising the likelihood (or minimising GCV / LOO) of one
+# eigendecomposition: a log grid over [1e-8, 1e4] (the kernel has unit
+# diagonal, so the eigenvalues sum to n), then Brent's method around the best
+# grid point.
+gp_eigen_best <- function(eg, criterion = c("ml", "gcv", "loo"),
+                          range = c(1e-8, 1e4), grid = 61L) {
+  criterion <- match.arg(criterion)
+  # constant targets: every lambda fits them exactly (w = 0); keep 1
+  if (all(eg$Z == 0)) return(1)
+  f <- function(loglam) {
+    cr <- gp_eigen_criteria(eg, exp(loglam), loo = criterion == "loo")
+    switch(criterion, ml = -cr$loglik, gcv = cr$gcv, loo = cr$loo)
+  }
+  lg <- seq(log(range[1L]), log(range[2L]), length.out = grid)
+  vals <- vapply(lg, f, 0)
+  vals[!is.finite(vals)] <- Inf
+  i <- which.min(vals)
+  lo <- lg[max(1L, i - 1L)]
+  hi <- lg[min(grid, i + 1L)]
+  opt <- stats::optimize(f, c(lo, hi), tol = 1e-6)
+  best <- if (opt$objective <= vals[i]) opt$minimum else lg[i]
+  exp(best)
+}
+
+# Exact likelihood and gradient by Cholesky -------------------------------------------
+#
+# Hyperparameters: the kernel's bandwidth sigma (isotropic), or per-column
+# length scales ell (ARD: x_j / ell_j with bandwidth 1), and lambda; the
+# gradient is with respect to their logarithms. For the Euclidean kernels
+# k = k(r), r = ||D||_2 / sigma with D_j = (x_ij - x_kj) / ell_j,
+#   dK/dlog sigma = g(r) r^2,  dK/dlog ell_j = g(r) D_j^2 / sigma^2,
+# g(r) = -k'(r) / r; for the Laplace kernel, r = ||D||_1 / sigma,
+#   dK/dlog sigma = K r,  dK/dlog ell_j = K |D_j| / sigma.
+
+# g(r) = -k'(r)/r of a Euclidean kernel, from K and r (0 where r = 0 for
+# Matern 1/2, whose derivative matrices vanish there).
+kernel_g <- function(name, K, r) {
+  switch(name,
+         rbf = K,
+         matern12 = ifelse(r > 0, K / pmax(r, 1e-300), 0),
+         matern32 = 3 * exp(-sqrt(3) * r),
+         matern52 = 5 / 3 * (1 + sqrt(5) * r) * exp(-sqrt(5) * r))
+}
+
+# dK/dtheta for theta = log sigma (ell = NULL) or log ell_1..p (then sigma
+# is the kernel's bandwidth, 1 for ARD): a list of n x n matrices.
+kernel_grads <- function(xs, kernel, K, ard) {
+  sigma <- kernel$bandwidth
+  p <- ncol(xs)
+  l1 <- kernel$metric == "L1"
+  diffs <- function(j) {
+    d <- outer(xs[, j], xs[, j], "-")
+    if (l1) abs(d) else d^2
+  }
+  if (l1) {
+    if (!ard) {
+      # K r with r = -log K is exact for the Laplace kernel
+      return(list(K * pmax(-log(pmax(K, 1e-300)), 0)))
+    }
+    return(lapply(seq_len(p), function(j) K * diffs(j) / sigma))
+  }
+  D2 <- 0
+  parts <- vector("list", p)
+  for (j in seq_len(p)) {
+    parts[[j]] <- diffs(j)
+    D2 <- D2 + parts[[j]]
+  }
+  r <- sqrt(D2) / sigma
+  g <- kernel_g(kernel$name, K, r)
+  if (!ard) return(list(g * r^2))
+  lapply(parts, function(Dj) g * Dj / sigma^2)
+}
+
+# Exact profile log likelihood of centred targets Y at the points xs (already
+# standardised and, for ARD, divided by the length scales), kernel with its
+# bandwidth, noise ratio lambda; with the gradient w.r.t. (log bandwidth or
+# log length scales, log lambda).
+gp_loglik_exact <- function(xs, Y, kernel, lambda, ard = FALSE,
+                            gradient = TRUE, threads = 0L) {
+  n <- nrow(xs)
+  m <- ncol(Y)
+  K <- kernel_mat(xs, xs, kernel, threads)
+  A <- K
+  diag(A) <- diag(A) + lambda
+  R <- tryCatch(chol(A), error = function(e) NULL)
+  if (is.null(R)) return(list(loglik = -Inf, gradient = NULL))
+  alpha <- backsolve(R, forwardsolve(t(R), Y))
+  yAy <- colSums(Y * alpha)
+  s2 <- yAy / n
+  logdet <- 2 * sum(log(diag(R)))
+  ll <- sum(-n / 2 * (log(2 * pi * s2) + 1)) - m / 2 * logdet
+  out <- list(loglik = ll, signal_var = s2, logdet = logdet, yAy = yAy)
+  if (!gradient) return(out)
+  Ainv <- chol2inv(R)
+  W <- alpha %*% diag(n / (2 * yAy), m) %*% t(alpha)  # sum_c n/2 a a^T / y^T a
+  dth <- function(dA) sum(W * dA) - m / 2 * sum(Ainv * dA)
+  dK <- kernel_grads(xs, kernel, K, ard)
+  gk <- vapply(dK, dth, 0)
+  glam <- lambda * (sum(diag(W)) - m / 2 * sum(diag(Ainv)))
+  out$gradient <- c(gk, glam)
+  out
+}
+
+# Exact model statistics of a fit's kernel at one lambda (by one
+# eigendecomposition): log likelihood, signal variance, edf, GCV and LOO.
+gp_exact_stats <- function(xs, Y, kernel, lambda, threads = 0L) {
+  eg <- gp_eigen(kernel_mat(xs, xs, kernel, threads), Y)
+  gp_eigen_criteria(eg, lambda, loo = TRUE)
+}
+
+# Stochastic estimates for large n ---------------------------------------------------
+#
+# log det(K + lambda I), tr((K + lambda I)^{-1}) and the gradient by the
+# modified batched conjugate gradients of Gardner et al. (2018, "GPyTorch:
+# blackbox matrix-matrix Gaussian process inference"): one preconditioned CG
+# run on [y, z_1, ..., z_s] (probes z ~ N(0, P)) gives the solves and, from
+# the CG coefficients, the Lanczos tridiagonals T_i of P^{-1/2} A P^{-1/2}
+# started at P^{-1/2} z_i; then (stochastic Lanczos quadrature, Ubaru, Chen
+# and Saad 2017)
+#   log det A = log det P + tr log(P^{-1/2} A P^{-1/2})
+#            ~ log det P + mean_i ||P^{-1/2} z_i||^2 e_1^T log(T_i) e_1,
+# and by Hutchinson's estimator tr(A^{-1} B) ~ mean_i (A^{-1} z_i)^T B
+# P^{-1} z_i, with the preconditioner as a control variate: tr(A^{-1} B) =
+# tr(P^{-1} B) (computed exactly) + tr((A^{-1} - P^{-1}) B) (estimated). P = U diag(s) U^T + lambda I is a rank-r Nystrom approximation
+# of K on r uniformly drawn landmark points plus lambda I (Wenger et al. 2022
+# study why a good preconditioner makes these estimates precise: their
+# variance falls with the preconditioner's error). The reported standard
+# error is the sample standard deviation of the s probe terms over sqrt(s);
+# the quadrature error is negligible once CG has converged (tol 1e-6).
+
+# A Nystrom preconditioner of K + lambda I: landmarks drawn from `seed`;
+# K ~ U diag(s) U^T with orthonormal U (n x r).
+nystrom_precond <- function(xs, kernel, lambda, rank, seed, threads = 0L) {
+  n <- nrow(xs)
+  r <- min(rank, n)
+  S <- with_seed(seed + 13, sort(sample.int(n, r)))
+  Knr <- kernel_mat(xs, xs[S, , drop = FALSE], kernel, threads)
+  e <- eigen(Knr[S, , drop = FALSE], symmetric = TRUE)
+  keep <- e$values > 1e-12 * max(e$values)
+  B <- Knr %*% sweep(e$vectors[, keep, drop = FALSE], 2L,
+                     sqrt(e$values[keep]), "/")
+  sv <- svd(B, nv = 0L)
+  list(U = sv$u, s = sv$d^2, lambda = lambda, n = n)
+}
+
+precond_solve <- function(pc, V) {
+  UtV <- crossprod(pc$U, V)
+  pc$U %*% (UtV / (pc$s + pc$lambda)) + (V - pc$U %*% UtV) / pc$lambda
+}
+
+precond_sqrt <- function(pc, G) {
+  UtG <- crossprod(pc$U, G)
+  pc$U %*% (UtG * sqrt(pc$s + pc$lambda)) +
+    sqrt(pc$lambda) * (G - pc$U %*% UtG)
+}
+
+precond_trace_inv <- function(pc) {
+  sum(1 / (pc$s + pc$lambda)) + (pc$n - length(pc$s)) / pc$lambda
+}
+
+precond_logdet <- function(pc) {
+  sum(log(pc$s + pc$lambda)) + (pc$n - length(pc$s)) * log(pc$lambda)
+}
+
+# K V for the standardised points (double precision, on the CPU).
+kernel_times <- function(xs, V, kernel, threads = 0L) {
+  .Call(ffi_kernel_apply, xs, xs, V, as.integer(kernel$code),
+        as.numeric(kernel$bandwidth), 1L, 0L, as.integer(threads))
+}
+
+# Batched preconditioned CG on (K + lambda I) X = B, every column at once
+# (columns stop when their relative residual is below tol); returns X and,
+# per column, the CG coefficients alpha_j, beta_j and r_0^T P^{-1} r_0.
+mbcg <- function(xs, B, kernel, lambda, pc, tol = 1e-6, maxit = 200L,
+                 threads = 0L) {
+  k <- ncol(B)
+  X <- matrix(0, nrow(B), k)
+  R <- B
+  Zp <- precond_solve(pc, R)
+  D <- Zp
+  rz <- colSums(R * Zp)
+  rz0 <- rz
+  bnorm <- sqrt(colSums(B^2))
+  alphas <- betas <- matrix(NA_real_, maxit, k)
+  active <- bnorm > 0
+  it <- 0L
+  while (any(active) && it < maxit) {
+    it <- it + 1L
+    a_idx <- which(active)
+    Da <- D[, a_idx, drop = FALSE]
+    AD <- kernel_times(xs, Da, kernel, threads) + lambda * Da
+    a <- rz[a_idx] / colSums(Da * AD)
+    X[, a_idx] <- X[, a_idx] + sweep(Da, 2L, a, "*")
+    R[, a_idx] <- R[, a_idx] - sweep(AD, 2L, a, "*")
+    Zn <- precond_solve(pc, R[, a_idx, drop = FALSE])
+    rzn <- colSums(R[, a_idx, drop = FALSE] * Zn)
+    b <- rzn / rz[a_idx]
+    D[, a_idx] <- Zn + sweep(Da, 2L, b, "*")
+    rz[a_idx] <- rzn
+    alphas[it, a_idx] <- a
+    betas[it, a_idx] <- b
+    res <- sqrt(colSums(R[, a_idx, drop = FALSE]^2)) / bnorm[a_idx]
+    active[a_idx[res <= tol]] <- FALSE
+  }
+  list(X = X, alphas = alphas[seq_len(it), , drop = FALSE],
+       betas = betas[seq_len(it), , drop = FALSE], rz0 = rz0,
+       converged = !any(active), iterations = it)
+}
+
+# e_1^T log(T) e_1 of the Lanczos tridiagonal from CG coefficients.
+lanczos_quad <- function(alpha, beta) {
+  ok <- !is.na(alpha)
+  alpha <- alpha[ok]
+  beta <- beta[ok]
+  J <- length(alpha)
+  if (J == 0L) return(0)
+  d <- 1 / alpha + c(0, beta[-J] / alpha[-J])
+  T <- diag(d, J)
+  if (J > 1L) {
+    off <- sqrt(beta[-J]) / alpha[-J]
+    T[cbind(1:(J - 1L), 2:J)] <- off
+    T[cbind(2:J, 1:(J - 1L))] <- off
+  }
+  e <- eigen(T, symmetric = TRUE)
+  sum(e$vectors[1L, ]^2 * log(pmax(e$values, 1e-300)))
+}
+
+# (dK/dlog ell_j) V for each column j (ARD, Gaussian kernel, xs divided by
+# the length scales and bandwidth 1), or (dK/dlog sigma) V (isotropic):
+# K o D_j^2 V = x_j^2 o KV + K(x_j^2 o V) - 2 x_j o K(x_j o V) (o: rows
+# scaled), so all products come from one kernel product with 2p + 1 blocks
+# of columns.
+rbf_grad_times <- function(xs, V, kernel, ard, threads = 0L) {
+  p <- ncol(xs)
+  sig2 <- kernel$bandwidth^2
+  k <- ncol(V)
+  blocks <- c(list(V), lapply(seq_len(p), function(j) xs[, j]^2 * V),
+              lapply(seq_len(p), function(j) xs[, j] * V))
+  KB <- kernel_times(xs, do.call(cbind, blocks), kernel, threads)
+  blk <- function(i) KB[, (i - 1L) * k + seq_len(k), drop = FALSE]
+  KV <- blk(1L)
+  per <- lapply(seq_len(p), function(j) {
+    (xs[, j]^2 * KV + blk(1L + j) - 2 * xs[, j] * blk(1L + p + j)) / sig2
+  })
+  if (ard) per else list(Reduce(`+`, per))
+}
+
+# The stochastic profile log likelihood (and edf, and the gradient w.r.t.
+# log bandwidth or log length scales (Gaussian kernel only) and log lambda).
+gp_loglik_stochastic <- function(xs, Y, kernel, lambda, ard = FALSE,
+                                 gradient = TRUE, probes = 30L, rank = 200L,
+                                 seed = 1, tol = 1e-6, maxit = 200L,
+                                 threads = 0L) {
+  n <- nrow(xs)
+  m <- ncol(Y)
+  pc <- nystrom_precond(xs, kernel, lambda, rank, seed, threads)
+  G <- with_seed(seed + 17, matrix(stats::rnorm(n * probes), n, probes))
+  Zs <- precond_sqrt(pc, G)
+  cg <- mbcg(xs, cbind(Y, Zs), kernel, lambda, pc, tol, maxit, threads)
+  alpha <- cg$X[, seq_len(m), drop = FALSE]
+  U <- cg$X[, m + seq_len(probes), drop = FALSE]
+  yAy <- colSums(Y * alpha)
+  s2 <- yAy / n
+  terms <- vapply(seq_len(probes), function(i) {
+    cg$rz0[m + i] * lanczos_quad(cg$alphas[, m + i], cg$betas[, m + i])
+  }, 0)
+  logdet <- precond_logdet(pc) + mean(terms)
+  ll <- sum(-n / 2 * (log(2 * pi * s2) + 1)) - m / 2 * logdet
+  PZ <- precond_solve(pc, Zs)
+  # tr(A^{-1}) = tr(P^{-1}) (exact) + tr(A^{-1} - P^{-1}) (Hutchinson): the
+  # preconditioner as a control variate, the terms small when P ~ A
+  tr_terms <- colSums(U * PZ) - colSums(PZ * PZ)
+  tr_Ainv <- precond_trace_inv(pc) + mean(tr_terms)
+  out <- list(loglik = ll, signal_var = s2, logdet = logdet, yAy = yAy,
+              se = m / 2 * stats::sd(terms) / sqrt(probes),
+              logdet_se = stats::sd(terms) / sqrt(probes),
+              edf = n - lambda * tr_Ainv,
+              edf_se = lambda * stats::sd(tr_terms) / sqrt(probes),
+              converged = cg$converged, iterations = cg$iterations)
+  if (!gradient) return(out)
+  wy <- n / (2 * yAy)
+  glam <- lambda * (sum(colSums(alpha^2) * wy) - m / 2 * tr_Ainv)
+  gk <- NULL
+  if (kernel$name == "rbf") {
+    # tr(A^{-1} dK) = tr(P^{-1} dK) + tr((A^{-1} - P^{-1}) dK): the first
+    # exactly, P^{-1} = U diag(1/(s + lambda) - 1/lambda) U^T + I / lambda
+    # and tr(dK) = 0 (dK vanishes on the diagonal), from dK U; the second by
+    # Hutchinson, whose terms are small when P ~ A
+    r <- ncol(pc$U)
+    dA <- rbf_grad_times(xs, cbind(alpha, PZ, pc$U), kernel, ard, threads)
+    wU <- 1 / (pc$s + lambda) - 1 / lambda
+    gk <- vapply(dA, function(M) {
+      tr_p <- sum(wU * colSums(pc$U * M[, m + probes + seq_len(r), drop = FALSE]))
+      tr_a <- tr_p + mean(colSums((U - PZ) *
+                                    M[, m + seq_len(probes), drop = FALSE]))
+      sum(colSums(alpha * M[, seq_len(m), drop = FALSE]) * wy) - m / 2 * tr_a
+    }, 0)
+  }
+  out$gradient <- c(gk, glam)
+  out
+}

@@ -1,0 +1,263 @@
+# The Gaussian-process view of a fit: log likelihood, AIC/BIC, deviance and the
+# model statistics of summary() ---------------------------------------------------
+
+# Can the GP statistics be computed for this fit? (the squared loss on the
+# exact kernel at the training points: not an inducing-point, weighted or
+# random-features fit, not an intercept model)
+gp_applicable <- function(object) {
+  fit_loss(object)$name == "squared" && is.null(object$centers) &&
+    fit_features(object) == 0 && fit_intercept(object) == 0 &&
+    (is.null(object$obs_weights) || all(object$obs_weights == 1))
+}
+
+# The model statistics at the fit's hyperparameters: exact (one
+# eigendecomposition) for n <= tune_exact_max_n(), else the stochastic
+# estimates (Nystrom-preconditioned SLQ and Hutchinson; GCV from the
+# estimated edf; no LOO). NULL when not applicable.
+gp_fit_stats <- function(object) {
+  if (!gp_applicable(object)) return(NULL)
+  Y <- gp_yc(object)
+  threads <- if (is.null(object$threads)) 0L else object$threads
+  if (object$n <= tune_exact_max_n()) {
+    cr <- gp_exact_stats(object$x, Y, object$kernel, object$lambda, threads)
+    return(list(loglik = cr$loglik, edf = cr$edf, gcv = cr$gcv, loo = cr$loo,
+                method = "exact"))
+  }
+  st <- gp_loglik_stochastic(object$x, Y, object$kernel, object$lambda,
+                             gradient = FALSE, seed = object$seed,
+                             threads = threads)
+  n <- object$n
+  rss <- sum(residuals.krr(object)^2)
+  list(loglik = st$loglik, edf = st$edf, edf_se = st$edf_se,
+       gcv = rss / (n * ncol(Y)) / (1 - st$edf / n)^2, loo = NA_real_,
+       method = "stochastic", se = st$se)
+}
+
+# The number of parameters estimated from the data (see ?logLik.krr).
+gp_df <- function(object) {
+  tn <- object$tuning
+  regression <- object$task %in% c("regression", "multioutput")
+  est_lambda <- !is.null(tn) && !identical(tn$lambda_rule, "fixed")
+  est_kernel <- if (is.null(tn)) 0L else
+    switch(tn$bandwidth_rule, ml = 1L, ard = object$p, 0L)
+  object$m * (1L + regression) + est_lambda + est_kernel
+}
+
+#' Log marginal likelihood, AIC, BIC, deviance and the number of observations
+#'
+#' The Gaussian-process reading of a kernel ridge regression fit: each column
+#' of the centred targets \eqn{y} is a draw of \eqn{N(0, s^2 (K + \lambda
+#' I))}, with \eqn{\lambda} the noise-to-signal variance ratio and the
+#' signal variance \eqn{s^2 = y^T (K + \lambda I)^{-1} y / n} profiled out
+#' (its maximum-likelihood value). `logLik()` returns the profile log
+#' marginal likelihood
+#' \deqn{-\frac n2 \log(2\pi s^2) - \frac n2 - \frac12 \log\det(K + \lambda I)}
+#' (summed over output columns), exactly (one eigendecomposition) for \eqn{n
+#' \le} 2000 (option `askotch.tune_exact_max_n`) and above by stochastic
+#' Lanczos quadrature preconditioned with a Nyström approximation (see
+#' [krr_loglik()]; its standard error is the attribute `"se"`). The targets
+#' are centred by their mean (the model's constant), which is not integrated
+#' out.
+#'
+#' @section Degrees of freedom:
+#' `df` counts the parameters estimated from the data: one signal variance
+#' per output, one mean per output for regression (classification targets
+#' are not centred), \eqn{\lambda} when it was chosen from the data (any
+#' rule but a given number), and the bandwidth (`bandwidth = "ml"`) or the
+#' \eqn{p} length scales (`bandwidth = "ard"`). The median-heuristic
+#' bandwidth does not look at the response and is not counted. `AIC()` and
+#' `BIC()` use this `df` and `nobs()`.
+#'
+#' @param object A `"krr"` fit of the squared loss on the exact kernel (not an
+#'   inducing-point, random-features, intercept or observation-weighted fit).
+#' @param ... Unused.
+#' @return `logLik()`: an object of class `"logLik"` with attributes `df` and
+#'   `nobs` (and `se` when estimated); `nobs()`: the number of training
+#'   points; `deviance()`: the residual sum of squares (over all outputs; for
+#'   classification of the +1/-1 targets), as for [lm()].
+#' @seealso [krr_loglik()], [krr()] for `lambda = "ml"`.
+#' @examples
+#' fit <- krr(mpg ~ ., data = mtcars, threads = 1)
+#' logLik(fit)
+#' AIC(fit)
+#' BIC(fit)
+#' deviance(fit)
+#' nobs(fit)
+#' @name krr-loglik
+NULL
+
+#' @rdname krr-loglik
+#' @export
+logLik.krr <- function(object, ...) {
+  if (!gp_applicable(object)) {
+    abort_askotch(paste(
+      "logLik() needs a squared-loss fit on the exact kernel at the training",
+      "points (not an inducing-point, random-features, intercept or",
+      "observation-weighted fit)."),
+      "input")
+  }
+  st <- gp_fit_stats(object)
+  structure(st$loglik, df = gp_df(object), nobs = object$n,
+            se = st$se, class = "logLik")
+}
+
+#' @rdname krr-loglik
+#' @importFrom stats nobs
+#' @export
+nobs.krr <- function(object, ...) object$n
+
+#' @rdname krr-loglik
+#' @export
+deviance.krr <- function(object, ...) sum(residuals.krr(object)^2)
+
+# The Gaussian-process entries of summary()'s "Model" section (after
+# model_stats()'s), in order; NULL entries are left out.
+gp_model_stats <- function(object) {
+  if (!gp_applicable(object)) return(list())
+  # the stochastic estimates cost tens of kernel passes: only up to
+  # option askotch.gp_summary_max_n (logLik() computes them at any n)
+  cheap <- object$n <= getOption("askotch.gp_summary_max_n", 20000)
+  st <- if (cheap) tryCatch(gp_fit_stats(object), error = function(e) NULL)
+  tn <- object$tuning
+  exact <- !is.null(st) && st$method == "exact"
+  ell <- object$length_scales
+  if (!is.null(ell)) names(ell) <- object$xnames
+  compact(list(
+    "Lambda chosen by" = if (!is.null(tn)) lambda_rule_label(tn),
+    "Length scales" = ell,
+    "Effective degrees of freedom" = if (exact) st$edf else if (!is.null(st))
+      sprintf("%s (Hutchinson estimate, se %s)", format(signif(st$edf, 4)),
+              format(signif(st$edf_se, 2))),
+    "Log marginal likelihood" = if (exact) st$loglik else if (!is.null(st))
+      sprintf("%s (SLQ estimate, se %s)", format(signif(st$loglik, 6)),
+              format(signif(st$se, 2)))
+    else if (!cheap)
+      "not computed (n above option askotch.gp_summary_max_n; see logLik())",
+    "GCV error" = if (!is.null(st)) st$gcv,
+    "LOO error" = if (exact) st$loo
+  ))
+}
+
+lambda_rule_label <- function(tn) {
+  what <- c(ml = "maximum likelihood", gcv = "GCV", loo = "leave-one-out CV",
+            cv = sprintf("%d-fold CV", cv_folds()),
+            path = sprintf("%d-fold CV over the given path", cv_folds()),
+            fixed = "given")[[tn$lambda_rule]]
+  if (!is.null(tn$stochastic)) {
+    what <- sprintf(paste("%s (stochastic, all %d points, from a subsample",
+                          "of %d)"), what, tn$n_total, tn$n_used)
+  } else if (tn$lambda_rule %in% c("ml", "gcv", "loo") &&
+             tn$n_used < tn$n_total) {
+    what <- sprintf("%s on a subsample of %d points", what, tn$n_used)
+  }
+  what
+}
+
+#' Log marginal likelihood of a Gaussian-process regression
+#'
+#' The profile log marginal likelihood of the kernel ridge regression model
+#' \eqn{y - \bar y \sim N(0, s^2 (K + \lambda I))} (see [logLik.krr()]) at
+#' given hyperparameters, with its gradient with respect to their logarithms:
+#' the log bandwidth (or the log length scales) and \eqn{\log\lambda}. This
+#' is what `krr(lambda = "ml", bandwidth = "ml" | "ard")` maximises.
+#'
+#' `method = "exact"` uses a Cholesky factorisation (\eqn{O(n^3)} time,
+#' \eqn{O(n^2)} memory). `method = "stochastic"` never forms \eqn{K}: a
+#' batched, Nyström-preconditioned conjugate-gradient run on \eqn{[y, z_1,
+#' \dots, z_s]} (Gardner et al. 2018) gives \eqn{(K + \lambda I)^{-1} y} and,
+#' from its coefficients, stochastic Lanczos quadrature for \eqn{\log\det(K
+#' + \lambda I)} (Ubaru, Chen and Saad 2017) and Hutchinson estimates of the
+#' traces in the gradient and of the effective degrees of freedom. The
+#' estimate is unbiased up to the quadrature error (negligible at
+#' convergence); `se` is its standard error (the probe terms' standard
+#' deviation over \eqn{\sqrt s}): the error is below `3 * se` with
+#' probability about 99.7%. The gradient with respect to the bandwidth or
+#' length scales is available for the Gaussian kernel (\eqn{\lambda} for
+#' every kernel). `"auto"` is exact for \eqn{n \le} 2000 (option
+#' `askotch.tune_exact_max_n`).
+#'
+#' @inheritParams krr
+#' @param y A numeric response (vector or matrix; each column its own
+#'   signal variance, the same \eqn{K} and \eqn{\lambda}), or a factor (+1/-1
+#'   targets, one column per class for more than two classes).
+#' @param bandwidth A positive number or `"median"` (the default; with
+#'   `length_scales`, 1).
+#' @param lambda The noise-to-signal variance ratio \eqn{\lambda > 0}.
+#' @param length_scales `NULL`, or one positive length scale per column of
+#'   `x` (applied after standardisation: the kernel sees \eqn{x_j /
+#'   \ell_j}); the gradient is then with respect to the log length scales.
+#' @param gradient Compute the gradient?
+#' @param method `"auto"`, `"exact"` or `"stochastic"`.
+#' @param probes,rank Number of random probes and Nyström rank of the
+#'   stochastic method.
+#' @return A list: `loglik`, `gradient` (named; `NULL` when not computed),
+#'   `signal_var` (\eqn{s^2} per output), `logdet` (\eqn{\log\det(K +
+#'   \lambda I)}), `edf` (stochastic method; \eqn{\mathrm{tr}(K (K + \lambda
+#'   I)^{-1})}), `se` and `logdet_se` (stochastic method) and `method`.
+#' @seealso [logLik.krr()], [krr()]
+#' @examples
+#' set.seed(1)
+#' x <- matrix(runif(200), ncol = 2)
+#' y <- sin(4 * x[, 1]) + rnorm(100, sd = 0.1)
+#' krr_loglik(x, y, bandwidth = 1, lambda = 0.01, threads = 1)
+#' @export
+krr_loglik <- function(x, y, kernel = "rbf", bandwidth = "median", lambda,
+                       length_scales = NULL, standardize = TRUE,
+                       gradient = TRUE, method = c("auto", "exact", "stochastic"),
+                       probes = 30, rank = 200, seed = NULL, threads = NULL) {
+  ecall <- sys.call()
+  if (missing(lambda)) abort_askotch("`lambda` is missing.", "input", ecall)
+  check_positive(lambda, "lambda", call = ecall)
+  method <- check_choice(method[1L], c("auto", "exact", "stochastic"), "method",
+                         ecall)
+  check_flag(gradient, "gradient", ecall)
+  check_positive(probes, "probes", integerish = TRUE, call = ecall)
+  if (probes < 2) abort_askotch("`probes` must be at least 2.", "input", ecall)
+  check_positive(rank, "rank", integerish = TRUE, call = ecall)
+  dat <- krr_data(x, y, standardize, loss_squared(), ecall)
+  threads <- if (is.null(threads)) 0L else {
+    check_positive(threads, "threads", integerish = TRUE, call = ecall)
+    as.integer(threads)
+  }
+  seed <- if (is.null(seed)) floor(stats::runif(1L) * 2^31) else seed
+  ard <- !is.null(length_scales)
+  xs <- dat$xs
+  if (ard) {
+    if (!is.numeric(length_scales) || length(length_scales) != dat$p ||
+        any(!is.finite(length_scales)) || any(length_scales <= 0)) {
+      abort_askotch(sprintf(
+        "`length_scales` must be %d positive number(s), one per column of `x`.",
+        dat$p), "input", ecall)
+    }
+    if (missing(bandwidth)) bandwidth <- 1
+    xs <- sweep(xs, 2L, length_scales, "/", check.margin = FALSE)
+  }
+  kern <- as_kernel(kernel, bandwidth, TRUE, ecall)
+  if (is.character(kern$bandwidth)) {
+    if (kern$bandwidth != "median") {
+      abort_askotch("`bandwidth` must be a positive number or \"median\" here.",
+                    "input", ecall)
+    }
+    kern$bandwidth <- median_bandwidth(xs, kern$metric, seed)
+  }
+  if (method == "auto") method <- if (dat$n <= tune_exact_max_n()) "exact" else
+    "stochastic"
+  out <- if (method == "exact") {
+    gp_loglik_exact(xs, dat$Yc, kern, lambda, ard, gradient, threads)
+  } else {
+    gp_loglik_stochastic(xs, dat$Yc, kern, lambda, ard, gradient,
+                         probes = probes, rank = rank, seed = seed,
+                         threads = threads)
+  }
+  if (!is.null(out$gradient)) {
+    nk <- length(out$gradient) - 1L
+    names(out$gradient) <- c(
+      if (nk == 1L && !ard) "log_bandwidth" else if (nk > 0L)
+        paste0("log_length_scale", if (is.null(dat$xnames)) seq_len(nk) else
+          paste0(".", dat$xnames)),
+      "log_lambda")
+  }
+  out$method <- method
+  out$bandwidth <- kern$bandwidth
+  out
+}

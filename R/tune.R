@@ -1,0 +1,374 @@
+# Choosing lambda, the bandwidth and length scales: maximum likelihood, GCV,
+# LOO and K-fold CV ---------------------------------------------------------------
+#
+# krr(lambda = ..., bandwidth = ...) reads a specification (lambda_spec(),
+# and the kernel's bandwidth rule), and fit_model() calls tune_hyper() between
+# the settings and the solve. The result of a selection is stored in the fit
+# as `fit$tuning`.
+
+lambda_rules <- c("ml", "gcv", "loo", "cv", "paper")
+
+# The default lambda path for lambda = "cv": noise-to-signal ratios.
+default_lambda_path <- function() 10^seq(-6, 1, by = 0.5)
+
+# Points used for "ml" / "gcv" / "loo" (and the default) when n is above
+# tune_exact_max_n(): a uniform subsample of this size.
+tune_subsample <- function() getOption("askotch.tune_subsample", 2000)
+
+cv_folds <- function() getOption("askotch.cv_folds", 5L)
+
+# The smallest lambda chosen from the data in single precision.
+single_lambda_floor <- 1e-5
+
+# The `lambda` argument: list(value = a number (NA when chosen from the
+# data), rule = "fixed" | "default" | "ml" | "gcv" | "loo" | "cv" | "path",
+# path = the lambdas of a path).
+lambda_spec <- function(lambda, loss, n, call = NULL) {
+  squared <- loss$name == "squared"
+  if (is.null(lambda)) {
+    if (!squared) return(list(value = 1, rule = "fixed"))
+    return(list(value = NA_real_, rule = "default"))
+  }
+  if (is.character(lambda)) {
+    key <- if (length(lambda) == 1L && !is.na(lambda)) tolower(lambda) else ""
+    if (!key %in% lambda_rules) {
+      abort_askotch(sprintf(paste(
+        "`lambda` must be a positive number, a vector of positive numbers",
+        "(a path) or one of %s, not %s."),
+        paste0("\"", lambda_rules, "\"", collapse = ", "), fmt_value(lambda)),
+        "input", call)
+    }
+    if (key == "paper") return(list(value = 1e-6 * n, rule = "fixed"))
+    if (!squared) {
+      abort_askotch(sprintf(paste(
+        "`lambda = \"%s\"` is only available for the squared loss; give a",
+        "number for the %s loss."), key, loss$name), "input", call)
+    }
+    return(list(value = NA_real_, rule = key))
+  }
+  if (is.numeric(lambda) && length(lambda) > 1L) {
+    if (any(is.na(lambda)) || any(lambda <= 0) || any(!is.finite(lambda))) {
+      abort_askotch(sprintf(
+        "Every value of the `lambda` path must be a finite positive number, not %s.",
+        paste(format(lambda), collapse = ", ")), "input", call)
+    }
+    if (!squared) {
+      abort_askotch(paste(
+        "A `lambda` path is only available for the squared loss."),
+        "input", call)
+    }
+    return(list(value = NA_real_, rule = "path",
+                path = sort(unique(as.numeric(lambda)), decreasing = TRUE)))
+  }
+  check_positive(lambda, "lambda", call = call)
+  list(value = as.numeric(lambda), rule = "fixed")
+}
+
+# A random subsample of at most `size` rows (all when n <= size), drawn from
+# the fit's seed without touching the user's random numbers.
+subsample_rows <- function(n, size, seed) {
+  if (n <= size) return(seq_len(n))
+  with_seed(seed + 7, sort(sample.int(n, size)))
+}
+
+# Centre the regression targets of a subsample (classification: +1/-1 as is).
+centre_rows <- function(Y, task) {
+  if (task %in% c("regression", "multioutput")) {
+    sweep(Y, 2L, colMeans(Y), "-", check.margin = FALSE)
+  } else Y
+}
+
+# The automatic tolerance of a squared-loss fit at lambda (see auto_tol()).
+lambda_tol <- function(set, Yc, lambda) {
+  auto_tol(Yc, lambda, set$precision, kdiag = 1 + set_intercept(set))
+}
+
+# Hyperparameter selection before the solve: returns dat (with the length
+# scales folded into the scaling), set (with lambda and the kernel's
+# bandwidth) and the tuning record.
+tune_hyper <- function(dat, set, call = NULL) {
+  ls <- set$lambda_spec
+  bw_rule <- set$kernel$bandwidth_rule
+  if (ls$rule == "fixed" && !bw_rule %in% c("ml", "ard")) {
+    return(list(dat = dat, set = set, tuning = NULL))
+  }
+  n <- dat$n
+  task <- dat$tgt$task
+  w <- set$obs_weights
+  weighted <- !is.null(w) && any(w != 1)
+  if (weighted && (!ls$rule %in% c("fixed", "default", "ml") ||
+                   bw_rule %in% c("ml", "ard"))) {
+    abort_askotch(paste(
+      "With observation `weights`, lambda can be chosen by maximum likelihood",
+      "only (lambda = NULL or \"ml\"), with a given or median bandwidth."),
+      "input", call)
+  }
+  rows <- subsample_rows(n, if (n <= tune_exact_max_n()) n else tune_subsample(),
+                         set$seed)
+  xs <- dat$xs[rows, , drop = FALSE]
+  Y <- if (length(rows) == n) dat$Yc else
+    centre_rows(dat$Yc[rows, , drop = FALSE], task)
+  # weights: y ~ N(0, s^2 (K + lambda W^{-1})) has the likelihood of D y ~
+  # N(0, s^2 (D K D + lambda I)), D = W^{1/2}, up to the constant
+  # sum(log w) / 2 per output
+  d <- if (weighted) sqrt(w[rows]) else NULL
+  Ktune <- function(x) {
+    K <- kernel_mat(x, x, kern, set$threads)
+    if (weighted) K * outer(d, d) else K
+  }
+  if (weighted) Y <- d * Y
+  kern <- set$kernel
+  ell <- NULL
+  lambda <- if (ls$rule == "fixed") ls$value else NA_real_
+  opt <- NULL
+  if (bw_rule %in% c("ml", "ard")) {
+    opt <- gp_optimise(xs, Y, kern, ard = bw_rule == "ard",
+                       lambda = if (ls$rule == "fixed") ls$value,
+                       threads = set$threads)
+    kern <- opt$kernel
+    ell <- opt$length_scales
+    if (!is.null(ell)) xs <- sweep(xs, 2L, ell, "/", check.margin = FALSE)
+    if (ls$rule %in% c("default", "ml")) lambda <- opt$lambda
+  }
+  eg <- NULL
+  path <- NULL
+  if (is.na(lambda) && ls$rule %in% c("default", "ml", "gcv", "loo")) {
+    eg <- gp_eigen(Ktune(xs), Y)
+    crit <- if (ls$rule == "default") "ml" else ls$rule
+    lambda <- gp_eigen_best(eg, crit)
+  }
+  refined <- NULL
+  if (length(rows) < n && ls$rule %in% c("default", "ml") &&
+      identical(getOption("askotch.ml_method", "subsample"), "stochastic")) {
+    # refine the subsample's choice on all points with the stochastic
+    # likelihood and its gradient
+    refined <- gp_refine_stochastic(
+      dat$xs, dat$Yc, kern, lambda, ell,
+      fit_kernel = bw_rule %in% c("ml", "ard") && kern$name == "rbf",
+      seed = set$seed, threads = set$threads)
+    kern <- refined$kernel
+    ell <- refined$length_scales
+    lambda <- refined$lambda
+  }
+  # the full data (with the length scales) for CV
+  xs_all <- if (is.null(ell)) dat$xs else
+    sweep(dat$xs, 2L, ell, "/", check.margin = FALSE)
+  if (ls$rule %in% c("cv", "path")) {
+    lams <- if (ls$rule == "cv") default_lambda_path() else ls$path
+    cv <- cv_path(xs_all, dat$Yc, task, kern, lams, set)
+    lambda <- cv$lambda[which.min(cv$cv)]
+    path <- cv
+  }
+  if (is.null(path) && ls$rule != "fixed" && length(rows) == n && !weighted) {
+    # the criteria on a path around the choice, for the record (exact)
+    if (is.null(eg)) eg <- gp_eigen(kernel_mat(xs, xs, kern, set$threads), Y)
+    lams <- sort(unique(c(lambda * 10^seq(-2, 2, by = 0.5))), decreasing = TRUE)
+    path <- gp_eigen_criteria(eg, lams, loo = TRUE)
+    path$cv <- NA_real_
+  } else if (!is.null(path) && length(rows) == n) {
+    if (is.null(eg)) eg <- gp_eigen(kernel_mat(xs, xs, kern, set$threads), Y)
+    path <- cbind(gp_eigen_criteria(eg, path$lambda, loo = TRUE),
+                  cv = path$cv)
+  }
+  if (set$precision == "single" && ls$rule != "path") {
+    # single precision cannot factor or solve K + lambda I reliably below
+    # its rounding level
+    lambda <- max(lambda, single_lambda_floor)
+  }
+  if (!is.null(path)) path$selected <- abs(path$lambda - lambda) <= 1e-12 * lambda
+  if (!is.null(ell)) {
+    dat$xs <- xs_all
+    dat$scaling$scale <- dat$scaling$scale * ell
+  }
+  set$lambda <- lambda
+  set$kernel <- kern
+  if (isTRUE(set$tol_auto)) set$rule$tol <- lambda_tol(set, dat$Yc, lambda)
+  tuning <- list(
+    lambda_rule = if (ls$rule == "default") "ml" else ls$rule,
+    bandwidth_rule = bw_rule,
+    n_used = length(rows),
+    n_total = n,
+    length_scales = ell,
+    optim = if (!is.null(opt)) opt$optim,
+    stochastic = if (!is.null(refined)) refined$optim,
+    path = path)
+  list(dat = dat, set = set, tuning = tuning)
+}
+
+# Maximum likelihood bandwidth (or ARD length scales) and lambda by L-BFGS-B
+# on the log scale with the exact gradient (Cholesky); `lambda` given: only
+# the kernel's scale is optimised. Starting values: the median-heuristic
+# bandwidth and the ML lambda there.
+gp_optimise <- function(xs, Y, kernel, ard = FALSE, lambda = NULL,
+                        threads = 0L) {
+  p <- ncol(xs)
+  sig0 <- kernel$bandwidth
+  fit_lambda <- is.null(lambda)
+  lam0 <- if (fit_lambda) {
+    gp_eigen_best(gp_eigen(kernel_mat(xs, xs, kernel, threads), Y), "ml")
+  } else lambda
+  nk <- if (ard) p else 1L
+  th0 <- c(rep(log(sig0), nk), if (fit_lambda) log(lam0))
+  lower <- c(rep(log(sig0 / 100), nk), if (fit_lambda) log(1e-8))
+  upper <- c(rep(log(sig0 * 1000), nk), if (fit_lambda) log(1e4))
+  decode <- function(th) {
+    k <- kernel
+    if (ard) {
+      k$bandwidth <- 1
+      ell <- exp(th[seq_len(p)])
+      x <- sweep(xs, 2L, ell, "/", check.margin = FALSE)
+    } else {
+      k$bandwidth <- exp(th[1L])
+      ell <- NULL
+      x <- xs
+    }
+    lam <- if (fit_lambda) exp(th[nk + 1L]) else lambda
+    list(kernel = k, ell = ell, x = x, lambda = lam)
+  }
+  memo <- new.env(parent = emptyenv())
+  eval_at <- function(th) {
+    if (!is.null(memo$th) && identical(memo$th, th)) return(memo$val)
+    d <- decode(th)
+    v <- gp_loglik_exact(d$x, Y, d$kernel, d$lambda, ard = ard,
+                         threads = threads)
+    g <- v$gradient
+    if (!is.null(g) && !fit_lambda) g <- g[seq_len(nk)]
+    memo$th <- th
+    memo$val <- list(f = -v$loglik, g = if (is.null(g)) rep(0, length(th)) else -g)
+    memo$val
+  }
+  scale_f <- nrow(xs) * ncol(Y)
+  res <- stats::optim(th0, function(th) eval_at(th)$f / scale_f,
+                      function(th) eval_at(th)$g / scale_f,
+                      method = "L-BFGS-B", lower = lower, upper = upper,
+                      control = list(maxit = 200))
+  d <- decode(res$par)
+  list(kernel = d$kernel, length_scales = d$ell, lambda = d$lambda,
+       optim = list(loglik = -res$value * scale_f, convergence = res$convergence,
+                    evaluations = unname(res$counts[1L]), message = res$message))
+}
+
+# Refine maximum-likelihood hyperparameters on all n points (option
+# askotch.ml_method = "stochastic", n above tune_exact_max_n()): L-BFGS-B on
+# the stochastic profile likelihood and its gradient (gp_loglik_stochastic()
+# with the probes and landmarks fixed by `seed`, so the objective is a fixed
+# function of the hyperparameters), from the subsample's estimate, within a
+# factor 100 of it, at most `maxit` iterations (option
+# askotch.ml_stochastic_maxit, 20). The kernel's scale is refined for the
+# Gaussian kernel only (its gradient products are kernel products).
+gp_refine_stochastic <- function(xs, Y, kernel, lambda, ell, fit_kernel,
+                                 seed, threads = 0L,
+                                 maxit = getOption("askotch.ml_stochastic_maxit",
+                                                   20L)) {
+  ard <- !is.null(ell)
+  p <- ncol(xs)
+  nk <- if (!fit_kernel) 0L else if (ard) p else 1L
+  scale0 <- if (ard) ell else kernel$bandwidth
+  th0 <- c(if (nk > 0L) log(scale0), log(lambda))
+  lower <- pmax(th0 - log(100), c(rep(-Inf, nk), log(1e-8)))
+  upper <- pmin(th0 + log(100), c(rep(Inf, nk), log(1e4)))
+  decode <- function(th) {
+    k <- kernel
+    e <- ell
+    if (nk > 0L && ard) e <- exp(th[seq_len(p)])
+    if (nk > 0L && !ard) k$bandwidth <- exp(th[1L])
+    x <- if (ard) sweep(xs, 2L, e, "/", check.margin = FALSE) else xs
+    list(kernel = k, ell = e, x = x, lambda = exp(th[nk + 1L]))
+  }
+  memo <- new.env(parent = emptyenv())
+  eval_at <- function(th) {
+    if (!is.null(memo$th) && identical(memo$th, th)) return(memo$val)
+    d <- decode(th)
+    v <- gp_loglik_stochastic(d$x, Y, d$kernel, d$lambda, ard = ard,
+                              gradient = TRUE, seed = seed, threads = threads)
+    g <- v$gradient
+    memo$th <- th
+    memo$val <- list(f = -v$loglik, se = v$se,
+                     g = -c(if (nk > 0L) g[seq_len(nk)], g[length(g)]))
+    memo$val
+  }
+  sc <- nrow(xs) * ncol(Y)
+  res <- stats::optim(th0, function(th) eval_at(th)$f / sc,
+                      function(th) eval_at(th)$g / sc, method = "L-BFGS-B",
+                      lower = lower, upper = upper,
+                      # stop at a relative change of about 2e-6: below the
+                      # estimate's own precision at large n
+                      control = list(maxit = maxit, factr = 1e10))
+  d <- decode(res$par)
+  v <- eval_at(res$par)
+  list(kernel = d$kernel, length_scales = d$ell, lambda = d$lambda,
+       optim = list(loglik = -v$f, se = v$se, convergence = res$convergence,
+                    evaluations = unname(res$counts[1L]),
+                    message = res$message))
+}
+
+# K-fold cross-validation over a lambda path (decreasing). Exact (one
+# eigendecomposition per training fold, every lambda in O(n^2)) when the
+# folds are at most tune_exact_max_n() points; else the fit's solver with its
+# state kept, each lambda warm-started from the previous one (Tu et al.
+# 2016: the solver's lambda-free setup is reused along the path). Returns
+# data.frame(lambda, cv): the mean squared error of the held-out
+# predictions (of the +1/-1 targets for classification).
+cv_path <- function(xs, Yc, task, kernel, lambdas, set) {
+  n <- nrow(xs)
+  k <- min(cv_folds(), n)
+  fold <- with_seed(set$seed + 11, sample(rep_len(seq_len(k), n)))
+  sse <- numeric(length(lambdas))
+  not_conv <- 0L
+  for (f in seq_len(k)) {
+    tr <- which(fold != f)
+    va <- which(fold == f)
+    Yt <- Yc[tr, , drop = FALSE]
+    mu <- if (task %in% c("regression", "multioutput")) colMeans(Yt) else
+      rep(0, ncol(Yt))
+    Yt <- sweep(Yt, 2L, mu, "-", check.margin = FALSE)
+    Kvt <- NULL
+    if (length(tr) <= tune_exact_max_n()) {
+      eg <- gp_eigen(kernel_mat(xs[tr, , drop = FALSE], xs[tr, , drop = FALSE],
+                                kernel, set$threads), Yt)
+      Kvt <- kernel_mat(xs[va, , drop = FALSE], xs[tr, , drop = FALSE], kernel,
+                        set$threads)
+      KQ <- Kvt %*% eg$vectors
+      for (i in seq_along(lambdas)) {
+        P <- KQ %*% (eg$Z / (eg$values + lambdas[i]))
+        P <- sweep(P, 2L, mu, "+", check.margin = FALSE)
+        sse[i] <- sse[i] + sum((P - Yc[va, , drop = FALSE])^2)
+      }
+    } else {
+      fs <- set
+      fs$kernel <- kernel
+      fs$lambda <- lambdas[1L]
+      fs$validation <- NULL
+      fs$progress <- FALSE
+      fs$rule$n <- length(tr)
+      xt <- xs[tr, , drop = FALSE]
+      t0 <- now()
+      state <- state_new(xt, Yt, fs)
+      on.exit(.Call(ffi_fit_free, state), add = TRUE)
+      tgt <- list(task = task)
+      for (i in seq_along(lambdas)) {
+        if (isTRUE(set$tol_auto)) fs$rule$tol <- lambda_tol(set, Yt, lambdas[i])
+        if (i > 1L) {
+          W <- .Call(ffi_fit_weights, state)
+          .Call(ffi_fit_set_lambda, state, as.numeric(lambdas[i]))
+          .Call(ffi_fit_set_weights, state, W)
+          t0 <- now()
+        }
+        res <- drive_solver(state, fs, tgt, xt, t0)
+        if (!res$reason %in% c("tol", "exact")) not_conv <- not_conv + 1L
+        P <- state_scores(state, fs, xs[va, , drop = FALSE], xt)
+        P <- sweep(P, 2L, mu, "+", check.margin = FALSE)
+        sse[i] <- sse[i] + sum((P - Yc[va, , drop = FALSE])^2)
+      }
+      .Call(ffi_fit_free, state)
+      on.exit()
+    }
+  }
+  if (not_conv > 0L) {
+    warn_askotch(sprintf(paste(
+      "%d of the %d cross-validation fits stopped without converging;",
+      "the CV errors may be inaccurate (raise `max_passes` or `time_limit`)."),
+      not_conv, k * length(lambdas)), "convergence")
+  }
+  data.frame(lambda = lambdas, cv = sse / (n * ncol(Yc)))
+}

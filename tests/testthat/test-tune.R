@@ -1,0 +1,262 @@
+# Choosing lambda and the bandwidth: the choices against brute-force
+# criteria written here with solve(); solver = "auto" and the data-driven
+# defaults; the classed convergence warning.
+
+# closed-form criteria of KRR at one lambda (y centred)
+oracle_criteria <- function(K, yc, lambda) {
+  n <- length(yc)
+  A <- K + lambda * diag(n)
+  H <- K %*% solve(A)
+  r <- drop(yc - H %*% yc)
+  edf <- sum(diag(H))
+  a <- solve(A, yc)
+  list(gcv = mean(r^2) / (1 - edf / n)^2,
+       loo = mean((r / (1 - diag(H)))^2),
+       loglik = -n / 2 * log(2 * pi * sum(yc * a) / n) - n / 2 -
+         as.numeric(determinant(A)$modulus) / 2)
+}
+
+test_that("lambda = 'gcv', 'loo' and 'ml' minimise the brute-force criteria", {
+  d <- make_regression(150, p = 2, seed = 8)
+  sc <- oracle_scale(d$x)
+  xs <- scale(d$x, sc$center, sc$scale)
+  yc <- d$y - mean(d$y)
+  grid <- 10^seq(-5, 1, by = 0.05)
+  for (rule in c("gcv", "loo", "ml")) {
+    fit <- krr(d$x, d$y, bandwidth = 1, lambda = rule, threads = 1)
+    expect_s3_class(fit$solver, "askotch_solver_cholesky")
+    K <- oracle_kernel(xs, xs, "rbf", 1)
+    crit <- function(l) {
+      cr <- oracle_criteria(K, yc, l)
+      if (rule == "ml") -cr$loglik else cr[[rule]]
+    }
+    brute <- vapply(grid, crit, 0)
+    best <- crit(fit$lambda)
+    # the continuous optimum is at least as good as the best grid point
+    expect_lte(best, min(brute) + 1e-8 * abs(min(brute)))
+    # and it lies next to the grid's best point
+    expect_lt(abs(log10(fit$lambda) - log10(grid[which.min(brute)])), 0.1)
+    expect_identical(fit$tuning$lambda_rule, rule)
+    expect_true(any(fit$tuning$path$selected))
+    # the recorded path is the closed form
+    p1 <- fit$tuning$path[1, ]
+    cr1 <- oracle_criteria(K, yc, p1$lambda)
+    expect_lt(abs(p1$gcv - cr1$gcv) / cr1$gcv, 1e-8)
+    expect_lt(abs(p1$loo - cr1$loo) / cr1$loo, 1e-8)
+    expect_lt(abs(p1$loglik - cr1$loglik) / abs(cr1$loglik), 1e-8)
+  }
+})
+
+test_that("a lambda path is scored by K-fold CV, exactly and with warm starts", {
+  d <- make_regression(120, p = 2, seed = 9)
+  path <- c(1, 0.1, 0.01, 0.001)
+  fit <- krr(d$x, d$y, bandwidth = 1.5, lambda = path, seed = 3, threads = 1)
+  tab <- fit$tuning$path
+  expect_equal(tab$lambda, sort(path, decreasing = TRUE))
+  # brute force: the same folds (drawn from the fit's seed), solve() per fold
+  folds <- getFromNamespace("with_seed", "askotch")(
+    3 + 11, sample(rep_len(1:5, 120)))
+  sc <- oracle_scale(d$x)
+  xs <- scale(d$x, sc$center, sc$scale)
+  yc <- d$y - mean(d$y)
+  cv <- vapply(tab$lambda, function(l) {
+    sse <- 0
+    for (f in 1:5) {
+      tr <- folds != f
+      mu <- mean(yc[tr])
+      K <- oracle_kernel(xs[tr, ], xs[tr, ], "rbf", 1.5)
+      w <- solve(K + l * diag(sum(tr)), yc[tr] - mu)
+      pr <- oracle_kernel(xs[!tr, ], xs[tr, ], "rbf", 1.5) %*% w + mu
+      sse <- sse + sum((pr - yc[!tr])^2)
+    }
+    sse / 120
+  }, 0)
+  expect_lt(rel_err(tab$cv, cv), 1e-8)
+  expect_equal(fit$lambda, tab$lambda[which.min(cv)])
+  expect_equal(tab$selected, tab$lambda == fit$lambda)
+  # the same path with the iterative solver along warm starts (folds above
+  # the exact size)
+  withr_opt <- options(askotch.tune_exact_max_n = 50)
+  on.exit(options(withr_opt), add = TRUE)
+  fit2 <- krr(d$x, d$y, bandwidth = 1.5, lambda = path, seed = 3,
+              solver = pcg(rank = 50), tol = 1e-10, threads = 1)
+  expect_lt(rel_err(fit2$tuning$path$cv, cv), 1e-6)
+  expect_equal(fit2$lambda, fit$lambda)
+})
+
+test_that("bandwidth = 'ml' and 'ard' maximise the likelihood; predict applies the length scales", {
+  d <- make_regression(100, p = 3, seed = 12)
+  fit <- krr(d$x, d$y, bandwidth = "ml", lambda = "ml", threads = 1)
+  ll <- as.numeric(logLik(fit))
+  g <- krr_loglik(d$x, d$y, bandwidth = fit$kernel$bandwidth,
+                  lambda = fit$lambda, threads = 1)
+  expect_equal(g$loglik, ll, tolerance = 1e-10)
+  expect_lt(max(abs(g$gradient)), 1e-2)  # a stationary point
+  for (f in c(0.8, 1.25)) {
+    expect_gt(ll, krr_loglik(d$x, d$y, bandwidth = fit$kernel$bandwidth * f,
+                             lambda = fit$lambda, threads = 1)$loglik)
+    expect_gt(ll, krr_loglik(d$x, d$y, bandwidth = fit$kernel$bandwidth,
+                             lambda = fit$lambda * f, threads = 1)$loglik)
+  }
+  expect_equal(attr(logLik(fit), "df"), 4)
+  # ARD nests the isotropic model: at least its likelihood
+  ard <- krr(d$x, d$y, bandwidth = "ard", threads = 1)
+  expect_length(ard$length_scales, 3L)
+  expect_equal(ard$kernel$bandwidth, 1)
+  expect_gte(as.numeric(logLik(ard)), ll - 1e-6 * abs(ll))
+  expect_equal(attr(logLik(ard), "df"), 2 + 1 + 3)
+  # the irrelevant third column gets a longer length scale than the first
+  expect_gt(ard$length_scales[3], ard$length_scales[1])
+  # predictions: KRR on x / ell (after standardisation), bandwidth 1
+  sc <- oracle_scale(d$x)
+  xnew <- matrix(runif(15, -1, 1), 5)
+  ell <- ard$length_scales
+  xl <- sweep(scale(d$x, sc$center, sc$scale), 2, ell, "/")
+  xnl <- sweep(scale(xnew, sc$center, sc$scale), 2, ell, "/")
+  w <- solve(oracle_kernel(xl, xl, "rbf", 1) + ard$lambda * diag(100),
+             d$y - mean(d$y))
+  ref <- oracle_kernel(xnl, xl, "rbf", 1) %*% w + mean(d$y)
+  expect_lt(rel_err(predict(ard, xnew), ref), 1e-8)
+  # the summary reports the length scales and the rule
+  expect_true("Length scales" %in% names(summary(ard)$model))
+  expect_output(print(summary(ard)), "maximum likelihood")
+})
+
+test_that("solver = 'auto' is Cholesky for small n, ASkotch above the limit", {
+  d <- make_regression(100, p = 2, seed = 1)
+  fit <- krr(d$x, d$y, lambda = 0.1, threads = 1)
+  expect_s3_class(fit$solver, "askotch_solver_cholesky")
+  expect_identical(fit$reason, "exact")
+  old <- options(askotch.auto_exact_max_n = 50)
+  on.exit(options(old), add = TRUE)
+  fit2 <- krr(d$x, d$y, lambda = 0.1, seed = 1, threads = 1)
+  expect_s3_class(fit2$solver, "askotch_solver_askotch")
+  options(old)
+  # a memory limit below the n x n factor also picks ASkotch
+  fit3 <- krr(d$x, d$y, lambda = 0.1, mem_limit = 8 * 100^2 - 1, seed = 1,
+              threads = 1)
+  expect_s3_class(fit3$solver, "askotch_solver_askotch")
+  expect_lt(rel_err(predict(fit2, d$x), predict(fit, d$x)), 1e-6)
+})
+
+test_that("the default lambda is the ML one; on a subsample for large n; 'paper' is 1e-6 n", {
+  d <- make_regression(300, p = 2, seed = 4)
+  fit <- krr(d$x, d$y, threads = 1)
+  ml <- krr(d$x, d$y, lambda = "ml", seed = fit$seed, threads = 1)
+  expect_equal(fit$lambda, ml$lambda)
+  expect_identical(fit$tuning$lambda_rule, "ml")
+  expect_equal(attr(logLik(fit), "df"), 3)  # mean, s^2, lambda
+  expect_output(print(fit), "lambda = .*maximum likelihood")
+  # a lambda given to refit() is not estimated any more
+  fit_r <- refit(fit, lambda = 0.5)
+  expect_equal(attr(logLik(fit_r), "df"), 2)
+  expect_identical(fit_r$tuning$lambda_rule, "fixed")
+  sc <- oracle_scale(d$x)
+  xs <- scale(d$x, sc$center, sc$scale)
+  K <- oracle_kernel(xs, xs, "rbf", fit$kernel$bandwidth)
+  yc <- d$y - mean(d$y)
+  nll <- function(l) -oracle_criteria(K, yc, l)$loglik
+  expect_lte(nll(fit$lambda), min(nll(fit$lambda * 1.01),
+                                  nll(fit$lambda / 1.01)))
+  # lambda is a noise-to-signal ratio: rescaling y does not change it
+  fit_s <- krr(d$x, 1000 * d$y, seed = fit$seed, threads = 1)
+  expect_equal(fit_s$lambda, fit$lambda, tolerance = 1e-6)
+  # above the exact size: ML on a subsample of `askotch.tune_subsample` points
+  old <- options(askotch.tune_exact_max_n = 100, askotch.tune_subsample = 100)
+  on.exit(options(old), add = TRUE)
+  fit_sub <- krr(d$x, d$y, seed = 2, threads = 1)
+  expect_equal(fit_sub$tuning$n_used, 100)
+  expect_equal(fit_sub$tuning$n_total, 300)
+  expect_lt(abs(log10(fit_sub$lambda / fit$lambda)), 1)
+  expect_output(print(summary(fit_sub)), "subsample of 100 points")
+  options(old)
+  fit_p <- krr(d$x, d$y, lambda = "paper", threads = 1)
+  expect_equal(fit_p$lambda, 1e-6 * 300)
+  expect_null(fit_p$tuning)
+})
+
+test_that("classification: the default lambda is the ML one of the +1/-1 targets", {
+  fit <- krr(Species ~ ., data = iris, threads = 1)
+  expect_identical(fit$tuning$lambda_rule, "ml")
+  expect_gt(mean(predict(fit, iris) == iris$Species), 0.95)
+  # kernel_machine's other losses keep lambda = 1
+  km <- kernel_machine(Species ~ ., data = iris[51:150, ], loss = "hinge",
+                       threads = 1, seed = 1)
+  expect_equal(km$lambda, 1)
+})
+
+test_that("a fit that stops early warns with a classed warning", {
+  d <- make_regression(400, p = 3, seed = 2)
+  expect_warning(krr(d$x, d$y, lambda = 1e-4, solver = askotch(block_size = 50),
+                     max_passes = 1, seed = 1, threads = 1),
+                 class = "askotch_warning_convergence")
+  # tol = 0 asks for a fixed budget: no warning
+  expect_no_warning(krr(d$x, d$y, lambda = 1e-4,
+                        solver = askotch(block_size = 50), tol = 0,
+                        max_passes = 1, seed = 1, threads = 1))
+  fit <- suppressWarnings(krr(d$x, d$y, lambda = 0.1, solver = "askotch",
+                              max_passes = 1, seed = 1, keep_state = TRUE,
+                              threads = 1))
+  expect_warning(refit(fit, lambda = 1e-4, max_passes = 1),
+                 class = "askotch_warning_convergence")
+})
+
+test_that("bad lambda and bandwidth rules are classed errors naming the argument", {
+  d <- make_regression(40, p = 2, seed = 1)
+  expect_error(krr(d$x, d$y, lambda = "best"), "lambda",
+               class = "askotch_error_input")
+  expect_error(krr(d$x, d$y, lambda = c(1, -1)), "lambda",
+               class = "askotch_error_input")
+  expect_error(krr(d$x, d$y, lambda = c(1, NA)), "lambda",
+               class = "askotch_error_input")
+  expect_error(krr(d$x, d$y, bandwidth = "mle"), "bandwidth",
+               class = "askotch_error_input")
+  cls <- factor(d$y > 0)
+  expect_error(kernel_machine(d$x, cls, loss = "hinge", lambda = "ml"),
+               "lambda", class = "askotch_error_input")
+  expect_error(kernel_machine(d$x, cls, loss = "hinge", bandwidth = "ml"),
+               "bandwidth", class = "askotch_error_input")
+})
+
+test_that("defaults are close to the tuned fit on mtcars (sanity; see inst/bench)", {
+  set.seed(1)
+  folds <- sample(rep_len(1:4, nrow(mtcars)))
+  rmse <- function(...) {
+    e <- unlist(lapply(1:4, function(f) {
+      fit <- krr(mpg ~ ., data = mtcars[folds != f, ], threads = 1, ...)
+      predict(fit, mtcars[folds == f, ]) - mtcars$mpg[folds == f]
+    }))
+    sqrt(mean(e^2))
+  }
+  def <- rmse()
+  grid <- expand.grid(lambda = 10^seq(-3, 1, by = 0.5), bandwidth = c(2, 3, 4, 6))
+  tuned <- min(mapply(function(l, b) rmse(lambda = l, bandwidth = b),
+                      grid$lambda, grid$bandwidth))
+  expect_lt(def, 1.15 * tuned)
+  # the papers' setting interpolates this noisy response
+  expect_lt(def, rmse(lambda = "paper"))
+})
+
+test_that("askotch.ml_method = 'stochastic' refines the subsample's ML choice on all points", {
+  skip_on_cran()
+  d <- make_regression(600, p = 2, seed = 14)
+  ll <- function(f) krr_loglik(d$x, d$y, bandwidth = f$kernel$bandwidth,
+                               lambda = f$lambda, method = "exact",
+                               gradient = FALSE, threads = 1)$loglik
+  ex <- krr(d$x, d$y, bandwidth = "ml", seed = 1, threads = 1)  # exact, all points
+  old <- options(askotch.tune_exact_max_n = 200, askotch.tune_subsample = 200)
+  on.exit(options(old), add = TRUE)
+  sub <- krr(d$x, d$y, bandwidth = "ml", seed = 1, threads = 1)
+  expect_null(sub$tuning$stochastic)
+  options(askotch.ml_method = "stochastic")
+  st <- krr(d$x, d$y, bandwidth = "ml", seed = 1, threads = 1)
+  expect_false(is.null(st$tuning$stochastic))
+  expect_output(print(st), "stochastic, all 600 points")
+  # the refined choice is (nearly) the exact maximiser: its exact likelihood
+  # within 3 standard errors of the estimate plus the optimiser's stopping
+  # tolerance (relative changes of about 2e-6)
+  expect_lt(ll(ex) - ll(st), 3 * st$tuning$stochastic$se + 1e-5 * abs(ll(ex)))
+  # much closer than the subsample's choice
+  expect_lt(ll(ex) - ll(st), 0.1 * (ll(ex) - ll(sub)))
+  expect_gte(ll(st), ll(sub) - 1e-6 * abs(ll(sub)))
+})
