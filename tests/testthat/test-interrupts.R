@@ -59,8 +59,10 @@ test_that("setTimeLimit stops every solver during its setup and iterations", {
           max_passes = Inf, time_limit = 600, threads = 1, seed = 1),
       0.5)
     expect_match(r$result, "time limit", info = nm)
-    # generous: a missed poll would take tens of seconds here
-    expect_lt(r$seconds, 5)
+    # generous (a shared, loaded machine; the longest single LAPACK call
+    # here, pcg's sketch QR/SVD, took up to 3.7 s); without the polls
+    # control came back only when the compiled call ended
+    expect_lt(r$seconds, 10)
     lat[[nm]] <- r$seconds - 0.5
   }
   message("setTimeLimit(0.5) latency beyond the limit (s): ",
