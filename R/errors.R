@@ -5,13 +5,16 @@
 # raise_from_c(), which the C glue calls with a status name and a message).
 
 askotch_error_statuses <- c("input", "memory", "device", "numeric",
-                            "not_built", "internal", "object")
+                            "not_built", "internal", "object", "interrupt",
+                            "time_limit")
 
 #' Signal a classed askotch error
 #'
 #' @param message Character string, the message.
 #' @param class One of `"input"`, `"memory"`, `"device"`, `"numeric"`,
-#'   `"not_built"`, `"internal"`, `"object"` (a corrupted fitted object).
+#'   `"not_built"`, `"internal"`, `"object"` (a corrupted fitted object),
+#'   `"interrupt"`, `"time_limit"` (a `time_limit` that the setup of a solver
+#'   could not meet).
 #' @param call The call to report, or `NULL`.
 #' @return Does not return; signals a condition of class
 #'   `c("askotch_error_<class>", "askotch_error", "error", "condition")`.

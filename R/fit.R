@@ -53,14 +53,16 @@ stop_check <- function(rule, d, t0, memo, exact_fn, deadline = rule$time_limit,
       exact <- exact_fn()
       # the next exact check at least a pass later
       memo$next_exact_iter <- iter + max(1, ceiling(ipp - 1e-9))
-      if (exact <= rule$tol) reason <- "tol"
+      if (!is.na(exact) && exact <= rule$tol) reason <- "tol"
     } else {
       reason <- "tol"
     }
   }
   elapsed <- now() - t0 # after the exact check: it counts against time_limit
   if (is.na(reason)) {
-    if (passes >= rule$max_passes - 1e-9) {
+    if (isTRUE(memo$exact_cut)) {
+      reason <- "time_limit" # the exact check itself ran out of time
+    } else if (passes >= rule$max_passes - 1e-9) {
       reason <- "max_passes"
     } else if (elapsed >= deadline) {
       reason <- "time_limit"
@@ -203,14 +205,44 @@ drive_solver <- function(state, set, tgt, xs, t0 = now()) {
   # exact check (krr() fits keep their trace as it was)
   objective <- isTRUE(set$objective) && length(centers) == 0L
   obj_now <- c(NA_real_, NA_real_)
+  # The compiled code stops at the deadline: in the setup with
+  # askotch_error_time_limit, iterations at the end of an iteration, and an
+  # exact check (counted inside time_limit) with NA.
+  set_deadline <- function(limit) {
+    .Call(ffi_fit_deadline, state, as.numeric(limit - (now() - t0)))
+  }
+  if (is.finite(rule$time_limit)) {
+    on.exit(.Call(ffi_fit_deadline, state, Inf), add = TRUE)
+  }
   exact_fn <- function() {
     te <- now()
     on.exit(memo$t_exact <- now() - te)
-    if (!objective) return(.Call(ffi_fit_residual, state))
-    pd <- .Call(ffi_fit_objective, state)
-    obj_now <<- pd
-    if (set$loss$name == "squared") .Call(ffi_fit_residual, state) else
-      gap_of(pd[[1L]], pd[[2L]])
+    if (is.finite(rule$time_limit)) set_deadline(rule$time_limit)
+    tryCatch({
+      if (!objective) return(.Call(ffi_fit_residual, state))
+      pd <- .Call(ffi_fit_objective, state)
+      obj_now <<- pd
+      if (set$loss$name == "squared") .Call(ffi_fit_residual, state) else
+        gap_of(pd[[1L]], pd[[2L]])
+    }, askotch_error_time_limit = function(e) {
+      memo$exact_cut <- TRUE
+      NA_real_
+    })
+  }
+  step <- function(slice) {
+    if (is.finite(rule$time_limit)) set_deadline(deadline)
+    tryCatch(
+      .Call(ffi_fit_step, state, as.integer(slice), as.numeric(rule$tol),
+            as.numeric(memo$next_exact_iter)),
+      askotch_error_time_limit = function(e) {
+        abort_askotch(c(
+          sprintf(paste("The setup of solver `%s` did not finish within `time_limit` =",
+                        "%g s: %s."), solver_c(set$solver)$name, rule$time_limit,
+                  conditionMessage(e)),
+          paste("Use a larger `time_limit`, or a smaller problem (fewer",
+                "points, or a smaller block size, rank or number of",
+                "centres).")), "time_limit")
+      })
   }
   pb <- NULL
   if (set$progress) {
@@ -225,6 +257,7 @@ drive_solver <- function(state, set, tgt, xs, t0 = now()) {
   memo$next_exact_iter <- 0
   memo$due_iter <- NA_real_
   memo$t_exact <- NA_real_
+  memo$exact_cut <- FALSE
   # With a time limit the final exact check (one kernel pass) is part of the
   # budget: the iterations stop early enough for it, or, when it would take
   # more than half the limit, it is skipped (the estimate is reported).
@@ -240,8 +273,7 @@ drive_solver <- function(state, set, tgt, xs, t0 = now()) {
   last_val_pass <- -Inf
   repeat {
     ts <- now()
-    d <- .Call(ffi_fit_step, state, as.integer(slice), as.numeric(rule$tol),
-               as.numeric(memo$next_exact_iter))
+    d <- step(slice)
     dt <- now() - ts
     pi_new <- max(dt, 1e-4) / slice
     per_iter <- if (is.na(per_iter)) pi_new else 0.5 * per_iter + 0.5 * pi_new

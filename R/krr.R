@@ -202,7 +202,10 @@
 #'   point (see Stopping). Use `0` to run until `max_passes` or
 #'   `time_limit`.
 #' @param time_limit Maximum solve time in seconds (`Inf` for none),
-#'   including the final exact residual check.
+#'   including the solver's setup and the final exact residual check. A
+#'   setup that cannot finish within it (preconditioner, factorisation)
+#'   stops with an error of class `askotch_error_time_limit`; Ctrl-C and
+#'   [setTimeLimit()] are honoured within about a second in every phase.
 #' @param validation Optional `list(x = , y = )` of held-out data (for the
 #'   formula method also a data frame with the response); the trace then
 #'   records the validation RMSE (regression) or accuracy (classification),

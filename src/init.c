@@ -11,6 +11,8 @@ SEXP ffi_features_apply(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_check_options(SEXP, SEXP);
 SEXP ffi_fit_step(SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_fit_residual(SEXP);
+SEXP ffi_fit_deadline(SEXP, SEXP);
+void askotch_glue_init(void);
 SEXP ffi_fit_weights(SEXP);
 SEXP ffi_fit_free(SEXP);
 SEXP ffi_fit_alive(SEXP);
@@ -36,10 +38,12 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_info, 0),            CALLDEF(ffi_kernel_apply, 8),  CALLDEF(ffi_kernel_matrix, 6),
     CALLDEF(ffi_fit_objective, 1),   CALLDEF(ffi_fit_features_theta, 1),
     CALLDEF(ffi_features_apply, 8),  CALLDEF(ffi_threads, 1),         CALLDEF(ffi_devices, 0),       CALLDEF(ffi_blas_threads, 1),
+    CALLDEF(ffi_fit_deadline, 2),
     {NULL, NULL, 0}};
 
 void R_init_askotch(DllInfo *dll) {
   R_registerRoutines(dll, NULL, call_methods, NULL, NULL);
   R_useDynamicSymbols(dll, FALSE);
   R_forceSymbols(dll, TRUE);
+  askotch_glue_init();
 }

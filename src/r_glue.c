@@ -4,6 +4,7 @@
  * src/init.c. */
 #include <string.h>
 #include <math.h>
+#include <setjmp.h>
 #define R_NO_REMAP
 #include <R.h>
 #include <Rinternals.h>
@@ -21,12 +22,65 @@ static void blas_restore(void) {
   g_blas_saved = -1;
 }
 
+/* ---- interrupts -------------------------------------------------------------
+ * The core calls ctx->poll between units of work (krr_poll throttles it to
+ * one call per 0.1 s).  r_poll runs R_CheckUserInterrupt() under
+ * R_UnwindProtect: when R wants to jump (a user interrupt, setTimeLimit(), a
+ * handler that exits), the jump is caught here -- it never crosses a core
+ * frame -- the core is told to stop (KRR_ERR_INTERRUPT unwinds through its
+ * ordinary error path, freeing what it holds), and the entry point, after
+ * freeing its own resources, resumes R's jump with R_ContinueUnwind()
+ * (raise_status below), so the user sees R's own interrupt or
+ * time-limit condition. */
+static SEXP g_cont = NULL; /* the continuation token, created once, preserved */
+static int g_jumped = 0;   /* an R jump is waiting to be resumed */
+
+static SEXP poll_body(void *unused) {
+  (void)unused;
+  R_CheckUserInterrupt();
+  return R_NilValue;
+}
+static void poll_clean(void *jb, Rboolean jump) {
+  if (jump) longjmp(*(jmp_buf *)jb, 1); /* back to r_poll, past R's frames only */
+}
+static int r_poll(void *unused) {
+  (void)unused;
+  if (!g_cont || g_jumped) return 1;
+  jmp_buf jb;
+  if (setjmp(jb)) {
+    g_jumped = 1;
+    return 1;
+  }
+  R_UnwindProtect(poll_body, NULL, poll_clean, &jb, g_cont);
+  return 0;
+}
+/* give a context the R poll (after krr_ctx_init, and on entry for a kept
+ * context: clears a previous interrupt) */
+static void poll_attach(krr_ctx *ctx) {
+  ctx->poll = r_poll;
+  ctx->poll_data = NULL;
+  ctx->poll_every = 0.1;
+  ctx->poll_next = 0;
+  ctx->interrupted = 0;
+}
+/* called once from R_init_askotch */
+void askotch_glue_init(void) {
+  if (!g_cont) {
+    g_cont = R_MakeUnwindCont();
+    R_PreserveObject(g_cont);
+  }
+}
+
 /* ---- errors ----------------------------------------------------------------
  * Raise askotch_error_<status> through the R function raise_from_c() of the
  * package namespace.  Callers free their resources BEFORE calling this (it
  * does not return). */
 static void raise_status(krr_status st, const char *msg) {
   blas_restore();
+  if (g_jumped) { /* resume R's interrupt / time-limit jump (resources are freed) */
+    g_jumped = 0;
+    R_ContinueUnwind(g_cont);
+  }
   SEXP name = PROTECT(Rf_mkString("askotch"));
   SEXP ns = PROTECT(R_FindNamespace(name));
   SEXP fn = PROTECT(Rf_findFun(Rf_install("raise_from_c"), ns));
@@ -51,7 +105,7 @@ static void ctx_done(krr_ctx *ctx, krr_status st, int restore) {
   memcpy(buf, ctx->msg, sizeof buf);
   krr_ctx_free(ctx);
   if (restore) blas_restore();
-  if (st != KRR_OK) raise_status(st, buf);
+  if (st != KRR_OK || g_jumped) raise_status(st, buf);
 }
 
 /* ---- argument helpers --------------------------------------------------- */
@@ -195,6 +249,7 @@ static fit_state *get_state(SEXP ptr) {
   if (TYPEOF(ptr) != EXTPTRSXP) raise_status(KRR_ERR_INPUT, "not an askotch solver state");
   fit_state *fs = (fit_state *)R_ExternalPtrAddr(ptr);
   if (!fs || !fs->solver) raise_status(KRR_ERR_INPUT, "the solver state has been freed");
+  poll_attach(&fs->ctx);
   return fs;
 }
 
@@ -299,6 +354,7 @@ SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP
   blas_save();
   krr_status st = krr_ctx_init(&fs->ctx, ops, nth, 0);
   fs->ctx_ok = 1;
+  poll_attach(&fs->ctx);
   if (st == KRR_OK) st = krr_options_new(&fs->ctx, def, &o);
   if (st == KRR_OK) st = set_options(&fs->ctx, o, options);
   if (st == KRR_OK) st = krr_problem_create(&fs->ctx, prec, REAL(x), n, p, &fs->pb);
@@ -385,6 +441,16 @@ SEXP ffi_fit_step(SEXP ptr, SEXP iters, SEXP stop_below, SEXP from_iter) {
   return diag_vector(fs->solver);
 }
 
+/* the deadline for the work of the next calls on a state: `seconds` from
+ * now (not finite or <= 0: none); a call that reaches it ends with
+ * askotch_error_time_limit, except iterations, which end their slice */
+SEXP ffi_fit_deadline(SEXP ptr, SEXP seconds) {
+  fit_state *fs = get_state(ptr);
+  double t = num1(seconds, "seconds must be a number");
+  fs->ctx.deadline = isfinite(t) && t > 0 ? krr_now() + t : (isfinite(t) ? krr_now() : 0);
+  return R_NilValue;
+}
+
 SEXP ffi_fit_residual(SEXP ptr) {
   fit_state *fs = get_state(ptr);
   double r = NAN;
@@ -455,6 +521,7 @@ SEXP ffi_features_apply(SEXP xnew, SEXP theta, SEXP kernel, SEXP bandwidth, SEXP
   int nth = threads_or_default(int1(threads, "threads"));
   blas_save();
   krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), nth, 0);
+  poll_attach(&ctx);
   if (st == KRR_OK)
     st = krr_features_apply(&ctx, &k, Rf_ncols(xnew), (int64_t)M, (uint64_t)sd, REAL(xnew), nn,
                             REAL(theta), m, REAL(out));
@@ -685,6 +752,7 @@ SEXP ffi_kernel_apply(SEXP x1, SEXP x2, SEXP v, SEXP kernel, SEXP bandwidth, SEX
   int nth = threads_or_default(int1(threads, "threads"));
   blas_save();
   krr_status st = krr_ctx_init(&ctx, ops, nth, 0);
+  poll_attach(&ctx);
   if (st == KRR_OK)
     st = krr_kernel_apply_host(&ctx, prec, &k, REAL(x1), n1, REAL(x2), n2, Rf_ncols(x1), REAL(v), q,
                                REAL(out));
@@ -706,6 +774,7 @@ SEXP ffi_kernel_matrix(SEXP x1, SEXP x2, SEXP kernel, SEXP bandwidth, SEXP preci
   int nth = threads_or_default(int1(threads, "threads"));
   blas_save();
   krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), nth, 0);
+  poll_attach(&ctx);
   if (st == KRR_OK)
     st = krr_kernel_matrix_host(&ctx, prec, &k, REAL(x1), n1, REAL(x2), n2, Rf_ncols(x1), REAL(out));
   ctx_done(&ctx, st, 1);

@@ -44,7 +44,9 @@ typedef enum {
   KRR_ERR_DEVICE = 3,    /* CUDA runtime / library failure */
   KRR_ERR_NUMERIC = 4,   /* factorisation failed, non-finite values */
   KRR_ERR_NOT_BUILT = 5, /* backend not compiled in / not available */
-  KRR_ERR_INTERNAL = 6
+  KRR_ERR_INTERNAL = 6,
+  KRR_ERR_INTERRUPT = 7, /* the caller's poll callback asked to stop (user interrupt) */
+  KRR_ERR_TIME_LIMIT = 8 /* the context's deadline passed before the work finished */
 } krr_status;
 
 typedef enum { KRR_FLOAT = 0, KRR_DOUBLE = 1 } krr_precision;
@@ -75,6 +77,21 @@ typedef struct krr_ctx {
   char msg[1024];      /* human-readable detail of the last error */
   int threads;         /* CPU threads for this context (>= 1) */
   int device_id;       /* CUDA device ordinal */
+  /* Interrupts and deadlines (zero: none).  The core calls krr_poll(ctx)
+   * between units of work (iterations, setup loops, row chunks of kernel
+   * products, factorisation panels), on the calling thread and outside any
+   * parallel region.  `poll` (the caller's, e.g. the R glue's check for a
+   * user interrupt) is called at most every `poll_every` seconds (0: 0.1);
+   * a nonzero return stops the work with KRR_ERR_INTERRUPT, which unwinds
+   * through the ordinary error path (everything is freed) and stays set
+   * (`interrupted`) until the caller clears it.  `deadline` (krr_now()
+   * seconds, > 0) stops the work with KRR_ERR_TIME_LIMIT once passed. */
+  int (*poll)(void *poll_data);
+  void *poll_data;
+  double poll_every;
+  double poll_next;    /* internal: the next time poll is due */
+  int interrupted;     /* set once poll returned nonzero */
+  double deadline;
 } krr_ctx;
 
 /* --- context (base/ctx.c) --------------------------------------------------*/
@@ -93,6 +110,13 @@ const char *krr_status_name(krr_status st);
 size_t krr_sizeof(krr_precision prec);
 /* Monotonic clock (seconds). */
 double krr_now(void);
+/* Check for an interrupt (the context's poll callback, time-throttled) and
+ * the deadline: KRR_OK, KRR_ERR_INTERRUPT or KRR_ERR_TIME_LIMIT (recorded
+ * with krr_fail).  Cheap (one clock read) when nothing is due.  Call only
+ * from the thread that owns the context, outside parallel regions. */
+krr_status krr_poll(krr_ctx *ctx);
+/* Seconds left before the context's deadline (INFINITY when it has none). */
+double krr_time_left(const krr_ctx *ctx);
 
 /* --- problem: the training points (data/problem.c) --------------------------
  * X (n x p, row-major = point-contiguous, already standardised) on the

@@ -37,6 +37,17 @@ static inline void krr_dfree(krr_ctx *ctx, void **p) {
   *p = NULL;
 }
 
+/* --- long factorisations (factor.c) -------------------------------------------
+ * Upper Cholesky A = R^T R (n x n, ld lda) in panels with krr_poll between
+ * them (one potrf call when n is small); *info > 0: not positive definite at
+ * that column (KRR_OK), as the ops table's potrf. */
+krr_status krr_potrf_polled(krr_ctx *ctx, krr_precision prec, int64_t n, void *A, int64_t lda,
+                            int *info);
+/* KRR_ERR_TIME_LIMIT, up front, when `flops` cannot fit in the time left
+ * before the context's deadline even at an optimistic rate ("what" names
+ * the work in the message); KRR_OK without a deadline. */
+krr_status krr_refuse_flops(krr_ctx *ctx, double flops, const char *what);
+
 /* --- the buffer arena (arena.c) ---------------------------------------------
  * Every buffer a solver (or an operator block, a preconditioner) holds comes
  * from one arena and is freed in one place, krr_arena_free, whatever path the

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <math.h>
 #include "base.h"
 
 const char *krr_status_name(krr_status st) {
@@ -14,6 +15,8 @@ const char *krr_status_name(krr_status st) {
     case KRR_ERR_DEVICE: return "device";
     case KRR_ERR_NUMERIC: return "numeric";
     case KRR_ERR_NOT_BUILT: return "not_built";
+    case KRR_ERR_INTERRUPT: return "interrupt";
+    case KRR_ERR_TIME_LIMIT: return "time_limit";
     default: return "internal";
   }
 }
@@ -49,6 +52,27 @@ double krr_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+krr_status krr_poll(krr_ctx *ctx) {
+  if (!ctx) return KRR_OK;
+  if (ctx->interrupted) return krr_fail(ctx, KRR_ERR_INTERRUPT, "interrupted");
+  if (!ctx->poll && !(ctx->deadline > 0)) return KRR_OK;
+  double t = krr_now();
+  if (ctx->poll && t >= ctx->poll_next) {
+    ctx->poll_next = t + (ctx->poll_every > 0 ? ctx->poll_every : 0.1);
+    if (ctx->poll(ctx->poll_data)) {
+      ctx->interrupted = 1;
+      return krr_fail(ctx, KRR_ERR_INTERRUPT, "interrupted");
+    }
+  }
+  if (ctx->deadline > 0 && t >= ctx->deadline)
+    return krr_fail(ctx, KRR_ERR_TIME_LIMIT, "the time limit was reached");
+  return KRR_OK;
+}
+
+double krr_time_left(const krr_ctx *ctx) {
+  return ctx && ctx->deadline > 0 ? ctx->deadline - krr_now() : INFINITY;
 }
 
 krr_status krr_ctx_init(krr_ctx *ctx, const krr_ops *ops, int threads, int device_id) {

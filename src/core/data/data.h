@@ -13,4 +13,19 @@ krr_status krr_upload_vec_into(krr_ctx *ctx, krr_precision prec, const double *h
  * for a change of precision, in chunks) */
 krr_status krr_convert(krr_ctx *ctx, krr_precision from, const void *src, krr_precision to,
                        void *dst, int64_t len);
+
+/* The device kernel primitives (ops kernel_mv / kernel_block) over row
+ * chunks of X1, with krr_poll(ctx) between chunks, so that a user
+ * interrupt or a deadline stops a long kernel product within about a chunk's
+ * time.  The chunk length depends only on (n2, p, q), never on time or
+ * load, so results are reproducible. */
+krr_status krr_kernel_mv_polled(krr_ctx *ctx, krr_precision prec, const krr_kernel *k,
+                                const void *X1, int64_t n1, const void *X2, int64_t n2, int p,
+                                const void *V, int64_t ldv, int q, void *out, int64_t ldo);
+krr_status krr_kernel_block_polled(krr_ctx *ctx, krr_precision prec, const krr_kernel *k,
+                                   const void *X1, int64_t n1, const void *X2, int64_t n2, int p,
+                                   void *out, int64_t ldo);
+/* rows of X1 per chunk for a product against n2 points of p coordinates
+ * and q right-hand sides */
+int64_t krr_kernel_chunk_rows(int64_t n2, int p, int q);
 #endif

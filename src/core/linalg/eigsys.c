@@ -7,9 +7,14 @@ krr_status krr_kernel_eigsys(krr_op *op, const krr_block *S, int q, void *U, dou
   krr_ctx *ctx = op->ctx;
   int64_t n = S->b;
   size_t es = op->es;
+  /* one LAPACK call (about 9 n^3 flops with the eigenvectors) that cannot
+   * be interrupted: refused up front when it clearly exceeds the time left */
+  KTRY(krr_refuse_flops(ctx, 9.0 * (double)n * (double)n * (double)n,
+                        "the eigendecomposition of the subsample's kernel matrix"));
   void *K = krr_dalloc(ctx, n * n, es), *W = krr_dalloc(ctx, n, es);
   krr_status st = (K && W) ? KRR_OK : (ctx->status ? ctx->status : KRR_ERR_MEMORY);
   if (st == KRR_OK) st = krr_op_mat(op, S, S, K, n);
+  if (st == KRR_OK) st = krr_poll(ctx);
   if (st == KRR_OK) st = KOP(ctx, op->prec, syev, n, K, n, W);
   if (st == KRR_OK) st = krr_download_vec(ctx, op->prec, W, n, w);
   for (int j = 0; st == KRR_OK && j < q; j++)

@@ -55,12 +55,17 @@ krr_status krr_nystrom_sketch(krr_ctx *ctx, krr_lowrank *lr, krr_matmul_fn mv, v
   double eps = lr->prec == KRR_DOUBLE ? DBL_EPSILON : FLT_EPSILON;
   double delta = eps * trace;
   KTRY(LOP(ctx, lr, randn, n * r, seed, 0, lr->U));
+  KTRY(krr_poll(ctx));
   KTRY(LOP(ctx, lr, qr_q, n, r, lr->U, n));
+  KTRY(krr_poll(ctx));
   KTRY(mv(arg, lr->U, r, lr->Y));
   KTRY(LOP(ctx, lr, axpby, n * r, delta, lr->U, 1.0, lr->Y));
   KTRY(sketch_core(ctx, lr, &delta));
+  KTRY(krr_poll(ctx));
   KTRY(LOP(ctx, lr, trsm, 1, 0, n, r, 1.0, lr->C, r, lr->Y, n)); /* Bm = Y C^{-1} */
+  KTRY(krr_poll(ctx));
   KTRY(LOP(ctx, lr, svd_thin, n, r, lr->Y, n, lr->S));            /* Y <- U */
+  KTRY(krr_poll(ctx));
   void *tmp = lr->U; lr->U = lr->Y; lr->Y = tmp;
   KTRY(krr_download_vec(ctx, lr->prec, lr->S, r, lr->hv));
   lr->r_eff = 0;

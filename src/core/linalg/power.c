@@ -13,6 +13,7 @@ krr_status krr_power_lmax(krr_ctx *ctx, krr_lowrank *lr, krr_matmul_fn mul, void
   KTRY(KOP(ctx, prec, nrm2, b, p1, &nv));
   KTRY(KOP(ctx, prec, axpby, b, 0.0, p1, 1.0 / nv, p1));
   for (int it = 0; it < iters; it++) {
+    KTRY(krr_poll(ctx));
     KTRY(krr_lowrank_invsqrt(ctx, lr, p1, p2, 1));
     KTRY(mul(arg, p2, 1, p3));
     KTRY(krr_lowrank_invsqrt(ctx, lr, p3, p2, 1));

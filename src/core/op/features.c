@@ -188,6 +188,7 @@ static krr_status ft_mv(krr_op *op, const krr_block *A, const krr_block *B, cons
   for (int64_t r0 = 0; r0 < nb; r0 += sb) {
     int64_t cnt = KRR_MIN(sb, nb - r0), ld;
     const void *Z;
+    KTRY(krr_poll(op->ctx));
     KTRY(rows(op, B, r0, cnt, 1, &Z, &ld));
     KTRY(XOP(op, gemm, 1, 0, M, q, cnt, 1.0, Z, ld, KAT(V, r0, op->es), ldv, r0 ? 1.0 : 0.0,
              F->T, M));
@@ -195,6 +196,7 @@ static krr_status ft_mv(krr_op *op, const krr_block *A, const krr_block *B, cons
   for (int64_t r0 = 0; r0 < na; r0 += sa) {
     int64_t cnt = KRR_MIN(sa, na - r0), ld;
     const void *Z;
+    KTRY(krr_poll(op->ctx));
     KTRY(rows(op, A, r0, cnt, 1, &Z, &ld));
     KTRY(XOP(op, gemm, 0, 0, cnt, q, M, 1.0, Z, ld, F->T, M, 0.0, KAT(out, r0, op->es), ldo));
   }
@@ -214,6 +216,7 @@ static krr_status ft_mat(krr_op *op, const krr_block *A, const krr_block *B, voi
     for (int64_t i0 = 0; i0 < na; i0 += sa) {
       int64_t ca = KRR_MIN(sa, na - i0), lda;
       const void *ZA;
+      KTRY(krr_poll(op->ctx));
       KTRY(rows(op, A, i0, ca, 1, &ZA, &lda));
       KTRY(XOP(op, gemm, 0, 1, ca, cb, F->M, 1.0, ZA, lda, ZB, ldb, 0.0,
                KAT(out, i0 + j0 * ldo, op->es), ldo));
@@ -233,6 +236,7 @@ static krr_status ft_diag(krr_op *op, const krr_block *A, double *out) {
     return krr_fail(op->ctx, KRR_ERR_MEMORY, "out of host memory");
   for (int64_t r0 = 0; r0 < n; r0 += F->chunk) {
     int64_t cnt = KRR_MIN(F->chunk, n - r0);
+    KTRY(krr_poll(op->ctx));
     KTRY(feat_eval(op->ctx, op->prec, F->W, F->c2, 2.0, 1.0, F->M, op->p,
                    KAT(X, r0 * op->p, op->es), cnt, F->Z1, cnt));
     KTRY(XOP(op, gemm, 0, 0, cnt, 1, F->M, 1.0 / (double)F->M, F->Z1, cnt, F->ones, F->M, 0.0,
@@ -256,6 +260,7 @@ static krr_status ft_features(krr_op *op, const krr_block *A, void *Z, int64_t l
   }
   for (int64_t r0 = 0; r0 < op->n; r0 += F->chunk) {
     int64_t cnt = KRR_MIN(F->chunk, op->n - r0);
+    KTRY(krr_poll(op->ctx));
     KTRY(feat_eval(op->ctx, op->prec, F->W, F->c, 1.0, F->scale, F->M, op->p,
                    KAT(F->X, r0 * op->p, op->es), cnt, KAT(Z, r0, op->es), ldz));
   }
@@ -386,7 +391,8 @@ krr_status krr_op_features_theta(krr_op *op, const void *alpha, int m, double *t
   if (st == KRR_OK) st = krr_block_alloc(op, &a, chunk, &blk);
   for (int64_t r0 = 0; st == KRR_OK && r0 < n; r0 += chunk) {
     int64_t cnt = KRR_MIN(chunk, n - r0);
-    st = krr_block_range(op, &blk, r0, cnt);
+    st = krr_poll(ctx);
+    if (st == KRR_OK) st = krr_block_range(op, &blk, r0, cnt);
     if (st == KRR_OK) st = op->vt->features(op, &blk, Z, cnt);
     if (st == KRR_OK)
       st = KOP(ctx, op->prec, gemm, 1, 0, nf, m, cnt, 1.0, Z, cnt, KAT(alpha, r0, op->es), n,
@@ -422,7 +428,8 @@ krr_status krr_features_apply(krr_ctx *ctx, const krr_kernel *k, int p, int64_t 
     int64_t cnt = KRR_MIN(chunk, nnew - r0);
     for (int64_t i = 0; i < cnt; i++)
       for (int l = 0; l < p; l++) hx[i * p + l] = xnew[(r0 + i) + (int64_t)l * nnew];
-    st = ctx->ops->upload(ctx, dX, hx, es * (size_t)(cnt * p));
+    st = krr_poll(ctx);
+    if (st == KRR_OK) st = ctx->ops->upload(ctx, dX, hx, es * (size_t)(cnt * p));
     if (st == KRR_OK)
       st = feat_eval(ctx, prec, F.W, F.c, 1.0, sqrt(2.0 / (double)M), M, p, dX, cnt, dZ, cnt);
     if (st == KRR_OK) st = KOP(ctx, prec, gemm, 0, 0, cnt, m, M, 1.0, dZ, cnt, dth, M, 0.0, dO, cnt);

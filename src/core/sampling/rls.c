@@ -66,13 +66,14 @@ krr_status krr_rls_scores(krr_op *op, double lambda, int64_t s, uint64_t seed, d
   for (int attempt = 0; st == KRR_OK && attempt < 6 && info != 0; attempt++) {
     T(krr_op_mat(op, &J, &J, KJJ, s));
     T(KOP(ctx, prec, add_diag, s, KJJ, s, shift + (attempt ? jit * pow(10.0, attempt - 1) : 0.0), NULL));
-    T(KOP(ctx, prec, potrf, s, KJJ, s, &info));
+    T(krr_potrf_polled(ctx, prec, s, KJJ, s, &info));
   }
   if (st == KRR_OK && info != 0)
     st = krr_fail(ctx, KRR_ERR_NUMERIC, "RLS scores: Cholesky of the %lld x %lld dictionary kernel "
                   "failed; increase lambda or use precision = \"double\"", (long long)s, (long long)s);
   for (int64_t i0 = 0; st == KRR_OK && i0 < n; i0 += c) {
     int64_t cc = n - i0 < c ? n - i0 : c;
+    T(krr_poll(ctx));
     T(krr_block_range(op, &C, i0, cc));
     T(krr_op_mat(op, &J, &C, KJc, s));
     T(KOP(ctx, prec, trsm, 0, 1, s, cc, 1.0, KJJ, s, KJc, s)); /* R^{-T} K_Jc */

@@ -245,6 +245,7 @@ static krr_status v1_tune(krr_solver *s) {
   double pmax = 0;
   v->kbb.lambda = s->obj->lambda;
   for (int64_t k = 0; k < v->nb; k++) {
+    KTRY(krr_poll(s->ctx));
     KTRY(load_block(s, k));
     KTRY(block_precond(s, k, 1));
     KTRY(krr_power_lmax(s->ctx, &v->lr, krr_kbb_hmul, &v->kbb, (int)o->power_iters,

@@ -26,9 +26,13 @@ static krr_status chol_tune(krr_solver *s) {
   chol_t *c = (chol_t *)s->st;
   int64_t n = s->n;
   int info = 0;
+  /* a factorisation that clearly cannot finish within the time limit is
+   * refused before it starts (n^3 / 3 flops, plus the kernel matrix) */
+  KTRY(krr_refuse_flops(s->ctx, (double)n * (double)n * ((double)n / 3.0 + 3.0 * s->op->p),
+                        "the Cholesky factorisation of the n x n kernel matrix"));
   KTRY(krr_op_mat(s->op, NULL, NULL, c->K, n));
   KTRY(SOP(s, add_diag, n, c->K, n, s->obj->lambda, NULL));
-  KTRY(SOP(s, potrf, n, c->K, n, &info));
+  KTRY(krr_potrf_polled(s->ctx, s->prec, n, c->K, n, &info));
   if (info != 0)
     return krr_fail(s->ctx, KRR_ERR_NUMERIC,
                     "K + lambda I is not numerically positive definite (Cholesky failed at "

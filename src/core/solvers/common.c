@@ -174,8 +174,8 @@ static krr_status replay(krr_solver *s) {
 static krr_status setup(krr_solver *s) {
   if (s->failed != KRR_OK) return replay(s);
   double t0 = krr_now();
-  krr_status st = KRR_OK;
-  if (!s->prepared && s->def->prepare) st = s->def->prepare(s);
+  krr_status st = krr_poll(s->ctx);
+  if (st == KRR_OK && !s->prepared && s->def->prepare) st = s->def->prepare(s);
   if (st == KRR_OK) s->prepared = 1;
   if (st == KRR_OK && !s->tuned && s->def->tune) st = s->def->tune(s);
   if (st == KRR_OK) s->tuned = 1;
@@ -198,14 +198,24 @@ krr_status krr_solver_step_until(krr_solver *s, int64_t iters, double stop_below
   if (s->failed != KRR_OK) return replay(s);
   double t0 = krr_now();
   krr_status st = KRR_OK;
+  /* The deadline ends a slice between iterations (the weights stay those of
+   * a whole iteration); inside one only interrupts stop the work. */
+  krr_ctx *ctx = s->ctx;
+  const double deadline = ctx->deadline;
+  ctx->deadline = 0;
   for (int64_t i = 0; i < iters && !s->diag.done && st == KRR_OK; i++) {
-    st = s->def->iterate(s);
+    if (i > 0 && deadline > 0 && krr_now() >= deadline) break;
+    if (i > 0) st = krr_poll(ctx);
+    if (st == KRR_OK) st = s->def->iterate(s);
     s->w_zero = 0;
     if (st == KRR_OK && stop_below >= 0 && s->diag.iter >= from_iter &&
         s->diag.resid_est <= stop_below)
       break;
   }
-  if (st == KRR_OK) st = s->ctx->ops->sync(s->ctx);
+  ctx->deadline = deadline;
+  /* an iteration cut short leaves the state half-updated: refuse to go on */
+  if (st == KRR_ERR_INTERRUPT) fail_state(s, st);
+  if (st == KRR_OK) st = ctx->ops->sync(ctx);
   s->diag.t_iter += krr_now() - t0;
   return st;
 }

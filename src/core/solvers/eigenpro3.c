@@ -335,6 +335,7 @@ static krr_status ep3_iterate(krr_solver *s) {
   KTRY(ctx->ops->zero(ctx, e->theta, s->es * (size_t)len));
   for (int64_t i = 0; i < e->inner_iters; i++) {
     double ign = 0, iyn = 0;
+    KTRY(krr_poll(ctx));
     KTRY(krr_ep_iter(&e->inner, e->theta, e->inner_it++, &ign, &iyn));
   }
   double t2 = krr_now();

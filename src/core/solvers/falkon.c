@@ -148,7 +148,7 @@ static krr_status chol_jitter(krr_solver *s, const void *src, void *A, double ji
   for (int attempt = 0; attempt < 6 && info != 0; attempt++, jitter *= 10) {
     if (src != A) KTRY(ctx->ops->copy(ctx, A, src, bytes));
     KTRY(DOP(s, add_diag, mc, A, mc, jitter, NULL));
-    KTRY(DOP(s, potrf, mc, A, mc, &info));
+    KTRY(krr_potrf_polled(ctx, KRR_DOUBLE, mc, A, mc, &info));
     if (src == A && info != 0) break;
   }
   if (info != 0)

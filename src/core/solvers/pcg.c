@@ -144,6 +144,7 @@ static krr_status partial_cholesky(krr_solver *s) {
   for (int64_t i = 0; i < n; i++) c->dscale = c->dh[i] > c->dscale ? c->dh[i] : c->dscale;
   int k = 0;
   for (; k < c->r; k++) {
+    KTRY(krr_poll(s->ctx));
     int64_t piv = pick_pivot(s, k, stream);
     if (piv < 0) break;
     void *f = KAT(lr->U, (int64_t)k * n, es);

@@ -1,0 +1,80 @@
+#!/bin/sh
+# Sanitizer and valgrind stage of CI (called by .ci/run after the other steps).
+#  1. the C driver built with AddressSanitizer + UBSan (+ float-cast-overflow),
+#     every program run with leak checking on;
+#  2. the C driver programs under valgrind memcheck (a plain -O1 -g build,
+#     one thread: valgrind serialises threads anyway);
+#  3. the R package built with the same sanitizers into a temporary library,
+#     and a subset of the testthat suite run in R with libasan preloaded
+#     (ASAN_OPTIONS=detect_leaks=0: R itself is not instrumented and keeps
+#     memory to its exit).  The subset: the exact-oracle solver tests, the
+#     stopping rules, the error paths, interrupts (the unwinding path that
+#     frees everything) and solving again -- the files that reach every C
+#     entry point and every error/cleanup path; the statistical and
+#     convention tests (GP uncertainty, broom, caret, tasks) run only R code
+#     on top of the same entry points and would double the stage's time.
+# Any sanitizer or valgrind report fails the stage.  Prints stage timings.
+set -e
+cd "$(dirname "$0")/.."
+SAN="-fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer -fno-sanitize-recover=undefined,float-cast-overflow"
+PROGS="askotch_driver:test test_solvers test_solvers2 test_seams test_features test_joker"
+ASAN_SUPP="$(pwd)/tools/asan.supp"
+t_all=$(date +%s)
+stage_t=$t_all
+stage() { now=$(date +%s); echo "== sanitize: $1 done in $((now - stage_t)) s"; stage_t=$now; }
+fail=0
+
+run_progs() { # $1: build dir, $2: prefix command
+  for pr in $PROGS; do
+    prog=${pr%%:*}; arg=""; [ "$prog" != "$pr" ] && arg=${pr#*:}
+    log=/tmp/askotch-san-$prog.log
+    if $2 ./driver/$1/$prog $arg >"$log" 2>&1 && ! grep -qE "ERROR: (Address|Leak)Sanitizer|runtime error:|^FAIL" "$log"; then
+      echo "   $prog: $(grep -E '^[0-9]+ passed' "$log" | tail -1)"
+    else
+      echo "   $prog: FAILED"; tail -40 "$log"; fail=1
+    fi
+  done
+}
+
+echo "== sanitize: C driver with ASan + UBSan (leak checking on)"
+make -s -C driver B=build-asan CFLAGS="-O1 -g -Wall $SAN" progs >/dev/null
+ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=0:suppressions=$ASAN_SUPP" \
+LSAN_OPTIONS="suppressions=$(pwd)/tools/lsan.supp:print_suppressions=0" \
+UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" OMP_NUM_THREADS=2 \
+  run_progs build-asan ""
+stage "ASan/UBSan driver"
+
+echo "== sanitize: C driver under valgrind"
+if ! command -v valgrind >/dev/null 2>&1; then echo "valgrind missing (tools/install_deps.sh installs it)"; exit 1; fi
+make -s -C driver B=build-vg CFLAGS="-O1 -g" progs >/dev/null
+OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
+  run_progs build-vg "valgrind -q --error-exitcode=1 --suppressions=$(pwd)/tools/valgrind.supp"
+stage "valgrind driver"
+
+echo "== sanitize: R package with ASan + UBSan"
+LIB=$(mktemp -d /tmp/askotch-asan-lib.XXXXXX)
+MV=$(mktemp /tmp/askotch-asan-makevars.XXXXXX)
+printf 'CFLAGS = -O1 -g %s\nLDFLAGS = %s\n' "$SAN" "$SAN" >"$MV"
+R_MAKEVARS_USER="$MV" R CMD INSTALL --preclean --no-test-load -l "$LIB" . >/tmp/askotch-asan-install.log 2>&1 ||
+  { tail -40 /tmp/askotch-asan-install.log; exit 1; }
+# the next plain install must not reuse these objects
+rm -f src/*.o src/*/*.o src/*/*/*.o src/*.so
+stage "R package ASan build"
+LIBASAN=$(gcc -print-file-name=libasan.so)
+FILES="test-solvers.R test-stopping.R test-errors.R test-interrupts.R test-refit.R test-losses.R test-kernels.R"
+for f in $FILES; do
+  log=/tmp/askotch-asan-$f.log
+  if LD_PRELOAD="$LIBASAN" ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:suppressions=$ASAN_SUPP" \
+     UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" NOT_CRAN=true OMP_THREAD_LIMIT=2 \
+     Rscript -e ".libPaths(c('$LIB', .libPaths())); r <- as.data.frame(testthat::test_file('tests/testthat/$f', package = 'askotch', load_package = 'installed', reporter = 'silent')); cat(sprintf('%d passed, %d failed\n', sum(r\$nb) - sum(r\$failed) - sum(r\$skipped), sum(r\$failed) + sum(r\$error)))" \
+     >"$log" 2>&1 && ! grep -qE "ERROR: AddressSanitizer|runtime error:" "$log" && grep -qE "^[0-9]+ passed, 0 failed" "$log"; then
+    echo "   $f: $(grep -E '^[0-9]+ passed' "$log" | tail -1)"
+  else
+    echo "   $f: FAILED"; grep -E -A30 "ERROR: AddressSanitizer|runtime error:" "$log" | head -60; tail -20 "$log"; fail=1
+  fi
+done
+rm -rf "$LIB" "$MV" driver/build-asan driver/build-vg
+stage "R tests under ASan"
+echo "== sanitize: total $(( $(date +%s) - t_all )) s"
+[ "$fail" -eq 0 ] || { echo "sanitize: FAILED"; exit 1; }
+echo "sanitize: OK"
