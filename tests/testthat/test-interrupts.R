@@ -62,7 +62,8 @@ test_that("setTimeLimit stops every solver during its setup and iterations", {
     # generous (a shared, loaded machine; the longest single LAPACK call
     # here, pcg's sketch QR/SVD, took up to 3.7 s); without the polls
     # control came back only when the compiled call ended
-    expect_lt(r$seconds, 10)
+    # (a hang detector, not a timing: latencies are reported in BENCHMARKS.md)
+    expect_lt(r$seconds, 30, label = paste(nm, "seconds"))
     lat[[nm]] <- r$seconds - 0.5
   }
   message("setTimeLimit(0.5) latency beyond the limit (s): ",
