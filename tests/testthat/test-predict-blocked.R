@@ -52,7 +52,8 @@ test_that("blocked kernel products equal the kernel matrix times W", {
 })
 
 test_that("the default block size splits wide data and stays exact", {
-  # p = 4100: 2^22 / p < 1024, so a block is 1024 rows and n1 = 1100 is split
+  # p = 4100: 2^22 / p < 1024, so blocks are at most 1024 rows: n1 = 1100 goes
+  # in two blocks of 550
   set.seed(22)
   p <- 4100L
   x1 <- matrix(runif(1100 * p), 1100, p)
