@@ -13,15 +13,20 @@ const char *krr_kernel_name(krr_kernel_type t) {
 #undef NAME_
 }
 
-/* About 2^27 kernel-coordinate units per chunk (~0.1 s on one core of a
- * 2020s CPU, less with threads); at least 64 rows so the backend's row
- * tiles keep every thread busy. */
+/* About 2^32 kernel-coordinate units per chunk, a multiple of 256 rows and
+ * at least 256.  One core does 2.6e10-9e10 units per second in kernel_mv
+ * (BENCHMARKS.md (a) and (g): RBF, p = 10 and 784, float and double), so a
+ * chunk takes ~0.05-0.17 s on one core, less with threads.  256 rows is the
+ * CPU backend's GEMM-path row tile: smaller chunks (this was 2^27 units and
+ * 64 rows) cut a prediction at p = 784 into 64-row calls that each ran a
+ * quarter-empty tile and recomputed X2's row norms (1.3-1.4x the CPU time of
+ * 256-row chunks), and the solvers' b x n block products likewise. */
 int64_t krr_kernel_chunk_rows(int64_t n2, int p, int q) {
   double per_row = (double)(n2 > 1 ? n2 : 1) * ((double)p + 2.0 * (q > 0 ? q : 1) + 16.0);
-  double r = 134217728.0 / per_row;
-  if (r < 64) r = 64;
+  double r = 4294967296.0 / per_row;
+  if (r < 256) r = 256;
   if (r > 1e9) r = 1e9;
-  return ((int64_t)r + 63) / 64 * 64;
+  return ((int64_t)r + 255) / 256 * 256;
 }
 
 krr_status krr_kernel_mv_polled(krr_ctx *ctx, krr_precision prec, const krr_kernel *k,
