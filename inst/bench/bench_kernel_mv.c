@@ -2,7 +2,8 @@
  * the five kernels, float and double, p in {3, 10, 100, 784}, beside this
  * machine's SGEMM / DGEMM rate through cblas (OpenBLAS), and the fraction of
  * the GEMM rate when a pair is counted as 2p flops.
- *   make -C inst/bench && inst/bench/build/bench_kernel_mv [threads]
+ *   make -C inst/bench && inst/bench/build/bench_kernel_mv [threads [kernel [p]]]
+ * (kernel: one name, e.g. rbf; p: one dimension; default all rows)
  * Prints a Markdown table.  Not a test: nothing is asserted. */
 #include <math.h>
 #include <stdio.h>
@@ -141,9 +142,12 @@ int main(int argc, char **argv) {
   printf("| kernel | p | float pairs/s [CPU-time] | float %% SGEMM [CPU-time] | double pairs/s [CPU-time] | double %% DGEMM [CPU-time] | n1 x n2 (float) |\n");
   printf("|---|---:|---:|---:|---:|---:|---|\n");
   const int ps[4] = {3, 10, 100, 784};
+  const char *only_k = argc > 2 ? argv[2] : NULL;
+  const int only_p = argc > 3 ? atoi(argv[3]) : 0;
   for (int type = 0; type < KRR_N_KERNELS; type++)
     for (int pi = 0; pi < 4; pi++) {
       int p = ps[pi];
+      if ((only_k && strcmp(only_k, kname[type]) != 0) || (only_p > 0 && p != only_p)) continue;
       int64_t n2s, n2d;
       double rsc, rdc;
       double rs = time_mv(&ctx, 0, type, p, &n2s, &rsc);

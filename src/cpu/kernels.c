@@ -2,7 +2,8 @@
  * (materialised K(X1, X2)) for the five kernels, float and double.
  *
  * Layout: X1 (n1 x p), X2 (n2 x p) row-major; V, OUT column-major with
- * leading dimensions.  Work is split in tiles of KRR_TI (or KRR_TI_GEMM) rows
+ * leading dimensions.  Work is split in tiles of KRR_TI (KRR_TI_GEMM on the
+ * GEMM path, KRR_TI_FUSED on the direct path with one right-hand side) rows
  * of X1 by KRR_TJ points of X2.  A work item is a tile of whole output rows
  * (or, when there are few row tiles, one of G fixed column groups of it,
  * whose partial sums are reduced in a fixed order afterwards); each item is
@@ -53,6 +54,9 @@
 #define KRR_P_DIRECT 32 /* direct differences up to this p */
 #endif
 #define KRR_TI 64       /* X1 rows per tile (direct path) */
+#ifndef KRR_TI_FUSED
+#define KRR_TI_FUSED 256 /* X1 rows per work item (direct path, q = 1: one pack per X2 tile) */
+#endif
 #ifndef KRR_TI_GEMM
 #define KRR_TI_GEMM 256 /* X1 rows per tile (GEMM path) */
 #endif

@@ -6,6 +6,10 @@
 
 void krr_host_to_prec(krr_precision prec, const double *src, int64_t len, void *dst);
 void krr_prec_to_host(krr_precision prec, const void *src, int64_t len, double *dst);
+/* rows [r0, r0 + nr) of a host column-major double matrix (ld ldx, p columns)
+ * as nr x p row-major prec in host memory dst */
+void krr_points_rows_to_prec(krr_precision prec, const double *Xc, int64_t ldx, int64_t r0,
+                             int64_t nr, int p, void *dst);
 /* upload len host doubles into an existing device buffer of prec */
 krr_status krr_upload_vec_into(krr_ctx *ctx, krr_precision prec, const double *h, int64_t len,
                                void *dst);

@@ -17,6 +17,28 @@ void krr_prec_to_host(krr_precision prec, const void *src, int64_t len, double *
   for (int64_t i = 0; i < len; i++) dst[i] = (double)f[i];
 }
 
+/* Rows [r0, r0 + nr) of a host column-major double matrix (leading dimension
+ * ldx, p columns) into dst, nr x p row-major in prec.  Transposed in blocks of
+ * 8 rows: every column contributes one cache line of 8 consecutive rows, and
+ * the 8 destination rows are written sequentially. */
+void krr_points_rows_to_prec(krr_precision prec, const double *Xc, int64_t ldx, int64_t r0,
+                             int64_t nr, int p, void *dst) {
+  const int64_t RB = 8;
+  for (int64_t i0 = 0; i0 < nr; i0 += RB) {
+    const int64_t ib = nr - i0 < RB ? nr - i0 : RB;
+    const double *src = Xc + r0 + i0;
+    if (prec == KRR_DOUBLE) {
+      double *d = (double *)dst + i0 * p;
+      for (int j = 0; j < p; j++, src += ldx)
+        for (int64_t i = 0; i < ib; i++) d[i * p + j] = src[i];
+    } else {
+      float *d = (float *)dst + i0 * p;
+      for (int j = 0; j < p; j++, src += ldx)
+        for (int64_t i = 0; i < ib; i++) d[i * p + j] = (float)src[i];
+    }
+  }
+}
+
 krr_status krr_upload_points(krr_ctx *ctx, krr_precision prec, const double *Xc, int64_t n,
                              int p, void **dev_out) {
   size_t es = krr_sizeof(prec);
@@ -27,21 +49,17 @@ krr_status krr_upload_points(krr_ctx *ctx, krr_precision prec, const double *Xc,
   int64_t rows = KRR_STAGE_ELEMS / p;
   if (rows < 1) rows = 1;
   if (rows > n) rows = n;
-  double *tmp = (double *)malloc(sizeof(double) * (size_t)(rows * p));
   void *stage = malloc(es * (size_t)(rows * p));
-  if (!tmp || !stage) {
-    free(tmp); free(stage); ctx->ops->dealloc(ctx, X);
+  if (!stage) {
+    ctx->ops->dealloc(ctx, X);
     return krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory staging the data");
   }
   krr_status st = KRR_OK;
   for (int64_t r0 = 0; r0 < n && st == KRR_OK; r0 += rows) {
     int64_t nr = n - r0 < rows ? n - r0 : rows;
-    for (int64_t i = 0; i < nr; i++)
-      for (int j = 0; j < p; j++) tmp[i * p + j] = Xc[(r0 + i) + (int64_t)j * n];
-    krr_host_to_prec(prec, tmp, nr * p, stage);
+    krr_points_rows_to_prec(prec, Xc, n, r0, nr, p, stage);
     st = ctx->ops->upload(ctx, KAT(X, r0 * p, es), stage, es * (size_t)(nr * p));
   }
-  free(tmp);
   free(stage);
   if (st != KRR_OK) { ctx->ops->dealloc(ctx, X); return st; }
   *dev_out = X;

@@ -426,8 +426,7 @@ krr_status krr_features_apply(krr_ctx *ctx, const krr_kernel *k, int p, int64_t 
     st = ctx->status;
   for (int64_t r0 = 0; st == KRR_OK && r0 < nnew; r0 += chunk) {
     int64_t cnt = KRR_MIN(chunk, nnew - r0);
-    for (int64_t i = 0; i < cnt; i++)
-      for (int l = 0; l < p; l++) hx[i * p + l] = xnew[(r0 + i) + (int64_t)l * nnew];
+    krr_points_rows_to_prec(prec, xnew, nnew, r0, cnt, p, hx);
     st = krr_poll(ctx);
     if (st == KRR_OK) st = ctx->ops->upload(ctx, dX, hx, es * (size_t)(cnt * p));
     if (st == KRR_OK)
