@@ -381,6 +381,7 @@ gp_predict <- function(object, xs, fit, rn, se.fit, interval, level, method,
 #' points(x, y)
 #' # pathwise conditioning (the method for large n)
 #' dp <- simulate(fit, nsim = 5, seed = 3, newdata = xg, method = "pathwise")
+#' @importFrom stats simulate
 #' @export
 simulate.krr <- function(object, nsim = 1, seed = NULL, newdata = NULL,
                          method = c("auto", "exact", "pathwise"),
