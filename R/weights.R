@@ -81,6 +81,7 @@ check_weights_model <- function(w, set, call = NULL) {
 #' fit <- krr(mpg ~ wt + hp, data = mtcars, weights = cyl, lambda = 1,
 #'            solver = cholesky(), threads = 1)
 #' head(weights(fit))
+#' @importFrom stats weights
 #' @export
 weights.krr <- function(object, ...) {
   validate_krr(object, sys.call(), "object")
