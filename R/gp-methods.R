@@ -116,7 +116,7 @@ gp_model_stats <- function(object) {
   if (!gp_applicable(object)) return(list())
   # the stochastic estimates cost tens of kernel passes: only up to
   # option askotch.gp_summary_max_n (logLik() computes them at any n)
-  cheap <- object$n <= getOption("askotch.gp_summary_max_n", 20000)
+  cheap <- object$n <= getOption("askotch.gp_summary_max_n", 5000)
   st <- if (cheap) tryCatch(gp_fit_stats(object), error = function(e) NULL)
   tn <- object$tuning
   exact <- !is.null(st) && st$method == "exact"

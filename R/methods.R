@@ -349,7 +349,7 @@ resid_text <- function(x) {
 #'   scales, the effective degrees of freedom \eqn{\mathrm{tr}(K(K +
 #'   \lambda I)^{-1})}, the log marginal likelihood and the GCV and
 #'   leave-one-out errors: exact for \eqn{n \le} 2000, above by the
-#'   stochastic estimates of [krr_loglik()] (no LOO) up to \eqn{n =} 20000
+#'   stochastic estimates of [krr_loglik()] (no LOO) up to \eqn{n =} 5000
 #'   (option `askotch.gp_summary_max_n`).
 #' @examples
 #' fit <- krr(mpg ~ ., data = mtcars, lambda = 1, threads = 1)
