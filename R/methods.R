@@ -178,8 +178,13 @@ pred_offset <- function(object, nf) {
 #' terms of the variance lie in intervals computable from the singular value
 #' decomposition of \eqn{L} (the second by Cauchy-Schwarz; the residuals
 #' \eqn{(I - UU^T) k_x} are formed explicitly, so that small \eqn{\lambda}
-#' loses no digits); `se.fit` is the square root of the
-#' midpoint, and its attribute `"var_range"` gives the interval (lower,
+#' loses no digits); `se.fit` is the square root of the lower end (the
+#' variance with \eqn{K} replaced by \eqn{\hat K}, which the exact variance
+#' approaches as the rank grows; the upper end uses the trace, a loose bound
+#' on \eqn{\|E\|_2}: at \eqn{n = 3000}, \eqn{p = 10} the midpoint
+#' overstated the standard errors 6-fold and 95\% prediction intervals
+#' covered 100\% of test responses, the lower end 94.9\%, the exact variance
+#' 95.1\%), and its attribute `"var_range"` gives the interval (lower,
 #' upper) that contains the exact variance, with attributes `"rank"` and
 #' `"trace_error"` (\eqn{e}). The interval is narrow when \eqn{e} is small
 #' next to \eqn{\lambda}. Each new point costs \eqn{O(n (p + r))}.

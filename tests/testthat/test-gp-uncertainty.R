@@ -129,6 +129,8 @@ test_that("Nystrom variances bracket the exact ones; tight at full rank", {
     expect_identical(attr(ny, "rank"), as.integer(r))
     expect_true(all(rng[, "lower"] <= ex * (1 + 1e-9)))
     expect_true(all(rng[, "upper"] >= ex * (1 - 1e-9)))
+    # the reported variance is the bracket's lower end (the Nystrom variance)
+    expect_equal(as.numeric(ny^2), as.numeric(rng[, "lower"]), tolerance = 1e-12)
   }
   # the default rank (pivoted Cholesky until tr(E) < 1e-6 lambda)
   ny <- predict(fit, d$xnew, se.fit = TRUE, method = "nystrom")$se.fit
