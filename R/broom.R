@@ -117,7 +117,7 @@ augment.krr <- function(x, data = NULL, newdata = NULL, se_fit = FALSE, ...) {
     out <- data.frame(row.names = seq_len(NROW(f)))
   } else {
     out <- as.data.frame(nd)
-    f <- predict(x, nd)
+    f <- stats::predict(x, nd)
     r <- NULL
     resp <- augment_response(x, nd)
     if (!classif && !is.null(resp)) r <- resp - f
@@ -125,7 +125,7 @@ augment.krr <- function(x, data = NULL, newdata = NULL, se_fit = FALSE, ...) {
   out <- add_columns(out, ".fitted", f)
   if (!is.null(r)) out <- add_columns(out, ".resid", r)
   if (se_fit) {
-    p <- tryCatch(predict(x, nd, se.fit = TRUE), error = function(e) NULL)
+    p <- tryCatch(stats::predict(x, nd, se.fit = TRUE), error = function(e) NULL)
     if (is.list(p) && !is.null(p$se.fit)) {
       out <- add_columns(out, ".se.fit", p$se.fit)
     } else {

@@ -77,7 +77,7 @@ caret_krr <- function(loss = "squared", ...) {
       do.call(kernel_machine, args)
     },
     predict = function(modelFit, newdata, preProc = NULL, submodels = NULL) {
-      predict(modelFit, as.matrix(newdata))
+      stats::predict(modelFit, as.matrix(newdata))
     },
     prob = function(modelFit, newdata, preProc = NULL, submodels = NULL) {
       caret_prob(modelFit, as.matrix(newdata))
@@ -92,9 +92,9 @@ caret_krr <- function(loss = "squared", ...) {
 caret_prob <- function(fit, newdata) {
   lev <- fit$levels
   if (fit_loss(fit)$name == "logistic") {
-    p <- predict(fit, newdata, type = "prob")
+    p <- stats::predict(fit, newdata, type = "prob")
   } else {
-    p <- stats::plogis(2 * predict(fit, newdata, type = "decision"))
+    p <- stats::plogis(2 * stats::predict(fit, newdata, type = "decision"))
     if (is.matrix(p)) p <- p / rowSums(p)
   }
   if (!is.matrix(p)) p <- cbind(1 - p, p)
