@@ -110,16 +110,7 @@ run_child <- function(data_file, method, budget, out_file) {
   saveRDS(res, out_file)
 }
 
-read_idx <- function(path) {
-  con <- gzfile(path, "rb")
-  on.exit(close(con))
-  magic <- readBin(con, "integer", n = 1L, size = 4L, endian = "big")
-  ndim <- magic %% 256L
-  dims <- readBin(con, "integer", n = ndim, size = 4L, endian = "big")
-  v <- readBin(con, "integer", n = prod(dims), size = 1L, signed = FALSE)
-  if (ndim == 1L) return(v)
-  t(matrix(v, nrow = prod(dims[-1L]), ncol = dims[1L]))
-}
+source(system.file("scripts", "read_idx.R", package = "askotch"))  # read_idx()
 
 median_gamma <- function(x) {
   # askotch's median heuristic bandwidth s (same seed) as an RBF gamma

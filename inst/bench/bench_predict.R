@@ -45,16 +45,7 @@ mv_rate <- function(p, threads) {
 }
 
 # ---- data ---------------------------------------------------------------
-read_idx <- function(path) {
-  con <- gzfile(path, "rb")
-  on.exit(close(con))
-  magic <- readBin(con, "integer", n = 1L, size = 4L, endian = "big")
-  ndim <- magic %% 256L
-  dims <- readBin(con, "integer", n = ndim, size = 4L, endian = "big")
-  v <- readBin(con, "integer", n = prod(dims), size = 1L, signed = FALSE)
-  if (ndim == 1L) return(v)
-  t(matrix(v, nrow = prod(dims[-1L]), ncol = dims[1L]))
-}
+source(system.file("scripts", "read_idx.R", package = "askotch"))  # read_idx()
 sets <- list()
 fdir <- Sys.getenv("ASKOTCH_FASHION_DIR", "/usr/share/datasets/fashion-mnist")
 if (any(c("fashion", "multiclass") %in% what)) {

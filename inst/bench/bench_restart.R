@@ -25,16 +25,8 @@ args <- commandArgs(trailingOnly = TRUE)
 out_rds <- if (length(args)) args[1L] else file.path(here(), "restart_results.rds")
 reps_small <- as.integer(Sys.getenv("ASKOTCH_BENCH_REPS", "3"))
 
-# Fashion-MNIST through the demo script's reader (only its read_idx())
-read_idx <- local({
-  ex <- parse(file.path(here(), "..", "scripts", "fashion_mnist.R"))
-  env <- new.env()
-  for (e in ex) {
-    if (is.call(e) && identical(e[[1L]], as.name("<-")) &&
-        identical(e[[2L]], as.name("read_idx"))) eval(e, env)
-  }
-  env$read_idx
-})
+# Fashion-MNIST through the package's reader
+source(system.file("scripts", "read_idx.R", package = "askotch"))  # read_idx()
 fashion <- function(n) {
   dir <- Sys.getenv("ASKOTCH_FASHION_DIR", "/usr/share/datasets/fashion-mnist")
   x <- read_idx(file.path(dir, "train-images-idx3-ubyte.gz")) / 255
