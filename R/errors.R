@@ -126,6 +126,18 @@ warn_askotch <- function(message, class = "convergence", call = NULL) {
 warn_not_converged <- function(fit, call = NULL) {
   if (isTRUE(fit$converged) || !isTRUE(fit$tol > 0)) return(invisible(fit))
   r <- if (!is.na(fit$resid_exact)) fit$resid_exact else fit$resid_est
+  if (identical(fit$reason, "precision")) {
+    warn_askotch(sprintf(paste(
+      "The solver stopped at the rounding floor of %s precision after %s",
+      "passes: relative residual %s (floor about %s) cannot go below tol =",
+      "%s.%s"), fit$precision, format(signif(fit$passes, 3)),
+      format(signif(r, 3)), format(signif(fit$resid_floor, 2)),
+      format(fit$tol), if (fit$precision == "single")
+        " Use precision = \"double\" for a smaller residual." else
+        " A larger lambda makes the system better conditioned."),
+      "convergence", call)
+    return(invisible(fit))
+  }
   warn_askotch(sprintf(paste(
     "The solver stopped without converging (%s): %s %s > tol = %s after %s",
     "passes. Raise `max_passes` or `time_limit`, or use a direct solver",

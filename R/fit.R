@@ -35,6 +35,7 @@ stop_check <- function(rule, d, t0, memo, exact_fn, deadline = rule$time_limit,
   est <- d[["resid_est"]]
   exact <- NA_real_
   reason <- NA_character_
+  memo$floor_exact <- NA_real_
   gap <- rule$criterion != "relative residual"
   # the first gap check after one pass
   if (is.na(memo$due_iter)) memo$due_iter <- ceiling(iters_per_pass(d) - 1e-9)
@@ -42,6 +43,12 @@ stop_check <- function(rule, d, t0, memo, exact_fn, deadline = rule$time_limit,
   exact_ok <- gap || rule$n <= rule$exact_max_n
   if (d[["done"]] >= 1) {
     reason <- if (rule$direct) "exact" else "tol"
+  } else if (!is.null(memo$floor_fn) && iter >= memo$floor_iter &&
+             (reason <- floor_check(rule, d, memo, exact_fn, exact_ok)) %in%
+             c("tol", "precision")) {
+    exact <- memo$floor_exact
+  } else if (!is.na(memo$floor_exact)) {
+    exact <- memo$floor_exact # a floor check that did not stop (for the trace)
   } else if (due || (is.finite(est) && est <= rule$tol && iter >= memo$next_exact_iter)) {
     # The duality gap is also checked at passes 1, 2, 4, 8, ... (at most
     # log2(passes) extra kernel passes), and for every n: a block method's
@@ -73,6 +80,57 @@ stop_check <- function(rule, d, t0, memo, exact_fn, deadline = rule$time_limit,
     exact <- exact_fn()
   }
   list(reason = reason, exact = exact, elapsed = elapsed)
+}
+
+# The precision floor: the iterates of a solver in floating point reach a
+# relative residual of about u (||K||_F / sqrt(n) + lambda) ||W||_F / ||Y||_F
+# and no lower (u the unit roundoff; the kernel entries themselves carry
+# rounding errors of relative size u times the squared distances, so the
+# solver solves a perturbed system), whatever `tol` asks: in single precision
+# this is often above 1e-5. Once a pass (at fixed iterations, so the stopping
+# iteration stays independent of the machine's speed), the running estimate
+# is compared with its best value; when it has not improved by 10% over
+# max(3 passes, 10% of the passes) and the exact residual is within
+# `floor_factor` times the floor, the fit stops with reason "precision".
+floor_factor <- 4
+floor_check <- function(rule, d, memo, exact_fn, exact_ok) {
+  passes <- d[["passes"]]
+  iter <- d[["iter"]]
+  est <- d[["resid_est"]]
+  memo$floor_exact <- NA_real_
+  memo$floor_iter <- iter + max(1, ceiling(iters_per_pass(d) - 1e-9))
+  if (!is.finite(est)) return(NA_character_)
+  if (is.na(memo$best_est) || est < 0.9 * memo$best_est) {
+    memo$best_est <- est
+    memo$best_pass <- passes
+    return(NA_character_)
+  }
+  if (passes - memo$best_pass < max(3, 0.1 * passes)) return(NA_character_)
+  fl <- floor_factor * memo$floor_fn()
+  memo$floor <- fl / floor_factor
+  if (est > fl) return(NA_character_)
+  if (!exact_ok) return("precision")
+  exact <- exact_fn()
+  memo$floor_exact <- exact
+  memo$next_exact_iter <- iter + max(1, ceiling(iters_per_pass(d) - 1e-9))
+  if (!is.na(exact) && exact <= max(fl, rule$tol)) {
+    if (exact <= rule$tol) "tol" else "precision"
+  } else {
+    NA_character_
+  }
+}
+
+# The floor's constant ||K||_F / sqrt(n) = sqrt(n mean(K_ij^2)), estimated on
+# at most 1000 of the standardised points.
+kernel_rms_norm <- function(xs, kernel, threads, seed) {
+  n <- nrow(xs)
+  s <- if (n > 1000L) {
+    idx <- with_seed(seed, sample.int(n, 1000L))
+    xs[idx, , drop = FALSE]
+  } else xs
+  K <- .Call(ffi_kernel_matrix, s, s, as.integer(kernel$code),
+             as.numeric(kernel$bandwidth), 1L, as.integer(threads))
+  sqrt(n * mean(K^2))
 }
 
 # The default tolerance of the squared loss ("auto"): stop when the fitted
@@ -134,7 +192,7 @@ fit_solver <- function(xs, Yc, set, tgt) {
   state <- state_new(xs, Yc, set)
   keep <- FALSE
   on.exit(if (!keep) .Call(ffi_fit_free, state), add = TRUE)
-  res <- drive_solver(state, set, tgt, xs, t0)
+  res <- drive_solver(state, set, tgt, xs, t0, ynorm = sqrt(sum(Yc^2)))
   keep <- isTRUE(set$keep_state)
   if (keep) res$state <- state
   res
@@ -193,9 +251,23 @@ validation_fn <- function(state, set, tgt, xpred, y_center) {
 # Run a state until its stop rule says so; slices of about half a second
 # (at most a pass, never beyond max_passes / time_limit), R interrupts
 # between slices.
-drive_solver <- function(state, set, tgt, xs, t0 = now()) {
+drive_solver <- function(state, set, tgt, xs, t0 = now(), ynorm = NA_real_) {
   rule <- set$rule
   centers <- .Call(ffi_fit_centers, state)  # inducing-point solvers; else integer(0)
+  floor_fn <- NULL
+  if (is.finite(ynorm) && ynorm > 0 && !rule$direct &&
+      rule$criterion == "relative residual" && length(centers) == 0L &&
+      set_features(set) == 0 && set_intercept(set) == 0 &&
+      length(set$obs_weights) == 0L) {
+    u <- if (set$precision == "double") 2^-53 else 2^-24
+    floor_fn <- function() {
+      if (is.null(memo$krms)) {
+        memo$krms <- kernel_rms_norm(xs, set$kernel, set$threads, set$seed)
+      }
+      W <- .Call(ffi_fit_weights, state)
+      u * (memo$krms + set$lambda) * sqrt(sum(W^2)) / ynorm
+    }
+  }
   xpred <- if (length(centers) > 0L) xs[centers, , drop = FALSE] else xs
   val_metric <- validation_fn(state, set, tgt, xpred,
                               loss_targets(set$loss, tgt,
@@ -258,6 +330,10 @@ drive_solver <- function(state, set, tgt, xs, t0 = now()) {
   memo$due_iter <- NA_real_
   memo$t_exact <- NA_real_
   memo$exact_cut <- FALSE
+  memo$floor_fn <- floor_fn
+  memo$floor_iter <- 0
+  memo$best_est <- NA_real_
+  memo$floor_exact <- NA_real_
   # With a time limit the final exact check (one kernel pass) is part of the
   # budget: the iterations stop early enough for it, or, when it would take
   # more than half the limit, it is skipped (the estimate is reported).
@@ -312,6 +388,10 @@ drive_solver <- function(state, set, tgt, xs, t0 = now()) {
       # end the slice where the next gap check is due
       slice <- min(slice, max(1, memo$due_iter - d[["iter"]]))
     }
+    if (!is.null(floor_fn)) {
+      # end the slice where the next precision-floor check is due
+      slice <- min(slice, max(1, memo$floor_iter - d[["iter"]]))
+    }
     if (is.finite(rule$max_passes)) {
       slice <- min(slice, max(1, ceiling((rule$max_passes - passes) * ipp - 1e-9)))
     }
@@ -337,7 +417,9 @@ drive_solver <- function(state, set, tgt, xs, t0 = now()) {
   list(weights = W, trace = trace, reason = chk$reason,
        iterations = as.integer(d[["iter"]]), passes = d[["passes"]],
        seconds = now() - t0, resid_est = d[["resid_est"]],
-       resid_exact = chk$exact, centers = centers,
+       resid_exact = chk$exact,
+       resid_floor = if (is.null(memo$floor)) NA_real_ else memo$floor,
+       centers = centers,
        options = .Call(ffi_fit_options, state), extras = d,
        theta = if (set_features(set) > 0) features_theta(state, set_features(set)))
 }

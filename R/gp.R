@@ -262,7 +262,7 @@ gp_solve <- function(object, B) {
   dimnames(B) <- NULL
   .Call(ffi_fit_set_targets, state, B)
   res <- drive_solver(state, set, list(task = "multioutput"), gp_xs(object))
-  if (!res$reason %in% c("tol", "exact")) {
+  if (!solve_reached(res$reason)) {
     abort_askotch(sprintf(paste(
       "The solves for the posterior samples stopped without converging",
       "(reason: %s); raise `max_passes` or `time_limit` of the fit with",

@@ -139,7 +139,17 @@
 #'   iterations stop early enough for the final exact residual check, one
 #'   kernel pass, to fit in the limit, or that check is skipped when it would
 #'   take more than half of it); or
-#' * a direct solver ([cholesky()]) has finished (reason `"exact"`).
+#' * a direct solver ([cholesky()]) has finished (reason `"exact"`); or
+#' * the residual has reached the rounding floor of the precision (reason
+#'   `"precision"`; full-kernel iterative solvers, unweighted squared loss):
+#'   in floating point the iterates reach a relative residual of about
+#'   \eqn{u (\|K\|_F / \sqrt{n} + \lambda) \|w\| / \|y\|} and no
+#'   lower, \eqn{u} the unit roundoff (\eqn{2^{-24}} in single precision,
+#'   where this is often above \eqn{10^{-5}}). Once a pass the running
+#'   estimate is compared with its best value; when it has not improved by
+#'   10\% for \eqn{\max(3, 0.1 \cdot} passes) passes and the exact
+#'   residual is within 4 times that floor, the fit stops. The floor is
+#'   stored in `resid_floor`.
 #'
 #' For the inducing-point solvers ([falkon()] and `eigenpro(version = 3)`)
 #' the residual is that of the (smaller) inducing-point normal equations
@@ -148,7 +158,7 @@
 #'
 #' The exact final relative residual is computed (and stored) whenever
 #' \eqn{n \le} 50 000. `converged` is `TRUE` for reasons `"tol"` and
-#' `"exact"`. A fit that stops for another reason with `tol > 0` signals a
+#' `"exact"`, and for `"precision"` when `tol` was the automatic one. A fit that stops for another reason with `tol > 0` signals a
 #' warning of class `askotch_warning_convergence` (`tol = 0` asks for a fixed
 #' budget and does not warn).
 #'
@@ -491,7 +501,7 @@ new_krr <- function(dat, set, res, call) {
     time_limit = rule$time_limit,
     validation_metric = if (is.null(set$validation)) NA_character_ else
       set$validation$metric),
-    solve_fields(res),
+    solve_fields(res, isTRUE(set$tol_auto)),
     list(n = dat$n, p = dat$p, m = ncol(dat$Y), task = dat$tgt$task,
          levels = dat$tgt$levels, obs_weights = set$obs_weights,
          zero_weight = set$zero_weight, terms = NULL, call = call,
@@ -499,13 +509,22 @@ new_krr <- function(dat, set, res, call) {
   ), class = "krr")
 }
 
-# The fields of a fit that one solve sets (krr() and refit()).
-solve_fields <- function(res) {
-  list(trace = res$trace, converged = res$reason %in% c("tol", "exact"),
+# The fields of a fit that one solve sets (krr() and refit()). A fit that
+# stopped at its precision floor (reason "precision") has converged when the
+# tolerance was the automatic one (the floor is then the best the precision
+# can do, and summary() reports the accuracy reached); a tolerance the user
+# set and the precision cannot reach is not met.
+solve_fields <- function(res, tol_auto = FALSE) {
+  list(trace = res$trace,
+       converged = res$reason %in% c("tol", "exact") ||
+         (res$reason == "precision" && tol_auto),
        reason = res$reason, iterations = res$iterations, passes = res$passes,
        seconds = res$seconds, resid_est = res$resid_est,
-       resid_exact = res$resid_exact)
+       resid_exact = res$resid_exact, resid_floor = res$resid_floor)
 }
+
+# A solve whose result is as accurate as asked, or as its precision allows
+solve_reached <- function(reason) reason %in% c("tol", "exact", "precision")
 
 #' @rdname krr
 #' @param formula A model formula `response ~ predictors`; the model matrix is

@@ -113,7 +113,7 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
     dimnames(W) <- NULL
     .Call(ffi_fit_set_weights, state, W)
   }
-  res <- drive_solver(state, set, tgt, xs, t0)
+  res <- drive_solver(state, set, tgt, xs, t0, ynorm = sqrt(sum(cen$Yc^2)))
   keep <- keep_state
   fit <- object
   W <- res$weights
@@ -133,7 +133,8 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
   fit$max_passes <- max_passes
   fit$time_limit <- time_limit
   fit$validation_metric <- NA_character_
-  fit[names(solve_fields(res))] <- solve_fields(res)
+  sf <- solve_fields(res, tol_auto)
+  fit[names(sf)] <- sf
   fit$state <- if (keep_state) state else NULL
   fit$call <- ecall
   if (inherits(object, "kernel_machine")) fit <- km_fields(fit, res)

@@ -354,8 +354,8 @@ cv_path <- function(xs, Yc, task, kernel, lambdas, set) {
           .Call(ffi_fit_set_weights, state, W)
           t0 <- now()
         }
-        res <- drive_solver(state, fs, tgt, xt, t0)
-        if (!res$reason %in% c("tol", "exact")) not_conv <- not_conv + 1L
+        res <- drive_solver(state, fs, tgt, xt, t0, ynorm = sqrt(sum(Yt^2)))
+        if (!solve_reached(res$reason)) not_conv <- not_conv + 1L
         P <- state_scores(state, fs, xs[va, , drop = FALSE], xt)
         P <- sweep(P, 2L, mu, "+", check.margin = FALSE)
         sse[i] <- sse[i] + sum((P - Yc[va, , drop = FALSE])^2)

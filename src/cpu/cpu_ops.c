@@ -2,6 +2,7 @@
 #define _GNU_SOURCE /* dladdr */
 #endif
 /* The CPU krr_ops table: OpenBLAS (cblas), LAPACKE, OpenMP. */
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
