@@ -141,15 +141,17 @@
 #'   take more than half of it); or
 #' * a direct solver ([cholesky()]) has finished (reason `"exact"`); or
 #' * the residual has reached the rounding floor of the precision (reason
-#'   `"precision"`; full-kernel iterative solvers, unweighted squared loss):
-#'   in floating point the iterates reach a relative residual of about
-#'   \eqn{u (\|K\|_F / \sqrt{n} + \lambda) \|w\| / \|y\|} and no
-#'   lower, \eqn{u} the unit roundoff (\eqn{2^{-24}} in single precision,
-#'   where this is often above \eqn{10^{-5}}). Once a pass the running
-#'   estimate is compared with its best value; when it has not improved by
-#'   10\% for \eqn{\max(3, 0.1 \cdot} passes) passes and the exact
-#'   residual is within 4 times that floor, the fit stops. The floor is
-#'   stored in `resid_floor`.
+#'   `"precision"`; full-kernel iterative solvers, unweighted squared loss,
+#'   `tol > 0`): a solver computing with a kernel matrix \eqn{\tilde K}
+#'   whose entries carry rounding errors reaches a true relative residual of
+#'   about \eqn{\|(\tilde K - K) w\| / \|y\|} and no lower. In single
+#'   precision this is often above \eqn{10^{-5}}; it is measured (the
+#'   single- against the double-precision product, two kernel passes) when
+#'   the running estimate has not improved by 10\% for \eqn{\max(3, 0.1
+#'   \cdot} passes) passes (checked once a pass), and the fit stops when the
+#'   exact residual is within twice that floor (in double precision the
+#'   model \eqn{2^{-53} (\|K\|_F / \sqrt{n} + \lambda) \|w\|} stands
+#'   in for the measurement). The floor is stored in `resid_floor`.
 #'
 #' For the inducing-point solvers ([falkon()] and `eigenpro(version = 3)`)
 #' the residual is that of the (smaller) inducing-point normal equations

@@ -27,6 +27,9 @@
 #include "../src/core/linalg/linalg.h"
 
 #include "test_common.h"
+#include <sys/stat.h>
+#include <unistd.h>
+#include "../src/cpu/cpu.h"
 
 static int verbose = 0;
 
@@ -443,6 +446,60 @@ static void test_failures(krr_ctx *ctx, const double *X, int64_t n, int p) {
   free(Xd); free(yd);
 }
 
+/* the cgroup memory limit, read from fake cgroup trees (v2, v1, a container
+ * whose group path is not visible, no limit) */
+static void put(const char *dir, const char *name, const char *text) {
+  char p[1024];
+  snprintf(p, sizeof p, "%s/%s", dir, name);
+  FILE *f = fopen(p, "w");
+  if (f) { fputs(text, f); fclose(f); }
+}
+static void test_cgroup(void) {
+  char root[] = "/tmp/askotch_cgXXXXXX", d[1024], self[1024];
+  if (!mkdtemp(root)) { CHECK(0, "cgroup: mkdtemp"); return; }
+  snprintf(self, sizeof self, "%s/self", root);
+  size_t lim = 0, used = 0;
+  /* v2, the job's own group */
+  put(root, "self", "0::/job.slice\n");
+  snprintf(d, sizeof d, "%s/job.slice", root);
+  mkdir(d, 0700);
+  put(d, "memory.max", "1073741824\n");
+  put(d, "memory.current", "600000000\n");
+  put(d, "memory.stat", "anon 1\ninactive_file 100000000\nactive_file 5\n");
+  CHECK(krr_cpu_cgroup_memory(root, self, &lim, &used) == 1 && lim == 1073741824u &&
+            used == 500000000u, "cgroup v2: limit %zu used %zu", lim, used);
+  /* v2 without a limit: "max" */
+  put(d, "memory.max", "max\n");
+  CHECK(krr_cpu_cgroup_memory(root, self, &lim, &used) == 0, "cgroup v2 max: no limit");
+  /* v2 in a container: the group's path is not there, the root's files are */
+  put(root, "self", "0::/kubepods/pod1\n");
+  put(root, "memory.max", "2000000000\n");
+  put(root, "memory.current", "1000\n");
+  CHECK(krr_cpu_cgroup_memory(root, self, &lim, &used) == 1 && lim == 2000000000u && used == 1000,
+        "cgroup v2 container: limit %zu used %zu", lim, used);
+  /* v1 (Slurm's memory controller) */
+  put(root, "self", "4:cpu,cpuacct:/\n3:memory:/slurm/job1\n1:name=systemd:/\n");
+  snprintf(d, sizeof d, "%s/memory", root);
+  mkdir(d, 0700);
+  snprintf(d, sizeof d, "%s/memory/slurm", root);
+  mkdir(d, 0700);
+  snprintf(d, sizeof d, "%s/memory/slurm/job1", root);
+  mkdir(d, 0700);
+  put(d, "memory.limit_in_bytes", "4294967296\n");
+  put(d, "memory.usage_in_bytes", "3000000000\n");
+  put(d, "memory.stat", "cache 7\ntotal_inactive_file 1000000000\n");
+  CHECK(krr_cpu_cgroup_memory(root, self, &lim, &used) == 1 && lim == 4294967296u &&
+            used == 2000000000u, "cgroup v1: limit %zu used %zu", lim, used);
+  /* v1 without a limit (the kernel's "unlimited" page-rounded 2^63) */
+  put(d, "memory.limit_in_bytes", "9223372036854771712\n");
+  CHECK(krr_cpu_cgroup_memory(root, self, &lim, &used) == 0, "cgroup v1 unlimited: no limit");
+  /* no cgroup file at all */
+  CHECK(krr_cpu_cgroup_memory(root, "/nonexistent/self", &lim, &used) == 0, "cgroup: none");
+  char cmd[1100];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+  if (system(cmd) != 0) CHECK(0, "cgroup: cleanup");
+}
+
 int main(int argc, char **argv) {
   krr_ctx ctx;
   int64_t n;
@@ -456,6 +513,7 @@ int main(int argc, char **argv) {
   if (!only || strstr(only, "loss")) test_loss(&ctx, X, y, n, p, m);
   if (!only || strstr(only, "resolve")) test_resolve(&ctx, X, y, n, p, m);
   if (!only || strstr(only, "fail")) test_failures(&ctx, X, n, p);
+  if (!only || strstr(only, "cgroup")) test_cgroup();
   free(X); free(y);
   krr_ctx_free(&ctx);
   printf("%d passed, %d failed\n", n_pass, n_fail);

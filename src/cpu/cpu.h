@@ -18,6 +18,11 @@ KRR_CPU_DECL(float, s)
  * outside: the one place that talks to the BLAS thread pool. */
 void krr_cpu_blas_threads(int n);
 
+/* The memory limit and use (bytes) of this process's cgroup (v2, else v1)
+ * read under `root` (normally /sys/fs/cgroup) with the group's path from
+ * `self` (normally /proc/self/cgroup): 1 when a limit is set, else 0. */
+int krr_cpu_cgroup_memory(const char *root, const char *self, size_t *limit, size_t *used);
+
 /* ---- threads per call: the one place ---------------------------------------
  * Every OpenMP region of the CPU backend opens a team of
  *     krr_cpu_team(ctx, work) = min(ctx->threads, ceil(work / KRR_WORK_PER_THREAD))

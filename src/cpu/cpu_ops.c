@@ -166,6 +166,84 @@ static krr_status cpu_ctx_init(krr_ctx *ctx) {
 }
 static void cpu_ctx_free(krr_ctx *ctx) { (void)ctx; }
 
+/* ---- the memory limit of the process's cgroup ----------------------------
+ * In a container or under a batch scheduler (Slurm, Kubernetes, systemd) the
+ * process may use far less memory than /proc/meminfo reports: the kernel
+ * kills it at its cgroup's limit.  Cgroup v2 keeps memory.max / .current /
+ * .stat in the group's directory, v1 memory.limit_in_bytes / .usage_in_bytes
+ * / .stat under the memory controller's mount; the group's path comes from
+ * /proc/self/cgroup and, inside a container (cgroup namespace), is "/". The
+ * page cache that could be reclaimed (inactive_file) is not counted as used. */
+static int read_u64(const char *path, unsigned long long *v) {
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  char buf[64];
+  int ok = fgets(buf, sizeof buf, f) != NULL && sscanf(buf, "%llu", v) == 1;
+  fclose(f);
+  return ok;
+}
+
+static unsigned long long read_stat(const char *path, const char *key) {
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  char line[256], name[128];
+  unsigned long long v, out = 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "%127s %llu", name, &v) == 2 && strcmp(name, key) == 0) out = v;
+  fclose(f);
+  return out;
+}
+
+/* the group's path for controller `ctrl` ("" = v2) from a /proc/self/cgroup file */
+static int cgroup_path(const char *self, const char *ctrl, char *path, size_t len) {
+  FILE *f = fopen(self, "r");
+  if (!f) return 0;
+  char line[1024];
+  int found = 0;
+  while (!found && fgets(line, sizeof line, f)) {
+    char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (!c2) continue;
+    *c2 = '\0';
+    const char *ctrls = c1 + 1;
+    int match = *ctrl ? strstr(ctrls, ctrl) != NULL : *ctrls == '\0';
+    if (match) {
+      snprintf(path, len, "%s", c2 + 1);
+      path[strcspn(path, "\n")] = '\0';
+      found = 1;
+    }
+  }
+  fclose(f);
+  return found;
+}
+
+int krr_cpu_cgroup_memory(const char *root, const char *self, size_t *limit, size_t *used) {
+  static const struct {
+    const char *ctrl, *dir, *max, *cur, *inactive;
+  } v[2] = {{"", "", "memory.max", "memory.current", "inactive_file"},
+            {"memory", "/memory", "memory.limit_in_bytes", "memory.usage_in_bytes",
+             "total_inactive_file"}};
+  for (int k = 0; k < 2; k++) {
+    char grp[512] = "", base[1024], p[1200];
+    if (!cgroup_path(self, v[k].ctrl, grp, sizeof grp)) continue;
+    /* the group's own directory, else the namespace's root (a container) */
+    for (int tryroot = 0; tryroot < 2; tryroot++) {
+      snprintf(base, sizeof base, "%s%s%s", root, v[k].dir, tryroot ? "" : grp);
+      unsigned long long lim, cur;
+      snprintf(p, sizeof p, "%s/%s", base, v[k].max);
+      if (!read_u64(p, &lim)) continue; /* absent, or "max": no limit here */
+      snprintf(p, sizeof p, "%s/%s", base, v[k].cur);
+      if (!read_u64(p, &cur)) cur = 0;
+      snprintf(p, sizeof p, "%s/memory.stat", base);
+      unsigned long long inact = read_stat(p, v[k].inactive);
+      if (lim >= (1ULL << 60)) return 0; /* v1's "no limit" */
+      *limit = (size_t)lim;
+      *used = (size_t)(cur > inact ? cur - inact : 0);
+      return 1;
+    }
+  }
+  return 0;
+}
+
 static krr_status cpu_mem_info(krr_ctx *ctx, size_t *free_b, size_t *total_b) {
   (void)ctx;
   size_t avail = 0, total = 0;
@@ -187,6 +265,13 @@ static krr_status cpu_mem_info(krr_ctx *ctx, size_t *free_b, size_t *total_b) {
 #endif
   if (avail == 0) avail = total / 2;
   if (total == 0) { total = (size_t)8 << 30; avail = total / 2; }
+  size_t cg_limit, cg_used;
+  if (krr_cpu_cgroup_memory("/sys/fs/cgroup", "/proc/self/cgroup", &cg_limit, &cg_used) &&
+      cg_limit < total) {
+    total = cg_limit;
+    size_t cg_avail = cg_limit > cg_used ? cg_limit - cg_used : 0;
+    if (cg_avail < avail) avail = cg_avail;
+  }
   *free_b = avail;
   *total_b = total;
   return KRR_OK;
