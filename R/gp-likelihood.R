@@ -176,9 +176,17 @@ gp_loglik_exact <- function(xs, Y, kernel, lambda, ard = FALSE,
 
 # Exact model statistics of a fit's kernel at one lambda (by one
 # eigendecomposition): log likelihood, signal variance, edf, GCV and LOO.
-gp_exact_stats <- function(xs, Y, kernel, lambda, threads = 0L) {
-  eg <- gp_eigen(kernel_mat(xs, xs, kernel, threads), Y)
-  gp_eigen_criteria(eg, lambda, loo = TRUE)
+# With observation weights (d = sqrt(w)) those of D K D and D y (the
+# weighted residuals), the likelihood plus sum(log w) / 2 per output.
+gp_exact_stats <- function(xs, Y, kernel, lambda, threads = 0L, d = NULL) {
+  K <- kernel_mat(xs, xs, kernel, threads)
+  if (!is.null(d)) {
+    K <- K * outer(d, d)
+    Y <- d * Y
+  }
+  cr <- gp_eigen_criteria(gp_eigen(K, Y), lambda, loo = TRUE)
+  if (!is.null(d)) cr$loglik <- cr$loglik + ncol(Y) * sum(log(d))
+  cr
 }
 
 # Stochastic estimates for large n ---------------------------------------------------
@@ -203,11 +211,14 @@ gp_exact_stats <- function(xs, Y, kernel, lambda, threads = 0L) {
 
 # A Nystrom preconditioner of K + lambda I: landmarks drawn from `seed`;
 # K ~ U diag(s) U^T with orthonormal U (n x r).
-nystrom_precond <- function(xs, kernel, lambda, rank, seed, threads = 0L) {
+# (With d: of D K D + lambda I.)
+nystrom_precond <- function(xs, kernel, lambda, rank, seed, threads = 0L,
+                            d = NULL) {
   n <- nrow(xs)
   r <- min(rank, n)
   S <- with_seed(seed + 13, sort(sample.int(n, r)))
   Knr <- kernel_mat(xs, xs[S, , drop = FALSE], kernel, threads)
+  if (!is.null(d)) Knr <- Knr * outer(d, d[S])
   e <- eigen(Knr[S, , drop = FALSE], symmetric = TRUE)
   keep <- e$values > 1e-12 * max(e$values)
   B <- Knr %*% sweep(e$vectors[, keep, drop = FALSE], 2L,
@@ -236,16 +247,19 @@ precond_logdet <- function(pc) {
 }
 
 # K V for the standardised points (double precision, on the CPU).
-kernel_times <- function(xs, V, kernel, threads = 0L) {
-  .Call(ffi_kernel_apply, xs, xs, V, as.integer(kernel$code),
-        as.numeric(kernel$bandwidth), 1L, 0L, as.integer(threads))
+# With d (observation weights: d = sqrt(w)), D K D V for D = diag(d).
+kernel_times <- function(xs, V, kernel, threads = 0L, d = NULL) {
+  if (!is.null(d)) V <- d * V
+  KV <- .Call(ffi_kernel_apply, xs, xs, V, as.integer(kernel$code),
+              as.numeric(kernel$bandwidth), 1L, 0L, as.integer(threads))
+  if (is.null(d)) KV else d * KV
 }
 
 # Batched preconditioned CG on (K + lambda I) X = B, every column at once
 # (columns stop when their relative residual is below tol); returns X and,
 # per column, the CG coefficients alpha_j, beta_j and r_0^T P^{-1} r_0.
 mbcg <- function(xs, B, kernel, lambda, pc, tol = 1e-6, maxit = 200L,
-                 threads = 0L) {
+                 threads = 0L, d = NULL) {
   k <- ncol(B)
   X <- matrix(0, nrow(B), k)
   R <- B
@@ -261,7 +275,7 @@ mbcg <- function(xs, B, kernel, lambda, pc, tol = 1e-6, maxit = 200L,
     it <- it + 1L
     a_idx <- which(active)
     Da <- D[, a_idx, drop = FALSE]
-    AD <- kernel_times(xs, Da, kernel, threads) + lambda * Da
+    AD <- kernel_times(xs, Da, kernel, threads, d) + lambda * Da
     a <- rz[a_idx] / colSums(Da * AD)
     X[, a_idx] <- X[, a_idx] + sweep(Da, 2L, a, "*")
     R[, a_idx] <- R[, a_idx] - sweep(AD, 2L, a, "*")
@@ -320,16 +334,21 @@ rbf_grad_times <- function(xs, V, kernel, ard, threads = 0L) {
 
 # The stochastic profile log likelihood (and edf, and the gradient w.r.t.
 # log bandwidth or log length scales (Gaussian kernel only) and log lambda).
+# With observation weights (d = sqrt(w), no gradient): the likelihood of
+# y ~ N(0, s^2 (K + lambda W^{-1})), which is that of D y ~ N(0, s^2 (D K D
+# + lambda I)) plus sum(log w) / 2 per output.
 gp_loglik_stochastic <- function(xs, Y, kernel, lambda, ard = FALSE,
                                  gradient = TRUE, probes = 30L, rank = 200L,
                                  seed = 1, tol = 1e-6, maxit = 200L,
-                                 threads = 0L) {
+                                 threads = 0L, d = NULL) {
   n <- nrow(xs)
   m <- ncol(Y)
-  pc <- nystrom_precond(xs, kernel, lambda, rank, seed, threads)
+  stopifnot(is.null(d) || !gradient)
+  if (!is.null(d)) Y <- d * Y
+  pc <- nystrom_precond(xs, kernel, lambda, rank, seed, threads, d)
   G <- with_seed(seed + 17, matrix(stats::rnorm(n * probes), n, probes))
   Zs <- precond_sqrt(pc, G)
-  cg <- mbcg(xs, cbind(Y, Zs), kernel, lambda, pc, tol, maxit, threads)
+  cg <- mbcg(xs, cbind(Y, Zs), kernel, lambda, pc, tol, maxit, threads, d)
   alpha <- cg$X[, seq_len(m), drop = FALSE]
   U <- cg$X[, m + seq_len(probes), drop = FALSE]
   yAy <- colSums(Y * alpha)
@@ -339,6 +358,7 @@ gp_loglik_stochastic <- function(xs, Y, kernel, lambda, ard = FALSE,
   }, 0)
   logdet <- precond_logdet(pc) + mean(terms)
   ll <- sum(-n / 2 * (log(2 * pi * s2) + 1)) - m / 2 * logdet
+  if (!is.null(d)) ll <- ll + m * sum(log(d))
   PZ <- precond_solve(pc, Zs)
   # tr(A^{-1}) = tr(P^{-1}) (exact) + tr(A^{-1} - P^{-1}) (Hutchinson): the
   # preconditioner as a control variate, the terms small when P ~ A

@@ -2,12 +2,17 @@
 # model statistics of summary() ---------------------------------------------------
 
 # Can the GP statistics be computed for this fit? (the squared loss on the
-# exact kernel at the training points: not an inducing-point, weighted or
+# exact kernel at the training points: not an inducing-point or
 # random-features fit, not an intercept model)
 gp_applicable <- function(object) {
   fit_loss(object)$name == "squared" && is.null(object$centers) &&
-    fit_features(object) == 0 && fit_intercept(object) == 0 &&
-    (is.null(object$obs_weights) || all(object$obs_weights == 1))
+    fit_features(object) == 0 && fit_intercept(object) == 0
+}
+
+# sqrt of the observation weights of a fit, NULL without
+gp_dw <- function(object) {
+  w <- object$obs_weights
+  if (is.null(w) || all(w == 1)) NULL else sqrt(w)
 }
 
 # The model statistics at the fit's hyperparameters: exact (one
@@ -19,15 +24,17 @@ gp_fit_stats <- function(object) {
   Y <- gp_yc(object)
   threads <- if (is.null(object$threads)) 0L else object$threads
   if (object$n <= tune_exact_max_n()) {
-    cr <- gp_exact_stats(object$x, Y, object$kernel, object$lambda, threads)
+    cr <- gp_exact_stats(object$x, Y, object$kernel, object$lambda, threads,
+                         gp_dw(object))
     return(list(loglik = cr$loglik, edf = cr$edf, gcv = cr$gcv, loo = cr$loo,
                 method = "exact"))
   }
   st <- gp_loglik_stochastic(object$x, Y, object$kernel, object$lambda,
                              gradient = FALSE, seed = object$seed,
-                             threads = threads)
+                             threads = threads, d = gp_dw(object))
   n <- object$n
-  rss <- sum(residuals.krr(object)^2)
+  # the (weighted) residual sum of squares
+  rss <- sum(weights.krr(object) * (object$y - fitted_scores(object))^2)
   list(loglik = st$loglik, edf = st$edf, edf_se = st$edf_se,
        gcv = rss / (n * ncol(Y)) / (1 - st$edf / n)^2, loo = NA_real_,
        method = "stochastic", se = st$se)
@@ -57,7 +64,11 @@ gp_df <- function(object) {
 #' Lanczos quadrature preconditioned with a Nyström approximation (see
 #' [krr_loglik()]; its standard error is the attribute `"se"`). The targets
 #' are centred by their mean (the model's constant), which is not integrated
-#' out.
+#' out. For a fit with observation weights \eqn{w_i} the covariance is
+#' \eqn{s^2 (K + \lambda W^{-1})} (noise \eqn{\lambda s^2 / w_i}), the
+#' targets are centred by their weighted mean, and the log likelihood is
+#' that of \eqn{W^{1/2} y} under \eqn{N(0, s^2 (W^{1/2} K W^{1/2} +
+#' \lambda I))} plus \eqn{\frac12 \sum_i \log w_i} per output.
 #'
 #' @section Degrees of freedom:
 #' `df` counts the parameters estimated from the data: one signal variance
@@ -69,7 +80,7 @@ gp_df <- function(object) {
 #' `BIC()` use this `df` and `nobs()`.
 #'
 #' @param object A `"krr"` fit of the squared loss on the exact kernel (not an
-#'   inducing-point, random-features, intercept or observation-weighted fit).
+#'   inducing-point, random-features or intercept fit).
 #' @param ... Unused.
 #' @return `logLik()`: an object of class `"logLik"` with attributes `df` and
 #'   `nobs` (and `se` when estimated); `nobs()`: the number of training
@@ -92,8 +103,7 @@ logLik.krr <- function(object, ...) {
   if (!gp_applicable(object)) {
     abort_askotch(paste(
       "logLik() needs a squared-loss fit on the exact kernel at the training",
-      "points (not an inducing-point, random-features, intercept or",
-      "observation-weighted fit)."),
+      "points (not an inducing-point, random-features or intercept fit)."),
       "input")
   }
   st <- gp_fit_stats(object)

@@ -17,6 +17,15 @@
 # the covariance of the errors at x and x' is s^2 [k(x, x') -
 # k_x^T A^{-1} k_x' + b_x b_x' (1^T K 1 + n lambda)].  Both methods below
 # compute these, exactly (Cholesky) or within a bound (Nystrom).
+#
+# Observation weights w_i (noise variance lambda s^2 / w_i): A = K + lambda
+# W^{-1} and mu is estimated by the weighted mean pi^T y, pi = w / sum(w).
+# With c_x = A^{-1} k_x + beta_x pi, beta_x = 1 - 1^T A^{-1} k_x, the
+# predictor is c_x^T y (c_x^T 1 = 1) and its error variance
+#   s^2 [c^T A c - 2 c^T k_x + k(x, x)]
+#     = s^2 [k(x, x) - k_x^T A^{-1} k_x + beta_x^2 pi^T A pi],
+# pi^T A pi = pi^T K pi + lambda / sum(w): the formula above with b_x =
+# beta_x / n and c0 = n^2 pi^T A pi (= 1^T K 1 + n lambda without weights).
 
 # Which fits have this model: squared-loss krr() regression on the full
 # kernel (no inducing points, no random features).
@@ -31,9 +40,6 @@ gp_check <- function(object, what, call = NULL) {
   } else if (!is.null(object$centers) || fit_features(object) > 0) {
     why <- paste("a fit on the full kernel (an inducing-point solver such as",
                  "falkon() fits a different, low-rank model)")
-  } else if (!is.null(object$obs_weights) && any(object$obs_weights != 1)) {
-    why <- paste("a fit without observation weights (the variance of a",
-                 "weighted fit, with noise lambda s^2 / w_i, is not implemented)")
   }
   if (!is.null(why)) {
     abort_askotch(sprintf("%s needs %s.", what, why), "input", call)
@@ -42,6 +48,17 @@ gp_check <- function(object, what, call = NULL) {
 }
 
 gp_xs <- function(object) if (is.null(object$x_train)) object$x else object$x_train
+
+# the observation weights of a fit (all 1 without)
+gp_w <- function(object) {
+  if (is.null(object$obs_weights)) rep(1, object$n) else object$obs_weights
+}
+
+# c0 = n^2 pi^T A pi (see above) from 1^T K 1 (unweighted) or pi^T K pi
+gp_c0 <- function(object, piKpi) {
+  w <- gp_w(object)
+  object$n^2 * (piKpi + object$lambda / sum(w))
+}
 
 # centred targets, n x m
 gp_yc <- function(object) {
@@ -88,16 +105,18 @@ gp_method <- function(method, object, choices, arg, call) {
   method
 }
 
-# Exact method: the Cholesky factor R of A = K + lambda I (R^T R = A),
-# u = A^{-1} 1 and c0 = 1^T K 1 + n lambda.
+# Exact method: the Cholesky factor R of A = K + lambda W^{-1} (R^T R = A),
+# u = A^{-1} 1 and c0 = n^2 pi^T A pi (1^T K 1 + n lambda without weights).
 gp_exact_factor <- function(object) {
   xs <- gp_xs(object)
   n <- nrow(xs)
   K <- gp_kmat(object, xs, xs)
-  c0 <- sum(K) + n * object$lambda
-  diag(K) <- diag(K) + object$lambda
+  w <- gp_w(object)
+  pw <- w / sum(w)
+  c0 <- gp_c0(object, drop(crossprod(pw, K %*% pw)))
+  diag(K) <- diag(K) + object$lambda / w
   R <- tryCatch(chol(K), error = function(e) abort_askotch(sprintf(
-    "The Cholesky factorisation of K + lambda I failed: %s",
+    "The Cholesky factorisation of K + lambda W^{-1} failed: %s",
     conditionMessage(e)), "numeric"))
   rm(K)
   u <- backsolve(R, backsolve(R, rep(1, n), transpose = TRUE))
@@ -144,6 +163,10 @@ gp_cov_exact <- function(object, xnew) {
 # sqrt(1^T (P_0 - P_e) 1 * k^T (P_0 - P_e) k) of both 1^T P_e k and 1^T P_0 k
 # (Cauchy-Schwarz for A^{-1} - P_e >= 0 and P_0 - A^{-1} >= 0): the variance
 # lies in a computable interval; its lower end is reported.
+# With observation weights the same is done for K' = D K D,
+# D = W^{1/2}: A^{-1} = D (K' + lambda I)^{-1} D, so k^T A^{-1} k and
+# 1^T A^{-1} k are the forms above in k' = D k and D 1 (the pivoted
+# Cholesky of K', diag(K') = w).
 
 gp_rank <- function(n) min(n, getOption("askotch.gp_rank", 1000))
 
@@ -153,7 +176,8 @@ gp_nystrom_factor <- function(object) {
   lam <- object$lambda
   r <- gp_rank(n)
   L <- matrix(0, n, r)
-  d <- rep(1, n)  # diag(E), k(x, x) = 1
+  dw <- sqrt(gp_w(object))
+  d <- dw^2  # diag(E) of K' = D K D, k(x, x) = 1
   # stop once tr(E) is negligible against lambda
   stop_at <- 1e-6 * lam
   j <- 0L
@@ -162,7 +186,7 @@ gp_nystrom_factor <- function(object) {
     # done, or the next pivot too small to divide by (its share stays in e)
     if (sum(d) <= stop_at || d[i] <= 1e-12) break
     j <- j + 1L
-    col <- gp_kmat(object, xs, xs[i, , drop = FALSE])[, 1L]
+    col <- gp_kmat(object, xs, xs[i, , drop = FALSE])[, 1L] * dw * dw[i]
     if (j > 1L) {
       col <- col - L[, seq_len(j - 1L), drop = FALSE] %*% L[i, seq_len(j - 1L)]
     }
@@ -173,10 +197,11 @@ gp_nystrom_factor <- function(object) {
   L <- L[, seq_len(j), drop = FALSE]
   # tr(E) with a margin for the rounding of the running diagonal
   e <- sum(d) * (1 + 1e-10) + n * j * 4 * .Machine$double.eps
-  one <- matrix(1, n, 1L)
-  c0 <- sum(.Call(ffi_kernel_apply, xs, xs, one, as.integer(object$kernel$code),
-                  as.numeric(object$kernel$bandwidth), 1L, 0L,
-                  gp_threads(object))) + n * lam
+  pw <- matrix(dw^2 / sum(dw^2), n, 1L)
+  c0 <- gp_c0(object, sum(pw * .Call(
+    ffi_kernel_apply, xs, xs, pw, as.integer(object$kernel$code),
+    as.numeric(object$kernel$bandwidth), 1L, 0L, gp_threads(object))))
+  one <- matrix(dw, n, 1L)  # D 1
   # L = U diag(sv) V^T: (L L^T + mu I)^{-1} = U diag(1 / (sv^2 + mu)) U^T +
   # (I - U U^T) / mu; the residuals (I - U U^T) k are formed explicitly
   # (no cancellation between ||k||^2 / mu and the low-rank part for small mu)
@@ -185,7 +210,7 @@ gp_nystrom_factor <- function(object) {
   h <- drop(crossprod(U, one))
   res1 <- one[, 1L] - drop(U %*% h)
   list(U = U, ev = sv$d^2, e = e, lam = lam, c0 = c0, n = n, rank = j,
-       h = h, r1 = sum(res1^2), res1 = res1)
+       h = h, r1 = sum(res1^2), res1 = res1, dw = dw)
 }
 
 # x^T P_mu y for P_mu = (K_hat + mu I)^{-1} from the projections px = U^T x,
@@ -212,7 +237,7 @@ gp_var_nystrom <- function(object, xnew) {
   h <- matrix(fac$h)
   d1 <- gp_pdiff(h, h, ev, fac$r1, lam, e)  # 1^T (P_0 - P_e) 1
   for (idx in gp_blocks(nrow(xnew), n)) {
-    G <- gp_kmat(object, xs, xnew[idx, , drop = FALSE])
+    G <- gp_kmat(object, xs, xnew[idx, , drop = FALSE]) * fac$dw
     P <- crossprod(fac$U, G)
     Res <- G - fac$U %*% P
     rr <- colSums(Res^2)
@@ -332,7 +357,10 @@ gp_predict <- function(object, xs, fit, rn, se.fit, interval, level, method,
 #' b_x b_{x'} (1^T K 1 + n \lambda)]}, the same covariance whose diagonal
 #' `predict(se.fit = TRUE)` reports. With `noise = TRUE` independent noise of
 #' variance \eqn{\lambda \hat s^2} is added (draws of new responses, as
-#' [stats::simulate()] gives for `lm` fits).
+#' [stats::simulate()] gives for `lm` fits); for a fit with observation
+#' weights, \eqn{\lambda \hat s^2 / w_i} at the training points and
+#' \eqn{\lambda \hat s^2} at new points (see [predict.krr()] for the
+#' weighted model).
 #'
 #' `method = "exact"` forms the covariance at the new points (a Cholesky
 #' factorisation of \eqn{K + \lambda I} and one of the covariance, to which
@@ -400,10 +428,12 @@ simulate.krr <- function(object, nsim = 1, seed = NULL, newdata = NULL,
   if (is.null(newdata)) {
     xs <- gp_xs(object)
     rn <- NULL
+    noise_w <- 1 / gp_w(object)  # the training points' own noise
   } else {
     nf <- new_features(object, newdata)
     xs <- nf$xs
     rn <- nf$rownames
+    noise_w <- 1
   }
   if (!is.character(method) || length(method) < 1L) method <- NA_character_
   method <- check_choice(method[1L], c("auto", "exact", "pathwise"), "method",
@@ -434,7 +464,7 @@ simulate.krr <- function(object, nsim = 1, seed = NULL, newdata = NULL,
   jitter <- NULL
   if (method == "exact") {
     C <- gp_cov_exact(object, xs)
-    if (noise) diag(C) <- diag(C) + lam
+    if (noise) diag(C) <- diag(C) + lam * noise_w
     jitter <- 1e-10
     repeat {
       R <- tryCatch(chol(C + diag(jitter, nn)), error = function(e) NULL)
@@ -448,7 +478,7 @@ simulate.krr <- function(object, nsim = 1, seed = NULL, newdata = NULL,
     }
     U <- crossprod(R, matrix(stats::rnorm(nn * q), nn, q))
   } else {
-    U <- gp_pathwise(object, xs, q, as.numeric(features), noise)
+    U <- gp_pathwise(object, xs, q, as.numeric(features), noise, noise_w)
   }
   s <- sqrt(gp_signal_var(object))
   # column k of U: draw (k - 1) %/% m + 1 of output (k - 1) %% m + 1
@@ -470,7 +500,9 @@ simulate.krr <- function(object, nsim = 1, seed = NULL, newdata = NULL,
 }
 
 # q unit-scale pathwise draws (Wilson et al. 2020) at the rows of xnew.
-gp_pathwise <- function(object, xnew, q, M, noise) {
+# noise_w: the relative noise variance at each new point (1 / w_i at the
+# training points of a weighted fit, else 1)
+gp_pathwise <- function(object, xnew, q, M, noise, noise_w = 1) {
   xs <- gp_xs(object)
   n <- nrow(xs)
   lam <- object$lambda
@@ -481,14 +513,15 @@ gp_pathwise <- function(object, xnew, q, M, noise) {
           as.numeric(object$kernel$bandwidth), M, fseed, 1L,
           gp_threads(object))
   }
-  r <- prior(xs) + sqrt(lam) * matrix(stats::rnorm(n * q), n, q)
-  rbar <- colMeans(r)
+  w <- gp_w(object)
+  r <- prior(xs) + sqrt(lam / w) * matrix(stats::rnorm(n * q), n, q)
+  rbar <- colSums(w * r) / sum(w)  # the fit's centring: the weighted mean
   V <- gp_solve(object, sweep(r, 2L, rbar, check.margin = FALSE))
   fit_r <- .Call(ffi_kernel_apply, xnew, xs, V, as.integer(object$kernel$code),
                  as.numeric(object$kernel$bandwidth), 1L, 0L,
                  gp_threads(object))
   U <- prior(xnew) - sweep(fit_r, 2L, rbar, "+", check.margin = FALSE)
-  if (noise) U <- U + sqrt(lam) * matrix(stats::rnorm(nrow(xnew) * q),
-                                         nrow(xnew), q)
+  if (noise) U <- U + sqrt(lam * noise_w) * matrix(stats::rnorm(nrow(xnew) * q),
+                                                   nrow(xnew), q)
   U
 }

@@ -189,6 +189,16 @@ pred_offset <- function(object, nf) {
 #' `"trace_error"` (\eqn{e}). The interval is narrow when \eqn{e} is small
 #' next to \eqn{\lambda}. Each new point costs \eqn{O(n (p + r))}.
 #'
+#' **Observation weights.** A fit with `weights` \eqn{w_i} has noise
+#' variance \eqn{\lambda s^2 / w_i} at training point \eqn{i}; everything
+#' above holds with \eqn{K + \lambda I} replaced by \eqn{A = K + \lambda
+#' W^{-1}}, \eqn{\hat s^2 = y_c^T A^{-1} y_c / n}, \eqn{\mu} estimated by
+#' the weighted mean \eqn{\pi^T y} (\eqn{\pi = w / \sum w}) and the last
+#' term \eqn{(1 - 1^T A^{-1} k_x)^2 (\pi^T K \pi + \lambda / \sum_i
+#' w_i)}; `method = "nystrom"` works with \eqn{W^{1/2} K W^{1/2}}. A new
+#' observation is taken to have weight 1 (noise \eqn{\lambda \hat s^2}, as
+#' [stats::predict.lm()] assumes by default).
+#'
 #' Classification fits, [kernel_machine()] fits and inducing-point fits
 #' ([falkon()]) get an error of class `askotch_error_input`.
 #' @return A numeric vector, a matrix (multi-output / multiclass decision) or a

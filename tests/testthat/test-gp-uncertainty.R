@@ -296,13 +296,3 @@ test_that("summary() Model section: R-squared / accuracy and variances", {
   expect_equal(sm[[1]], mean(predict(cls, iris) == iris$Species))
 })
 
-test_that("weighted fits say that their variance is not implemented", {
-  set.seed(91)
-  x <- matrix(runif(100), 50, 2)
-  y <- sin(3 * x[, 1]) + rnorm(50, sd = 0.1)
-  fit <- krr(x, y, lambda = 0.1, weights = runif(50, 0.5, 2),
-             solver = cholesky(), threads = 1)
-  expect_error(predict(fit, x, se.fit = TRUE), class = "askotch_error_input",
-               regexp = "observation weights")
-  expect_error(simulate(fit, 2), class = "askotch_error_input")
-})
