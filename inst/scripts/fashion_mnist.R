@@ -4,9 +4,9 @@
 # lambda by maximum likelihood (on a subsample of 2000 images), the
 # automatic tolerance (predictions within 0.001 sd of the exact solution's),
 # solver "auto" (ASkotch above 5000 points), double precision. (In single
-# precision the residual of this problem levels off near 3e-5, above the
-# float floor of the automatic tolerance, 1e-5: the fit would end at
-# max_passes, accurate to 0.05 sd but not "converged".)
+# precision the residual of this problem levels off near 3e-5, the rounding
+# floor of float arithmetic here, above the automatic tolerance's 1e-5: the
+# fit stops there with reason "precision", accurate to about 0.05 sd.)
 #
 # Data: Debian's dataset-fashion-mnist (idx files under
 # /usr/share/datasets/fashion-mnist, or ASKOTCH_FASHION_DIR).
