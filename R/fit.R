@@ -170,28 +170,37 @@ kernel_rms_norm <- function(xs, kernel, threads, seed) {
 # r^T (K + lambda I)^{-1} K (K + lambda I)^{-1} r <= ||r||^2 / (4 lambda)
 # (the largest value of s / (s + lambda)^2 over s >= 0), so
 # |f(x) - f*(x)| <= sqrt(k(x, x)) ||r|| / (2 sqrt(lambda)) for every x, for
-# each output column. The relative residual ||R||_F / ||Y||_F bounds each
-# column's ||r_j||, hence
-#   tol = 2 sqrt(lambda) frac min_j sd(y_j) / (sqrt(kdiag) ||Y||_F),
+# each output column. The exact criterion of several outputs is the worst
+# column's relative residual max_j ||r_j|| / ||y_j||, hence
+#   tol = 2 sqrt(lambda) frac min_j (sd(y_j) / ||y_j||) / sqrt(kdiag),
 # kept within [floor, 1e-3]: the floor is what the precision can reach
 # (1e-12 double, 1e-5 single; where it binds, the bound printed by summary()
 # is the one reached).
 auto_tol <- function(Yc, lambda, precision, kdiag = 1, frac = 1e-3) {
-  Yc <- as.matrix(Yc)
-  fro <- sqrt(sum(Yc^2))
-  sds <- sqrt(colMeans(sweep(Yc, 2L, colMeans(Yc))^2))
+  ts <- target_scales(Yc)
   floor <- if (precision == "double") 1e-12 else 1e-5
-  if (!is.finite(fro) || fro <= 0 || !all(is.finite(sds)) || min(sds) <= 0) {
+  if (!all(is.finite(ts$norm)) || !all(is.finite(ts$sd)) || min(ts$sd) <= 0) {
     return(floor)
   }
-  tol <- 2 * sqrt(lambda) * frac * min(sds) / (sqrt(kdiag) * fro)
+  tol <- 2 * sqrt(lambda) * frac * min(ts$sd / ts$norm) / sqrt(kdiag)
   min(max(tol, floor), 1e-3)
 }
 
-# The bound on |f(x) - f*(x)| (response units, every x) that a relative
-# residual `resid` gives (see auto_tol()).
-pred_error_bound <- function(resid, Yc, lambda, kdiag = 1) {
-  resid * sqrt(sum(as.matrix(Yc)^2)) * sqrt(kdiag) / (2 * sqrt(lambda))
+# Per output column of centred targets: the (population) sd and the norm.
+target_scales <- function(Yc) {
+  Yc <- as.matrix(Yc)
+  list(sd = sqrt(colMeans(sweep(Yc, 2L, colMeans(Yc))^2)),
+       norm = sqrt(colSums(Yc^2)))
+}
+
+# The bound on |f(x) - f*(x)| (response units, every x) of each output that
+# a relative residual `resid` gives (see auto_tol()): the worst column's
+# (per_column, the exact criterion) or the Frobenius one (the running
+# estimate, which bounds every column's ||r_j|| by resid ||Y||_F).
+pred_error_bound <- function(resid, Yc, lambda, kdiag = 1, per_column = TRUE) {
+  nrm <- target_scales(Yc)$norm
+  scale <- if (per_column) nrm else rep(sqrt(sum(nrm^2)), length(nrm))
+  resid * scale * sqrt(kdiag) / (2 * sqrt(lambda))
 }
 
 # iterations per pass of a solver's diagnostics (n / b for block methods)

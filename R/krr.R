@@ -127,10 +127,14 @@
 #' @section Stopping:
 #' The solver runs in slices of about half a second. After each slice the
 #' trace records the solver's running residual estimate. The fit stops when
-#' * the relative residual \eqn{\|(K + \lambda I) w - y\|_F / \|y\|_F} is at
+#' * the relative residual \eqn{\|(K + \lambda I) w - y\| / \|y\|} is at
 #'   most `tol` (reason `"tol"`): once the running estimate is below `tol`, the
 #'   exact residual (one extra pass over the kernel) is computed, at most once
-#'   per pass, and must be below `tol` too. For more than 50 000 training
+#'   per pass, and must be below `tol` too. With several outputs (multi-output
+#'   regression, one-vs-rest classification) the exact residual is that of
+#'   the worst column, \eqn{\max_j \|r_j\| / \|y_j\|}, so that `tol` bounds
+#'   every output's error; the running estimate is the Frobenius one,
+#'   \eqn{\|R\|_F / \|Y\|_F}. For more than 50 000 training
 #'   points (option `askotch.exact_max_n`) the exact check is skipped and the
 #'   estimate alone decides;
 #' * `max_passes` passes over the data are done (reason `"max_passes"`; one
@@ -160,7 +164,8 @@
 #'
 #' The exact final relative residual is computed (and stored) whenever
 #' \eqn{n \le} 50 000. `converged` is `TRUE` for reasons `"tol"` and
-#' `"exact"`, and for `"precision"` when `tol` was the automatic one. A fit that stops for another reason with `tol > 0` signals a
+#' `"exact"`, and for `"precision"` when `tol` was the automatic one. A fit
+#' that stops for another reason with `tol > 0` signals a
 #' warning of class `askotch_warning_convergence` (`tol = 0` asks for a fixed
 #' budget and does not warn).
 #'
@@ -172,7 +177,8 @@
 #' \eqn{r^T (K + \lambda I)^{-1} K (K + \lambda I)^{-1} r \le \|r\|^2 / (4\lambda)}).
 #' The default `tol` makes this bound 0.001 standard deviations of the
 #' response (of each output column): \eqn{tol = 2 \sqrt{\lambda}\, 0.001\,
-#' sd(y) / \|y - \bar y\|}{tol = 2 sqrt(lambda) 0.001 sd(y) / ||y - mean(y)||},
+#' sd(y) / \|y - \bar y\|}{tol = 2 sqrt(lambda) 0.001 sd(y) / ||y - mean(y)||}
+#' (with several outputs the smallest of the columns' values),
 #' kept within \eqn{[10^{-12}, 10^{-3}]} in double precision and at least
 #' \eqn{10^{-5}} in single precision (whose rounding errors prevent smaller
 #' residuals). More passes would not change the predictions materially:

@@ -407,9 +407,10 @@ accuracy_bound <- function(object) {
   r <- if (from_exact) object$resid_exact else object$resid_est
   Y <- as.matrix(object$y)
   Yc <- Y - rep(object$y_center, each = nrow(Y))
-  b <- pred_error_bound(r, Yc, object$lambda, 1 + fit_intercept(object))
-  sds <- sqrt(colMeans((Yc - rep(colMeans(Yc), each = nrow(Yc)))^2))
-  list(bound = b, relative = b / max(min(sds), 1e-300),
+  b <- pred_error_bound(r, Yc, object$lambda, 1 + fit_intercept(object),
+                        per_column = from_exact)
+  sds <- target_scales(Yc)$sd
+  list(bound = max(b), relative = max(b / pmax(sds, 1e-300)),
        from = if (from_exact) "exact" else "estimated")
 }
 

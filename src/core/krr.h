@@ -230,6 +230,7 @@ typedef struct krr_objective {
   int m;          /* right-hand sides (columns of y) */
   void *y;        /* device, prec, n x m column-major (owned) */
   double ynorm;   /* ||y||_F (double accumulation) */
+  double *ycol;   /* ||y_j|| of each column (host, m; owned; NULL: not kept) */
 } krr_objective;
 
 krr_status krr_objective_init(krr_ctx *ctx, const krr_op *op, const krr_loss *loss,

@@ -85,3 +85,32 @@ test_that("summary() states the tolerance rule and the accuracy reached", {
   fit <- krr(d$x, d$y, lambda = 0.2, solver = cholesky(), threads = 1)
   expect_null(summary(fit)$accuracy)
 })
+
+test_that("several outputs: the worst column's residual, and each output's bound", {
+  # outputs of very different scales: the Frobenius residual would let the
+  # small column's error through; the per-column criterion and tolerance
+  # bound every output by 1e-3 of its own sd
+  d <- make_regression(500, seed = 75)
+  Y <- cbind(big = 100 * d$y, small = 0.01 * sin(3 * d$x[, 2]) +
+               stats::rnorm(500, sd = 0.001))
+  lam <- 0.05
+  fit <- krr(d$x, Y, lambda = lam, solver = pcg(), seed = 1, threads = 1)
+  Yc <- sweep(Y, 2, colMeans(Y))
+  sds <- sqrt(colMeans(Yc^2))
+  want <- 2 * sqrt(lam) * 1e-3 * min(sds / sqrt(colSums(Yc^2)))
+  expect_equal(fit$tol, min(max(want, 1e-12), 1e-3), tolerance = 1e-12)
+  # the exact criterion is the worst column's relative residual (base R)
+  sc <- oracle_scale(d$x)
+  xs <- scale(d$x, sc$center, sc$scale)
+  K <- oracle_kernel(xs, xs, "rbf", fit$kernel$bandwidth)
+  R <- Yc - K %*% fit$weights - lam * fit$weights
+  crit <- max(sqrt(colSums(R^2)) / sqrt(colSums(Yc^2)))
+  expect_equal(fit$resid_exact, crit, tolerance = 1e-6)
+  expect_lte(fit$resid_exact, fit$tol)
+  # every output within 1e-3 of its sd of the exact solution, and within the
+  # bound summary() states (in sd units, the worst output)
+  or <- oracle_krr(d$x, Y, d$x, "rbf", fit$kernel$bandwidth, lam)
+  err_sd <- apply(abs(predict(fit, d$x) - or$pred), 2, max) / sds
+  expect_true(all(err_sd <= 1e-3))
+  expect_lte(max(err_sd), summary(fit)$accuracy$relative * (1 + 1e-6))
+})

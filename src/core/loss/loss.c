@@ -1,8 +1,10 @@
 /* The loss table, the objective (targets on the device) and the generic
  * objective values and stopping criterion. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include "loss.h"
+#include "../base/base.h"
 
 /* one line per loss, the squared loss first */
 #define LOSSES(X) \
@@ -44,14 +46,31 @@ krr_status krr_objective_init(krr_ctx *ctx, const krr_op *op, const krr_loss *lo
   double s = 0.0;
   for (int64_t i = 0; i < obj->n * (int64_t)m; i++) s += y[i] * y[i];
   obj->ynorm = sqrt(s);
+  if (m > 1) {
+    obj->ycol = (double *)malloc(sizeof(double) * (size_t)m);
+    if (!obj->ycol) return krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
+    for (int c = 0; c < m; c++) {
+      double sc = 0.0;
+      for (int64_t i = 0; i < obj->n; i++) sc += y[i + c * obj->n] * y[i + c * obj->n];
+      obj->ycol[c] = sqrt(sc);
+    }
+  }
   obj->param = loss->param_name ? loss->param_default : 0.0;
-  if (!isfinite(obj->ynorm)) return krr_fail(ctx, KRR_ERR_INPUT, "the targets must be finite");
-  if (loss->classification)
+  krr_status st = KRR_OK;
+  if (!isfinite(obj->ynorm)) st = krr_fail(ctx, KRR_ERR_INPUT, "the targets must be finite");
+  if (st == KRR_OK && loss->classification)
     for (int64_t i = 0; i < obj->n * (int64_t)m; i++)
-      if (y[i] != 1.0 && y[i] != -1.0)
-        return krr_fail(ctx, KRR_ERR_INPUT, "the %s loss needs targets -1 or +1 (got %g)",
-                        loss->name, y[i]);
-  return krr_upload_vec(ctx, obj->prec, y, obj->n * (int64_t)m, &obj->y);
+      if (y[i] != 1.0 && y[i] != -1.0) {
+        st = krr_fail(ctx, KRR_ERR_INPUT, "the %s loss needs targets -1 or +1 (got %g)",
+                      loss->name, y[i]);
+        break;
+      }
+  if (st == KRR_OK) st = krr_upload_vec(ctx, obj->prec, y, obj->n * (int64_t)m, &obj->y);
+  if (st != KRR_OK) {
+    free(obj->ycol);
+    obj->ycol = NULL;
+  }
+  return st;
 }
 
 const char *krr_loss_param_name(const krr_loss *loss) { return loss ? loss->param_name : NULL; }
@@ -72,7 +91,10 @@ krr_status krr_objective_set_param(krr_ctx *ctx, krr_objective *obj, double para
 }
 
 void krr_objective_free(krr_ctx *ctx, krr_objective *obj) {
-  if (obj && obj->y) krr_dfree(ctx, &obj->y);
+  if (!obj) return;
+  if (obj->y) krr_dfree(ctx, &obj->y);
+  free(obj->ycol);
+  obj->ycol = NULL;
 }
 
 krr_status krr_objective_values(krr_op *op, const krr_objective *obj, const void *a,
@@ -93,8 +115,22 @@ krr_status krr_objective_criterion(krr_op *op, const krr_objective *obj, const v
     double nr = 0;
     KTRY(obj->loss->grad(op->ctx, obj, len, obj->y, a, work));
     KTRY(KOP(op->ctx, op->prec, axpby, len, 1.0, F, 1.0, work));
-    KTRY(krr_op_nrm2(op, len, work, &nr));
-    *crit = obj->ynorm > 0 ? nr / obj->ynorm : nr;
+    if (obj->m > 1 && obj->ycol) {
+      /* several right-hand sides: the worst column's relative residual
+       * max_j ||r_j|| / ||y_j|| (a zero column relative to ||Y||_F), so that
+       * a tolerance bounds every output's error, not their sum */
+      size_t es = krr_sizeof(op->prec);
+      double worst = 0;
+      for (int c = 0; c < obj->m; c++) {
+        KTRY(krr_op_nrm2(op, op->nloc, KAT(work, (int64_t)c * op->nloc, es), &nr));
+        double den = obj->ycol[c] > 0 ? obj->ycol[c] : (obj->ynorm > 0 ? obj->ynorm : 1.0);
+        if (nr / den > worst) worst = nr / den;
+      }
+      *crit = worst;
+    } else {
+      KTRY(krr_op_nrm2(op, len, work, &nr));
+      *crit = obj->ynorm > 0 ? nr / obj->ynorm : nr;
+    }
   } else {
     double P = 0, D = 0;
     KTRY(krr_objective_values(op, obj, a, F, work, &P, &D));
