@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <cblas.h>
 #include <lapacke.h>
@@ -271,6 +272,21 @@ static krr_status cpu_mem_info(krr_ctx *ctx, size_t *free_b, size_t *total_b) {
     total = cg_limit;
     size_t cg_avail = cg_limit > cg_used ? cg_limit - cg_used : 0;
     if (cg_avail < avail) avail = cg_avail;
+  }
+  /* an address-space limit (ulimit -v, RLIMIT_AS; some batch systems set
+   * it): what is left of it, given the process's virtual size now */
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    size_t lim = (size_t)rl.rlim_cur, vm = 0;
+    unsigned long long pages = 0;
+    FILE *sf = fopen("/proc/self/statm", "r");
+    if (sf) {
+      if (fscanf(sf, "%llu", &pages) == 1) vm = (size_t)pages * (size_t)sysconf(_SC_PAGESIZE);
+      fclose(sf);
+    }
+    size_t left = lim > vm ? lim - vm : 0;
+    if (lim < total) total = lim;
+    if (left < avail) avail = left;
   }
   *free_b = avail;
   *total_b = total;
