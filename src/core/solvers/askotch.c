@@ -106,12 +106,19 @@ static double need(const krr_solver *s, int64_t b, int r, int mat) {
          (exact ? 0.0 : krr_lowrank_memory(s->prec, b, r, m)) + (double)(n / 8 + 8) + rls;
 }
 
+/* K_BB is formed when it fits block_mem_limit and is no larger than the data
+ * (at least 64 MiB): the default block n / 100 at n = 1e6, p = 10 made K_BB
+ * ten times the data in single precision, for no measurable speed (its uses,
+ * the sketch and the power iterations, recompute it in b^2 p, against the
+ * b n p of the block's kernel rows). */
 static int materialize(const krr_solver *s, double avail) {
   const opts_t *o = O(s);
   int64_t b = o->block_size;
   int exact = o->block_solve == BLOCK_EXACT;
-  return (exact || (double)b * (double)b * (double)s->es <= o->block_mem_limit) &&
-         need(s, b, (int)o->rank, 1) <= avail;
+  double kbb = (double)b * (double)b * (double)s->es;
+  double data = (double)s->n * (double)(s->op ? s->op->p : 1) * (double)s->es;
+  double cap = data > 67108864.0 ? data : 67108864.0;
+  return (exact || (kbb <= o->block_mem_limit && kbb <= cap)) && need(s, b, (int)o->rank, 1) <= avail;
 }
 
 static double ask_memory(const krr_solver *s) {
