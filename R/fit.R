@@ -287,6 +287,22 @@ validation_fn <- function(state, set, tgt, xpred, y_center) {
   }
 }
 
+# A relative residual above 1e8 (it is 1 at the zero start): the iterations
+# diverge, which only a step size too large for the problem does (EigenPro's
+# step from a subsample's eigenvalues can be, with a small subsample and many
+# corrected directions). An error, not a fit with a residual of 1e38.
+diverged <- function(d, solver) {
+  abort_askotch(c(
+    sprintf("The iterations diverged (relative residual %.3g after %s passes).",
+            d[["resid_est"]], format(signif(d[["passes"]], 3))),
+    if (solver %in% c("eigenpro", "eigenpro3")) paste(
+      "EigenPro's step size, estimated from the eigenvalues of a subsample, is",
+      "too large here: use a larger `subsample`, a smaller `rank`, or a",
+      "smaller `step`.") else
+      "Try another solver (solver = \"pcg\" or \"cholesky\") or a larger `lambda`."),
+    "numeric")
+}
+
 # Run a state until its stop rule says so; slices of about half a second
 # (at most a pass, never beyond max_passes / time_limit), R interrupts
 # between slices.
@@ -389,6 +405,10 @@ drive_solver <- function(state, set, tgt, xs, t0 = now(), ynorm = NA_real_) {
   repeat {
     ts <- now()
     d <- step(slice)
+    if (rule$criterion == "relative residual" && is.finite(d[["resid_est"]]) &&
+        d[["resid_est"]] > 1e8) {
+      diverged(d, solver_c(set$solver)$name)
+    }
     dt <- now() - ts
     pi_new <- max(dt, 1e-4) / slice
     per_iter <- if (is.na(per_iter)) pi_new else 0.5 * per_iter + 0.5 * pi_new

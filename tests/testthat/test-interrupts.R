@@ -123,8 +123,12 @@ test_that("memory stays flat over 20 interrupted fits", {
   grow <- rss_mb() - before
   expect_equal(hits, 20)
   # each fit holds the 4000 x 4000 kernel matrix (122 MiB): a leak of one
-  # per interrupt would grow the resident set by gigabytes
-  expect_lt(grow, 100)
+  # per interrupt would grow the resident set by 2.4 GB. Under load the
+  # growth was 0 to 37 MiB in most runs and 191 and 281 MiB (1.6 and 2.3
+  # matrices) in two of about ten, not reproduced in isolation (an interrupt
+  # inside R's own promise evaluation -- "promise already under evaluation"
+  # -- keeps that frame's objects alive); bound: fewer than 4 matrices
+  expect_lt(grow, 4 * 122)
   message(sprintf("RSS growth over 20 interrupted cholesky() fits: %.1f MiB", grow))
 })
 
@@ -134,7 +138,12 @@ test_that("time_limit ends every iterative solver with reason time_limit", {
     cs <- interrupt_cases()[[nm]]
     d <- interrupt_data(if (nm == "falkon") 8000 else 4000)
     sv <- switch(nm, falkon = falkon(centers = 1000), pcg = pcg(rank = 200),
-                 eigenpro2 = eigenpro(version = 2, subsample = 1000), cs$solver)
+                 # rank 50: with the default 100 corrected directions of a
+                 # 1000-point subsample the step is too large for these
+                 # 4000 points at lambda = 1e-4 (the iterations diverge
+                 # after about 15 passes, which is now an error)
+                 eigenpro2 = eigenpro(version = 2, subsample = 1000, rank = 50),
+                 cs$solver)
     t0 <- proc.time()[["elapsed"]]
     f <- krr(d$x, d$y, solver = sv, lambda = 1e-4, tol = 0, max_passes = Inf,
              time_limit = 1, threads = 1, seed = 1)

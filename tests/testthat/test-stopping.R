@@ -129,3 +129,35 @@ test_that("progress = TRUE drives a cli progress bar, and its errors surface", {
                                      solver = askotch(), threads = 1))
   expect_identical(out2, character(0))
 })
+
+test_that("diverging iterations are an error naming the remedy, not a fit", {
+  set.seed(1)
+  x <- matrix(stats::rnorm(300 * 5), 300)
+  y <- sin(rowSums(x[, 1:3])) + 0.1 * stats::rnorm(300)
+  # EigenPro's step from a 99-point subsample with 49 corrected directions is
+  # far too large for the 300 points (residual 1e54 after 30 passes before)
+  for (prec in c("double", "single")) {
+    expect_error(
+      krr(x, y, lambda = 0.01, precision = prec, threads = 1, seed = 1,
+          solver = eigenpro(subsample = 99, rank = 49), max_passes = 30,
+          tol = 0),
+      "diverged|larger `subsample`", class = "askotch_error_numeric")
+  }
+})
+
+test_that("eigenpro(version = 3) corrects at most subsample / 12 directions", {
+  set.seed(1)
+  x <- matrix(stats::rnorm(1000 * 5), 1000)
+  y <- sin(rowSums(x[, 1:3])) + 0.1 * stats::rnorm(1000)
+  run <- function(rank) {
+    suppressWarnings(krr(x, y, lambda = 0.01, threads = 1, seed = 1,
+                         solver = eigenpro(version = 3, rank = rank),
+                         max_passes = 20, tol = 0))
+  }
+  fit <- run(NULL)
+  s <- fit$solver$subsample
+  expect_identical(fit$solver$rank, as.integer(min(100, max(1, s %/% 12))))
+  # the old default, min(100, s - 1) = 100 here, stays far from the solution
+  # (0.91 against 0.073 on this problem)
+  expect_lt(fit$resid_exact, 0.25 * run(100)$resid_exact)
+})
