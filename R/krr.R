@@ -151,8 +151,8 @@
 #'   about \eqn{\|(\tilde K - K) w\| / \|y\|} and no lower. In single
 #'   precision this is often above \eqn{10^{-5}}; it is measured (the
 #'   single- against the double-precision product, two kernel passes) when
-#'   the running estimate has not improved by 10\% for \eqn{\max(3, 0.1
-#'   \cdot} passes) passes (checked once a pass), and the fit stops when the
+#'   the running estimate has not improved by 10\% over the last
+#'   max(3, passes / 10) passes (checked once a pass), and the fit stops when the
 #'   exact residual is within twice that floor (in double precision the
 #'   model \eqn{2^{-53} (\|K\|_F / \sqrt{n} + \lambda) \|w\|} stands
 #'   in for the measurement). The floor is stored in `resid_floor`.
