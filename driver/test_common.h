@@ -122,7 +122,7 @@ static void tfit_free(tfit *f) {
   krr_problem_free(f->ctx, &f->pb);
 }
 
-static krr_status tfit_make(krr_ctx *ctx, krr_precision prec, const double *X, int64_t n, int p,
+static inline krr_status tfit_make(krr_ctx *ctx, krr_precision prec, const double *X, int64_t n, int p,
                             const double *y, int m, krr_kernel k, double lambda, tfit *f) {
   memset(f, 0, sizeof *f);
   f->ctx = ctx;
