@@ -213,6 +213,80 @@ static void test_bad_shards(krr_ctx *ctx) {
   krr_clear(ctx);
 }
 
+/* distributed ASkotch / Skotch / NSAP / SAP = the one-process fit with the
+ * same seed: the weights (this rank's rows) within tol relative over all
+ * ranks; the exact criterion too */
+static void test_fits(krr_ctx *ctx, krr_precision prec, int64_t n, double tol) {
+  const int p = 3, m = 2, P = comm->size, r = comm->rank;
+  const char *pn = prec == KRR_DOUBLE ? "double" : "float";
+  double *X = malloc(sizeof(double) * n * p), *y = malloc(sizeof(double) * n * m);
+  make_data(n, p, m, 11, X, y);
+  int64_t r0, nl;
+  split(n, P, r, &r0, &nl);
+  double *Xl = rows(X, n, p, r0, nl), *yl = rows(y, n, m, r0, nl);
+  krr_kernel k = {KRR_RBF, 1.0};
+  const double lambda = 1e-3 * n;
+  tfit full, dist;
+  memset(&dist, 0, sizeof dist);
+  dist.ctx = ctx;
+  if (tfit_make(ctx, prec, X, n, p, y, m, k, lambda, &full) != KRR_OK) goto out;
+  krr_op *loc = NULL;
+  krr_status st = krr_problem_create(ctx, prec, Xl, nl, p, &dist.pb);
+  if (st == KRR_OK) st = krr_op_exact_create(ctx, &dist.pb, k, &loc);
+  if (st == KRR_OK) st = krr_op_sharded_create(loc, comm, &dist.op);
+  if (st == KRR_OK)
+    st = krr_objective_init(ctx, dist.op, krr_loss_lookup("squared"), lambda, yl, m, &dist.obj);
+  CHECK(st == KRR_OK, "%s distributed setup: %s", pn, ctx->msg);
+  const char *specs[4][2] = {{"ASkotch", "block_size=40 rank=10 seed=5"},
+                             {"Skotch", "block_size=40 rank=10 seed=5 accelerated=0"},
+                             {"NSAP", "block_size=40 seed=5 block_solve=exact"},
+                             {"SAP", "block_size=40 seed=5 block_solve=exact accelerated=0"}};
+  double *wf = malloc(sizeof(double) * n * m), *wd = malloc(sizeof(double) * nl * m);
+  for (int t = 0; st == KRR_OK && t < 4; t++) {
+    krr_solver *sf = NULL, *sd = NULL;
+    krr_status a = tinit(&full, "askotch", specs[t][1], &sf), b = tinit(&dist, "askotch", specs[t][1], &sd);
+    if (a == KRR_OK) a = krr_solver_step(sf, 25);
+    if (b == KRR_OK) b = krr_solver_step(sd, 25);
+    double cf = 0, cd = 0;
+    if (a == KRR_OK) a = krr_solver_weights(sf, wf);
+    if (b == KRR_OK) b = krr_solver_weights(sd, wd);
+    if (a == KRR_OK) a = krr_solver_residual(sf, &cf);
+    if (b == KRR_OK) b = krr_solver_residual(sd, &cd);
+    double e[2] = {0, 0};
+    for (int c = 0; c < m; c++)
+      for (int64_t i = 0; i < nl; i++) {
+        double d = wd[i + c * nl] - wf[r0 + i + c * n];
+        e[0] += d * d;
+        e[1] += wf[r0 + i + c * n] * wf[r0 + i + c * n];
+      }
+    krr_comm_allreduce(comm, ctx, e, 2, KRR_DT_DOUBLE, KRR_RED_SUM);
+    double rw = sqrt(e[0] / e[1]);
+    CHECK(a == KRR_OK && b == KRR_OK && rw <= tol && fabs(cd - cf) <= tol * cf + 1e-15,
+          "%s %s np %d: weights rel %.3g (tol %g), criterion %.6g vs %.6g (%s)", pn, specs[t][0], P,
+          rw, tol, cd, cf, ctx->msg);
+    if (r == 0 && prec == KRR_DOUBLE)
+      printf("np %d %s %s: weights rel diff %.2e, criterion %.3e\n", P, pn, specs[t][0], rw, cd);
+    krr_solver_free(sf);
+    krr_solver_free(sd);
+  }
+  if (st == KRR_OK && P > 1) { /* the solvers that need the whole kernel refuse by name */
+    krr_solver *s = NULL;
+    krr_status a = tinit(&dist, "cholesky", "", &s);
+    CHECK(a == KRR_ERR_INPUT && strstr(ctx->msg, "does not run distributed"), "cholesky refused: %s", ctx->msg);
+    krr_solver_free(s);
+    a = tinit(&dist, "askotch", "sampling=rls", &s);
+    if (a == KRR_OK) a = krr_solver_step(s, 1);
+    CHECK(a == KRR_ERR_INPUT && strstr(ctx->msg, "rls"), "rls refused: %s", ctx->msg);
+    krr_solver_free(s);
+    krr_clear(ctx);
+  }
+  free(wf); free(wd);
+  tfit_free(&dist);
+  tfit_free(&full);
+out:
+  free(X); free(y); free(Xl); free(yl);
+}
+
 int main(int argc, char **argv) {
   krr_ctx ctx;
   if (krr_ctx_init(&ctx, krr_cpu_ops(), 1, 0) != KRR_OK) { printf("ctx: %s\n", ctx.msg); return 1; }
@@ -237,6 +311,8 @@ int main(int argc, char **argv) {
   }
   if (comm->rank == 0) printf("ranks %d: bytes per block step (b = 37, p = 3, m = 2) %g\n", comm->size, tb[0]);
   test_bad_shards(&ctx);
+  test_fits(&ctx, KRR_DOUBLE, 301, 1e-12);
+  test_fits(&ctx, KRR_FLOAT, 301, 1e-5);
   int64_t pf[2] = {n_pass, n_fail};
   krr_comm_allreduce(comm, &ctx, pf, 2, KRR_DT_INT64, KRR_RED_SUM);
   if (comm->rank == 0) printf("%lld passed, %lld failed\n", (long long)pf[0], (long long)pf[1]);
