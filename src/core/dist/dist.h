@@ -41,6 +41,7 @@ struct krr_comm {
   int rank, size;
   double bytes; /* payload bytes this rank contributed to collectives */
   double calls; /* collective calls */
+  double seconds; /* wall time spent in collectives (waiting included) */
   void *impl;
 };
 

@@ -34,6 +34,7 @@ static MPI_Datatype dtype(krr_dtype t) {
 
 static krr_status m_allreduce(krr_comm *c, krr_ctx *ctx, void *buf, int64_t count, krr_dtype t,
                               krr_redop op) {
+  double t0 = krr_now();
   MPI_Op mop = op == KRR_RED_MAX ? MPI_MAX : op == KRR_RED_MIN ? MPI_MIN : MPI_SUM;
   size_t es = krr_dtype_size(t);
   for (int64_t i = 0; i < count; i += CHUNK) {
@@ -43,10 +44,12 @@ static krr_status m_allreduce(krr_comm *c, krr_ctx *ctx, void *buf, int64_t coun
     c->calls += 1;
   }
   c->bytes += (double)count * (double)es;
+  c->seconds += krr_now() - t0;
   return KRR_OK;
 }
 
 static krr_status m_bcast(krr_comm *c, krr_ctx *ctx, void *buf, int64_t bytes, int root) {
+  double t0 = krr_now();
   for (int64_t i = 0; i < bytes; i += CHUNK) {
     int k = (int)(bytes - i < CHUNK ? bytes - i : CHUNK);
     int rc = MPI_Bcast((char *)buf + i, k, MPI_BYTE, root, MC(c));
@@ -54,6 +57,7 @@ static krr_status m_bcast(krr_comm *c, krr_ctx *ctx, void *buf, int64_t bytes, i
     c->calls += 1;
   }
   if (c->rank == root) c->bytes += (double)bytes;
+  c->seconds += krr_now() - t0;
   return KRR_OK;
 }
 
@@ -70,11 +74,13 @@ static krr_status m_allgatherv(krr_comm *c, krr_ctx *ctx, const void *send, int6
     rc_[r] = (int)counts[r];
     rc_[P + r] = (int)displs[r];
   }
+  double t0 = krr_now();
   int rc = MPI_Allgatherv(send, (int)sendbytes, MPI_BYTE, recv, rc_, rc_ + P, MPI_BYTE, MC(c));
   free(rc_);
   if (rc != MPI_SUCCESS) return mpi_err(ctx, rc, "Allgatherv");
   c->calls += 1;
   c->bytes += (double)sendbytes;
+  c->seconds += krr_now() - t0;
   return KRR_OK;
 }
 
