@@ -248,7 +248,7 @@
 #'   (see *Observation weights*); rows of weight 0 are dropped. For the
 #'   formula method, evaluated like [lm()]'s (a column of `data` or an
 #'   expression in it).
-#' @param distributed `TRUE` in an SPMD program under MPI (`mpirun -np P
+#' @param distributed (by name only) `TRUE` in an SPMD program under MPI (`mpirun -np P
 #'   Rscript fit.R`): every rank passes its own rows `x`, `y` (the same
 #'   columns, at least one row each) and the same other arguments; the rows
 #'   stay on their ranks and the fit is ASkotch / Skotch / SAP / NSAP
@@ -305,7 +305,7 @@ krr.default <- function(x, y, kernel = "rbf", bandwidth = "median",
                         validation = NULL, standardize = TRUE, seed = NULL,
                         progress = interactive(), threads = NULL,
                         mem_limit = NULL, keep_state = FALSE, weights = NULL,
-                        distributed = FALSE, ...) {
+                        ..., distributed = FALSE) {
   ecall <- krr_call(sys.call())
   check_no_dots(list(...), "krr", ecall)
   if (missing(y)) abort_askotch("`y` is missing.", "input", ecall)
