@@ -14,6 +14,8 @@
 #include "../src/core/sampling/sampling.h"
 
 static krr_comm *comm;
+static int poll_count;
+static int poll_stop(void *limit) { return ++poll_count > *(int *)limit; }
 
 /* this rank's rows [r0, r0 + nl) of n split in P contiguous ranges */
 static void split(int64_t n, int P, int r, int64_t *r0, int64_t *nl) {
@@ -297,6 +299,29 @@ static void test_fits(krr_ctx *ctx, krr_precision prec, int64_t n, double tol) {
     krr_solver_free(sf);
     krr_solver_free(sd);
   }
+  /* one rank interrupted inside a kernel product mid-fit (its poll callback
+   * fires on the 3rd poll): every rank returns the interrupt, none hangs */
+  if (st == KRR_OK && P > 1 && prec == KRR_DOUBLE) {
+    for (int limit = 1; limit <= 7; limit += 3) {
+      krr_solver *sd = NULL;
+      krr_status b = tinit(&dist, "askotch", "block_size=40 rank=10 seed=5", &sd);
+      poll_count = 0;
+      if (r == P - 1) { ctx->poll = poll_stop; ctx->poll_data = &limit; ctx->poll_every = 1e-12; }
+      if (b == KRR_OK) b = krr_solver_step(sd, 30);
+      ctx->poll = NULL;
+      ctx->poll_every = 0;
+      ctx->interrupted = 0;
+      CHECK(b == KRR_ERR_INTERRUPT && (r == P - 1 || strstr(ctx->msg, "rank ")),
+            "interrupt on rank %d after %d polls: status %d here (%s)", P - 1, limit, (int)b, ctx->msg);
+      krr_solver_free(sd);
+      krr_clear(ctx);
+      /* the ranks are in step again: a fresh fit works */
+      b = tinit(&dist, "askotch", "block_size=40 rank=10 seed=5", &sd);
+      if (b == KRR_OK) b = krr_solver_step(sd, 3);
+      CHECK(b == KRR_OK, "a fit after the interrupt: %s", ctx->msg);
+      krr_solver_free(sd);
+    }
+  }
   if (st == KRR_OK && P > 1) { /* the solvers that need the whole kernel refuse by name */
     krr_solver *s = NULL;
     krr_status a = tinit(&dist, "cholesky", "", &s);
@@ -333,9 +358,10 @@ int main(int argc, char **argv) {
   krr_comm_allreduce(comm, &ctx, tb, 2, KRR_DT_DOUBLE, KRR_RED_SUM);
   CHECK(tb[0] == tb[1], "block-step bytes depend on n: %g at n = 203, %g at n = 812", tb[0], tb[1]);
   if (comm->size > 1) {
-    /* b p (points) + b m (K_B: w) per rank + b m (gather) per rank, doubles */
-    double expect = 8.0 * (37 * 3 + 2 * comm->size * 37 * 2);
-    CHECK(tb[0] == expect, "block-step bytes %g, expected b p + 2 P b m doubles = %g", tb[0], expect);
+    /* b p (points) + b m (K_B: w) per rank + b m (gather) per rank, doubles,
+     * and one status integer per rank before each of the 3 data collectives */
+    double expect = 8.0 * (37 * 3 + 2 * comm->size * 37 * 2) + 3 * 8.0 * comm->size;
+    CHECK(tb[0] == expect, "block-step bytes %g, expected b p + 2 P b m doubles + 3 P ints = %g", tb[0], expect);
   }
   if (comm->rank == 0) printf("ranks %d: bytes per block step (b = 37, p = 3, m = 2) %g\n", comm->size, tb[0]);
   test_bad_shards(&ctx);

@@ -42,6 +42,7 @@ struct krr_comm {
   double bytes; /* payload bytes this rank contributed to collectives */
   double calls; /* collective calls */
   double seconds; /* wall time spent in collectives (waiting included) */
+  int agreed;     /* a failure has been agreed (krr_comm_agree) */
   void *impl;
 };
 
@@ -80,6 +81,15 @@ static inline krr_status krr_comm_barrier(krr_comm *c, krr_ctx *ctx) {
  * Two small collectives (an allreduce of one integer, a broadcast of the
  * message); a communication failure itself is KRR_ERR_DEVICE. */
 krr_status krr_comm_agree(krr_comm *c, krr_ctx *ctx, krr_status st);
+/* A failure is agreed once: after krr_comm_agree returned an error, later
+ * calls with an error return it without collectives (the ranks that learnt of
+ * it inside an operator call unwind through the solver loop's agreement point
+ * without meeting anyone), until krr_comm_reset at an entry point that every
+ * rank calls together (a solver step, an operator's creation). */
+static inline void krr_comm_reset(krr_comm *c) {
+  if (c) c->agreed = 0;
+}
+
 /* 1 when the `len` bytes at buf are equal on every rank (a 64-bit hash of
  * them, allreduced max and min) */
 krr_status krr_comm_same(krr_comm *c, krr_ctx *ctx, const void *buf, int64_t len, int *same);

@@ -29,7 +29,7 @@ static const krr_comm_vt serial_vt = {"serial", se_allreduce, se_bcast, se_allga
 
 krr_comm *krr_comm_serial(void) {
   /* counters of the static communicator stay zero: nothing moves */
-  static krr_comm serial = {&serial_vt, 0, 1, 0.0, 0.0, 0.0, NULL};
+  static krr_comm serial = {&serial_vt, 0, 1, 0.0, 0.0, 0.0, 0, NULL};
   return &serial;
 }
 
@@ -44,11 +44,13 @@ krr_status krr_comm_allgatherv(krr_comm *c, krr_ctx *ctx, const void *send, int6
 
 krr_status krr_comm_agree(krr_comm *c, krr_ctx *ctx, krr_status st) {
   if (c->size <= 1) return st;
+  if (st != KRR_OK && c->agreed) return st; /* this failure is agreed already */
   int64_t first = st != KRR_OK ? c->rank : c->size;
   /* a failing collective here leaves nothing to agree on: report it */
   krr_status cs = c->vt->allreduce(c, ctx, &first, 1, KRR_DT_INT64, KRR_RED_MIN);
   if (cs != KRR_OK) return cs;
   if (first >= c->size) return KRR_OK;
+  c->agreed = 1;
   struct { int64_t st; char msg[sizeof ctx->msg]; } m;
   memset(&m, 0, sizeof m);
   if (c->rank == first) {

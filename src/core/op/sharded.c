@@ -79,6 +79,15 @@ static krr_status grow_idx(krr_op *op, int64_t len) {
   return KRR_OK;
 }
 
+/* Every rank's status before a data collective (krr_comm_agree: one
+ * integer when all is well): a rank whose local part failed (an interrupt
+ * polled inside its kernel product, a device error) returns to the solver
+ * loop's agreement point, which meets the others here; all return the root
+ * cause's error and nobody waits in a collective that will not come. */
+static krr_status sync_status(krr_op *op, krr_status st) {
+  return krr_comm_agree(SD(op)->comm, op->ctx, st);
+}
+
 /* the rows of A owned here: local indices (hidx, and on the device) and
  * their positions in A (hpos); returns the count */
 static krr_status owned(krr_op *op, const krr_block *A, int64_t *bo) {
@@ -112,14 +121,14 @@ static krr_status sd_block_load(krr_op *op, krr_block *blk) {
   const size_t row = op->es * (size_t)p;
   int64_t bo = 0, b = blk->b;
   if (P == 1) return S->local->vt->block_load(S->local, blk);
-  KTRY(owned(op, blk, &bo));
-  KTRY(grow_host(op, b * p));
-  KTRY(grow_dev(op, b * p));
+  krr_status st = owned(op, blk, &bo);
+  if (st == KRR_OK) st = grow_host(op, b * p);
+  if (st == KRR_OK) st = grow_dev(op, b * p);
   /* own rows (block order) -> h1, compact */
-  if (bo > 0) {
-    KTRY(LOP(op, gather_points, krr_op_exact_points(S->local), p, S->didx, bo, S->dbuf));
-    KTRY(ctx->ops->download(ctx, S->h1, S->dbuf, row * (size_t)bo));
-  }
+  if (st == KRR_OK && bo > 0)
+    st = LOP(op, gather_points, krr_op_exact_points(S->local), p, S->didx, bo, S->dbuf);
+  if (st == KRR_OK && bo > 0) st = ctx->ops->download(ctx, S->h1, S->dbuf, row * (size_t)bo);
+  KTRY(sync_status(op, st));
   /* counts per rank: rows of the block each owns (known everywhere) */
   for (int r = 0; r < P; r++) S->counts[r] = 0;
   for (int64_t i = 0; i < b; i++) {
@@ -172,9 +181,10 @@ static krr_status full_mv(krr_op *op, const void *V, int64_t ldv, int q, void *o
   int64_t mx = 0;
   for (int r = 0; r < P; r++) mx = KRR_MAX(mx, S->start[r + 1] - S->start[r]);
   /* host: X_r (mx x p) in h1 and V_r (mx x q) in h2; device: X_r, V_r, the partial product */
-  KTRY(grow_host(op, mx * KRR_MAX(p, q)));
+  krr_status st = grow_host(op, mx * KRR_MAX(p, q));
   int64_t need = mx * p + mx * q + nl * q;
-  KTRY(grow_dev(op, need));
+  if (st == KRR_OK) st = grow_dev(op, need);
+  KTRY(sync_status(op, st));
   void *dX = S->dbuf, *dV = KAT(S->dbuf, mx * p, op->es), *dT = KAT(S->dbuf, mx * (p + q), op->es);
   const void *Xl = krr_op_exact_points(S->local);
   for (int r = 0; r < P; r++) {
@@ -192,10 +202,10 @@ static krr_status full_mv(krr_op *op, const void *V, int64_t ldv, int q, void *o
     krr_block B = {0};
     B.b = B.cap = nr;
     B.pts = dX;
-    KTRY(krr_op_mv(S->local, NULL, &B, dV, nr, q, r == 0 ? out : dT, r == 0 ? ldo : nl));
-    if (r > 0)
-      for (int c = 0; c < q; c++)
-        KTRY(LOP(op, axpby, nl, 1.0, KAT(dT, c * nl, op->es), 1.0, KAT(out, c * ldo, op->es)));
+    st = krr_op_mv(S->local, NULL, &B, dV, nr, q, r == 0 ? out : dT, r == 0 ? ldo : nl);
+    for (int c = 0; st == KRR_OK && r > 0 && c < q; c++)
+      st = LOP(op, axpby, nl, 1.0, KAT(dT, c * nl, op->es), 1.0, KAT(out, c * ldo, op->es));
+    KTRY(sync_status(op, st)); /* before the next shard's broadcast */
   }
   return KRR_OK;
 }
@@ -205,7 +215,7 @@ static krr_status sd_mv(krr_op *op, const krr_block *A, const krr_block *B, cons
   sh_t *S = SD(op);
   if (S->comm->size == 1 || B) return krr_op_mv(S->local, A, B, V, ldv, q, out, ldo);
   if (!A) return full_mv(op, V, ldv, q, out, ldo);
-  KTRY(krr_op_mv(S->local, A, NULL, V, ldv, q, out, ldo));
+  KTRY(sync_status(op, krr_op_mv(S->local, A, NULL, V, ldv, q, out, ldo)));
   return reduce_dev(op, out, A->b, q, ldo);
 }
 
@@ -224,13 +234,13 @@ static krr_status sd_diag(krr_op *op, const krr_block *A, double *out) {
 
 static krr_status sd_dot(krr_op *op, int64_t len, const void *x, const void *y, double *out) {
   sh_t *S = SD(op);
-  KTRY(krr_op_dot(S->local, len, x, y, out));
+  KTRY(sync_status(op, krr_op_dot(S->local, len, x, y, out)));
   return krr_comm_allreduce(S->comm, op->ctx, out, 1, KRR_DT_DOUBLE, KRR_RED_SUM);
 }
 
 static krr_status sd_nrm2(krr_op *op, int64_t len, const void *x, double *out) {
   sh_t *S = SD(op);
-  KTRY(krr_op_nrm2(S->local, len, x, out));
+  KTRY(sync_status(op, krr_op_nrm2(S->local, len, x, out)));
   if (S->comm->size == 1) return KRR_OK;
   double s = *out * *out;
   KTRY(krr_comm_allreduce(S->comm, op->ctx, &s, 1, KRR_DT_DOUBLE, KRR_RED_SUM));
@@ -246,13 +256,12 @@ static krr_status sd_gather(krr_op *op, const krr_block *A, const void *src, int
   if (S->comm->size == 1) return krr_op_gather(S->local, A, src, m, dst, ldd);
   int64_t bo = 0, b = A->b;
   const size_t es = op->es;
-  KTRY(owned(op, A, &bo));
-  KTRY(grow_host(op, b * m));
-  KTRY(grow_dev(op, (bo > 0 ? bo : 1) * m));
-  if (bo > 0) {
-    KTRY(LOP(op, gather_rows, src, op->nloc, m, S->didx, bo, S->dbuf, bo));
-    KTRY(ctx->ops->download(ctx, S->h2, S->dbuf, es * (size_t)(bo * m)));
-  }
+  krr_status st = owned(op, A, &bo);
+  if (st == KRR_OK) st = grow_host(op, b * m);
+  if (st == KRR_OK) st = grow_dev(op, (bo > 0 ? bo : 1) * m);
+  if (st == KRR_OK && bo > 0) st = LOP(op, gather_rows, src, op->nloc, m, S->didx, bo, S->dbuf, bo);
+  if (st == KRR_OK && bo > 0) st = ctx->ops->download(ctx, S->h2, S->dbuf, es * (size_t)(bo * m));
+  KTRY(sync_status(op, st));
   memset(S->h1, 0, es * (size_t)(b * m));
   for (int c = 0; c < m; c++)
     for (int64_t k = 0; k < bo; k++)
@@ -324,6 +333,7 @@ krr_status krr_op_sharded_create(krr_op *local, krr_comm *comm, krr_op **out) {
   if (!local) return KRR_ERR_INPUT;
   krr_ctx *ctx = local->ctx;
   krr_status st = KRR_OK;
+  krr_comm_reset(comm);
   if (strcmp(local->vt->name, "exact") != 0)
     st = krr_fail(ctx, KRR_ERR_INPUT, "a sharded operator wraps the exact operator (got %s)",
                   local->vt->name);

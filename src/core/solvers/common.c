@@ -201,6 +201,7 @@ krr_status krr_solver_step_until(krr_solver *s, int64_t iters, double stop_below
                                  int64_t from_iter) {
   if (!s) return KRR_ERR_INTERNAL;
   krr_clear(s->ctx);
+  krr_comm_reset(krr_op_comm(s->op, NULL)); /* every rank enters here together */
   if (!s->prepared || !s->tuned || !s->started) KTRY(setup(s));
   if (s->failed != KRR_OK) return replay(s);
   double t0 = krr_now();
@@ -262,6 +263,7 @@ krr_status krr_solver_centers(krr_solver *s, int64_t *idx) {
 /* the loss's criterion at w over the full operator: one kernel pass */
 krr_status krr_solver_residual(krr_solver *s, double *crit) {
   krr_clear(s->ctx);
+  krr_comm_reset(krr_op_comm(s->op, NULL));
   if (s->failed != KRR_OK) return replay(s);
   if (s->def->residual) {
     if (!s->prepared || !s->tuned || !s->started) KTRY(setup(s));
