@@ -248,6 +248,15 @@
 #'   (see *Observation weights*); rows of weight 0 are dropped. For the
 #'   formula method, evaluated like [lm()]'s (a column of `data` or an
 #'   expression in it).
+#' @param distributed (by name only) `TRUE` in an SPMD program under MPI (`mpirun -np P
+#'   Rscript fit.R`): every rank passes its own rows `x`, `y` (the same
+#'   columns, at least one row each) and the same other arguments; the rows
+#'   stay on their ranks and the fit is ASkotch / Skotch / SAP / NSAP
+#'   (`solver = askotch(...)`) on the sharded kernel (Tu et al., 2016).
+#'   Standardisation, the median bandwidth and the tolerance come from
+#'   global statistics; `lambda` must be a number or `"paper"`. Returns a
+#'   `"krr_distributed"` fit whose `predict()` sums the ranks' parts; see
+#'   [askotch_mpi_gather()] and [askotch_mpi_init()].
 #' @param data A data frame for the formula method.
 #' @param ... For `krr.formula()`, arguments passed to `krr.default()`.
 #'   Unknown arguments are an error.
@@ -296,10 +305,20 @@ krr.default <- function(x, y, kernel = "rbf", bandwidth = "median",
                         validation = NULL, standardize = TRUE, seed = NULL,
                         progress = interactive(), threads = NULL,
                         mem_limit = NULL, keep_state = FALSE, weights = NULL,
-                        ...) {
+                        ..., distributed = FALSE) {
   ecall <- krr_call(sys.call())
   check_no_dots(list(...), "krr", ecall)
   if (missing(y)) abort_askotch("`y` is missing.", "input", ecall)
+  check_flag(distributed, "distributed", ecall)
+  if (distributed) {
+    return(fit_distributed(x, y, kernel, bandwidth, !missing(bandwidth), lambda,
+                           solver, precision, device, max_passes, tol,
+                           time_limit, validation, standardize, seed, progress,
+                           threads, mem_limit, keep_state, weights,
+                           call = tryCatch(match.call(krr.default, ecall),
+                                           error = function(e) ecall),
+                           ecall = ecall))
+  }
   fit_model(x, y, loss_squared(), kernel, bandwidth, !missing(bandwidth),
             lambda, solver, precision, device, max_passes, tol, time_limit,
             validation, standardize, seed, progress, threads, mem_limit,

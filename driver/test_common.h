@@ -14,7 +14,7 @@
 #include <lapacke.h>
 #include "../src/core/ops.h"
 
-static int n_pass = 0, n_fail = 0;
+static int n_pass __attribute__((unused)) = 0, n_fail __attribute__((unused)) = 0;
 #define CHECK(cond, ...)                          \
   do {                                            \
     if (cond) { n_pass++; } else {                \
@@ -36,7 +36,7 @@ static void make_data(int64_t n, int p, int m, uint64_t seed, double *X, double 
 }
 
 /* ||a - b|| / ||b|| */
-static double rel_diff(const double *a, const double *b, int64_t len) {
+static inline double rel_diff(const double *a, const double *b, int64_t len) {
   double num = 0, den = 0;
   for (int64_t i = 0; i < len; i++) { num += (a[i] - b[i]) * (a[i] - b[i]); den += b[i] * b[i]; }
   return sqrt(num / (den > 0 ? den : 1));
@@ -122,7 +122,7 @@ static void tfit_free(tfit *f) {
   krr_problem_free(f->ctx, &f->pb);
 }
 
-static krr_status tfit_make(krr_ctx *ctx, krr_precision prec, const double *X, int64_t n, int p,
+static inline krr_status tfit_make(krr_ctx *ctx, krr_precision prec, const double *X, int64_t n, int p,
                             const double *y, int m, krr_kernel k, double lambda, tfit *f) {
   memset(f, 0, sizeof *f);
   f->ctx = ctx;

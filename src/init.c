@@ -28,9 +28,19 @@ SEXP ffi_threads(SEXP);
 SEXP ffi_devices(void);
 SEXP ffi_blas_threads(SEXP);
 
+SEXP ffi_mpi_built(void);
+SEXP ffi_mpi_init(void);
+SEXP ffi_mpi_finalize(void);
+SEXP ffi_mpi_use(SEXP);
+SEXP ffi_mpi_allreduce(SEXP, SEXP);
+SEXP ffi_mpi_bcast(SEXP, SEXP);
+SEXP ffi_mpi_bytes(void);
 #define CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
 
 static const R_CallMethodDef call_methods[] = {
+    CALLDEF(ffi_mpi_built, 0),       CALLDEF(ffi_mpi_init, 0),      CALLDEF(ffi_mpi_finalize, 0),
+    CALLDEF(ffi_mpi_use, 1),         CALLDEF(ffi_mpi_allreduce, 2), CALLDEF(ffi_mpi_bcast, 2),
+    CALLDEF(ffi_mpi_bytes, 0),
     CALLDEF(ffi_fit_init, 15),       CALLDEF(ffi_check_options, 2), CALLDEF(ffi_fit_step, 4),
     CALLDEF(ffi_fit_residual, 1),    CALLDEF(ffi_fit_weights, 1),   CALLDEF(ffi_fit_free, 1),
     CALLDEF(ffi_fit_alive, 1),       CALLDEF(ffi_fit_centers, 1),   CALLDEF(ffi_fit_options, 1),

@@ -9,6 +9,7 @@
 #include <R.h>
 #include <Rinternals.h>
 #include "core/krr.h"
+#include "r_dist.h"
 
 /* ---- BLAS thread count -------------------------------------------------------
  * The CPU backend sets OpenBLAS's process-wide thread count for its own calls.
@@ -263,6 +264,17 @@ static krr_status make_operator(fit_state *fs, krr_kernel k, double M, double se
                                                  (uint64_t)seed, &inner)
                         : krr_op_exact_create(&fs->ctx, &fs->pb, k, &inner);
   if (st != KRR_OK) return st;
+  struct krr_comm *comm = askotch_r_dist_comm(); /* a distributed fit: rows sharded */
+  if (comm) {
+    krr_op *local = inner;
+    if (M > 0 || c > 0 || fs->obsd) {
+      krr_op_free(local);
+      return krr_fail(&fs->ctx, KRR_ERR_INPUT, "a distributed fit takes the exact kernel without "
+                      "features, intercept or observation weights");
+    }
+    st = krr_op_sharded_create(local, comm, &inner);
+    if (st != KRR_OK) return st;
+  }
   if (c > 0) {
     st = krr_op_shift_create(inner, c, &mid);
     if (st != KRR_OK) return st;

@@ -3,7 +3,7 @@
 # checked on the compiled objects: every core file is compiled alone, its
 # undefined symbols are matched to the core file that defines them, and
 #  - a file may depend only on its own folder and the folders before it in
-#    base < data < op < loss < sampling < linalg < solvers;
+#    base < dist < data < op < loss < sampling < linalg < solvers;
 #  - inside solvers/, solver files may use common.c only; only registry.c
 #    uses the solver files; nothing uses registry.c;
 #  - there is no dependency circle between files;
@@ -23,7 +23,7 @@ if grep -rnE '#include *[<"](\.\./)*(cpu|cuda)/|#include *<R[.>_]|#include *<Rin
 fi
 # headers: a file includes headers of its own folder, earlier folders and the
 # public ones only (types, macros and inline helpers are dependencies too)
-order=" base data op loss sampling linalg solvers "
+order=" base dist data op loss sampling linalg solvers "
 for f in $(find src/core -mindepth 2 -name '*.[ch]' | sort); do
   d=$(basename "$(dirname "$f")")
   rd=${order%% $d *}; rd=${#rd}
@@ -38,7 +38,7 @@ for o in "$tmp"/*.o; do
 done > "$tmp/syms"
 awk -v fail=0 '
   function folder(f) { sub(/__.*/, "", f); return f }
-  function rank(d) { return index(" base data op loss sampling linalg solvers ", " " d " ") }
+  function rank(d) { return index(" base dist data op loss sampling linalg solvers ", " " d " ") }
   $1 == "D" { def[$2] = $3 }
   $1 == "U" { use[++nu] = $3 " " $2 }
   END {

@@ -17,12 +17,16 @@ make -s -C driver clean progs >/dev/null
 make -s -f driver/Makefile.kernels driver/build/kernels/test_kernels >/dev/null
 : > /tmp/askotch-driver.log
 crashed=$deps_fail
-for prog in "askotch_driver test" "test_solvers" "test_solvers2" "test_seams" "test_features" "test_joker" "test_restart" "kernels/test_kernels"; do
+for prog in "askotch_driver test" "test_solvers" "test_solvers2" "test_seams" "test_features" "test_joker" "test_restart" "test_dist" "kernels/test_kernels"; do
   # a program that dies without its summary line counts as one failure
   ./driver/build/$prog > /tmp/askotch-prog.log 2>&1 || {
     grep -qE "^[0-9]+ passed, [0-9]+ failed" /tmp/askotch-prog.log || crashed=$((crashed + 1)); }
   cat /tmp/askotch-prog.log >> /tmp/askotch-driver.log
 done
+# the distributed checks under mpirun (np 1..4; skipped with the reason without MPI)
+sh tools/mpi_tests.sh > /tmp/askotch-prog.log 2>&1 || true
+grep -E "skipped|^ranks" /tmp/askotch-prog.log || true
+cat /tmp/askotch-prog.log >> /tmp/askotch-driver.log
 grep -E "^FAIL" /tmp/askotch-driver.log || true
 # sum the "N passed, N failed" lines of the C programs
 c_line=$(grep -E "^[0-9]+ passed, [0-9]+ failed" /tmp/askotch-driver.log |

@@ -10,6 +10,8 @@
  *   kernel_math.h,      math shared with the backends (kernel formulas,
  *   rng.h               counter-based random numbers)
  *   base/      context, status, timing, buffer arena, option tables
+ *   dist/      the communicator seam: serial (default) or MPI (mpi.c, the only
+ *              file that includes mpi.h)
  *   data/      the training points on the device (problem), host <-> device
  *   op/        kernel operators: what solvers use instead of the raw points
  *              (exact kernel on one device today; random-feature and

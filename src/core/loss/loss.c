@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "loss.h"
+#include "../dist/dist.h"
 #include "../base/base.h"
 
 /* one line per loss, the squared loss first */
@@ -43,18 +44,22 @@ krr_status krr_objective_init(krr_ctx *ctx, const krr_op *op, const krr_loss *lo
   obj->prec = op->prec;
   obj->n = op->nloc;
   obj->m = m;
-  double s = 0.0;
-  for (int64_t i = 0; i < obj->n * (int64_t)m; i++) s += y[i] * y[i];
-  obj->ynorm = sqrt(s);
+  /* sum of squares per column; over all ranks when the rows are sharded */
+  double *ss = (double *)calloc((size_t)m + 1, sizeof(double));
+  if (!ss) return krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
+  for (int c = 0; c < m; c++)
+    for (int64_t i = 0; i < obj->n; i++) ss[c] += y[i + c * obj->n] * y[i + c * obj->n];
+  krr_comm *comm = krr_op_comm(op, NULL);
+  krr_status rs = comm ? krr_comm_allreduce(comm, ctx, ss, m, KRR_DT_DOUBLE, KRR_RED_SUM) : KRR_OK;
+  if (rs != KRR_OK) { free(ss); return rs; }
+  for (int c = 0; c < m; c++) ss[m] += ss[c];
+  obj->ynorm = sqrt(ss[m]);
   if (m > 1) {
     obj->ycol = (double *)malloc(sizeof(double) * (size_t)m);
-    if (!obj->ycol) return krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
-    for (int c = 0; c < m; c++) {
-      double sc = 0.0;
-      for (int64_t i = 0; i < obj->n; i++) sc += y[i + c * obj->n] * y[i + c * obj->n];
-      obj->ycol[c] = sqrt(sc);
-    }
+    if (!obj->ycol) { free(ss); return krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory"); }
+    for (int c = 0; c < m; c++) obj->ycol[c] = sqrt(ss[c]);
   }
+  free(ss);
   obj->param = loss->param_name ? loss->param_default : 0.0;
   krr_status st = KRR_OK;
   if (!isfinite(obj->ynorm)) st = krr_fail(ctx, KRR_ERR_INPUT, "the targets must be finite");

@@ -99,3 +99,7 @@ krr_status krr_op_exact_create(krr_ctx *ctx, const krr_problem *pb, krr_kernel k
     return krr_fail(ctx, KRR_ERR_INPUT, "unknown kernel code %d", (int)kernel.type);
   return make(ctx, pb->prec, pb->X, pb->n, pb->p, kernel, out);
 }
+
+const void *krr_op_exact_points(const krr_op *op) {
+  return op && op->vt == &exact_vt ? EX(op)->X : NULL;
+}

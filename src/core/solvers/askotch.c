@@ -92,9 +92,9 @@ static const char *const extras[] = {"step_L", "rho", "materialized", "restarts"
 
 static double need(const krr_solver *s, int64_t b, int r, int mat) {
   const opts_t *o = O(s);
-  int64_t n = s->n, m = s->m;
+  int64_t n = s->n, m = s->m, nl = s->op ? s->op->nloc : n; /* n-vectors: this rank's rows */
   int acc = o->accelerated != 0, exact = o->block_solve == BLOCK_EXACT;
-  double e = (double)(acc ? 3 : 1) * (double)(n * m) + (mat ? (double)b * (double)b : 0.0) +
+  double e = (double)(acc ? 3 : 1) * (double)(nl * m) + (mat ? (double)b * (double)b : 0.0) +
              3.0 * (double)(b * m) + 3.0 * (double)b;
   double rls = 0;
   if (o->sampling == SAMPLE_RLS) { /* the sampler, and the score estimate's work space (setup) */
@@ -175,7 +175,8 @@ static krr_status ask_init(krr_solver *s) {
   ask_t *a = A(s);
   const opts_t *o = O(s);
   krr_arena *ar = &s->arena;
-  int64_t n = s->n, b = o->block_size, nm = n * (int64_t)s->m;
+  /* n-vectors hold this rank's rows (all n on one process) */
+  int64_t n = s->n, b = o->block_size, nm = s->op->nloc * (int64_t)s->m;
   int m = s->m;
   size_t es = s->es;
   a->accelerated = o->accelerated;
@@ -186,7 +187,7 @@ static krr_status ask_init(krr_solver *s) {
   if (a->exact && !a->materialize)
     return krr_fail(s->ctx, KRR_ERR_MEMORY, "SAP needs the %lld x %lld block kernel matrix in "
                     "memory; use a smaller block_size", (long long)b, (long long)b);
-  KTRY(krr_solver_alloc_weights(s, n, s->prec));
+  KTRY(krr_solver_alloc_weights(s, s->op->nloc, s->prec));
   if (a->accelerated) {
     a->v = krr_arena_dev(ar, nm, es);
     a->z = krr_arena_dev(ar, nm, es);
@@ -203,7 +204,12 @@ static krr_status ask_init(krr_solver *s) {
   a->mark = (uint64_t *)krr_arena_host(ar, n / 64 + 1, sizeof(uint64_t));
   KTRY(KRR_ALLOCATED(ar, a->g, a->d, a->gb, a->p1, a->p2, a->p3, a->mark));
   if (!a->exact) KTRY(krr_lowrank_alloc(ar, s->prec, b, (int)o->rank, m, &a->lr));
-  if (o->sampling == SAMPLE_RLS) KTRY(krr_rls_alloc(ar, n, b, &a->rls));
+  if (o->sampling == SAMPLE_RLS) {
+    if (s->op->nloc != n)
+      return krr_fail(s->ctx, KRR_ERR_INPUT, "`sampling = \"rls\"` does not run distributed; "
+                      "use sampling = \"uniform\"");
+    KTRY(krr_rls_alloc(ar, n, b, &a->rls));
+  }
   a->kbb = (krr_kbb){s->op, &a->blk, a->materialize ? a->KB : NULL, 0.0};
   krr_solver_set_extra(s, "materialized", a->materialize);
   return KRR_OK;
@@ -237,7 +243,7 @@ static krr_status ask_start(krr_solver *s) {
   a->restarts = 0;
   if (!a->accelerated) return KRR_OK;
   krr_solver_set_extra(s, "restarts", 0.0);
-  size_t bytes = s->es * (size_t)(s->n * s->m);
+  size_t bytes = s->es * (size_t)(s->op->nloc * s->m);
   KTRY(s->ctx->ops->copy(s->ctx, a->v, s->w, bytes));
   return s->ctx->ops->copy(s->ctx, a->z, s->w, bytes);
 }
@@ -256,7 +262,7 @@ static krr_status ask_iterate(krr_solver *s) {
   ask_t *a = A(s);
   const opts_t *o = O(s);
   krr_ctx *ctx = s->ctx;
-  int64_t n = s->n, b = o->block_size, nm = n * (int64_t)s->m;
+  int64_t n = s->n, b = o->block_size, nm = s->op->nloc * (int64_t)s->m;
   int m = s->m;
   uint64_t it = (uint64_t)s->diag.iter, seed = krr_options_seed(s->opts);
   double t0 = krr_now();
@@ -350,6 +356,7 @@ const krr_solver_def krr_solver_askotch = {
     .extras = extras,
     .state_size = sizeof(ask_t),
     .mem_advice = "use a smaller block_size",
+    .distributed = 1, /* block products only: sharded operator (uniform sampling) */
     .resolve = ask_resolve,
     .memory = ask_memory,
     .shrink = ask_shrink,

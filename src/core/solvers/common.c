@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "solver.h"
+#include "../dist/dist.h"
 
 static krr_status replay(krr_solver *s);
 
@@ -132,6 +133,10 @@ krr_status krr_solver_init(krr_ctx *ctx, krr_op *op, krr_objective *obj,
                     obj->loss ? obj->loss->name : "(none)");
   if (obj->prec != op->prec || obj->n != op->nloc)
     return krr_fail(ctx, KRR_ERR_INPUT, "the objective does not match the operator");
+  krr_comm *comm = krr_op_comm(op, NULL);
+  if (comm && comm->size > 1 && !def->distributed)
+    return krr_fail(ctx, KRR_ERR_INPUT, "the solver `%s` does not run distributed (over %d ranks); "
+                    "use askotch (ASkotch, Skotch, SAP, NSAP) or falkon", def->name, comm->size);
   krr_solver *s = (krr_solver *)calloc(1, sizeof *s);
   if (!s) return krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
   s->def = def;
@@ -182,6 +187,8 @@ static krr_status setup(krr_solver *s) {
   if (st == KRR_OK && !s->started && s->def->start) st = s->def->start(s);
   if (st == KRR_OK) s->started = 1;
   if (st == KRR_OK) st = s->ctx->ops->sync(s->ctx);
+  krr_comm *comm = krr_op_comm(s->op, NULL);
+  if (comm) st = krr_comm_agree(comm, s->ctx, st); /* every rank the same status */
   s->diag.t_setup += krr_now() - t0;
   return st == KRR_OK ? KRR_OK : fail_state(s, st);
 }
@@ -194,6 +201,7 @@ krr_status krr_solver_step_until(krr_solver *s, int64_t iters, double stop_below
                                  int64_t from_iter) {
   if (!s) return KRR_ERR_INTERNAL;
   krr_clear(s->ctx);
+  krr_comm_reset(krr_op_comm(s->op, NULL)); /* every rank enters here together */
   if (!s->prepared || !s->tuned || !s->started) KTRY(setup(s));
   if (s->failed != KRR_OK) return replay(s);
   double t0 = krr_now();
@@ -203,10 +211,19 @@ krr_status krr_solver_step_until(krr_solver *s, int64_t iters, double stop_below
   krr_ctx *ctx = s->ctx;
   const double deadline = ctx->deadline;
   ctx->deadline = 0;
+  /* distributed: the ranks agree on the deadline, interrupts and every
+   * iteration's status (one small allreduce each), so that no rank leaves
+   * the loop while another waits in a collective */
+  krr_comm *comm = krr_op_comm(s->op, NULL);
+  if (comm && comm->size <= 1) comm = NULL;
   for (int64_t i = 0; i < iters && !s->diag.done && st == KRR_OK; i++) {
-    if (i > 0 && deadline > 0 && krr_now() >= deadline) break;
+    int64_t late = i > 0 && deadline > 0 && krr_now() >= deadline;
+    if (comm) st = krr_comm_allreduce(comm, ctx, &late, 1, KRR_DT_INT64, KRR_RED_MAX);
+    if (st != KRR_OK || late) break;
     if (i > 0) st = krr_poll(ctx);
+    if (comm) st = krr_comm_agree(comm, ctx, st);
     if (st == KRR_OK) st = s->def->iterate(s);
+    if (comm) st = krr_comm_agree(comm, ctx, st);
     s->w_zero = 0;
     if (st == KRR_OK && stop_below >= 0 && s->diag.iter >= from_iter &&
         s->diag.resid_est <= stop_below)
@@ -246,6 +263,7 @@ krr_status krr_solver_centers(krr_solver *s, int64_t *idx) {
 /* the loss's criterion at w over the full operator: one kernel pass */
 krr_status krr_solver_residual(krr_solver *s, double *crit) {
   krr_clear(s->ctx);
+  krr_comm_reset(krr_op_comm(s->op, NULL));
   if (s->failed != KRR_OK) return replay(s);
   if (s->def->residual) {
     if (!s->prepared || !s->tuned || !s->started) KTRY(setup(s));

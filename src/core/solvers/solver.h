@@ -40,6 +40,7 @@ struct krr_solver_def {
   const char *const *extras; /* names of the per-solver diagnostics (NULL-terminated) */
   size_t state_size;       /* bytes of the solver's private state (zeroed), s->st */
   const char *mem_advice;  /* what to try when the memory need is refused */
+  int distributed;         /* 1: runs on an operator sharded over several ranks */
   krr_status (*resolve)(krr_solver *s);
   double (*memory)(const krr_solver *s);
   krr_status (*shrink)(krr_solver *s, double avail);

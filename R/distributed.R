@@ -1,0 +1,340 @@
+# Distributed (SPMD) fits over MPI: every rank of `mpirun -np P Rscript
+# fit.R` holds a shard of the rows and calls krr(x_local, y_local,
+# distributed = TRUE, ...). The compiled sharded operator (Tu, Roelofs,
+# Venkataraman and Recht, "Large scale kernel learning using block coordinate
+# descent", 2016) splits the rows over the ranks; here are the session, the
+# global statistics (standardisation, bandwidth, tolerance) from reduced
+# sums, status agreement, prediction, and gathering a fit to one rank.
+
+#' MPI sessions for distributed fits
+#'
+#' `askotch_mpi_init()` starts (or joins) the MPI session of an SPMD program
+#' run as `mpirun -np P Rscript fit.R`: MPI is initialised unless Rmpi or
+#' pbdMPI already did so, and, if askotch initialised it, finalised when R
+#' exits (or by `askotch_mpi_finalize()`). [krr()] with `distributed = TRUE`
+#' calls it. `askotch_mpi_available()` says whether this build of askotch
+#' has MPI (configure: `ASKOTCH_MPI=auto|yes|no`).
+#'
+#' @return `askotch_mpi_init()`: a list with the `rank` (from 0) and `size`
+#'   (number of ranks), invisibly. `askotch_mpi_available()`: `TRUE` or
+#'   `FALSE`. `askotch_mpi_finalize()`: `NULL`, invisibly.
+#' @seealso [krr()] (`distributed`), [askotch_mpi_gather()].
+#' @examples
+#' askotch_mpi_available()
+#' \dontrun{
+#' # in fit.R, run as: mpirun -np 2 Rscript fit.R
+#' s <- askotch_mpi_init()
+#' rows <- split(seq_len(nrow(mtcars)), rep(0:1, length.out = nrow(mtcars)))
+#' mine <- sort(rows[[s$rank + 1]])
+#' fit <- krr(as.matrix(mtcars[mine, -1]), mtcars$mpg[mine], lambda = 1,
+#'            distributed = TRUE, threads = 1)
+#' }
+#' @export
+askotch_mpi_init <- function() {
+  res <- mpi_result(.Call(ffi_mpi_init))
+  if (is.null(mpi_env$finalizer)) {
+    mpi_env$finalizer <- TRUE
+    reg.finalizer(mpi_env, function(e) .Call(ffi_mpi_finalize), onexit = TRUE)
+  }
+  invisible(list(rank = as.integer(res[1L]), size = as.integer(res[2L])))
+}
+
+#' @rdname askotch_mpi_init
+#' @export
+askotch_mpi_available <- function() .Call(ffi_mpi_built)
+
+#' @rdname askotch_mpi_init
+#' @export
+askotch_mpi_finalize <- function() invisible(.Call(ffi_mpi_finalize))
+
+mpi_env <- new.env(parent = emptyenv())
+
+# A compiled collective's result, or its failure c(status, message) raised
+mpi_result <- function(res, call = NULL) {
+  if (is.character(res)) abort_askotch(res[2L], res[1L], call)
+  res
+}
+mpi_reduce <- function(x, op) {
+  mpi_result(.Call(ffi_mpi_allreduce, as.numeric(x),
+                   match(op, c("sum", "max", "min")) - 1L))
+}
+mpi_bcast_obj <- function(obj, root) {
+  unserialize(mpi_result(.Call(ffi_mpi_bcast, serialize(obj, NULL), as.integer(root))))
+}
+
+# Status agreement in R: evaluates expr on every rank; when it fails on any,
+# the lowest failing rank's classed error is raised on every rank (the
+# others name the rank), so that no rank waits in a collective for one that
+# has left.
+mpi_step <- function(expr, rank, call = NULL) {
+  err <- tryCatch({
+    val <- expr
+    NULL
+  }, error = function(e) e)
+  first <- mpi_reduce(if (is.null(err)) Inf else rank, "min")
+  if (is.finite(first)) {
+    what <- if (rank == first) {
+      cls <- sub("^askotch_error_", "", grep("^askotch_error_", class(err),
+                                             value = TRUE)[1L])
+      list(class = if (is.na(cls)) "input" else cls,
+           message = conditionMessage(err))
+    }
+    what <- mpi_bcast_obj(what, first)
+    if (rank == first && inherits(err, "askotch_error")) stop(err)
+    abort_askotch(if (rank == first) what$message else
+      sprintf("rank %d: %s", as.integer(first), what$message),
+      what$class, call)
+  }
+  val
+}
+
+# krr(distributed = TRUE): the shards' global statistics, then the
+# compiled fit on the sharded operator.
+fit_distributed <- function(x, y, kernel, bandwidth, bandwidth_given, lambda,
+                            solver, precision, device, max_passes, tol,
+                            time_limit, validation, standardize, seed,
+                            progress, threads, mem_limit, keep_state, weights,
+                            call, ecall) {
+  if (!askotch_mpi_available()) {
+    abort_askotch(paste(
+      "`distributed = TRUE` needs askotch built with MPI (reinstall with",
+      "libopenmpi-dev installed, or ASKOTCH_MPI=yes)."), "not_built", ecall)
+  }
+  ses <- askotch_mpi_init()
+  rank <- ses$rank
+  P <- ses$size
+  loss <- loss_squared()
+  # every rank's arguments: hashed by comparing with rank 0's
+  opts <- list(kernel = kernel, bandwidth = bandwidth, lambda = lambda,
+               solver = solver, precision = precision, device = device,
+               max_passes = max_passes, tol = tol, time_limit = time_limit,
+               standardize = standardize, seed = seed, threads = threads,
+               mem_limit = mem_limit, keep_state = keep_state,
+               validation = is.null(validation), weights = is.null(weights))
+  ref <- mpi_bcast_obj(opts, 0L)
+  if (mpi_reduce(!identical(ref, opts), "max") > 0) {
+    abort_askotch(paste(
+      "The ranks called krr(distributed = TRUE) with different options:",
+      "every rank must pass the same settings (only `x` and `y` differ)."),
+      "input", ecall)
+  }
+  # local data and the settings that need no statistics
+  loc <- mpi_step({
+    if (!is.null(validation) || !is.null(weights) || isTRUE(keep_state) ||
+        is.finite(time_limit)) {
+      abort_askotch(paste(
+        "A distributed fit takes no `validation`, `weights`, `keep_state`",
+        "or finite `time_limit`."), "input", ecall)
+    }
+    if (!identical(device, "auto") && !identical(device, "cpu")) {
+      abort_askotch("A distributed fit from R runs on the CPU (`device = \"cpu\"`).",
+                    "input", ecall)
+    }
+    xl <- as_feature_matrix(x, "x", ecall)
+    if (nrow(xl) < 1L) {
+      abort_askotch(sprintf(paste(
+        "Rank %d holds no rows of `x`: every rank needs at least one row."),
+        rank), "input", ecall)
+    }
+    tgt <- loss_check_targets(loss, prepare_targets(y, nrow(xl), ecall), ecall)
+    if (tgt$task != "regression") {
+      abort_askotch("A distributed fit is for one numeric response (regression).",
+                    "input", ecall)
+    }
+    check_flag(standardize, "standardize", ecall)
+    list(x = xl, tgt = tgt)
+  }, rank, ecall)
+  xl <- loc$x
+  p <- ncol(xl)
+  pr <- mpi_reduce(c(p, -p), "max")
+  if (pr[1L] != p || -pr[2L] != p) {
+    abort_askotch(sprintf(paste(
+      "The shards have different numbers of columns `p` (between %d and %d):",
+      "every rank's `x` must have the same columns."), -pr[2L], pr[1L]),
+      "input", ecall)
+  }
+  nl <- nrow(xl)
+  counts <- mpi_reduce(replace(numeric(P), rank + 1L, nl), "sum")
+  n <- sum(counts)
+  row0 <- sum(counts[seq_len(rank)])
+  if (n < 2) abort_askotch("`x` must have at least 2 rows in all.", "input", ecall)
+  # standardisation from reduced sums (two passes, as var())
+  scaling <- mpi_step(dist_scaling(xl, n, standardize), rank, ecall)
+  xs <- apply_scaling(xl, scaling$center, scaling$scale)
+  dimnames(xs) <- NULL
+  Y <- loc$tgt$Y
+  y_center <- mpi_reduce(colSums(Y), "sum") / n
+  Yc <- sweep(Y, 2L, y_center)
+  # seed: rank 0's when not given
+  if (is.null(seed)) seed <- mpi_bcast_obj(floor(stats::runif(1L) * 2^31), 0L)
+  # the median bandwidth on the same rows a one-process fit samples
+  kern <- mpi_step(as_kernel(kernel, bandwidth, bandwidth_given, ecall), rank, ecall)
+  bw_rule <- "fixed"
+  if (is.character(kern$bandwidth)) {
+    if (kern$bandwidth != "median") {
+      abort_askotch(sprintf(
+        "`bandwidth = \"%s\"` is not available for a distributed fit (use \"median\" or a number).",
+        kern$bandwidth), "input", ecall)
+    }
+    idx <- if (n > 1000) with_seed(seed, sort(sample.int(n, 1000L))) else seq_len(n)
+    mine <- idx > row0 & idx <= row0 + nl
+    xi <- matrix(0, length(idx), p)
+    xi[mine, ] <- xs[idx[mine] - row0, , drop = FALSE]
+    xi <- matrix(mpi_reduce(xi, "sum"), length(idx), p)
+    bandwidth <- mpi_step(median_bandwidth(xi, kern$metric, seed), rank, ecall)
+    bw_rule <- "median"
+  } else {
+    bandwidth <- kern$bandwidth
+  }
+  lspec <- lambda_spec(lambda, loss, n, ecall)
+  if (is.na(lspec$value) || length(lspec$value) != 1L) {
+    abort_askotch(paste(
+      "A distributed fit needs `lambda` as one number or \"paper\"",
+      "(the data-driven rules need all rows on one process)."), "input", ecall)
+  }
+  if (is.null(tol)) { # auto_tol() of the global targets
+    nrm <- sqrt(mpi_reduce(colSums(Yc^2), "sum"))
+    sdv <- sqrt(mpi_reduce(colSums(sweep(Yc, 2L, mpi_reduce(colSums(Yc), "sum") / n)^2),
+                           "sum") / n)
+    tol <- if (all(is.finite(c(nrm, sdv))) && min(sdv) > 0) {
+      floor <- if (precision == "double") 1e-12 else 1e-5
+      min(max(2 * sqrt(lspec$value) * 1e-3 * min(sdv / nrm), floor), 1e-3)
+    } else if (precision == "double") 1e-12 else 1e-5
+  }
+  if (identical(solver, "auto")) solver <- "askotch"
+  dat <- list(xs = xs, n = n, p = p, Yc = Yc, standardize = standardize)
+  set <- mpi_step(krr_settings(dat, loss, kern, bandwidth, TRUE, lspec$value,
+                               solver, precision, "cpu", max_passes, tol,
+                               Inf, NULL, seed, progress && rank == 0L,
+                               threads, mem_limit, FALSE, ecall), rank, ecall)
+  set$kernel$bandwidth_rule <- bw_rule
+  set$lambda_spec <- lspec
+  if (!identical(solver_c(set$solver)$name, "askotch")) {
+    abort_askotch(paste(
+      "A distributed fit runs solver = askotch() (ASkotch, Skotch, SAP, NSAP);",
+      "the other solvers need the whole kernel on one process."), "input", ecall)
+  }
+  # the compiled fit: the operator of this state is sharded over the ranks
+  .Call(ffi_mpi_use, TRUE)
+  on.exit(.Call(ffi_mpi_use, FALSE), add = TRUE)
+  t0 <- now()
+  state <- mpi_step(state_new(xs, Yc, set), rank, ecall)
+  on.exit(.Call(ffi_fit_free, state), add = TRUE)
+  res <- drive_solver(state, set, loc$tgt, xs, t0)
+  ldat <- list(xs = xs, n = nl, p = p, xnames = colnames(xl), scaling = scaling,
+               standardize = standardize, tgt = loc$tgt, Y = Y, Yc = Yc,
+               y_center = y_center)
+  fit <- new_krr(ldat, set, res, call = call)
+  fit$distributed <- list(rank = rank, size = P, n = n, n_local = nl,
+                          row0 = row0, bytes = .Call(ffi_mpi_bytes)[1L])
+  class(fit) <- c("krr_distributed", class(fit))
+  fit
+}
+
+# center / scale of compute_scaling() from the ranks' sums
+dist_scaling <- function(x, n, standardize) {
+  p <- ncol(x)
+  if (!standardize) return(list(center = rep(0, p), scale = rep(1, p)))
+  r <- apply(x, 2L, min_max)
+  lo <- mpi_reduce(r[1L, ], "min")
+  hi <- mpi_reduce(r[2L, ], "max")
+  center <- mpi_reduce(colSums(x), "sum") / n
+  ss <- mpi_reduce(colSums(sweep(x, 2L, center)^2), "sum")
+  m <- pmax(abs(lo), abs(hi))
+  scale <- rep(1, p)
+  s <- sqrt(ss / (n - 1))
+  ok <- m > 0 & hi - lo > 4 * .Machine$double.eps * m & is.finite(s) & s > 0
+  scale[ok] <- s[ok]
+  center[m == 0] <- 0
+  list(center = center, scale = scale)
+}
+
+#' @export
+predict.krr_distributed <- function(object, newdata = NULL, ...) {
+  ecall <- sys.call()
+  d <- object$distributed
+  f <- mpi_step({
+    if (is.null(newdata)) {
+      abort_askotch(paste(
+        "`newdata` is required for a distributed fit (each rank holds only",
+        "its rows); use askotch_mpi_gather() for the training fit."),
+        "input", ecall)
+    }
+    local <- object
+    class(local) <- setdiff(class(object), "krr_distributed")
+    stats::predict(local, newdata, ...)
+  }, d$rank, ecall)
+  # each rank: K(x, X_r) W_r + y_center; summed, y_center counted once
+  dims <- dim(f)
+  tot <- mpi_reduce(f, "sum") - (d$size - 1) *
+    (if (is.null(dims)) object$y_center else rep(object$y_center, each = dims[1L]))
+  if (!is.null(dims)) {
+    dim(tot) <- dims
+    dimnames(tot) <- dimnames(f)
+  } else {
+    names(tot) <- names(f)
+  }
+  tot
+}
+
+#' @export
+summary.krr_distributed <- function(object, ...) {
+  s <- NextMethod()
+  s$n <- object$distributed$n
+  s
+}
+
+#' @export
+print.krr_distributed <- function(x, ...) {
+  d <- x$distributed
+  cat(sprintf("Distributed fit: rank %d of %d, %d of n = %d rows here\n",
+              d$rank, d$size, d$n_local, d$n))
+  NextMethod()
+}
+
+#' Gather a distributed fit to one rank
+#'
+#' Collects the ranks' rows and weights of a fit made with
+#' `krr(..., distributed = TRUE)` into a plain single-process `"krr"` model
+#' on rank `root`: it predicts, summarises and can be saved with
+#' [saveRDS()] and used without MPI. Collective: every rank must call it.
+#'
+#' @param fit A distributed fit (class `"krr_distributed"`).
+#' @param root The rank (from 0) that receives the model.
+#' @return On `root`, the single-process `"krr"` fit; `NULL` elsewhere.
+#' @seealso [askotch_mpi_init()], [krr()].
+#' @examples
+#' \dontrun{
+#' # under mpirun, after fit <- krr(x_local, y_local, distributed = TRUE, ...)
+#' whole <- askotch_mpi_gather(fit)
+#' if (!is.null(whole)) saveRDS(whole, "fit.rds")
+#' }
+#' @export
+askotch_mpi_gather <- function(fit, root = 0L) {
+  ecall <- sys.call()
+  if (!inherits(fit, "krr_distributed")) {
+    abort_askotch("`fit` must be a distributed fit (krr(..., distributed = TRUE)).",
+                  "input", ecall)
+  }
+  d <- fit$distributed
+  root <- as.integer(root)
+  if (length(root) != 1L || is.na(root) || root < 0L || root >= d$size) {
+    abort_askotch(sprintf("`root` must be a rank in 0..%d.", d$size - 1L),
+                  "input", ecall)
+  }
+  parts <- lapply(seq_len(d$size) - 1L, function(r) {
+    mine <- if (r == d$rank) list(x = fit$x, w = fit$weights, y = fit$y)
+    got <- mpi_bcast_obj(mine, r)
+    if (d$rank == root) got
+  })
+  if (d$rank != root) return(invisible(NULL))
+  out <- fit
+  out$x <- do.call(rbind, lapply(parts, `[[`, "x"))
+  out$weights <- do.call(rbind, lapply(parts, `[[`, "w"))
+  out$y <- do.call(rbind, lapply(parts, `[[`, "y"))
+  out$n <- d$n
+  out$distributed <- NULL
+  out$state <- NULL
+  class(out) <- setdiff(class(fit), "krr_distributed")
+  validate_krr(out, ecall, "fit")
+}

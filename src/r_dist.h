@@ -1,0 +1,10 @@
+/* The R glue's distributed part (r_dist.c): the communicator of an SPMD
+ * session (NULL unless askotch_mpi_init() ran and a distributed fit is being
+ * set up). */
+#ifndef ASKOTCH_R_DIST_H
+#define ASKOTCH_R_DIST_H
+#include "core/krr.h"
+struct krr_comm;
+struct krr_comm *askotch_r_dist_comm(void);
+krr_status krr_op_sharded_create(krr_op *local, struct krr_comm *comm, krr_op **out);
+#endif
