@@ -196,6 +196,7 @@ check_solver_loss <- function(solver, loss, call = NULL) {
       "%s)."), loss$name, paste(info$losses, collapse = ", ")),
       "not_built", call)
   }
+  if (is_svrg(solver) && loss$name == "squared") return(invisible(solver))
   name <- solver_c(solver)$name
   def <- info$solvers[[name]]
   if (is.null(def)) {

@@ -360,8 +360,10 @@ fit_model <- function(x, y, loss, kernel, bandwidth, bandwidth_given, lambda,
   set$zero_weight <- ow$dropped
   tn <- tune_hyper(dat, set, ecall)
   check_lambda_numeric(tn$set$lambda, tn$set$precision, ecall)
-  res <- fit_solver(tn$dat$xs, tn$dat$Yc, tn$set, tn$dat$tgt)
+  res <- if (is_svrg(tn$set$solver)) fit_svrg(tn$dat$xs, tn$dat$Yc, tn$set) else
+    fit_solver(tn$dat$xs, tn$dat$Yc, tn$set, tn$dat$tgt)
   fit <- new_krr(tn$dat, tn$set, res, call = call)
+  if (is_svrg(tn$set$solver)) fit <- svrg_fields(fit, res)
   fit$length_scales <- tn$tuning$length_scales
   fit$tuning <- tn$tuning
   if (set$objective) fit <- as_kernel_machine(fit, tn$dat, tn$set, res)

@@ -331,12 +331,13 @@ auto <- function(v, digits = 4) {
 }
 
 as_solver <- function(solver, call = NULL) {
+  if (is_svrg(solver)) return(solver)  # runs outside the compiled skeleton
   if (inherits(solver, "askotch_solver")) return(valid_spec(solver, call))
   ns <- environment(as_solver)
   if (is.function(solver)) {
     # only the package's own constructors may be passed uncalled
     ctors <- c("askotch", "skotch", "sap", "pcg", "falkon", "eigenpro",
-               "cholesky", "joker")
+               "cholesky", "joker", "svrg")
     hit <- Filter(function(f) identical(solver, get(f, envir = ns)), ctors)
     if (length(hit) == 0L) {
       abort_askotch(paste(

@@ -60,7 +60,8 @@ validate_krr <- function(fit, call = NULL, arg = "object") {
   }
   if (!finite_all(W)) bad("weights", "contains NA, NaN or infinite values")
   # prediction points
-  if (M > 0) {
+  if (M > 0 || is_linear_fit(fit)) {
+    if (M == 0) M <- p
     if (nrow(W) != M) bad("weights", sprintf("must have %d rows (the features)", M))
   } else {
     X <- fit$x
