@@ -166,7 +166,7 @@ fit_svrg <- function(xs, Yc, set) {
   secs <- now() - t0
   e <- r$epochs
   crit <- r$gradient[e + 1L]
-  reason <- if (crit <= opts$tol) "tol" else "max_passes"
+  reason <- if (crit <= opts$tol) "tol" else "epochs"
   # one epoch: a full gradient (one pass) and epoch_length steps (each
   # touches one of the N terms)
   passes <- e * (1 + opts$epoch_length / N)
