@@ -39,12 +39,19 @@
 #' the variance-reduced gradient divides by \eqn{N q_i} (unbiased). Steps
 #' are \eqn{\eta = } `step` \eqn{/ \hat\beta}, \eqn{\hat\beta} the average
 #' smoothness; each epoch computes the full gradient once and takes
-#' `epoch_length` stochastic steps (each \eqn{O(dk + dm)} for \eqn{m}
-#' outputs); an epoch starts from the last iterate. The fit stops when
+#' `epoch_length` stochastic steps (each \eqn{O(d m)} for \eqn{m} outputs,
+#' \eqn{O(d k)} for a regulariser term); an epoch starts from the last
+#' iterate (Johnson and Zhang's option I). The fit stops when
 #' \eqn{\|\Phi^T(\Phi w - y) + \lambda w\| \le} `tol`
 #' \eqn{\|\Phi^T y\|} (worst output; `tol` of [krr()], \eqn{10^{-6}} when
 #' automatic) or after `epochs` epochs (`max_passes` of [krr()] does not
-#' apply). Memory: the \eqn{n \times d} feature matrix, plus \eqn{n k}.
+#' apply). Memory: the \eqn{n \times d} feature matrix, and with the
+#' preconditioner its preconditioned copy \eqn{P^{-1/2}\phi(x_i)} (the
+#' paper's preprocessing, which makes a step \eqn{O(d)} as in plain SVRG).
+#'
+#' An svrg() fit needs a numeric `lambda` and a fixed or median bandwidth,
+#' runs in double precision on the CPU, and does not take observation
+#' `weights` or a `validation` set; [refit()] does not apply to it.
 #' The trace (`fit$trace`) has one row per epoch with the objective and
 #' the criterion.
 #'
@@ -178,7 +185,9 @@ fit_svrg <- function(xs, Yc, set) {
   if (!sp$precondition) resolved$rank <- NULL
   list(weights = r$weights,
        trace = data.frame(epoch = 0:e, passes = (0:e) * (1 + opts$epoch_length / N),
+                          seconds = r$seconds[seq_len(e + 1L)],
                           objective = r$objective[seq_len(e + 1L)],
+                          resid_est = r$gradient[seq_len(e + 1L)],
                           resid_exact = r$gradient[seq_len(e + 1L)]),
        reason = reason, iterations = e, passes = passes, seconds = secs,
        resid_est = crit, resid_exact = crit, resid_floor = NA_real_,
@@ -199,4 +208,24 @@ svrg_fields <- function(fit, res) {
 # a linear-ridge fit of svrg(features = "linear"): predictions x^T w
 is_linear_fit <- function(object) {
   is_svrg(object$solver) && identical(object$solver$features, "linear")
+}
+
+# What an svrg() fit cannot do, refused when the settings are made (the
+# iterative solvers' options that do not apply to it).
+check_svrg_settings <- function(lspec, kern, precision, device, validation,
+                                call = NULL) {
+  refuse <- function(what) {
+    abort_askotch(sprintf("`solver`: svrg() %s.", what), "input", call)
+  }
+  if (lspec$rule != "fixed") {
+    refuse("needs a numeric `lambda` (the automatic choices use the exact kernel)")
+  }
+  if (kern$bandwidth_rule %in% c("ml", "ard")) {
+    refuse(sprintf("cannot tune the bandwidth (`bandwidth = \"%s\"`)",
+                   kern$bandwidth_rule))
+  }
+  if (precision != "double") refuse("works in double precision: use `precision = \"double\"`")
+  if (device == "cuda") refuse("runs on the CPU: use `device = \"cpu\"` or \"auto\"")
+  if (!is.null(validation)) refuse("does not track a `validation` set")
+  invisible(TRUE)
 }

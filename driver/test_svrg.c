@@ -27,13 +27,14 @@ static int exact_ridge(const double *Zt, int64_t n, int64_t d, int m, const doub
 
 static krr_status run(krr_ctx *ctx, const double *Zt, int64_t n, int64_t d, int m, const double *Y,
                       double lambda, int pc, int sampling, uint64_t seed, int epochs, double *W,
-                      krr_svrg_info *info, double *s2, double *obj, double *grd) {
+                      krr_svrg_info *info, double *s2, double *obj, double *grd, double *sec) {
   krr_svrg_opts o = {3, 0, epochs, 2 * (n + d), 0.25, pc, sampling, 1e-12, seed};
   memset(W, 0, sizeof(double) * (size_t)(d * m));
   memset(info, 0, sizeof *info);
   info->sigma2 = s2;
   info->objective = obj;
   info->gradient = grd;
+  info->seconds = sec;
   return krr_svrg_solve(ctx, Zt, n, d, m, Y, lambda, &o, W, info);
 }
 
@@ -45,7 +46,7 @@ int main(int argc, char **argv) {
   if (test_start(argc, argv, 400, &ctx, &n, &X, &y)) return 1;
   const int p = 3, m = 2, epochs = 100;
   const double lambda = 2.0;
-  double s2[3], obj[101], grd[101];
+  double s2[3], obj[101], grd[101], sec[101];
   krr_svrg_info info;
   /* linear features: Zt = X' */
   double *Zt = malloc(sizeof(double) * (size_t)(n * p)), *W = malloc(sizeof(double) * p * m),
@@ -55,14 +56,14 @@ int main(int argc, char **argv) {
   CHECK(exact_ridge(Zt, n, p, m, y, lambda, Wx) == 0, "oracle factorisation");
   for (int pc = 0; pc < 2; pc++)
     for (int smp = 0; smp < 2; smp++) {
-      krr_status st = run(&ctx, Zt, n, p, m, y, lambda, pc, smp, 5, epochs, W, &info, s2, obj, grd);
+      krr_status st = run(&ctx, Zt, n, p, m, y, lambda, pc, smp, 5, epochs, W, &info, s2, obj, grd, sec);
       CHECK(st == KRR_OK, "svrg pc=%d sampling=%d: %s", pc, smp, ctx.msg);
       double e = rel_diff(W, Wx, p * m);
       CHECK(e < 1e-9, "linear ridge pc=%d sampling=%d: relative error %g after %d epochs", pc, smp,
             e, info.epochs_run);
       CHECK(grd[info.epochs_run] <= 1e-12, "criterion at stop %g", grd[info.epochs_run]);
       /* the same seed: the same weights, bit for bit */
-      run(&ctx, Zt, n, p, m, y, lambda, pc, smp, 5, epochs, W2, &info, s2, obj, grd);
+      run(&ctx, Zt, n, p, m, y, lambda, pc, smp, 5, epochs, W2, &info, s2, obj, grd, sec);
       CHECK(memcmp(W, W2, sizeof(double) * p * m) == 0, "reproducible pc=%d sampling=%d", pc, smp);
     }
   /* random features: the operator's features for the same seed */
@@ -83,14 +84,14 @@ int main(int argc, char **argv) {
     krr_svrg_opts o = {3, 0, epochs, 2 * (n + M), 0.25, 1, 1, 1e-12, 3};
     memset(Wr, 0, sizeof(double) * M * m);
     memset(&info, 0, sizeof info);
-    info.sigma2 = s2; info.objective = obj; info.gradient = grd;
+    info.sigma2 = s2; info.objective = obj; info.gradient = grd; info.seconds = sec;
     CHECK(krr_svrg_solve(&ctx, Zr, n, M, m, y, lambda, &o, Wr, &info) == KRR_OK, "rff svrg");
     double e = rel_diff(Wr, Wrx, M * m);
     CHECK(e < 1e-9, "random-feature ridge: relative error %g", e);
   }
   /* input errors */
   krr_clear(&ctx);
-  CHECK(run(&ctx, Zt, n, p, m, y, 0.0, 1, 1, 5, 3, W, &info, s2, obj, grd) == KRR_ERR_INPUT,
+  CHECK(run(&ctx, Zt, n, p, m, y, 0.0, 1, 1, 5, 3, W, &info, s2, obj, grd, sec) == KRR_ERR_INPUT,
         "lambda = 0 refused");
   krr_clear(&ctx);
   free(Zt); free(W); free(Wx); free(W2); free(Zr); free(Id); free(Zo); free(Wr); free(Wrx);

@@ -854,21 +854,23 @@ SEXP ffi_svrg(SEXP x, SEXP y, SEXP lambda, SEXP features, SEXP kernel, SEXP band
     if (Rf_nrows(w0) != d || Rf_ncols(w0) != m) raise_status(KRR_ERR_INPUT, "svrg: w0 has the wrong shape");
   }
   const char *nm[] = {"weights", "objective", "gradient", "sigma2", "beta_hat", "eta", "epochs",
-                      "rank", "lanczos_iters", ""};
+                      "rank", "lanczos_iters", "seconds", ""};
   SEXP out = PROTECT(Rf_mkNamed(VECSXP, nm));
   SEXP W = PROTECT(Rf_allocMatrix(REALSXP, (int)d, m));
   SEXP obj = PROTECT(Rf_allocVector(REALSXP, o.epochs + 1));
   SEXP grd = PROTECT(Rf_allocVector(REALSXP, o.epochs + 1));
   int kk = o.precondition ? (int)(o.rank < d ? o.rank : d) : 0;
   SEXP s2 = PROTECT(Rf_allocVector(REALSXP, kk));
+  SEXP secs = PROTECT(Rf_allocVector(REALSXP, o.epochs + 1));
   if (Rf_isNull(w0)) memset(REAL(W), 0, sizeof(double) * (size_t)(d * m));
   else memcpy(REAL(W), REAL(w0), sizeof(double) * (size_t)(d * m));
-  for (int i = 0; i <= o.epochs; i++) REAL(obj)[i] = REAL(grd)[i] = NA_REAL;
+  for (int i = 0; i <= o.epochs; i++) REAL(obj)[i] = REAL(grd)[i] = REAL(secs)[i] = NA_REAL;
   krr_svrg_info info;
   memset(&info, 0, sizeof info);
   info.sigma2 = REAL(s2);
   info.objective = REAL(obj);
   info.gradient = REAL(grd);
+  info.seconds = REAL(secs);
   krr_ctx ctx;
   int nth = threads_or_default(int1(threads, "threads"));
   blas_save();
@@ -901,6 +903,7 @@ SEXP ffi_svrg(SEXP x, SEXP y, SEXP lambda, SEXP features, SEXP kernel, SEXP band
   SET_VECTOR_ELT(out, 6, Rf_ScalarInteger(info.epochs_run));
   SET_VECTOR_ELT(out, 7, Rf_ScalarInteger(info.k));
   SET_VECTOR_ELT(out, 8, Rf_ScalarInteger(info.q));
-  UNPROTECT(5);
+  SET_VECTOR_ELT(out, 9, secs);
+  UNPROTECT(6);
   return out;
 }

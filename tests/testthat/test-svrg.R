@@ -123,6 +123,21 @@ test_that("bad svrg options give classed errors naming the argument", {
   x <- matrix(rnorm(40), 20)
   expect_error(kernel_machine(x, rnorm(20), loss = "huber", solver = svrg()),
                "`solver`", class = "askotch_error_input")
+  # what svrg() fits do not do is refused, naming the argument
+  y20 <- rnorm(20)
+  sv <- svrg(features = "linear")
+  expect_error(krr(x, y20, solver = sv), "`lambda`", class = "askotch_error_input")
+  expect_error(krr(x, y20, lambda = 1, bandwidth = "ml", solver = svrg()),
+               "`bandwidth", class = "askotch_error_input")
+  expect_error(krr(x, y20, lambda = 1, solver = sv, precision = "single"),
+               "`precision", class = "askotch_error_input")
+  expect_error(krr(x, y20, lambda = 1, solver = sv,
+                   validation = list(x = x, y = y20)),
+               "`validation`", class = "askotch_error_input")
+  expect_error(krr(x, y20, lambda = 1, solver = sv, weights = runif(20)),
+               "`weights`", class = "askotch_error_input")
+  f <- krr(x, y20, lambda = 1, solver = sv, seed = 1, threads = 1)
+  expect_error(refit(f, lambda = 2), "svrg", class = "askotch_error_input")
   # solver = "svrg" is the default spec
   fit <- krr(x, rnorm(20), lambda = 1, solver = "svrg", seed = 1, threads = 1)
   expect_identical(fit$solver$features, "random")

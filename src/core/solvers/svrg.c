@@ -18,9 +18,11 @@
  *   P = U (S^2 + lam) U' + (sigma_k^2 + lam)(I - U U'),
  *   P^{-1} v = v / s_k + U diag(1 / (sigma_i^2 + lam) - 1 / s_k) U' v,
  *   s_k = sigma_k^2 + lam.
- * SVRG runs on u = P^{1/2} w (the preconditioned problem L(P^{-1/2} u)),
- * written in w: a u-step u -= eta g_u with g_u = P^{-1/2} g_w is the w-step
- * w -= eta P^{-1} g_w, so only P^{-1} is applied (O(dk) per step).
+ * SVRG runs on u = P^{1/2} w, the preconditioned problem L(P^{-1/2} u)
+ * (eq. (2)), with the data preprocessed once, x~_i = P^{-1/2} x_i (Alg. 3
+ * line 7; n d numbers more), so a data step costs O(d m) as in plain SVRG;
+ * a regulariser step forms b_j = P^{-1/2} e_j in O(d k).  w = P^{-1/2} u is
+ * formed once per epoch, for the full gradient and the criterion.
  *
  * Splitting (Section 5.1), N = n + d terms, F = (1/N) sum_i f_i:
  *   f_i     = (N/n) 1/2 (u'x~_i - y_i)^2,      x~_i = P^{-1/2} x_i, i <= n,
@@ -117,31 +119,62 @@ done:
   return st;
 }
 
-/* out = P^{-1} v for a d-vector v whose U'v is uv (k): v / s_k + U (c .* uv) */
-static void pinv_apply(int64_t d, int k, const double *V, const double *cc, double sk,
-                       const double *v, const double *uv, double *out) {
-  for (int64_t r = 0; r < d; r++) out[r] = v[r] / sk;
-  for (int l = 0; l < k; l++) {
-    const double t = cc[l] * uv[l];
-    if (t == 0) continue;
-    const double *vl = V + (int64_t)l * d;
-    for (int64_t r = 0; r < d; r++) out[r] += t * vl[r];
+/* The preconditioner's powers P^t (t = -1/2, 1/2) of eq. (8) on the d x m
+ * columns of v: out = v s_k^t + U diag((sigma_i^2 + lam)^t - s_k^t) U'v.
+ * h: k x m scratch.  Without a sketch (k = 0) the identity. */
+typedef struct {
+  int64_t d;
+  int k;
+  const double *V;
+  double sk;
+  double *cm, *cp; /* k: (sigma_i^2 + lam)^t - s_k^t for t = -1/2, +1/2 */
+} precond_t;
+
+static krr_status pc_apply(krr_ctx *ctx, const precond_t *P, int sign, const double *v, int m,
+                           double *h, double *out) {
+  const int64_t d = P->d;
+  const double f = sign < 0 ? 1.0 / sqrt(P->sk) : sqrt(P->sk);
+  const double *c = sign < 0 ? P->cm : P->cp;
+  if (out != v) memcpy(out, v, (size_t)(d * m) * sizeof(double));
+  if (P->k == 0) return KRR_OK;
+  KTRY(DOP(ctx, gemm, 1, 0, P->k, m, d, 1.0, P->V, d, v, d, 0.0, h, P->k));
+  for (int j = 0; j < m; j++)
+    for (int l = 0; l < P->k; l++) h[l + (int64_t)j * P->k] *= c[l];
+  for (int64_t i = 0; i < d * (int64_t)m; i++) out[i] *= f;
+  return DOP(ctx, gemm, 0, 0, d, m, P->k, 1.0, P->V, d, h, P->k, 1.0, out, d);
+}
+
+/* b = P^{-1/2} e_j (column j of the symmetric P^{-1/2}) */
+static void pc_column(const precond_t *P, int64_t j, double *b) {
+  const int64_t d = P->d;
+  for (int64_t r = 0; r < d; r++) b[r] = 0;
+  b[j] = 1.0 / sqrt(P->sk);
+  for (int l = 0; l < P->k; l++) {
+    const double t = P->cm[l] * P->V[j + l * d];
+    const double *vl = P->V + (int64_t)l * d;
+    for (int64_t r = 0; r < d; r++) b[r] += t * vl[r];
   }
 }
 
-/* R = Zt'W - Y (n x m), G = Zt R (d x m); objective and criterion */
-static krr_status full_gradient(krr_ctx *ctx, const double *Zt, int64_t n, int64_t d, int m,
-                                const double *Y, double lambda, const double *W, double *R,
-                                double *G, const double *zy, double *obj, double *crit) {
-  KTRY(DOP(ctx, gemm, 1, 0, n, m, d, 1.0, Zt, d, W, d, 0.0, R, n));
+/* At u (d x m): W = P^{-1/2} u, R = Xp'u - Y = Z W - Y (n x m), Gd = Xp R
+ * (= P^{-1/2} Z'R), the objective (1/2n)(||R||^2 + lambda ||W||^2) and the
+ * criterion max_j ||Z'R_j + lambda W_j|| / ||Z'y_j|| (Z'R = P^{1/2} Gd). */
+static krr_status full_gradient(krr_ctx *ctx, const precond_t *P, const double *Xp, int64_t n,
+                                int m, const double *Y, double lambda, const double *U, double *W,
+                                double *R, double *Gd, double *T, double *h, const double *zy,
+                                double *obj, double *crit) {
+  const int64_t d = P->d;
+  KTRY(pc_apply(ctx, P, -1, U, m, h, W));
+  KTRY(DOP(ctx, gemm, 1, 0, n, m, d, 1.0, Xp, d, U, d, 0.0, R, n));
   for (int64_t i = 0; i < n * (int64_t)m; i++) R[i] -= Y[i];
-  KTRY(DOP(ctx, gemm, 0, 0, d, m, n, 1.0, Zt, d, R, n, 0.0, G, d));
+  KTRY(DOP(ctx, gemm, 0, 0, d, m, n, 1.0, Xp, d, R, n, 0.0, Gd, d));
+  KTRY(pc_apply(ctx, P, 1, Gd, m, h, T));
   double o = 0, worst = 0;
   for (int j = 0; j < m; j++) {
     double rr = 0, ww = 0, gg = 0;
     for (int64_t i = 0; i < n; i++) rr += R[i + j * n] * R[i + j * n];
     for (int64_t r = 0; r < d; r++) {
-      const double wv = W[r + j * d], g = G[r + j * d] + lambda * wv;
+      const double wv = W[r + j * d], g = T[r + j * d] + lambda * wv;
       ww += wv * wv;
       gg += g * g;
     }
@@ -161,48 +194,63 @@ krr_status krr_svrg_solve(krr_ctx *ctx, const double *Zt, int64_t n, int64_t d, 
     return krr_fail(ctx, KRR_ERR_INPUT, "svrg: `lambda` must be positive and finite");
   if (n < 1 || d < 1 || m < 1) return krr_fail(ctx, KRR_ERR_INPUT, "svrg: empty problem");
   krr_status st = KRR_OK;
+  const double t0 = krr_now();
   const double lam = lambda / (double)n; /* lambda_G */
   const int64_t N = n + d;
   const int k = o->precondition ? (int)KRR_MIN((int64_t)o->rank, d) : 0;
+  const int64_t k1 = k > 0 ? k : 1;
   int q = o->lanczos_iters;
   if (q <= 0) q = (int)ceil(log((double)(d > 1 ? d : 2)) / sqrt(0.5));
-  double *V = dnew(ctx, d * (int64_t)(k > 0 ? k : 1), &st),
-         *ZV = dnew(ctx, n * (int64_t)(k > 0 ? k : 1), &st), *cc = dnew(ctx, k > 0 ? k : 1, &st),
-         *beta = dnew(ctx, N, &st), *cum = dnew(ctx, N, &st), *R = dnew(ctx, n * (int64_t)m, &st),
-         *G = dnew(ctx, d * (int64_t)m, &st), *nu = dnew(ctx, d * (int64_t)m, &st),
-         *Wt = dnew(ctx, d * (int64_t)m, &st), *p = dnew(ctx, d, &st),
-         *uv = dnew(ctx, k > 0 ? k : 1, &st), *zy = dnew(ctx, m, &st),
-         *un = dnew(ctx, (k > 0 ? k : 1) * (int64_t)m, &st);
+  double *V = dnew(ctx, d * k1, &st), *ZV = dnew(ctx, n * k1, &st), *cm = dnew(ctx, k1, &st),
+         *cp = dnew(ctx, k1, &st), *beta = dnew(ctx, N, &st), *cum = dnew(ctx, N, &st),
+         *R = dnew(ctx, n * (int64_t)m, &st), *Gd = dnew(ctx, d * (int64_t)m, &st),
+         *T = dnew(ctx, d * (int64_t)m, &st), *mu = dnew(ctx, d * (int64_t)m, &st),
+         *U = dnew(ctx, d * (int64_t)m, &st), *Wt = dnew(ctx, d * (int64_t)m, &st),
+         *b = dnew(ctx, d, &st), *zy = dnew(ctx, m, &st), *h = dnew(ctx, k1 * (int64_t)m, &st),
+         *Xp = k > 0 ? dnew(ctx, d * n, &st) : NULL;
+  precond_t P = {d, k, V, 1.0, cm, cp};
   if (st != KRR_OK) goto done;
   info->k = k;
   info->q = k > 0 ? q : 0;
   /* ||Z'y_j|| for the criterion */
-  if ((st = DOP(ctx, gemm, 0, 0, d, m, n, 1.0, Zt, d, Y, n, 0.0, G, d)) != KRR_OK) goto done;
+  if ((st = DOP(ctx, gemm, 0, 0, d, m, n, 1.0, Zt, d, Y, n, 0.0, Gd, d)) != KRR_OK) goto done;
   for (int j = 0; j < m; j++) {
     double s = 0;
-    for (int64_t r = 0; r < d; r++) s += G[r + j * d] * G[r + j * d];
+    for (int64_t r = 0; r < d; r++) s += Gd[r + j * d] * Gd[r + j * d];
     zy[j] = sqrt(s);
   }
-  double sk = 1.0;
+  const double *D = Zt; /* the data SVRG runs on: P^{-1/2} x_i (Section 5.1) */
   if (k > 0) {
     if ((st = block_lanczos(ctx, Zt, n, d, k, q, o->seed, V, info->sigma2, ZV)) != KRR_OK)
       goto done;
-    sk = info->sigma2[k - 1] + lam;
-    for (int l = 0; l < k; l++) cc[l] = 1.0 / (info->sigma2[l] + lam) - 1.0 / sk;
+    P.sk = info->sigma2[k - 1] + lam;
+    for (int l = 0; l < k; l++) {
+      cm[l] = 1.0 / sqrt(info->sigma2[l] + lam) - 1.0 / sqrt(P.sk);
+      cp[l] = sqrt(info->sigma2[l] + lam) - sqrt(P.sk);
+    }
+    /* Xp = P^{-1/2} Zt = Zt / sqrt(s_k) + V diag(cm) (Zt'V)' -- the paper's
+     * preprocessing, so that a step costs O(d), as plain SVRG's */
+    for (int64_t i = 0; i < n; i++)
+      for (int l = 0; l < k; l++) ZV[i + l * n] *= cm[l];
+    for (int64_t i = 0; i < d * n; i++) Xp[i] = Zt[i] / sqrt(P.sk);
+    if ((st = DOP(ctx, gemm, 0, 1, d, n, k, 1.0, V, d, ZV, n, 1.0, Xp, d)) != KRR_OK) goto done;
+    D = Xp;
   }
-  /* smoothness constants */
+  /* smoothness constants: beta_i = (N/n) ||P^{-1/2} x_i||^2,
+   * beta_{n+j} = N lam ||P^{-1/2} e_j||^2 */
   double bsum = 0;
   for (int64_t i = 0; i < n; i++) {
-    const double *xi = Zt + i * d;
+    const double *xi = D + i * d;
     double s = 0;
     for (int64_t r = 0; r < d; r++) s += xi[r] * xi[r];
-    s /= sk;
-    for (int l = 0; l < k; l++) s += cc[l] * ZV[i + l * n] * ZV[i + l * n];
-    beta[i] = (double)N / (double)n * (s > 0 ? s : 0.0);
+    beta[i] = (double)N / (double)n * s;
   }
   for (int64_t j = 0; j < d; j++) {
-    double s = 1.0 / sk;
-    for (int l = 0; l < k; l++) s += cc[l] * V[j + l * d] * V[j + l * d];
+    double s = 1.0 / P.sk;
+    for (int l = 0; l < k; l++) {
+      const double e = (cm[l] + 1.0 / sqrt(P.sk)) * V[j + l * d];
+      s += e * e - V[j + l * d] * V[j + l * d] / P.sk;
+    }
     beta[n + j] = (double)N * lam * (s > 0 ? s : 0.0);
   }
   for (int64_t i = 0; i < N; i++) {
@@ -216,26 +264,24 @@ krr_status krr_svrg_solve(krr_ctx *ctx, const double *Zt, int64_t n, int64_t d, 
     st = krr_fail(ctx, KRR_ERR_NUMERIC, "svrg: the step is not finite (all features zero?)");
     goto done;
   }
+  /* u = P^{1/2} w */
+  if ((st = pc_apply(ctx, &P, 1, W, m, h, U)) != KRR_OK) goto done;
   double crit;
-  if ((st = full_gradient(ctx, Zt, n, d, m, Y, lambda, W, R, G, zy, &info->objective[0], &crit)) !=
-      KRR_OK)
+  if ((st = full_gradient(ctx, &P, D, n, m, Y, lambda, U, W, R, Gd, T, h, zy, &info->objective[0],
+                          &crit)) != KRR_OK)
     goto done;
   info->gradient[0] = crit;
+  info->seconds[0] = krr_now() - t0;
   info->epochs_run = 0;
   const uint64_t sstream = krr_rng_stream(o->seed, 0x5A46, 2);
   const double invN = 1.0 / (double)N;
   for (int s = 1; s <= o->epochs && !(crit <= o->tol); s++) {
     if ((st = krr_poll(ctx)) != KRR_OK) goto done;
-    /* snapshot: W~ = W, mu = G/n + lam W~ (the gradient of L), nu = P^{-1} mu */
+    /* snapshot u~ = U (W~ = W, R~ = R hold it): mu = grad of L(P^{-1/2} u) at u~
+     * = Gd / n + lam P^{-1/2} W~ */
     memcpy(Wt, W, (size_t)(d * m) * sizeof(double));
-    for (int64_t r = 0; r < d * (int64_t)m; r++) G[r] = G[r] / (double)n + lam * W[r];
-    if (k > 0) {
-      if ((st = DOP(ctx, gemm, 1, 0, k, m, d, 1.0, V, d, G, d, 0.0, un, k)) != KRR_OK) goto done;
-      for (int j = 0; j < m; j++)
-        pinv_apply(d, k, V, cc, sk, G + (int64_t)j * d, un + (int64_t)j * k, nu + (int64_t)j * d);
-    } else {
-      memcpy(nu, G, (size_t)(d * m) * sizeof(double));
-    }
+    if ((st = pc_apply(ctx, &P, -1, W, m, h, mu)) != KRR_OK) goto done;
+    for (int64_t r = 0; r < d * (int64_t)m; r++) mu[r] = Gd[r] / (double)n + lam * mu[r];
     const uint64_t es = krr_rng_stream(sstream, (uint64_t)s, 0);
     for (int64_t t = 0; t < o->epoch_length; t++) {
       const double u = krr_rng_unif(es, (uint64_t)t);
@@ -250,57 +296,45 @@ krr_status krr_svrg_solve(krr_ctx *ctx, const double *Zt, int64_t n, int64_t d, 
         }
         i = lo;
         qi = beta[i] / bsum;
-        if (!(qi > 0)) continue; /* not reachable: zero-probability terms are never drawn */
+        if (!(qi > 0)) continue; /* zero-probability terms are not drawn */
       } else {
         i = (int64_t)(u * (double)N);
         if (i >= N) i = N - 1;
         qi = invN;
       }
+      /* the variance-reduced step: u -= eta ((grad f_i(u) - grad f_i(u~)) / (N q_i) + mu) */
       if (i < n) {
-        const double *xi = Zt + i * d;
-        if (k > 0) for (int l = 0; l < k; l++) uv[l] = cc[l] * ZV[i + l * n];
-        /* p = P^{-1} x_i */
-        for (int64_t r = 0; r < d; r++) p[r] = xi[r] / sk;
-        for (int l = 0; l < k; l++) {
-          const double tl = uv[l];
-          const double *vl = V + (int64_t)l * d;
-          for (int64_t r = 0; r < d; r++) p[r] += tl * vl[r];
-        }
+        /* (N/n)(x~_i'u - x~_i'u~) x~_i / (N q_i), x~_i'u~ = R~_i + y_i */
+        const double *xi = D + i * d;
         const double a = eta / ((double)n * qi);
         for (int j = 0; j < m; j++) {
-          double *wj = W + (int64_t)j * d;
-          double xw = 0;
-          for (int64_t r = 0; r < d; r++) xw += xi[r] * wj[r];
-          /* x_i'W~ = R~_i + y_i */
-          const double delta = xw - (R[i + j * n] + Y[i + j * n]);
-          const double ad = a * delta;
-          const double *nj = nu + (int64_t)j * d;
-          for (int64_t r = 0; r < d; r++) wj[r] -= ad * p[r] + eta * nj[r];
+          double *uj = U + (int64_t)j * d;
+          double xu = 0;
+          for (int64_t r = 0; r < d; r++) xu += xi[r] * uj[r];
+          const double ad = a * (xu - (R[i + j * n] + Y[i + j * n]));
+          const double *mj = mu + (int64_t)j * d;
+          for (int64_t r = 0; r < d; r++) uj[r] -= ad * xi[r] + eta * mj[r];
         }
       } else {
+        /* N lam (b'u - b'u~) b / (N q), b = P^{-1/2} e_jj, b'u = w_jj */
         const int64_t jj = i - n;
-        /* p = P^{-1} e_jj */
-        for (int64_t r = 0; r < d; r++) p[r] = 0;
-        p[jj] = 1.0 / sk;
-        for (int l = 0; l < k; l++) {
-          const double tl = cc[l] * V[jj + l * d];
-          const double *vl = V + (int64_t)l * d;
-          for (int64_t r = 0; r < d; r++) p[r] += tl * vl[r];
-        }
-        /* (grad f(w) - grad f(w~)) / (N q) = lam (w_jj - w~_jj) e_jj / q */
+        pc_column(&P, jj, b);
         const double a = eta * lam / qi;
         for (int j = 0; j < m; j++) {
-          double *wj = W + (int64_t)j * d;
-          const double ad = a * (wj[jj] - Wt[jj + j * d]);
-          const double *nj = nu + (int64_t)j * d;
-          for (int64_t r = 0; r < d; r++) wj[r] -= ad * p[r] + eta * nj[r];
+          double *uj = U + (int64_t)j * d;
+          double bu = 0;
+          for (int64_t r = 0; r < d; r++) bu += b[r] * uj[r];
+          const double ad = a * (bu - Wt[jj + j * d]);
+          const double *mj = mu + (int64_t)j * d;
+          for (int64_t r = 0; r < d; r++) uj[r] -= ad * b[r] + eta * mj[r];
         }
       }
     }
-    if ((st = full_gradient(ctx, Zt, n, d, m, Y, lambda, W, R, G, zy, &info->objective[s],
-                            &crit)) != KRR_OK)
+    if ((st = full_gradient(ctx, &P, D, n, m, Y, lambda, U, W, R, Gd, T, h, zy,
+                            &info->objective[s], &crit)) != KRR_OK)
       goto done;
     info->gradient[s] = crit;
+    info->seconds[s] = krr_now() - t0;
     info->epochs_run = s;
     if (!isfinite(crit)) {
       st = krr_fail(ctx, KRR_ERR_NUMERIC,
@@ -309,8 +343,8 @@ krr_status krr_svrg_solve(krr_ctx *ctx, const double *Zt, int64_t n, int64_t d, 
     }
   }
 done:
-  free(V); free(ZV); free(cc); free(beta); free(cum); free(R); free(G); free(nu); free(Wt);
-  free(p); free(uv); free(zy); free(un);
+  free(V); free(ZV); free(cm); free(cp); free(beta); free(cum); free(R); free(Gd); free(T);
+  free(mu); free(U); free(Wt); free(b); free(zy); free(h); free(Xp);
   return st;
 }
 

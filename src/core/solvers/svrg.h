@@ -28,6 +28,7 @@ typedef struct {
   int epochs_run;
   double *objective; /* host, epochs + 1 (caller's): (1/2n)||Zw-y||^2 + lambda/(2n)||w||^2, summed over columns */
   double *gradient;  /* host, epochs + 1 (caller's): the relative criterion above */
+  double *seconds;   /* host, epochs + 1 (caller's): since the start of the call */
 } krr_svrg_info;
 
 /* Zt: d x n column-major (column i is phi(x_i)); Y: n x m; lambda: the
