@@ -140,11 +140,15 @@ warn_not_converged <- function(fit, call = NULL) {
   }
   warn_askotch(sprintf(paste(
     "The solver stopped without converging (%s): %s %s > tol = %s after %s",
-    "passes. Raise `max_passes` or `time_limit`, or use a direct solver",
-    "(solver = \"cholesky\") for small n."),
+    "passes. %s"),
     switch(fit$reason, max_passes = "`max_passes` reached",
-           time_limit = "`time_limit` reached", fit$reason),
+           time_limit = "`time_limit` reached",
+           epochs = "the `epochs` of svrg() reached", fit$reason),
     fit_loss(fit)$criterion, format(signif(r, 3)), format(fit$tol),
-    format(signif(fit$passes, 3))), "convergence", call)
+    format(signif(fit$passes, 3)),
+    if (identical(fit$reason, "epochs"))
+      "Raise `epochs` (or tune `step`) of svrg()." else
+      paste("Raise `max_passes` or `time_limit`, or use a direct solver",
+            "(solver = \"cholesky\") for small n.")), "convergence", call)
   invisible(fit)
 }

@@ -196,6 +196,12 @@ check_solver_loss <- function(solver, loss, call = NULL) {
       "%s)."), loss$name, paste(info$losses, collapse = ", ")),
       "not_built", call)
   }
+  if (is_svrg(solver)) {
+    if (loss$name == "squared") return(invisible(solver))
+    abort_askotch(sprintf(paste(
+      "`solver`: svrg() supports the squared loss only, not the %s loss;",
+      "use joker()."), loss$name), "input", call)
+  }
   name <- solver_c(solver)$name
   def <- info$solvers[[name]]
   if (is.null(def)) {

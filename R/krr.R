@@ -376,11 +376,17 @@ fit_model <- function(x, y, loss, kernel, bandwidth, bandwidth_given, lambda,
                       intercept = cc, objective = machine)
   check_numerics(dat, set, ecall)
   set$obs_weights <- check_weights_model(ow$w, set, ecall)
+  if (is_svrg(set$solver) && length(set$obs_weights) > 0L) {
+    abort_askotch("`solver`: svrg() does not take observation `weights`.",
+                  "input", ecall)
+  }
   set$zero_weight <- ow$dropped
   tn <- tune_hyper(dat, set, ecall)
   check_lambda_numeric(tn$set$lambda, tn$set$precision, ecall)
-  res <- fit_solver(tn$dat$xs, tn$dat$Yc, tn$set, tn$dat$tgt)
+  res <- if (is_svrg(tn$set$solver)) fit_svrg(tn$dat$xs, tn$dat$Yc, tn$set) else
+    fit_solver(tn$dat$xs, tn$dat$Yc, tn$set, tn$dat$tgt)
   fit <- new_krr(tn$dat, tn$set, res, call = call)
+  if (is_svrg(tn$set$solver)) fit <- svrg_fields(fit, res)
   fit$length_scales <- tn$tuning$length_scales
   fit$tuning <- tn$tuning
   if (set$objective) fit <- as_kernel_machine(fit, tn$dat, tn$set, res)
@@ -468,6 +474,9 @@ krr_settings <- function(dat, loss, kernel, bandwidth, bandwidth_given, lambda,
     if (identical(solver, "auto")) auto_solver(n, precision, mem_limit, loss, features) else
       as_solver(solver, call)
   check_solver_loss(solver, loss, call)
+  if (is_svrg(solver)) {
+    check_svrg_settings(lspec, kern, precision, device, validation, call)
+  }
   M <- check_features(features, n, call)
   device <- resolve_device(device, n, call)
   val <- NULL

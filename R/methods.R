@@ -28,7 +28,9 @@ krr_scores <- function(object, xs, device = NULL) {
   dimnames(W) <- NULL
   threads <- as.integer(if (is.null(object$threads)) 0L else object$threads)
   prec <- if (object$precision == "double") 1L else 0L
-  if (fit_features(object) > 0) {
+  if (is_linear_fit(object)) {
+    s <- xs %*% W  # svrg(features = "linear"): x^T w
+  } else if (fit_features(object) > 0) {
     # random features: z(x)^T theta (on the CPU)
     s <- .Call(ffi_features_apply, xs, W, as.integer(object$kernel$code),
                as.numeric(object$kernel$bandwidth), as.numeric(object$features),

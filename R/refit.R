@@ -53,6 +53,10 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
   validate_krr(object, sys.call(), "object")
   ecall <- sys.call()
   check_no_dots(list(...), "refit", ecall)
+  if (is_svrg(object$solver)) {
+    abort_askotch("refit() does not support svrg() fits: fit again with krr().",
+                  "input", ecall)
+  }
   if (fit_features(object) > 0) {
     abort_askotch(paste(
       "refit() needs the training points, which a random-features fit does",

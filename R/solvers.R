@@ -90,6 +90,10 @@
 #' * `cholesky()`: the exact direct solve by a Cholesky factorisation of
 #'   \eqn{K + \lambda I}: \eqn{O(n^2)} memory and \eqn{O(n^3)} time, for
 #'   \eqn{n} up to a few tens of thousands. Useful as a reference.
+#' * [svrg()]: (sketched preconditioned) SVRG for ridge regression on
+#'   explicit features (random Fourier features or the columns of `x`), an
+#'   approximation of KRR solved in feature space; documented on its own
+#'   page.
 #'
 #' @param block_size Block size \eqn{b}; `NULL` (default) picks
 #'   \eqn{\min(n, \max(256, n/100))}. Must not exceed the number of training
@@ -336,12 +340,13 @@ auto <- function(v, digits = 4) {
 }
 
 as_solver <- function(solver, call = NULL) {
+  if (is_svrg(solver)) return(solver)  # runs outside the compiled skeleton
   if (inherits(solver, "askotch_solver")) return(valid_spec(solver, call))
   ns <- environment(as_solver)
   if (is.function(solver)) {
     # only the package's own constructors may be passed uncalled
     ctors <- c("askotch", "skotch", "sap", "pcg", "falkon", "eigenpro",
-               "cholesky", "joker")
+               "cholesky", "joker", "svrg")
     hit <- Filter(function(f) identical(solver, get(f, envir = ns)), ctors)
     if (length(hit) == 0L) {
       abort_askotch(paste(

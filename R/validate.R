@@ -60,7 +60,8 @@ validate_krr <- function(fit, call = NULL, arg = "object") {
   }
   if (!finite_all(W)) bad("weights", "contains NA, NaN or infinite values")
   # prediction points
-  if (M > 0) {
+  if (M > 0 || is_linear_fit(fit)) {
+    if (M == 0) M <- p
     if (nrow(W) != M) bad("weights", sprintf("must have %d rows (the features)", M))
   } else {
     X <- fit$x
@@ -162,7 +163,8 @@ validate_krr <- function(fit, call = NULL, arg = "object") {
   }
   # the solve's record
   if (!is.data.frame(fit$trace)) bad("trace", "must be a data frame")
-  reasons <- c("tol", "exact", "precision", "max_passes", "time_limit")
+  reasons <- c("tol", "exact", "precision", "max_passes", "time_limit",
+               "epochs")  # epochs: svrg()
   if (!is.character(fit$reason) || length(fit$reason) != 1L ||
       !fit$reason %in% reasons) {
     bad("reason", sprintf("must be one of %s",

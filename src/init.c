@@ -27,6 +27,7 @@ SEXP ffi_kernel_matrix(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_threads(SEXP);
 SEXP ffi_devices(void);
 SEXP ffi_blas_threads(SEXP);
+SEXP ffi_svrg(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 
 SEXP ffi_mpi_built(void);
 SEXP ffi_mpi_init(void);
@@ -48,7 +49,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_info, 0),            CALLDEF(ffi_kernel_apply, 8),  CALLDEF(ffi_kernel_matrix, 6),
     CALLDEF(ffi_fit_objective, 1),   CALLDEF(ffi_fit_features_theta, 1),
     CALLDEF(ffi_features_apply, 8),  CALLDEF(ffi_threads, 1),         CALLDEF(ffi_devices, 0),       CALLDEF(ffi_blas_threads, 1),
-    CALLDEF(ffi_fit_deadline, 2),
+    CALLDEF(ffi_fit_deadline, 2),    CALLDEF(ffi_svrg, 9),
     {NULL, NULL, 0}};
 
 void R_init_askotch(DllInfo *dll) {

@@ -1,0 +1,366 @@
+/* Sketched preconditioned SVRG (Gonen, Orabona and Shalev-Shwartz, ICML
+ * 2016: Algorithm 3 with the Block Lanczos of Algorithm 2 and the SVRG of
+ * Algorithm 1), and plain SVRG, for ridge regression on explicit features
+ * phi(x_i) (the columns of Zt, d x n), m right-hand sides at once.
+ *
+ * Conventions.  The package solves (Z'Z + lambda I) w = Z'y.  The paper
+ * minimises L(w) = (1/n) sum 1/2 (w'x_i - y_i)^2 + lambda_G/2 ||w||^2,
+ * whose minimiser solves (Z'Z + n lambda_G I) w = Z'y: lambda_G = lambda / n.
+ * Below "lam" is lambda_G.
+ *
+ * Sketch (Alg. 2 on n^{-1/2} Z', so that its Gram is C = Z'Z / n): a Krylov
+ * space [G, C G, ..., C^q G] of a d x k Gaussian G, built block by block with
+ * full (twice repeated) block Gram-Schmidt and a QR per block, capped at d
+ * columns; the Rayleigh-Ritz matrix Q'CQ gives the top k eigenpairs
+ * (sigma_i^2, u_i) of C.  q = ceil(log(d) / sqrt(eps)), eps = 1/2.
+ *
+ * Preconditioner (eq. (8)), never formed:
+ *   P = U (S^2 + lam) U' + (sigma_k^2 + lam)(I - U U'),
+ *   P^{-1} v = v / s_k + U diag(1 / (sigma_i^2 + lam) - 1 / s_k) U' v,
+ *   s_k = sigma_k^2 + lam.
+ * SVRG runs on u = P^{1/2} w, the preconditioned problem L(P^{-1/2} u)
+ * (eq. (2)), with the data preprocessed once, x~_i = P^{-1/2} x_i (Alg. 3
+ * line 7; n d numbers more), so a data step costs O(d m) as in plain SVRG;
+ * a regulariser step forms b_j = P^{-1/2} e_j in O(d k).  w = P^{-1/2} u is
+ * formed once per epoch, for the full gradient and the criterion.
+ *
+ * Splitting (Section 5.1), N = n + d terms, F = (1/N) sum_i f_i:
+ *   f_i     = (N/n) 1/2 (u'x~_i - y_i)^2,      x~_i = P^{-1/2} x_i, i <= n,
+ *   f_{n+j} = N lam 1/2 (u'b_j)^2,             b_j  = P^{-1/2} e_j,
+ * smoothness beta_i = (N/n) x_i'P^{-1}x_i and beta_{n+j} = N lam e_j'P^{-1}e_j
+ * (Alg. 3 prints ||b_j|| unsquared and drops the 1/2), beta_hat = (1/N) sum
+ * beta_i (Alg. 3 prints 1/n).  Sampling q_i = beta_i / sum beta (or 1/N);
+ * the variance-reduced gradient (grad f_i(u) - grad f_i(u~)) / (N q_i) + mu
+ * (Alg. 1 prints q_i: dividing by N q_i makes it unbiased for grad F).
+ * Steps eta = step / beta_hat (Theorem 2: step = 0.1).  Each epoch starts
+ * from the last iterate of the previous one (Johnson and Zhang's option I;
+ * Xiao and Zhang average the iterates).  precondition = 0: P = I (plain
+ * SVRG, uniform or smoothness sampling, the paper's baseline).
+ *
+ * Random numbers: counter-based (rng.h), draw t of epoch s from a stream of
+ * the seed, so a fit is reproducible by seed whatever the thread count. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "svrg.h"
+#include "../base/base.h"
+#include "../op/op.h"
+#include "../rng.h"
+
+/* the double-precision op (this solver works on host doubles) */
+#define DOP(ctx, name, ...) ((ctx)->ops->name##_d((ctx), __VA_ARGS__))
+
+static double *dnew(krr_ctx *ctx, int64_t count, krr_status *st) {
+  if (*st != KRR_OK) return NULL;
+  double *p = (double *)calloc((size_t)(count > 0 ? count : 1), sizeof(double));
+  if (!p) *st = krr_fail(ctx, KRR_ERR_MEMORY, "svrg: cannot allocate %.0f numbers", (double)count);
+  return p;
+}
+
+/* y = C x = Zt (Zt' x) / n for x d x w; T: n x w scratch */
+static krr_status cov_mul(krr_ctx *ctx, const double *Zt, int64_t n, int64_t d, int64_t w,
+                          const double *x, double *T, double *y) {
+  KTRY(DOP(ctx, gemm, 1, 0, n, w, d, 1.0, Zt, d, x, d, 0.0, T, n));
+  return DOP(ctx, gemm, 0, 0, d, w, n, 1.0 / (double)n, Zt, d, T, n, 0.0, y, d);
+}
+
+/* B (d x w) <- B - Q (Q' B) for Q d x c (twice: classical Gram-Schmidt, repeated) */
+static krr_status orth_against(krr_ctx *ctx, const double *Q, int64_t d, int64_t c, double *B,
+                               int64_t w, double *H) {
+  if (c == 0) return KRR_OK;
+  for (int rep = 0; rep < 2; rep++) {
+    KTRY(DOP(ctx, gemm, 1, 0, c, w, d, 1.0, Q, d, B, d, 0.0, H, c));
+    KTRY(DOP(ctx, gemm, 0, 0, d, w, c, -1.0, Q, d, H, c, 1.0, B, d));
+  }
+  return KRR_OK;
+}
+
+/* Block Lanczos (Alg. 2): V (d x k) top-k eigenvectors of C, s2 (k) its
+ * eigenvalues descending, ZV (n x k) = Zt' V. */
+static krr_status block_lanczos(krr_ctx *ctx, const double *Zt, int64_t n, int64_t d, int k, int q,
+                                uint64_t seed, double *V, double *s2, double *ZV) {
+  krr_status st = KRR_OK;
+  int64_t ncols = KRR_MIN((int64_t)k * (q + 1), d);
+  double *Q = dnew(ctx, d * ncols, &st), *T = dnew(ctx, n * ncols, &st),
+         *H = dnew(ctx, ncols * (int64_t)k, &st), *M = dnew(ctx, ncols * ncols, &st),
+         *ev = dnew(ctx, ncols, &st);
+  if (st != KRR_OK) goto done;
+  const uint64_t sg = krr_rng_stream(seed, 0x5A46, 1);
+  int64_t c = 0; /* columns of Q so far */
+  for (int b = 0; c < ncols; b++) {
+    int64_t w = KRR_MIN((int64_t)k, ncols - c);
+    double *B = Q + c * d;
+    if (b == 0) {
+      for (int64_t i = 0; i < d * w; i++) B[i] = krr_rng_normal(sg, (uint64_t)i);
+    } else {
+      /* C times the first w columns of the previous block */
+      if ((st = cov_mul(ctx, Zt, n, d, w, Q + (c - k) * d, T, B)) != KRR_OK) goto done;
+    }
+    if ((st = orth_against(ctx, Q, d, c, B, w, H)) != KRR_OK) goto done;
+    if ((st = DOP(ctx, qr_q, d, w, B, d)) != KRR_OK) goto done;
+    c += w;
+  }
+  /* Rayleigh-Ritz: M = (Zt'Q)'(Zt'Q) / n */
+  if ((st = DOP(ctx, gemm, 1, 0, n, ncols, d, 1.0, Zt, d, Q, d, 0.0, T, n)) != KRR_OK) goto done;
+  if ((st = DOP(ctx, gemm, 1, 0, ncols, ncols, n, 1.0 / (double)n, T, n, T, n, 0.0, M, ncols)) !=
+      KRR_OK)
+    goto done;
+  if ((st = DOP(ctx, syev, ncols, M, ncols, ev)) != KRR_OK) goto done;
+  /* eigenvalues ascending: the top k are the last, reversed; reuse H (ncols x k) for U_k */
+  for (int l = 0; l < k; l++) {
+    int64_t src = ncols - 1 - l;
+    s2[l] = ev[src] > 0 ? ev[src] : 0.0;
+    memcpy(H + (int64_t)l * ncols, M + src * ncols, (size_t)ncols * sizeof(double));
+  }
+  if ((st = DOP(ctx, gemm, 0, 0, d, k, ncols, 1.0, Q, d, H, ncols, 0.0, V, d)) != KRR_OK) goto done;
+  st = DOP(ctx, gemm, 0, 0, n, k, ncols, 1.0, T, n, H, ncols, 0.0, ZV, n);
+done:
+  free(Q); free(T); free(H); free(M); free(ev);
+  return st;
+}
+
+/* The preconditioner's powers P^t (t = -1/2, 1/2) of eq. (8) on the d x m
+ * columns of v: out = v s_k^t + U diag((sigma_i^2 + lam)^t - s_k^t) U'v.
+ * h: k x m scratch.  Without a sketch (k = 0) the identity. */
+typedef struct {
+  int64_t d;
+  int k;
+  const double *V;
+  double sk;
+  double *cm, *cp; /* k: (sigma_i^2 + lam)^t - s_k^t for t = -1/2, +1/2 */
+} precond_t;
+
+static krr_status pc_apply(krr_ctx *ctx, const precond_t *P, int sign, const double *v, int m,
+                           double *h, double *out) {
+  const int64_t d = P->d;
+  const double f = sign < 0 ? 1.0 / sqrt(P->sk) : sqrt(P->sk);
+  const double *c = sign < 0 ? P->cm : P->cp;
+  if (out != v) memcpy(out, v, (size_t)(d * m) * sizeof(double));
+  if (P->k == 0) return KRR_OK;
+  KTRY(DOP(ctx, gemm, 1, 0, P->k, m, d, 1.0, P->V, d, v, d, 0.0, h, P->k));
+  for (int j = 0; j < m; j++)
+    for (int l = 0; l < P->k; l++) h[l + (int64_t)j * P->k] *= c[l];
+  for (int64_t i = 0; i < d * (int64_t)m; i++) out[i] *= f;
+  return DOP(ctx, gemm, 0, 0, d, m, P->k, 1.0, P->V, d, h, P->k, 1.0, out, d);
+}
+
+/* b = P^{-1/2} e_j (column j of the symmetric P^{-1/2}) */
+static void pc_column(const precond_t *P, int64_t j, double *b) {
+  const int64_t d = P->d;
+  for (int64_t r = 0; r < d; r++) b[r] = 0;
+  b[j] = 1.0 / sqrt(P->sk);
+  for (int l = 0; l < P->k; l++) {
+    const double t = P->cm[l] * P->V[j + l * d];
+    const double *vl = P->V + (int64_t)l * d;
+    for (int64_t r = 0; r < d; r++) b[r] += t * vl[r];
+  }
+}
+
+/* At u (d x m): W = P^{-1/2} u, R = Xp'u - Y = Z W - Y (n x m), Gd = Xp R
+ * (= P^{-1/2} Z'R), the objective (1/2n)(||R||^2 + lambda ||W||^2) and the
+ * criterion max_j ||Z'R_j + lambda W_j|| / ||Z'y_j|| (Z'R = P^{1/2} Gd). */
+static krr_status full_gradient(krr_ctx *ctx, const precond_t *P, const double *Xp, int64_t n,
+                                int m, const double *Y, double lambda, const double *U, double *W,
+                                double *R, double *Gd, double *T, double *h, const double *zy,
+                                double *obj, double *crit) {
+  const int64_t d = P->d;
+  KTRY(pc_apply(ctx, P, -1, U, m, h, W));
+  KTRY(DOP(ctx, gemm, 1, 0, n, m, d, 1.0, Xp, d, U, d, 0.0, R, n));
+  for (int64_t i = 0; i < n * (int64_t)m; i++) R[i] -= Y[i];
+  KTRY(DOP(ctx, gemm, 0, 0, d, m, n, 1.0, Xp, d, R, n, 0.0, Gd, d));
+  KTRY(pc_apply(ctx, P, 1, Gd, m, h, T));
+  double o = 0, worst = 0;
+  for (int j = 0; j < m; j++) {
+    double rr = 0, ww = 0, gg = 0;
+    for (int64_t i = 0; i < n; i++) rr += R[i + j * n] * R[i + j * n];
+    for (int64_t r = 0; r < d; r++) {
+      const double wv = W[r + j * d], g = T[r + j * d] + lambda * wv;
+      ww += wv * wv;
+      gg += g * g;
+    }
+    o += (rr + lambda * ww) / (2.0 * (double)n);
+    const double rel = sqrt(gg) / (zy[j] > 0 ? zy[j] : 1.0);
+    if (rel > worst || isnan(rel)) worst = rel;
+  }
+  *obj = o;
+  *crit = worst;
+  return KRR_OK;
+}
+
+krr_status krr_svrg_solve(krr_ctx *ctx, const double *Zt, int64_t n, int64_t d, int m,
+                          const double *Y, double lambda, const krr_svrg_opts *o, double *W,
+                          krr_svrg_info *info) {
+  if (!(lambda > 0) || !isfinite(lambda))
+    return krr_fail(ctx, KRR_ERR_INPUT, "svrg: `lambda` must be positive and finite");
+  if (n < 1 || d < 1 || m < 1) return krr_fail(ctx, KRR_ERR_INPUT, "svrg: empty problem");
+  krr_status st = KRR_OK;
+  const double t0 = krr_now();
+  const double lam = lambda / (double)n; /* lambda_G */
+  const int64_t N = n + d;
+  const int k = o->precondition ? (int)KRR_MIN((int64_t)o->rank, d) : 0;
+  const int64_t k1 = k > 0 ? k : 1;
+  int q = o->lanczos_iters;
+  if (q <= 0) q = (int)ceil(log((double)(d > 1 ? d : 2)) / sqrt(0.5));
+  double *V = dnew(ctx, d * k1, &st), *ZV = dnew(ctx, n * k1, &st), *cm = dnew(ctx, k1, &st),
+         *cp = dnew(ctx, k1, &st), *beta = dnew(ctx, N, &st), *cum = dnew(ctx, N, &st),
+         *R = dnew(ctx, n * (int64_t)m, &st), *Gd = dnew(ctx, d * (int64_t)m, &st),
+         *T = dnew(ctx, d * (int64_t)m, &st), *mu = dnew(ctx, d * (int64_t)m, &st),
+         *U = dnew(ctx, d * (int64_t)m, &st), *Wt = dnew(ctx, d * (int64_t)m, &st),
+         *b = dnew(ctx, d, &st), *zy = dnew(ctx, m, &st), *h = dnew(ctx, k1 * (int64_t)m, &st),
+         *Xp = k > 0 ? dnew(ctx, d * n, &st) : NULL;
+  precond_t P = {d, k, V, 1.0, cm, cp};
+  if (st != KRR_OK) goto done;
+  info->k = k;
+  info->q = k > 0 ? q : 0;
+  /* ||Z'y_j|| for the criterion */
+  if ((st = DOP(ctx, gemm, 0, 0, d, m, n, 1.0, Zt, d, Y, n, 0.0, Gd, d)) != KRR_OK) goto done;
+  for (int j = 0; j < m; j++) {
+    double s = 0;
+    for (int64_t r = 0; r < d; r++) s += Gd[r + j * d] * Gd[r + j * d];
+    zy[j] = sqrt(s);
+  }
+  const double *D = Zt; /* the data SVRG runs on: P^{-1/2} x_i (Section 5.1) */
+  if (k > 0) {
+    if ((st = block_lanczos(ctx, Zt, n, d, k, q, o->seed, V, info->sigma2, ZV)) != KRR_OK)
+      goto done;
+    P.sk = info->sigma2[k - 1] + lam;
+    for (int l = 0; l < k; l++) {
+      cm[l] = 1.0 / sqrt(info->sigma2[l] + lam) - 1.0 / sqrt(P.sk);
+      cp[l] = sqrt(info->sigma2[l] + lam) - sqrt(P.sk);
+    }
+    /* Xp = P^{-1/2} Zt = Zt / sqrt(s_k) + V diag(cm) (Zt'V)' -- the paper's
+     * preprocessing, so that a step costs O(d), as plain SVRG's */
+    for (int64_t i = 0; i < n; i++)
+      for (int l = 0; l < k; l++) ZV[i + l * n] *= cm[l];
+    for (int64_t i = 0; i < d * n; i++) Xp[i] = Zt[i] / sqrt(P.sk);
+    if ((st = DOP(ctx, gemm, 0, 1, d, n, k, 1.0, V, d, ZV, n, 1.0, Xp, d)) != KRR_OK) goto done;
+    D = Xp;
+  }
+  /* smoothness constants: beta_i = (N/n) ||P^{-1/2} x_i||^2,
+   * beta_{n+j} = N lam ||P^{-1/2} e_j||^2 */
+  double bsum = 0;
+  for (int64_t i = 0; i < n; i++) {
+    const double *xi = D + i * d;
+    double s = 0;
+    for (int64_t r = 0; r < d; r++) s += xi[r] * xi[r];
+    beta[i] = (double)N / (double)n * s;
+  }
+  for (int64_t j = 0; j < d; j++) {
+    double s = 1.0 / P.sk;
+    for (int l = 0; l < k; l++) {
+      const double e = (cm[l] + 1.0 / sqrt(P.sk)) * V[j + l * d];
+      s += e * e - V[j + l * d] * V[j + l * d] / P.sk;
+    }
+    beta[n + j] = (double)N * lam * (s > 0 ? s : 0.0);
+  }
+  for (int64_t i = 0; i < N; i++) {
+    bsum += beta[i];
+    cum[i] = bsum;
+  }
+  info->beta_hat = bsum / (double)N;
+  const double eta = o->step / info->beta_hat;
+  info->eta = eta;
+  if (!(eta > 0) || !isfinite(eta)) {
+    st = krr_fail(ctx, KRR_ERR_NUMERIC, "svrg: the step is not finite (all features zero?)");
+    goto done;
+  }
+  /* u = P^{1/2} w */
+  if ((st = pc_apply(ctx, &P, 1, W, m, h, U)) != KRR_OK) goto done;
+  double crit;
+  if ((st = full_gradient(ctx, &P, D, n, m, Y, lambda, U, W, R, Gd, T, h, zy, &info->objective[0],
+                          &crit)) != KRR_OK)
+    goto done;
+  info->gradient[0] = crit;
+  info->seconds[0] = krr_now() - t0;
+  info->epochs_run = 0;
+  const uint64_t sstream = krr_rng_stream(o->seed, 0x5A46, 2);
+  const double invN = 1.0 / (double)N;
+  for (int s = 1; s <= o->epochs && !(crit <= o->tol); s++) {
+    if ((st = krr_poll(ctx)) != KRR_OK) goto done;
+    /* snapshot u~ = U (W~ = W, R~ = R hold it): mu = grad of L(P^{-1/2} u) at u~
+     * = Gd / n + lam P^{-1/2} W~ */
+    memcpy(Wt, W, (size_t)(d * m) * sizeof(double));
+    if ((st = pc_apply(ctx, &P, -1, W, m, h, mu)) != KRR_OK) goto done;
+    for (int64_t r = 0; r < d * (int64_t)m; r++) mu[r] = Gd[r] / (double)n + lam * mu[r];
+    const uint64_t es = krr_rng_stream(sstream, (uint64_t)s, 0);
+    for (int64_t t = 0; t < o->epoch_length; t++) {
+      const double u = krr_rng_unif(es, (uint64_t)t);
+      int64_t i;
+      double qi;
+      if (o->sampling == 1) {
+        const double target = u * bsum;
+        int64_t lo = 0, hi = N - 1;
+        while (lo < hi) {
+          int64_t mid = lo + (hi - lo) / 2;
+          if (cum[mid] < target) lo = mid + 1; else hi = mid;
+        }
+        i = lo;
+        qi = beta[i] / bsum;
+        if (!(qi > 0)) continue; /* zero-probability terms are not drawn */
+      } else {
+        i = (int64_t)(u * (double)N);
+        if (i >= N) i = N - 1;
+        qi = invN;
+      }
+      /* the variance-reduced step: u -= eta ((grad f_i(u) - grad f_i(u~)) / (N q_i) + mu) */
+      if (i < n) {
+        /* (N/n)(x~_i'u - x~_i'u~) x~_i / (N q_i), x~_i'u~ = R~_i + y_i */
+        const double *xi = D + i * d;
+        const double a = eta / ((double)n * qi);
+        for (int j = 0; j < m; j++) {
+          double *uj = U + (int64_t)j * d;
+          double xu = 0;
+          for (int64_t r = 0; r < d; r++) xu += xi[r] * uj[r];
+          const double ad = a * (xu - (R[i + j * n] + Y[i + j * n]));
+          const double *mj = mu + (int64_t)j * d;
+          for (int64_t r = 0; r < d; r++) uj[r] -= ad * xi[r] + eta * mj[r];
+        }
+      } else {
+        /* N lam (b'u - b'u~) b / (N q), b = P^{-1/2} e_jj, b'u = w_jj */
+        const int64_t jj = i - n;
+        pc_column(&P, jj, b);
+        const double a = eta * lam / qi;
+        for (int j = 0; j < m; j++) {
+          double *uj = U + (int64_t)j * d;
+          double bu = 0;
+          for (int64_t r = 0; r < d; r++) bu += b[r] * uj[r];
+          const double ad = a * (bu - Wt[jj + j * d]);
+          const double *mj = mu + (int64_t)j * d;
+          for (int64_t r = 0; r < d; r++) uj[r] -= ad * b[r] + eta * mj[r];
+        }
+      }
+    }
+    if ((st = full_gradient(ctx, &P, D, n, m, Y, lambda, U, W, R, Gd, T, h, zy,
+                            &info->objective[s], &crit)) != KRR_OK)
+      goto done;
+    info->gradient[s] = crit;
+    info->seconds[s] = krr_now() - t0;
+    info->epochs_run = s;
+    if (!isfinite(crit)) {
+      st = krr_fail(ctx, KRR_ERR_NUMERIC,
+                    "svrg diverged at epoch %d: reduce `step` (now %g / beta_hat)", s, o->step);
+      goto done;
+    }
+  }
+done:
+  free(V); free(ZV); free(cm); free(cp); free(beta); free(cum); free(R); free(Gd); free(T);
+  free(mu); free(U); free(Wt); free(b); free(zy); free(h); free(Xp);
+  return st;
+}
+
+krr_status krr_svrg_rff(krr_ctx *ctx, const krr_kernel *k, const double *X, int64_t n, int p,
+                        int64_t M, uint64_t seed, double *Zt) {
+  krr_status st = KRR_OK;
+  double *Wf = dnew(ctx, M * (int64_t)p, &st), *c = dnew(ctx, M, &st);
+  if (st == KRR_OK) st = krr_features_draw(ctx, k, p, M, seed, Wf, c);
+  /* Wf is M x p row-major = p x M column-major: Zt = Wf' X' (M x n) */
+  if (st == KRR_OK) st = DOP(ctx, gemm, 1, 1, M, n, p, 1.0, Wf, p, X, n, 0.0, Zt, M);
+  if (st == KRR_OK) {
+    const double sc = sqrt(2.0 / (double)M);
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j < M; j++) Zt[j + i * M] = sc * cos(Zt[j + i * M] + c[j]);
+  }
+  free(Wf);
+  free(c);
+  return st;
+}
