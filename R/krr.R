@@ -387,6 +387,13 @@ fit_model <- function(x, y, loss, kernel, bandwidth, bandwidth_given, lambda,
     fit_solver(tn$dat$xs, tn$dat$Yc, tn$set, tn$dat$tgt)
   fit <- new_krr(tn$dat, tn$set, res, call = call)
   if (is_svrg(tn$set$solver)) fit <- svrg_fields(fit, res)
+  if (!set$objective && set_features(tn$set) > 0) {
+    # random features (bcd("random")): predictions z(x)^T theta
+    fit$features <- set_features(tn$set)
+    theta <- res$theta
+    colnames(theta) <- colnames(fit$weights)
+    fit$weights <- theta
+  }
   fit$length_scales <- tn$tuning$length_scales
   fit$tuning <- tn$tuning
   if (set$objective) fit <- as_kernel_machine(fit, tn$dat, tn$set, res)
@@ -478,6 +485,15 @@ krr_settings <- function(dat, loss, kernel, bandwidth, bandwidth_given, lambda,
     check_svrg_settings(lspec, kern, precision, device, validation, call)
   }
   M <- check_features(features, n, call)
+  Mb <- bcd_features_count(solver, n)
+  if (Mb > 0) { # bcd(features = "random"): its features are the fit's
+    if (M > 0 && M != Mb) {
+      abort_askotch(sprintf(paste(
+        "`features` (%s) and the random features of `solver` (bcd(p = %s))",
+        "disagree; give the number once."), format(M), format(Mb)), "input", call)
+    }
+    M <- Mb
+  }
   device <- resolve_device(device, n, call)
   val <- NULL
   if (!is.null(validation)) {

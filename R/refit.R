@@ -59,8 +59,8 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
   }
   if (fit_features(object) > 0) {
     abort_askotch(paste(
-      "refit() needs the training points, which a random-features fit does",
-      "not keep: fit again with kernel_machine()."), "input", ecall)
+      "refit() does not support random-feature fits (kernel_machine(features",
+      "= ) or bcd(\"random\")): fit again with the new settings."), "input", ecall)
   }
   xs <- if (is.null(object$x_train)) object$x else object$x_train
   n <- nrow(xs)

@@ -90,6 +90,10 @@
 #' * `cholesky()`: the exact direct solve by a Cholesky factorisation of
 #'   \eqn{K + \lambda I}: \eqn{O(n^2)} memory and \eqn{O(n^3)} time, for
 #'   \eqn{n} up to a few tens of thousands. Useful as a reference.
+#' * [bcd()]: Tu et al.'s block coordinate descent for the Nyström
+#'   (inducing-point) problem or ridge regression on random features; an
+#'   approximation of KRR solved in feature space; documented on its own
+#'   page.
 #' * [svrg()]: (sketched preconditioned) SVRG for ridge regression on
 #'   explicit features (random Fourier features or the columns of `x`), an
 #'   approximation of KRR solved in feature space; documented on its own
@@ -346,13 +350,13 @@ as_solver <- function(solver, call = NULL) {
   if (is.function(solver)) {
     # only the package's own constructors may be passed uncalled
     ctors <- c("askotch", "skotch", "sap", "pcg", "falkon", "eigenpro",
-               "cholesky", "joker", "svrg")
+               "cholesky", "joker", "svrg", "bcd")
     hit <- Filter(function(f) identical(solver, get(f, envir = ns)), ctors)
     if (length(hit) == 0L) {
       abort_askotch(paste(
         "`solver` must be a solver specification such as askotch(), or one",
         "of the constructors askotch, skotch, sap, pcg, falkon, eigenpro,",
-        "cholesky, joker; not another function."), "input", call)
+        "cholesky, joker, svrg, bcd; not another function."), "input", call)
     }
     return(get(hit[[1L]], envir = ns)())
   }

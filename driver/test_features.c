@@ -24,7 +24,8 @@
  *    c on the host; every product chunked independently of threads);
  *  - krr_features_apply (1100 new points, two chunks) equals
  *    psi(xnew) theta from the host (1e-12);
- *  - a squared-loss solve (cholesky, and pcg to 1e-12) on the features
+ *  - a squared-loss solve (cholesky, pcg and random-feature BCD with and
+ *    without the feature cache, to 1e-12) on the features
  *    operator equals ridge regression in the features,
  *    theta* = (Z^T Z + lambda I)^{-1} Z^T y, in predictions Z theta within
  *    1e-8 relative (cholesky; 1e-7 pcg), theta from krr_op_features_theta;
@@ -360,9 +361,15 @@ static void test_apply(krr_ctx *ctx, const double *X, int64_t n, int p) {
 static void test_solve(krr_ctx *ctx, const double *X, const double *y, int64_t n, int p) {
   const int64_t M = 100;
   const int m = 2;
-  const double lambda = 1e-3;
-  const char *solvers[] = {"cholesky", "pcg"};
-  for (int kt = 0; kt < KRR_N_KERNELS; kt += 1) {
+  const char *solvers[] = {"cholesky", "pcg", "bcd_features", "bcd_features"};
+  const char *specs[] = {"", "rank=150", "block_size=32", "block_size=25 cache=no"};
+  /* cholesky and pcg at lambda = 1e-3; random-feature BCD (plain block
+   * Gauss-Seidel, whose rate degrades with cond(Z^T Z + lambda I)) at
+   * lambda = 1, where it converges in a few hundred epochs on these
+   * strongly correlated features (p = 3) */
+  for (int run = 0; run < 2 * KRR_N_KERNELS; run++) {
+    const int kt = run % KRR_N_KERNELS, bcd = run >= KRR_N_KERNELS;
+    const double lambda = bcd ? 1.0 : 1e-3;
     krr_kernel k = {(krr_kernel_type)kt, 1.1};
     double *Zh = malloc(sizeof(double) * n * M), *H = malloc(sizeof(double) * M * M),
            *ts = malloc(sizeof(double) * M * m), *th = malloc(sizeof(double) * M * m),
@@ -390,11 +397,13 @@ static void test_solve(krr_ctx *ctx, const double *X, const double *y, int64_t n
     krr_status st = krr_problem_create(ctx, KRR_DOUBLE, X, n, p, &f.pb);
     if (st == KRR_OK) st = krr_op_features_create(ctx, &f.pb, &k, M, 4242, &f.op);
     if (st == KRR_OK) st = krr_objective_init(ctx, f.op, krr_loss_lookup("squared"), lambda, y, m, &f.obj);
-    for (int s = 0; s < 2 && st == KRR_OK; s++) {
+    for (int s = bcd ? 2 : 0; s < (bcd ? 4 : 2) && st == KRR_OK; s++) {
       double crit;
       krr_diag dg;
       krr_solver *sv = NULL;
-      st = trun(&f, solvers[s], s ? "rank=150" : "", 1e-12, 2000, 10, w, &crit, &dg, &sv);
+      st = trun(&f, solvers[s], specs[s], 1e-12, 4000, 10, w, &crit, &dg, &sv);
+      if (s >= 2 && sv)
+        CHECK(textra(sv, "cached") == (s == 2 ? 1.0 : 0.0), "bcd_features cache: %g", textra(sv, "cached"));
       /* theta from the device weights */
       if (st == KRR_OK) st = krr_op_features_theta(f.op, f.obj.y, m, th); /* y as alpha: API smoke */
       void *dw = NULL;
@@ -403,13 +412,44 @@ static void test_solve(krr_ctx *ctx, const double *X, const double *y, int64_t n
       krr_dfree(ctx, &dw);
       host_ab(Zh, n, M, th, M, m, f1);
       double e = rel_diff(f1, f2, n * m), et = rel_diff(th, ts, M * m);
-      double tol = s ? 1e-7 : 1e-8;
+      double tol = s == 1 ? 1e-7 : 1e-8;
       CHECK(st == KRR_OK && info == 0 && e <= tol, "solve %s %s on features: status %d (%s), predictions %.2e "
             "(theta %.2e, crit %.2e) vs ridge in the features", solvers[s], krr_kernel_name(k.type), st,
             ctx->msg, e, et, crit);
       if (getenv("KRR_VERBOSE"))
         printf("  solve %-8s %-8s: predictions %.2e theta %.2e crit %.2e iters %lld\n", solvers[s],
                krr_kernel_name(k.type), e, et, crit, (long long)dg.iter);
+      if (bcd && sv && st == KRR_OK) {
+        /* solving again at 3 lambda: the cached block factors must be dropped */
+        double *G3 = malloc(sizeof(double) * M * M), *t3 = malloc(sizeof(double) * M * m);
+        for (int64_t j = 0; j < M; j++)
+          for (int64_t i = 0; i < M; i++) {
+            double g = 0;
+            for (int64_t l = 0; l < n; l++) g += Zh[l + i * n] * Zh[l + j * n];
+            G3[i + j * M] = g + (i == j ? 3 * lambda : 0);
+          }
+        for (int c = 0; c < m; c++)
+          for (int64_t i = 0; i < M; i++) {
+            double g = 0;
+            for (int64_t l = 0; l < n; l++) g += Zh[l + i * n] * y[l + c * n];
+            t3[i + c * M] = g;
+          }
+        int i3 = LAPACKE_dposv(LAPACK_COL_MAJOR, 'U', (lapack_int)M, m, G3, (lapack_int)M, t3, (lapack_int)M);
+        krr_status s3 = krr_solver_set_lambda(sv, 3 * lambda);
+        for (int it = 0; s3 == KRR_OK && it < 400; it++) {
+          if ((s3 = krr_solver_step(sv, 10)) != KRR_OK) break;
+          if ((s3 = krr_solver_residual(sv, &crit)) != KRR_OK || crit <= 1e-12) break;
+        }
+        if (s3 == KRR_OK) s3 = krr_solver_weights(sv, w);
+        if (s3 == KRR_OK) s3 = krr_upload_vec(ctx, KRR_DOUBLE, w, n * m, &dw);
+        if (s3 == KRR_OK) s3 = krr_op_features_theta(f.op, dw, m, th);
+        krr_dfree(ctx, &dw);
+        CHECK(s3 == KRR_OK && i3 == 0 && rel_diff(th, t3, M * m) <= 1e-8,
+              "bcd_features %s after set_lambda: theta %.2e (crit %.2e)", krr_kernel_name(k.type),
+              rel_diff(th, t3, M * m), crit);
+        f.obj.lambda = lambda;
+        free(G3); free(t3);
+      }
       krr_solver_free(sv);
     }
     tfit_free(&f);

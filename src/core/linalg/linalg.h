@@ -152,4 +152,13 @@ krr_status krr_ep_iter(krr_ep *ep, void *w, uint64_t it, double *gn, double *ybn
 krr_status krr_block_gradient(krr_op *op, const krr_objective *obj, const krr_block *B,
                               const void *a, void *g, void *gb, void *work, double *gnorm,
                               double *ynorm);
+/* --- Cholesky with a jitter fallback (chol.c) -----------------------------------
+ * A (n x n, double, device) <- the upper Cholesky factor of src + delta I:
+ * delta = 0 first, then jitter0, 10 jitter0, ... (nine tries).  *used is
+ * the delta that worked, NaN when none did (then A holds no factor; the
+ * caller reports it).  src and A must not overlap. */
+krr_status krr_chol_jitter(krr_ctx *ctx, int64_t n, const void *src, void *A, double jitter0,
+                           double *used);
+/* B (n x m, ld ldb, double) <- (T^T T)^{-1} B for an upper factor T (n x n) */
+krr_status krr_chol_solve(krr_ctx *ctx, int64_t n, const void *T, int m, void *B, int64_t ldb);
 #endif

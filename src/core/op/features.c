@@ -267,6 +267,21 @@ static krr_status ft_features(krr_op *op, const krr_block *A, void *Z, int64_t l
   return KRR_OK;
 }
 
+/* columns j0 .. j0 + cnt - 1 of Z for all rows: the frequencies and phases
+ * j0 .. j0 + cnt - 1, over chunks of rows */
+static krr_status ft_feature_cols(krr_op *op, int64_t j0, int64_t cnt, void *Z, int64_t ldz) {
+  feat_t *F = FT(op);
+  const int64_t step = FEAT_CHUNK_ELEMS / (cnt > 0 ? cnt : 1) > 64 ? FEAT_CHUNK_ELEMS / cnt : 64;
+  for (int64_t r0 = 0; cnt > 0 && r0 < op->n; r0 += step) {
+    int64_t rows_now = KRR_MIN(step, op->n - r0);
+    KTRY(krr_poll(op->ctx));
+    KTRY(feat_eval(op->ctx, op->prec, KAT(F->W, j0 * op->p, op->es), KAT(F->c, j0, op->es), 1.0,
+                   F->scale, cnt, op->p, KAT(F->X, r0 * op->p, op->es), rows_now,
+                   KAT(Z, r0, op->es), ldz));
+  }
+  return KRR_OK;
+}
+
 static krr_status make(krr_ctx *ctx, krr_precision prec, const void *X, int64_t n, int p,
                        krr_kernel kernel, int64_t M, const feat_t *share, krr_op **out);
 
@@ -306,6 +321,7 @@ static const krr_op_vt features_vt = {
     .subset = ft_subset,
     .free = ft_free,
     .features = ft_features,
+    .feature_cols = ft_feature_cols,
 };
 
 static int64_t chunk_rows(int64_t n, int64_t M) {

@@ -56,6 +56,10 @@ typedef struct krr_op_vt {
    * in feature space keeps theta = Z^T alpha (nfeat x m) and gets
    * K_{A:} alpha = Z_A theta in O(|A| nfeat). */
   krr_status (*features)(krr_op *op, const krr_block *A, void *Z, int64_t ldz);
+  /* optional (NULL unless op->nfeat > 0): the feature columns j0 .. j0 + cnt - 1
+   * of all nloc local rows, Z(nloc x cnt, ld ldz) -- what a solver over blocks
+   * of features (Tu et al.'s random-feature BCD) needs */
+  krr_status (*feature_cols)(krr_op *op, int64_t j0, int64_t cnt, void *Z, int64_t ldz);
 } krr_op_vt;
 
 struct krr_op {
@@ -131,6 +135,19 @@ static inline krr_status krr_op_features(krr_op *op, const krr_block *A, void *Z
     return krr_fail(op->ctx, KRR_ERR_INPUT, "the %s operator has no finite feature map",
                     op->vt->name);
   return op->vt->features(op, A, Z, ldz);
+}
+
+/* columns j0 .. j0 + cnt - 1 of the feature matrix Z (nloc x cnt, ld ldz);
+ * KRR_ERR_INPUT when the operator has none */
+static inline krr_status krr_op_feature_cols(krr_op *op, int64_t j0, int64_t cnt, void *Z,
+                                             int64_t ldz) {
+  if (op->nfeat <= 0 || !op->vt->feature_cols)
+    return krr_fail(op->ctx, KRR_ERR_INPUT, "the %s operator has no finite feature map",
+                    op->vt->name);
+  if (j0 < 0 || cnt < 0 || j0 + cnt > op->nfeat)
+    return krr_fail(op->ctx, KRR_ERR_INTERNAL, "feature columns %lld + %lld out of range",
+                    (long long)j0, (long long)cnt);
+  return op->vt->feature_cols(op, j0, cnt, Z, ldz);
 }
 
 /* Random Fourier features (features.c): the frequencies W (M x p, row-major)

@@ -163,6 +163,12 @@ static krr_status sc_features(krr_op *op, const krr_block *A, void *Z, int64_t l
   return XOP(op, scale_rows, na, op->nfeat, da, Z, ldz);
 }
 
+/* D Z[, j0 .. j0 + cnt - 1] */
+static krr_status sc_feature_cols(krr_op *op, int64_t j0, int64_t cnt, void *Z, int64_t ldz) {
+  KTRY(krr_op_feature_cols(SC(op)->inner, j0, cnt, Z, ldz));
+  return XOP(op, scale_rows, op->nloc, cnt, SC(op)->dd, Z, ldz);
+}
+
 static krr_status sc_subset(krr_op *op, const krr_block *A, krr_op **out) {
   scale_t *S = SC(op);
   krr_op *sub = NULL;
@@ -205,6 +211,7 @@ static const krr_op_vt scale_vt = {
     .subset = sc_subset,
     .free = sc_free,
     .features = sc_features,
+    .feature_cols = sc_feature_cols,
 };
 
 krr_status krr_op_scale_create(krr_op *inner, const double *d, krr_op **out) {

@@ -12,7 +12,9 @@
   X(eigenpro)      \
   X(eigenpro3)     \
   X(cholesky)      \
-  X(joker)
+  X(joker)         \
+  X(bcd_nystrom)   \
+  X(bcd_features)
 
 #define DECLARE(name) extern const krr_solver_def krr_solver_##name;
 SOLVERS(DECLARE)

@@ -104,4 +104,32 @@ void krr_solver_add_extra(krr_solver *s, const char *name, double dv);
 int64_t krr_default_block(int64_t n);
 /* the memory-refusal message with the solver's advice */
 krr_status krr_solver_refuse(krr_solver *s, double need, const char *what);
+
+/* Block coordinate descent in feature space (bcd_common.c; Tu et al. 2016,
+ * Algorithms 2 and 3): p coordinates cut once into nb = ceil(p / b)
+ * near-equal consecutive pieces, visited each epoch in a fresh random order;
+ * the blocks' Cholesky factors (b x b double each, p b in all) cached until
+ * lambda changes. */
+typedef struct krr_bcd {
+  int64_t p, b, nb;
+  uint64_t seed;
+  int64_t *order;       /* host nb: this epoch's order */
+  unsigned char *have;  /* host nb: factor cached */
+  void *factors;        /* device double: block k's factor at offset off_k * b */
+} krr_bcd;
+double krr_bcd_memory(int64_t p, int64_t b);
+krr_status krr_bcd_alloc(krr_bcd *c, krr_arena *a, int64_t p, int64_t b, uint64_t seed);
+/* drop the cached factors (after a change of lambda) */
+void krr_bcd_forget(krr_bcd *c);
+/* block k: coordinates off .. off + len - 1 */
+void krr_bcd_range(const krr_bcd *c, int64_t k, int64_t *off, int64_t *len);
+/* the block of iteration iter (0-based) */
+int64_t krr_bcd_pick(krr_bcd *c, int64_t iter);
+/* block k's cached factor (len x len, ld len) */
+void *krr_bcd_slot(const krr_bcd *c, int64_t k);
+/* factor G (len x len, double) into block k's slot; Cholesky failures retried
+ * with jitter0, 10 jitter0, ... (a proximal step: the fixed point stays) */
+krr_status krr_bcd_factor(krr_solver *s, krr_bcd *c, int64_t k, const void *G, double jitter0);
+/* resid_est = sqrt of the running average of (p / len) ||g||^2, over scale */
+void krr_bcd_track(krr_solver *s, const krr_bcd *c, int64_t len, double gn, double scale);
 #endif

@@ -1,0 +1,79 @@
+/* What the block coordinate descent solvers in feature space share (Tu,
+ * Roelofs, Venkataraman and Recht 2016, Algorithms 2 and 3): the fixed
+ * partition of the p coordinates (centres or features) into ceil(p / b)
+ * near-equal consecutive pieces, a fresh random order of the pieces each
+ * epoch, the cache of the blocks' Cholesky factors (a block's Gram matrix
+ * does not change between epochs; only lambda changes it), and the running
+ * estimate of the criterion. */
+#include <math.h>
+#include <string.h>
+#include "solver.h"
+
+double krr_bcd_memory(int64_t p, int64_t b) {
+  int64_t nb = (p + b - 1) / b;
+  return 8.0 * (double)p * (double)b + 9.0 * (double)nb;
+}
+
+krr_status krr_bcd_alloc(krr_bcd *c, krr_arena *a, int64_t p, int64_t b, uint64_t seed) {
+  memset(c, 0, sizeof *c);
+  c->p = p;
+  c->b = b;
+  c->nb = (p + b - 1) / b;
+  c->seed = seed;
+  c->order = (int64_t *)krr_arena_host(a, c->nb, sizeof(int64_t));
+  c->have = (unsigned char *)krr_arena_host(a, c->nb, 1);
+  c->factors = krr_arena_dev(a, p * b, sizeof(double));
+  KTRY(KRR_ALLOCATED(a, c->order, c->have, c->factors));
+  krr_bcd_forget(c);
+  return KRR_OK;
+}
+
+void krr_bcd_forget(krr_bcd *c) {
+  if (c->have) memset(c->have, 0, (size_t)c->nb);
+}
+
+void krr_bcd_range(const krr_bcd *c, int64_t k, int64_t *off, int64_t *len) {
+  int64_t q = c->p / c->nb, r = c->p % c->nb;
+  *off = k * q + (k < r ? k : r);
+  *len = q + (k < r ? 1 : 0);
+}
+
+int64_t krr_bcd_pick(krr_bcd *c, int64_t iter) {
+  int64_t slot = iter % c->nb;
+  if (slot == 0) { /* a new epoch: a random order of the blocks (Fisher-Yates) */
+    uint64_t st = krr_rng_stream(c->seed, (uint64_t)(iter / c->nb), 42);
+    for (int64_t i = 0; i < c->nb; i++) c->order[i] = i;
+    for (int64_t i = c->nb - 1; i > 0; i--) {
+      int64_t k = (int64_t)(krr_rng_unif(st, (uint64_t)i) * (double)(i + 1));
+      int64_t t = c->order[i]; c->order[i] = c->order[k]; c->order[k] = t;
+    }
+  }
+  return c->order[slot];
+}
+
+/* block k's factor: its slot in the cache (b x b, ld len) */
+void *krr_bcd_slot(const krr_bcd *c, int64_t k) {
+  int64_t off, len;
+  krr_bcd_range(c, k, &off, &len);
+  return KAT(c->factors, off * c->b, sizeof(double));
+}
+
+krr_status krr_bcd_factor(krr_solver *s, krr_bcd *c, int64_t k, const void *G, double jitter0) {
+  int64_t off, len;
+  double used = 0;
+  krr_bcd_range(c, k, &off, &len);
+  KTRY(krr_chol_jitter(s->ctx, len, G, krr_bcd_slot(c, k), jitter0, &used));
+  if (isnan(used))
+    return krr_fail(s->ctx, KRR_ERR_NUMERIC, "%s: the block system is not positive definite "
+                    "(Cholesky failed even with a jitter); %s", s->def->title,
+                    s->def->mem_advice ? s->def->mem_advice : "use a larger lambda");
+  c->have[k] = 1;
+  return KRR_OK;
+}
+
+void krr_bcd_track(krr_solver *s, const krr_bcd *c, int64_t len, double gn, double scale) {
+  double est2 = (double)c->p / (double)len * gn * gn, om = (double)len / (double)c->p;
+  if (om < 0.1) om = 0.1;
+  s->ema = s->diag.iter <= 1 ? est2 : (1 - om) * s->ema + om * est2;
+  s->diag.resid_est = scale > 0 ? sqrt(s->ema) / scale : sqrt(s->ema);
+}

@@ -1,0 +1,156 @@
+# Tu et al.'s block coordinate descent in feature space: bcd().
+# Oracles: the exact inducing-point solve written in base R (helper-oracle.R,
+# its own kernel formulas) for Nystrom BCD, and ridge regression in the
+# package's random features solved by base R's solve() for random-feature
+# BCD.  Tolerances: the fits run to tol = 1e-11 (relative residual of the
+# normal equations / of the features system); on these well-conditioned
+# problems (lambda = 1; bandwidth 0.15 for Nystrom, 0.5-0.7 for random
+# features, on standardised 2-d data) that bounds the coefficient error far
+# below the 1e-7 asked.  Plain block Gauss-Seidel on the Nystrom normal
+# equations is slow when the centres overlap (wider kernels): at bandwidth
+# 0.3 with 40 centres in blocks of 10 it is still at 2e-6 after 2000
+# passes (60 000 iterations), so the Nystrom tests use narrow kernels.
+
+bcd_data <- function(n = 300, seed = 4) {
+  set.seed(seed)
+  x <- matrix(runif(2 * n), ncol = 2)
+  y <- cbind(sin(4 * x[, 1]) + x[, 2]^2, cos(3 * x[, 2])) + rnorm(2 * n, sd = 0.1)
+  list(x = x, y = y)
+}
+
+test_that("Nystrom BCD converges to the exact inducing-point solution with the same centres", {
+  d <- bcd_data()
+  for (kern in c("rbf", "matern32")) {
+    fit <- krr(d$x, d$y, kernel = kern, bandwidth = 0.15, lambda = 1,
+               solver = bcd("nystrom", p = 30, block_size = 10), seed = 2,
+               threads = 1, tol = 1e-11, max_passes = 1e4)
+    expect_true(fit$converged)
+    expect_equal(length(fit$centers), 30L)
+    or <- oracle_inducing(d$x, d$y, d$x[1:30, ], kern, 0.15, 1, fit$centers)
+    expect_lt(rel_err(fit$weights, or$a), 1e-7)
+    expect_lt(rel_err(predict(fit, d$x[1:30, ]), or$pred), 1e-8)
+    expect_equal(fit$solver$blocks, 3L)
+    expect_equal(fit$solver$block_size, 10L)
+    # the same problem as falkon() with the same seed: the same centres
+    fk <- krr(d$x, d$y, kernel = kern, bandwidth = 0.15, lambda = 1,
+              solver = falkon(centers = 30), seed = 2, threads = 1, tol = 1e-11)
+    expect_identical(fk$centers, fit$centers)
+    expect_lt(rel_err(predict(fit, d$x), predict(fk, d$x)), 1e-8)
+  }
+})
+
+test_that("Nystrom BCD with gamma > 0 solves Tu et al.'s regularised problem", {
+  d <- bcd_data()
+  lam <- 1; gam <- 0.5
+  fit <- krr(d$x, d$y, bandwidth = 0.15, lambda = lam,
+             solver = bcd(p = 30, block_size = 10, gamma = gam), seed = 3,
+             threads = 1, tol = 1e-11, max_passes = 1e4)
+  expect_true(fit$converged)
+  xs <- scale(d$x, colMeans(d$x), apply(d$x, 2, sd))
+  Knm <- oracle_kernel(xs, xs[fit$centers, ], "rbf", 0.15)
+  Yc <- sweep(d$y, 2, colMeans(d$y))
+  a <- solve(crossprod(Knm) + lam * Knm[fit$centers, ] + lam * gam * diag(30),
+             crossprod(Knm, Yc))
+  expect_lt(rel_err(fit$weights, a), 1e-7)
+  expect_equal(fit$solver$gamma, gam)
+})
+
+test_that("one block (the default for up to 1024 centres) is a direct solve", {
+  d <- bcd_data()
+  one <- krr(d$x, d$y, bandwidth = 0.5, lambda = 1, solver = bcd(p = 40),
+             seed = 2, threads = 1, tol = 1e-11)
+  expect_true(one$converged)
+  expect_equal(one$solver$block_size, 40L)
+  expect_equal(one$solver$blocks, 1L)
+  expect_lte(one$iterations, 3L)
+  or <- oracle_inducing(d$x, d$y, d$x, "rbf", 0.5, 1, one$centers)
+  expect_lt(rel_err(one$weights, or$a), 1e-9)
+})
+
+test_that("random-feature BCD converges to ridge regression in the same features", {
+  d <- bcd_data()
+  M <- 80; lam <- 1
+  for (cache in c("yes", "no")) {
+    fit <- krr(d$x, d$y, kernel = "matern52", bandwidth = 0.7, lambda = lam,
+               solver = bcd("random", p = M, block_size = 20, cache = cache),
+               seed = 5, threads = 1, tol = 1e-11, max_passes = 1e4)
+    expect_true(fit$converged)
+    expect_equal(fit$features, M)
+    expect_equal(fit$solver$cached, cache == "yes")
+    xs <- askotch:::apply_scaling(d$x, fit$center, fit$scale)
+    Z <- .Call(askotch:::ffi_features_apply, xs, diag(M),
+               as.integer(fit$kernel$code), as.numeric(fit$kernel$bandwidth),
+               M, as.numeric(fit$seed), 1L, 1L)
+    Yc <- sweep(d$y, 2L, colMeans(d$y))
+    w <- solve(crossprod(Z) + lam * diag(M), crossprod(Z, Yc))
+    expect_equal(dim(fit$weights), c(M, 2L))
+    expect_lt(rel_err(fit$weights, w), 1e-8)
+    expect_lt(rel_err(predict(fit, d$x[1:25, ]),
+                      sweep(Z[1:25, ] %*% w, 2L, colMeans(d$y), "+")), 1e-9)
+    expect_lt(rel_err(fitted(fit), sweep(Z %*% w, 2L, colMeans(d$y), "+")), 1e-9)
+  }
+  # the same as kernel_machine(features = M) solved directly
+  km <- kernel_machine(d$x, d$y[, 1], kernel = "matern52", bandwidth = 0.7,
+                       lambda = lam, features = M, solver = cholesky(), seed = 5,
+                       threads = 1)
+  rf <- krr(d$x, d$y[, 1], kernel = "matern52", bandwidth = 0.7, lambda = lam,
+            solver = bcd("random", p = M, block_size = 20), seed = 5,
+            threads = 1, tol = 1e-11, max_passes = 1e4)
+  expect_lt(rel_err(predict(rf, d$x), predict(km, d$x)), 1e-8)
+})
+
+test_that("bcd() in single precision converges without NaN", {
+  d <- bcd_data()
+  for (sp in list(bcd(p = 30, block_size = 10), bcd("random", p = 60, block_size = 20))) {
+    fit <- krr(d$x, d$y, bandwidth = 0.15, lambda = 1, solver = sp,
+               precision = "single", seed = 2, threads = 1, max_passes = 1e4)
+    expect_true(fit$converged)
+    expect_true(all(is.finite(fit$weights)))
+    dbl <- krr(d$x, d$y, bandwidth = 0.15, lambda = 1, solver = sp, seed = 2,
+               threads = 1, tol = 1e-10, max_passes = 1e4)
+    expect_lt(rel_err(predict(fit, d$x), predict(dbl, d$x)), 1e-3)
+  }
+})
+
+test_that("refit() with a new lambda drops the cached block factors", {
+  # (random-feature BCD: the same is checked in the C driver, test_features;
+  # refit() does not take random-feature fits)
+  d <- bcd_data()
+  rf <- krr(d$x, d$y, lambda = 1, solver = bcd("random", p = 20), seed = 2,
+            threads = 1, keep_state = TRUE)
+  expect_error(refit(rf, lambda = 3), class = "askotch_error_input",
+               regexp = "random-feature")
+  for (sp in list(bcd(p = 30, block_size = 10))) {
+    fit <- krr(d$x, d$y, bandwidth = 0.15, lambda = 1, solver = sp, seed = 2,
+               threads = 1, tol = 1e-11, max_passes = 1e4, keep_state = TRUE)
+    again <- refit(fit, lambda = 3)
+    fresh <- krr(d$x, d$y, bandwidth = 0.15, lambda = 3, solver = sp, seed = 2,
+                 threads = 1, tol = 1e-11, max_passes = 1e4)
+    expect_true(again$converged)
+    expect_lt(rel_err(predict(again, d$x), predict(fresh, d$x)), 1e-8)
+  }
+})
+
+test_that("bcd() options are checked with classed errors naming the argument", {
+  expect_error(bcd("exact"), class = "askotch_error_input", regexp = "features")
+  expect_error(bcd(p = -3), class = "askotch_error_input", regexp = "`p`")
+  expect_error(bcd("random", p = 2.5), class = "askotch_error_input", regexp = "`p`")
+  expect_error(bcd("random", gamma = 1), class = "askotch_error_input", regexp = "gamma")
+  expect_error(bcd(cache = "yes"), class = "askotch_error_input", regexp = "cache")
+  expect_error(bcd(gamma = -1), class = "askotch_error_input", regexp = "gamma")
+  expect_error(bcd("random", cache = "sometimes"), class = "askotch_error_input",
+               regexp = "cache")
+  expect_error(bcd(block_size = 0), class = "askotch_error_input", regexp = "block_size")
+  d <- bcd_data(60)
+  expect_error(krr(d$x, d$y, lambda = 1, solver = bcd(p = 10, block_size = 20),
+                   threads = 1), class = "askotch_error_input", regexp = "block_size")
+  expect_error(kernel_machine(d$x, d$y[, 1], lambda = 1, features = 50,
+                              solver = bcd("random", p = 40), threads = 1),
+               class = "askotch_error_input", regexp = "disagree")
+  expect_error(krr(d$x, d$y, lambda = 1, solver = bcd("random", p = 20),
+                   kernel = "linear", threads = 1), class = "askotch_error")
+  expect_s3_class(krr(d$x, d$y, lambda = 1, solver = bcd, threads = 1, seed = 1),
+                  "krr")
+  expect_match(format(bcd("random", p = 100)), "Random-feature BCD")
+  expect_match(format(bcd(p = 100, gamma = 0.1)), "gamma")
+})
