@@ -5,7 +5,8 @@
  * double (LAPACKE), for {rbf, matern52} x {double, single} x {K_b kept,
  * K_b in chunks}; solving again after a change of lambda (the cached block
  * factors must be dropped); a warm start at the solution; one block (b = the
- * centres: a direct solve); determinism across slices; invalid options.
+ * centres: a direct solve); determinism across slices; a lambda path solved
+ * at once (both solvers) against separate solves; invalid options.
  * Prints "N passed, N failed"; KRR_VERBOSE=1 prints each run.
  *
  * Tolerances (as Falkon's in test_solvers.c, the same problem):
@@ -126,6 +127,84 @@ static void test_nystrom(krr_ctx *ctx, const double *X, const double *y, int64_t
   free(cen); free(got); free(a_ref); free(a);
 }
 
+/* A lambda path solved at once: the targets repeated L times with a lambda
+ * per column equal the separate solves at each lambda (Nystrom: the host
+ * inducing-point solve; random features: the cholesky solver on the same
+ * feature operator); a solver without lambda_path refuses the objective. */
+static void test_path(krr_ctx *ctx, const double *X, const double *y, int64_t n, int p, int m) {
+  const int L = 3;
+  const double lams[3] = {0.3 * n, 0.03 * n, 3.0 * n};
+  const int64_t mc = 30;
+  int64_t *cen = malloc(sizeof(int64_t) * mc);
+  for (int64_t i = 0; i < mc; i++) cen[i] = (i * 7919) % n;
+  for (int64_t i = 1; i < mc; i++)
+    for (int64_t j = i; j > 0 && cen[j] < cen[j - 1]; j--) {
+      int64_t t = cen[j]; cen[j] = cen[j - 1]; cen[j - 1] = t;
+    }
+  double *Y = malloc(sizeof(double) * n * m * L), *lcol = malloc(sizeof(double) * m * L);
+  for (int l = 0; l < L; l++)
+    for (int c = 0; c < m; c++) {
+      memcpy(Y + (int64_t)(l * m + c) * n, y + (int64_t)c * n, sizeof(double) * n);
+      lcol[l * m + c] = lams[l];
+    }
+  krr_kernel k = {KRR_RBF, 0.3};
+  for (int feat = 0; feat < 2; feat++) {
+    tfit f;
+    memset(&f, 0, sizeof f);
+    f.ctx = ctx;
+    krr_clear(ctx);
+    const int64_t M = 60;
+    krr_status st = krr_problem_create(ctx, KRR_DOUBLE, X, n, p, &f.pb);
+    if (st == KRR_OK)
+      st = feat ? krr_op_features_create(ctx, &f.pb, &k, M, 17, &f.op) : krr_op_exact_create(ctx, &f.pb, k, &f.op);
+    if (st == KRR_OK)
+      st = krr_objective_init(ctx, f.op, krr_loss_lookup("squared"), 1.0, Y, m * L, &f.obj);
+    if (st == KRR_OK) st = krr_objective_set_lambdas(ctx, &f.obj, lcol);
+    CHECK(st == KRR_OK && f.obj.lambda == lams[1], "path objective: %s", ctx->msg);
+    int64_t rows = feat ? n : mc;
+    double *w = malloc(sizeof(double) * rows * m * L), *ref = malloc(sizeof(double) * rows * m), rr = INFINITY;
+    krr_solver *s = NULL;
+    krr_options *o = topts(ctx, feat ? "bcd_features" : "bcd_nystrom", "block_size=10");
+    if (!feat) krr_options_set_indices(ctx, o, "centers", cen, mc);
+    if (st == KRR_OK) st = krr_solver_init(ctx, f.op, &f.obj, o, &s);
+    krr_options_free(o);
+    for (int it = 0; st == KRR_OK && it < 500; it++) {
+      if ((st = krr_solver_step(s, 6)) != KRR_OK) break;
+      if ((st = krr_solver_residual(s, &rr)) != KRR_OK || rr <= 1e-11) break;
+    }
+    if (st == KRR_OK) st = krr_solver_weights(s, w);
+    CHECK(st == KRR_OK && rr <= 1e-11, "%s path: status %d (%s) crit %.3g", feat ? "features" : "nystrom",
+          st, ctx->msg, rr);
+    for (int l = 0; st == KRR_OK && l < L; l++) {
+      int info = 0;
+      if (!feat) {
+        info = inducing_oracle(&k, X, n, p, y, m, lams[l], cen, mc, ref);
+      } else { /* cholesky on the same feature operator at lambda_l */
+        tfit g = f;
+        krr_objective one;
+        krr_diag dg;
+        double cr;
+        st = krr_objective_init(ctx, f.op, krr_loss_lookup("squared"), lams[l], y, m, &one);
+        g.obj = one;
+        if (st == KRR_OK) st = trun(&g, "cholesky", "", 1e-12, 1, 1, ref, &cr, &dg, NULL);
+        krr_objective_free(ctx, &g.obj);
+      }
+      double e = rel_diff(w + (int64_t)l * m * rows, ref, rows * m);
+      if (verbose) printf("path %s lambda %g: err %.2e\n", feat ? "features" : "nystrom", lams[l], e);
+      CHECK(st == KRR_OK && info == 0 && e <= 1e-8, "%s path at lambda %g: err %.3g (%s)",
+            feat ? "features" : "nystrom", lams[l], e, ctx->msg);
+    }
+    krr_solver_free(s);
+    s = NULL;
+    CHECK(tinit(&f, "askotch", "", &s) == KRR_ERR_INPUT && strstr(ctx->msg, "path"),
+          "askotch must refuse a path objective: %s", ctx->msg);
+    krr_solver_free(s);
+    free(w); free(ref);
+    tfit_free(&f);
+  }
+  free(Y); free(lcol); free(cen);
+}
+
 static void test_options(krr_ctx *ctx, const double *X, const double *y, int64_t n, int p, int m) {
   tfit f;
   krr_kernel k = {KRR_RBF, 1.0};
@@ -151,6 +230,7 @@ int main(int argc, char **argv) {
   verbose = getenv("KRR_VERBOSE") != NULL;
   int p = 3, m = 2;
   test_nystrom(&ctx, X, y, n, p, m);
+  test_path(&ctx, X, y, n, p, m);
   test_options(&ctx, X, y, n, p, m);
   free(X); free(y);
   krr_ctx_free(&ctx);

@@ -233,6 +233,8 @@ typedef struct krr_objective {
   void *y;        /* device, prec, n x m column-major (owned) */
   double ynorm;   /* ||y||_F (double accumulation) */
   double *ycol;   /* ||y_j|| of each column (host, m; owned; NULL: not kept) */
+  double *lcol;   /* a lambda path: lambda of each column (host, m; owned; NULL: lambda
+                   * for all) -- only solvers with lambda_path take it */
 } krr_objective;
 
 krr_status krr_objective_init(krr_ctx *ctx, const krr_op *op, const krr_loss *loss,
@@ -243,6 +245,16 @@ void krr_objective_free(krr_ctx *ctx, krr_objective *obj);
  * one row per row of the operator); one kernel pass (loss/values.c). */
 krr_status krr_objective_values_host(krr_op *op, const krr_objective *obj, const double *a_host,
                                      double *primal, double *dual);
+/* A lambda path solved at once (squared loss): column j of the targets is
+ * solved with lambda lcol[j] (> 0, finite; m values); obj->lambda becomes
+ * the smallest.  The targets are usually the same columns repeated once per
+ * lambda; runs of equal consecutive lambdas share the solvers' factors.
+ * Only solvers that declare lambda_path accept such an objective. */
+krr_status krr_objective_set_lambdas(krr_ctx *ctx, krr_objective *obj, const double *lcol);
+/* lambda of column j */
+static inline double krr_objective_lambda(const krr_objective *obj, int j) {
+  return obj->lcol ? obj->lcol[j] : obj->lambda;
+}
 /* Set the loss parameter (krr_objective_init sets the loss's default: Huber
  * delta = 1, SVR epsilon = 0.1), validated per loss: huber delta > 0, svr
  * epsilon >= 0, finite; losses without a parameter accept any finite value

@@ -100,6 +100,26 @@ void krr_objective_free(krr_ctx *ctx, krr_objective *obj) {
   if (obj->y) krr_dfree(ctx, &obj->y);
   free(obj->ycol);
   obj->ycol = NULL;
+  free(obj->lcol);
+  obj->lcol = NULL;
+}
+
+krr_status krr_objective_set_lambdas(krr_ctx *ctx, krr_objective *obj, const double *lcol) {
+  if (strcmp(obj->loss->name, "squared") != 0)
+    return krr_fail(ctx, KRR_ERR_INPUT, "a `lambda` path is only available for the squared loss");
+  double lo = INFINITY;
+  for (int j = 0; j < obj->m; j++) {
+    if (!(lcol[j] > 0) || !isfinite(lcol[j]))
+      return krr_fail(ctx, KRR_ERR_INPUT, "every `lambda` of the path must be positive and finite");
+    if (lcol[j] < lo) lo = lcol[j];
+  }
+  double *c = (double *)malloc(sizeof(double) * (size_t)obj->m);
+  if (!c) return krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
+  memcpy(c, lcol, sizeof(double) * (size_t)obj->m);
+  free(obj->lcol);
+  obj->lcol = c;
+  obj->lambda = lo;
+  return KRR_OK;
 }
 
 krr_status krr_objective_values(krr_op *op, const krr_objective *obj, const void *a,
@@ -120,6 +140,11 @@ krr_status krr_objective_criterion(krr_op *op, const krr_objective *obj, const v
     double nr = 0;
     KTRY(obj->loss->grad(op->ctx, obj, len, obj->y, a, work));
     KTRY(KOP(op->ctx, op->prec, axpby, len, 1.0, F, 1.0, work));
+    for (int c = 0; obj->lcol && c < obj->m; c++) /* a path: lambda_j a_j, not lambda a_j */
+      if (obj->lcol[c] != obj->lambda)
+        KTRY(KOP(op->ctx, op->prec, axpby, op->nloc, obj->lcol[c] - obj->lambda,
+                 KAT(a, (int64_t)c * op->nloc, krr_sizeof(op->prec)), 1.0,
+                 KAT(work, (int64_t)c * op->nloc, krr_sizeof(op->prec))));
     if (obj->m > 1 && obj->ycol) {
       /* several right-hand sides: the worst column's relative residual
        * max_j ||r_j|| / ||y_j|| (a zero column relative to ||Y||_F), so that

@@ -3,27 +3,52 @@
  * partition of the p coordinates (centres or features) into ceil(p / b)
  * near-equal consecutive pieces, a fresh random order of the pieces each
  * epoch, the cache of the blocks' Cholesky factors (a block's Gram matrix
- * does not change between epochs; only lambda changes it), and the running
- * estimate of the criterion. */
+ * does not change between epochs; only lambda changes it), the groups of a
+ * lambda path (runs of columns with the same lambda: Tu et al.'s remark that
+ * a path reuses each block's Gram matrix, so that it costs about one solve),
+ * and the running estimate of the criterion. */
 #include <math.h>
 #include <string.h>
 #include "solver.h"
 
-double krr_bcd_memory(int64_t p, int64_t b) {
-  int64_t nb = (p + b - 1) / b;
-  return 8.0 * (double)p * (double)b + 9.0 * (double)nb;
+int krr_bcd_count_groups(const krr_objective *obj) {
+  int ng = 1;
+  for (int j = 1; obj->lcol && j < obj->m; j++) ng += obj->lcol[j] != obj->lcol[j - 1];
+  return ng;
 }
 
-krr_status krr_bcd_alloc(krr_bcd *c, krr_arena *a, int64_t p, int64_t b, uint64_t seed) {
+double krr_bcd_memory(int64_t p, int64_t b, int ng, int m) {
+  int64_t nb = (p + b - 1) / b;
+  return 8.0 * (double)p * (double)b * ng + 9.0 * (double)nb + 16.0 * (m + 1);
+}
+
+krr_status krr_bcd_alloc(krr_bcd *c, krr_arena *a, int64_t p, int64_t b, uint64_t seed,
+                         const krr_objective *obj) {
   memset(c, 0, sizeof *c);
   c->p = p;
   c->b = b;
   c->nb = (p + b - 1) / b;
   c->seed = seed;
+  c->ngcap = krr_bcd_count_groups(obj);
   c->order = (int64_t *)krr_arena_host(a, c->nb, sizeof(int64_t));
   c->have = (unsigned char *)krr_arena_host(a, c->nb, 1);
-  c->factors = krr_arena_dev(a, p * b, sizeof(double));
-  KTRY(KRR_ALLOCATED(a, c->order, c->have, c->factors));
+  c->c0 = (int *)krr_arena_host(a, obj->m + 1, sizeof(int));
+  c->lam = (double *)krr_arena_host(a, obj->m, sizeof(double));
+  c->factors = krr_arena_dev(a, p * b * c->ngcap, sizeof(double));
+  KTRY(KRR_ALLOCATED(a, c->order, c->have, c->c0, c->lam, c->factors));
+  return krr_bcd_regroup(c, obj);
+}
+
+krr_status krr_bcd_regroup(krr_bcd *c, const krr_objective *obj) {
+  int ng = 0;
+  for (int j = 0; j < obj->m; j++)
+    if (j == 0 || krr_objective_lambda(obj, j) != krr_objective_lambda(obj, j - 1)) {
+      if (ng >= c->ngcap) return KRR_ERR_INTERNAL; /* more groups than at init */
+      c->c0[ng] = j;
+      c->lam[ng++] = krr_objective_lambda(obj, j);
+    }
+  c->c0[ng] = obj->m;
+  c->ng = ng;
   krr_bcd_forget(c);
   return KRR_OK;
 }
@@ -51,23 +76,31 @@ int64_t krr_bcd_pick(krr_bcd *c, int64_t iter) {
   return c->order[slot];
 }
 
-/* block k's factor: its slot in the cache (b x b, ld len) */
-void *krr_bcd_slot(const krr_bcd *c, int64_t k) {
+/* block k's factor for group g: its slot in the cache (len x len, ld len) */
+void *krr_bcd_slot(const krr_bcd *c, int64_t k, int g) {
   int64_t off, len;
   krr_bcd_range(c, k, &off, &len);
-  return KAT(c->factors, off * c->b, sizeof(double));
+  return KAT(c->factors, (int64_t)g * c->p * c->b + off * c->b, sizeof(double));
 }
 
-krr_status krr_bcd_factor(krr_solver *s, krr_bcd *c, int64_t k, const void *G, double jitter0) {
+krr_status krr_bcd_factor(krr_solver *s, krr_bcd *c, int64_t k, int g, const void *G,
+                          double jitter0) {
   int64_t off, len;
   double used = 0;
   krr_bcd_range(c, k, &off, &len);
-  KTRY(krr_chol_jitter(s->ctx, len, G, krr_bcd_slot(c, k), jitter0, &used));
+  KTRY(krr_chol_jitter(s->ctx, len, G, krr_bcd_slot(c, k, g), jitter0, &used));
   if (isnan(used))
     return krr_fail(s->ctx, KRR_ERR_NUMERIC, "%s: the block system is not positive definite "
-                    "(Cholesky failed even with a jitter); %s", s->def->title,
-                    s->def->mem_advice ? s->def->mem_advice : "use a larger lambda");
-  c->have[k] = 1;
+                    "(Cholesky failed even with a jitter); use a larger lambda", s->def->title);
+  return KRR_OK;
+}
+
+krr_status krr_bcd_solve(krr_solver *s, const krr_bcd *c, int64_t k, void *g, int64_t ldg) {
+  int64_t off, len;
+  krr_bcd_range(c, k, &off, &len);
+  for (int q = 0; q < c->ng; q++)
+    KTRY(krr_chol_solve(s->ctx, len, krr_bcd_slot(c, k, q), c->c0[q + 1] - c->c0[q],
+                        KAT(g, (int64_t)c->c0[q] * ldg, sizeof(double)), ldg));
   return KRR_OK;
 }
 

@@ -75,7 +75,8 @@ static double need(const krr_solver *s, int64_t b, int cached) {
   double n = (double)s->op->nloc, m = s->m, bb = (double)b, M = (double)s->op->nfeat;
   double pe = (cached ? n * M : n * bb) + 2.0 * n * m + bb * bb + 2.0 * bb * m;
   double de = 2.0 * bb * bb + 2.0 * bb * m + M * m;
-  return pe * (double)s->es + de * 8.0 + krr_bcd_memory(s->op->nfeat, b);
+  return pe * (double)s->es + de * 8.0 +
+         krr_bcd_memory(s->op->nfeat, b, krr_bcd_count_groups(s->obj), s->m);
 }
 
 static krr_status rf_resolve(krr_solver *s) {
@@ -125,7 +126,7 @@ static krr_status rf_init(krr_solver *s) {
   f->g = krr_arena_dev(a, b * m, ds);
   f->t = krr_arena_dev(a, b * m, ds);
   KTRY(KRR_ALLOCATED(a, f->Z, f->R, f->D, f->Gp, f->gp, f->dp, f->w, f->G, f->T, f->g, f->t));
-  KTRY(krr_bcd_alloc(&f->c, a, f->M, b, krr_options_seed(s->opts)));
+  KTRY(krr_bcd_alloc(&f->c, a, f->M, b, krr_options_seed(s->opts), s->obj));
   krr_solver_set_extra(s, "blocks", (double)f->c.nb);
   krr_solver_set_extra(s, "block_size", (double)f->b);
   krr_solver_set_extra(s, "cached", f->cached ? 1.0 : 0.0);
@@ -141,18 +142,19 @@ static krr_status rf_prepare(krr_solver *s) {
   return KRR_OK;
 }
 
-static krr_status rf_tune(krr_solver *s) {
-  krr_bcd_forget(&F(s)->c);
-  return KRR_OK;
-}
+static krr_status rf_tune(krr_solver *s) { return krr_bcd_regroup(&F(s)->c, s->obj); }
 
-/* a = (Y - R) / lambda */
+/* a = (Y - R) / lambda, each column with its lambda */
 static krr_status dual_weights(krr_solver *s) {
   rf_t *f = F(s);
-  int64_t len = s->op->nloc * s->m;
-  double il = 1.0 / s->obj->lambda;
-  KTRY(s->ctx->ops->copy(s->ctx, s->w, s->obj->y, s->es * (size_t)len));
-  return SOP(s, axpby, len, -il, f->R, il, s->w);
+  int64_t n = s->op->nloc;
+  KTRY(s->ctx->ops->copy(s->ctx, s->w, s->obj->y, s->es * (size_t)(n * s->m)));
+  for (int q = 0; q < f->c.ng; q++) {
+    double il = 1.0 / f->c.lam[q];
+    int64_t o = (int64_t)f->c.c0[q] * n, len = (int64_t)(f->c.c0[q + 1] - f->c.c0[q]) * n;
+    KTRY(SOP(s, axpby, len, -il, KAT(f->R, o, s->es), il, KAT(s->w, o, s->es)));
+  }
+  return KRR_OK;
 }
 
 /* w = Z^T a and R = Z w for the starting dual weights a (zero: w = R = 0) */
@@ -190,7 +192,6 @@ static krr_status rf_start(krr_solver *s) {
 static krr_status rf_iterate(krr_solver *s) {
   rf_t *f = F(s);
   krr_ctx *ctx = s->ctx;
-  const double lambda = s->obj->lambda;
   const int64_t n = s->op->nloc, m = s->m, M = f->M;
   const int64_t k = krr_bcd_pick(&f->c, s->diag.iter);
   int64_t off, b;
@@ -206,11 +207,17 @@ static krr_status rf_iterate(krr_solver *s) {
    * block of the full-kernel solvers): max_passes bounds the epochs the same
    * way whatever the cache */
   s->diag.passes += (double)b / (double)s->n;
-  if (!f->c.have[k]) { /* Z_b^T Z_b + lambda I, factored and cached */
+  if (!f->c.have[k]) { /* per lambda: Z_b^T Z_b + lambda I, factored and cached */
     KTRY(SOP(s, gemm, 1, 0, b, b, n, 1.0, Zb, n, Zb, n, 0.0, f->Gp, b));
     KTRY(krr_convert(ctx, s->prec, f->Gp, KRR_DOUBLE, f->G, b * b));
-    KTRY(DOP(s, add_diag, b, f->G, b, lambda, NULL));
-    KTRY(krr_bcd_factor(s, &f->c, k, f->G, (s->prec == KRR_DOUBLE ? DBL_EPSILON : FLT_EPSILON) * lambda));
+    for (int q = 0; q < f->c.ng; q++) {
+      const double lq = f->c.lam[q];
+      KTRY(ctx->ops->copy(ctx, f->T, f->G, sizeof(double) * (size_t)(b * b)));
+      KTRY(DOP(s, add_diag, b, f->T, b, lq, NULL));
+      KTRY(krr_bcd_factor(s, &f->c, k, q, f->T,
+                          (s->prec == KRR_DOUBLE ? DBL_EPSILON : FLT_EPSILON) * lq));
+    }
+    f->c.have[k] = 1;
   }
   /* g = Z_b^T (Y - R) - lambda w_b */
   KTRY(ctx->ops->copy(ctx, f->D, s->obj->y, s->es * (size_t)(n * m)));
@@ -218,15 +225,15 @@ static krr_status rf_iterate(krr_solver *s) {
   KTRY(SOP(s, gemm, 1, 0, b, m, n, 1.0, Zb, n, f->D, n, 0.0, f->gp, b));
   KTRY(krr_convert(ctx, s->prec, f->gp, KRR_DOUBLE, f->g, b * m));
   for (int q = 0; q < m; q++)
-    KTRY(DOP(s, axpby, b, -lambda, KAT(f->w, off + q * M, sizeof(double)), 1.0,
-             KAT(f->g, q * b, sizeof(double))));
+    KTRY(DOP(s, axpby, b, -krr_objective_lambda(s->obj, q), KAT(f->w, off + q * M, sizeof(double)),
+             1.0, KAT(f->g, q * b, sizeof(double))));
   double gn = 0;
   /* the estimate's ||Z_b g_b|| (into D: no longer needed) */
   KTRY(krr_convert(ctx, KRR_DOUBLE, f->g, s->prec, f->dp, b * m));
   KTRY(SOP(s, gemm, 0, 0, n, m, b, 1.0, Zb, n, f->dp, b, 0.0, f->D, n));
   KTRY(SOP(s, nrm2, n * m, f->D, &gn));
   /* d; w_b += d; R += Z_b d */
-  KTRY(krr_chol_solve(ctx, b, krr_bcd_slot(&f->c, k), (int)m, f->g, b));
+  KTRY(krr_bcd_solve(s, &f->c, k, f->g, b));
   for (int q = 0; q < m; q++)
     KTRY(DOP(s, axpby, b, 1.0, KAT(f->g, q * b, sizeof(double)), 1.0,
              KAT(f->w, off + q * M, sizeof(double))));
@@ -234,8 +241,10 @@ static krr_status rf_iterate(krr_solver *s) {
   KTRY(SOP(s, gemm, 0, 0, n, m, b, 1.0, Zb, n, f->dp, b, 1.0, f->R, n));
   KTRY(dual_weights(s));
   krr_solver_tick(s);
-  krr_bcd_track(s, &f->c, b, gn, lambda * s->obj->ynorm);
-  s->diag.block_resid = s->obj->ynorm > 0 ? gn / (lambda * s->obj->ynorm) : gn;
+  /* on the scale of the smallest lambda (the largest weights) */
+  const double lo = s->obj->lambda;
+  krr_bcd_track(s, &f->c, b, gn, lo * s->obj->ynorm);
+  s->diag.block_resid = s->obj->ynorm > 0 ? gn / (lo * s->obj->ynorm) : gn;
   return KRR_OK;
 }
 
@@ -247,6 +256,7 @@ const krr_solver_def krr_solver_bcd_features = {
     .extras = extras,
     .state_size = sizeof(rf_t),
     .mem_advice = "use fewer features, a smaller block_size or cache = \"no\"",
+    .lambda_path = 1,
     .resolve = rf_resolve,
     .memory = rf_memory,
     .shrink = rf_shrink,

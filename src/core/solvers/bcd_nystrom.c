@@ -72,7 +72,7 @@ typedef struct {
   void *Kc;                   /* chunk x b, prec */
   void *Gp, *gp, *dp;         /* b x b, b x m, b x m, prec */
   void *ap;                   /* mc x m, prec (the weights for products) */
-  void *G, *T, *g, *d, *ab;   /* b x b, b x b, b x m, b x m, b x m: double */
+  void *G, *T, *A, *g, *d, *ab; /* b x b (3), b x m (3): double */
   void *hp, *bk;              /* mc x m double: residual work, K_I^T Y */
 } bcd_t;
 
@@ -99,8 +99,9 @@ static double need(const krr_solver *s, int64_t b) {
   double mc = (double)o->n_centers, n = (double)s->op->nloc, m = s->m, bb = (double)b;
   int64_t c = chunk_rows(s, b);
   double pe = 2.0 * n * m + (double)c * bb + bb * bb + 2.0 * bb * m + mc * m;
-  double de = 2.0 * bb * bb + 3.0 * bb * m + 3.0 * mc * m;
-  return pe * (double)s->es + de * 8.0 + krr_bcd_memory(o->n_centers, b) +
+  double de = 3.0 * bb * bb + 3.0 * bb * m + 3.0 * mc * m;
+  return pe * (double)s->es + de * 8.0 +
+         krr_bcd_memory(o->n_centers, b, krr_bcd_count_groups(s->obj), s->m) +
          krr_block_bytes(s->op, b) +
          krr_block_bytes(s->op, o->n_centers) + (c < s->n ? krr_block_bytes(s->op, c) : 0.0) +
          8.0 * (3.0 * mc + bb);
@@ -151,14 +152,15 @@ static krr_status bn_init(krr_solver *s) {
   f->ap = krr_arena_dev(a, mc * m, es);
   f->G = krr_arena_dev(a, b * b, ds);
   f->T = krr_arena_dev(a, b * b, ds);
+  f->A = krr_arena_dev(a, b * b, ds);
   f->g = krr_arena_dev(a, b * m, ds);
   f->d = krr_arena_dev(a, b * m, ds);
   f->ab = krr_arena_dev(a, b * m, ds);
   f->hp = krr_arena_dev(a, mc * m, ds);
   f->bk = krr_arena_dev(a, mc * m, ds);
   KTRY(KRR_ALLOCATED(a, f->cidx_h, f->pos_h, f->pos_d, f->brows, f->R, f->D, f->Kc,
-                     f->Gp, f->gp, f->dp, f->ap, f->G, f->T, f->g, f->d, f->ab, f->hp, f->bk));
-  KTRY(krr_bcd_alloc(&f->c, a, mc, b, krr_options_seed(s->opts)));
+                     f->Gp, f->gp, f->dp, f->ap, f->G, f->T, f->A, f->g, f->d, f->ab, f->hp, f->bk));
+  KTRY(krr_bcd_alloc(&f->c, a, mc, b, krr_options_seed(s->opts), s->obj));
   KTRY(krr_block_alloc(s->op, a, b, &f->blk));
   KTRY(krr_block_alloc(s->op, a, mc, &f->cblk));
   if (!f->cached) KTRY(krr_block_alloc(s->op, a, f->chunk, &f->rblk));
@@ -178,13 +180,24 @@ static krr_status bn_init(krr_solver *s) {
   return krr_block_set(s->op, &f->cblk, f->cidx_h, mc);
 }
 
+/* out[rows of blk, j] += lambda_j src[, j] (src b x m prec, ld lds): the
+ * lambda S a term of R, each column with its lambda */
+static krr_status scatter_lambda(krr_solver *s, const void *src, int64_t lds,
+                                 const krr_block *blk, void *out) {
+  for (int j = 0; j < s->m; j++)
+    KTRY(krr_op_scatter_axpy(s->op, krr_objective_lambda(s->obj, j),
+                             KAT(src, (int64_t)j * lds, s->es), lds, 1, blk,
+                             KAT(out, (int64_t)j * s->op->nloc, s->es)));
+  return KRR_OK;
+}
+
 /* out (n x m, prec) = K_I a + lambda S a for the weights a = s->w */
 static krr_status full_residual(krr_solver *s, void *out) {
   bcd_t *f = B(s);
   int64_t n = s->op->nloc;
   KTRY(krr_convert(s->ctx, KRR_DOUBLE, s->w, s->prec, f->ap, f->mc * s->m));
   KTRY(krr_op_mv(s->op, NULL, &f->cblk, f->ap, f->mc, s->m, out, n));
-  KTRY(krr_op_scatter_axpy(s->op, s->obj->lambda, f->ap, f->mc, s->m, &f->cblk, out));
+  KTRY(scatter_lambda(s, f->ap, f->mc, &f->cblk, out));
   s->diag.passes += (double)f->mc / (double)s->n;
   return KRR_OK;
 }
@@ -216,15 +229,12 @@ static krr_status add_double(krr_solver *s, const void *src, void *work, void *d
 }
 
 /* a new lambda: the cached factors are stale */
-static krr_status bn_tune(krr_solver *s) {
-  krr_bcd_forget(&B(s)->c);
-  return KRR_OK;
-}
+static krr_status bn_tune(krr_solver *s) { return krr_bcd_regroup(&B(s)->c, s->obj); }
 
 static krr_status bn_iterate(krr_solver *s) {
   bcd_t *f = B(s);
   krr_ctx *ctx = s->ctx;
-  const double lambda = s->obj->lambda, gamma = O(s)->gamma;
+  const double gamma = O(s)->gamma;
   const int64_t n = s->op->nloc, m = s->m;
   const int64_t k = krr_bcd_pick(&f->c, s->diag.iter);
   const int gram = !f->c.have[k]; /* the first visit since lambda was set */
@@ -252,24 +262,32 @@ static krr_status bn_iterate(krr_solver *s) {
     KTRY(add_double(s, f->gp, f->d, f->g, b * m, r0 == 0));
   }
   s->diag.passes += (double)b / (double)s->n;
-  if (gram) { /* H_bb = G + lambda K_bb (+ lambda gamma I), factored and cached */
+  if (gram) { /* per lambda: H_bb = G + lambda K_bb (+ lambda gamma I), factored, cached */
     KTRY(krr_op_mat(s->op, &f->blk, &f->blk, f->Gp, b));
     s->diag.passes += (double)b * (double)b / ((double)s->n * (double)s->n);
     KTRY(krr_convert(ctx, s->prec, f->Gp, KRR_DOUBLE, f->T, b * b));
-    KTRY(DOP(s, axpby, b * b, lambda, f->T, 1.0, f->G));
-    if (gamma > 0) KTRY(DOP(s, add_diag, b, f->G, b, lambda * gamma, NULL));
-    double gf = 0;
-    KTRY(DOP(s, nrm2, b * b, f->G, &gf));
-    KTRY(krr_bcd_factor(s, &f->c, k, f->G,
-                        (s->prec == KRR_DOUBLE ? DBL_EPSILON : FLT_EPSILON) * (gf > 0 ? gf : 1.0)));
+    for (int q = 0; q < f->c.ng; q++) {
+      const double lq = f->c.lam[q];
+      KTRY(ctx->ops->copy(ctx, f->A, f->G, sizeof(double) * (size_t)(b * b)));
+      KTRY(DOP(s, axpby, b * b, lq, f->T, 1.0, f->A));
+      if (gamma > 0) KTRY(DOP(s, add_diag, b, f->A, b, lq * gamma, NULL));
+      double gf = 0;
+      KTRY(DOP(s, nrm2, b * b, f->A, &gf));
+      KTRY(krr_bcd_factor(s, &f->c, k, q, f->A,
+                          (s->prec == KRR_DOUBLE ? DBL_EPSILON : FLT_EPSILON) * (gf > 0 ? gf : 1.0)));
+    }
+    f->c.have[k] = 1;
   }
   if (gamma > 0) { /* g -= lambda gamma a_b */
     KTRY(DOP(s, gather_rows, s->w, f->mc, (int)m, pos_d, b, f->ab, b));
-    KTRY(DOP(s, axpby, b * m, -lambda * gamma, f->ab, 1.0, f->g));
+    for (int q = 0; q < f->c.ng; q++)
+      KTRY(DOP(s, axpby, b * (f->c.c0[q + 1] - f->c.c0[q]), -f->c.lam[q] * gamma,
+               KAT(f->ab, (int64_t)f->c.c0[q] * b, sizeof(double)), 1.0,
+               KAT(f->g, (int64_t)f->c.c0[q] * b, sizeof(double))));
   }
   double gn = 0;
   KTRY(DOP(s, nrm2, b * m, f->g, &gn));
-  KTRY(krr_chol_solve(ctx, b, krr_bcd_slot(&f->c, k), (int)m, f->g, b)); /* g <- d */
+  KTRY(krr_bcd_solve(s, &f->c, k, f->g, b)); /* g <- d */
   /* a_b += d; R += K_b d; R[I_b] += lambda d */
   KTRY(DOP(s, scatter_axpy, 1.0, f->g, b, (int)m, pos_d, b, s->w, f->mc));
   KTRY(krr_convert(ctx, KRR_DOUBLE, f->g, s->prec, f->dp, b * m));
@@ -280,7 +298,7 @@ static krr_status bn_iterate(krr_solver *s) {
     KTRY(SOP(s, axpby, n * m, 1.0, f->D, 1.0, f->R));
     s->diag.passes += (double)b / (double)s->n;
   }
-  KTRY(krr_op_scatter_axpy(s->op, lambda, f->dp, b, (int)m, &f->blk, f->R));
+  KTRY(scatter_lambda(s, f->dp, b, &f->blk, f->R));
   krr_solver_tick(s);
   krr_bcd_track(s, &f->c, b, gn, f->bnorm);
   s->diag.block_resid = f->bnorm > 0 ? gn / f->bnorm : gn;
@@ -296,7 +314,10 @@ static krr_status bn_residual(krr_solver *s, double *rel) {
   KTRY(SOP(s, axpby, n * s->m, 1.0, s->obj->y, -1.0, f->D)); /* Y - R */
   KTRY(apply_KIt(s, f->D, f->hp));
   s->diag.passes = passes; /* a check, not an iteration */
-  if (O(s)->gamma > 0) KTRY(DOP(s, axpby, len, -s->obj->lambda * O(s)->gamma, s->w, 1.0, f->hp));
+  for (int j = 0; O(s)->gamma > 0 && j < s->m; j++)
+    KTRY(DOP(s, axpby, f->mc, -krr_objective_lambda(s->obj, j) * O(s)->gamma,
+             KAT(s->w, (int64_t)j * f->mc, sizeof(double)), 1.0,
+             KAT(f->hp, (int64_t)j * f->mc, sizeof(double))));
   KTRY(DOP(s, nrm2, len, f->hp, &nr));
   *rel = f->bnorm > 0 ? nr / f->bnorm : nr;
   return KRR_OK;
@@ -315,6 +336,7 @@ const krr_solver_def krr_solver_bcd_nystrom = {
     .extras = extras,
     .state_size = sizeof(bcd_t),
     .mem_advice = "use fewer centres or a smaller block_size",
+    .lambda_path = 1,
     .resolve = bn_resolve,
     .memory = bn_memory,
     .shrink = bn_shrink,

@@ -133,6 +133,9 @@ krr_status krr_solver_init(krr_ctx *ctx, krr_op *op, krr_objective *obj,
                     obj->loss ? obj->loss->name : "(none)");
   if (obj->prec != op->prec || obj->n != op->nloc)
     return krr_fail(ctx, KRR_ERR_INPUT, "the objective does not match the operator");
+  if (obj->lcol && !def->lambda_path)
+    return krr_fail(ctx, KRR_ERR_INPUT, "the solver `%s` does not solve a `lambda` path at once; "
+                    "use bcd()", def->name);
   krr_comm *comm = krr_op_comm(op, NULL);
   if (comm && comm->size > 1 && !def->distributed)
     return krr_fail(ctx, KRR_ERR_INPUT, "the solver `%s` does not run distributed (over %d ranks); "
@@ -335,7 +338,9 @@ krr_status krr_solver_set_lambda(krr_solver *s, double lambda) {
     return krr_fail(s->ctx, KRR_ERR_INPUT, "`lambda` must be positive and finite");
   if (!s->w) return replay(s);
   clear_failure(s);
-  if (lambda != s->obj->lambda) { /* the same lambda keeps everything */
+  if (lambda != s->obj->lambda || s->obj->lcol) { /* the same lambda keeps everything */
+    free(s->obj->lcol); /* one lambda for every column: the path ends */
+    s->obj->lcol = NULL;
     s->obj->lambda = lambda;
     s->tuned = 0;
   }
@@ -350,6 +355,13 @@ krr_status krr_solver_set_targets(krr_solver *s, const double *y, int m) {
   krr_objective fresh;
   KTRY(krr_objective_init(ctx, s->op, obj->loss, obj->lambda, y, m, &fresh));
   fresh.param = obj->param;
+  if (obj->lcol && m == obj->m) { /* a path keeps its lambdas */
+    krr_status st = krr_objective_set_lambdas(ctx, &fresh, obj->lcol);
+    if (st != KRR_OK) {
+      krr_objective_free(ctx, &fresh);
+      return st;
+    }
+  }
   krr_objective_free(ctx, obj);
   *obj = fresh;
   if (m == s->m && s->w) { /* restart from zero: as a fresh fit */
