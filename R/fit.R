@@ -273,17 +273,24 @@ state_scores <- function(state, set, xnew, xpred) {
 }
 
 # The validation metric closure of a state
+# (a lambda path solved at once, set$path: one value per lambda, from the
+# columns of that lambda)
 validation_fn <- function(state, set, tgt, xpred, y_center) {
   val <- set$validation
   if (is.null(val)) return(NULL)
-  function() {
-    s <- state_scores(state, set, val$x, xpred)
+  metric <- function(s) {
     if (val$metric == "rmse") {
       s <- sweep(s, 2L, y_center, "+", check.margin = FALSE)
       sqrt(mean((s - val$y)^2))
     } else {
       mean(as.character(scores_to_class(s, tgt$levels)) == val$y)
     }
+  }
+  function() {
+    s <- state_scores(state, set, val$x, xpred)
+    L <- length(set$path)
+    if (L < 2L) return(metric(s))
+    vapply(path_columns(ncol(s) / L, L), function(j) metric(s[, j, drop = FALSE]), 0)
   }
 }
 
@@ -395,6 +402,7 @@ drive_solver <- function(state, set, tgt, xs, t0 = now(), ynorm = NA_real_) {
   deadline <- rule$time_limit
   final_exact <- TRUE
   rows <- vector("list", 64L)
+  vrows <- vector("list", 64L)
   nrow_trace <- 0L
   slice <- 1
   # seconds per slice (R checks for interrupts between slices); a slice's
@@ -429,6 +437,12 @@ drive_solver <- function(state, set, tgt, xs, t0 = now(), ynorm = NA_real_) {
     }
     nrow_trace <- nrow_trace + 1L
     if (nrow_trace > length(rows)) length(rows) <- 2L * length(rows)
+    if (length(set$path) > 1L) { # a path: each lambda's metric; the trace the best
+      if (nrow_trace > length(vrows)) length(vrows) <- 2L * length(vrows)
+      vrows[[nrow_trace]] <- if (length(vm) > 1L) vm else rep(NA_real_, length(set$path))
+      vm <- if (all(is.na(vm))) NA_real_ else
+        if (set$validation$metric == "rmse") min(vm) else max(vm)
+    }
     rows[[nrow_trace]] <- c(d[["iter"]], passes, now() - t0, d[["resid_est"]],
                             d[["block_resid"]], chk$exact, vm,
                             if (objective) obj_now)
@@ -480,5 +494,7 @@ drive_solver <- function(state, set, tgt, xs, t0 = now(), ynorm = NA_real_) {
        resid_floor = if (is.null(memo$floor)) NA_real_ else memo$floor,
        centers = centers,
        options = .Call(ffi_fit_options, state), extras = d,
-       theta = if (set_features(set) > 0) features_theta(state, set_features(set)))
+       theta = if (set_features(set) > 0) features_theta(state, set_features(set)),
+       path_validation = if (length(set$path) > 1L && !is.null(val_metric))
+         do.call(rbind, vrows[seq_len(nrow_trace)]))
 }

@@ -152,6 +152,7 @@ lambda_rule_label <- function(tn) {
   what <- c(ml = "maximum likelihood", gcv = "GCV", loo = "leave-one-out CV",
             cv = sprintf("%d-fold CV", cv_folds()),
             path = sprintf("%d-fold CV over the given path", cv_folds()),
+            validation = "the validation set, over the given path",
             fixed = "given")[[tn$lambda_rule]]
   if (!is.null(tn$stochastic)) {
     what <- sprintf(paste("%s (stochastic, all %d points, from a subsample",

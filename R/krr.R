@@ -383,8 +383,12 @@ fit_model <- function(x, y, loss, kernel, bandwidth, bandwidth_given, lambda,
   set$zero_weight <- ow$dropped
   tn <- tune_hyper(dat, set, ecall)
   check_lambda_numeric(tn$set$lambda, tn$set$precision, ecall)
+  path <- tn$set$lambda_spec$rule == "path" && path_solver(tn$set$solver)
   res <- if (is_svrg(tn$set$solver)) fit_svrg(tn$dat$xs, tn$dat$Yc, tn$set) else
-    fit_solver(tn$dat$xs, tn$dat$Yc, tn$set, tn$dat$tgt)
+    if (path) fit_path(tn$dat$xs, tn$dat$Yc, tn$set, tn$dat$tgt) else
+      fit_solver(tn$dat$xs, tn$dat$Yc, tn$set, tn$dat$tgt)
+  # a path keeps its stop rule: every lambda to the tightest of their tolerances
+  if (path) tn$set$lambda <- res$lambda
   fit <- new_krr(tn$dat, tn$set, res, call = call)
   if (is_svrg(tn$set$solver)) fit <- svrg_fields(fit, res)
   if (!set$objective && set_features(tn$set) > 0) {
@@ -396,6 +400,7 @@ fit_model <- function(x, y, loss, kernel, bandwidth, bandwidth_given, lambda,
   }
   fit$length_scales <- tn$tuning$length_scales
   fit$tuning <- tn$tuning
+  if (path) fit <- path_fields(fit, res)
   if (set$objective) fit <- as_kernel_machine(fit, tn$dat, tn$set, res)
   warn_not_converged(validate_krr(fit), ecall)
 }

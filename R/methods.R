@@ -216,6 +216,9 @@ pred_offset <- function(object, nf) {
 #'   Harbrecht, H., Peters, M. and Schneider, R. (2012). On the low-rank
 #'   approximation by the pivoted Cholesky decomposition. *Applied Numerical
 #'   Mathematics* 62, 428-440.
+#' @param lambda For a fit of a `lambda` path solved at once ([bcd()] with a
+#'   vector `lambda`): the predictions of that value of the path (`NULL`:
+#'   the selected one, `fit$lambda`). `fit$lambda_path` lists the path.
 #' @seealso [simulate.krr()] for posterior samples.
 #' @examples
 #' set.seed(2)
@@ -239,10 +242,11 @@ predict.krr <- function(object, newdata = NULL,
                         interval = c("none", "confidence", "prediction"),
                         level = 0.95,
                         method = c("auto", "exact", "nystrom"),
-                        device = NULL, ...) {
+                        device = NULL, lambda = NULL, ...) {
   validate_krr(object, sys.call(), "object")
   ecall <- sys.call()
   check_no_dots(list(...), "predict", ecall)
+  if (!is.null(lambda)) object <- path_select(object, lambda, ecall)
   check_flag(se.fit, "se.fit", ecall)
   if (!is.character(interval) || length(interval) < 1L) {
     abort_askotch(

@@ -153,13 +153,19 @@ tune_hyper <- function(dat, set, call = NULL) {
   # the full data (with the length scales) for CV
   xs_all <- if (is.null(ell)) dat$xs else
     sweep(dat$xs, 2L, ell, "/", check.margin = FALSE)
-  if (ls$rule %in% c("cv", "path")) {
+  by_validation <- ls$rule == "path" && path_solver(set$solver) && !is.null(set$validation)
+  if (by_validation) {
+    # the path is solved at once on all the data and the validation set
+    # chooses (fit_path()); no cross-validation
+    lambda <- max(ls$path)
+  } else if (ls$rule %in% c("cv", "path")) {
     lams <- if (ls$rule == "cv") default_lambda_path() else ls$path
     cv <- cv_path(xs_all, dat$Yc, task, kern, lams, set)
     lambda <- cv$lambda[which.min(cv$cv)]
     path <- cv
   }
-  if (is.null(path) && ls$rule != "fixed" && length(rows) == n && !weighted) {
+  if (is.null(path) && ls$rule != "fixed" && length(rows) == n && !weighted &&
+      !by_validation) {
     # the criteria on a path around the choice, for the record (exact)
     if (is.null(eg)) eg <- gp_eigen(kernel_mat(xs, xs, kern, set$threads), Y)
     lams <- sort(unique(c(lambda * 10^seq(-2, 2, by = 0.5))), decreasing = TRUE)
@@ -184,7 +190,7 @@ tune_hyper <- function(dat, set, call = NULL) {
   set$kernel <- kern
   if (isTRUE(set$tol_auto)) set$rule$tol <- lambda_tol(set, dat$Yc, lambda)
   tuning <- list(
-    lambda_rule = if (ls$rule == "default") "ml" else ls$rule,
+    lambda_rule = if (by_validation) "validation" else if (ls$rule == "default") "ml" else ls$rule,
     bandwidth_rule = bw_rule,
     n_used = length(rows),
     n_total = n,
@@ -334,6 +340,30 @@ cv_path <- function(xs, Yc, task, kernel, lambdas, set) {
         P <- sweep(P, 2L, mu, "+", check.margin = FALSE)
         sse[i] <- sse[i] + sum((P - Yc[va, , drop = FALSE])^2)
       }
+    } else if (path_solver(set$solver)) {
+      # the whole path at once, one solve per fold (Tu et al. 2016)
+      fs <- set
+      fs$kernel <- kernel
+      fs$validation <- NULL
+      fs$progress <- FALSE
+      fs$rule$n <- length(tr)
+      fs <- path_settings(fs, Yt, lambdas)
+      xt <- xs[tr, , drop = FALSE]
+      Yp <- path_targets(Yt, length(lambdas))
+      state <- state_new(xt, Yp, fs)
+      on.exit(.Call(ffi_fit_free, state), add = TRUE)
+      res <- drive_solver(state, fs, list(task = task), xt, now(), ynorm = sqrt(sum(Yp^2)))
+      if (!solve_reached(res$reason)) not_conv <- not_conv + length(lambdas)
+      cen <- .Call(ffi_fit_centers, state)
+      P <- state_scores(state, fs, xs[va, , drop = FALSE],
+                        if (length(cen) > 0L) xt[cen, , drop = FALSE] else xt)
+      cols <- path_columns(ncol(Yt), length(lambdas))
+      for (i in seq_along(lambdas)) {
+        Pi <- sweep(P[, cols[[i]], drop = FALSE], 2L, mu, "+", check.margin = FALSE)
+        sse[i] <- sse[i] + sum((Pi - Yc[va, , drop = FALSE])^2)
+      }
+      .Call(ffi_fit_free, state)
+      on.exit()
     } else {
       fs <- set
       fs$kernel <- kernel

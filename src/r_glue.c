@@ -332,7 +332,11 @@ SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP
   if ((int64_t)Rf_nrows(y) != n) raise_status(KRR_ERR_INPUT, "x and y must have the same number of rows");
   krr_kernel k = {(krr_kernel_type)int1(kernel, "kernel must be an integer code"),
                   num1(bandwidth, "bandwidth must be a number")};
-  double lam = num1(lambda, "lambda must be a number");
+  /* one lambda, or one per column of y (a path solved at once) */
+  int path = TYPEOF(lambda) == REALSXP && XLENGTH(lambda) > 1;
+  if (path && XLENGTH(lambda) != m)
+    raise_status(KRR_ERR_INPUT, "a lambda path needs one lambda per column of y");
+  double lam = path ? REAL(lambda)[0] : num1(lambda, "lambda must be a number");
   krr_precision prec = int1(precision, "precision must be 0 or 1") == 0 ? KRR_FLOAT : KRR_DOUBLE;
   int dev = int1(device, "device must be 0 or 1");
   const krr_solver_def *def = solver_def(solver);
@@ -375,6 +379,7 @@ SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP
   fs->features = (int64_t)M;
   if (st == KRR_OK) st = krr_objective_init(&fs->ctx, fs->op, ls, lam, obs_targets(fs, y), m, &fs->obj);
   if (st == KRR_OK && krr_loss_param_name(ls)) st = krr_objective_set_param(&fs->ctx, &fs->obj, lparam);
+  if (st == KRR_OK && path) st = krr_objective_set_lambdas(&fs->ctx, &fs->obj, REAL(lambda));
   if (st == KRR_OK) st = krr_solver_init(&fs->ctx, fs->op, &fs->obj, o, &fs->solver);
   /* a random-features model is theta = Z^T w over the training rows: the
    * inducing-point solvers' weights live on their centres */

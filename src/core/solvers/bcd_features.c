@@ -11,9 +11,9 @@
  * a block step is the exact block update
  *   g = Z_b^T (Y - R) - lambda w_b,   (Z_b^T Z_b + lambda I) d = g,
  *   w_b += d,   R += Z_b d,
- * the paper's remove-solve-add form.  Z_b^T Z_b + lambda I does not change
- * between epochs: its Cholesky factor is cached per block (M b doubles)
- * until lambda changes.  Z_b (n x b) is evaluated on the fly, or, with
+ * the paper's remove-solve-add form.  Z_b^T Z_b does not change: it is
+ * kept per block (M b doubles, across changes of lambda), and so is the
+ * Cholesky factor of Z_b^T Z_b + lambda I until lambda changes.  Z_b (n x b) is evaluated on the fly, or, with
  * `cache` (automatic: when n M numbers fit in half the memory budget and in
  * max(256 MiB, 4 x the data's size)), all of Z is formed once at the first
  * step -- the paper's "cacheable" advantage: afterwards a step costs two
@@ -25,8 +25,8 @@
  * krr(features = M) (theta = Z^T a = w).  Its exact criterion is the generic
  * relative residual of (Z Z^T + lambda I) a = Y, which equals
  * ||Z g|| / (lambda ||Y||) for the full gradient g = Z^T (Y - Z w) - lambda w;
- * resid_est estimates it by the running average of (M / b) ||Z_b g_b||^2
- * (cross terms between blocks ignored).  w (M x m) and the block solves are
+ * resid_est estimates it by the running average of (M / b) ||Z_b g_b||^2 =
+ * (M / b) g_b^T Z_b^T Z_b g_b (cross terms between blocks ignored).  w (M x m) and the block solves are
  * double; Z, R and the products are in the problem's precision.  Passes:
  * a block visit counts b / n (an n x b block), whether Z is cached or not. */
 #include <float.h>
@@ -55,6 +55,8 @@ typedef struct {
   void *R, *D;             /* n x m, prec */
   void *Gp, *gp, *dp;      /* b x b, b x m, b x m: prec */
   void *w;                 /* M x m double: the primal weights */
+  void *grams;             /* M x b double: block k's Z_b^T Z_b at off_k b (lambda-free) */
+  unsigned char *ghave;    /* host nb: Gram cached */
   void *G, *T, *g, *t;     /* b x b, b x b, b x m, b x m: double */
 } rf_t;
 
@@ -74,7 +76,7 @@ static int want_cache(const krr_solver *s, double avail) {
 static double need(const krr_solver *s, int64_t b, int cached) {
   double n = (double)s->op->nloc, m = s->m, bb = (double)b, M = (double)s->op->nfeat;
   double pe = (cached ? n * M : n * bb) + 2.0 * n * m + bb * bb + 2.0 * bb * m;
-  double de = 2.0 * bb * bb + 2.0 * bb * m + M * m;
+  double de = 2.0 * bb * bb + 2.0 * bb * m + M * m + M * bb;
   return pe * (double)s->es + de * 8.0 +
          krr_bcd_memory(s->op->nfeat, b, krr_bcd_count_groups(s->obj), s->m);
 }
@@ -125,8 +127,13 @@ static krr_status rf_init(krr_solver *s) {
   f->T = krr_arena_dev(a, b * b, ds);
   f->g = krr_arena_dev(a, b * m, ds);
   f->t = krr_arena_dev(a, b * m, ds);
-  KTRY(KRR_ALLOCATED(a, f->Z, f->R, f->D, f->Gp, f->gp, f->dp, f->w, f->G, f->T, f->g, f->t));
+  f->grams = krr_arena_dev(a, f->M * b, ds);
+  KTRY(KRR_ALLOCATED(a, f->Z, f->R, f->D, f->Gp, f->gp, f->dp, f->w, f->G, f->T, f->g, f->t,
+                     f->grams));
   KTRY(krr_bcd_alloc(&f->c, a, f->M, b, krr_options_seed(s->opts), s->obj));
+  f->ghave = (unsigned char *)krr_arena_host(a, f->c.nb, 1);
+  KTRY(KRR_ALLOCATED(a, f->ghave));
+  memset(f->ghave, 0, (size_t)f->c.nb);
   krr_solver_set_extra(s, "blocks", (double)f->c.nb);
   krr_solver_set_extra(s, "block_size", (double)f->b);
   krr_solver_set_extra(s, "cached", f->cached ? 1.0 : 0.0);
@@ -207,9 +214,14 @@ static krr_status rf_iterate(krr_solver *s) {
    * block of the full-kernel solvers): max_passes bounds the epochs the same
    * way whatever the cache */
   s->diag.passes += (double)b / (double)s->n;
-  if (!f->c.have[k]) { /* per lambda: Z_b^T Z_b + lambda I, factored and cached */
+  void *Gk = KAT(f->grams, off * f->b, sizeof(double)); /* Z_b^T Z_b, b x b */
+  if (!f->ghave[k]) { /* the Gram, once: it does not depend on lambda */
     KTRY(SOP(s, gemm, 1, 0, b, b, n, 1.0, Zb, n, Zb, n, 0.0, f->Gp, b));
-    KTRY(krr_convert(ctx, s->prec, f->Gp, KRR_DOUBLE, f->G, b * b));
+    KTRY(krr_convert(ctx, s->prec, f->Gp, KRR_DOUBLE, Gk, b * b));
+    f->ghave[k] = 1;
+  }
+  if (!f->c.have[k]) { /* per lambda: Z_b^T Z_b + lambda I, factored and cached */
+    KTRY(ctx->ops->copy(ctx, f->G, Gk, sizeof(double) * (size_t)(b * b)));
     for (int q = 0; q < f->c.ng; q++) {
       const double lq = f->c.lam[q];
       KTRY(ctx->ops->copy(ctx, f->T, f->G, sizeof(double) * (size_t)(b * b)));
@@ -227,11 +239,11 @@ static krr_status rf_iterate(krr_solver *s) {
   for (int q = 0; q < m; q++)
     KTRY(DOP(s, axpby, b, -krr_objective_lambda(s->obj, q), KAT(f->w, off + q * M, sizeof(double)),
              1.0, KAT(f->g, q * b, sizeof(double))));
+  /* the estimate's ||Z_b g_b||^2 = g^T (Z_b^T Z_b) g, from the cached Gram */
   double gn = 0;
-  /* the estimate's ||Z_b g_b|| (into D: no longer needed) */
-  KTRY(krr_convert(ctx, KRR_DOUBLE, f->g, s->prec, f->dp, b * m));
-  KTRY(SOP(s, gemm, 0, 0, n, m, b, 1.0, Zb, n, f->dp, b, 0.0, f->D, n));
-  KTRY(SOP(s, nrm2, n * m, f->D, &gn));
+  KTRY(DOP(s, gemm, 0, 0, b, m, b, 1.0, Gk, b, f->g, b, 0.0, f->t, b));
+  KTRY(DOP(s, dot, b * m, f->g, f->t, &gn));
+  gn = sqrt(gn > 0 ? gn : 0);
   /* d; w_b += d; R += Z_b d */
   KTRY(krr_bcd_solve(s, &f->c, k, f->g, b));
   for (int q = 0; q < m; q++)
