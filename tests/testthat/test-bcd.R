@@ -154,3 +154,68 @@ test_that("bcd() options are checked with classed errors naming the argument", {
   expect_match(format(bcd("random", p = 100)), "Random-feature BCD")
   expect_match(format(bcd(p = 100, gamma = 0.1)), "gamma")
 })
+
+test_that("a lambda path solved at once equals separate fits; the validation set chooses", {
+  d <- bcd_data(300, seed = 7)
+  set.seed(8)
+  xv <- matrix(runif(200), ncol = 2)
+  yv <- cbind(sin(4 * xv[, 1]) + xv[, 2]^2, cos(3 * xv[, 2])) + rnorm(200, sd = 0.1)
+  lams <- c(3, 1, 0.5, 8)
+  for (sp in list(bcd("random", p = 60, block_size = 20), bcd(p = 30, block_size = 10))) {
+    bw <- if (sp$features == "random") 0.5 else 0.15
+    fit <- krr(d$x, d$y, bandwidth = bw, lambda = lams, solver = sp, seed = 2,
+               threads = 1, tol = 1e-11, max_passes = 1e5,
+               validation = list(x = xv, y = yv))
+    expect_true(fit$converged)
+    expect_equal(fit$lambda_path$lambda, sort(lams, decreasing = TRUE))
+    expect_equal(fit$tuning$lambda_rule, "validation")
+    sep <- lapply(fit$lambda_path$lambda, function(l)
+      krr(d$x, d$y, bandwidth = bw, lambda = l, solver = sp, seed = 2,
+          threads = 1, tol = 1e-11, max_passes = 1e5))
+    rmse <- vapply(sep, function(f) sqrt(mean((predict(f, xv) - yv)^2)), 0)
+    for (i in seq_along(sep)) {
+      l <- fit$lambda_path$lambda[i]
+      expect_lt(rel_err(predict(fit, xv, lambda = l), predict(sep[[i]], xv)), 1e-8)
+      expect_lt(rel_err(fit$path_weights[[i]], sep[[i]]$weights), 1e-7)
+    }
+    expect_equal(fit$lambda_path$validation, rmse, tolerance = 1e-7)
+    expect_equal(fit$lambda, fit$lambda_path$lambda[which.min(rmse)])
+    expect_equal(which(fit$lambda_path$selected), which.min(rmse))
+    expect_equal(predict(fit, xv), predict(fit, xv, lambda = fit$lambda))
+    expect_equal(ncol(fit$validation_path), length(lams))
+    expect_error(predict(fit, xv, lambda = 2), class = "askotch_error_input",
+                 regexp = "not on the fit's path")
+  }
+  plain <- krr(d$x, d$y, lambda = 1, solver = bcd(p = 20), threads = 1, seed = 1)
+  expect_error(predict(plain, xv, lambda = 1), class = "askotch_error_input",
+               regexp = "no lambda path")
+})
+
+test_that("without a validation set, cross-validation solves each fold's path at once", {
+  old <- options(askotch.tune_exact_max_n = 50) # the solver branch of the CV
+  on.exit(options(old))
+  d <- bcd_data(200, seed = 9)
+  lams <- c(0.3, 3, 30)
+  sp <- bcd("random", p = 40, block_size = 20)
+  fit <- krr(d$x, d$y[, 1], bandwidth = 0.5, lambda = lams, solver = sp, seed = 4,
+             threads = 1, tol = 1e-11, max_passes = 1e5)
+  # the CV errors by hand: the same folds (seed + 11) of the standardised
+  # inputs, a separate fit per fold and lambda
+  fold <- askotch:::with_seed(fit$seed + 11, sample(rep_len(1:5, 200)))
+  xs <- scale(d$x, colMeans(d$x), apply(d$x, 2, sd))
+  cv <- vapply(sort(lams, decreasing = TRUE), function(l) {
+    sse <- 0
+    for (f in 1:5) {
+      tr <- fold != f
+      ff <- krr(xs[tr, ], d$y[tr, 1], bandwidth = 0.5, lambda = l, solver = sp,
+                seed = 4, threads = 1, tol = 1e-11, max_passes = 1e5,
+                standardize = FALSE)
+      sse <- sse + sum((predict(ff, xs[!tr, ]) - d$y[!tr, 1])^2)
+    }
+    sse / 200
+  }, 0)
+  expect_true(fit$converged)
+  expect_equal(fit$lambda_path$cv, cv, tolerance = 1e-7)
+  expect_equal(fit$lambda, sort(lams, decreasing = TRUE)[which.min(cv)])
+  expect_equal(length(fit$path_weights), 3L)
+})
