@@ -206,7 +206,8 @@ askotch_info <- function() {
 #'
 #' @param solver `NULL` for a summary of all solvers, or the name of one
 #'   compiled solver (`"askotch"`, `"askotch_v1"`, `"pcg"`, `"falkon"`,
-#'   `"eigenpro"`, `"eigenpro3"`, `"cholesky"`).
+#'   `"eigenpro"`, `"eigenpro3"`, `"cholesky"`, `"joker"`, `"bcd_nystrom"`,
+#'   `"bcd_features"`).
 #' @return For `NULL`, a data frame with one row per solver (`name`,
 #'   `title`, `losses`); for a solver name, a data frame with one row per
 #'   option: `option`, `type`, `default`, `range` and `doc`. A default of 0
