@@ -19,6 +19,13 @@
 #' regression. `features = "linear"`: \eqn{\phi(x)} is the standardised
 #' `x` itself (linear ridge regression; the `kernel` argument of [krr()] is
 #' then not used): `krr(x, y, solver = svrg(features = "linear"))`.
+#' `features = "nystrom"`: Nyström features of `p` centres drawn uniformly
+#' from the training rows (from `seed`), \eqn{\phi(x) = R^{-T} k(X_I, x)}
+#' with \eqn{K_{II} = R^T R}; ridge regression in them is the inducing-point
+#' problem \eqn{(K_{nI}^T K_{nI} + \lambda K_{II}) a = K_{nI}^T y} that
+#' [falkon()] and `bcd("nystrom")` solve, and the fit predicts with the
+#' centres, \eqn{k(x, X_I) a}, \eqn{a = R^{-1} w}. The \eqn{n 	imes p}
+#' kernel matrix to the centres is formed once (in R's memory).
 #'
 #' **Convention.** The paper minimises the averaged objective
 #' \eqn{\frac1n \sum_i \frac12 (w^T\phi(x_i) - y_i)^2 + \frac{\lambda_G}{2}
@@ -63,8 +70,9 @@
 #'   of the paper's Theorem 2; the paper's experiments tune it).
 #' @param precondition Use the sketched preconditioner (`TRUE`) or run
 #'   plain SVRG (`FALSE`).
-#' @param features `"random"` or `"linear"` (see Features).
-#' @param p Number of random features (`NULL`: \eqn{\min(n, 1000)}).
+#' @param features `"random"`, `"linear"` or `"nystrom"` (see Features).
+#' @param p Number of random features or Nyström centres (`NULL`:
+#'   \eqn{\min(n, 1000)}).
 #' @param sampling `"smoothness"` (`NULL`) or `"uniform"`.
 #' @param lanczos_iters Krylov blocks after the first (`NULL`: from
 #'   \eqn{\epsilon = 1/2}, see Method).
@@ -86,7 +94,7 @@
 #' predict(fit2, x[1:3, ])
 #' @export
 svrg <- function(rank = 30, epochs = NULL, epoch_length = NULL, step = NULL,
-                 precondition = TRUE, features = c("random", "linear"),
+                 precondition = TRUE, features = c("random", "linear", "nystrom"),
                  p = NULL, sampling = NULL, lanczos_iters = NULL) {
   call <- sys.call()
   int_opt <- function(v, nm, null_ok = TRUE) {
@@ -110,10 +118,10 @@ svrg <- function(rank = 30, epochs = NULL, epoch_length = NULL, step = NULL,
                           fmt_value(step)), "input", call)
   }
   check_flag(precondition, "precondition", call)
-  features <- check_choice(lower_choice(features[1L]), c("random", "linear"),
+  features <- check_choice(lower_choice(features[1L]), c("random", "linear", "nystrom"),
                            "features", call)
   if (features == "linear" && !is.null(p)) {
-    abort_askotch("`p` is the number of random features: not used with `features = \"linear\"`.",
+    abort_askotch("`p` is the number of random or Nystrom features: not used with `features = \"linear\"`.",
                   "input", call)
   }
   if (!is.null(sampling)) {
@@ -157,14 +165,16 @@ fit_svrg <- function(xs, Yc, set) {
   sp <- set$solver
   n <- nrow(xs)
   linear <- sp$features == "linear"
-  d <- if (linear) ncol(xs) else sp$p %||% min(n, 1000)
+  d <- if (linear) ncol(xs) else min(sp$p %||% 1000, n)
+  nys <- if (sp$features == "nystrom") nystrom_features(xs, d, set)
   N <- n + d
   opts <- list(rank = min(sp$rank, d), epochs = sp$epochs %||% 60,
                epoch_length = sp$epoch_length %||% (2 * N),
                step = sp$step %||% 0.1, sampling = sp$sampling %||% "smoothness",
                tol = if (isTRUE(set$tol_auto)) 1e-6 else set$rule$tol)
   t0 <- now()
-  r <- .Call(ffi_svrg, xs, Yc, as.numeric(set$lambda), as.numeric(if (linear) 0 else d),
+  r <- .Call(ffi_svrg, if (is.null(nys)) xs else nys$phi, Yc, as.numeric(set$lambda),
+             as.numeric(if (linear || !is.null(nys)) 0 else d),
              as.integer(set$kernel$code), as.numeric(set$kernel$bandwidth),
              as.numeric(c(opts$rank, sp$lanczos_iters %||% 0, opts$epochs,
                           opts$epoch_length, opts$step, sp$precondition,
@@ -183,7 +193,8 @@ fit_svrg <- function(xs, Yc, set) {
                      eta = r$eta, beta_hat = r$beta_hat,
                      sigma2 = if (sp$precondition) r$sigma2 else NULL))
   if (!sp$precondition) resolved$rank <- NULL
-  list(weights = r$weights,
+  # Nystrom features: the centre coefficients a = R^{-1} w, phi(x)^T w = k(x, X_I) a
+  list(weights = if (is.null(nys)) r$weights else backsolve(nys$R, r$weights),
        trace = data.frame(epoch = 0:e, passes = (0:e) * (1 + opts$epoch_length / N),
                           seconds = r$seconds[seq_len(e + 1L)],
                           objective = r$objective[seq_len(e + 1L)],
@@ -191,8 +202,31 @@ fit_svrg <- function(xs, Yc, set) {
                           resid_exact = r$gradient[seq_len(e + 1L)]),
        reason = reason, iterations = e, passes = passes, seconds = secs,
        resid_est = crit, resid_exact = crit, resid_floor = NA_real_,
-       centers = integer(0), options = resolved, extras = list(),
-       features = if (linear) NULL else d, tol = opts$tol)
+       centers = if (is.null(nys)) integer(0) else nys$centers, options = resolved,
+       extras = list(), features = if (linear || !is.null(nys)) NULL else d, tol = opts$tol)
+}
+
+# Nystrom features of d centres (uniform rows, from the fit's seed):
+# phi(x) = R^{-T} k(X_I, x) with K_II + delta I = R^T R (delta = 0, or the
+# smallest jitter from 1e-14 tr(K_II) up that makes the Cholesky succeed),
+# so that phi(x)^T phi(x') = k(x, X_I) K_II^{-1} k(X_I, x'): ridge regression
+# in these features is the inducing-point (Falkon) problem on the centres.
+nystrom_features <- function(xs, d, set) {
+  n <- nrow(xs)
+  centers <- with_seed(set$seed + 20, sort(sample.int(n, d)))
+  Knm <- kernel_mat(xs, xs[centers, , drop = FALSE], set$kernel, set$threads)
+  Kmm <- Knm[centers, , drop = FALSE]
+  R <- NULL
+  jitter <- 0
+  while (is.null(R)) {
+    R <- tryCatch(chol(Kmm + jitter * diag(d)), error = function(e) NULL)
+    jitter <- if (jitter == 0) 1e-14 * sum(diag(Kmm)) else jitter * 10
+    if (is.null(R) && jitter > 1e-2 * sum(diag(Kmm))) {
+      abort_askotch("`solver`: the Nystrom features' K_II is not positive definite; use fewer centres (`p`).",
+                    "numeric")
+    }
+  }
+  list(phi = t(backsolve(R, t(Knm), transpose = TRUE)), R = R, centers = centers)
 }
 
 # the fields of an svrg fit beyond new_krr()'s: the feature count (random

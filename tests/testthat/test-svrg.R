@@ -113,7 +113,7 @@ test_that("bad svrg options give classed errors naming the argument", {
   expect_error(svrg(step = Inf), "`step`", class = "askotch_error_input")
   expect_error(svrg(precondition = NA), "`precondition`",
                class = "askotch_error_input")
-  expect_error(svrg(features = "nystrom"), "`features`",
+  expect_error(svrg(features = "orthogonal"), "`features`",
                class = "askotch_error_input")
   expect_error(svrg(features = "linear", p = 10), "`p`",
                class = "askotch_error_input")
@@ -164,4 +164,23 @@ test_that("the block Lanczos sketch finds the top eigenvalues of C = Z'Z / n", {
   # Ritz values are below the eigenvalues, and here within 1% of them
   expect_true(all(s$sigma2 <= ev[1:5] * (1 + 1e-12)))
   expect_lt(max(abs(s$sigma2 - ev[1:5]) / ev[1:5]), 0.01)
+})
+
+test_that("svrg on Nystrom features reaches the inducing-point solution on its centres", {
+  set.seed(21)
+  n <- 300
+  x <- matrix(runif(2 * n), ncol = 2)
+  y <- sin(4 * x[, 1]) + x[, 2]^2 + rnorm(n, sd = 0.1)
+  lam <- 2
+  fit <- krr(x, y, lambda = lam, bandwidth = 0.5, seed = 3, threads = 1,
+             tol = 1e-12, solver = svrg(features = "nystrom", p = 40, rank = 10,
+                                        step = 0.3, epochs = 400))
+  expect_true(fit$converged)
+  expect_equal(length(fit$centers), 40L)
+  expect_equal(dim(fit$weights), c(40L, 1L))
+  or <- oracle_inducing(x, y, x[1:30, ], "rbf", 0.5, lam, fit$centers)
+  expect_lt(rel_err(fit$weights, or$a), 1e-6)
+  expect_lt(rel_err(predict(fit, x[1:30, ]), or$pred), 1e-8)
+  expect_match(format(fit$solver), "nystrom features")
+  expect_error(svrg(features = "nystrom", p = 0), class = "askotch_error_input")
 })
