@@ -17,7 +17,7 @@
 set -e
 cd "$(dirname "$0")/.."
 SAN="-fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer -fno-sanitize-recover=undefined,float-cast-overflow"
-PROGS="askotch_driver:test test_solvers test_solvers2 test_seams test_features test_joker test_svrg test_bcd"
+PROGS="askotch_driver:test test_solvers test_solvers2 test_seams test_features test_joker test_svrg test_bcd test_dist"
 ASAN_SUPP="$(pwd)/tools/asan.supp"
 t_all=$(date +%s)
 stage_t=$t_all
@@ -67,7 +67,7 @@ R_MAKEVARS_USER="$MV" R CMD INSTALL --preclean --no-test-load -l "$LIB" . >/tmp/
 rm -f src/*.o src/*/*.o src/*/*/*.o src/*.so
 stage "R package ASan build"
 LIBASAN=$(gcc -print-file-name=libasan.so)
-FILES="test-solvers.R test-stopping.R test-errors.R test-interrupts.R test-refit.R test-losses.R test-kernels.R"
+FILES="test-solvers.R test-stopping.R test-errors.R test-interrupts.R test-refit.R test-losses.R test-kernels.R test-bcd.R"
 for f in $FILES; do
   log=/tmp/askotch-asan-$f.log
   if LD_PRELOAD="$LIBASAN" ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:suppressions=$ASAN_SUPP" \
