@@ -217,7 +217,7 @@ pred_offset <- function(object, nf) {
 #'   approximation by the pivoted Cholesky decomposition. *Applied Numerical
 #'   Mathematics* 62, 428-440.
 #' @param lambda For a fit of a `lambda` path solved at once ([bcd()] with a
-#'   vector `lambda`): the predictions of that value of the path (`NULL`:
+#'   vector `lambda`; also [sap()]): the predictions of that value of the path (`NULL`:
 #'   the selected one, `fit$lambda`). `fit$lambda_path` lists the path.
 #' @seealso [simulate.krr()] for posterior samples.
 #' @examples

@@ -1,11 +1,14 @@
 # Regularisation paths solved at once (Tu et al. 2016: keep a model and a
 # residual per lambda and reuse each block's kernel and Gram products across
 # the path, "essentially the price of a single solution"). The compiled BCD
-# solvers take the targets repeated once per lambda with a lambda per column;
-# here the path is set up, split and selected.
+# solvers and SAP / NSAP take the targets repeated once per lambda with a
+# lambda per column; here the path is set up, split and selected.
 
-# TRUE for the solvers that solve a lambda path at once
-path_solver <- function(solver) inherits(solver, "askotch_solver_bcd")
+# TRUE for the solvers that solve a lambda path at once: bcd() and the
+# full-kernel sap() (exact blocks: one factor of K_BB + lambda I per lambda)
+path_solver <- function(solver) {
+  inherits(solver, "askotch_solver_bcd") || inherits(solver, "askotch_solver_sap")
+}
 
 # the columns of each of L lambdas for m outputs (list of L index vectors)
 path_columns <- function(m, L) lapply(seq_len(L), function(l) (l - 1L) * m + seq_len(m))
@@ -81,7 +84,7 @@ path_select <- function(object, lambda, call = NULL) {
   if (is.null(object$path_weights)) {
     abort_askotch(paste(
       "`lambda`: this fit has no lambda path; fit one with a vector of",
-      "`lambda` values and solver = bcd()."), "input", call)
+      "`lambda` values and solver = bcd() or sap()."), "input", call)
   }
   lams <- object$lambda_path$lambda
   if (!is.numeric(lambda) || length(lambda) != 1L || is.na(lambda)) {

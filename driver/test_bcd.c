@@ -6,7 +6,8 @@
  * K_b in chunks}; solving again after a change of lambda (the cached block
  * factors must be dropped); a warm start at the solution; one block (b = the
  * centres: a direct solve); determinism across slices; a lambda path solved
- * at once (both solvers) against separate solves; invalid options.
+ * at once (both BCD solvers, and SAP / NSAP on the full kernel) against
+ * separate solves; invalid options.
  * Prints "N passed, N failed"; KRR_VERBOSE=1 prints each run.
  *
  * Tolerances (as Falkon's in test_solvers.c, the same problem):
@@ -198,6 +199,33 @@ static void test_path(krr_ctx *ctx, const double *X, const double *y, int64_t n,
     s = NULL;
     CHECK(tinit(&f, "askotch", "", &s) == KRR_ERR_INPUT && strstr(ctx->msg, "path"),
           "askotch must refuse a path objective: %s", ctx->msg);
+    krr_solver_free(s);
+    s = NULL;
+    if (!feat) { /* SAP and NSAP (exact blocks) solve the full-kernel path at once */
+      double *wf = malloc(sizeof(double) * n * m * L), *rf = malloc(sizeof(double) * n * m);
+      const char *sap[] = {"block_solve=exact accelerated=0 block_size=40 seed=3",
+                           "block_solve=exact accelerated=1 block_size=40 seed=3"};
+      for (int v = 0; v < 2; v++) {
+        krr_diag dg;
+        double cr;
+        st = trun(&f, "askotch", sap[v], 1e-11, 20000, 50, wf, &cr, &dg, NULL);
+        CHECK(st == KRR_OK && cr <= 1e-11, "%s path: status %d (%s) crit %.3g", v ? "NSAP" : "SAP",
+              st, ctx->msg, cr);
+        for (int l = 0; st == KRR_OK && l < L; l++) {
+          tfit g = f;
+          krr_objective one;
+          st = krr_objective_init(ctx, f.op, krr_loss_lookup("squared"), lams[l], y, m, &one);
+          g.obj = one;
+          if (st == KRR_OK) st = trun(&g, "cholesky", "", 1e-12, 1, 1, rf, &cr, &dg, NULL);
+          krr_objective_free(ctx, &g.obj);
+          double e = rel_diff(wf + (int64_t)l * m * n, rf, n * m);
+          if (verbose) printf("path %s lambda %g: err %.2e\n", v ? "NSAP" : "SAP", lams[l], e);
+          CHECK(st == KRR_OK && e <= 1e-8, "%s path at lambda %g: err %.3g", v ? "NSAP" : "SAP",
+                lams[l], e);
+        }
+      }
+      free(wf); free(rf);
+    }
     krr_solver_free(s);
     free(w); free(ref);
     tfit_free(&f);

@@ -219,3 +219,30 @@ test_that("without a validation set, cross-validation solves each fold's path at
   expect_equal(fit$lambda, sort(lams, decreasing = TRUE)[which.min(cv)])
   expect_equal(length(fit$path_weights), 3L)
 })
+
+test_that("sap() solves a full-kernel lambda path at once", {
+  d <- bcd_data(150, seed = 12)
+  set.seed(13)
+  xv <- matrix(runif(100), ncol = 2)
+  yv <- sin(4 * xv[, 1]) + xv[, 2]^2 + rnorm(50, sd = 0.1)
+  lams <- c(0.1, 1, 10)
+  for (acc in c(FALSE, TRUE)) {
+    fit <- krr(d$x, d$y[, 1], lambda = lams, solver = sap(block_size = 30, accelerated = acc),
+               seed = 1, threads = 1, tol = 1e-11, max_passes = 1e4,
+               validation = list(x = xv, y = yv))
+    expect_true(fit$converged)
+    for (l in lams) {
+      or <- oracle_krr(d$x, d$y[, 1], xv, "rbf", fit$kernel$bandwidth, l)
+      expect_lt(rel_err(predict(fit, xv, lambda = l), or$pred), 1e-8)
+    }
+    rmse <- vapply(fit$lambda_path$lambda, function(l)
+      sqrt(mean((oracle_krr(d$x, d$y[, 1], xv, "rbf", fit$kernel$bandwidth, l)$pred - yv)^2)), 0)
+    expect_equal(fit$lambda, fit$lambda_path$lambda[which.min(rmse)])
+  }
+  # ASkotch (Nystrom blocks) does not solve a path at once: the path is
+  # cross-validated with sequential warm-started fits, as before
+  ak <- krr(d$x, d$y[, 1], lambda = lams, solver = askotch(block_size = 30), seed = 1,
+            threads = 1)
+  expect_equal(ak$tuning$lambda_rule, "path")
+  expect_null(ak$path_weights)
+})

@@ -82,6 +82,10 @@ typedef struct {
   void *g, *d, *gb;     /* b x m */
   void *p1, *p2, *p3;   /* b (powering) */
   uint64_t *mark;
+  /* a lambda path (obj->lcol; SAP/NSAP only): K_BB + lambda_q I factored in
+   * double per group of columns with the same lambda */
+  krr_bcd grp;
+  void *Gd, *Ad, *gd;   /* b x b, b x b, b x m: double */
 } ask_t;
 
 static const char *const extras[] = {"step_L", "rho", "materialized", "restarts", "t_nystrom",
@@ -102,8 +106,11 @@ static double need(const krr_solver *s, int64_t b, int r, int mat) {
     rls = krr_rls_memory(n, b) + (double)s->es * (sd * sd + chunk) + 8.0 * chunk +
           krr_block_bytes(s->op, o->rls_subsample) + krr_block_bytes(s->op, (int64_t)(chunk / sd) + 1);
   }
+  double path = s->obj && s->obj->lcol ?
+    8.0 * (2.0 * (double)b * (double)b + (double)(b * m)) +
+    krr_bcd_memory(b, b, krr_bcd_count_groups(s->obj), (int)m) : 0.0;
   return e * (double)s->es + krr_block_bytes(s->op, b) +
-         (exact ? 0.0 : krr_lowrank_memory(s->prec, b, r, m)) + (double)(n / 8 + 8) + rls;
+         (exact ? 0.0 : krr_lowrank_memory(s->prec, b, r, m)) + (double)(n / 8 + 8) + rls + path;
 }
 
 /* K_BB is formed when it fits block_mem_limit and is no larger than the data
@@ -134,6 +141,9 @@ static krr_status ask_resolve(krr_solver *s) {
   if (o->block_size > n)
     return krr_fail(s->ctx, KRR_ERR_INPUT, "`block_size` (%lld) must not exceed the number of "
                     "training points (%lld)", (long long)o->block_size, (long long)n);
+  if (s->obj && s->obj->lcol && o->block_solve != BLOCK_EXACT)
+    return krr_fail(s->ctx, KRR_ERR_INPUT, "a `lambda` path is solved at once by sap() (exact "
+                    "blocks) or bcd(), not by ASkotch's Nystrom blocks");
   if (o->block_solve == BLOCK_EXACT) {
     o->rank = 0;
   } else if (o->rank == 0) {
@@ -212,6 +222,13 @@ static krr_status ask_init(krr_solver *s) {
   }
   a->kbb = (krr_kbb){s->op, &a->blk, a->materialize ? a->KB : NULL, 0.0};
   krr_solver_set_extra(s, "materialized", a->materialize);
+  if (s->obj->lcol) {
+    KTRY(krr_bcd_alloc(&a->grp, ar, b, b, krr_options_seed(s->opts), s->obj));
+    a->Gd = krr_arena_dev(ar, b * b, sizeof(double));
+    a->Ad = krr_arena_dev(ar, b * b, sizeof(double));
+    a->gd = krr_arena_dev(ar, b * m, sizeof(double));
+    KTRY(KRR_ALLOCATED(ar, a->Gd, a->Ad, a->gd));
+  }
   return KRR_OK;
 }
 
@@ -220,6 +237,8 @@ static krr_status ask_tune(krr_solver *s) {
   ask_t *a = A(s);
   const opts_t *o = O(s);
   double lambda = s->obj->lambda;
+  if (s->obj->lcol) KTRY(krr_bcd_regroup(&a->grp, s->obj));
+  else a->grp.ng = 0;
   if (o->sampling == SAMPLE_RLS)
     KTRY(krr_rls_compute(&a->rls, s->op, lambda, o->rls_subsample, krr_options_seed(s->opts)));
   a->nu = o->nu > 0 ? o->nu : (double)s->n / (double)o->block_size;
@@ -253,6 +272,11 @@ static krr_status pc_inv(krr_solver *s, const void *in, void *out) {
   ask_t *a = A(s);
   int64_t b = a->blk.b;
   if (!a->exact) return krr_lowrank_inv(s->ctx, &a->lr, in, out, s->m);
+  if (a->grp.ng > 0) { /* a path: each group with its factor, in double */
+    KTRY(krr_convert(s->ctx, s->prec, in, KRR_DOUBLE, a->gd, b * s->m));
+    KTRY(krr_bcd_solve(s, &a->grp, 0, a->gd, b));
+    return krr_convert(s->ctx, KRR_DOUBLE, a->gd, s->prec, out, b * s->m);
+  }
   if (out != in) KTRY(s->ctx->ops->copy(s->ctx, out, in, s->es * (size_t)(b * s->m)));
   KTRY(SOP(s, trsm, 0, 1, b, s->m, 1.0, a->KB, b, out, b));
   return SOP(s, trsm, 0, 0, b, s->m, 1.0, a->KB, b, out, b);
@@ -265,6 +289,7 @@ static krr_status ask_iterate(krr_solver *s) {
   int64_t n = s->n, b = o->block_size, nm = s->op->nloc * (int64_t)s->m;
   int m = s->m;
   uint64_t it = (uint64_t)s->diag.iter, seed = krr_options_seed(s->opts);
+  const size_t es0 = s->es;
   double t0 = krr_now();
 
   /* 1. block, its rows and (when it fits) K_BB; the block preconditioner */
@@ -272,7 +297,14 @@ static krr_status ask_iterate(krr_solver *s) {
   else krr_sample_uniform(krr_rng_stream(seed, it, 0), n, b, a->mark, a->blk.idx_h);
   KTRY(krr_block_set(s->op, &a->blk, a->blk.idx_h, b));
   if (a->materialize) KTRY(krr_op_mat(s->op, &a->blk, &a->blk, a->KB, b));
-  if (a->exact) {
+  if (a->exact && a->grp.ng > 0) { /* a path: K_BB + lambda_q I for each group */
+    KTRY(krr_convert(ctx, s->prec, a->KB, KRR_DOUBLE, a->Gd, b * b));
+    for (int q = 0; q < a->grp.ng; q++) {
+      KTRY(ctx->ops->copy(ctx, a->Ad, a->Gd, sizeof(double) * (size_t)(b * b)));
+      KTRY(KOP(ctx, KRR_DOUBLE, add_diag, b, a->Ad, b, a->grp.lam[q], NULL));
+      KTRY(krr_bcd_factor(s, &a->grp, 0, q, a->Ad, 1e-15 * (double)b));
+    }
+  } else if (a->exact) {
     int info = 0;
     KTRY(SOP(s, add_diag, b, a->KB, b, s->obj->lambda, NULL));
     KTRY(SOP(s, potrf, b, a->KB, b, &info));
@@ -298,6 +330,14 @@ static krr_status ask_iterate(krr_solver *s) {
   const void *src = a->accelerated ? a->z : s->w;
   double gn = 0, ybn = 0;
   KTRY(krr_block_gradient(s->op, s->obj, &a->blk, src, a->g, a->gb, a->d, &gn, &ybn));
+  if (a->grp.ng > 0) { /* a path: lambda_j a_B,j, not lambda a_B,j (lambda = the smallest) */
+    KTRY(krr_op_gather(s->op, &a->blk, src, m, a->d, b));
+    for (int j = 0; j < m; j++)
+      if (s->obj->lcol[j] != s->obj->lambda)
+        KTRY(SOP(s, axpby, b, s->obj->lcol[j] - s->obj->lambda, KAT(a->d, (int64_t)j * b, es0),
+                 1.0, KAT(a->g, (int64_t)j * b, es0)));
+    KTRY(SOP(s, nrm2, b * m, a->g, &gn));
+  }
   double t3 = krr_now();
 
   /* 3. direction and update */
@@ -357,6 +397,7 @@ const krr_solver_def krr_solver_askotch = {
     .state_size = sizeof(ask_t),
     .mem_advice = "use a smaller block_size",
     .distributed = 1, /* block products only: sharded operator (uniform sampling) */
+    .lambda_path = 1, /* SAP / NSAP only (exact blocks; refused for Nystrom blocks) */
     .resolve = ask_resolve,
     .memory = ask_memory,
     .shrink = ask_shrink,

@@ -135,7 +135,7 @@ krr_status krr_solver_init(krr_ctx *ctx, krr_op *op, krr_objective *obj,
     return krr_fail(ctx, KRR_ERR_INPUT, "the objective does not match the operator");
   if (obj->lcol && !def->lambda_path)
     return krr_fail(ctx, KRR_ERR_INPUT, "the solver `%s` does not solve a `lambda` path at once; "
-                    "use bcd()", def->name);
+                    "use bcd() or sap()", def->name);
   krr_comm *comm = krr_op_comm(op, NULL);
   if (comm && comm->size > 1 && !def->distributed)
     return krr_fail(ctx, KRR_ERR_INPUT, "the solver `%s` does not run distributed (over %d ranks); "
