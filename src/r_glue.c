@@ -510,11 +510,20 @@ SEXP ffi_fit_features_theta(SEXP ptr) {
   int m = fs->obj.m;
   if (krr_solver_weights_rows(fs->solver) != n)
     raise_status(KRR_ERR_INPUT, "the weights do not live on the training points");
-  double *w = (double *)R_alloc((size_t)(n * m), sizeof(double));
   SEXP theta = PROTECT(Rf_allocMatrix(REALSXP, (int)nf, m));
   blas_save();
-  krr_status st = krr_solver_weights(fs->solver, w);
-  if (st == KRR_OK) st = krr_op_features_theta_host(fs->op, w, m, REAL(theta));
+  /* not bound by a solve's deadline (a validation check or the fit's end) */
+  double deadline = fs->ctx.deadline;
+  fs->ctx.deadline = 0;
+  krr_status st;
+  if (krr_solver_has_theta(fs->solver)) {
+    st = krr_solver_theta(fs->solver, REAL(theta));
+  } else {
+    double *w = (double *)R_alloc((size_t)(n * m), sizeof(double));
+    st = krr_solver_weights(fs->solver, w);
+    if (st == KRR_OK) st = krr_op_features_theta_host(fs->op, w, m, REAL(theta));
+  }
+  fs->ctx.deadline = deadline;
   if (st != KRR_OK) raise_ctx(&fs->ctx, st);
   blas_restore();
   UNPROTECT(1);

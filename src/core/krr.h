@@ -367,6 +367,12 @@ const krr_options *krr_solver_options(const krr_solver *s);
 /* Weights: host n x m column-major double, or ncenters x m for the
  * inducing-point solvers (predict with K(x, X[centres]) a). */
 krr_status krr_solver_weights(krr_solver *s, double *w_out);
+/* A solver on a random-feature operator that keeps its own primal weights
+ * (theta, nfeat x m: random-feature BCD) gives them here (host doubles);
+ * 0 from krr_solver_has_theta when it keeps none (then theta = Z^T w is one
+ * pass over the operator, krr_op_features_theta). */
+int krr_solver_has_theta(const krr_solver *s);
+krr_status krr_solver_theta(krr_solver *s, double *theta_host);
 int64_t krr_solver_weights_rows(const krr_solver *s);
 /* The exact criterion (one full kernel pass; two n x m passes for Falkon and
  * EigenPro 3.0). */

@@ -22,7 +22,8 @@
  * The weights the package keeps are the dual ones of the same problem,
  * a = (Y - R) / lambda (n x m): at the solution w = Z^T a and (Z Z^T +
  * lambda I) a = Y, so a fit predicts, refits and reports like any solver of
- * krr(features = M) (theta = Z^T a = w).  Its exact criterion is the generic
+ * krr(features = M); theta (the model in feature space) is w itself, given
+ * by the theta hook (= Z^T a at the solution).  Its exact criterion is the generic
  * relative residual of (Z Z^T + lambda I) a = Y, which equals
  * ||Z g|| / (lambda ||Y||) for the full gradient g = Z^T (Y - Z w) - lambda w;
  * resid_est estimates it by the running average of (M / b) ||Z_b g_b||^2 =
@@ -260,6 +261,11 @@ static krr_status rf_iterate(krr_solver *s) {
   return KRR_OK;
 }
 
+/* theta: the primal weights w themselves (not Z^T a, a pass over Z) */
+static krr_status rf_theta(krr_solver *s, double *host) {
+  return krr_download_vec(s->ctx, KRR_DOUBLE, F(s)->w, F(s)->M * s->m, host);
+}
+
 const krr_solver_def krr_solver_bcd_features = {
     .name = "bcd_features",
     .title = "Random-feature block coordinate descent",
@@ -277,4 +283,5 @@ const krr_solver_def krr_solver_bcd_features = {
     .tune = rf_tune,
     .start = rf_start,
     .iterate = rf_iterate,
+    .theta = rf_theta,
 };

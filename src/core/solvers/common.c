@@ -256,6 +256,15 @@ krr_status krr_solver_weights(krr_solver *s, double *w_out) {
   return krr_download_vec(s->ctx, s->wprec, s->w, s->wrows * s->m, w_out);
 }
 
+int krr_solver_has_theta(const krr_solver *s) { return s && s->def->theta != NULL; }
+
+krr_status krr_solver_theta(krr_solver *s, double *theta) {
+  if (!s || !s->def->theta) return KRR_ERR_INTERNAL;
+  krr_clear(s->ctx);
+  if (!s->w) return replay(s);
+  return s->def->theta(s, theta);
+}
+
 krr_status krr_solver_centers(krr_solver *s, int64_t *idx) {
   if (!s) return KRR_ERR_INTERNAL;
   krr_clear(s->ctx);

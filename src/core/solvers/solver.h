@@ -53,6 +53,7 @@ struct krr_solver_def {
   /* optional overrides of the generic versions */
   krr_status (*residual)(krr_solver *s, double *crit);
   krr_status (*centers)(krr_solver *s, int64_t *idx);
+  krr_status (*theta)(krr_solver *s, double *host); /* primal weights in feature space */
   void (*release)(krr_solver *s); /* what is not in the arena */
 };
 
