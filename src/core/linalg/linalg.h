@@ -161,4 +161,46 @@ krr_status krr_chol_jitter(krr_ctx *ctx, int64_t n, const void *src, void *A, do
                            double *used);
 /* B (n x m, ld ldb, double) <- (T^T T)^{-1} B for an upper factor T (n x n) */
 krr_status krr_chol_solve(krr_ctx *ctx, int64_t n, const void *T, int m, void *B, int64_t ldb);
+
+/* --- block coordinate descent in feature space (bcd.c; Tu et al. 2016,
+ * Algorithms 2 and 3): p coordinates cut once into nb = ceil(p / b)
+ * near-equal consecutive pieces, visited each epoch in a fresh random order;
+ * the blocks' Cholesky factors (b x b double each, p b in all, per lambda
+ * group) cached until lambda changes.  A lambda path (obj->lcol) is solved
+ * at once: the columns form ng groups of equal lambda (group q: columns
+ * c0[q] .. c0[q + 1] - 1, lambda lam[q]), sharing each block's kernel and
+ * Gram products. */
+typedef struct krr_bcd {
+  int64_t p, b, nb;
+  uint64_t seed;
+  int ng, ngcap;        /* lambda groups (now, allocated for) */
+  int *c0;              /* host ng + 1: first column of each group */
+  double *lam;          /* host ng: lambda of each group */
+  int64_t *order;       /* host nb: this epoch's order */
+  unsigned char *have;  /* host nb: factors cached (every group) */
+  void *factors;        /* device double: block k's factor of group q at q p b + off_k b */
+} krr_bcd;
+int krr_bcd_count_groups(const krr_objective *obj);
+double krr_bcd_memory(int64_t p, int64_t b, int ng, int m);
+krr_status krr_bcd_alloc(krr_bcd *c, krr_arena *a, int64_t p, int64_t b, uint64_t seed,
+                         const krr_objective *obj);
+/* the groups of the objective's lambdas again (after a change of lambda);
+ * drops the cached factors */
+krr_status krr_bcd_regroup(krr_bcd *c, const krr_objective *obj);
+/* drop the cached factors */
+void krr_bcd_forget(krr_bcd *c);
+/* block k: coordinates off .. off + len - 1 */
+void krr_bcd_range(const krr_bcd *c, int64_t k, int64_t *off, int64_t *len);
+/* the block of iteration iter (0-based) */
+int64_t krr_bcd_pick(krr_bcd *c, int64_t iter);
+/* block k's cached factor of group g (len x len, ld len) */
+void *krr_bcd_slot(const krr_bcd *c, int64_t k, int g);
+/* factor G (len x len, double) into block k's slot of group g; Cholesky
+ * failures retried with jitter0, 10 jitter0, ... (a proximal step: the fixed
+ * point stays; `who` names the solver in the error); the caller sets have[k]
+ * once every group is factored */
+krr_status krr_bcd_factor(krr_ctx *ctx, krr_bcd *c, int64_t k, int g, const void *G,
+                          double jitter0, const char *who);
+/* g (len x m, ld ldg, double) <- H_kk^{-1} g, each group with its factor */
+krr_status krr_bcd_solve(krr_ctx *ctx, const krr_bcd *c, int64_t k, void *g, int64_t ldg);
 #endif

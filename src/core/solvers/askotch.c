@@ -274,7 +274,7 @@ static krr_status pc_inv(krr_solver *s, const void *in, void *out) {
   if (!a->exact) return krr_lowrank_inv(s->ctx, &a->lr, in, out, s->m);
   if (a->grp.ng > 0) { /* a path: each group with its factor, in double */
     KTRY(krr_convert(s->ctx, s->prec, in, KRR_DOUBLE, a->gd, b * s->m));
-    KTRY(krr_bcd_solve(s, &a->grp, 0, a->gd, b));
+    KTRY(krr_bcd_solve(s->ctx, &a->grp, 0, a->gd, b));
     return krr_convert(s->ctx, KRR_DOUBLE, a->gd, s->prec, out, b * s->m);
   }
   if (out != in) KTRY(s->ctx->ops->copy(s->ctx, out, in, s->es * (size_t)(b * s->m)));
@@ -302,7 +302,7 @@ static krr_status ask_iterate(krr_solver *s) {
     for (int q = 0; q < a->grp.ng; q++) {
       KTRY(ctx->ops->copy(ctx, a->Ad, a->Gd, sizeof(double) * (size_t)(b * b)));
       KTRY(KOP(ctx, KRR_DOUBLE, add_diag, b, a->Ad, b, a->grp.lam[q], NULL));
-      KTRY(krr_bcd_factor(s, &a->grp, 0, q, a->Ad, 1e-15 * (double)b));
+      KTRY(krr_bcd_factor(s->ctx, &a->grp, 0, q, a->Ad, 1e-15 * (double)b, "SAP"));
     }
   } else if (a->exact) {
     int info = 0;

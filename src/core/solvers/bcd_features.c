@@ -227,8 +227,8 @@ static krr_status rf_iterate(krr_solver *s) {
       const double lq = f->c.lam[q];
       KTRY(ctx->ops->copy(ctx, f->T, f->G, sizeof(double) * (size_t)(b * b)));
       KTRY(DOP(s, add_diag, b, f->T, b, lq, NULL));
-      KTRY(krr_bcd_factor(s, &f->c, k, q, f->T,
-                          (s->prec == KRR_DOUBLE ? DBL_EPSILON : FLT_EPSILON) * lq));
+      KTRY(krr_bcd_factor(s->ctx, &f->c, k, q, f->T,
+                          (s->prec == KRR_DOUBLE ? DBL_EPSILON : FLT_EPSILON) * lq, s->def->title));
     }
     f->c.have[k] = 1;
   }
@@ -246,7 +246,7 @@ static krr_status rf_iterate(krr_solver *s) {
   KTRY(DOP(s, dot, b * m, f->g, f->t, &gn));
   gn = sqrt(gn > 0 ? gn : 0);
   /* d; w_b += d; R += Z_b d */
-  KTRY(krr_bcd_solve(s, &f->c, k, f->g, b));
+  KTRY(krr_bcd_solve(s->ctx, &f->c, k, f->g, b));
   for (int q = 0; q < m; q++)
     KTRY(DOP(s, axpby, b, 1.0, KAT(f->g, q * b, sizeof(double)), 1.0,
              KAT(f->w, off + q * M, sizeof(double))));
@@ -256,7 +256,7 @@ static krr_status rf_iterate(krr_solver *s) {
   krr_solver_tick(s);
   /* on the scale of the smallest lambda (the largest weights) */
   const double lo = s->obj->lambda;
-  krr_bcd_track(s, &f->c, b, gn, lo * s->obj->ynorm);
+  krr_solver_track_coords(s, f->c.p, b, gn, lo * s->obj->ynorm);
   s->diag.block_resid = s->obj->ynorm > 0 ? gn / (lo * s->obj->ynorm) : gn;
   return KRR_OK;
 }

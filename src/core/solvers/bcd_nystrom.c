@@ -273,8 +273,9 @@ static krr_status bn_iterate(krr_solver *s) {
       if (gamma > 0) KTRY(DOP(s, add_diag, b, f->A, b, lq * gamma, NULL));
       double gf = 0;
       KTRY(DOP(s, nrm2, b * b, f->A, &gf));
-      KTRY(krr_bcd_factor(s, &f->c, k, q, f->A,
-                          (s->prec == KRR_DOUBLE ? DBL_EPSILON : FLT_EPSILON) * (gf > 0 ? gf : 1.0)));
+      KTRY(krr_bcd_factor(s->ctx, &f->c, k, q, f->A,
+                          (s->prec == KRR_DOUBLE ? DBL_EPSILON : FLT_EPSILON) * (gf > 0 ? gf : 1.0),
+                          s->def->title));
     }
     f->c.have[k] = 1;
   }
@@ -287,7 +288,7 @@ static krr_status bn_iterate(krr_solver *s) {
   }
   double gn = 0;
   KTRY(DOP(s, nrm2, b * m, f->g, &gn));
-  KTRY(krr_bcd_solve(s, &f->c, k, f->g, b)); /* g <- d */
+  KTRY(krr_bcd_solve(s->ctx, &f->c, k, f->g, b)); /* g <- d */
   /* a_b += d; R += K_b d; R[I_b] += lambda d */
   KTRY(DOP(s, scatter_axpy, 1.0, f->g, b, (int)m, pos_d, b, s->w, f->mc));
   KTRY(krr_convert(ctx, KRR_DOUBLE, f->g, s->prec, f->dp, b * m));
@@ -300,7 +301,7 @@ static krr_status bn_iterate(krr_solver *s) {
   }
   KTRY(scatter_lambda(s, f->dp, b, &f->blk, f->R));
   krr_solver_tick(s);
-  krr_bcd_track(s, &f->c, b, gn, f->bnorm);
+  krr_solver_track_coords(s, f->c.p, b, gn, f->bnorm);
   s->diag.block_resid = f->bnorm > 0 ? gn / f->bnorm : gn;
   return KRR_OK;
 }

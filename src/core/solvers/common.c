@@ -68,6 +68,13 @@ void krr_solver_track_block(krr_solver *s, int64_t b, double gn, double ybn) {
   dg->block_resid = ybn > 0 ? gn / ybn : gn;
 }
 
+void krr_solver_track_coords(krr_solver *s, int64_t p, int64_t len, double gn, double scale) {
+  double est2 = (double)p / (double)len * gn * gn, om = (double)len / (double)p;
+  if (om < 0.1) om = 0.1;
+  s->ema = s->diag.iter <= 1 ? est2 : (1 - om) * s->ema + om * est2;
+  s->diag.resid_est = scale > 0 ? sqrt(s->ema) / scale : sqrt(s->ema);
+}
+
 void krr_solver_set_extra(krr_solver *s, const char *name, double v) {
   for (int i = 0; i < s->n_extras; i++)
     if (strcmp(s->def->extras[i], name) == 0) { s->extra[i] = v; return; }

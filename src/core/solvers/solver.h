@@ -107,46 +107,8 @@ int64_t krr_default_block(int64_t n);
 /* the memory-refusal message with the solver's advice */
 krr_status krr_solver_refuse(krr_solver *s, double need, const char *what);
 
-/* Block coordinate descent in feature space (bcd_common.c; Tu et al. 2016,
- * Algorithms 2 and 3): p coordinates cut once into nb = ceil(p / b)
- * near-equal consecutive pieces, visited each epoch in a fresh random order;
- * the blocks' Cholesky factors (b x b double each, p b in all, per lambda
- * group) cached until lambda changes.  A lambda path (obj->lcol) is solved
- * at once: the columns form ng groups of equal lambda (group q: columns
- * c0[q] .. c0[q + 1] - 1, lambda lam[q]), sharing each block's kernel and
- * Gram products. */
-typedef struct krr_bcd {
-  int64_t p, b, nb;
-  uint64_t seed;
-  int ng, ngcap;        /* lambda groups (now, allocated for) */
-  int *c0;              /* host ng + 1: first column of each group */
-  double *lam;          /* host ng: lambda of each group */
-  int64_t *order;       /* host nb: this epoch's order */
-  unsigned char *have;  /* host nb: factors cached (every group) */
-  void *factors;        /* device double: block k's factor of group q at q p b + off_k b */
-} krr_bcd;
-int krr_bcd_count_groups(const krr_objective *obj);
-double krr_bcd_memory(int64_t p, int64_t b, int ng, int m);
-krr_status krr_bcd_alloc(krr_bcd *c, krr_arena *a, int64_t p, int64_t b, uint64_t seed,
-                         const krr_objective *obj);
-/* the groups of the objective's lambdas again (after a change of lambda);
- * drops the cached factors */
-krr_status krr_bcd_regroup(krr_bcd *c, const krr_objective *obj);
-/* drop the cached factors */
-void krr_bcd_forget(krr_bcd *c);
-/* block k: coordinates off .. off + len - 1 */
-void krr_bcd_range(const krr_bcd *c, int64_t k, int64_t *off, int64_t *len);
-/* the block of iteration iter (0-based) */
-int64_t krr_bcd_pick(krr_bcd *c, int64_t iter);
-/* block k's cached factor of group g (len x len, ld len) */
-void *krr_bcd_slot(const krr_bcd *c, int64_t k, int g);
-/* factor G (len x len, double) into block k's slot of group g; Cholesky
- * failures retried with jitter0, 10 jitter0, ... (a proximal step: the fixed
- * point stays); the caller sets have[k] once every group is factored */
-krr_status krr_bcd_factor(krr_solver *s, krr_bcd *c, int64_t k, int g, const void *G,
-                          double jitter0);
-/* g (len x m, ld ldg, double) <- H_kk^{-1} g, each group with its factor */
-krr_status krr_bcd_solve(krr_solver *s, const krr_bcd *c, int64_t k, void *g, int64_t ldg);
-/* resid_est = sqrt of the running average of (p / len) ||g||^2, over scale */
-void krr_bcd_track(krr_solver *s, const krr_bcd *c, int64_t len, double gn, double scale);
+/* block coordinate descent in feature space (Tu et al.): resid_est = the
+ * square root of the running average (weight max(len / p, 0.1)) of
+ * (p / len) ||g||^2, over scale, for a block of len of p coordinates */
+void krr_solver_track_coords(krr_solver *s, int64_t p, int64_t len, double gn, double scale);
 #endif

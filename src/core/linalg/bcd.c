@@ -5,11 +5,12 @@
  * epoch, the cache of the blocks' Cholesky factors (a block's Gram matrix
  * does not change between epochs; only lambda changes it), the groups of a
  * lambda path (runs of columns with the same lambda: Tu et al.'s remark that
- * a path reuses each block's Gram matrix, so that it costs about one solve),
- * and the running estimate of the criterion. */
+ * a path reuses each block's Gram matrix, so that it costs about one solve).
+ * Also the groups of SAP / NSAP's path (one block, p = b). */
 #include <math.h>
 #include <string.h>
-#include "solver.h"
+#include "linalg.h"
+#include "../rng.h"
 
 int krr_bcd_count_groups(const krr_objective *obj) {
   int ng = 1;
@@ -83,30 +84,23 @@ void *krr_bcd_slot(const krr_bcd *c, int64_t k, int g) {
   return KAT(c->factors, (int64_t)g * c->p * c->b + off * c->b, sizeof(double));
 }
 
-krr_status krr_bcd_factor(krr_solver *s, krr_bcd *c, int64_t k, int g, const void *G,
-                          double jitter0) {
+krr_status krr_bcd_factor(krr_ctx *ctx, krr_bcd *c, int64_t k, int g, const void *G,
+                          double jitter0, const char *who) {
   int64_t off, len;
   double used = 0;
   krr_bcd_range(c, k, &off, &len);
-  KTRY(krr_chol_jitter(s->ctx, len, G, krr_bcd_slot(c, k, g), jitter0, &used));
+  KTRY(krr_chol_jitter(ctx, len, G, krr_bcd_slot(c, k, g), jitter0, &used));
   if (isnan(used))
-    return krr_fail(s->ctx, KRR_ERR_NUMERIC, "%s: the block system is not positive definite "
-                    "(Cholesky failed even with a jitter); use a larger lambda", s->def->title);
+    return krr_fail(ctx, KRR_ERR_NUMERIC, "%s: the block system is not positive definite "
+                    "(Cholesky failed even with a jitter); use a larger lambda", who);
   return KRR_OK;
 }
 
-krr_status krr_bcd_solve(krr_solver *s, const krr_bcd *c, int64_t k, void *g, int64_t ldg) {
+krr_status krr_bcd_solve(krr_ctx *ctx, const krr_bcd *c, int64_t k, void *g, int64_t ldg) {
   int64_t off, len;
   krr_bcd_range(c, k, &off, &len);
   for (int q = 0; q < c->ng; q++)
-    KTRY(krr_chol_solve(s->ctx, len, krr_bcd_slot(c, k, q), c->c0[q + 1] - c->c0[q],
+    KTRY(krr_chol_solve(ctx, len, krr_bcd_slot(c, k, q), c->c0[q + 1] - c->c0[q],
                         KAT(g, (int64_t)c->c0[q] * ldg, sizeof(double)), ldg));
   return KRR_OK;
-}
-
-void krr_bcd_track(krr_solver *s, const krr_bcd *c, int64_t len, double gn, double scale) {
-  double est2 = (double)c->p / (double)len * gn * gn, om = (double)len / (double)c->p;
-  if (om < 0.1) om = 0.1;
-  s->ema = s->diag.iter <= 1 ? est2 : (1 - om) * s->ema + om * est2;
-  s->diag.resid_est = scale > 0 ? sqrt(s->ema) / scale : sqrt(s->ema);
 }
