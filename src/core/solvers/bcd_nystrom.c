@@ -26,7 +26,7 @@
  * point (g = 0) and so the solution.
  *
  * K_b (n x b) is formed in chunks of rows; when all n rows fit in the chunk
- * budget (max(64 MiB, the data's size), at most half the memory budget) it is
+ * budget (max(64 MiB, the data's size), within the memory check: `chunk`) it is
  * kept for the update of R (one kernel evaluation per step), else the update
  * evaluates it again matrix-free (two).  K_b^T K_b, the block solve and the
  * weights a (mc x m) are double in either precision; the kernel products,
