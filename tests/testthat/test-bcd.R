@@ -246,3 +246,25 @@ test_that("sap() solves a full-kernel lambda path at once", {
   expect_equal(ak$tuning$lambda_rule, "path")
   expect_null(ak$path_weights)
 })
+
+test_that("observation weights: bcd() solves the weighted problems", {
+  set.seed(31)
+  n <- 200
+  x <- matrix(runif(2 * n), ncol = 2)
+  y <- sin(4 * x[, 1]) + rnorm(n, sd = 0.1)
+  w <- runif(n, 0.5, 2)
+  # Nystrom with every point a centre is exact weighted KRR
+  ny <- krr(x, y, lambda = 1, weights = w, solver = bcd(p = n), threads = 1, seed = 1,
+            tol = 1e-12)
+  ex <- krr(x, y, lambda = 1, weights = w, solver = cholesky(), threads = 1)
+  expect_lt(rel_err(predict(ny, x), predict(ex, x)), 1e-10)
+  # random features: weighted ridge in the package's features
+  M <- 50
+  rf <- krr(x, y, lambda = 1, weights = w, solver = bcd("random", p = M, block_size = 10),
+            threads = 1, seed = 1, tol = 1e-12, max_passes = 1e4)
+  xs <- askotch:::apply_scaling(x, rf$center, rf$scale)
+  Z <- .Call(askotch:::ffi_features_apply, xs, diag(M), as.integer(rf$kernel$code),
+             as.numeric(rf$kernel$bandwidth), M, as.numeric(rf$seed), 1L, 1L)
+  th <- solve(crossprod(Z, w * Z) + diag(M), crossprod(Z, w * (y - rf$y_center)))
+  expect_lt(rel_err(rf$weights, th), 1e-8)
+})
