@@ -11,6 +11,7 @@
 #include <string.h>
 #include "linalg.h"
 #include "../rng.h"
+#include "../sampling/sampling.h"
 
 int krr_bcd_count_groups(const krr_objective *obj) {
   int ng = 1;
@@ -66,14 +67,8 @@ void krr_bcd_range(const krr_bcd *c, int64_t k, int64_t *off, int64_t *len) {
 
 int64_t krr_bcd_pick(krr_bcd *c, int64_t iter) {
   int64_t slot = iter % c->nb;
-  if (slot == 0) { /* a new epoch: a random order of the blocks (Fisher-Yates) */
-    uint64_t st = krr_rng_stream(c->seed, (uint64_t)(iter / c->nb), 42);
-    for (int64_t i = 0; i < c->nb; i++) c->order[i] = i;
-    for (int64_t i = c->nb - 1; i > 0; i--) {
-      int64_t k = (int64_t)(krr_rng_unif(st, (uint64_t)i) * (double)(i + 1));
-      int64_t t = c->order[i]; c->order[i] = c->order[k]; c->order[k] = t;
-    }
-  }
+  if (slot == 0) /* a new epoch: a random order of the blocks */
+    krr_sample_permutation(krr_rng_stream(c->seed, (uint64_t)(iter / c->nb), 42), c->nb, c->order);
   return c->order[slot];
 }
 

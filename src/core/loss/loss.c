@@ -140,11 +140,6 @@ krr_status krr_objective_criterion(krr_op *op, const krr_objective *obj, const v
     double nr = 0;
     KTRY(obj->loss->grad(op->ctx, obj, len, obj->y, a, work));
     KTRY(KOP(op->ctx, op->prec, axpby, len, 1.0, F, 1.0, work));
-    for (int c = 0; obj->lcol && c < obj->m; c++) /* a path: lambda_j a_j, not lambda a_j */
-      if (obj->lcol[c] != obj->lambda)
-        KTRY(KOP(op->ctx, op->prec, axpby, op->nloc, obj->lcol[c] - obj->lambda,
-                 KAT(a, (int64_t)c * op->nloc, krr_sizeof(op->prec)), 1.0,
-                 KAT(work, (int64_t)c * op->nloc, krr_sizeof(op->prec))));
     if (obj->m > 1 && obj->ycol) {
       /* several right-hand sides: the worst column's relative residual
        * max_j ||r_j|| / ||y_j|| (a zero column relative to ||Y||_F), so that

@@ -7,10 +7,17 @@
 
 #define LOP(ctx, obj, name, ...) KOP(ctx, (obj)->prec, name, __VA_ARGS__)
 
+/* len = rows x m, column-major; a lambda path (obj->lcol): lambda_j a_j - y_j */
 static krr_status sq_grad(krr_ctx *ctx, const krr_objective *obj, int64_t len, const void *yB,
                           const void *aB, void *out) {
-  if (out != aB) KTRY(ctx->ops->copy(ctx, out, aB, krr_sizeof(obj->prec) * (size_t)len));
-  return LOP(ctx, obj, axpby, len, -1.0, yB, obj->lambda, out);
+  size_t es = krr_sizeof(obj->prec);
+  if (out != aB) KTRY(ctx->ops->copy(ctx, out, aB, es * (size_t)len));
+  if (!obj->lcol) return LOP(ctx, obj, axpby, len, -1.0, yB, obj->lambda, out);
+  int64_t rows = len / obj->m;
+  for (int j = 0; j < obj->m; j++)
+    KTRY(LOP(ctx, obj, axpby, rows, -1.0, KAT(yB, (int64_t)j * rows, es), obj->lcol[j],
+             KAT(out, (int64_t)j * rows, es)));
+  return KRR_OK;
 }
 
 static void sq_box(const krr_objective *obj, double y, double *lo, double *hi) {

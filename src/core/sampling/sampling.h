@@ -4,6 +4,10 @@
 #define KRR_SAMPLING_H
 #include "../op/op.h"
 
+/* out = a random permutation of 0..n-1 (Fisher-Yates on the counter-based
+ * stream: the same on every device and thread count) */
+void krr_sample_permutation(uint64_t stream, int64_t n, int64_t *out);
+
 /* b distinct indices uniformly from 0..n-1, sorted ascending (Floyd's
  * algorithm; mark is a zeroed bitmap of n bits, left zeroed). */
 void krr_sample_uniform(uint64_t seed, int64_t n, int64_t b, uint64_t *mark, int64_t *out);

@@ -8,6 +8,15 @@ static int cmp_i64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+void krr_sample_permutation(uint64_t stream, int64_t n, int64_t *out) {
+  for (int64_t i = 0; i < n; i++) out[i] = i;
+  for (int64_t i = n - 1; i > 0; i--) {
+    int64_t k = (int64_t)(krr_rng_unif(stream, (uint64_t)i) * (double)(i + 1));
+    if (k > i) k = i;
+    int64_t t = out[i]; out[i] = out[k]; out[k] = t;
+  }
+}
+
 void krr_sample_uniform(uint64_t seed, int64_t n, int64_t b, uint64_t *mark, int64_t *out) {
   int64_t k = 0;
   for (int64_t j = n - b; j < n; j++) {

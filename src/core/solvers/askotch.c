@@ -289,7 +289,6 @@ static krr_status ask_iterate(krr_solver *s) {
   int64_t n = s->n, b = o->block_size, nm = s->op->nloc * (int64_t)s->m;
   int m = s->m;
   uint64_t it = (uint64_t)s->diag.iter, seed = krr_options_seed(s->opts);
-  const size_t es0 = s->es;
   double t0 = krr_now();
 
   /* 1. block, its rows and (when it fits) K_BB; the block preconditioner */
@@ -330,14 +329,6 @@ static krr_status ask_iterate(krr_solver *s) {
   const void *src = a->accelerated ? a->z : s->w;
   double gn = 0, ybn = 0;
   KTRY(krr_block_gradient(s->op, s->obj, &a->blk, src, a->g, a->gb, a->d, &gn, &ybn));
-  if (a->grp.ng > 0) { /* a path: lambda_j a_B,j, not lambda a_B,j (lambda = the smallest) */
-    KTRY(krr_op_gather(s->op, &a->blk, src, m, a->d, b));
-    for (int j = 0; j < m; j++)
-      if (s->obj->lcol[j] != s->obj->lambda)
-        KTRY(SOP(s, axpby, b, s->obj->lcol[j] - s->obj->lambda, KAT(a->d, (int64_t)j * b, es0),
-                 1.0, KAT(a->g, (int64_t)j * b, es0)));
-    KTRY(SOP(s, nrm2, b * m, a->g, &gn));
-  }
   double t3 = krr_now();
 
   /* 3. direction and update */

@@ -50,7 +50,6 @@ static const char *const extras[] = {"block_size", "blocks", "cached", NULL};
 typedef struct {
   int64_t M, b;
   int cached;              /* all of Z kept */
-  int zready;              /* Z formed */
   krr_bcd c;               /* the partition, factor cache */
   void *Z;                 /* n x M (cached) or n x b, prec */
   void *R, *D;             /* n x m, prec */
@@ -115,7 +114,6 @@ static krr_status rf_init(krr_solver *s) {
   size_t es = s->es, ds = sizeof(double);
   f->M = s->op->nfeat;
   f->cached = want_cache(s, s->avail) && need(s, b, 1) <= s->avail;
-  f->zready = 0;
   KTRY(krr_solver_alloc_weights(s, n, s->prec));
   f->Z = krr_arena_dev(a, n * (f->cached ? f->M : b), es);
   f->R = krr_arena_dev(a, n * m, es);
@@ -144,10 +142,7 @@ static krr_status rf_init(krr_solver *s) {
 /* the whole feature matrix, once */
 static krr_status rf_prepare(krr_solver *s) {
   rf_t *f = F(s);
-  if (!f->cached || f->zready) return KRR_OK;
-  KTRY(krr_op_feature_cols(s->op, 0, f->M, f->Z, s->op->nloc));
-  f->zready = 1;
-  return KRR_OK;
+  return f->cached ? krr_op_feature_cols(s->op, 0, f->M, f->Z, s->op->nloc) : KRR_OK;
 }
 
 static krr_status rf_tune(krr_solver *s) { return krr_bcd_regroup(&F(s)->c, s->obj); }

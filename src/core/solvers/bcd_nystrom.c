@@ -73,7 +73,7 @@ typedef struct {
   void *Gp, *gp, *dp;         /* b x b, b x m, b x m, prec */
   void *ap;                   /* mc x m, prec (the weights for products) */
   void *G, *T, *A, *g, *d, *ab; /* b x b (3), b x m (3): double */
-  void *hp, *bk;              /* mc x m double: residual work, K_I^T Y */
+  void *hp;                   /* mc x m double: K_I^T products */
 } bcd_t;
 
 #define B(s) ((bcd_t *)(s)->st)
@@ -99,7 +99,7 @@ static double need(const krr_solver *s, int64_t b) {
   double mc = (double)o->n_centers, n = (double)s->op->nloc, m = s->m, bb = (double)b;
   int64_t c = chunk_rows(s, b);
   double pe = 2.0 * n * m + (double)c * bb + bb * bb + 2.0 * bb * m + mc * m;
-  double de = 3.0 * bb * bb + 3.0 * bb * m + 3.0 * mc * m;
+  double de = 3.0 * bb * bb + 3.0 * bb * m + 2.0 * mc * m;
   return pe * (double)s->es + de * 8.0 +
          krr_bcd_memory(o->n_centers, b, krr_bcd_count_groups(s->obj), s->m) +
          krr_block_bytes(s->op, b) +
@@ -157,22 +157,16 @@ static krr_status bn_init(krr_solver *s) {
   f->d = krr_arena_dev(a, b * m, ds);
   f->ab = krr_arena_dev(a, b * m, ds);
   f->hp = krr_arena_dev(a, mc * m, ds);
-  f->bk = krr_arena_dev(a, mc * m, ds);
   KTRY(KRR_ALLOCATED(a, f->cidx_h, f->pos_h, f->pos_d, f->brows, f->R, f->D, f->Kc,
-                     f->Gp, f->gp, f->dp, f->ap, f->G, f->T, f->A, f->g, f->d, f->ab, f->hp, f->bk));
+                     f->Gp, f->gp, f->dp, f->ap, f->G, f->T, f->A, f->g, f->d, f->ab, f->hp));
   KTRY(krr_bcd_alloc(&f->c, a, mc, b, krr_options_seed(s->opts), s->obj));
   KTRY(krr_block_alloc(s->op, a, b, &f->blk));
   KTRY(krr_block_alloc(s->op, a, mc, &f->cblk));
   if (!f->cached) KTRY(krr_block_alloc(s->op, a, f->chunk, &f->rblk));
   KTRY(krr_centers_pick(s->ctx, o->centers.idx, o->centers.len, krr_options_seed(s->opts), s->n,
                         mc, f->cidx_h));
-  /* the fixed partition: a seeded Fisher-Yates permutation of the positions */
-  uint64_t st = krr_rng_stream(krr_options_seed(s->opts), 0, 41);
-  for (int64_t i = 0; i < mc; i++) f->pos_h[i] = i;
-  for (int64_t i = mc - 1; i > 0; i--) {
-    int64_t k = (int64_t)(krr_rng_unif(st, (uint64_t)i) * (double)(i + 1));
-    int64_t t = f->pos_h[i]; f->pos_h[i] = f->pos_h[k]; f->pos_h[k] = t;
-  }
+  /* the fixed partition: a seeded permutation of the positions */
+  krr_sample_permutation(krr_rng_stream(krr_options_seed(s->opts), 0, 41), mc, f->pos_h);
   KTRY(s->ctx->ops->upload(s->ctx, f->pos_d, f->pos_h, sizeof(int64_t) * (size_t)mc));
   krr_solver_set_extra(s, "blocks", (double)f->c.nb);
   krr_solver_set_extra(s, "block_size", (double)f->b);
@@ -214,8 +208,8 @@ static krr_status apply_KIt(krr_solver *s, const void *v, void *hp) {
 static krr_status bn_start(krr_solver *s) {
   bcd_t *f = B(s);
   int64_t len = s->op->nloc * s->m;
-  KTRY(apply_KIt(s, s->obj->y, f->bk));
-  KTRY(DOP(s, nrm2, f->mc * s->m, f->bk, &f->bnorm));
+  KTRY(apply_KIt(s, s->obj->y, f->hp));
+  KTRY(DOP(s, nrm2, f->mc * s->m, f->hp, &f->bnorm));
   if (s->w_zero) return s->ctx->ops->zero(s->ctx, f->R, s->es * (size_t)len);
   return full_residual(s, f->R);
 }

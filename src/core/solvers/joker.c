@@ -156,13 +156,7 @@ static krr_status jk_init(krr_solver *s) {
 static krr_status jk_prepare(krr_solver *s) {
   jk_t *j = J(s);
   int64_t n = s->n;
-  uint64_t st = krr_rng_stream(krr_options_seed(s->opts), 0, 31);
-  for (int64_t i = 0; i < n; i++) j->perm[i] = i;
-  for (int64_t i = n - 1; i > 0; i--) {
-    int64_t k = (int64_t)(krr_rng_unif(st, (uint64_t)i) * (double)(i + 1));
-    if (k > i) k = i;
-    int64_t t = j->perm[i]; j->perm[i] = j->perm[k]; j->perm[k] = t;
-  }
+  krr_sample_permutation(krr_rng_stream(krr_options_seed(s->opts), 0, 31), n, j->perm);
   return KRR_OK;
 }
 
