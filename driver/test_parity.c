@@ -329,7 +329,9 @@ static void test_vector_ops(backends *B, krr_precision prec) {
   CMP(5, n, "copy/zero/upload/download", 0.0);
 #undef CMP
   snprintf(w, sizeof w, "dot %s (cuda vs cpu)", pname(prec));
-  check(w, fabs(dots[1] - dots[0]) / (fabs(dots[0]) + 1e-300), prec == KRR_DOUBLE ? 1e-10 : 1e-10);
+  /* y went through axpby on each backend, so in float its elements may differ
+   * by an ulp (fused or not): the dots then differ by ~ 6e-8 / sqrt(n) */
+  check(w, fabs(dots[1] - dots[0]) / (fabs(dots[0]) + 1e-300), prec == KRR_DOUBLE ? 1e-10 : 2e-7);
   snprintf(w, sizeof w, "nrm2 %s (cuda vs cpu)", pname(prec));
   check(w, fabs(nrms[1] - nrms[0]) / (fabs(nrms[0]) + 1e-300), prec == KRR_DOUBLE ? 1e-10 : 1e-10);
   for (int be = 0; be < 2; be++)
@@ -758,9 +760,11 @@ static void test_memory(const krr_ops *cuda, int dev) {
   }
   krr_ctx_free(&c1);
   size_t f1 = dev_free_bytes();
-  snprintf(w, sizeof w, "memory: free bytes before == after ctx + buffers + failed alloc (%.1f -> %.1f MiB)",
+  /* a leak lowers the free bytes; the driver may hand back memory that earlier
+   * contexts of this process held (seen on an H100: +2 MiB), so more is fine */
+  snprintf(w, sizeof w, "memory: free bytes after ctx + buffers + failed alloc >= before (%.1f -> %.1f MiB)",
            f0 / 1048576.0, f1 / 1048576.0);
-  check_true(w, f0 == f1 && f0 > 0);
+  check_true(w, f1 >= f0 && f0 > 0);
   /* invalid device id */
   krr_ctx c2;
   st = krr_ctx_init(&c2, cuda, 1, 9999);
