@@ -38,7 +38,13 @@
 #' (\eqn{p b} numbers) until \eqn{\lambda} changes; each visit also costs
 #' an \eqn{n \times b} kernel (or feature) block and two products with it.
 #' With \eqn{b = p} (the default when \eqn{p \le 1024}) a single block makes
-#' the fit a direct solve.
+#' the fit a direct solve. For a \eqn{\lambda} path (a vector `lambda`,
+#' solved at once) Nyström keeps one factor per \eqn{\lambda}; random
+#' features keep instead each block's eigendecomposition
+#' \eqn{Z_b^T Z_b = V \mathrm{diag}(e) V^T} (once per block, about ten Cholesky factors' work;
+#' \eqn{p b} numbers whatever the number of \eqn{\lambda}s), so that
+#' one visit solves for every \eqn{\lambda} with two \eqn{b \times b}
+#' products.
 #'
 #' **Convergence.** This is block Gauss-Seidel without acceleration or
 #' preconditioning: it converges for every \eqn{\lambda > 0}, but at a rate

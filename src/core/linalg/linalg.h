@@ -169,24 +169,36 @@ krr_status krr_chol_solve(krr_ctx *ctx, int64_t n, const void *T, int m, void *B
  * group) cached until lambda changes.  A lambda path (obj->lcol) is solved
  * at once: the columns form ng groups of equal lambda (group q: columns
  * c0[q] .. c0[q + 1] - 1, lambda lam[q]), sharing each block's kernel and
- * Gram products. */
+ * Gram products.
+ * Shifted blocks (the systems G_k + lambda I, G_k fixed: random-feature BCD)
+ * with more than one group keep instead each block's eigensystem
+ * G_k = V diag(e) V^T (p b + p numbers whatever the number of lambdas, and
+ * lambda-free: a change of lambda keeps it); a solve for every lambda at
+ * once is then two b x b x m products and a row scaling by 1 / (e + lambda). */
 typedef struct krr_bcd {
   int64_t p, b, nb;
   uint64_t seed;
   int ng, ngcap;        /* lambda groups (now, allocated for) */
+  int eig;              /* the eigensystem form (shifted blocks, ngcap > 1) */
   int *c0;              /* host ng + 1: first column of each group */
   double *lam;          /* host ng: lambda of each group */
   int64_t *order;       /* host nb: this epoch's order */
-  unsigned char *have;  /* host nb: factors cached (every group) */
-  void *factors;        /* device double: block k's factor of group q at q p b + off_k b */
+  unsigned char *have;  /* host nb: factors (or eigensystem) cached (every group) */
+  void *factors;        /* device double: block k's factor of group q at q p b + off_k b;
+                           eig: block k's eigenvectors V at off_k b */
+  double *ev;           /* host p (eig): the blocks' eigenvalues, clamped at 0 */
+  void *inv;            /* device double ngcap x p (eig): 1 / (ev + lam[q]) at q p + off_k */
+  void *tmp;            /* device double b x m (eig): V^T g */
+  double *hinv;         /* host b (eig): one block's 1 / (ev + lam[q]) */
 } krr_bcd;
 int krr_bcd_count_groups(const krr_objective *obj);
-double krr_bcd_memory(int64_t p, int64_t b, int ng, int m);
+/* bytes of the cache; shifted: the blocks' systems are G_k + lambda I */
+double krr_bcd_memory(int64_t p, int64_t b, int ng, int m, int shifted);
 krr_status krr_bcd_alloc(krr_bcd *c, krr_arena *a, int64_t p, int64_t b, uint64_t seed,
-                         const krr_objective *obj);
+                         const krr_objective *obj, int shifted);
 /* the groups of the objective's lambdas again (after a change of lambda);
- * drops the cached factors */
-krr_status krr_bcd_regroup(krr_bcd *c, const krr_objective *obj);
+ * drops the cached factors (an eigensystem stays: it does not depend on lambda) */
+krr_status krr_bcd_regroup(krr_ctx *ctx, krr_bcd *c, const krr_objective *obj);
 /* drop the cached factors */
 void krr_bcd_forget(krr_bcd *c);
 /* block k: coordinates off .. off + len - 1 */
@@ -201,6 +213,12 @@ void *krr_bcd_slot(const krr_bcd *c, int64_t k, int g);
  * once every group is factored */
 krr_status krr_bcd_factor(krr_ctx *ctx, krr_bcd *c, int64_t k, int g, const void *G,
                           double jitter0, const char *who);
+/* shifted blocks: block k's systems G + lam[q] I for every group (G len x len
+ * double, kept; T a len x len double work space), factored or, in the eig
+ * form, eigendecomposed once; jitter0 (relative to lambda) as above; sets
+ * have[k] */
+krr_status krr_bcd_factor_shifted(krr_ctx *ctx, krr_bcd *c, int64_t k, const void *G, void *T,
+                                  double rel_jitter, const char *who);
 /* g (len x m, ld ldg, double) <- H_kk^{-1} g, each group with its factor */
 krr_status krr_bcd_solve(krr_ctx *ctx, const krr_bcd *c, int64_t k, void *g, int64_t ldg);
 #endif

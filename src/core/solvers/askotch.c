@@ -108,7 +108,7 @@ static double need(const krr_solver *s, int64_t b, int r, int mat) {
   }
   double path = s->obj && s->obj->lcol ?
     8.0 * (2.0 * (double)b * (double)b + (double)(b * m)) +
-    krr_bcd_memory(b, b, krr_bcd_count_groups(s->obj), (int)m) : 0.0;
+    krr_bcd_memory(b, b, krr_bcd_count_groups(s->obj), (int)m, 0) : 0.0;
   return e * (double)s->es + krr_block_bytes(s->op, b) +
          (exact ? 0.0 : krr_lowrank_memory(s->prec, b, r, m)) + (double)(n / 8 + 8) + rls + path;
 }
@@ -223,7 +223,7 @@ static krr_status ask_init(krr_solver *s) {
   a->kbb = (krr_kbb){s->op, &a->blk, a->materialize ? a->KB : NULL, 0.0};
   krr_solver_set_extra(s, "materialized", a->materialize);
   if (s->obj->lcol) {
-    KTRY(krr_bcd_alloc(&a->grp, ar, b, b, krr_options_seed(s->opts), s->obj));
+    KTRY(krr_bcd_alloc(&a->grp, ar, b, b, krr_options_seed(s->opts), s->obj, 0));
     a->Gd = krr_arena_dev(ar, b * b, sizeof(double));
     a->Ad = krr_arena_dev(ar, b * b, sizeof(double));
     a->gd = krr_arena_dev(ar, b * m, sizeof(double));
@@ -237,7 +237,7 @@ static krr_status ask_tune(krr_solver *s) {
   ask_t *a = A(s);
   const opts_t *o = O(s);
   double lambda = s->obj->lambda;
-  if (s->obj->lcol) KTRY(krr_bcd_regroup(&a->grp, s->obj));
+  if (s->obj->lcol) KTRY(krr_bcd_regroup(s->ctx, &a->grp, s->obj));
   else a->grp.ng = 0;
   if (o->sampling == SAMPLE_RLS)
     KTRY(krr_rls_compute(&a->rls, s->op, lambda, o->rls_subsample, krr_options_seed(s->opts)));

@@ -13,7 +13,9 @@
  *   w_b += d,   R += Z_b d,
  * the paper's remove-solve-add form.  Z_b^T Z_b does not change: it is
  * kept per block (M b doubles, across changes of lambda), and so is the
- * Cholesky factor of Z_b^T Z_b + lambda I until lambda changes.  Z_b (n x b) is evaluated on the fly, or, with
+ * Cholesky factor of Z_b^T Z_b + lambda I until lambda changes -- or, for a
+ * lambda path, Z_b^T Z_b's eigensystem, which serves every lambda at once
+ * (linalg/bcd.c).  Z_b (n x b) is evaluated on the fly, or, with
  * `cache` (automatic: when n M numbers fit in half the memory budget and in
  * max(256 MiB, 4 x the data's size)), all of Z is formed once at the first
  * step -- the paper's "cacheable" advantage: afterwards a step costs two
@@ -57,7 +59,7 @@ typedef struct {
   void *w;                 /* M x m double: the primal weights */
   void *grams;             /* M x b double: block k's Z_b^T Z_b at off_k b (lambda-free) */
   unsigned char *ghave;    /* host nb: Gram cached */
-  void *G, *T, *g, *t;     /* b x b, b x b, b x m, b x m: double */
+  void *T, *g, *t;         /* b x b, b x m, b x m: double */
 } rf_t;
 
 #define F(s) ((rf_t *)(s)->st)
@@ -76,9 +78,9 @@ static int want_cache(const krr_solver *s, double avail) {
 static double need(const krr_solver *s, int64_t b, int cached) {
   double n = (double)s->op->nloc, m = s->m, bb = (double)b, M = (double)s->op->nfeat;
   double pe = (cached ? n * M : n * bb) + 2.0 * n * m + bb * bb + 2.0 * bb * m;
-  double de = 2.0 * bb * bb + 2.0 * bb * m + M * m + M * bb;
+  double de = bb * bb + 2.0 * bb * m + M * m + M * bb;
   return pe * (double)s->es + de * 8.0 +
-         krr_bcd_memory(s->op->nfeat, b, krr_bcd_count_groups(s->obj), s->m);
+         krr_bcd_memory(s->op->nfeat, b, krr_bcd_count_groups(s->obj), s->m, 1);
 }
 
 static krr_status rf_resolve(krr_solver *s) {
@@ -122,14 +124,13 @@ static krr_status rf_init(krr_solver *s) {
   f->gp = krr_arena_dev(a, b * m, es);
   f->dp = krr_arena_dev(a, b * m, es);
   f->w = krr_arena_dev(a, f->M * m, ds);
-  f->G = krr_arena_dev(a, b * b, ds);
   f->T = krr_arena_dev(a, b * b, ds);
   f->g = krr_arena_dev(a, b * m, ds);
   f->t = krr_arena_dev(a, b * m, ds);
   f->grams = krr_arena_dev(a, f->M * b, ds);
-  KTRY(KRR_ALLOCATED(a, f->Z, f->R, f->D, f->Gp, f->gp, f->dp, f->w, f->G, f->T, f->g, f->t,
+  KTRY(KRR_ALLOCATED(a, f->Z, f->R, f->D, f->Gp, f->gp, f->dp, f->w, f->T, f->g, f->t,
                      f->grams));
-  KTRY(krr_bcd_alloc(&f->c, a, f->M, b, krr_options_seed(s->opts), s->obj));
+  KTRY(krr_bcd_alloc(&f->c, a, f->M, b, krr_options_seed(s->opts), s->obj, 1));
   f->ghave = (unsigned char *)krr_arena_host(a, f->c.nb, 1);
   KTRY(KRR_ALLOCATED(a, f->ghave));
   memset(f->ghave, 0, (size_t)f->c.nb);
@@ -145,7 +146,7 @@ static krr_status rf_prepare(krr_solver *s) {
   return f->cached ? krr_op_feature_cols(s->op, 0, f->M, f->Z, s->op->nloc) : KRR_OK;
 }
 
-static krr_status rf_tune(krr_solver *s) { return krr_bcd_regroup(&F(s)->c, s->obj); }
+static krr_status rf_tune(krr_solver *s) { return krr_bcd_regroup(s->ctx, &F(s)->c, s->obj); }
 
 /* a = (Y - R) / lambda, each column with its lambda */
 static krr_status dual_weights(krr_solver *s) {
@@ -216,17 +217,10 @@ static krr_status rf_iterate(krr_solver *s) {
     KTRY(krr_convert(ctx, s->prec, f->Gp, KRR_DOUBLE, Gk, b * b));
     f->ghave[k] = 1;
   }
-  if (!f->c.have[k]) { /* per lambda: Z_b^T Z_b + lambda I, factored and cached */
-    KTRY(ctx->ops->copy(ctx, f->G, Gk, sizeof(double) * (size_t)(b * b)));
-    for (int q = 0; q < f->c.ng; q++) {
-      const double lq = f->c.lam[q];
-      KTRY(ctx->ops->copy(ctx, f->T, f->G, sizeof(double) * (size_t)(b * b)));
-      KTRY(DOP(s, add_diag, b, f->T, b, lq, NULL));
-      KTRY(krr_bcd_factor(s->ctx, &f->c, k, q, f->T,
-                          (s->prec == KRR_DOUBLE ? DBL_EPSILON : FLT_EPSILON) * lq, s->def->title));
-    }
-    f->c.have[k] = 1;
-  }
+  if (!f->c.have[k]) /* Z_b^T Z_b + lambda I for every lambda: factored (or, for a path,
+                         Z_b^T Z_b's eigensystem) and cached */
+    KTRY(krr_bcd_factor_shifted(ctx, &f->c, k, Gk, f->T,
+                                s->prec == KRR_DOUBLE ? DBL_EPSILON : FLT_EPSILON, s->def->title));
   /* g = Z_b^T (Y - R) - lambda w_b */
   KTRY(ctx->ops->copy(ctx, f->D, s->obj->y, s->es * (size_t)(n * m)));
   KTRY(SOP(s, axpby, n * m, -1.0, f->R, 1.0, f->D));

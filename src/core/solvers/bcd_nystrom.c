@@ -101,7 +101,7 @@ static double need(const krr_solver *s, int64_t b) {
   double pe = 2.0 * n * m + (double)c * bb + bb * bb + 2.0 * bb * m + mc * m;
   double de = 3.0 * bb * bb + 3.0 * bb * m + 2.0 * mc * m;
   return pe * (double)s->es + de * 8.0 +
-         krr_bcd_memory(o->n_centers, b, krr_bcd_count_groups(s->obj), s->m) +
+         krr_bcd_memory(o->n_centers, b, krr_bcd_count_groups(s->obj), s->m, 0) +
          krr_block_bytes(s->op, b) +
          krr_block_bytes(s->op, o->n_centers) + (c < s->n ? krr_block_bytes(s->op, c) : 0.0) +
          8.0 * (3.0 * mc + bb);
@@ -159,7 +159,7 @@ static krr_status bn_init(krr_solver *s) {
   f->hp = krr_arena_dev(a, mc * m, ds);
   KTRY(KRR_ALLOCATED(a, f->cidx_h, f->pos_h, f->pos_d, f->brows, f->R, f->D, f->Kc,
                      f->Gp, f->gp, f->dp, f->ap, f->G, f->T, f->A, f->g, f->d, f->ab, f->hp));
-  KTRY(krr_bcd_alloc(&f->c, a, mc, b, krr_options_seed(s->opts), s->obj));
+  KTRY(krr_bcd_alloc(&f->c, a, mc, b, krr_options_seed(s->opts), s->obj, 0));
   KTRY(krr_block_alloc(s->op, a, b, &f->blk));
   KTRY(krr_block_alloc(s->op, a, mc, &f->cblk));
   if (!f->cached) KTRY(krr_block_alloc(s->op, a, f->chunk, &f->rblk));
@@ -223,7 +223,7 @@ static krr_status add_double(krr_solver *s, const void *src, void *work, void *d
 }
 
 /* a new lambda: the cached factors are stale */
-static krr_status bn_tune(krr_solver *s) { return krr_bcd_regroup(&B(s)->c, s->obj); }
+static krr_status bn_tune(krr_solver *s) { return krr_bcd_regroup(s->ctx, &B(s)->c, s->obj); }
 
 static krr_status bn_iterate(krr_solver *s) {
   bcd_t *f = B(s);
