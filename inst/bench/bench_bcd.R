@@ -17,7 +17,9 @@
 #     500) with and without the feature cache; NSAP (blocks of 500) on the
 #     full kernel.
 #
-#   Rscript inst/bench/bench_bcd.R [out.rds]   (about 30 minutes on 2 cores)
+#   Rscript inst/bench/bench_bcd.R [out.rds]   (about 40 minutes on 2 cores)
+#   BENCH_METHODS=regex runs only the methods whose names match (tasks 1, 2);
+#   BENCH_TASKS=fashion,friedman,path picks the tasks (default: all three)
 suppressMessages(library(askotch))
 source(system.file("scripts", "read_idx.R", package = "askotch"))
 secs <- as.numeric(Sys.getenv("BENCH_SECONDS", "120"))
@@ -47,9 +49,15 @@ methods <- list(
   "falkon, 1000 centres" = falkon(centers = 1000),
   "falkon, 5000 centres" = falkon(centers = 5000),
   "Nystrom BCD, p = 1000 (one block)" = bcd("nystrom", p = 1000),
+  "falkon, 10000 centres" = falkon(centers = 10000),
   "Nystrom BCD, p = 5000, b = 1000" = bcd("nystrom", p = 5000, block_size = 1000),
+  "Nystrom BCD, p = 10000, b = 1000" = bcd("nystrom", p = 10000, block_size = 1000),
   "random-feature BCD, p = 1000" = bcd("random", p = 1000),
   "random-feature BCD, p = 10000, b = 1000" = bcd("random", p = 10000, block_size = 1000))
+
+pick <- Sys.getenv("BENCH_METHODS")
+if (nzchar(pick)) methods <- methods[grepl(pick, names(methods))]
+tasks <- strsplit(Sys.getenv("BENCH_TASKS", "fashion,friedman,path"), ",")[[1]]
 
 run_task <- function(task, name) {
   rows <- list()
@@ -86,9 +94,10 @@ run_task <- function(task, name) {
 }
 
 res <- list()
-res$fashion <- run_task(fm, "Fashion-MNIST 10-class")
-res$friedman <- run_task(frd, "Friedman 1")
+if ("fashion" %in% tasks) res$fashion <- run_task(fm, "Fashion-MNIST 10-class")
+if ("friedman" %in% tasks) res$friedman <- run_task(frd, "Friedman 1")
 
+if ("path" %in% tasks) {
 # 3. the lambda path
 np <- 10000
 px <- frd$x[1:np, ]; py <- frd$y[1:np]
@@ -124,9 +133,10 @@ for (m in names(path_specs)) {
               prow[[m]]$single_passes))
 }
 res$path <- do.call(rbind, prow)
+}
 res$uptime_end <- system("uptime", intern = TRUE)
 saveRDS(res, out_file)
 cat("load at the end:", res$uptime_end, "\n")
-print(res$fashion$table[, -c(5)], row.names = FALSE, digits = 4)
-print(res$friedman$table[, -c(5)], row.names = FALSE, digits = 4)
-print(res$path, row.names = FALSE, digits = 4)
+if (!is.null(res$fashion)) print(res$fashion$table[, -c(5)], row.names = FALSE, digits = 4)
+if (!is.null(res$friedman)) print(res$friedman$table[, -c(5)], row.names = FALSE, digits = 4)
+if (!is.null(res$path)) print(res$path, row.names = FALSE, digits = 4)

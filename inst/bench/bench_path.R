@@ -10,6 +10,7 @@
 # lambda; "slowest" is the larger of the two).
 #
 #   Rscript inst/bench/bench_path.R [n ...]        (default: 10000 40000)
+#   ASKOTCH_PATH_SPECS=regex picks methods by name (e.g. "NSAP|cached")
 suppressMessages(library(askotch))
 args <- as.numeric(commandArgs(TRUE))
 sizes <- if (length(args)) args else c(1e4, 4e4)
@@ -28,7 +29,10 @@ specs <- list("Nystrom BCD p = 2000, b = 500" = bcd("nystrom", p = 2000, block_s
                 bcd("random", p = 2000, block_size = 500, cache = "yes"),
               "random features p = 2000, b = 500, no cache" =
                 bcd("random", p = 2000, block_size = 500, cache = "no"),
-              "NSAP (full kernel), b = 500" = sap(block_size = 500))
+              "NSAP (full kernel), b = 500" = sap(block_size = 500),
+              "NSAP (full kernel), default b = n / 100" = sap())
+pick <- Sys.getenv("ASKOTCH_PATH_SPECS")
+if (nzchar(pick)) specs <- specs[grepl(pick, names(specs))]
 cat("start:", system("uptime", intern = TRUE), "\n")
 rows <- list()
 for (n in sizes) {
@@ -59,4 +63,4 @@ for (n in sizes) {
 tab <- do.call(rbind, rows)
 cat("end:", system("uptime", intern = TRUE), "\n")
 print(tab, row.names = FALSE, digits = 3)
-saveRDS(tab, "path_results.rds")
+saveRDS(tab, sprintf("path_results_%s.rds", paste(sizes, collapse = "_")))

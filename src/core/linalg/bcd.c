@@ -122,7 +122,7 @@ krr_status krr_bcd_factor(krr_ctx *ctx, krr_bcd *c, int64_t k, int g, const void
 }
 
 krr_status krr_bcd_factor_shifted(krr_ctx *ctx, krr_bcd *c, int64_t k, const void *G, void *T,
-                                  double rel_jitter, const char *who) {
+                                  double abs_jitter, double rel_jitter, const char *who) {
   int64_t off, len;
   krr_bcd_range(c, k, &off, &len);
   const size_t bytes = sizeof(double) * (size_t)(len * len);
@@ -138,7 +138,7 @@ krr_status krr_bcd_factor_shifted(krr_ctx *ctx, krr_bcd *c, int64_t k, const voi
     for (int q = 0; q < c->ng; q++) {
       KTRY(ctx->ops->copy(ctx, T, G, bytes));
       KTRY(KOP(ctx, KRR_DOUBLE, add_diag, len, T, len, c->lam[q], NULL));
-      KTRY(krr_bcd_factor(ctx, c, k, q, T, rel_jitter * c->lam[q], who));
+      KTRY(krr_bcd_factor(ctx, c, k, q, T, abs_jitter + rel_jitter * c->lam[q], who));
     }
   }
   c->have[k] = 1;

@@ -214,11 +214,11 @@ void *krr_bcd_slot(const krr_bcd *c, int64_t k, int g);
 krr_status krr_bcd_factor(krr_ctx *ctx, krr_bcd *c, int64_t k, int g, const void *G,
                           double jitter0, const char *who);
 /* shifted blocks: block k's systems G + lam[q] I for every group (G len x len
- * double, kept; T a len x len double work space), factored or, in the eig
- * form, eigendecomposed once; jitter0 (relative to lambda) as above; sets
- * have[k] */
+ * double, kept; T a len x len double work space), factored (first jitter
+ * abs_jitter + rel_jitter lam[q], as above) or, in the eig form,
+ * eigendecomposed once; sets have[k] */
 krr_status krr_bcd_factor_shifted(krr_ctx *ctx, krr_bcd *c, int64_t k, const void *G, void *T,
-                                  double rel_jitter, const char *who);
+                                  double abs_jitter, double rel_jitter, const char *who);
 /* g (len x m, ld ldg, double) <- H_kk^{-1} g, each group with its factor */
 krr_status krr_bcd_solve(krr_ctx *ctx, const krr_bcd *c, int64_t k, void *g, int64_t ldg);
 #endif

@@ -298,11 +298,7 @@ static krr_status ask_iterate(krr_solver *s) {
   if (a->materialize) KTRY(krr_op_mat(s->op, &a->blk, &a->blk, a->KB, b));
   if (a->exact && a->grp.ng > 0) { /* a path: K_BB + lambda_q I for each group */
     KTRY(krr_convert(ctx, s->prec, a->KB, KRR_DOUBLE, a->Gd, b * b));
-    for (int q = 0; q < a->grp.ng; q++) {
-      KTRY(ctx->ops->copy(ctx, a->Ad, a->Gd, sizeof(double) * (size_t)(b * b)));
-      KTRY(KOP(ctx, KRR_DOUBLE, add_diag, b, a->Ad, b, a->grp.lam[q], NULL));
-      KTRY(krr_bcd_factor(s->ctx, &a->grp, 0, q, a->Ad, 1e-15 * (double)b, "SAP"));
-    }
+    KTRY(krr_bcd_factor_shifted(ctx, &a->grp, 0, a->Gd, a->Ad, 1e-15 * (double)b, 0.0, "SAP"));
   } else if (a->exact) {
     int info = 0;
     KTRY(SOP(s, add_diag, b, a->KB, b, s->obj->lambda, NULL));

@@ -219,7 +219,7 @@ static krr_status rf_iterate(krr_solver *s) {
   }
   if (!f->c.have[k]) /* Z_b^T Z_b + lambda I for every lambda: factored (or, for a path,
                          Z_b^T Z_b's eigensystem) and cached */
-    KTRY(krr_bcd_factor_shifted(ctx, &f->c, k, Gk, f->T,
+    KTRY(krr_bcd_factor_shifted(ctx, &f->c, k, Gk, f->T, 0.0,
                                 s->prec == KRR_DOUBLE ? DBL_EPSILON : FLT_EPSILON, s->def->title));
   /* g = Z_b^T (Y - R) - lambda w_b */
   KTRY(ctx->ops->copy(ctx, f->D, s->obj->y, s->es * (size_t)(n * m)));
