@@ -8,7 +8,7 @@
 #
 # The GPU machine has no OpenBLAS/LAPACKE development files: where the folder
 # .blas/ exists (include/ + lib/ copied from a Debian machine with
-# libopenblas-dev and liblapacke-dev; see BENCHMARKS.md) it is put on the
+# libopenblas-dev and liblapacke-dev by tools/blas_bundle.sh) it is put on the
 # compiler's and loader's paths.  Every stage has its own time limit, the most
 # useful stages run first, and the logs go to
 # driver/build/gpu_check (packed into $OUT/gpu_logs.tgz when OUT is set).
