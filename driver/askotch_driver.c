@@ -180,9 +180,10 @@ static int cmd_parity(const args_t *a) {
       {"pcg", "pcg", "rank=50 seed=3"},
       {"askotch_v1", "askotch_v1", "block_size=400 rank=50 seed=3"}};
   /* nys: the solver works on the centre coefficients of a Nystrom problem.
-   * In single precision their K_MM is numerically singular (RBF, 300 centres:
-   * condition ~1e8), so the coefficients are fixed only up to its near-null
-   * directions; on an H100 the RBF ones differed from the CPU's by 1.7e-2
+   * For RBF their K_MM has a condition number near 1e7 (300 standard normal
+   * points in 6 dimensions, bandwidth 2.5: 8.5e6; Laplace: 5e2), about float's
+   * 1 / epsilon, so in single precision the coefficients are fixed only up to
+   * its near-null directions; on an H100 the RBF ones differed from the CPU's by 1.7e-2
    * (Falkon) and 6.3e-2 (BCD) while the fits' criteria agreed to 1.3%.  Their
    * single-precision bound is therefore 0.1 (double: 1e-9 as for all). */
   static const struct { const char *label, *solver, *spec; int64_t steps; int nys; } more[] = {
