@@ -251,6 +251,41 @@ static int cmd_parity(const args_t *a) {
       }
       tfit_free(&fc);
       tfit_free(&fd);
+      /* random-feature BCD on 200 random features (the feature operator on the
+       * device): 20 block steps, device vs CPU */
+      if (run_more) {
+        double rc, rd, t0 = krr_now(), t1, t2;
+        tfit gc, gd;
+        krr_status s1 = tfit_make_features(&cpu, prec, X, n, p, y, m, k, lambda, 200, 17, &gc);
+        krr_status s2 = tfit_make_features(&dev, prec, X, n, p, y, m, k, lambda, 200, 17, &gd);
+        if (s1 == KRR_OK) s1 = trun(&gc, "bcd_features", "block_size=50 seed=3", 0, 20, 20, w_cpu, &rc, &dg, NULL);
+        t1 = krr_now();
+        if (s2 == KRR_OK) s2 = trun(&gd, "bcd_features", "block_size=50 seed=3", 0, 20, 20, w_dev, &rd, &dg, NULL);
+        t2 = krr_now();
+        double e_cd = s1 == KRR_OK && s2 == KRR_OK ? rel_diff(w_dev, w_cpu, n * m) : INFINITY;
+        CHECK(e_cd <= (pr ? 1e-9 : 2e-3) && fabs(rd - rc) <= 0.1 * rc + (pr ? 1e-12 : 1e-5),
+              "bcd_feat %s %s: device status %d (%s) criterion %.3g (CPU %.3g), vs CPU %.3g",
+              kernel_names[kt], pr ? "double" : "single", s2, s2 ? dev.msg : "", rd, rc, e_cd);
+        if (getenv("KRR_VERBOSE"))
+          printf("%-10s %-8s %s: cpu %.2fs dev %.2fs, criterion %.2e (cpu %.2e), |dev-cpu| %.2e\n", "bcd_feat",
+                 kernel_names[kt], pr ? "double" : "single", t1 - t0, t2 - t1, rd, rc, e_cd);
+        /* the same as a lambda path (one lambda per target column: the blocks'
+         * eigensystems on the device) */
+        double lcol[2] = {lambda, 3.0 * lambda};
+        if (s1 == KRR_OK) s1 = krr_objective_set_lambdas(&cpu, &gc.obj, lcol);
+        if (s2 == KRR_OK) s2 = krr_objective_set_lambdas(&dev, &gd.obj, lcol);
+        if (s1 == KRR_OK) s1 = trun(&gc, "bcd_features", "block_size=50 seed=3", 0, 20, 20, w_cpu, &rc, &dg, NULL);
+        if (s2 == KRR_OK) s2 = trun(&gd, "bcd_features", "block_size=50 seed=3", 0, 20, 20, w_dev, &rd, &dg, NULL);
+        e_cd = s1 == KRR_OK && s2 == KRR_OK ? rel_diff(w_dev, w_cpu, n * m) : INFINITY;
+        CHECK(e_cd <= (pr ? 1e-9 : 2e-3) && fabs(rd - rc) <= 0.1 * rc + (pr ? 1e-12 : 1e-5),
+              "bcd_feat path %s %s: device status %d (%s) criterion %.3g (CPU %.3g), vs CPU %.3g",
+              kernel_names[kt], pr ? "double" : "single", s2, s2 ? dev.msg : "", rd, rc, e_cd);
+        if (getenv("KRR_VERBOSE"))
+          printf("%-10s %-8s %s: criterion %.2e (cpu %.2e), |dev-cpu| %.2e\n", "bcd_f_path",
+                 kernel_names[kt], pr ? "double" : "single", rd, rc, e_cd);
+        if (s1 == KRR_OK || gc.op) tfit_free(&gc);
+        if (s2 == KRR_OK || gd.op) tfit_free(&gd);
+      }
     }
   }
   free(X); free(y); free(w_ref); free(w_cpu); free(w_dev);

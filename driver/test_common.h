@@ -122,12 +122,15 @@ static void tfit_free(tfit *f) {
   krr_problem_free(f->ctx, &f->pb);
 }
 
-static inline krr_status tfit_make(krr_ctx *ctx, krr_precision prec, const double *X, int64_t n, int p,
-                            const double *y, int m, krr_kernel k, double lambda, tfit *f) {
+/* the same on M random features of the kernel (seed fseed) */
+static inline krr_status tfit_make_features(krr_ctx *ctx, krr_precision prec, const double *X, int64_t n,
+                                            int p, const double *y, int m, krr_kernel k, double lambda,
+                                            int64_t M, uint64_t fseed, tfit *f) {
   memset(f, 0, sizeof *f);
   f->ctx = ctx;
   krr_status st = krr_problem_create(ctx, prec, X, n, p, &f->pb);
-  if (st == KRR_OK) st = krr_op_exact_create(ctx, &f->pb, k, &f->op);
+  if (st == KRR_OK) st = M > 0 ? krr_op_features_create(ctx, &f->pb, &k, M, fseed, &f->op)
+                               : krr_op_exact_create(ctx, &f->pb, k, &f->op);
   if (st == KRR_OK)
     st = krr_objective_init(ctx, f->op, krr_loss_lookup("squared"), lambda, y, m, &f->obj);
   if (st != KRR_OK) {
@@ -136,6 +139,11 @@ static inline krr_status tfit_make(krr_ctx *ctx, krr_precision prec, const doubl
     tfit_free(f);
   }
   return st;
+}
+
+static inline krr_status tfit_make(krr_ctx *ctx, krr_precision prec, const double *X, int64_t n, int p,
+                            const double *y, int m, krr_kernel k, double lambda, tfit *f) {
+  return tfit_make_features(ctx, prec, X, n, p, y, m, k, lambda, 0, 0, f);
 }
 
 /* the options of solver `name` from "name=value ..." (NULL on error, ctx has it) */
