@@ -32,7 +32,8 @@ left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
 : "${JOBS:=$(nproc 2>/dev/null || echo 4)}"
 export JOBS KRR_VERBOSE=1
 
-# 1. build + operator parity + solver parity + memcheck + roofline table
+# 1. build, operator parity, solver parity, memcheck, racecheck and the PyTorch
+#    comparison (add "bench" to STAGES for the kernel_mv roofline table)
 OUT=$LOG STAGE_TIMEOUT=${STAGE_TIMEOUT:-100} sh driver/gpu_check.sh --quick ${STAGES:-build parity solvers memcheck racecheck torch}
 echo "gpu_check done at $(( $(date +%s) - T0 ))s"
 
