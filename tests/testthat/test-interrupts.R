@@ -145,12 +145,22 @@ test_that("time_limit ends every iterative solver with reason time_limit", {
                  eigenpro2 = eigenpro(version = 2, subsample = 1000, rank = 50),
                  cs$solver)
     t0 <- proc.time()[["elapsed"]]
-    f <- krr(d$x, d$y, solver = sv, lambda = 1e-4, tol = 0, max_passes = Inf,
-             time_limit = 1, threads = 1, seed = 1)
+    # on a slow or loaded machine (sanitizers) the setup itself may not fit
+    # in 1 s: then the documented answer is a classed time-limit error
+    # about the setup, within the same bound
+    f <- tryCatch(krr(d$x, d$y, solver = sv, lambda = 1e-4, tol = 0, max_passes = Inf,
+                      time_limit = 1, threads = 1, seed = 1),
+                  askotch_error_time_limit = function(e) e)
     s <- proc.time()[["elapsed"]] - t0
-    expect_identical(f$reason, "time_limit", info = nm)
-    expect_true(all(is.finite(f$weights)), info = nm)
-    expect_true(all(is.finite(predict(f, d$x[1:5, , drop = FALSE]))), info = nm)
+    if (inherits(f, "error")) {
+      expect_match(conditionMessage(f), "time_limit", info = nm)
+      # ASkotch / Skotch have no setup to speak of: they always iterate
+      expect_false(nm %in% c("askotch", "skotch"), info = nm)
+    } else {
+      expect_identical(f$reason, "time_limit", info = nm)
+      expect_true(all(is.finite(f$weights)), info = nm)
+      expect_true(all(is.finite(predict(f, d$x[1:5, , drop = FALSE]))), info = nm)
+    }
     expect_lt(s, 6)
     over[[nm]] <- s - 1
   }
