@@ -155,6 +155,30 @@ static int cmd_test(const args_t *a) {
   return n_fail ? 1 : 0;
 }
 
+/* One solver on both backends for a fixed number of steps from the same
+ * seed: the device's weights (len numbers) within tcd of the CPU's and the
+ * criteria within 10%; w_ref (or NULL) is only reported. */
+static void par_steps(tfit *fc, tfit *fd, const char *label, const char *solver, const char *spec,
+                      int64_t steps, double tcd, const char *what, int dbl, int64_t len, double *w_cpu,
+                      double *w_dev, const double *w_ref) {
+  double rc = INFINITY, rd = INFINITY, t0 = krr_now(), t1, t2;
+  krr_diag dg;
+  memset(w_cpu, 0, sizeof(double) * (size_t)len);
+  memset(w_dev, 0, sizeof(double) * (size_t)len);
+  krr_status s1 = trun(fc, solver, spec, 0, steps, steps, w_cpu, &rc, &dg, NULL);
+  t1 = krr_now();
+  krr_status s2 = trun(fd, solver, spec, 0, steps, steps, w_dev, &rd, &dg, NULL);
+  t2 = krr_now();
+  double e_cd = s1 == KRR_OK && s2 == KRR_OK ? rel_diff(w_dev, w_cpu, len) : INFINITY;
+  double e_ref = w_ref ? rel_diff(w_dev, w_ref, len) : NAN;
+  CHECK(e_cd <= tcd && fabs(rd - rc) <= 0.1 * rc + (dbl ? 1e-12 : 1e-5),
+        "%s %s: status %d / %d (%s) criterion %.3g (CPU %.3g), vs CPU %.3g, vs exact %.3g", label, what,
+        s1, s2, s2 ? fd->ctx->msg : "", rd, rc, e_cd, e_ref);
+  if (getenv("KRR_VERBOSE"))
+    printf("%-10s %s: cpu %.2fs dev %.2fs, criterion %.2e (cpu %.2e), |dev-cpu| %.2e, |dev-exact| %.2e\n",
+           label, what, t1 - t0, t2 - t1, rd, rc, e_cd, e_ref);
+}
+
 /* Solver-level parity: every solver on --backend (CUDA on a GPU machine) vs
  * the CPU backend, same data and seed, and both vs the CPU double Cholesky. */
 static int cmd_parity(const args_t *a) {
@@ -229,62 +253,33 @@ static int cmd_parity(const args_t *a) {
        * backends must give the same weights up to rounding (Falkon, EigenPro 3
        * and Nystrom BCD solve the Nystrom problem; EigenPro and Joker's dual
        * block method converge slowly: no exact reference) */
-      for (size_t c = 0; run_more && c < sizeof more / sizeof more[0]; c++) {
-        double rc, rd, t0 = krr_now(), t1, t2;
-        int64_t steps = more[c].steps;
-        memset(w_cpu, 0, sizeof(double) * n * m);
-        memset(w_dev, 0, sizeof(double) * n * m);
-        krr_status s1 = trun(&fc, more[c].solver, more[c].spec, 0, steps, steps, w_cpu, &rc, &dg, NULL);
-        t1 = krr_now();
-        krr_status s2 = trun(&fd, more[c].solver, more[c].spec, 0, steps, steps, w_dev, &rd, &dg, NULL);
-        t2 = krr_now();
-        double e_cd = rel_diff(w_dev, w_cpu, n * m), e_ref = rel_diff(w_dev, w_ref, n * m);
-        double tcd = pr ? 1e-9 : (more[c].nys ? 0.1 : 2e-3);
-        CHECK(s1 == KRR_OK && s2 == KRR_OK && e_cd <= tcd && fabs(rd - rc) <= 0.1 * rc + (pr ? 1e-12 : 1e-5),
-              "%s %s %s: device status %d (%s) criterion %.3g (CPU %.3g), vs CPU %.3g, vs exact %.3g",
-              more[c].label, kernel_names[kt], pr ? "double" : "single", s2, s2 ? dev.msg : "", rd, rc,
-              e_cd, e_ref);
-        if (getenv("KRR_VERBOSE"))
-          printf("%-10s %-8s %s: cpu %.2fs dev %.2fs, criterion %.2e (cpu %.2e), |dev-cpu| %.2e, |dev-exact| %.2e\n",
-                 more[c].label, kernel_names[kt], pr ? "double" : "single", t1 - t0, t2 - t1, rd, rc, e_cd,
-                 e_ref);
-      }
+      char what[64];
+      snprintf(what, sizeof what, "%-8s %s", kernel_names[kt], pr ? "double" : "single");
+      for (size_t c = 0; run_more && c < sizeof more / sizeof more[0]; c++)
+        par_steps(&fc, &fd, more[c].label, more[c].solver, more[c].spec, more[c].steps,
+                  pr ? 1e-9 : (more[c].nys ? 0.1 : 2e-3), what, pr, n * m, w_cpu, w_dev, w_ref);
       tfit_free(&fc);
       tfit_free(&fd);
       /* random-feature BCD on 200 random features (the feature operator on the
-       * device): 20 block steps, device vs CPU */
+       * device): 20 block steps, then the same as a lambda path (one lambda per
+       * target column: the blocks' eigensystems on the device) */
       if (run_more) {
-        double rc, rd, t0 = krr_now(), t1, t2;
         tfit gc, gd;
+        double lcol[2] = {lambda, 3.0 * lambda};
         krr_status s1 = tfit_make_features(&cpu, prec, X, n, p, y, m, k, lambda, 200, 17, &gc);
         krr_status s2 = tfit_make_features(&dev, prec, X, n, p, y, m, k, lambda, 200, 17, &gd);
-        if (s1 == KRR_OK) s1 = trun(&gc, "bcd_features", "block_size=50 seed=3", 0, 20, 20, w_cpu, &rc, &dg, NULL);
-        t1 = krr_now();
-        if (s2 == KRR_OK) s2 = trun(&gd, "bcd_features", "block_size=50 seed=3", 0, 20, 20, w_dev, &rd, &dg, NULL);
-        t2 = krr_now();
-        double e_cd = s1 == KRR_OK && s2 == KRR_OK ? rel_diff(w_dev, w_cpu, n * m) : INFINITY;
-        CHECK(e_cd <= (pr ? 1e-9 : 2e-3) && fabs(rd - rc) <= 0.1 * rc + (pr ? 1e-12 : 1e-5),
-              "bcd_feat %s %s: device status %d (%s) criterion %.3g (CPU %.3g), vs CPU %.3g",
-              kernel_names[kt], pr ? "double" : "single", s2, s2 ? dev.msg : "", rd, rc, e_cd);
-        if (getenv("KRR_VERBOSE"))
-          printf("%-10s %-8s %s: cpu %.2fs dev %.2fs, criterion %.2e (cpu %.2e), |dev-cpu| %.2e\n", "bcd_feat",
-                 kernel_names[kt], pr ? "double" : "single", t1 - t0, t2 - t1, rd, rc, e_cd);
-        /* the same as a lambda path (one lambda per target column: the blocks'
-         * eigensystems on the device) */
-        double lcol[2] = {lambda, 3.0 * lambda};
-        if (s1 == KRR_OK) s1 = krr_objective_set_lambdas(&cpu, &gc.obj, lcol);
-        if (s2 == KRR_OK) s2 = krr_objective_set_lambdas(&dev, &gd.obj, lcol);
-        if (s1 == KRR_OK) s1 = trun(&gc, "bcd_features", "block_size=50 seed=3", 0, 20, 20, w_cpu, &rc, &dg, NULL);
-        if (s2 == KRR_OK) s2 = trun(&gd, "bcd_features", "block_size=50 seed=3", 0, 20, 20, w_dev, &rd, &dg, NULL);
-        e_cd = s1 == KRR_OK && s2 == KRR_OK ? rel_diff(w_dev, w_cpu, n * m) : INFINITY;
-        CHECK(e_cd <= (pr ? 1e-9 : 2e-3) && fabs(rd - rc) <= 0.1 * rc + (pr ? 1e-12 : 1e-5),
-              "bcd_feat path %s %s: device status %d (%s) criterion %.3g (CPU %.3g), vs CPU %.3g",
-              kernel_names[kt], pr ? "double" : "single", s2, s2 ? dev.msg : "", rd, rc, e_cd);
-        if (getenv("KRR_VERBOSE"))
-          printf("%-10s %-8s %s: criterion %.2e (cpu %.2e), |dev-cpu| %.2e\n", "bcd_f_path",
-                 kernel_names[kt], pr ? "double" : "single", rd, rc, e_cd);
-        if (s1 == KRR_OK || gc.op) tfit_free(&gc);
-        if (s2 == KRR_OK || gd.op) tfit_free(&gd);
+        if (s1 == KRR_OK && s2 == KRR_OK) {
+          par_steps(&gc, &gd, "bcd_feat", "bcd_features", "block_size=50 seed=3", 20, pr ? 1e-9 : 2e-3,
+                    what, pr, n * m, w_cpu, w_dev, NULL);
+          s1 = krr_objective_set_lambdas(&cpu, &gc.obj, lcol);
+          s2 = krr_objective_set_lambdas(&dev, &gd.obj, lcol);
+          CHECK(s1 == KRR_OK && s2 == KRR_OK, "bcd_feat path %s: set_lambdas: %s", what, dev.msg);
+          if (s1 == KRR_OK && s2 == KRR_OK)
+            par_steps(&gc, &gd, "bcd_f_path", "bcd_features", "block_size=50 seed=3", 20,
+                      pr ? 1e-9 : 2e-3, what, pr, n * m, w_cpu, w_dev, NULL);
+        }
+        if (gc.op) tfit_free(&gc);
+        if (gd.op) tfit_free(&gd);
       }
     }
   }
