@@ -337,6 +337,8 @@ int main(int argc, char **argv) {
       {1000, 7, 1, 3},  {33, 1000, 3, 100}, {1000, 33, 10, 1}, {7, 1000, 100, 3},
       {33, 33, 784, 1}, {1000, 7, 784, 100}, {200, 1000, 100, 1}, {300, 600, 32, 5},
       {129, 513, 33, 1}, {7, 7, 784, 3},
+      /* tile_dot's four-column blocks with remainder columns and an odd row */
+      {65, 777, 10, 10}, {31, 200, 4, 16},
       /* odd positions run with 2 threads: these two are large enough for a
        * 2-thread team under KRR_WORK_PER_THREAD (cpu.h); the first has 2 row
        * tiles, so its columns are split in 2 groups (fixed-order reduction) */

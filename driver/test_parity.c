@@ -10,7 +10,7 @@
  *   kernel_mv float             <= 1e-5 vs a naive double host reference
  *   kernel_mv / kernel_block double <= 1e-10 vs the same reference
  *   kernel_block diagonal       == 1 exactly (X1 = X2)
- *   potrf / trsm / qr / svd / syev compared by reconstruction (and invariants:
+ *   potrf / trsm / qr / svd / syev / sytrd+ormtr+pttrs compared by reconstruction (and invariants:
  *     orthonormality, projectors, eigen/singular values), never by sign;
  *     float reconstruction tolerance 1e-4 (n ~ 100, eps_f ~ 6e-8)
  *   randn                       identical streams (double: 1e-14, float: 1e-6)
@@ -697,6 +697,78 @@ static void test_qr_svd_syev(backends *B, krr_precision prec) {
   }
 }
 
+/* sytrd / ormtr / pttrs: A = Q T Q^T, then (A + s I)^{-1} C = Q (T + s I)^{-1} Q^T C
+ * with T + s I factored as L D L^T on the host (as linalg/bcd.c does), compared
+ * with the host's Cholesky solve of A + s I; and Q^T (Q C) = C */
+static void test_tridiag(backends *B, krr_precision prec) {
+  const double rt = prec == KRR_DOUBLE ? 1e-10 : 1e-4;
+  const int64_t n = 70, lda = 73, m = 5, ldc = 71;
+  const double shift = 0.5;
+  char w[200];
+  double *A = hspd(n, lda), *C = hrandn(ldc * m);
+  hround(prec, A, lda * n);
+  hround(prec, C, ldc * m);
+  /* reference: x = (A + shift I)^{-1} C by Gaussian elimination in double */
+  double *M = (double *)malloc(sizeof(double) * n * n), *X = (double *)malloc(sizeof(double) * n * m);
+  for (int64_t j = 0; j < n; j++)
+    for (int64_t i = 0; i < n; i++) M[i + j * n] = A[i + j * lda] + (i == j ? shift : 0);
+  for (int64_t j = 0; j < m; j++)
+    for (int64_t i = 0; i < n; i++) X[i + j * n] = C[i + j * ldc];
+  for (int64_t k = 0; k < n; k++) /* no pivoting: M is symmetric positive definite */
+    for (int64_t i = k + 1; i < n; i++) {
+      double f = M[i + k * n] / M[k + k * n];
+      for (int64_t j = k; j < n; j++) M[i + j * n] -= f * M[k + j * n];
+      for (int64_t j = 0; j < m; j++) X[i + j * n] -= f * X[k + j * n];
+    }
+  for (int64_t k = n - 1; k >= 0; k--)
+    for (int64_t j = 0; j < m; j++) {
+      double t = X[k + j * n];
+      for (int64_t i = k + 1; i < n; i++) t -= M[k + i * n] * X[i + j * n];
+      X[k + j * n] = t / M[k + k * n];
+    }
+  for (int be = 0; be < 2; be++) {
+    krr_ctx *ctx = B->ctx[be];
+    void *dA = dput(ctx, prec, A, lda * n), *dC = dput(ctx, prec, C, ldc * m);
+    void *dd = ctx->ops->alloc(ctx, krr_sizeof(prec) * (size_t)n);
+    void *de = ctx->ops->alloc(ctx, krr_sizeof(prec) * (size_t)n);
+    void *dt = ctx->ops->alloc(ctx, krr_sizeof(prec) * (size_t)n);
+    st_ok(ctx, OP(ctx, prec, sytrd, n, dA, lda, dd, de, dt), "sytrd");
+    /* Q (Q^T C) = C */
+    st_ok(ctx, OP(ctx, prec, ormtr, 1, n, m, dA, lda, dt, dC, ldc), "ormtr T");
+    double *D = dget(ctx, prec, dd, n), *E = dget(ctx, prec, de, n - 1);
+    /* L D L^T of T + shift I on the host */
+    double *hD = (double *)malloc(sizeof(double) * n), *hl = (double *)malloc(sizeof(double) * n);
+    hD[0] = D[0] + shift;
+    for (int64_t i = 1; i < n; i++) {
+      hl[i - 1] = E[i - 1] / hD[i - 1];
+      hD[i] = D[i] + shift - hl[i - 1] * E[i - 1];
+    }
+    void *dD = dput(ctx, prec, hD, n), *dl = dput(ctx, prec, hl, n - 1);
+    st_ok(ctx, OP(ctx, prec, pttrs, n, m, dD, dl, dC, ldc), "pttrs");
+    st_ok(ctx, OP(ctx, prec, ormtr, 0, n, m, dA, lda, dt, dC, ldc), "ormtr N");
+    double *Y = dget(ctx, prec, dC, ldc * m);
+    double num = 0, den = 0;
+    for (int64_t j = 0; j < m; j++)
+      for (int64_t i = 0; i < n; i++) {
+        double d = Y[i + j * ldc] - X[i + j * n];
+        num += d * d;
+        den += X[i + j * n] * X[i + j * n];
+      }
+    snprintf(w, sizeof w, "sytrd/ormtr/pttrs %s (A + s I)^{-1} C vs elimination [%s]", pname(prec),
+             ctx->ops->name);
+    check(w, sqrt(num / den), rt);
+    double tr = 0, ta = 0; /* trace(T) = trace(A) */
+    for (int64_t i = 0; i < n; i++) { tr += D[i]; ta += A[i + i * lda]; }
+    snprintf(w, sizeof w, "sytrd %s trace(T) = trace(A) [%s]", pname(prec), ctx->ops->name);
+    check(w, fabs(tr - ta) / fabs(ta), rt);
+    free(D); free(E); free(hD); free(hl); free(Y);
+    ctx->ops->dealloc(ctx, dA); ctx->ops->dealloc(ctx, dC); ctx->ops->dealloc(ctx, dd);
+    ctx->ops->dealloc(ctx, de); ctx->ops->dealloc(ctx, dt); ctx->ops->dealloc(ctx, dD);
+    ctx->ops->dealloc(ctx, dl);
+  }
+  free(A); free(C); free(M); free(X);
+}
+
 /* ---- errors and device memory ---------------------------------------------*/
 static size_t dev_free_bytes(void) {
   size_t f = 0, t = 0;
@@ -837,6 +909,7 @@ int main(int argc, char **argv) {
     test_gemm(&B, prec);
     test_potrf_trsm(&B, prec);
     test_qr_svd_syev(&B, prec);
+    test_tridiag(&B, prec);
   }
   test_errors(&B);
   krr_ctx_free(&gpu_ctx);

@@ -100,6 +100,18 @@ typedef enum {
                              real *S);                                                    \
   /* symmetric eigen: A <- eigenvectors, W (device, n) ascending */                     \
   krr_status (*syev_##S)(krr_ctx *, int64_t n, real *A, int64_t lda, real *W);           \
+  /* symmetric tridiagonal reduction A = Q T Q^T from A's lower triangle: A <- the     \
+     reflectors (below the subdiagonal), d (device, n) and e (device, n - 1) T's       \
+     diagonal and subdiagonal, tau (device, n - 1) the reflectors' scales */            \
+  krr_status (*sytrd_##S)(krr_ctx *, int64_t n, real *A, int64_t lda, real *d, real *e,  \
+                          real *tau);                                                      \
+  /* C(n x m) <- Q C (trans = 0) or Q^T C (trans = 1), Q from sytrd's A and tau */       \
+  krr_status (*ormtr_##S)(krr_ctx *, int trans, int64_t n, int64_t m, const real *A,     \
+                          int64_t lda, const real *tau, real *C, int64_t ldc);             \
+  /* C(n x m) <- (L diag(D) L^T)^{-1} C, L unit lower bidiagonal with subdiagonal l     \
+     (device, n - 1), D (device, n) positive: a factored tridiagonal system */         \
+  krr_status (*pttrs_##S)(krr_ctx *, int64_t n, int64_t m, const real *D, const real *l, \
+                          real *C, int64_t ldc);                                           \
   /* A_ii += alpha + (d ? d_i : 0) */                                                    \
   krr_status (*add_diag_##S)(krr_ctx *, int64_t n, real *A, int64_t lda, double alpha,   \
                              const real *d);                                              \

@@ -385,6 +385,25 @@ template <> struct cublas_t<float> {
                                 const float *tau, float *w, int lw, int *info) {
     return cusolverDnSorgqr(h, m, n, k, A, lda, tau, w, lw, info);
   }
+  static cusolverStatus_t sytrd_bs(cusolverDnHandle_t h, int n, const float *A, int lda, const float *d,
+                                   const float *e, const float *tau, int *lw) {
+    return cusolverDnSsytrd_bufferSize(h, CUBLAS_FILL_MODE_LOWER, n, A, lda, d, e, tau, lw);
+  }
+  static cusolverStatus_t sytrd(cusolverDnHandle_t h, int n, float *A, int lda, float *d, float *e,
+                                float *tau, float *w, int lw, int *info) {
+    return cusolverDnSsytrd(h, CUBLAS_FILL_MODE_LOWER, n, A, lda, d, e, tau, w, lw, info);
+  }
+  static cusolverStatus_t ormtr_bs(cusolverDnHandle_t h, cublasOperation_t t, int m, int n,
+                                   const float *A, int lda, const float *tau, const float *C, int ldc,
+                                   int *lw) {
+    return cusolverDnSormtr_bufferSize(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, t, m, n, A, lda,
+                                          tau, C, ldc, lw);
+  }
+  static cusolverStatus_t ormtr(cusolverDnHandle_t h, cublasOperation_t t, int m, int n, float *A,
+                                int lda, float *tau, float *C, int ldc, float *w, int lw, int *info) {
+    return cusolverDnSormtr(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, t, m, n, A, lda, tau, C,
+                               ldc, w, lw, info);
+  }
 };
 template <> struct cublas_t<double> {
   static constexpr cudaDataType dt = CUDA_R_64F;
@@ -408,6 +427,25 @@ template <> struct cublas_t<double> {
   static cusolverStatus_t orgqr(cusolverDnHandle_t h, int m, int n, int k, double *A, int lda,
                                 const double *tau, double *w, int lw, int *info) {
     return cusolverDnDorgqr(h, m, n, k, A, lda, tau, w, lw, info);
+  }
+  static cusolverStatus_t sytrd_bs(cusolverDnHandle_t h, int n, const double *A, int lda, const double *d,
+                                   const double *e, const double *tau, int *lw) {
+    return cusolverDnDsytrd_bufferSize(h, CUBLAS_FILL_MODE_LOWER, n, A, lda, d, e, tau, lw);
+  }
+  static cusolverStatus_t sytrd(cusolverDnHandle_t h, int n, double *A, int lda, double *d, double *e,
+                                double *tau, double *w, int lw, int *info) {
+    return cusolverDnDsytrd(h, CUBLAS_FILL_MODE_LOWER, n, A, lda, d, e, tau, w, lw, info);
+  }
+  static cusolverStatus_t ormtr_bs(cusolverDnHandle_t h, cublasOperation_t t, int m, int n,
+                                   const double *A, int lda, const double *tau, const double *C, int ldc,
+                                   int *lw) {
+    return cusolverDnDormtr_bufferSize(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, t, m, n, A, lda,
+                                          tau, C, ldc, lw);
+  }
+  static cusolverStatus_t ormtr(cusolverDnHandle_t h, cublasOperation_t t, int m, int n, double *A,
+                                int lda, double *tau, double *C, int ldc, double *w, int lw, int *info) {
+    return cusolverDnDormtr(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, t, m, n, A, lda, tau, C,
+                               ldc, w, lw, info);
   }
 };
 
@@ -730,6 +768,77 @@ static krr_status op_syev(krr_ctx *ctx, int64_t n, T *A, int64_t lda, T *W) {
   return check_info<T>(ctx, "cusolverDnXsyevd");
 }
 
+/* A = Q T Q^T from the lower triangle (cusolverDn sytrd: 32-bit sizes) */
+template <typename T>
+static krr_status op_sytrd(krr_ctx *ctx, int64_t n, T *A, int64_t lda, T *d, T *e, T *tau) {
+  KCU_TRY(kcu_enter(ctx));
+  if (n < 0 || lda < (n > 1 ? n : 1) || !fits_int(n) || !fits_int(lda))
+    return krr_fail(ctx, KRR_ERR_INPUT, "sytrd: n = %lld, lda = %lld", (long long)n, (long long)lda);
+  if (n == 0) return KRR_OK;
+  krr_cuda_state *st = kcu_state(ctx);
+  int lw = 0;
+  KCU_SOLVER(ctx, "cusolverDn<t>sytrd_bufferSize",
+             cublas_t<T>::sytrd_bs(st->solver, (int)n, A, (int)lda, d, e, tau, &lw));
+  T *w = (T *)kcu_ws(ctx, KCU_WS_SOLVER, (size_t)(lw > 0 ? lw : 1) * sizeof(T));
+  if (!w) return ctx->status;
+  int *dinfo = (int *)kcu_ws(ctx, KCU_WS_INFO, sizeof(int));
+  if (!dinfo) return ctx->status;
+  KCU_SOLVER(ctx, "cusolverDn<t>sytrd",
+             cublas_t<T>::sytrd(st->solver, (int)n, A, (int)lda, d, e, tau, w, lw, dinfo));
+  return check_info<T>(ctx, "cusolverDn<t>sytrd");
+}
+
+template <typename T>
+static krr_status op_ormtr(krr_ctx *ctx, int trans, int64_t n, int64_t m, const T *A, int64_t lda,
+                           const T *tau, T *C, int64_t ldc) {
+  KCU_TRY(kcu_enter(ctx));
+  if (n < 0 || m < 0 || lda < (n > 1 ? n : 1) || ldc < (n > 1 ? n : 1) || !fits_int(n) ||
+      !fits_int(m) || !fits_int(lda) || !fits_int(ldc))
+    return krr_fail(ctx, KRR_ERR_INPUT, "ormtr: n = %lld, m = %lld, lda = %lld, ldc = %lld",
+                    (long long)n, (long long)m, (long long)lda, (long long)ldc);
+  if (n == 0 || m == 0) return KRR_OK;
+  krr_cuda_state *st = kcu_state(ctx);
+  const cublasOperation_t t = trans ? CUBLAS_OP_T : CUBLAS_OP_N;
+  int lw = 0;
+  KCU_SOLVER(ctx, "cusolverDn<t>ormtr_bufferSize",
+             cublas_t<T>::ormtr_bs(st->solver, t, (int)n, (int)m, A, (int)lda, tau, C, (int)ldc, &lw));
+  T *w = (T *)kcu_ws(ctx, KCU_WS_SOLVER, (size_t)(lw > 0 ? lw : 1) * sizeof(T));
+  if (!w) return ctx->status;
+  int *dinfo = (int *)kcu_ws(ctx, KCU_WS_INFO, sizeof(int));
+  if (!dinfo) return ctx->status;
+  /* cuSOLVER declares A and tau non-const; ormtr only reads them */
+  KCU_SOLVER(ctx, "cusolverDn<t>ormtr",
+             cublas_t<T>::ormtr(st->solver, t, (int)n, (int)m, const_cast<T *>(A), (int)lda,
+                                const_cast<T *>(tau), C, (int)ldc, w, lw, dinfo));
+  return check_info<T>(ctx, "cusolverDn<t>ormtr");
+}
+
+/* one thread per column: forward with L, scale by 1 / D, back with L^T
+ * (the factor is shared; each column is an O(n) sweep) */
+template <typename T>
+__global__ void pttrs_k(int64_t n, int64_t m, const T *D, const T *l, T *C, int64_t ldc) {
+  int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= m) return;
+  T *x = C + c * ldc;
+  for (int64_t i = 1; i < n; i++) x[i] -= l[i - 1] * x[i - 1];
+  for (int64_t i = 0; i < n; i++) x[i] /= D[i];
+  for (int64_t i = n - 2; i >= 0; i--) x[i] -= l[i] * x[i + 1];
+}
+
+template <typename T>
+static krr_status op_pttrs(krr_ctx *ctx, int64_t n, int64_t m, const T *D, const T *l, T *C,
+                           int64_t ldc) {
+  KCU_TRY(kcu_enter(ctx));
+  if (n < 0 || m < 0 || ldc < (n > 1 ? n : 1))
+    return krr_fail(ctx, KRR_ERR_INPUT, "pttrs: n = %lld, m = %lld, ldc = %lld", (long long)n,
+                    (long long)m, (long long)ldc);
+  if (n == 0 || m == 0) return KRR_OK;
+  krr_cuda_state *st = kcu_state(ctx);
+  pttrs_k<T><<<kcu_grid(st, m), KCU_NT, 0, st->stream>>>(n, m, D, l, C, ldc);
+  KCU_LAUNCHED(ctx, "pttrs (kernel launch)");
+  return KRR_OK;
+}
+
 template <typename T>
 static krr_status op_add_diag(krr_ctx *ctx, int64_t n, T *A, int64_t lda, double alpha, const T *d) {
   KCU_TRY(kcu_enter(ctx));
@@ -822,6 +931,7 @@ static krr_status op_loss_map(krr_ctx *ctx, int loss, int kind, int64_t n, doubl
   op_dot_##S, op_nrm2_##S, op_gemm<real>,          \
   op_potrf<real>, op_trsm<real>, op_qr_q<real>,    \
   op_svd_thin<real>, op_syev<real>,                \
+  op_sytrd<real>, op_ormtr<real>, op_pttrs<real>,  \
   op_add_diag<real>, op_scale_rows<real>, op_randn<real>, \
   op_loss_map<real>
 

@@ -225,7 +225,9 @@ test_that("sap() solves a full-kernel lambda path at once", {
   set.seed(13)
   xv <- matrix(runif(100), ncol = 2)
   yv <- sin(4 * xv[, 1]) + xv[, 2]^2 + rnorm(50, sd = 0.1)
-  lams <- c(0.1, 1, 10)
+  # three lambdas: each block's K_BB + lambda I is factored per lambda; eight:
+  # K_BB is reduced once to tridiagonal form (the LDL^T factors per lambda)
+  for (lams in list(c(0.1, 1, 10), 10^seq(-1.5, 1, length.out = 8)))
   for (acc in c(FALSE, TRUE)) {
     fit <- krr(d$x, d$y[, 1], lambda = lams, solver = sap(block_size = 30, accelerated = acc),
                seed = 1, threads = 1, tol = 1e-11, max_passes = 1e4,
@@ -241,6 +243,7 @@ test_that("sap() solves a full-kernel lambda path at once", {
   }
   # ASkotch (Nystrom blocks) does not solve a path at once: the path is
   # cross-validated with sequential warm-started fits, as before
+  lams <- c(0.1, 1, 10)
   ak <- krr(d$x, d$y[, 1], lambda = lams, solver = askotch(block_size = 30), seed = 1,
             threads = 1)
   expect_equal(ak$tuning$lambda_rule, "path")

@@ -22,9 +22,9 @@ int krr_bcd_count_groups(const krr_objective *obj) {
 double krr_bcd_memory(int64_t p, int64_t b, int ng, int m, int shifted) {
   int64_t nb = (p + b - 1) / b;
   double host = 9.0 * (double)nb + 16.0 * (m + 1);
-  if (shifted && ng > 1) /* V, 1 / (e + lambda) per group, V^T g; host e and one block's scale */
-    return 8.0 * ((double)p * (double)b + (double)ng * (double)p + (double)b * m) + host +
-           8.0 * ((double)p + (double)b);
+  if (shifted && ng > 1) /* reflectors, tau, LDL^T per group, sytrd's d and e; host T, one factor */
+    return 8.0 * ((double)p * (double)b + (double)p + 2.0 * (double)ng * (double)p + 2.0 * (double)b) +
+           host + 8.0 * (2.0 * (double)p + 2.0 * (double)b);
   return 8.0 * (double)p * (double)b * ng + host;
 }
 
@@ -36,32 +36,61 @@ krr_status krr_bcd_alloc(krr_bcd *c, krr_arena *a, int64_t p, int64_t b, uint64_
   c->nb = (p + b - 1) / b;
   c->seed = seed;
   c->ngcap = krr_bcd_count_groups(obj);
-  c->eig = shifted && c->ngcap > 1;
+  c->tri = shifted && c->ngcap > 1;
   c->order = (int64_t *)krr_arena_host(a, c->nb, sizeof(int64_t));
   c->have = (unsigned char *)krr_arena_host(a, c->nb, 1);
   c->c0 = (int *)krr_arena_host(a, obj->m + 1, sizeof(int));
   c->lam = (double *)krr_arena_host(a, obj->m, sizeof(double));
-  c->factors = krr_arena_dev(a, p * b * (c->eig ? 1 : c->ngcap), sizeof(double));
+  c->factors = krr_arena_dev(a, p * b * (c->tri ? 1 : c->ngcap), sizeof(double));
   KTRY(KRR_ALLOCATED(a, c->order, c->have, c->c0, c->lam, c->factors));
-  if (c->eig) {
-    c->ev = (double *)krr_arena_host(a, p, sizeof(double));
-    c->hinv = (double *)krr_arena_host(a, b, sizeof(double));
-    c->inv = krr_arena_dev(a, p * c->ngcap, sizeof(double));
-    c->tmp = krr_arena_dev(a, b * obj->m, sizeof(double));
-    KTRY(KRR_ALLOCATED(a, c->ev, c->hinv, c->inv, c->tmp));
+  if (c->tri) {
+    c->tau = krr_arena_dev(a, p, sizeof(double));
+    c->ldl = krr_arena_dev(a, 2 * c->ngcap * p, sizeof(double));
+    c->de = krr_arena_dev(a, 2 * b, sizeof(double));
+    c->td = (double *)krr_arena_host(a, 2 * p, sizeof(double));
+    c->hf = (double *)krr_arena_host(a, 2 * b, sizeof(double));
+    KTRY(KRR_ALLOCATED(a, c->tau, c->ldl, c->de, c->td, c->hf));
   }
   memset(c->have, 0, (size_t)c->nb);
   return krr_bcd_regroup(a->ctx, c, obj);
 }
 
-/* eig form: block k's 1 / (e + lam[q]) for every group, on the device */
-static krr_status eig_scales(krr_ctx *ctx, krr_bcd *c, int64_t k) {
+/* tri form: block k's LDL^T factors of T_k + lambda_q I for every group, on
+ * the device.  T_k is similar to a Gram matrix (positive semidefinite up to
+ * rounding): a pivot <= 0 is retried with the jitter jabs + jrel lambda_q,
+ * then ten times more (a proximal step: the fixed point stays) */
+static krr_status tri_factors(krr_ctx *ctx, krr_bcd *c, int64_t k) {
   int64_t off, len;
   krr_bcd_range(c, k, &off, &len);
+  const double *d = c->td + off, *e = c->td + c->p + off;
+  double *D = c->hf, *l = c->hf + len;
   for (int q = 0; q < c->ng; q++) {
-    for (int64_t i = 0; i < len; i++) c->hinv[i] = 1.0 / (c->ev[off + i] + c->lam[q]);
-    KTRY(ctx->ops->upload(ctx, KAT(c->inv, (int64_t)q * c->p + off, sizeof(double)), c->hinv,
+    double j0 = c->jabs + c->jrel * c->lam[q], jitter = 0;
+    if (!(j0 > 0)) j0 = 1e-15;
+    int ok = 0;
+    for (int attempt = 0; attempt < 9 && !ok; attempt++) {
+      const double shift = c->lam[q] + jitter;
+      ok = 1;
+      D[0] = d[0] + shift;
+      for (int64_t i = 1; i < len && ok; i++) {
+        if (!(D[i - 1] > 0) || !isfinite(D[i - 1])) ok = 0;
+        else {
+          l[i - 1] = e[i - 1] / D[i - 1];
+          D[i] = d[i] + shift - l[i - 1] * e[i - 1];
+        }
+      }
+      if (ok && (!(D[len - 1] > 0) || !isfinite(D[len - 1]))) ok = 0;
+      jitter = attempt == 0 ? j0 : jitter * 10;
+    }
+    if (!ok)
+      return krr_fail(ctx, KRR_ERR_NUMERIC, "%s: the block system is not positive definite "
+                      "(its factorisation failed even with a jitter); use a larger lambda",
+                      c->who ? c->who : "bcd");
+    KTRY(ctx->ops->upload(ctx, KAT(c->ldl, (int64_t)(2 * q) * c->p + off, sizeof(double)), D,
                           sizeof(double) * (size_t)len));
+    if (len > 1)
+      KTRY(ctx->ops->upload(ctx, KAT(c->ldl, (int64_t)(2 * q + 1) * c->p + off, sizeof(double)), l,
+                            sizeof(double) * (size_t)(len - 1)));
   }
   return KRR_OK;
 }
@@ -76,12 +105,12 @@ krr_status krr_bcd_regroup(krr_ctx *ctx, krr_bcd *c, const krr_objective *obj) {
     }
   c->c0[ng] = obj->m;
   c->ng = ng;
-  if (!c->eig) {
+  if (!c->tri) {
     krr_bcd_forget(c);
     return KRR_OK;
   }
-  for (int64_t k = 0; k < c->nb; k++) /* the eigensystems stay; only the scales change */
-    if (c->have[k]) KTRY(eig_scales(ctx, c, k));
+  for (int64_t k = 0; k < c->nb; k++) /* the tridiagonal forms stay; only the factors change */
+    if (c->have[k]) KTRY(tri_factors(ctx, c, k));
   return KRR_OK;
 }
 
@@ -126,14 +155,19 @@ krr_status krr_bcd_factor_shifted(krr_ctx *ctx, krr_bcd *c, int64_t k, const voi
   int64_t off, len;
   krr_bcd_range(c, k, &off, &len);
   const size_t bytes = sizeof(double) * (size_t)(len * len);
-  if (c->eig) { /* G = V diag(e) V^T, once; e clamped at 0 (G is a Gram matrix) */
+  if (c->tri) { /* G = Q T Q^T, once */
     void *V = krr_bcd_slot(c, k, 0);
+    c->jabs = abs_jitter;
+    c->jrel = rel_jitter;
+    c->who = who;
     KTRY(ctx->ops->copy(ctx, V, G, bytes));
-    KTRY(KOP(ctx, KRR_DOUBLE, syev, len, V, len, c->tmp));
-    KTRY(ctx->ops->download(ctx, c->ev + off, c->tmp, sizeof(double) * (size_t)len));
-    for (int64_t i = 0; i < len; i++)
-      if (!(c->ev[off + i] > 0)) c->ev[off + i] = 0;
-    KTRY(eig_scales(ctx, c, k));
+    KTRY(KOP(ctx, KRR_DOUBLE, sytrd, len, V, len, c->de, KAT(c->de, len, sizeof(double)),
+             KAT(c->tau, off, sizeof(double))));
+    KTRY(ctx->ops->download(ctx, c->td + off, c->de, sizeof(double) * (size_t)len));
+    if (len > 1)
+      KTRY(ctx->ops->download(ctx, c->td + c->p + off, KAT(c->de, len, sizeof(double)),
+                              sizeof(double) * (size_t)(len - 1)));
+    KTRY(tri_factors(ctx, c, k));
   } else {
     for (int q = 0; q < c->ng; q++) {
       KTRY(ctx->ops->copy(ctx, T, G, bytes));
@@ -148,15 +182,16 @@ krr_status krr_bcd_factor_shifted(krr_ctx *ctx, krr_bcd *c, int64_t k, const voi
 krr_status krr_bcd_solve(krr_ctx *ctx, const krr_bcd *c, int64_t k, void *g, int64_t ldg) {
   int64_t off, len;
   krr_bcd_range(c, k, &off, &len);
-  if (c->eig) { /* g <- V diag(1 / (e + lambda_q)) V^T g, column group by group */
+  if (c->tri) { /* g <- Q (T + lambda_q I)^{-1} Q^T g, column group by group */
     const int m = c->c0[c->ng];
-    const void *V = krr_bcd_slot(c, k, 0);
-    KTRY(KOP(ctx, KRR_DOUBLE, gemm, 1, 0, len, m, len, 1.0, V, len, g, ldg, 0.0, c->tmp, len));
+    const void *V = krr_bcd_slot(c, k, 0), *tau = KAT(c->tau, off, sizeof(double));
+    KTRY(KOP(ctx, KRR_DOUBLE, ormtr, 1, len, m, V, len, tau, g, ldg));
     for (int q = 0; q < c->ng; q++)
-      KTRY(KOP(ctx, KRR_DOUBLE, scale_rows, len, c->c0[q + 1] - c->c0[q],
-               KAT(c->inv, (int64_t)q * c->p + off, sizeof(double)),
-               KAT(c->tmp, (int64_t)c->c0[q] * len, sizeof(double)), len));
-    return KOP(ctx, KRR_DOUBLE, gemm, 0, 0, len, m, len, 1.0, V, len, c->tmp, len, 0.0, g, ldg);
+      KTRY(KOP(ctx, KRR_DOUBLE, pttrs, len, c->c0[q + 1] - c->c0[q],
+               KAT(c->ldl, (int64_t)(2 * q) * c->p + off, sizeof(double)),
+               KAT(c->ldl, (int64_t)(2 * q + 1) * c->p + off, sizeof(double)),
+               KAT(g, (int64_t)c->c0[q] * ldg, sizeof(double)), ldg));
+    return KOP(ctx, KRR_DOUBLE, ormtr, 0, len, m, V, len, tau, g, ldg);
   }
   for (int q = 0; q < c->ng; q++)
     KTRY(krr_chol_solve(ctx, len, krr_bcd_slot(c, k, q), c->c0[q + 1] - c->c0[q],

@@ -170,26 +170,33 @@ krr_status krr_chol_solve(krr_ctx *ctx, int64_t n, const void *T, int m, void *B
  * at once: the columns form ng groups of equal lambda (group q: columns
  * c0[q] .. c0[q + 1] - 1, lambda lam[q]), sharing each block's kernel and
  * Gram products.
- * Shifted blocks (the systems G_k + lambda I, G_k fixed: random-feature BCD)
- * with more than one group keep instead each block's eigensystem
- * G_k = V diag(e) V^T (p b + p numbers whatever the number of lambdas, and
- * lambda-free: a change of lambda keeps it); a solve for every lambda at
- * once is then two b x b x m products and a row scaling by 1 / (e + lambda). */
+ * Shifted blocks (the systems G_k + lambda I, G_k fixed) with several groups
+ * keep instead each block's tridiagonal form G_k = Q_k T_k Q_k^T (Householder
+ * reflectors: p b + p numbers whatever the number of lambdas, and
+ * lambda-free: a change of lambda keeps it; 4/3 b^3 flops once, against
+ * b^3 / 3 per lambda for the Cholesky factors); a solve for every lambda at
+ * once is then Q^T g, one O(b) tridiagonal solve per column with
+ * T_k + lambda_q I's LDL^T factor (2 b numbers per group), and Q (.). */
 typedef struct krr_bcd {
   int64_t p, b, nb;
   uint64_t seed;
   int ng, ngcap;        /* lambda groups (now, allocated for) */
-  int eig;              /* the eigensystem form (shifted blocks, ngcap > 1) */
+  int tri;              /* the tridiagonal form (shifted blocks, ngcap > 1) */
   int *c0;              /* host ng + 1: first column of each group */
   double *lam;          /* host ng: lambda of each group */
   int64_t *order;       /* host nb: this epoch's order */
-  unsigned char *have;  /* host nb: factors (or eigensystem) cached (every group) */
+  unsigned char *have;  /* host nb: factors (or tridiagonal form) cached (every group) */
   void *factors;        /* device double: block k's factor of group q at q p b + off_k b;
-                           eig: block k's eigenvectors V at off_k b */
-  double *ev;           /* host p (eig): the blocks' eigenvalues, clamped at 0 */
-  void *inv;            /* device double ngcap x p (eig): 1 / (ev + lam[q]) at q p + off_k */
-  void *tmp;            /* device double b x m (eig): V^T g */
-  double *hinv;         /* host b (eig): one block's 1 / (ev + lam[q]) */
+                           tri: block k's reflectors at off_k b */
+  void *tau;            /* device double p (tri): the reflectors' scales, block k at off_k */
+  void *ldl;            /* device double 2 ngcap p (tri): group q's D at 2 q p + off_k,
+                           its subdiagonal of L at (2 q + 1) p + off_k */
+  void *de;             /* device double 2 b (tri): sytrd's diagonal and subdiagonal */
+  double *td;           /* host 2 p (tri): the blocks' T (diagonal at off_k, subdiagonal
+                           at p + off_k) */
+  double *hf;           /* host 2 b (tri): one block's D and L for one group */
+  double jabs, jrel;    /* tri: the first jitter, jabs + jrel lam[q] (factor_shifted's) */
+  const char *who;      /* tri: the solver named in a factor's error */
 } krr_bcd;
 int krr_bcd_count_groups(const krr_objective *obj);
 /* bytes of the cache; shifted: the blocks' systems are G_k + lambda I */
@@ -197,7 +204,8 @@ double krr_bcd_memory(int64_t p, int64_t b, int ng, int m, int shifted);
 krr_status krr_bcd_alloc(krr_bcd *c, krr_arena *a, int64_t p, int64_t b, uint64_t seed,
                          const krr_objective *obj, int shifted);
 /* the groups of the objective's lambdas again (after a change of lambda);
- * drops the cached factors (an eigensystem stays: it does not depend on lambda) */
+ * drops the cached factors (a tridiagonal form stays: it does not depend on
+ * lambda; its LDL^T factors are redone) */
 krr_status krr_bcd_regroup(krr_ctx *ctx, krr_bcd *c, const krr_objective *obj);
 /* drop the cached factors */
 void krr_bcd_forget(krr_bcd *c);
@@ -215,8 +223,8 @@ krr_status krr_bcd_factor(krr_ctx *ctx, krr_bcd *c, int64_t k, int g, const void
                           double jitter0, const char *who);
 /* shifted blocks: block k's systems G + lam[q] I for every group (G len x len
  * double, kept; T a len x len double work space), factored (first jitter
- * abs_jitter + rel_jitter lam[q], as above) or, in the eig form,
- * eigendecomposed once; sets have[k] */
+ * abs_jitter + rel_jitter lam[q], as above) or, in the tridiagonal form,
+ * reduced once; sets have[k] */
 krr_status krr_bcd_factor_shifted(krr_ctx *ctx, krr_bcd *c, int64_t k, const void *G, void *T,
                                   double abs_jitter, double rel_jitter, const char *who);
 /* g (len x m, ld ldg, double) <- H_kk^{-1} g, each group with its factor */

@@ -83,7 +83,8 @@ typedef struct {
   void *p1, *p2, *p3;   /* b (powering) */
   uint64_t *mark;
   /* a lambda path (obj->lcol; SAP/NSAP only): K_BB + lambda_q I factored in
-   * double per group of columns with the same lambda */
+   * double per group of columns with the same lambda (Cholesky), or, from
+   * PATH_TRI_GROUPS groups on, K_BB's tridiagonal form once per block */
   krr_bcd grp;
   void *Gd, *Ad, *gd;   /* b x b, b x b, b x m: double */
 } ask_t;
@@ -93,6 +94,15 @@ static const char *const extras[] = {"step_L", "rho", "materialized", "restarts"
 
 #define A(s) ((ask_t *)(s)->st)
 #define O(s) SOPT(s, opts_t)
+
+/* The tridiagonal reduction costs about five Cholesky factorisations of the
+ * same block on one core (4/3 b^3 flops, half of them in matrix-vector
+ * products; measured with OpenBLAS at b = 300 .. 1000), so a path of fewer
+ * lambdas factors each shifted block. */
+#define PATH_TRI_GROUPS 6
+static int path_tri(const krr_solver *s) {
+  return s->obj && s->obj->lcol && krr_bcd_count_groups(s->obj) >= PATH_TRI_GROUPS;
+}
 
 static double need(const krr_solver *s, int64_t b, int r, int mat) {
   const opts_t *o = O(s);
@@ -107,8 +117,8 @@ static double need(const krr_solver *s, int64_t b, int r, int mat) {
           krr_block_bytes(s->op, o->rls_subsample) + krr_block_bytes(s->op, (int64_t)(chunk / sd) + 1);
   }
   double path = s->obj && s->obj->lcol ?
-    8.0 * (2.0 * (double)b * (double)b + (double)(b * m)) +
-    krr_bcd_memory(b, b, krr_bcd_count_groups(s->obj), (int)m, 0) : 0.0;
+    8.0 * ((path_tri(s) ? 1.0 : 2.0) * (double)b * (double)b + (double)(b * m)) +
+    krr_bcd_memory(b, b, krr_bcd_count_groups(s->obj), (int)m, path_tri(s)) : 0.0;
   return e * (double)s->es + krr_block_bytes(s->op, b) +
          (exact ? 0.0 : krr_lowrank_memory(s->prec, b, r, m)) + (double)(n / 8 + 8) + rls + path;
 }
@@ -223,11 +233,11 @@ static krr_status ask_init(krr_solver *s) {
   a->kbb = (krr_kbb){s->op, &a->blk, a->materialize ? a->KB : NULL, 0.0};
   krr_solver_set_extra(s, "materialized", a->materialize);
   if (s->obj->lcol) {
-    KTRY(krr_bcd_alloc(&a->grp, ar, b, b, krr_options_seed(s->opts), s->obj, 0));
+    KTRY(krr_bcd_alloc(&a->grp, ar, b, b, krr_options_seed(s->opts), s->obj, path_tri(s)));
     a->Gd = krr_arena_dev(ar, b * b, sizeof(double));
-    a->Ad = krr_arena_dev(ar, b * b, sizeof(double));
     a->gd = krr_arena_dev(ar, b * m, sizeof(double));
-    KTRY(KRR_ALLOCATED(ar, a->Gd, a->Ad, a->gd));
+    KTRY(KRR_ALLOCATED(ar, a->Gd, a->gd));
+    if (!a->grp.tri) KTRY(KRR_ALLOCATED(ar, a->Ad = krr_arena_dev(ar, b * b, sizeof(double))));
   }
   return KRR_OK;
 }
