@@ -40,11 +40,13 @@
 #' With \eqn{b = p} (the default when \eqn{p \le 1024}) a single block makes
 #' the fit a direct solve. For a \eqn{\lambda} path (a vector `lambda`,
 #' solved at once) Nyström keeps one factor per \eqn{\lambda}; random
-#' features keep instead each block's eigendecomposition
-#' \eqn{Z_b^T Z_b = V \mathrm{diag}(e) V^T} (once per block, about ten Cholesky factors' work;
-#' \eqn{p b} numbers whatever the number of \eqn{\lambda}s), so that
-#' one visit solves for every \eqn{\lambda} with two \eqn{b \times b}
-#' products.
+#' features keep instead each block's tridiagonal form
+#' \eqn{Z_b^T Z_b = Q T Q^T} (Householder reflectors, once per block, about
+#' five Cholesky factors' work; \eqn{p b} numbers whatever the number of
+#' \eqn{\lambda}s), so that one visit solves for every \eqn{\lambda} with
+#' two products with \eqn{Q} and a tridiagonal solve per \eqn{\lambda}.
+#' `sap()` paths of six or more \eqn{\lambda}s use the same form for each
+#' sampled block.
 #'
 #' **Convergence.** This is block Gauss-Seidel without acceleration or
 #' preconditioning: it converges for every \eqn{\lambda > 0}, but at a rate

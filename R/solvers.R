@@ -41,7 +41,13 @@
 #' * `sap()`: sketch-and-project with *exact* block solves
 #'   \eqn{(K_{BB} + \lambda I)^{-1}} and unit steps (block Gauss-Seidel with
 #'   random blocks, Tu et al.); `accelerated = TRUE` (default) is its
-#'   Nesterov-accelerated form NSAP. Memory \eqn{O(n + b^2)}.
+#'   Nesterov-accelerated form NSAP. Memory \eqn{O(n + b^2)}. A vector
+#'   `lambda` is solved at once (one block sample and one kernel product
+#'   for every \eqn{\lambda}): each block's \eqn{K_{BB} + \lambda I} is
+#'   factored per \eqn{\lambda}, or, from six \eqn{\lambda}s on,
+#'   \eqn{K_{BB}} is reduced once to tridiagonal form \eqn{Q T Q^T} (about
+#'   five factorisations' work) and every \eqn{\lambda} costs \eqn{O(b)}
+#'   more per column.
 #' * `pcg()`: conjugate gradients on \eqn{(K + \lambda I) w = y} with a
 #'   rank-`rank` Nyström or (randomly pivoted / greedy) partial Cholesky
 #'   preconditioner. Each iteration is a full pass over the kernel

@@ -14,8 +14,8 @@
  * the paper's remove-solve-add form.  Z_b^T Z_b does not change: it is
  * kept per block (M b doubles, across changes of lambda), and so is the
  * Cholesky factor of Z_b^T Z_b + lambda I until lambda changes -- or, for a
- * lambda path, Z_b^T Z_b's eigensystem, which serves every lambda at once
- * (linalg/bcd.c).  Z_b (n x b) is evaluated on the fly, or, with
+ * lambda path, Z_b^T Z_b's tridiagonal form Q T Q^T, which serves every
+ * lambda at once (linalg/bcd.c).  Z_b (n x b) is evaluated on the fly, or, with
  * `cache` (automatic: when n M numbers fit in half the memory budget and in
  * max(256 MiB, 4 x the data's size)), all of Z is formed once at the first
  * step -- the paper's "cacheable" advantage: afterwards a step costs two
@@ -218,7 +218,7 @@ static krr_status rf_iterate(krr_solver *s) {
     f->ghave[k] = 1;
   }
   if (!f->c.have[k]) /* Z_b^T Z_b + lambda I for every lambda: factored (or, for a path,
-                         Z_b^T Z_b's eigensystem) and cached */
+                         Z_b^T Z_b's tridiagonal form) and cached */
     KTRY(krr_bcd_factor_shifted(ctx, &f->c, k, Gk, f->T, 0.0,
                                 s->prec == KRR_DOUBLE ? DBL_EPSILON : FLT_EPSILON, s->def->title));
   /* g = Z_b^T (Y - R) - lambda w_b */
