@@ -66,10 +66,17 @@
 #ifndef KRR_TJ_GEMM
 #define KRR_TJ_GEMM 512 /* X2 points per tile (GEMM path) */
 #endif
-/* up to this many right-hand sides without BLAS: tile_dot's four-column
- * register blocks match or beat a BLAS call per tile up to 16 (n1 = 500,
- * n2 = 1e4, p = 10, 2 cores: q = 10 in 12.4-13.9 ms against 13.9-15.1) */
+/* up to this many right-hand sides without BLAS (GEMM path, large p):
+ * tile_dot's four-column register blocks match a BLAS call per tile (n1 =
+ * 500, n2 = 1e4, p = 100, q = 10, 2 cores: 32.5-33.8 ms against 33.4-33.9) */
 #define KRR_Q_DOT 16
+/* up to this many right-hand sides the direct path (p <= KRR_P_DIRECT) fuses
+ * the products into the kernel evaluation (kernels_t.c.inc, tile_direct_t):
+ * no kernel tile is stored.  n2 = 1e4, p = 10, 2 cores, best of 20-60 calls:
+ * n1 = 100: q = 1 1.3-1.6 ms (1.4-1.6 before), q = 10 2.0-2.1 ms (2.6-2.8
+ * with a stored tile); n1 = 500: q = 1 7.2-7.6 (7.8-8.1), q = 10 9.7-10.2
+ * (10.7-14.1) */
+#define KRR_Q_FUSED 16
 #define KRR_TAU 0.015625 /* recompute t directly when t <= TAU (|a|^2+|b|^2) */
 
 #if defined(__GNUC__)
