@@ -63,4 +63,6 @@ for (n in sizes) {
 tab <- do.call(rbind, rows)
 cat("end:", system("uptime", intern = TRUE), "\n")
 print(tab, row.names = FALSE, digits = 3)
-saveRDS(tab, sprintf("path_results_%s.rds", paste(sizes, collapse = "_")))
+# next to the logs when run from the repository root (not the package's top level)
+out_dir <- if (dir.exists(file.path("inst", "bench", "results"))) file.path("inst", "bench", "results") else "."
+saveRDS(tab, file.path(out_dir, sprintf("path_results_%s.rds", paste(sizes, collapse = "_"))))
