@@ -70,16 +70,13 @@ static krr_status tri_factors(krr_ctx *ctx, krr_bcd *c, int64_t k) {
     int ok = 0;
     for (int attempt = 0; attempt < 9 && !ok; attempt++) {
       const double shift = c->lam[q] + jitter;
-      ok = 1;
       D[0] = d[0] + shift;
+      ok = D[0] > 0 && isfinite(D[0]);
       for (int64_t i = 1; i < len && ok; i++) {
-        if (!(D[i - 1] > 0) || !isfinite(D[i - 1])) ok = 0;
-        else {
-          l[i - 1] = e[i - 1] / D[i - 1];
-          D[i] = d[i] + shift - l[i - 1] * e[i - 1];
-        }
+        l[i - 1] = e[i - 1] / D[i - 1];
+        D[i] = d[i] + shift - l[i - 1] * e[i - 1];
+        ok = D[i] > 0 && isfinite(D[i]);
       }
-      if (ok && (!(D[len - 1] > 0) || !isfinite(D[len - 1]))) ok = 0;
       jitter = attempt == 0 ? j0 : jitter * 10;
     }
     if (!ok)
@@ -160,7 +157,7 @@ krr_status krr_bcd_factor_shifted(krr_ctx *ctx, krr_bcd *c, int64_t k, const voi
     c->jabs = abs_jitter;
     c->jrel = rel_jitter;
     c->who = who;
-    KTRY(ctx->ops->copy(ctx, V, G, bytes));
+    if (V != G) KTRY(ctx->ops->copy(ctx, V, G, bytes)); /* G may be the slot itself (SAP) */
     KTRY(KOP(ctx, KRR_DOUBLE, sytrd, len, V, len, c->de, KAT(c->de, len, sizeof(double)),
              KAT(c->tau, off, sizeof(double))));
     KTRY(ctx->ops->download(ctx, c->td + off, c->de, sizeof(double) * (size_t)len));

@@ -224,7 +224,8 @@ krr_status krr_bcd_factor(krr_ctx *ctx, krr_bcd *c, int64_t k, int g, const void
 /* shifted blocks: block k's systems G + lam[q] I for every group (G len x len
  * double, kept; T a len x len double work space), factored (first jitter
  * abs_jitter + rel_jitter lam[q], as above) or, in the tridiagonal form,
- * reduced once; sets have[k] */
+ * reduced once (G may then be krr_bcd_slot(c, k, 0) itself: reduced in
+ * place, not kept; T unused); sets have[k] */
 krr_status krr_bcd_factor_shifted(krr_ctx *ctx, krr_bcd *c, int64_t k, const void *G, void *T,
                                   double abs_jitter, double rel_jitter, const char *who);
 /* g (len x m, ld ldg, double) <- H_kk^{-1} g, each group with its factor */

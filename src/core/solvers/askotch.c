@@ -86,7 +86,7 @@ typedef struct {
    * double per group of columns with the same lambda (Cholesky), or, from
    * PATH_TRI_GROUPS groups on, K_BB's tridiagonal form once per block */
   krr_bcd grp;
-  void *Gd, *Ad, *gd;   /* b x b, b x b, b x m: double */
+  void *Gd, *Ad, *gd;   /* b x b, b x b (Cholesky form only), b x m: double */
 } ask_t;
 
 static const char *const extras[] = {"step_L", "rho", "materialized", "restarts", "t_nystrom",
@@ -117,7 +117,7 @@ static double need(const krr_solver *s, int64_t b, int r, int mat) {
           krr_block_bytes(s->op, o->rls_subsample) + krr_block_bytes(s->op, (int64_t)(chunk / sd) + 1);
   }
   double path = s->obj && s->obj->lcol ?
-    8.0 * ((path_tri(s) ? 1.0 : 2.0) * (double)b * (double)b + (double)(b * m)) +
+    8.0 * ((path_tri(s) ? 0.0 : 2.0) * (double)b * (double)b + (double)(b * m)) +
     krr_bcd_memory(b, b, krr_bcd_count_groups(s->obj), (int)m, path_tri(s)) : 0.0;
   return e * (double)s->es + krr_block_bytes(s->op, b) +
          (exact ? 0.0 : krr_lowrank_memory(s->prec, b, r, m)) + (double)(n / 8 + 8) + rls + path;
@@ -234,10 +234,14 @@ static krr_status ask_init(krr_solver *s) {
   krr_solver_set_extra(s, "materialized", a->materialize);
   if (s->obj->lcol) {
     KTRY(krr_bcd_alloc(&a->grp, ar, b, b, krr_options_seed(s->opts), s->obj, path_tri(s)));
-    a->Gd = krr_arena_dev(ar, b * b, sizeof(double));
-    a->gd = krr_arena_dev(ar, b * m, sizeof(double));
-    KTRY(KRR_ALLOCATED(ar, a->Gd, a->gd));
-    if (!a->grp.tri) KTRY(KRR_ALLOCATED(ar, a->Ad = krr_arena_dev(ar, b * b, sizeof(double))));
+    KTRY(KRR_ALLOCATED(ar, a->gd = krr_arena_dev(ar, b * m, sizeof(double))));
+    if (a->grp.tri) { /* K_BB goes straight into the reflectors' slot */
+      a->Gd = krr_bcd_slot(&a->grp, 0, 0);
+    } else {
+      a->Gd = krr_arena_dev(ar, b * b, sizeof(double));
+      a->Ad = krr_arena_dev(ar, b * b, sizeof(double));
+      KTRY(KRR_ALLOCATED(ar, a->Gd, a->Ad));
+    }
   }
   return KRR_OK;
 }
