@@ -250,6 +250,13 @@ features_theta <- function(state, M) {
   theta[seq_len(M), , drop = FALSE]
 }
 
+# The points a live state's weights belong to: its centres among the
+# training points xs (inducing-point solvers), else all of them.
+state_points <- function(state, xs) {
+  cen <- .Call(ffi_fit_centers, state)
+  if (length(cen) > 0L) xs[cen, , drop = FALSE] else xs
+}
+
 # Scores of a live state at standardised points xnew (the constant added
 # back to regression targets not included): K(xnew, X) w, or in features
 # mode z(xnew)^T theta, plus c * colSums(w) with an intercept.

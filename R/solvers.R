@@ -47,7 +47,9 @@
 #'   factored per \eqn{\lambda}, or, from six \eqn{\lambda}s on,
 #'   \eqn{K_{BB}} is reduced once to tridiagonal form \eqn{Q T Q^T} (about
 #'   five factorisations' work) and every \eqn{\lambda} costs \eqn{O(b)}
-#'   more per column.
+#'   more per column. On the CPU with two or more threads the block's
+#'   factorisation runs on one thread while the others compute the block's
+#'   kernel rows.
 #' * `pcg()`: conjugate gradients on \eqn{(K + \lambda I) w = y} with a
 #'   rank-`rank` Nyström or (randomly pivoted / greedy) partial Cholesky
 #'   preconditioner. Each iteration is a full pass over the kernel

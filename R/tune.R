@@ -354,9 +354,7 @@ cv_path <- function(xs, Yc, task, kernel, lambdas, set) {
       on.exit(.Call(ffi_fit_free, state), add = TRUE)
       res <- drive_solver(state, fs, list(task = task), xt, now(), ynorm = sqrt(sum(Yp^2)))
       if (!solve_reached(res$reason)) not_conv <- not_conv + length(lambdas)
-      cen <- .Call(ffi_fit_centers, state)
-      P <- state_scores(state, fs, xs[va, , drop = FALSE],
-                        if (length(cen) > 0L) xt[cen, , drop = FALSE] else xt)
+      P <- state_scores(state, fs, xs[va, , drop = FALSE], state_points(state, xt))
       cols <- path_columns(ncol(Yt), length(lambdas))
       for (i in seq_along(lambdas)) {
         Pi <- sweep(P[, cols[[i]], drop = FALSE], 2L, mu, "+", check.margin = FALSE)
@@ -386,7 +384,7 @@ cv_path <- function(xs, Yc, task, kernel, lambdas, set) {
         }
         res <- drive_solver(state, fs, tgt, xt, t0, ynorm = sqrt(sum(Yt^2)))
         if (!solve_reached(res$reason)) not_conv <- not_conv + 1L
-        P <- state_scores(state, fs, xs[va, , drop = FALSE], xt)
+        P <- state_scores(state, fs, xs[va, , drop = FALSE], state_points(state, xt))
         P <- sweep(P, 2L, mu, "+", check.margin = FALSE)
         sse[i] <- sse[i] + sum((P - Yc[va, , drop = FALSE])^2)
       }

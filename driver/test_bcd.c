@@ -276,6 +276,60 @@ static void test_options(krr_ctx *ctx, const double *X, const double *y, int64_t
   tfit_free(&f);
 }
 
+/* NSAP (full kernel, exact blocks) on a 7-lambda path: the tridiagonal form
+ * of each sampled K_BB, factored beside the block's kernel product when its
+ * team has two threads (krr_overlap; n and b below make it so), equals the
+ * Cholesky solve at each lambda. */
+static void test_sap_path(krr_ctx *ctx, int p) {
+  const int L = 7;
+  const int64_t n = 3000;
+  double lams[7], *X = malloc(sizeof(double) * n * p), *y = malloc(sizeof(double) * n);
+  for (int l = 0; l < L; l++) lams[l] = 0.5 * n * pow(2.0, -l);
+  for (int64_t i = 0; i < n * p; i++) X[i] = (double)((i * 7919 + 13) % 1009) / 1009.0;
+  for (int64_t i = 0; i < n; i++) y[i] = sin(6.0 * X[i]) + 0.1 * (double)(i % 5);
+  double *Y = malloc(sizeof(double) * n * L), *lcol = malloc(sizeof(double) * L);
+  for (int l = 0; l < L; l++) {
+    memcpy(Y + (int64_t)l * n, y, sizeof(double) * n);
+    lcol[l] = lams[l];
+  }
+  krr_kernel k = {KRR_RBF, 0.5};
+  tfit f;
+  memset(&f, 0, sizeof f);
+  f.ctx = ctx;
+  krr_clear(ctx);
+  krr_status st = krr_problem_create(ctx, KRR_DOUBLE, X, n, p, &f.pb);
+  if (st == KRR_OK) st = krr_op_exact_create(ctx, &f.pb, k, &f.op);
+  if (st == KRR_OK) st = krr_objective_init(ctx, f.op, krr_loss_lookup("squared"), 1.0, Y, L, &f.obj);
+  if (st == KRR_OK) st = krr_objective_set_lambdas(ctx, &f.obj, lcol);
+  double *w = malloc(sizeof(double) * n * L), *ref = malloc(sizeof(double) * n), rr = INFINITY;
+  krr_solver *s = NULL;
+  krr_options *o = topts(ctx, "askotch", "block_solve=exact block_size=400 seed=5");
+  if (st == KRR_OK) st = krr_solver_init(ctx, f.op, &f.obj, o, &s);
+  krr_options_free(o);
+  int it = 0;
+  for (; st == KRR_OK && it < 400; it++) {
+    if ((st = krr_solver_step(s, 8)) != KRR_OK) break;
+    if ((st = krr_solver_residual(s, &rr)) != KRR_OK || rr <= 1e-11) break;
+  }
+  if (st == KRR_OK) st = krr_solver_weights(s, w);
+  CHECK(st == KRR_OK && rr <= 1e-11, "SAP path: status %d (%s) crit %.3g after %d slices", st, ctx->msg,
+        rr, it);
+  for (int l = 0; st == KRR_OK && l < L; l++) {
+    tfit g = f;
+    krr_diag dg;
+    double cr;
+    st = krr_objective_init(ctx, f.op, krr_loss_lookup("squared"), lams[l], y, 1, &g.obj);
+    if (st == KRR_OK) st = trun(&g, "cholesky", "", 1e-12, 1, 1, ref, &cr, &dg, NULL);
+    krr_objective_free(ctx, &g.obj);
+    double e = rel_diff(w + (int64_t)l * n, ref, n);
+    if (verbose) printf("SAP path lambda %g: err %.2e\n", lams[l], e);
+    CHECK(st == KRR_OK && e <= 1e-8, "SAP path at lambda %g: err %.3g (%s)", lams[l], e, ctx->msg);
+  }
+  krr_solver_free(s);
+  tfit_free(&f);
+  free(X); free(y); free(Y); free(lcol); free(w); free(ref);
+}
+
 int main(int argc, char **argv) {
   krr_ctx ctx;
   int64_t n;
@@ -285,6 +339,7 @@ int main(int argc, char **argv) {
   int p = 3, m = 2;
   test_nystrom(&ctx, X, y, n, p, m);
   test_path(&ctx, X, y, n, p, m);
+  test_sap_path(&ctx, p);
   test_options(&ctx, X, y, n, p, m);
   free(X); free(y);
   krr_ctx_free(&ctx);

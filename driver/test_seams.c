@@ -14,7 +14,8 @@
  *    start from converged weights is converged after one iteration; a
  *    different number of right-hand sides rebuilds and again matches a fresh
  *    fit; the memory held never exceeds the estimate;
- *  - a failed setup replays its error on every later call.
+ *  - a failed setup replays its error on every later call;
+ *  - krr_overlap's side task (where it runs, what it sees, failures).
  * Prints "N passed, N failed". */
 #include <float.h>
 #include <math.h>
@@ -454,6 +455,93 @@ static void test_failures(krr_ctx *ctx, const double *X, int64_t n, int p) {
   free(Xd); free(yd);
 }
 
+/* krr_overlap: a side task runs inside the first kernel product of `main`
+ * when that product's team has other threads (CPU), else after main; it
+ * sees one thread and no polling; the product is the same bit for bit; a
+ * failing side or main is reported, a failing main skips the side task. */
+typedef struct {
+  int ran, threads, poll_ok;
+  krr_status ret;
+} side_rec;
+static krr_status side_task(krr_ctx *ctx, void *arg) {
+  side_rec *r = (side_rec *)arg;
+  r->ran = 1;
+  r->threads = ctx->threads;
+  r->poll_ok = krr_poll(ctx) == KRR_OK; /* the deadline below has passed */
+  return r->ret == KRR_OK ? KRR_OK : krr_fail(ctx, r->ret, "side task failed on purpose");
+}
+typedef struct {
+  const void *X, *V;
+  void *out;
+  int64_t n;
+  int p;
+  const side_rec *side;
+  int side_seen; /* the side task had run when the product returned */
+  krr_status ret;
+} main_rec;
+static krr_status main_task(krr_ctx *ctx, void *arg) {
+  main_rec *m = (main_rec *)arg;
+  if (m->ret != KRR_OK) return krr_fail(ctx, m->ret, "main task failed on purpose");
+  krr_kernel k = {KRR_RBF, 1.0};
+  KTRY(ctx->ops->kernel_mv_d(ctx, &k, m->X, m->n, m->X, m->n, m->p, m->V, m->n, 1, m->out, m->n));
+  m->side_seen = m->side->ran;
+  return KRR_OK;
+}
+static void test_overlap(krr_ctx *ctx) {
+  const int p = 3;
+  const int64_t sizes[2] = {40, 1500}; /* a team of one; of two when ctx->threads >= 2 */
+  int cpu = ctx->ops == krr_cpu_ops();
+  for (int c = 0; c < 2; c++) {
+    int64_t n = sizes[c];
+    double *Xh = malloc(sizeof(double) * n * p), *Vh = malloc(sizeof(double) * n);
+    double *o1 = malloc(sizeof(double) * n), *o2 = malloc(sizeof(double) * n);
+    for (int64_t i = 0; i < n * p; i++) Xh[i] = 0.37 * (double)((i * 7919) % 101) / 101.0;
+    for (int64_t i = 0; i < n; i++) Vh[i] = (double)(i % 13) - 6.0;
+    void *X = ctx->ops->alloc(ctx, sizeof(double) * n * p), *V = ctx->ops->alloc(ctx, sizeof(double) * n);
+    void *out = ctx->ops->alloc(ctx, sizeof(double) * n);
+    if (!X || !V || !out || ctx->ops->upload(ctx, X, Xh, sizeof(double) * n * p) != KRR_OK ||
+        ctx->ops->upload(ctx, V, Vh, sizeof(double) * n) != KRR_OK) {
+      CHECK(0, "overlap: setup failed (%s)", ctx->msg);
+    } else {
+      krr_kernel k = {KRR_RBF, 1.0};
+      krr_status s0 = ctx->ops->kernel_mv_d(ctx, &k, X, n, X, n, p, V, n, 1, out, n);
+      if (s0 == KRR_OK) s0 = ctx->ops->download(ctx, o1, out, sizeof(double) * n);
+      int threads = ctx->threads;
+      side_rec sr = {0, 0, 0, KRR_OK};
+      main_rec mr = {X, V, out, n, p, &sr, 0, KRR_OK};
+      ctx->deadline = 1e-9; /* long past: only the side task polls */
+      krr_status st = krr_overlap(ctx, side_task, &sr, 1e6, main_task, &mr);
+      ctx->deadline = 0;
+      if (st == KRR_OK) st = ctx->ops->download(ctx, o2, out, sizeof(double) * n);
+      int inside = cpu && c == 1 && threads >= 2;
+      CHECK(s0 == KRR_OK && st == KRR_OK && sr.ran && mr.side_seen == inside,
+            "overlap n = %lld: status %d/%d (%s), side ran %d, ran inside the product %d (expected %d)",
+            (long long)n, s0, st, ctx->msg, sr.ran, mr.side_seen, inside);
+      CHECK(sr.threads == 1 && sr.poll_ok && ctx->threads == threads && !ctx->side,
+            "overlap n = %lld: the side task saw %d threads, poll ok %d; threads after %d (was %d)",
+            (long long)n, sr.threads, sr.poll_ok, ctx->threads, threads);
+      CHECK(st == KRR_OK && memcmp(o1, o2, sizeof(double) * n) == 0,
+            "overlap n = %lld: the product changed beside a side task", (long long)n);
+      /* failures: the side's is returned; a failing main skips the side */
+      krr_clear(ctx);
+      side_rec sf = {0, 0, 0, KRR_ERR_NUMERIC};
+      main_rec mf = {X, V, out, n, p, &sf, 0, KRR_OK};
+      st = krr_overlap(ctx, side_task, &sf, 1e6, main_task, &mf);
+      CHECK(st == KRR_ERR_NUMERIC && sf.ran && strstr(ctx->msg, "side task"),
+            "overlap n = %lld: a failing side task must be reported: %d (%s)", (long long)n, st, ctx->msg);
+      krr_clear(ctx);
+      side_rec sm = {0, 0, 0, KRR_OK};
+      main_rec mm = {X, V, out, n, p, &sm, 0, KRR_ERR_INPUT};
+      st = krr_overlap(ctx, side_task, &sm, 1e6, main_task, &mm);
+      CHECK(st == KRR_ERR_INPUT && !sm.ran && !ctx->side,
+            "overlap n = %lld: a failing main must skip the side task: %d, ran %d", (long long)n, st, sm.ran);
+      krr_clear(ctx);
+    }
+    ctx->ops->dealloc(ctx, X); ctx->ops->dealloc(ctx, V); ctx->ops->dealloc(ctx, out);
+    free(Xh); free(Vh); free(o1); free(o2);
+  }
+}
+
 /* the cgroup memory limit, read from fake cgroup trees (v2, v1, a container
  * whose group path is not visible, no limit) */
 static void put(const char *dir, const char *name, const char *text) {
@@ -522,6 +610,7 @@ int main(int argc, char **argv) {
   if (!only || strstr(only, "resolve")) test_resolve(&ctx, X, y, n, p, m);
   if (!only || strstr(only, "fail")) test_failures(&ctx, X, n, p);
   if (!only || strstr(only, "cgroup")) test_cgroup();
+  if (!only || strstr(only, "overlap")) test_overlap(&ctx);
   free(X); free(y);
   krr_ctx_free(&ctx);
   printf("%d passed, %d failed\n", n_pass, n_fail);

@@ -94,6 +94,14 @@ typedef struct krr_ctx {
   double poll_next;    /* internal: the next time poll is due */
   int interrupted;     /* set once poll returned nonzero */
   double deadline;
+  /* internal: a task waiting to run beside the next kernel product
+   * (krr_overlap; NULL when none), its size, its result, and whether it is
+   * running now (polling is paused meanwhile) */
+  krr_status (*side)(struct krr_ctx *ctx, void *arg);
+  void *side_arg;
+  double side_flops;
+  krr_status side_status;
+  int side_busy;
 } krr_ctx;
 
 /* --- context (base/ctx.c) --------------------------------------------------*/
@@ -119,6 +127,19 @@ double krr_now(void);
 krr_status krr_poll(krr_ctx *ctx);
 /* Seconds left before the context's deadline (INFINITY when it has none). */
 double krr_time_left(const krr_ctx *ctx);
+/* Run `side` (about side_flops of work, on one thread) beside `main`, which
+ * must not read what side writes nor write what it reads: the CPU backend
+ * runs it on the calling thread inside the first kernel product of `main`
+ * whose team has other threads to start the product (the caller joins them
+ * when side is done: e.g. a lambda path's block factorisation hidden behind
+ * the block's kernel rows); otherwise, or on other backends, it runs after
+ * `main`.  Side runs with ctx->threads = 1 and polling paused (it must be
+ * short: a factorisation, not a loop).  Returns main's status, else side's. */
+typedef krr_status (*krr_task)(krr_ctx *ctx, void *arg);
+krr_status krr_overlap(krr_ctx *ctx, krr_task side, void *side_arg, double side_flops,
+                       krr_task main, void *main_arg);
+/* Backends: run the waiting side task now, if any (once). */
+void krr_side_run(krr_ctx *ctx);
 
 /* --- problem: the training points (data/problem.c) --------------------------
  * X (n x p, row-major = point-contiguous, already standardised) on the

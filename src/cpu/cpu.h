@@ -3,6 +3,18 @@
 #define KRR_CPU_H
 #include <math.h>
 #include "../core/ops.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* this thread's number in the current OpenMP team (0 without OpenMP) */
+static inline int krr_cpu_thread_num(void) {
+#ifdef _OPENMP
+  return omp_get_thread_num();
+#else
+  return 0;
+#endif
+}
 
 #define KRR_CPU_DECL(real, S)                                                               \
   krr_status krr_cpu_kernel_mv_##S(krr_ctx *ctx, const krr_kernel *k, const real *X1,        \
@@ -17,6 +29,13 @@ KRR_CPU_DECL(float, s)
 /* Run BLAS single-threaded inside our own OpenMP regions, multi-threaded
  * outside: the one place that talks to the BLAS thread pool. */
 void krr_cpu_blas_threads(int n);
+
+/* LAPACK calls inside solver iterations (QR, SVD, Cholesky of r x r or b x b
+ * blocks) stay single-threaded: a multithreaded BLAS pool left spinning after
+ * them competes with our OpenMP threads.  Only one-shot factorisations of a
+ * large matrix (the exact Cholesky solver) use the BLAS's threads.  A side
+ * task (krr_overlap) of this size runs inside a kernel product's region. */
+static inline int krr_cpu_lapack_serial(double flops) { return flops < 2e9; }
 
 /* The memory limit and use (bytes) of this process's cgroup (v2, else v1)
  * read under `root` (normally /sys/fs/cgroup) with the group's path from

@@ -154,12 +154,6 @@ void krr_cpu_blas_threads_restore(int n) {
   blas_current = -1; /* whatever it is now, the next krr_cpu_blas_threads() sets it */
 }
 
-/* LAPACK calls inside solver iterations (QR, SVD, Cholesky of r x r or b x b
- * blocks) stay single-threaded: a multithreaded BLAS pool left spinning after
- * them competes with our OpenMP threads.  Only one-shot factorisations of a
- * large matrix (the exact Cholesky solver) use the BLAS's threads. */
-static int krr_cpu_lapack_serial(double flops) { return flops < 2e9; }
-
 /* ---- memory --------------------------------------------------------------*/
 static krr_status cpu_ctx_init(krr_ctx *ctx) {
   if (ctx->threads < 1) ctx->threads = krr_cpu_threads_default();

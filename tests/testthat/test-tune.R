@@ -82,6 +82,24 @@ test_that("a lambda path is scored by K-fold CV, exactly and with warm starts", 
               solver = pcg(rank = 50), tol = 1e-10, threads = 1)
   expect_lt(rel_err(fit2$tuning$path$cv, cv), 1e-6)
   expect_equal(fit2$lambda, fit$lambda)
+  # an inducing-point solver along warm starts predicts from its centres:
+  # each fold's CV error against a separate fit on the fold with the same
+  # seed (the same centres), predicted at the held-out rows
+  fit3 <- krr(d$x, d$y, bandwidth = 1.5, lambda = path, seed = 3,
+              solver = falkon(centers = 40), tol = 1e-10, threads = 1)
+  cv3 <- vapply(fit3$tuning$path$lambda, function(l) {
+    sse <- 0
+    for (f in 1:5) {
+      tr <- folds != f
+      mu <- mean(yc[tr])
+      ff <- suppressWarnings(krr(xs[tr, ], yc[tr] - mu, bandwidth = 1.5, lambda = l,
+                                 solver = falkon(centers = 40), seed = 3, tol = 1e-12,
+                                 standardize = FALSE, threads = 1))
+      sse <- sse + sum((predict(ff, xs[!tr, ]) + mu - yc[!tr])^2)
+    }
+    sse / 120
+  }, 0)
+  expect_lt(rel_err(fit3$tuning$path$cv, cv3), 1e-6)
 })
 
 test_that("bandwidth = 'ml' and 'ard' maximise the likelihood; predict applies the length scales", {

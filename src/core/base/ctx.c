@@ -57,6 +57,7 @@ double krr_now(void) {
 krr_status krr_poll(krr_ctx *ctx) {
   if (!ctx) return KRR_OK;
   if (ctx->interrupted) return krr_fail(ctx, KRR_ERR_INTERRUPT, "interrupted");
+  if (ctx->side_busy) return KRR_OK; /* a side task, maybe inside a parallel region */
   if (!ctx->poll && !(ctx->deadline > 0)) return KRR_OK;
   double t = krr_now();
   if (ctx->poll && t >= ctx->poll_next) {
@@ -73,6 +74,33 @@ krr_status krr_poll(krr_ctx *ctx) {
 
 double krr_time_left(const krr_ctx *ctx) {
   return ctx && ctx->deadline > 0 ? ctx->deadline - krr_now() : INFINITY;
+}
+
+void krr_side_run(krr_ctx *ctx) {
+  krr_task side = ctx->side;
+  if (!side) return;
+  ctx->side = NULL;
+  int threads = ctx->threads;
+  ctx->threads = 1;
+  ctx->side_busy = 1;
+  ctx->side_status = side(ctx, ctx->side_arg);
+  ctx->side_busy = 0;
+  ctx->threads = threads;
+}
+
+krr_status krr_overlap(krr_ctx *ctx, krr_task side, void *side_arg, double side_flops,
+                       krr_task main, void *main_arg) {
+  ctx->side = side;
+  ctx->side_arg = side_arg;
+  ctx->side_flops = side_flops;
+  ctx->side_status = KRR_OK;
+  krr_status st = main(ctx, main_arg);
+  if (st != KRR_OK) {
+    ctx->side = NULL;
+    return st;
+  }
+  krr_side_run(ctx); /* not taken by a kernel product: now */
+  return ctx->side_status;
 }
 
 krr_status krr_ctx_init(krr_ctx *ctx, const krr_ops *ops, int threads, int device_id) {

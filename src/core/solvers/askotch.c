@@ -296,6 +296,29 @@ static krr_status pc_inv(krr_solver *s, const void *in, void *out) {
   return SOP(s, trsm, 0, 0, b, s->m, 1.0, a->KB, b, out, b);
 }
 
+/* a path's block factors (K_BB from step 1) */
+static krr_status path_factor(krr_ctx *ctx, void *arg) {
+  krr_solver *s = (krr_solver *)arg;
+  ask_t *a = A(s);
+  int64_t b = a->blk.b;
+  KTRY(krr_convert(ctx, s->prec, a->KB, KRR_DOUBLE, a->Gd, b * b));
+  return krr_bcd_factor_shifted(ctx, &a->grp, 0, a->Gd, a->Ad, 1e-15 * (double)b, 0.0, "SAP");
+}
+
+/* the block gradient g (and the norms of g and y_B) at src */
+typedef struct {
+  krr_solver *s;
+  const void *src;
+  double gn, ybn;
+} grad_t;
+static krr_status block_gradient(krr_ctx *ctx, void *arg) {
+  grad_t *gr = (grad_t *)arg;
+  ask_t *a = A(gr->s);
+  (void)ctx;
+  return krr_block_gradient(gr->s->op, gr->s->obj, &a->blk, gr->src, a->g, a->gb, a->d, &gr->gn,
+                            &gr->ybn);
+}
+
 static krr_status ask_iterate(krr_solver *s) {
   ask_t *a = A(s);
   const opts_t *o = O(s);
@@ -310,17 +333,14 @@ static krr_status ask_iterate(krr_solver *s) {
   else krr_sample_uniform(krr_rng_stream(seed, it, 0), n, b, a->mark, a->blk.idx_h);
   KTRY(krr_block_set(s->op, &a->blk, a->blk.idx_h, b));
   if (a->materialize) KTRY(krr_op_mat(s->op, &a->blk, &a->blk, a->KB, b));
-  if (a->exact && a->grp.ng > 0) { /* a path: K_BB + lambda_q I for each group */
-    KTRY(krr_convert(ctx, s->prec, a->KB, KRR_DOUBLE, a->Gd, b * b));
-    KTRY(krr_bcd_factor_shifted(ctx, &a->grp, 0, a->Gd, a->Ad, 1e-15 * (double)b, 0.0, "SAP"));
-  } else if (a->exact) {
+  if (a->exact && a->grp.ng == 0) { /* (a path factors beside step 2's block gradient) */
     int info = 0;
     KTRY(SOP(s, add_diag, b, a->KB, b, s->obj->lambda, NULL));
     KTRY(SOP(s, potrf, b, a->KB, b, &info));
     if (info != 0)
       return krr_fail(ctx, KRR_ERR_NUMERIC, "block Cholesky of K_BB + lambda I failed (column %d); "
                       "increase lambda or use precision = \"double\"", info);
-  } else {
+  } else if (!a->exact) {
     double tr = 0;
     KTRY(krr_op_trace(s->op, &a->blk, &tr));
     KTRY(krr_nystrom_sketch(ctx, &a->lr, krr_kbb_mul, &a->kbb, tr, krr_rng_stream(seed, it, 1)));
@@ -335,10 +355,19 @@ static krr_status ask_iterate(krr_solver *s) {
   KTRY(ctx->ops->sync(ctx));
   double t2 = krr_now();
 
-  /* 2. block gradient at z (accelerated) or w */
-  const void *src = a->accelerated ? a->z : s->w;
-  double gn = 0, ybn = 0;
-  KTRY(krr_block_gradient(s->op, s->obj, &a->blk, src, a->g, a->gb, a->d, &gn, &ybn));
+  /* 2. block gradient at z (accelerated) or w; a path's factorisation
+   * (K_BB + lambda_q I per group, or K_BB's tridiagonal form) runs beside
+   * its kernel product (krr_overlap: one thread factors while the others
+   * start the product), so t_block includes it */
+  grad_t gr = {s, a->accelerated ? a->z : s->w, 0.0, 0.0};
+  if (a->exact && a->grp.ng > 0) {
+    double b3 = (double)b * (double)b * (double)b;
+    KTRY(krr_overlap(ctx, path_factor, s, a->grp.tri ? 4.0 / 3.0 * b3 : a->grp.ng * b3 / 3.0,
+                     block_gradient, &gr));
+  } else {
+    KTRY(block_gradient(ctx, &gr));
+  }
+  double gn = gr.gn, ybn = gr.ybn;
   double t3 = krr_now();
 
   /* 3. direction and update */
