@@ -305,6 +305,19 @@ static void test_vector_ops(backends *B, krr_precision prec) {
     res[be][3] = dget(ctx, prec, dy, n);
     st_ok(ctx, OP(ctx, prec, axpby, n, 0.0, dx, 2.0, dy), "axpby a=0");
     res[be][4] = dget(ctx, prec, dy, n);
+    { /* momentum: z and v updated (slots 6, 7), w = the old z exactly */
+      void *dz = dput(ctx, prec, x, n), *dv = dput(ctx, prec, y, n);
+      void *dw = ctx->ops->alloc(ctx, es * (size_t)n);
+      st_ok(ctx, OP(ctx, prec, momentum, n, 0.3, 0.8, dz, dv, dw), "momentum");
+      res[be][6] = dget(ctx, prec, dz, n);
+      res[be][7] = dget(ctx, prec, dv, n);
+      double *wh = dget(ctx, prec, dw, n); /* x is already rounded to prec */
+      char wl[80];
+      snprintf(wl, sizeof wl, "momentum w = z %s (%s)", pname(prec), be ? "cuda" : "cpu");
+      check(wl, relerr(wh, x, n), 0.0);
+      free(wh);
+      ctx->ops->dealloc(ctx, dz); ctx->ops->dealloc(ctx, dv); ctx->ops->dealloc(ctx, dw);
+    }
     st_ok(ctx, OP(ctx, prec, dot, n, dx, dy, &dots[be]), "dot");
     st_ok(ctx, OP(ctx, prec, nrm2, n, dx, &nrms[be]), "nrm2");
     /* copy / zero / upload / download round trip */
@@ -327,6 +340,8 @@ static void test_vector_ops(backends *B, krr_precision prec) {
   CMP(3, n, "axpby", tol);
   CMP(4, n, "axpby a=0", tol);
   CMP(5, n, "copy/zero/upload/download", 0.0);
+  CMP(6, n, "momentum z", tol);
+  CMP(7, n, "momentum v", tol);
 #undef CMP
   snprintf(w, sizeof w, "dot %s (cuda vs cpu)", pname(prec));
   /* y went through axpby on each backend, so in float its elements may differ

@@ -81,6 +81,10 @@ typedef enum {
   /* y = a x + b y (contiguous, length n) */                                            \
   krr_status (*axpby_##S)(krr_ctx *, int64_t n, double a, const real *x, double b,       \
                           real *y);                                                       \
+  /* Nesterov's three sequences in one pass (length n): w = z;                        \
+   * v = (1 - beta) z + beta v; z = alpha v + (1 - alpha) z (with the new v) */         \
+  krr_status (*momentum_##S)(krr_ctx *, int64_t n, double alpha, double beta, real *z,   \
+                             real *v, real *w);                                           \
   krr_status (*dot_##S)(krr_ctx *, int64_t n, const real *x, const real *y, double *out);\
   krr_status (*nrm2_##S)(krr_ctx *, int64_t n, const real *x, double *out);              \
   /* C = alpha op(A) op(B) + beta C; ta/tb: 0 = N, 1 = T */                             \

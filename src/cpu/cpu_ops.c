@@ -333,6 +333,7 @@ static krr_status cpu_sync(krr_ctx *ctx) { (void)ctx; return KRR_OK; }
   .kernel_mv_##S = krr_cpu_kernel_mv_##S, .kernel_block_##S = krr_cpu_kernel_block_##S,   \
   .gather_points_##S = cpu_gather_points_##S, .gather_rows_##S = cpu_gather_rows_##S,      \
   .scatter_axpy_##S = cpu_scatter_axpy_##S, .axpby_##S = cpu_axpby_##S,                    \
+  .momentum_##S = cpu_momentum_##S,                                                        \
   .dot_##S = cpu_dot_##S, .nrm2_##S = cpu_nrm2_##S, .gemm_##S = cpu_gemm_##S,              \
   .potrf_##S = cpu_potrf_##S, .trsm_##S = cpu_trsm_##S, .qr_q_##S = cpu_qr_q_##S,          \
   .svd_thin_##S = cpu_svd_thin_##S, .syev_##S = cpu_syev_##S,                              \

@@ -488,6 +488,29 @@ static krr_status op_scatter_axpy(krr_ctx *ctx, double alpha, const T *src, int6
 }
 
 template <typename T>
+__global__ void momentum_k(int64_t n, T a, T b, T *__restrict__ z, T *__restrict__ v,
+                           T *__restrict__ w) {
+  const T a1 = T(1) - a, b1 = T(1) - b;
+  KCU_FOR(i, n) {
+    const T zi = z[i], vi = b1 * zi + b * v[i];
+    w[i] = zi;
+    v[i] = vi;
+    z[i] = a * vi + a1 * zi;
+  }
+}
+
+template <typename T>
+static krr_status op_momentum(krr_ctx *ctx, int64_t n, double alpha, double beta, T *z, T *v, T *w) {
+  KCU_TRY(kcu_enter(ctx));
+  if (n < 0) return krr_fail(ctx, KRR_ERR_INPUT, "momentum: n = %lld", (long long)n);
+  if (n == 0) return KRR_OK;
+  krr_cuda_state *st = kcu_state(ctx);
+  momentum_k<T><<<kcu_grid(st, n), KCU_NT, 0, st->stream>>>(n, (T)alpha, (T)beta, z, v, w);
+  KCU_LAUNCHED(ctx, "momentum (kernel launch)");
+  return KRR_OK;
+}
+
+template <typename T>
 static krr_status op_axpby(krr_ctx *ctx, int64_t n, double a, const T *x, double b, T *y) {
   KCU_TRY(kcu_enter(ctx));
   if (n < 0) return krr_fail(ctx, KRR_ERR_INPUT, "axpby: n = %lld", (long long)n);
@@ -928,6 +951,7 @@ static krr_status op_loss_map(krr_ctx *ctx, int loss, int kind, int64_t n, doubl
   krr_cuda_kernel_mv_##S, krr_cuda_kernel_block_##S, \
   op_gather_points<real>, op_gather_rows<real>,    \
   op_scatter_axpy<real>, op_axpby<real>,           \
+  op_momentum<real>,                               \
   op_dot_##S, op_nrm2_##S, op_gemm<real>,          \
   op_potrf<real>, op_trsm<real>, op_qr_q<real>,    \
   op_svd_thin<real>, op_syev<real>,                \

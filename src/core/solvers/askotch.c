@@ -375,28 +375,33 @@ static krr_status ask_iterate(krr_solver *s) {
   double sL = 1.0 / a->L;
   size_t es = s->es;
   if (a->accelerated) {
-    double t_old = 0, t_new = 0, gd = 0;
-    if (a->restart) { /* <g, w_B> before the step */
+    int restart = 0;
+    if (a->restart) { /* <g, w_B> before the step, <g, w_new_B> = <g, z_B - d / L> after */
+      double t_old = 0, t_new = 0, gd = 0;
       KTRY(krr_op_gather(s->op, &a->blk, s->w, m, a->gb, b));
       KTRY(SOP(s, dot, b * m, a->g, a->gb, &t_old));
-    }
-    KTRY(ctx->ops->copy(ctx, s->w, a->z, es * (size_t)nm));
-    KTRY(krr_op_scatter_axpy(s->op, -sL, a->d, b, m, &a->blk, s->w));
-    if (a->restart) { /* <g, w_new_B> and the step's descent <g, d> / L */
-      KTRY(krr_op_gather(s->op, &a->blk, s->w, m, a->gb, b));
+      KTRY(krr_op_gather(s->op, &a->blk, a->z, m, a->gb, b));
+      KTRY(SOP(s, axpby, b * m, -sL, a->d, 1.0, a->gb));
       KTRY(SOP(s, dot, b * m, a->g, a->gb, &t_new));
       KTRY(SOP(s, dot, b * m, a->g, a->d, &gd));
+      /* <g, (z - w_old)_B> = <g, (w_new - w_old)_B> + <g, d> / L */
+      restart = t_new - t_old + sL * gd > RESTART_THETA * sL * gd;
     }
-    /* <g, (z - w_old)_B> = <g, (w_new - w_old)_B> + <g, d> / L */
-    if (a->restart && t_new - t_old + sL * gd > RESTART_THETA * sL * gd) {
+    if (restart) { /* w = v = z = z - d / L on B */
       a->restarts++;
+      KTRY(ctx->ops->copy(ctx, s->w, a->z, es * (size_t)nm));
+      KTRY(krr_op_scatter_axpy(s->op, -sL, a->d, b, m, &a->blk, s->w));
       KTRY(ctx->ops->copy(ctx, a->v, s->w, es * (size_t)nm));
       KTRY(ctx->ops->copy(ctx, a->z, s->w, es * (size_t)nm));
     } else {
-      KTRY(SOP(s, axpby, nm, 1.0 - a->beta, a->z, a->beta, a->v));
+      /* w = z - d / L (on B), v = (1 - beta) z + beta v - gamma d / L (on B),
+       * z = alpha v + (1 - alpha) w: one pass over the n x m sequences, then
+       * the block's corrections (z's: alpha gamma / L + (1 - alpha) / L) */
+      KTRY(SOP(s, momentum, nm, a->alpha, a->beta, a->z, a->v, s->w));
+      KTRY(krr_op_scatter_axpy(s->op, -sL, a->d, b, m, &a->blk, s->w));
       KTRY(krr_op_scatter_axpy(s->op, -a->gamma * sL, a->d, b, m, &a->blk, a->v));
-      KTRY(ctx->ops->copy(ctx, a->z, s->w, es * (size_t)nm));
-      KTRY(SOP(s, axpby, nm, a->alpha, a->v, 1.0 - a->alpha, a->z));
+      KTRY(krr_op_scatter_axpy(s->op, -(a->alpha * a->gamma + 1.0 - a->alpha) * sL, a->d, b, m,
+                               &a->blk, a->z));
     }
   } else {
     KTRY(krr_op_scatter_axpy(s->op, -sL, a->d, b, m, &a->blk, s->w));
