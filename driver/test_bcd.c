@@ -128,6 +128,18 @@ static void test_nystrom(krr_ctx *ctx, const double *X, const double *y, int64_t
   free(cen); free(got); free(a_ref); free(a);
 }
 
+/* the reference: the cholesky solver's weights on f's operator at one
+ * lambda (targets y, m columns) */
+static krr_status chol_at(const tfit *f, double lambda, const double *y, int m, double *ref) {
+  tfit g = *f;
+  krr_diag dg;
+  double cr;
+  krr_status st = krr_objective_init(f->ctx, f->op, krr_loss_lookup("squared"), lambda, y, m, &g.obj);
+  if (st == KRR_OK) st = trun(&g, "cholesky", "", 1e-12, 1, 1, ref, &cr, &dg, NULL);
+  krr_objective_free(f->ctx, &g.obj);
+  return st;
+}
+
 /* A lambda path solved at once: the targets repeated L times with a lambda
  * per column equal the separate solves at each lambda (Nystrom: the host
  * inducing-point solve; random features: the cholesky solver on the same
@@ -181,14 +193,7 @@ static void test_path(krr_ctx *ctx, const double *X, const double *y, int64_t n,
       if (!feat) {
         info = inducing_oracle(&k, X, n, p, y, m, lams[l], cen, mc, ref);
       } else { /* cholesky on the same feature operator at lambda_l */
-        tfit g = f;
-        krr_objective one;
-        krr_diag dg;
-        double cr;
-        st = krr_objective_init(ctx, f.op, krr_loss_lookup("squared"), lams[l], y, m, &one);
-        g.obj = one;
-        if (st == KRR_OK) st = trun(&g, "cholesky", "", 1e-12, 1, 1, ref, &cr, &dg, NULL);
-        krr_objective_free(ctx, &g.obj);
+        st = chol_at(&f, lams[l], y, m, ref);
       }
       double e = rel_diff(w + (int64_t)l * m * rows, ref, rows * m);
       if (verbose) printf("path %s lambda %g: err %.2e\n", feat ? "features" : "nystrom", lams[l], e);
@@ -203,20 +208,13 @@ static void test_path(krr_ctx *ctx, const double *X, const double *y, int64_t n,
     if (feat && st == KRR_OK) { /* one lambda for every column again: the path's eigensystems
                                    stay, only their scales change; = Cholesky at that lambda */
       const double l1 = 0.7 * lams[0];
-      tfit g = f;
-      krr_objective one;
-      krr_diag dg;
-      double cr;
       st = krr_solver_set_lambda(s, l1);
       for (int it = 0; st == KRR_OK && it < 500; it++) {
         if ((st = krr_solver_step(s, 6)) != KRR_OK) break;
         if ((st = krr_solver_residual(s, &rr)) != KRR_OK || rr <= 1e-11) break;
       }
       if (st == KRR_OK) st = krr_solver_weights(s, w);
-      if (st == KRR_OK) st = krr_objective_init(ctx, f.op, krr_loss_lookup("squared"), l1, y, m, &one);
-      g.obj = one;
-      if (st == KRR_OK) st = trun(&g, "cholesky", "", 1e-12, 1, 1, ref, &cr, &dg, NULL);
-      krr_objective_free(ctx, &g.obj);
+      if (st == KRR_OK) st = chol_at(&f, l1, y, m, ref);
       double e = 0;
       for (int l = 0; l < L; l++) { /* every copy of the targets now solves the same system */
         double el = rel_diff(w + (int64_t)l * m * rows, ref, rows * m);
@@ -238,12 +236,7 @@ static void test_path(krr_ctx *ctx, const double *X, const double *y, int64_t n,
         CHECK(st == KRR_OK && cr <= 1e-11, "%s path: status %d (%s) crit %.3g", v ? "NSAP" : "SAP",
               st, ctx->msg, cr);
         for (int l = 0; st == KRR_OK && l < L; l++) {
-          tfit g = f;
-          krr_objective one;
-          st = krr_objective_init(ctx, f.op, krr_loss_lookup("squared"), lams[l], y, m, &one);
-          g.obj = one;
-          if (st == KRR_OK) st = trun(&g, "cholesky", "", 1e-12, 1, 1, rf, &cr, &dg, NULL);
-          krr_objective_free(ctx, &g.obj);
+          st = chol_at(&f, lams[l], y, m, rf);
           double e = rel_diff(wf + (int64_t)l * m * n, rf, n * m);
           if (verbose) printf("path %s lambda %g: err %.2e\n", v ? "NSAP" : "SAP", lams[l], e);
           CHECK(st == KRR_OK && e <= 1e-8, "%s path at lambda %g: err %.3g", v ? "NSAP" : "SAP",
@@ -302,30 +295,16 @@ static void test_sap_path(krr_ctx *ctx, int p) {
   if (st == KRR_OK) st = krr_objective_init(ctx, f.op, krr_loss_lookup("squared"), 1.0, Y, L, &f.obj);
   if (st == KRR_OK) st = krr_objective_set_lambdas(ctx, &f.obj, lcol);
   double *w = malloc(sizeof(double) * n * L), *ref = malloc(sizeof(double) * n), rr = INFINITY;
-  krr_solver *s = NULL;
-  krr_options *o = topts(ctx, "askotch", "block_solve=exact block_size=400 seed=5");
-  if (st == KRR_OK) st = krr_solver_init(ctx, f.op, &f.obj, o, &s);
-  krr_options_free(o);
-  int it = 0;
-  for (; st == KRR_OK && it < 400; it++) {
-    if ((st = krr_solver_step(s, 8)) != KRR_OK) break;
-    if ((st = krr_solver_residual(s, &rr)) != KRR_OK || rr <= 1e-11) break;
-  }
-  if (st == KRR_OK) st = krr_solver_weights(s, w);
-  CHECK(st == KRR_OK && rr <= 1e-11, "SAP path: status %d (%s) crit %.3g after %d slices", st, ctx->msg,
-        rr, it);
+  krr_diag dg;
+  if (st == KRR_OK)
+    st = trun(&f, "askotch", "block_solve=exact block_size=400 seed=5", 1e-11, 3200, 8, w, &rr, &dg, NULL);
+  CHECK(st == KRR_OK && rr <= 1e-11, "SAP path: status %d (%s) crit %.3g", st, ctx->msg, rr);
   for (int l = 0; st == KRR_OK && l < L; l++) {
-    tfit g = f;
-    krr_diag dg;
-    double cr;
-    st = krr_objective_init(ctx, f.op, krr_loss_lookup("squared"), lams[l], y, 1, &g.obj);
-    if (st == KRR_OK) st = trun(&g, "cholesky", "", 1e-12, 1, 1, ref, &cr, &dg, NULL);
-    krr_objective_free(ctx, &g.obj);
+    st = chol_at(&f, lams[l], y, 1, ref);
     double e = rel_diff(w + (int64_t)l * n, ref, n);
     if (verbose) printf("SAP path lambda %g: err %.2e\n", lams[l], e);
     CHECK(st == KRR_OK && e <= 1e-8, "SAP path at lambda %g: err %.3g (%s)", lams[l], e, ctx->msg);
   }
-  krr_solver_free(s);
   tfit_free(&f);
   free(X); free(y); free(Y); free(lcol); free(w); free(ref);
 }

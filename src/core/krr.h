@@ -69,6 +69,9 @@ typedef struct {
 } krr_kernel;
 
 typedef struct krr_ops krr_ops;
+struct krr_ctx;
+/* a unit of work on a context (krr_overlap) */
+typedef krr_status (*krr_task)(struct krr_ctx *ctx, void *arg);
 
 /* One context per fit / per call: owns the backend handle, the error detail
  * and the resource policy. */
@@ -97,7 +100,7 @@ typedef struct krr_ctx {
   /* internal: a task waiting to run beside the next kernel product
    * (krr_overlap; NULL when none), its size, its result, and whether it is
    * running now (polling is paused meanwhile) */
-  krr_status (*side)(struct krr_ctx *ctx, void *arg);
+  krr_task side;
   void *side_arg;
   double side_flops;
   krr_status side_status;
@@ -135,7 +138,6 @@ double krr_time_left(const krr_ctx *ctx);
  * the block's kernel rows); otherwise, or on other backends, it runs after
  * `main`.  Side runs with ctx->threads = 1 and polling paused (it must be
  * short: a factorisation, not a loop).  Returns main's status, else side's. */
-typedef krr_status (*krr_task)(krr_ctx *ctx, void *arg);
 krr_status krr_overlap(krr_ctx *ctx, krr_task side, void *side_arg, double side_flops,
                        krr_task main, void *main_arg);
 /* Backends: run the waiting side task now, if any (once). */

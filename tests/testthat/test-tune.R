@@ -59,18 +59,21 @@ test_that("a lambda path is scored by K-fold CV, exactly and with warm starts", 
   sc <- oracle_scale(d$x)
   xs <- scale(d$x, sc$center, sc$scale)
   yc <- d$y - mean(d$y)
-  cv <- vapply(tab$lambda, function(l) {
+  # the mean squared CV error at each lambda of `lams`, given the held-out
+  # predictions of a fit on the centred fold targets: predict_fold(l, tr, yt)
+  cv_oracle <- function(lams, predict_fold) vapply(lams, function(l) {
     sse <- 0
     for (f in 1:5) {
       tr <- folds != f
       mu <- mean(yc[tr])
-      K <- oracle_kernel(xs[tr, ], xs[tr, ], "rbf", 1.5)
-      w <- solve(K + l * diag(sum(tr)), yc[tr] - mu)
-      pr <- oracle_kernel(xs[!tr, ], xs[tr, ], "rbf", 1.5) %*% w + mu
-      sse <- sse + sum((pr - yc[!tr])^2)
+      sse <- sse + sum((predict_fold(l, tr, yc[tr] - mu) + mu - yc[!tr])^2)
     }
     sse / 120
   }, 0)
+  cv <- cv_oracle(tab$lambda, function(l, tr, yt) {
+    K <- oracle_kernel(xs[tr, ], xs[tr, ], "rbf", 1.5)
+    oracle_kernel(xs[!tr, ], xs[tr, ], "rbf", 1.5) %*% solve(K + l * diag(sum(tr)), yt)
+  })
   expect_lt(rel_err(tab$cv, cv), 1e-8)
   expect_equal(fit$lambda, tab$lambda[which.min(cv)])
   expect_equal(tab$selected, tab$lambda == fit$lambda)
@@ -87,18 +90,12 @@ test_that("a lambda path is scored by K-fold CV, exactly and with warm starts", 
   # seed (the same centres), predicted at the held-out rows
   fit3 <- krr(d$x, d$y, bandwidth = 1.5, lambda = path, seed = 3,
               solver = falkon(centers = 40), tol = 1e-10, threads = 1)
-  cv3 <- vapply(fit3$tuning$path$lambda, function(l) {
-    sse <- 0
-    for (f in 1:5) {
-      tr <- folds != f
-      mu <- mean(yc[tr])
-      ff <- suppressWarnings(krr(xs[tr, ], yc[tr] - mu, bandwidth = 1.5, lambda = l,
-                                 solver = falkon(centers = 40), seed = 3, tol = 1e-12,
-                                 standardize = FALSE, threads = 1))
-      sse <- sse + sum((predict(ff, xs[!tr, ]) + mu - yc[!tr])^2)
-    }
-    sse / 120
-  }, 0)
+  cv3 <- cv_oracle(fit3$tuning$path$lambda, function(l, tr, yt) {
+    ff <- suppressWarnings(krr(xs[tr, ], yt, bandwidth = 1.5, lambda = l,
+                               solver = falkon(centers = 40), seed = 3, tol = 1e-12,
+                               standardize = FALSE, threads = 1))
+    predict(ff, xs[!tr, ])
+  })
   expect_lt(rel_err(fit3$tuning$path$cv, cv3), 1e-6)
 })
 
