@@ -159,8 +159,8 @@ static int cmd_test(const args_t *a) {
  * seed: the device's weights (len numbers) within tcd of the CPU's and the
  * criteria within 10%; w_ref (or NULL) is only reported. */
 static void par_steps(tfit *fc, tfit *fd, const char *label, const char *solver, const char *spec,
-                      int64_t steps, double tcd, const char *what, int dbl, int64_t len, double *w_cpu,
-                      double *w_dev, const double *w_ref) {
+                      int64_t steps, double tcd, double floor, const char *what, int dbl, int64_t len,
+                      double *w_cpu, double *w_dev, const double *w_ref) {
   double rc = INFINITY, rd = INFINITY, t0 = krr_now(), t1, t2;
   krr_diag dg;
   memset(w_cpu, 0, sizeof(double) * (size_t)len);
@@ -171,7 +171,7 @@ static void par_steps(tfit *fc, tfit *fd, const char *label, const char *solver,
   t2 = krr_now();
   double e_cd = s1 == KRR_OK && s2 == KRR_OK ? rel_diff(w_dev, w_cpu, len) : INFINITY;
   double e_ref = w_ref ? rel_diff(w_dev, w_ref, len) : NAN;
-  CHECK(e_cd <= tcd && fabs(rd - rc) <= 0.1 * rc + (dbl ? 1e-12 : 1e-5),
+  CHECK(e_cd <= tcd && fabs(rd - rc) <= 0.1 * rc + floor,
         "%s %s: status %d / %d (%s) criterion %.3g (CPU %.3g), vs CPU %.3g, vs exact %.3g", label, what,
         s1, s2, s2 ? fd->ctx->msg : "", rd, rc, e_cd, e_ref);
   if (getenv("KRR_VERBOSE"))
@@ -252,12 +252,17 @@ static int cmd_parity(const args_t *a) {
       /* the other solvers: a fixed number of steps from the same seed on both
        * backends must give the same weights up to rounding (Falkon, EigenPro 3
        * and Nystrom BCD solve the Nystrom problem; EigenPro and Joker's dual
-       * block method converge slowly: no exact reference) */
+       * block method converge slowly: no exact reference).  In single
+       * precision the Nystrom problems (K_MM of 300 RBF centres: condition
+       * near 1e7, about float's 1/eps) have a criterion floor near 1e-4 that
+       * each backend and thread count reaches differently (H100: 2.3e-5 on
+       * the device, 8.6e-5 on 16 CPU threads): their slack is 2e-4 */
       char what[64];
       snprintf(what, sizeof what, "%-8s %s", kernel_names[kt], pr ? "double" : "single");
       for (size_t c = 0; run_more && c < sizeof more / sizeof more[0]; c++)
         par_steps(&fc, &fd, more[c].label, more[c].solver, more[c].spec, more[c].steps,
-                  pr ? 1e-9 : (more[c].nys ? 0.1 : 2e-3), what, pr, n * m, w_cpu, w_dev, w_ref);
+                  pr ? 1e-9 : (more[c].nys ? 0.1 : 2e-3), pr ? 1e-12 : (more[c].nys ? 2e-4 : 1e-5), what,
+                  pr, n * m, w_cpu, w_dev, w_ref);
       tfit_free(&fc);
       tfit_free(&fd);
       /* random-feature BCD on 200 random features (the feature operator on the
@@ -270,13 +275,13 @@ static int cmd_parity(const args_t *a) {
         krr_status s2 = tfit_make_features(&dev, prec, X, n, p, y, m, k, lambda, 200, 17, &gd);
         if (s1 == KRR_OK && s2 == KRR_OK) {
           par_steps(&gc, &gd, "bcd_feat", "bcd_features", "block_size=50 seed=3", 20, pr ? 1e-9 : 2e-3,
-                    what, pr, n * m, w_cpu, w_dev, NULL);
+                    pr ? 1e-12 : 1e-5, what, pr, n * m, w_cpu, w_dev, NULL);
           s1 = krr_objective_set_lambdas(&cpu, &gc.obj, lcol);
           s2 = krr_objective_set_lambdas(&dev, &gd.obj, lcol);
           CHECK(s1 == KRR_OK && s2 == KRR_OK, "bcd_feat path %s: set_lambdas: %s", what, dev.msg);
           if (s1 == KRR_OK && s2 == KRR_OK)
             par_steps(&gc, &gd, "bcd_f_path", "bcd_features", "block_size=50 seed=3", 20,
-                      pr ? 1e-9 : 2e-3, what, pr, n * m, w_cpu, w_dev, NULL);
+                      pr ? 1e-9 : 2e-3, pr ? 1e-12 : 1e-5, what, pr, n * m, w_cpu, w_dev, NULL);
         }
         if (gc.op) tfit_free(&gc);
         if (gd.op) tfit_free(&gd);

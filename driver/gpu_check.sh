@@ -2,7 +2,7 @@
 # One-stop check of the CUDA backend on a GPU machine (no R needed).
 #
 #   sh driver/gpu_check.sh [--quick] [stage ...]      (from the repository root)
-#   stages: build parity solvers memcheck racecheck bench torch   (default: all, in that order)
+#   stages: build parity solvers progs memcheck racecheck bench torch   (default: all, in that order)
 #
 # build     : tools/config_cuda.sh probe, CUDA objects, test_parity (needs
 #             OpenBLAS + LAPACKE dev files; checked by a test compile, else the
@@ -10,6 +10,9 @@
 # parity    : driver/build/cuda/test_parity (every krr_ops entry, CPU vs CUDA)
 # solvers   : driver/build/cudadrv/askotch_driver parity --backend cuda (every solver's
 #             solution on the GPU vs the CPU backend vs the exact Cholesky one)
+# progs     : the driver's test programs that take --backend (test_seams, test_bcd,
+#             test_features, test_joker, test_restart, test_solvers, test_solvers2)
+#             on the CUDA backend
 # memcheck  : compute-sanitizer --tool memcheck --leak-check full test_parity --small
 # racecheck : compute-sanitizer --tool racecheck test_parity --small
 # bench     : inst/bench/gpu bench_cuda (cuBLAS GEMM + kernel_mv roofline table)
@@ -24,11 +27,11 @@ STAGES=
 for a in "$@"; do
   case "$a" in
     --quick) QUICK=--quick ;;
-    build|parity|solvers|memcheck|racecheck|bench|torch) STAGES="$STAGES $a" ;;
-    *) echo "usage: $0 [--quick] [build|parity|memcheck|racecheck|bench|torch ...]"; exit 2 ;;
+    build|parity|solvers|progs|memcheck|racecheck|bench|torch) STAGES="$STAGES $a" ;;
+    *) echo "usage: $0 [--quick] [build|parity|solvers|progs|memcheck|racecheck|bench|torch ...]"; exit 2 ;;
   esac
 done
-[ -n "$STAGES" ] || STAGES="build parity solvers memcheck racecheck bench torch"
+[ -n "$STAGES" ] || STAGES="build parity solvers progs memcheck racecheck bench torch"
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 2
@@ -117,6 +120,18 @@ for stage in $STAGES; do
         grep '^FAIL' "$LOG/solvers.log" | head -n 40
       else
         note solvers skip - "askotch_driver (CUDA=1) did not build: see solvers-build.log"
+      fi
+      ;;
+    progs)
+      # the test programs of the CPU suite, each on the CUDA backend
+      if make -s -C driver B=build/cudadrv CUDA=1 CUDA_HOME="$CUDA_HOME" -j"$JOBS" progs >"$LOG/progs-build.log" 2>&1; then
+        for t in test_seams test_bcd test_features test_joker test_restart test_solvers test_solvers2; do
+          run "$t" 300 driver/build/cudadrv/$t --backend cuda
+          note "$t" "$RUN_ST" "$RUN_DT" "$(grep -E '^[0-9]+ passed' "$LOG/$t.log" | tail -n 1)"
+          grep -E '^FAIL' "$LOG/$t.log" | head -n 20
+        done
+      else
+        note progs skip - "test programs (CUDA=1) did not build: see progs-build.log"
       fi
       ;;
     memcheck|racecheck)

@@ -4,7 +4,8 @@
 # backend on the same machine.  Run from the repository root:
 #
 #   sh driver/gpu_session.sh [budget_seconds]        (default 420)
-#   env: STAGES (gpu_check stages), STAGE_TIMEOUT (100 s), FIT_N (1e5)
+#   env: STAGES (gpu_check stages), STAGE_TIMEOUT (100 s), FIT_N (1e6),
+#        FITS (names of the whole fits below to run; default all)
 #
 # The GPU machine has no OpenBLAS/LAPACKE development files: where the folder
 # .blas/ exists (include/ + lib/ copied from a Debian machine with
@@ -34,7 +35,7 @@ export JOBS KRR_VERBOSE=1
 
 # 1. build, operator parity, solver parity, memcheck, racecheck and the PyTorch
 #    comparison (add "bench" to STAGES for the kernel_mv roofline table)
-OUT=$LOG STAGE_TIMEOUT=${STAGE_TIMEOUT:-100} sh driver/gpu_check.sh --quick ${STAGES:-build parity solvers memcheck racecheck torch}
+OUT=$LOG STAGE_TIMEOUT=${STAGE_TIMEOUT:-100} sh driver/gpu_check.sh --quick ${STAGES:-build parity progs solvers memcheck racecheck torch}
 echo "gpu_check done at $(( $(date +%s) - T0 ))s"
 
 # 2. whole fits: GPU vs the CPU backend (all cores) on the same synthetic data
@@ -42,6 +43,7 @@ D=driver/build/cudadrv/askotch_driver
 [ -x "$D" ] || { echo "no $D"; exit 1; }
 fit() { # name limit args...
   name=$1; lim=$2; shift 2
+  case " ${FITS:-all} " in *" all "*|*" $name "*) ;; *) return ;; esac
   l=$(left); [ "$l" -lt 20 ] && { echo "skip $name (budget)"; return; }
   [ "$lim" -gt "$l" ] && lim=$l
   echo "== $name: $*"
@@ -51,6 +53,7 @@ fit() { # name limit args...
 N=${FIT_N:-1000000}
 # ASkotch: seconds per block step at the default block (n / 100) and larger
 fit ask_cuda_f 60 bench --backend cuda --n "$N" --p 10 --iters 20 --precision single
+fit ask_cuda_f_b2 60 bench --backend cuda --n "$N" --p 10 --b 20000 --iters 10 --precision single
 fit ask_cuda_f_b5 60 bench --backend cuda --n "$N" --p 10 --b 50000 --iters 10 --precision single
 fit ask_cuda_d 60 bench --backend cuda --n "$N" --p 10 --iters 10 --precision double
 fit ask_cpu_f 60 bench --backend cpu --n "$N" --p 10 --iters 4 --precision single

@@ -360,6 +360,49 @@ int main(int argc, char **argv) {
     free(y2);
   }
 
+  /* (i) on a backend other than the CPU table (a device) the trust-region
+   * loops run on a host context, on copies of K_BB and the block's vectors:
+   * a copy of the CPU table takes that path on the CPU, and must give the
+   * weights of the direct path up to rounding (the same operations, the
+   * block data passing through download / upload) */
+  if (ctx.ops == krr_cpu_ops()) {
+    krr_ops alt = *krr_cpu_ops();
+    krr_ctx actx;
+    if (krr_ctx_init(&actx, &alt, ctx.threads, 0) == KRR_OK) {
+      const int ls[] = {SVR, HINGE, LOGIT};
+      for (int t = 0; t < 6; t++) {
+        int l = ls[t % 3];
+        krr_precision prec = t < 3 ? KRR_DOUBLE : KRR_FLOAT;
+        for (int64_t i = 0; i < n; i++) {
+          y[i] = l >= HINGE ? (Y[i] > 0 ? 1.0 : -1.0) : Y[i];
+          y[i + n] = l >= HINGE ? (X[i] * X[i + n] > 0 ? 1.0 : -1.0) : Y[i + n];
+        }
+        tfit f, g;
+        double c1 = INFINITY, c2 = INFINITY, *w2 = malloc(sizeof(double) * (size_t)(2 * n));
+        krr_diag d1, d2;
+        int m1 = setup(&ctx, prec, X, n, p, y, 2, lam, l, params[l], &f) == KRR_OK;
+        int m2 = setup(&actx, prec, X, n, p, y, 2, lam, l, params[l], &g) == KRR_OK;
+        krr_status s1 = m1 ? trun(&f, "joker", "block_size=64 seed=4", 0, 25, 25, w, &c1, &d1, NULL)
+                           : KRR_ERR_INPUT;
+        krr_status s2 = m2 ? trun(&g, "joker", "block_size=64 seed=4", 0, 25, 25, w2, &c2, &d2, NULL)
+                           : KRR_ERR_INPUT;
+        double e = s1 == KRR_OK && s2 == KRR_OK ? rel_diff(w2, w, 2 * n) : INFINITY;
+        double tol = prec == KRR_DOUBLE ? 1e-12 : 1e-5;
+        printf("  %-13s %s, host trust region vs direct: rel diff %.2e (crit %.2e vs %.2e)\n", lname[l],
+               prec == KRR_DOUBLE ? "double" : "float ", e, c2, c1);
+        CHECK(s1 == KRR_OK && s2 == KRR_OK && e <= tol && fabs(c2 - c1) <= tol * (fabs(c1) + 1e-3),
+              "(i) %s %s: host trust region %d (%s) differs by %.3e", lname[l],
+              prec == KRR_DOUBLE ? "double" : "float", s2, actx.msg, e);
+        if (m1) tfit_free(&f);
+        if (m2) tfit_free(&g);
+        free(w2);
+      }
+      krr_ctx_free(&actx);
+    } else {
+      CHECK(0, "(i) a context on a copy of the CPU table: %s", actx.msg);
+    }
+  }
+
   /* (f) input errors */
   {
     tfit f;

@@ -44,6 +44,10 @@
  * theta += Z_B^T (a_B' - a_B) in O(b nfeat m) instead of a product over all
  * n rows; theta is recomputed from a at every (re)start (one pass).
  *
+ * On a device backend the per-column trust-region loops run on a host
+ * context (copies of K_BB and the block's vectors; jk_init): they are long
+ * chains of b-vector operations, latency bound on a GPU.
+ *
  * The running criterion estimate feeds krr_solver_track_block with the norm
  * of the projected (free) block gradient, which vanishes at the solution for
  * every loss; the exact criterion (krr_solver_residual) is the loss's: the
@@ -75,6 +79,13 @@ typedef struct {
   double radius;              /* last trust-region radius */
   int64_t nf;                 /* inexact mode: the operator's features (0: exact) */
   void *theta, *ZB;           /* nf x m and b x nf (inexact mode) */
+  /* where the trust-region loops run: the fit's context, or on a device a
+   * host context (hctx) with host copies of K_BB, gbar, a_B and y_B (hKB ...) */
+  krr_ctx *tc;
+  krr_ctx hctx;
+  int host;
+  void *hKB, *hgbar, *haB, *hyB;
+  void *tKB;                  /* the K_BB the trust-region loops read (KB or hKB) */
 } jk_t;
 
 static const char *const extras[] = {"tr_steps", "tr_accepted", "cg_steps", "cg_restarts", "radius",
@@ -84,6 +95,27 @@ static const char *const extras[] = {"tr_steps", "tr_accepted", "cg_steps", "cg_
 #define O(s) SOPT(s, opts_t)
 #define LMAP(s, kind, len, y, a, out)                                                       \
   SOP(s, loss_map, (s)->obj->loss->code, kind, len, (s)->obj->lambda, (s)->obj->param, y, a, out)
+/* the same on the trust-region context (J(s)->tc) */
+#define TOP(s, name, ...) KOP(J(s)->tc, (s)->prec, name, __VA_ARGS__)
+#define TMAP(s, kind, len, y, a, out)                                                       \
+  TOP(s, loss_map, (s)->obj->loss->code, kind, len, (s)->obj->lambda, (s)->obj->param, y, a, out)
+
+/* a failure on the host trust-region context, reported on the fit's */
+static krr_status jk_tr_status(krr_solver *s, krr_status st) {
+  jk_t *j = J(s);
+  if (st != KRR_OK && j->host) {
+    krr_fail(s->ctx, st, "%s", j->hctx.msg);
+    krr_clear(&j->hctx);
+  }
+  return st;
+}
+
+static void jk_release(krr_solver *s) {
+  jk_t *j = J(s);
+  if (j->host) krr_ctx_free(&j->hctx);
+  j->host = 0;
+  j->tc = NULL;
+}
 
 /* 512 for every loss and operator.  The paper uses 2048 (exact), 1024
  * (logistic) and 512 (random features); on Fashion-MNIST (hinge, C = 10) and
@@ -135,17 +167,38 @@ static krr_status jk_init(krr_solver *s) {
   j->a0 = krr_arena_dev(ar, bm, es);
   j->yB = krr_arena_dev(ar, bm, es);
   KTRY(KRR_ALLOCATED(ar, j->perm, j->KB, j->gbar, j->aB, j->a0, j->yB));
+  /* On a device the trust-region loops (thousands of b-vector operations per
+   * block, each a kernel launch and many a synchronising reduction: latency
+   * bound, 100x slower than the CPU at b = 64) run on the host, on copies of
+   * K_BB and the block's b x m vectors; the O(b n) products stay on the device. */
+  j->tc = s->ctx;
+  j->tKB = j->KB;
+  if (s->ctx->ops != krr_cpu_ops()) {
+    if (krr_ctx_init(&j->hctx, krr_cpu_ops(), s->ctx->threads, 0) != KRR_OK) {
+      krr_ctx_free(&j->hctx);
+      return krr_fail(s->ctx, j->hctx.status, "%s", j->hctx.msg);
+    }
+    j->host = 1;
+    j->tc = &j->hctx;
+    j->hKB = krr_arena_host(ar, b * b, es);
+    j->hgbar = krr_arena_host(ar, bm, es);
+    j->haB = krr_arena_host(ar, bm, es);
+    j->hyB = krr_arena_host(ar, bm, es);
+    KTRY(KRR_ALLOCATED(ar, j->hKB, j->hgbar, j->haB, j->hyB));
+    j->tKB = j->hKB;
+  }
   void **vec[] = {&j->g, &j->lo, &j->hi, &j->L, &j->U, &j->mask, &j->h,
                   &j->s, &j->r, &j->d, &j->Qd, &j->p, &j->t1, &j->t2, &j->ones};
   for (size_t i = 0; i < sizeof vec / sizeof vec[0]; i++)
-    if (!(*vec[i] = krr_arena_dev(ar, b, es))) return s->ctx->status;
+    if (!(*vec[i] = j->host ? krr_arena_host(ar, b, es) : krr_arena_dev(ar, b, es)))
+      return s->ctx->status;
   j->nf = s->op->nfeat > 0 ? s->op->nfeat : 0;
   if (j->nf) {
     j->theta = krr_arena_dev(ar, j->nf * (int64_t)s->m, es);
     j->ZB = krr_arena_dev(ar, j->nf * b, es);
     KTRY(KRR_ALLOCATED(ar, j->theta, j->ZB));
   }
-  KTRY(LMAP(s, KRR_MAP_ONES, b, NULL, NULL, j->ones)); /* sums of b-vectors (the DF map) */
+  KTRY(jk_tr_status(s, TMAP(s, KRR_MAP_ONES, b, NULL, NULL, j->ones))); /* sums of b-vectors (the DF map) */
   j->nblocks = (n + b - 1) / b;
   krr_solver_set_extra(s, "nblocks", (double)j->nblocks);
   return KRR_OK;
@@ -191,16 +244,16 @@ static void block_rows(const krr_solver *s, int64_t k, int64_t *first, int64_t *
 /* out = K_BB v + h .* v (b-vectors); masked by the free set when mask != NULL */
 static krr_status qmul(krr_solver *s, int64_t b, const void *v, void *out, int masked) {
   jk_t *j = J(s);
-  krr_ctx *ctx = s->ctx;
+  krr_ctx *ctx = J(s)->tc;
   KTRY(ctx->ops->copy(ctx, out, v, s->es * (size_t)b));
-  KTRY(LMAP(s, KRR_MAP_MUL, b, NULL, j->h, out));
-  KTRY(SOP(s, gemm, 0, 0, b, 1, b, 1.0, j->KB, b, v, b, 1.0, out, b));
-  if (masked) KTRY(LMAP(s, KRR_MAP_MUL, b, NULL, j->mask, out));
+  KTRY(TMAP(s, KRR_MAP_MUL, b, NULL, j->h, out));
+  KTRY(TOP(s, gemm, 0, 0, b, 1, b, 1.0, j->tKB, b, v, b, 1.0, out, b));
+  if (masked) KTRY(TMAP(s, KRR_MAP_MUL, b, NULL, j->mask, out));
   return KRR_OK;
 }
 
 static krr_status dot(krr_solver *s, int64_t b, const void *x, const void *y, double *out) {
-  return SOP(s, dot, b, x, y, out);
+  return TOP(s, dot, b, x, y, out);
 }
 
 /* the model g^T v + 1/2 v^T Q v of the trust-region step v (Qd: scratch) */
@@ -221,22 +274,22 @@ static krr_status model(krr_solver *s, int64_t b, const void *v, double *out) {
  * beats s. */
 static krr_status box_step(krr_solver *s, int64_t b, double w, void *tmp) {
   jk_t *j = J(s);
-  krr_ctx *ctx = s->ctx;
+  krr_ctx *ctx = J(s)->tc;
   size_t vb = s->es * (size_t)b;
   double tlo = 0, thi = w;
   for (int it = 0; it < 30; it++) {
     double t = 0.5 * (tlo + thi), viol = 0;
     KTRY(ctx->ops->copy(ctx, tmp, j->s, vb));
-    KTRY(SOP(s, axpby, b, t, j->d, 1.0, tmp));
+    KTRY(TOP(s, axpby, b, t, j->d, 1.0, tmp));
     KTRY(ctx->ops->copy(ctx, j->t2, tmp, vb));
-    KTRY(LMAP(s, KRR_MAP_CLAMP, b, j->L, j->U, j->t2));
-    KTRY(SOP(s, axpby, b, -1.0, tmp, 1.0, j->t2));
-    KTRY(SOP(s, nrm2, b, j->t2, &viol));
+    KTRY(TMAP(s, KRR_MAP_CLAMP, b, j->L, j->U, j->t2));
+    KTRY(TOP(s, axpby, b, -1.0, tmp, 1.0, j->t2));
+    KTRY(TOP(s, nrm2, b, j->t2, &viol));
     if (viol > 0) thi = t; else tlo = t;
   }
   /* thi (just past the crossing) clamped: the crossing variables land exactly on their bounds */
-  KTRY(SOP(s, axpby, b, thi, j->d, 1.0, j->s));
-  return LMAP(s, KRR_MAP_CLAMP, b, j->L, j->U, j->s);
+  KTRY(TOP(s, axpby, b, thi, j->d, 1.0, j->s));
+  return TMAP(s, KRR_MAP_CLAMP, b, j->L, j->U, j->s);
 }
 
 /* tau >= 0 with ||s + tau d|| = radius */
@@ -254,7 +307,7 @@ static krr_status trust_region(krr_solver *s, int64_t b, void *a, void *gb, cons
                                double *pg) {
   jk_t *j = J(s);
   const opts_t *o = O(s);
-  krr_ctx *ctx = s->ctx;
+  krr_ctx *ctx = J(s)->tc;
   size_t vb = s->es * (size_t)b;
   double lambda = s->obj->lambda, e = krr_precision_eps(s->prec);
   double radius = 0, rmax = 0, g0 = 0, gtol = 0;
@@ -263,38 +316,38 @@ static krr_status trust_region(krr_solver *s, int64_t b, void *a, void *gb, cons
   for (int64_t k = 0; k < o->tr_iters; k++) {
     /* gradient, its projection, the step box and the free set at a */
     KTRY(ctx->ops->copy(ctx, j->g, a, vb));
-    KTRY(LMAP(s, KRR_MAP_GRAD, b, y, a, j->g));
-    KTRY(SOP(s, axpby, b, 1.0, gb, 1.0, j->g));
-    KTRY(LMAP(s, KRR_MAP_PSEUDO, b, y, a, j->g));
+    KTRY(TMAP(s, KRR_MAP_GRAD, b, y, a, j->g));
+    KTRY(TOP(s, axpby, b, 1.0, gb, 1.0, j->g));
+    KTRY(TMAP(s, KRR_MAP_PSEUDO, b, y, a, j->g));
     KTRY(ctx->ops->copy(ctx, j->lo, j->g, vb));
-    KTRY(LMAP(s, KRR_MAP_LO, b, y, a, j->lo));
+    KTRY(TMAP(s, KRR_MAP_LO, b, y, a, j->lo));
     KTRY(ctx->ops->copy(ctx, j->hi, j->g, vb));
-    KTRY(LMAP(s, KRR_MAP_HI, b, y, a, j->hi));
+    KTRY(TMAP(s, KRR_MAP_HI, b, y, a, j->hi));
     KTRY(ctx->ops->copy(ctx, j->L, j->lo, vb));
-    KTRY(SOP(s, axpby, b, -1.0, a, 1.0, j->L));
+    KTRY(TOP(s, axpby, b, -1.0, a, 1.0, j->L));
     KTRY(ctx->ops->copy(ctx, j->U, j->hi, vb));
-    KTRY(SOP(s, axpby, b, -1.0, a, 1.0, j->U));
+    KTRY(TOP(s, axpby, b, -1.0, a, 1.0, j->U));
     KTRY(ctx->ops->copy(ctx, j->mask, j->g, vb));
-    KTRY(LMAP(s, KRR_MAP_FREE, b, j->L, j->U, j->mask));
+    KTRY(TMAP(s, KRR_MAP_FREE, b, j->L, j->U, j->mask));
     KTRY(ctx->ops->copy(ctx, j->r, j->g, vb));
-    KTRY(LMAP(s, KRR_MAP_MUL, b, NULL, j->mask, j->r));
+    KTRY(TMAP(s, KRR_MAP_MUL, b, NULL, j->mask, j->r));
     double gn = 0;
-    KTRY(SOP(s, nrm2, b, j->r, &gn));
+    KTRY(TOP(s, nrm2, b, j->r, &gn));
     if (!isfinite(gn))
       return krr_fail(ctx, KRR_ERR_NUMERIC, "the iterate diverged (non-finite block gradient)");
     if (k == 0) {
       double gbn = 0, ybn = 0;
-      KTRY(SOP(s, nrm2, b, gb, &gbn));
-      KTRY(SOP(s, nrm2, b, y, &ybn));
+      KTRY(TOP(s, nrm2, b, gb, &gbn));
+      KTRY(TOP(s, nrm2, b, y, &ybn));
       *pg = g0 = gn;
       gtol = 8.0 * e * (gbn + ybn + 1.0);
     }
     if (gn <= gtol) break;
-    KTRY(LMAP(s, KRR_MAP_CURV, b, y, a, j->h));
+    KTRY(TMAP(s, KRR_MAP_CURV, b, y, a, j->h));
     if (k == 0) { /* Delta_max: the box's diameter, else ||g|| / lambda; Delta_0 = Delta_max / 4 */
       KTRY(ctx->ops->copy(ctx, j->t1, j->U, vb));
-      KTRY(SOP(s, axpby, b, -1.0, j->L, 1.0, j->t1));
-      KTRY(SOP(s, nrm2, b, j->t1, &rmax));
+      KTRY(TOP(s, axpby, b, -1.0, j->L, 1.0, j->t1));
+      KTRY(TOP(s, nrm2, b, j->t1, &rmax));
       if (!(rmax < INFINITY)) rmax = gn / lambda;
       radius = 0.25 * rmax;
     }
@@ -303,7 +356,7 @@ static krr_status trust_region(krr_solver *s, int64_t b, void *a, void *gb, cons
     int boundary = 0;
     double mcur = 0; /* the model at s */
     KTRY(ctx->ops->zero(ctx, j->s, vb));
-    KTRY(SOP(s, axpby, b, 0.0, j->r, -1.0, j->r));
+    KTRY(TOP(s, axpby, b, 0.0, j->r, -1.0, j->r));
     KTRY(ctx->ops->copy(ctx, j->d, j->r, vb));
     for (int64_t c = 0; c < o->cg_iters; c++) {
       double dq = 0, ss = 0, sd = 0, dd = 0, viol = 0;
@@ -319,11 +372,11 @@ static krr_status trust_region(krr_solver *s, int64_t b, void *a, void *gb, cons
       if (to_bnd) w = to_boundary(ss, sd, dd, radius); /* the model decreases up to the boundary */
       /* s_next = s + w d in t1; does it leave the box? */
       KTRY(ctx->ops->copy(ctx, j->t1, j->s, vb));
-      KTRY(SOP(s, axpby, b, w, j->d, 1.0, j->t1));
+      KTRY(TOP(s, axpby, b, w, j->d, 1.0, j->t1));
       KTRY(ctx->ops->copy(ctx, j->p, j->t1, vb)); /* p = P(s_next) - s_next */
-      KTRY(LMAP(s, KRR_MAP_CLAMP, b, j->L, j->U, j->p));
-      KTRY(SOP(s, axpby, b, -1.0, j->t1, 1.0, j->p));
-      KTRY(SOP(s, nrm2, b, j->p, &viol));
+      KTRY(TMAP(s, KRR_MAP_CLAMP, b, j->L, j->U, j->p));
+      KTRY(TOP(s, axpby, b, -1.0, j->t1, 1.0, j->p));
+      KTRY(TOP(s, nrm2, b, j->p, &viol));
       if (viol > 0) {
         /* the projected step P(s + w d) when it decreases the model (many
          * variables reach their bounds at once), else the first box crossing,
@@ -332,7 +385,7 @@ static krr_status trust_region(krr_solver *s, int64_t b, void *a, void *gb, cons
          * active set grows instead of every step ending at its first
          * crossing) */
         KTRY(ctx->ops->copy(ctx, j->p, j->t1, vb)); /* p = P(s + w d), within the radius */
-        KTRY(LMAP(s, KRR_MAP_CLAMP, b, j->L, j->U, j->p));
+        KTRY(TMAP(s, KRR_MAP_CLAMP, b, j->L, j->U, j->p));
         double mA = 0, mB = 0;
         KTRY(model(s, b, j->p, &mA));
         if (mA < mcur) { /* the projected step decreases the model: many variables reach their bounds at once */
@@ -344,16 +397,16 @@ static krr_status trust_region(krr_solver *s, int64_t b, void *a, void *gb, cons
           mcur = mB;
         }
         /* Qd = Q s (left by model()); Qd + g: the model gradient at s */
-        KTRY(SOP(s, axpby, b, 1.0, j->g, 1.0, j->Qd));
+        KTRY(TOP(s, axpby, b, 1.0, j->g, 1.0, j->Qd));
         KTRY(ctx->ops->copy(ctx, j->p, j->L, vb));
-        KTRY(SOP(s, axpby, b, -1.0, j->s, 1.0, j->p));
+        KTRY(TOP(s, axpby, b, -1.0, j->s, 1.0, j->p));
         KTRY(ctx->ops->copy(ctx, j->t2, j->U, vb));
-        KTRY(SOP(s, axpby, b, -1.0, j->s, 1.0, j->t2));
+        KTRY(TOP(s, axpby, b, -1.0, j->s, 1.0, j->t2));
         KTRY(ctx->ops->copy(ctx, j->mask, j->Qd, vb));
-        KTRY(LMAP(s, KRR_MAP_FREE, b, j->p, j->t2, j->mask));
+        KTRY(TMAP(s, KRR_MAP_FREE, b, j->p, j->t2, j->mask));
         KTRY(ctx->ops->copy(ctx, j->r, j->Qd, vb));
-        KTRY(LMAP(s, KRR_MAP_MUL, b, NULL, j->mask, j->r));
-        KTRY(SOP(s, axpby, b, 0.0, j->r, -1.0, j->r));
+        KTRY(TMAP(s, KRR_MAP_MUL, b, NULL, j->mask, j->r));
+        KTRY(TOP(s, axpby, b, 0.0, j->r, -1.0, j->r));
         KTRY(ctx->ops->copy(ctx, j->d, j->r, vb));
         KTRY(dot(s, b, j->r, j->r, &rr));
         restarts++;
@@ -364,29 +417,29 @@ static krr_status trust_region(krr_solver *s, int64_t b, void *a, void *gb, cons
       /* along d from s the model changes by w (r . d) ... = -w rr + w^2 dq / 2 (r . d = rr in CG) */
       mcur += -w * rr + 0.5 * w * w * dq;
       if (to_bnd) { boundary = 1; break; }
-      KTRY(SOP(s, axpby, b, -w, j->Qd, 1.0, j->r));
+      KTRY(TOP(s, axpby, b, -w, j->Qd, 1.0, j->r));
       double rn = 0;
       KTRY(dot(s, b, j->r, j->r, &rn));
       if (sqrt(rn) <= cgtol) break;
-      KTRY(SOP(s, axpby, b, 1.0, j->r, rn / rr, j->d));
+      KTRY(TOP(s, axpby, b, 1.0, j->r, rn / rr, j->d));
       rr = rn;
     }
     tr++;
     /* the ratio of actual to predicted decrease */
     double sn = 0, gs = 0, sQs = 0, sKs = 0, gbs = 0, df = 0;
-    KTRY(SOP(s, nrm2, b, j->s, &sn));
+    KTRY(TOP(s, nrm2, b, j->s, &sn));
     if (!(sn > 0)) break;
     KTRY(ctx->ops->zero(ctx, j->t1, vb)); /* t1 = K_BB s */
-    KTRY(SOP(s, gemm, 0, 0, b, 1, b, 1.0, j->KB, b, j->s, b, 0.0, j->t1, b));
+    KTRY(TOP(s, gemm, 0, 0, b, 1, b, 1.0, j->tKB, b, j->s, b, 0.0, j->t1, b));
     KTRY(dot(s, b, j->s, j->t1, &sKs));
     KTRY(ctx->ops->copy(ctx, j->t2, j->s, vb));
-    KTRY(LMAP(s, KRR_MAP_MUL, b, NULL, j->h, j->t2));
+    KTRY(TMAP(s, KRR_MAP_MUL, b, NULL, j->h, j->t2));
     KTRY(dot(s, b, j->s, j->t2, &sQs));
     sQs += sKs;
     KTRY(dot(s, b, j->g, j->s, &gs));
     KTRY(dot(s, b, gb, j->s, &gbs));
     KTRY(ctx->ops->copy(ctx, j->t2, j->s, vb));
-    KTRY(LMAP(s, KRR_MAP_DF, b, y, a, j->t2));
+    KTRY(TMAP(s, KRR_MAP_DF, b, y, a, j->t2));
     KTRY(dot(s, b, j->t2, j->ones, &df));
     double pred = -(gs + 0.5 * sQs), ared = -(gbs + 0.5 * sKs + df);
     double rho = pred > 0 ? ared / pred : -1.0;
@@ -396,9 +449,9 @@ static krr_status trust_region(krr_solver *s, int64_t b, void *a, void *gb, cons
       radius = fmin(2.0 * radius, rmax);
     if (rho > TR_ETA) {
       acc++;
-      KTRY(SOP(s, axpby, b, 1.0, j->s, 1.0, a));
-      KTRY(LMAP(s, KRR_MAP_CLAMP, b, j->lo, j->hi, a));
-      KTRY(SOP(s, axpby, b, 1.0, j->t1, 1.0, gb));
+      KTRY(TOP(s, axpby, b, 1.0, j->s, 1.0, a));
+      KTRY(TMAP(s, KRR_MAP_CLAMP, b, j->lo, j->hi, a));
+      KTRY(TOP(s, axpby, b, 1.0, j->t1, 1.0, gb));
     }
     if (pred <= 0 || radius <= e * sn) break;
   }
@@ -430,15 +483,25 @@ static krr_status jk_iterate(krr_solver *s) {
   }
   KTRY(krr_op_gather(s->op, &j->blk, s->w, m, j->aB, b));
   KTRY(krr_op_gather(s->op, &j->blk, s->obj->y, m, j->yB, b));
-  KTRY(ctx->ops->copy(ctx, j->a0, j->aB, s->es * (size_t)(b * m)));
+  size_t bmb = s->es * (size_t)(b * m);
+  KTRY(ctx->ops->copy(ctx, j->a0, j->aB, bmb));
+  void *aB = j->aB, *gbar = j->gbar, *yB = j->yB;
+  if (j->host) { /* the trust-region loops on host copies */
+    aB = j->haB, gbar = j->hgbar, yB = j->hyB;
+    KTRY(ctx->ops->download(ctx, j->hKB, j->KB, s->es * (size_t)(b * b)));
+    KTRY(ctx->ops->download(ctx, aB, j->aB, bmb));
+    KTRY(ctx->ops->download(ctx, gbar, j->gbar, bmb));
+    KTRY(ctx->ops->download(ctx, yB, j->yB, bmb));
+  }
   double pg2 = 0, y2 = 0;
   for (int c = 0; c < m; c++) {
     double pg = 0;
     size_t off = (size_t)c * (size_t)b;
-    KTRY(trust_region(s, b, KAT(j->aB, off, s->es), KAT(j->gbar, off, s->es),
-                      KAT(j->yB, off, s->es), &pg));
+    KTRY(jk_tr_status(s, trust_region(s, b, KAT(aB, off, s->es), KAT(gbar, off, s->es),
+                                      KAT(yB, off, s->es), &pg)));
     pg2 += pg * pg;
   }
+  if (j->host) KTRY(ctx->ops->upload(ctx, j->aB, aB, bmb));
   /* the block's change into a */
   KTRY(SOP(s, axpby, b * m, -1.0, j->a0, 1.0, j->aB));
   KTRY(krr_op_scatter_axpy(s->op, 1.0, j->aB, b, m, &j->blk, s->w));
@@ -466,4 +529,5 @@ const krr_solver_def krr_solver_joker = {
     .prepare = jk_prepare,
     .start = jk_start,
     .iterate = jk_iterate,
+    .release = jk_release,
 };
