@@ -11,6 +11,8 @@
  *                        [--solver NAME] [--opts "name=value ..."]
  *   askotch_driver fit   (same options as bench; runs to --tol and reports the
  *                        exact residual and time)
+ *   bench / fit --loss NAME: another loss of the loss table (Joker's solver;
+ *   a classification loss fits the signs of the synthetic targets)
  *   bench / fit --distributed 1: under mpirun (the `make mpi` build), every
  *   rank keeps its contiguous rows of the same synthetic data and the solver
  *   runs on the MPI-sharded operator (ASkotch / Skotch / SAP / NSAP, Falkon);
@@ -28,11 +30,12 @@
 #include "test_common.h"
 #include "../src/core/dist/dist.h"
 #include "../src/core/op/op.h"
+#include "../src/core/loss/loss.h"
 
 static const char *kernel_names[] = {"rbf", "laplace", "matern12", "matern32", "matern52"};
 
 typedef struct {
-  const char *cmd, *backend, *solver, *opts;
+  const char *cmd, *backend, *solver, *opts, *loss;
   int64_t n, b;
   int p, r, threads, iters, prec, kernel, m, distributed;
   double tol, lambda_unsc, bandwidth;
@@ -336,8 +339,19 @@ static int cmd_bench(const args_t *a, int to_tol) {
       st = krr_objective_init(&ctx, f.op, krr_loss_lookup("squared"), a->lambda_unsc * n, y, 1, &f.obj);
     if (st != KRR_OK) { printf("rank %d: %s\n", rk, ctx.msg); return 1; }
     if (rk != 0 && !freopen("/dev/null", "w", stdout)) return 1; /* rank 0 reports */
-  } else if (tfit_make(&ctx, prec, X, n, p, y, 1, k, a->lambda_unsc * n, &f) != KRR_OK) {
-    return 1;
+  } else {
+    const krr_loss *loss = krr_loss_lookup(a->loss ? a->loss : "squared");
+    if (!loss) { printf("unknown loss %s\n", a->loss); return 1; }
+    if (loss->classification)
+      for (int64_t i = 0; i < n; i++) y[i] = y[i] > 0 ? 1.0 : -1.0;
+    if (tfit_make(&ctx, prec, X, n, p, y, 1, k, a->lambda_unsc * n, &f) != KRR_OK) return 1;
+    if (a->loss) {
+      krr_objective_free(&ctx, &f.obj);
+      if (krr_objective_init(&ctx, f.op, loss, a->lambda_unsc * n, y, 1, &f.obj) != KRR_OK) {
+        printf("objective: %s\n", ctx.msg);
+        return 1;
+      }
+    }
   }
   free(X);
   double t_setup = krr_now() - t0;
@@ -404,7 +418,7 @@ static int cmd_bench(const args_t *a, int to_tol) {
 }
 
 int main(int argc, char **argv) {
-  args_t a = {"test", "cpu", "askotch", NULL, 20000, 0, 10, 100, 0, 20, 1, 0, 1, 0, 1e-6, 1e-6, 0, 0};
+  args_t a = {"test", "cpu", "askotch", NULL, NULL, 20000, 0, 10, 100, 0, 20, 1, 0, 1, 0, 1e-6, 1e-6, 0, 0};
   a.seed = 1;
   if (argc > 1) a.cmd = argv[1];
   for (int i = 2; i + 1 < argc; i += 2) {
@@ -420,6 +434,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(k, "--lambda")) a.lambda_unsc = atof(v);
     else if (!strcmp(k, "--bandwidth")) a.bandwidth = atof(v);
     else if (!strcmp(k, "--solver")) a.solver = v;
+    else if (!strcmp(k, "--loss")) a.loss = v;
     else if (!strcmp(k, "--opts")) a.opts = v;
     else if (!strcmp(k, "--distributed")) a.distributed = atoi(v) != 0;
     else if (!strcmp(k, "--precision")) a.prec = strcmp(v, "single") != 0;

@@ -60,6 +60,10 @@ fit ask_cpu_f 60 bench --backend cpu --n "$N" --p 10 --iters 4 --precision singl
 # Falkon (default centres): time to a 1e-6 residual on the GPU, per-iteration on the CPU
 fit falkon_cuda_f 90 fit --backend cuda --solver falkon --r 0 --n "$N" --p 10 --iters 60 --tol 1e-6 --precision single
 fit falkon_cpu_f 60 bench --backend cpu --solver falkon --r 0 --n "$N" --p 10 --iters 3 --precision single
+# Joker (hinge loss, default block 512): the trust-region loops run on the host, the
+# O(b n) products on the device; seconds per block against the CPU backend
+fit joker_cuda 60 bench --backend cuda --solver joker --loss hinge --r 0 --n 200000 --p 10 --iters 200 --lambda 1e-4 --precision double
+fit joker_cpu 60 bench --backend cpu --solver joker --loss hinge --r 0 --n 200000 --p 10 --iters 40 --lambda 1e-4 --precision double
 echo "session done at $(( $(date +%s) - T0 ))s"
 echo "== summary"; cat "$LOG/summary.txt"
 [ -n "$DEST" ] && tar czf "$DEST/gpu_logs.tgz" -C "$LOG/.." "$(basename "$LOG")"
