@@ -708,6 +708,37 @@ static void test_qr_svd_syev(backends *B, krr_precision prec) {
     }
     snprintf(w, sizeof w, "syev %s W (cuda vs cpu)", pname(prec));
     check(w, relerr(W[1], W[0], n), rt);
+    /* syev_top: the k largest eigenpairs of the same matrix, against syev's */
+    const int64_t k = 12, ldz = 95;
+    double *Wt[2];
+    for (int be = 0; be < 2; be++) {
+      krr_ctx *ctx = B->ctx[be];
+      void *dA = dput(ctx, prec, A, lda * n);
+      void *dW = ctx->ops->alloc(ctx, krr_sizeof(prec) * (size_t)n);
+      void *dZ = ctx->ops->alloc(ctx, krr_sizeof(prec) * (size_t)(ldz * k));
+      st_ok(ctx, OP(ctx, prec, syev_top, n, dA, lda, k, dW, dZ, ldz), "syev_top");
+      double *Z = dget(ctx, prec, dZ, ldz * k);
+      Wt[be] = dget(ctx, prec, dW, k);
+      snprintf(w, sizeof w, "syev_top %s k=%lld W = syev's top k [%s]", pname(prec), (long long)k,
+               ctx->ops->name);
+      check(w, relerr(Wt[be], W[be] + (n - k), k), rt);
+      snprintf(w, sizeof w, "syev_top %s ||Z^T Z - I||max [%s]", pname(prec), ctx->ops->name);
+      check(w, orth_err(Z, n, k, ldz), rt);
+      double *AZ = (double *)malloc(sizeof(double) * n * k);
+      hgemm(0, 0, n, k, n, A, lda, Z, ldz, AZ, n);
+      double num = 0, den = 0;
+      for (int64_t j = 0; j < k; j++)
+        for (int64_t i = 0; i < n; i++) {
+          double d = AZ[i + j * n] - Z[i + j * ldz] * Wt[be][j];
+          num += d * d;
+          den += AZ[i + j * n] * AZ[i + j * n];
+        }
+      snprintf(w, sizeof w, "syev_top %s ||A Z - Z diag(W)|| / ||A Z|| [%s]", pname(prec), ctx->ops->name);
+      check(w, sqrt(num / den), rt);
+      free(AZ); free(Z);
+      ctx->ops->dealloc(ctx, dA); ctx->ops->dealloc(ctx, dW); ctx->ops->dealloc(ctx, dZ);
+    }
+    free(Wt[0]); free(Wt[1]);
     free(W[0]); free(W[1]); free(A);
   }
 }

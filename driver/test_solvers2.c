@@ -62,6 +62,69 @@ static void oracle(env_t *e, krr_kernel k, double lambda, double *w_ref) {
   tfit_free(&f);
 }
 
+/* syev_top (EigenPro's top eigensystem): the k largest eigenpairs of a kernel
+ * matrix against LAPACK's full dsyevd on the host in double: eigenvalues to
+ * 1e-12 (double) / 1e-5 (single) of the largest, residual ||K z - w z|| and
+ * orthonormality likewise; k = 1, 41 and n */
+static void test_syev_top(env_t *e) {
+  krr_ctx *ctx = e->ctx;
+  const int64_t n = 300;
+  double *K = malloc(sizeof(double) * n * n), *A = malloc(sizeof(double) * n * n),
+         *wall = malloc(sizeof(double) * n);
+  /* K of the first n points (e->X is n x p column-major with leading dimension e->n) */
+  for (int64_t j = 0; j < n; j++)
+    for (int64_t i = 0; i < n; i++) {
+      double d2 = 0;
+      for (int c = 0; c < e->p; c++) {
+        double t = e->X[i + c * e->n] - e->X[j + c * e->n];
+        d2 += t * t;
+      }
+      K[i + j * n] = exp(-0.5 * d2);
+    }
+  memcpy(A, K, sizeof(double) * n * n);
+  CHECK(LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'N', 'U', (lapack_int)n, A, (lapack_int)n, wall) == 0, "dsyevd");
+  const int64_t ks[] = {1, 41, n};
+  for (int pr = 0; pr < 2; pr++) {
+    krr_precision prec = pr ? KRR_DOUBLE : KRR_FLOAT;
+    double tol = pr ? 1e-12 : 1e-5;
+    for (int t = 0; t < 3; t++) {
+      int64_t kk = ks[t];
+      void *dK = NULL, *dW = krr_dalloc(ctx, n, krr_sizeof(prec)), *dZ = krr_dalloc(ctx, n * kk, krr_sizeof(prec));
+      double *w = malloc(sizeof(double) * kk), *Z = malloc(sizeof(double) * n * kk);
+      krr_status st = krr_upload_vec(ctx, prec, K, n * n, &dK);
+      if (st == KRR_OK) st = KOP(ctx, prec, syev_top, n, dK, n, kk, dW, dZ, n);
+      if (st == KRR_OK) st = krr_download_vec(ctx, prec, dW, kk, w);
+      if (st == KRR_OK) st = krr_download_vec(ctx, prec, dZ, n * kk, Z);
+      double ew = 0, er = 0, eo = 0, top = wall[n - 1];
+      for (int64_t j = 0; st == KRR_OK && j < kk; j++) {
+        ew = fmax(ew, fabs(w[j] - wall[n - kk + j]) / top);
+        for (int64_t i = 0; i < n; i++) {
+          double kz = 0;
+          for (int64_t l = 0; l < n; l++) kz += K[i + l * n] * Z[l + j * n];
+          er = fmax(er, fabs(kz - w[j] * Z[i + j * n]) / top);
+        }
+        for (int64_t j2 = 0; j2 <= j; j2++) {
+          double d = 0;
+          for (int64_t i = 0; i < n; i++) d += Z[i + j * n] * Z[i + j2 * n];
+          eo = fmax(eo, fabs(d - (j == j2)));
+        }
+      }
+      if (verbose)
+        printf("syev_top %s n %lld k %lld: eigenvalues %.2e, residual %.2e, orthonormality %.2e\n",
+               pr ? "double" : "single", (long long)n, (long long)kk, ew, er, eo);
+      CHECK(st == KRR_OK && ew <= tol && er <= 10 * tol && eo <= 10 * tol,
+            "syev_top %s k %lld: status %d (%s), eigenvalues %.3g, residual %.3g, orthonormality %.3g",
+            pr ? "double" : "single", (long long)kk, st, ctx->msg, ew, er, eo);
+      krr_dfree(ctx, &dK);
+      krr_dfree(ctx, &dW);
+      krr_dfree(ctx, &dZ);
+      free(w);
+      free(Z);
+    }
+  }
+  free(K); free(A); free(wall);
+}
+
 /* ASkotch + RLS sampling, ASkotch v1: exact convergence */
 static void test_exact(env_t *e) {
   int64_t n = e->n;
@@ -318,6 +381,7 @@ int main(int argc, char **argv) {
   if (!only || strstr(only, "invalid")) test_invalid(&e);
   if (!only || strstr(only, "rls")) test_rls_scores(&e);
   if (!only || strstr(only, "exact")) test_exact(&e);
+  if (!only || strstr(only, "ep2")) test_syev_top(&e);
   if (!only || strstr(only, "ep2")) test_eigenpro2(&e);
   if (!only || strstr(only, "ep3")) test_eigenpro3(&e);
   free(X); free(y);

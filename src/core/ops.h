@@ -104,6 +104,11 @@ typedef enum {
                              real *S);                                                    \
   /* symmetric eigen: A <- eigenvectors, W (device, n) ascending */                     \
   krr_status (*syev_##S)(krr_ctx *, int64_t n, real *A, int64_t lda, real *W);           \
+  /* the k largest eigenpairs of the symmetric A (upper triangle; A is destroyed):     \
+     W (device, n) <- their eigenvalues ascending in W[0 .. k-1], Z (n x k) <- their   \
+     eigenvectors (the tridiagonal form and only k back-transformed vectors) */        \
+  krr_status (*syev_top_##S)(krr_ctx *, int64_t n, real *A, int64_t lda, int64_t k,      \
+                             real *W, real *Z, int64_t ldz);                               \
   /* symmetric tridiagonal reduction A = Q T Q^T from A's lower triangle: A <- the     \
      reflectors (below the subdiagonal), d (device, n) and e (device, n - 1) T's       \
      diagonal and subdiagonal, tau (device, n - 1) the reflectors' scales */            \

@@ -337,6 +337,7 @@ static krr_status cpu_sync(krr_ctx *ctx) { (void)ctx; return KRR_OK; }
   .dot_##S = cpu_dot_##S, .nrm2_##S = cpu_nrm2_##S, .gemm_##S = cpu_gemm_##S,              \
   .potrf_##S = cpu_potrf_##S, .trsm_##S = cpu_trsm_##S, .qr_q_##S = cpu_qr_q_##S,          \
   .svd_thin_##S = cpu_svd_thin_##S, .syev_##S = cpu_syev_##S,                              \
+  .syev_top_##S = cpu_syev_top_##S,                                                        \
   .sytrd_##S = cpu_sytrd_##S, .ormtr_##S = cpu_ormtr_##S, .pttrs_##S = cpu_pttrs_##S,       \
   .add_diag_##S = cpu_add_diag_##S, .scale_rows_##S = cpu_scale_rows_##S,                  \
   .randn_##S = cpu_randn_##S, .loss_map_##S = cpu_loss_map_##S

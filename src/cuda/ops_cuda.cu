@@ -791,6 +791,44 @@ static krr_status op_syev(krr_ctx *ctx, int64_t n, T *A, int64_t lda, T *W) {
   return check_info<T>(ctx, "cusolverDnXsyevd");
 }
 
+/* the k largest eigenpairs (cusolverDn syevdx, index range n-k+1 .. n): the
+ * vectors come back in A's first k columns and are copied to Z */
+template <typename T>
+static krr_status op_syev_top(krr_ctx *ctx, int64_t n, T *A, int64_t lda, int64_t k, T *W, T *Z,
+                              int64_t ldz) {
+  KCU_TRY(kcu_enter(ctx));
+  if (n < 0 || k < 0 || k > n || lda < (n > 1 ? n : 1) || ldz < (n > 1 ? n : 1))
+    return krr_fail(ctx, KRR_ERR_INPUT, "syev_top: n = %lld, k = %lld, lda = %lld, ldz = %lld",
+                    (long long)n, (long long)k, (long long)lda, (long long)ldz);
+  if (n == 0 || k == 0) return KRR_OK;
+  krr_cuda_state *st = kcu_state(ctx);
+  const cudaDataType dt = cublas_t<T>::dt;
+  T vl = 0, vu = 0;
+  int64_t found = 0;
+  size_t dws = 0, hws = 0;
+  KCU_SOLVER(ctx, "cusolverDnXsyevdx_bufferSize",
+             cusolverDnXsyevdx_bufferSize(st->solver, st->params, CUSOLVER_EIG_MODE_VECTOR,
+                                          CUSOLVER_EIG_RANGE_I, CUBLAS_FILL_MODE_UPPER, n, dt, A, lda,
+                                          &vl, &vu, n - k + 1, n, &found, dt, W, dt, &dws, &hws));
+  void *dw = kcu_ws(ctx, KCU_WS_SOLVER, dws);
+  if (!dw) return ctx->status;
+  void *hw = NULL;
+  if (hws) { hw = kcu_host_ws(ctx, hws); if (!hw) return ctx->status; }
+  int *dinfo = (int *)kcu_ws(ctx, KCU_WS_INFO, sizeof(int));
+  if (!dinfo) return ctx->status;
+  KCU_SOLVER(ctx, "cusolverDnXsyevdx",
+             cusolverDnXsyevdx(st->solver, st->params, CUSOLVER_EIG_MODE_VECTOR, CUSOLVER_EIG_RANGE_I,
+                               CUBLAS_FILL_MODE_UPPER, n, dt, A, lda, &vl, &vu, n - k + 1, n, &found,
+                               dt, W, dt, dw, dws, hw, hws, dinfo));
+  KCU_TRY(check_info<T>(ctx, "cusolverDnXsyevdx"));
+  if (found != k)
+    return krr_fail(ctx, KRR_ERR_NUMERIC, "cusolverDnXsyevdx found %lld of %lld eigenvalues",
+                    (long long)found, (long long)k);
+  copy_mat_k<T><<<kcu_grid(st, n * k), KCU_NT, 0, st->stream>>>(n, k, A, lda, Z, ldz, 0);
+  KCU_LAUNCHED(ctx, "syev_top (copy launch)");
+  return KRR_OK;
+}
+
 /* A = Q T Q^T from the lower triangle (cusolverDn sytrd: 32-bit sizes) */
 template <typename T>
 static krr_status op_sytrd(krr_ctx *ctx, int64_t n, T *A, int64_t lda, T *d, T *e, T *tau) {
@@ -954,7 +992,7 @@ static krr_status op_loss_map(krr_ctx *ctx, int loss, int kind, int64_t n, doubl
   op_momentum<real>,                               \
   op_dot_##S, op_nrm2_##S, op_gemm<real>,          \
   op_potrf<real>, op_trsm<real>, op_qr_q<real>,    \
-  op_svd_thin<real>, op_syev<real>,                \
+  op_svd_thin<real>, op_syev<real>, op_syev_top<real>, \
   op_sytrd<real>, op_ormtr<real>, op_pttrs<real>,  \
   op_add_diag<real>, op_scale_rows<real>, op_randn<real>, \
   op_loss_map<real>

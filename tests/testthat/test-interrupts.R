@@ -22,8 +22,8 @@ interrupt_cases <- function() {
     skotch = list(n = 8000, solver = skotch()),
     pcg = list(n = 8000, solver = pcg(rank = 1500)),
     falkon = list(n = 20000, solver = falkon(centers = 3000)),
-    # the subsample's eigendecomposition is one LAPACK call that cannot be
-    # interrupted (about 9 s at the default subsample of 4000 points here;
+    # the subsample's top eigenpairs are one LAPACK call that cannot be
+    # interrupted (about 3.5 s at the default subsample of 4000 points here;
     # refused up front when time_limit clearly cannot hold it)
     eigenpro2 = list(n = 8000, solver = eigenpro(version = 2, subsample = 1500)),
     eigenpro3 = list(n = 8000, solver = eigenpro(version = 3)),

@@ -108,8 +108,9 @@ krr_status krr_cg_iter(krr_cg *cg, const void *b, int *done);
 
 /* --- kernel eigensystems (eigsys.c) ---------------------------------------------
  * Top-q eigensystem of K(X_S, X_S) for a loaded block S: U (device |S| x q,
- * largest first), w (host, all |S| eigenvalues ascending).  The |S| x |S|
- * work space lives only in this call. */
+ * largest first), w (host, |S| entries ascending: the top q + 1 eigenvalues
+ * in the last q + 1, NaN before them -- only those are computed).  The
+ * |S| x |S| work space lives only in this call. */
 krr_status krr_kernel_eigsys(krr_op *op, const krr_block *S, int q, void *U, double *w);
 
 /* --- the EigenPro iteration (eigenpro.c) ----------------------------------------
