@@ -122,6 +122,18 @@ void *kcu_host_ws(krr_ctx *ctx, size_t bytes) {
   return st->host_ws;
 }
 
+/* the work spaces of one cusolverDnX call: device (dws bytes), host (hws
+ * bytes; none when 0) and the info word */
+static krr_status kcu_solver_ws(krr_ctx *ctx, size_t dws, size_t hws, void **dw, void **hw,
+                                int **dinfo) {
+  *hw = NULL;
+  *dinfo = NULL;
+  if (!(*dw = kcu_ws(ctx, KCU_WS_SOLVER, dws))) return ctx->status;
+  if (hws && !(*hw = kcu_host_ws(ctx, hws))) return ctx->status;
+  *dinfo = (int *)kcu_ws(ctx, KCU_WS_INFO, sizeof(int));
+  return *dinfo ? KRR_OK : ctx->status;
+}
+
 /* ===== context ============================================================ */
 
 static void cuda_ctx_free(krr_ctx *ctx) {
@@ -606,12 +618,9 @@ static krr_status op_potrf(krr_ctx *ctx, int64_t n, T *A, int64_t lda, int *info
   KCU_SOLVER(ctx, "cusolverDnXpotrf_bufferSize",
              cusolverDnXpotrf_bufferSize(st->solver, st->params, CUBLAS_FILL_MODE_UPPER, n, dt, A,
                                          lda, dt, &dws, &hws));
-  void *dw = kcu_ws(ctx, KCU_WS_SOLVER, dws);
-  if (!dw) return ctx->status;
-  void *hw = NULL;
-  if (hws) { hw = kcu_host_ws(ctx, hws); if (!hw) return ctx->status; }
-  int *dinfo = (int *)kcu_ws(ctx, KCU_WS_INFO, sizeof(int));
-  if (!dinfo) return ctx->status;
+  void *dw, *hw;
+  int *dinfo;
+  KCU_TRY(kcu_solver_ws(ctx, dws, hws, &dw, &hw, &dinfo));
   KCU_SOLVER(ctx, "cusolverDnXpotrf",
              cusolverDnXpotrf(st->solver, st->params, CUBLAS_FILL_MODE_UPPER, n, dt, A, lda, dt, dw,
                               dws, hw, hws, dinfo));
@@ -650,12 +659,9 @@ static krr_status geqrf(krr_ctx *ctx, int64_t m, int64_t n, T *A, int64_t lda, T
   size_t dws = 0, hws = 0;
   KCU_SOLVER(ctx, "cusolverDnXgeqrf_bufferSize",
              cusolverDnXgeqrf_bufferSize(st->solver, st->params, m, n, dt, A, lda, dt, tau, dt, &dws, &hws));
-  void *dw = kcu_ws(ctx, KCU_WS_SOLVER, dws);
-  if (!dw) return ctx->status;
-  void *hw = NULL;
-  if (hws) { hw = kcu_host_ws(ctx, hws); if (!hw) return ctx->status; }
-  int *dinfo = (int *)kcu_ws(ctx, KCU_WS_INFO, sizeof(int));
-  if (!dinfo) return ctx->status;
+  void *dw, *hw;
+  int *dinfo;
+  KCU_TRY(kcu_solver_ws(ctx, dws, hws, &dw, &hw, &dinfo));
   KCU_SOLVER(ctx, "cusolverDnXgeqrf",
              cusolverDnXgeqrf(st->solver, st->params, m, n, dt, A, lda, dt, tau, dt, dw, dws, hw, hws, dinfo));
   *tau_out = tau;
@@ -741,12 +747,9 @@ static krr_status op_svd_thin(krr_ctx *ctx, int64_t m, int64_t n, T *A, int64_t 
   KCU_SOLVER(ctx, "cusolverDnXgesvd_bufferSize",
              cusolverDnXgesvd_bufferSize(st->solver, st->params, 'S', 'N', mm, n, dt, W, mm, dt, S, dt,
                                          U, mm, dt, NULL, 1, dt, &dws, &hws));
-  void *dw = kcu_ws(ctx, KCU_WS_SOLVER, dws);
-  if (!dw) return ctx->status;
-  void *hw = NULL;
-  if (hws) { hw = kcu_host_ws(ctx, hws); if (!hw) return ctx->status; }
-  int *dinfo = (int *)kcu_ws(ctx, KCU_WS_INFO, sizeof(int));
-  if (!dinfo) return ctx->status;
+  void *dw, *hw;
+  int *dinfo;
+  KCU_TRY(kcu_solver_ws(ctx, dws, hws, &dw, &hw, &dinfo));
   KCU_SOLVER(ctx, "cusolverDnXgesvd",
              cusolverDnXgesvd(st->solver, st->params, 'S', 'N', mm, n, dt, W, mm, dt, S, dt, U, mm, dt,
                               NULL, 1, dt, dw, dws, hw, hws, dinfo));
@@ -779,12 +782,9 @@ static krr_status op_syev(krr_ctx *ctx, int64_t n, T *A, int64_t lda, T *W) {
   KCU_SOLVER(ctx, "cusolverDnXsyevd_bufferSize",
              cusolverDnXsyevd_bufferSize(st->solver, st->params, CUSOLVER_EIG_MODE_VECTOR,
                                          CUBLAS_FILL_MODE_UPPER, n, dt, A, lda, dt, W, dt, &dws, &hws));
-  void *dw = kcu_ws(ctx, KCU_WS_SOLVER, dws);
-  if (!dw) return ctx->status;
-  void *hw = NULL;
-  if (hws) { hw = kcu_host_ws(ctx, hws); if (!hw) return ctx->status; }
-  int *dinfo = (int *)kcu_ws(ctx, KCU_WS_INFO, sizeof(int));
-  if (!dinfo) return ctx->status;
+  void *dw, *hw;
+  int *dinfo;
+  KCU_TRY(kcu_solver_ws(ctx, dws, hws, &dw, &hw, &dinfo));
   KCU_SOLVER(ctx, "cusolverDnXsyevd",
              cusolverDnXsyevd(st->solver, st->params, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_UPPER,
                               n, dt, A, lda, dt, W, dt, dw, dws, hw, hws, dinfo));
@@ -810,12 +810,9 @@ static krr_status op_syev_top(krr_ctx *ctx, int64_t n, T *A, int64_t lda, int64_
              cusolverDnXsyevdx_bufferSize(st->solver, st->params, CUSOLVER_EIG_MODE_VECTOR,
                                           CUSOLVER_EIG_RANGE_I, CUBLAS_FILL_MODE_UPPER, n, dt, A, lda,
                                           &vl, &vu, n - k + 1, n, &found, dt, W, dt, &dws, &hws));
-  void *dw = kcu_ws(ctx, KCU_WS_SOLVER, dws);
-  if (!dw) return ctx->status;
-  void *hw = NULL;
-  if (hws) { hw = kcu_host_ws(ctx, hws); if (!hw) return ctx->status; }
-  int *dinfo = (int *)kcu_ws(ctx, KCU_WS_INFO, sizeof(int));
-  if (!dinfo) return ctx->status;
+  void *dw, *hw;
+  int *dinfo;
+  KCU_TRY(kcu_solver_ws(ctx, dws, hws, &dw, &hw, &dinfo));
   KCU_SOLVER(ctx, "cusolverDnXsyevdx",
              cusolverDnXsyevdx(st->solver, st->params, CUSOLVER_EIG_MODE_VECTOR, CUSOLVER_EIG_RANGE_I,
                                CUBLAS_FILL_MODE_UPPER, n, dt, A, lda, &vl, &vu, n - k + 1, n, &found,
