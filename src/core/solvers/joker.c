@@ -244,7 +244,7 @@ static void block_rows(const krr_solver *s, int64_t k, int64_t *first, int64_t *
 /* out = K_BB v + h .* v (b-vectors); masked by the free set when mask != NULL */
 static krr_status qmul(krr_solver *s, int64_t b, const void *v, void *out, int masked) {
   jk_t *j = J(s);
-  krr_ctx *ctx = J(s)->tc;
+  krr_ctx *ctx = j->tc;
   KTRY(ctx->ops->copy(ctx, out, v, s->es * (size_t)b));
   KTRY(TMAP(s, KRR_MAP_MUL, b, NULL, j->h, out));
   KTRY(TOP(s, gemm, 0, 0, b, 1, b, 1.0, j->tKB, b, v, b, 1.0, out, b));
@@ -274,7 +274,7 @@ static krr_status model(krr_solver *s, int64_t b, const void *v, double *out) {
  * beats s. */
 static krr_status box_step(krr_solver *s, int64_t b, double w, void *tmp) {
   jk_t *j = J(s);
-  krr_ctx *ctx = J(s)->tc;
+  krr_ctx *ctx = j->tc;
   size_t vb = s->es * (size_t)b;
   double tlo = 0, thi = w;
   for (int it = 0; it < 30; it++) {
@@ -307,7 +307,7 @@ static krr_status trust_region(krr_solver *s, int64_t b, void *a, void *gb, cons
                                double *pg) {
   jk_t *j = J(s);
   const opts_t *o = O(s);
-  krr_ctx *ctx = J(s)->tc;
+  krr_ctx *ctx = j->tc;
   size_t vb = s->es * (size_t)b;
   double lambda = s->obj->lambda, e = krr_precision_eps(s->prec);
   double radius = 0, rmax = 0, g0 = 0, gtol = 0;
