@@ -589,6 +589,22 @@ static double orth_err(const double *Q, int64_t m, int64_t n, int64_t ld) {
   return e;
 }
 
+/* ||A V - V diag(W)||_F for the n x k eigenvectors V (ld ldv) of the n x n A,
+ * relative to ||A||_F (by_av = 0) or to ||A V||_F (by_av = 1) */
+static double eig_resid(const double *A, int64_t lda, int64_t n, const double *V, int64_t ldv,
+                        int64_t k, const double *W, int by_av) {
+  double *AV = (double *)malloc(sizeof(double) * n * k), num = 0, den = 0;
+  hgemm(0, 0, n, k, n, A, lda, V, ldv, AV, n);
+  for (int64_t j = 0; j < k; j++)
+    for (int64_t i = 0; i < n; i++) {
+      double d = AV[i + j * n] - V[i + j * ldv] * W[j];
+      num += d * d;
+      den += by_av ? AV[i + j * n] * AV[i + j * n] : A[i + j * lda] * A[i + j * lda];
+    }
+  free(AV);
+  return sqrt(num / den);
+}
+
 static void test_qr_svd_syev(backends *B, krr_precision prec) {
   const double rt = prec == KRR_DOUBLE ? 1e-10 : 1e-4;
   char w[200];
@@ -692,18 +708,9 @@ static void test_qr_svd_syev(backends *B, krr_precision prec) {
       check_true(w, asc);
       snprintf(w, sizeof w, "syev %s ||V^T V - I||max [%s]", pname(prec), ctx->ops->name);
       check(w, orth_err(Vv, n, n, lda), rt);
-      double *AV = (double *)malloc(sizeof(double) * n * n);
-      hgemm(0, 0, n, n, n, A, lda, Vv, lda, AV, n);
-      double num = 0, den = 0;
-      for (int64_t j = 0; j < n; j++)
-        for (int64_t i = 0; i < n; i++) {
-          double d = AV[i + j * n] - Vv[i + j * lda] * W[be][j];
-          num += d * d;
-          den += A[i + j * lda] * A[i + j * lda];
-        }
       snprintf(w, sizeof w, "syev %s ||A V - V diag(W)|| / ||A|| [%s]", pname(prec), ctx->ops->name);
-      check(w, sqrt(num / den), rt);
-      free(AV); free(Vv);
+      check(w, eig_resid(A, lda, n, Vv, lda, n, W[be], 0), rt);
+      free(Vv);
       ctx->ops->dealloc(ctx, dA); ctx->ops->dealloc(ctx, dW);
     }
     snprintf(w, sizeof w, "syev %s W (cuda vs cpu)", pname(prec));
@@ -724,18 +731,9 @@ static void test_qr_svd_syev(backends *B, krr_precision prec) {
       check(w, relerr(Wt[be], W[be] + (n - k), k), rt);
       snprintf(w, sizeof w, "syev_top %s ||Z^T Z - I||max [%s]", pname(prec), ctx->ops->name);
       check(w, orth_err(Z, n, k, ldz), rt);
-      double *AZ = (double *)malloc(sizeof(double) * n * k);
-      hgemm(0, 0, n, k, n, A, lda, Z, ldz, AZ, n);
-      double num = 0, den = 0;
-      for (int64_t j = 0; j < k; j++)
-        for (int64_t i = 0; i < n; i++) {
-          double d = AZ[i + j * n] - Z[i + j * ldz] * Wt[be][j];
-          num += d * d;
-          den += AZ[i + j * n] * AZ[i + j * n];
-        }
       snprintf(w, sizeof w, "syev_top %s ||A Z - Z diag(W)|| / ||A Z|| [%s]", pname(prec), ctx->ops->name);
-      check(w, sqrt(num / den), rt);
-      free(AZ); free(Z);
+      check(w, eig_resid(A, lda, n, Z, ldz, k, Wt[be], 1), rt);
+      free(Z);
       ctx->ops->dealloc(ctx, dA); ctx->ops->dealloc(ctx, dW); ctx->ops->dealloc(ctx, dZ);
     }
     free(Wt[0]); free(Wt[1]);

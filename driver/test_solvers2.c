@@ -71,16 +71,10 @@ static void test_syev_top(env_t *e) {
   const int64_t n = 300;
   double *K = malloc(sizeof(double) * n * n), *A = malloc(sizeof(double) * n * n),
          *wall = malloc(sizeof(double) * n);
-  /* K of the first n points (e->X is n x p column-major with leading dimension e->n) */
-  for (int64_t j = 0; j < n; j++)
-    for (int64_t i = 0; i < n; i++) {
-      double d2 = 0;
-      for (int c = 0; c < e->p; c++) {
-        double t = e->X[i + c * e->n] - e->X[j + c * e->n];
-        d2 += t * t;
-      }
-      K[i + j * n] = exp(-0.5 * d2);
-    }
+  /* K of the first n points (e->X is e->n x p column-major) */
+  krr_kernel kr = {KRR_RBF, 1.0};
+  for (int c = 0; c < e->p; c++) memcpy(A + c * n, e->X + c * e->n, sizeof(double) * n);
+  CHECK(krr_kernel_matrix_host(ctx, KRR_DOUBLE, &kr, A, n, A, n, e->p, K) == KRR_OK, "kernel matrix");
   memcpy(A, K, sizeof(double) * n * n);
   CHECK(LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'N', 'U', (lapack_int)n, A, (lapack_int)n, wall) == 0, "dsyevd");
   const int64_t ks[] = {1, 41, n};
