@@ -175,26 +175,22 @@ gp_nystrom_factor <- function(object) {
   n <- nrow(xs)
   lam <- object$lambda
   r <- gp_rank(n)
-  L <- matrix(0, n, r)
-  dw <- sqrt(gp_w(object))
-  d <- dw^2  # diag(E) of K' = D K D, k(x, x) = 1
-  # stop once tr(E) is negligible against lambda
-  stop_at <- 1e-6 * lam
-  j <- 0L
-  while (j < r) {
-    i <- which.max(d)
-    # done, or the next pivot too small to divide by (its share stays in e)
-    if (sum(d) <= stop_at || d[i] <= 1e-12) break
-    j <- j + 1L
-    col <- gp_kmat(object, xs, xs[i, , drop = FALSE])[, 1L] * dw * dw[i]
-    if (j > 1L) {
-      col <- col - L[, seq_len(j - 1L), drop = FALSE] %*% L[i, seq_len(j - 1L)]
-    }
-    L[, j] <- col / sqrt(d[i])
-    d <- pmax(d - L[, j]^2, 0)
-    d[i] <- 0
-  }
-  L <- L[, seq_len(j), drop = FALSE]
+  w <- gp_w(object)
+  dw <- sqrt(w)
+  # the factor of K' = D K D is D L for the factor L of K with the pivots
+  # chosen by the weighted residual diagonal w_i diag(E)_i (compiled, in
+  # blocks of pivots: linalg/pchol.c); stop once tr(E') is negligible
+  # against lambda, or at a pivot too small to divide by (its share stays
+  # in e)
+  pc <- .Call(ffi_pivoted_cholesky, xs, as.integer(object$kernel$code),
+              as.numeric(object$kernel$bandwidth),
+              if (is.null(object$obs_weights)) NULL else as.numeric(w),
+              as.integer(r), 1e-6 * lam, 1e-12, gp_threads(object))
+  j <- pc$rank
+  L <- if (j == r) pc$L else pc$L[, seq_len(j), drop = FALSE]
+  pc$L <- NULL
+  if (!is.null(object$obs_weights)) L <- L * dw
+  d <- w * pc$d
   # tr(E) with a margin for the rounding of the running diagonal
   e <- sum(d) * (1 + 1e-10) + n * j * 4 * .Machine$double.eps
   pw <- matrix(dw^2 / sum(dw^2), n, 1L)
@@ -203,14 +199,29 @@ gp_nystrom_factor <- function(object) {
     as.numeric(object$kernel$bandwidth), 1L, 0L, gp_threads(object))))
   one <- matrix(dw, n, 1L)  # D 1
   # L = U diag(sv) V^T: (L L^T + mu I)^{-1} = U diag(1 / (sv^2 + mu)) U^T +
-  # (I - U U^T) / mu; the residuals (I - U U^T) k are formed explicitly
-  # (no cancellation between ||k||^2 / mu and the low-rank part for small mu)
+  # (I - U U^T) / mu; the residual norms ||(I - U U^T) k||^2 are formed
+  # without cancellation against the low-rank part (gp_resid2())
   sv <- svd(L, nv = 0L)
   U <- sv$u
   h <- drop(crossprod(U, one))
   res1 <- one[, 1L] - drop(U %*% h)
   list(U = U, ev = sv$d^2, e = e, lam = lam, c0 = c0, n = n, rank = j,
        h = h, r1 = sum(res1^2), res1 = res1, dw = dw)
+}
+
+# ||(I - U U^T) g||^2 for the columns g of G with P = U^T G: ||g||^2 -
+# ||p||^2 where that keeps 8 or more significant digits (the difference is at
+# least 1e-8 of ||g||^2), the explicit residual for the other columns (a
+# point close to the span of the pivots, and any column when lambda is tiny).
+gp_resid2 <- function(U, G, P) {
+  g2 <- colSums(G^2)
+  rr <- g2 - colSums(P^2)
+  bad <- which(!(rr >= 1e-8 * g2))
+  if (length(bad)) {
+    rr[bad] <- colSums((G[, bad, drop = FALSE] -
+                          U %*% P[, bad, drop = FALSE])^2)
+  }
+  pmax(rr, 0)
 }
 
 # x^T P_mu y for P_mu = (K_hat + mu I)^{-1} from the projections px = U^T x,
@@ -236,12 +247,13 @@ gp_var_nystrom <- function(object, xnew) {
   lo <- hi <- numeric(nrow(xnew))
   h <- matrix(fac$h)
   d1 <- gp_pdiff(h, h, ev, fac$r1, lam, e)  # 1^T (P_0 - P_e) 1
-  for (idx in gp_blocks(nrow(xnew), n)) {
-    G <- gp_kmat(object, xs, xnew[idx, , drop = FALSE]) * fac$dw
+  for (idx in gp_blocks(nrow(xnew), n, 2^24)) {
+    G <- gp_kmat(object, xs, xnew[idx, , drop = FALSE])
+    if (!is.null(object$obs_weights)) G <- G * fac$dw
     P <- crossprod(fac$U, G)
-    Res <- G - fac$U %*% P
-    rr <- colSums(Res^2)
-    r1 <- drop(crossprod(fac$res1, Res))
+    rr <- gp_resid2(fac$U, G, P)
+    # res1 is orthogonal to U: res1^T (I - U U^T) k = res1^T k
+    r1 <- drop(crossprod(fac$res1, G))
     hP <- matrix(fac$h, length(fac$h), ncol(P))
     q0 <- gp_pform(P, P, ev, rr, lam)            # k^T P_0 k
     dk <- gp_pdiff(P, P, ev, rr, lam, e)         # k^T (P_0 - P_e) k
@@ -265,6 +277,23 @@ gp_var_nystrom <- function(object, xnew) {
   # the rank grows; the upper end carries tr(E), a loose bound on ||E||_2
   # (the midpoint overstated the variance tenfold at n = 3000, p = 10)
   list(var = lo, lower = lo, upper = hi, rank = fac$rank, e = e)
+}
+
+# A Nystrom bracket that leaves the exact variance more than twice the
+# reported (lower) end at some point warns: the rank is too small for this
+# lambda, and the standard errors there may be several times too small
+# (down to 0 where the lower end is clipped).
+gp_warn_loose <- function(object, v, call) {
+  loose <- v$upper > 2 * v$lower
+  if (!any(loose)) return(invisible())
+  warn_askotch(sprintf(paste(
+    "The Nystrom standard errors (rank %d) are loose at %d of %d new points:",
+    "there the exact variance may exceed the one reported by more than a",
+    "factor of 2 (the interval that holds it is attr(se.fit, \"var_range\");",
+    "tr(K - K_hat) = %.3g against lambda = %.3g). Use method = \"exact\" (an",
+    "n x n Cholesky factor, n = %d) or raise options(askotch.gp_rank = )."),
+    v$rank, sum(loose), length(loose), v$e, object$lambda[1L], object$n),
+    "accuracy", call)
 }
 
 # The solution of A V = B for an n x q matrix B with the fit's own solver and
@@ -304,6 +333,7 @@ gp_predict <- function(object, xs, fit, rn, se.fit, interval, level, method,
                       call)
   v <- if (method == "exact") gp_var_exact(object, xs) else
     gp_var_nystrom(object, xs)
+  if (!is.null(v$lower)) gp_warn_loose(object, v, call)
   s2 <- gp_signal_var(object)
   se <- sqrt(outer(v$var, s2))
   dimnames(se) <- list(rn, object$y_names)

@@ -37,6 +37,7 @@
 
 /* the leverage-score estimator is core-internal */
 #include "../src/core/sampling/sampling.h"
+#include "../src/core/linalg/linalg.h"
 
 #include "test_common.h"
 
@@ -117,6 +118,104 @@ static void test_syev_top(env_t *e) {
     }
   }
   free(K); free(A); free(wall);
+}
+
+/* The blocked greedy partial Cholesky (linalg/pchol.c) of K(X, X) for the
+ * first n = 300 points, against the host kernel matrix in double: the factor
+ * of pivots S is characterised by (L L^T)[:, S] = K[:, S] and L[S, ]
+ * lower triangular in pivot order (checked to 1e-12 double / 1e-5 single of
+ * max K = 1, the entries above the diagonal times their column's pivot
+ * sqrt(g): the residuals they are, before the division); d = diag(K - L L^T) likewise; E = K - L L^T psd (smallest
+ * eigenvalue >= -1e-12 n / -1e-5 n); each pivot's residual at its choice at
+ * least a quarter of the largest (weighted) residual then; rank r exactly
+ * (r = 1, 37, 150) or, for r = n, a stop at the trace or tiny rule.
+ * Weighted (pw_i = 1 + i mod 3) and unweighted. */
+static void test_pchol(env_t *e) {
+  krr_ctx *ctx = e->ctx;
+  const int64_t n = 300;
+  const int p = e->p;
+  double *A = malloc(sizeof(double) * n * p), *K = malloc(sizeof(double) * n * n),
+         *L = malloc(sizeof(double) * n * n), *d = malloc(sizeof(double) * n),
+         *E = malloc(sizeof(double) * n * n), *ev = malloc(sizeof(double) * n),
+         *pw = malloc(sizeof(double) * n), *dr = malloc(sizeof(double) * n);
+  int64_t *piv = malloc(sizeof(int64_t) * n), *pos = malloc(sizeof(int64_t) * n);
+  krr_kernel kr = {KRR_RBF, 1.0};
+  for (int c = 0; c < p; c++) memcpy(A + c * n, e->X + c * e->n, sizeof(double) * n);
+  CHECK(krr_kernel_matrix_host(ctx, KRR_DOUBLE, &kr, A, n, A, n, p, K) == KRR_OK, "kernel matrix");
+  for (int64_t i = 0; i < n; i++) pw[i] = 1.0 + (double)(i % 3);
+  const int rs[] = {1, 37, 150, (int)n};
+  for (int pr = 0; pr < 2; pr++) {
+    krr_precision prec = pr ? KRR_DOUBLE : KRR_FLOAT;
+    double tol = pr ? 1e-12 : 1e-5, tiny = pr ? 1e-12 : 1e-5, stop = 1e-8;
+    krr_problem pb = {0};
+    krr_op *op = NULL;
+    krr_status st = krr_problem_create(ctx, prec, A, n, p, &pb);
+    if (st == KRR_OK) st = krr_op_exact_create(ctx, &pb, kr, &op);
+    CHECK(st == KRR_OK, "pchol: operator: %s", ctx->msg);
+    for (int wt = 0; st == KRR_OK && wt < 2; wt++)
+      for (int t = 0; t < 4; t++) {
+        int r = rs[t], rank = -1;
+        const double *w = wt ? pw : NULL;
+        void *dL = krr_dalloc(ctx, n * r, krr_sizeof(prec));
+        st = dL ? krr_pivoted_cholesky(op, w, r, stop, tiny, dL, d, piv, &rank) : ctx->status;
+        if (st == KRR_OK && rank > 0) st = krr_download_vec(ctx, prec, dL, n * rank, L);
+        krr_dfree(ctx, &dL);
+        if (st != KRR_OK || rank < 1) {
+          CHECK(0, "pchol %s r %d: status %d (%s), rank %d", pr ? "double" : "single", r, st, ctx->msg, rank);
+          continue;
+        }
+        double einterp = 0, etri = 0, ediag = 0, greedy = 1e300, tr = 0, dmax = 0;
+        for (int64_t i = 0; i < n; i++) pos[i] = -1;
+        for (int k = 0; k < rank; k++) pos[piv[k]] = k;
+        for (int64_t i = 0; i < n; i++) {
+          dr[i] = 1.0; /* k(x, x) = 1: the residual diagonal before any pivot */
+          double s = 0;
+          for (int k = 0; k < rank; k++) s += L[i + k * n] * L[i + k * n];
+          ediag = fmax(ediag, fabs(K[i + i * n] - s - d[i]));
+          tr += (w ? w[i] : 1) * d[i];
+          dmax = fmax(dmax, (w ? w[i] : 1) * d[i]);
+          if (pos[i] >= 0)
+            for (int k = (int)pos[i] + 1; k < rank; k++)  /* the residual, times sqrt(pivot) */
+              etri = fmax(etri, fabs(L[i + k * n] * L[piv[k] + k * n]));
+        }
+        for (int k = 0; k < rank; k++) {
+          /* the pivot's residual when chosen against the largest then */
+          double mx = 0;
+          for (int64_t i = 0; i < n; i++) mx = fmax(mx, (w ? w[i] : 1) * dr[i]);
+          double g = L[piv[k] + k * n];
+          greedy = fmin(greedy, (w ? w[piv[k]] : 1) * g * g / mx);
+          for (int64_t i = 0; i < n; i++) dr[i] -= L[i + k * n] * L[i + k * n];
+          for (int64_t i = 0; i < n; i++) {
+            double s = 0;
+            for (int q = 0; q < rank; q++) s += L[i + q * n] * L[piv[k] + q * n];
+            einterp = fmax(einterp, fabs(s - K[i + piv[k] * n]));
+          }
+        }
+        for (int64_t i = 0; i < n; i++)
+          for (int64_t j = 0; j < n; j++) {
+            double s = 0;
+            for (int k = 0; k < rank; k++) s += L[i + k * n] * L[j + k * n];
+            E[i + j * n] = K[i + j * n] - s;
+          }
+        int info = LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'N', 'U', (lapack_int)n, E, (lapack_int)n, ev);
+        /* short of r only at the trace rule, the tiny rule, or (the fresh
+         * residual of the pivot below tiny: rounding) a largest residual
+         * within rounding of tiny */
+        int rank_ok = t < 3 ? rank == r : (rank == r || tr <= stop || dmax <= tiny + 10 * tol);
+        if (verbose)
+          printf("pchol %s %s r %d: rank %d, interp %.2e, tri %.2e, diag %.2e, min eig(E) %.2e, "
+                 "greedy ratio %.3f, trace %.2e\n", pr ? "double" : "single", wt ? "weighted" : "plain",
+                 r, rank, einterp, etri, ediag, ev[0], greedy, tr);
+        CHECK(info == 0 && rank_ok && einterp <= 10 * tol && etri <= tol * 10 && ediag <= 10 * tol &&
+                  ev[0] >= -tol * (double)n && greedy >= 0.25 * (1 - 1e-3),
+              "pchol %s %s r %d: rank %d, interpolation %.3g, triangle %.3g, diagonal %.3g, "
+              "min eig(E) %.3g, greedy ratio %.3g", pr ? "double" : "single", wt ? "weighted" : "plain",
+              r, rank, einterp, etri, ediag, ev[0], greedy);
+      }
+    if (op) krr_op_free(op);
+    krr_problem_free(ctx, &pb);
+  }
+  free(A); free(K); free(L); free(d); free(E); free(ev); free(pw); free(dr); free(piv); free(pos);
 }
 
 /* ASkotch + RLS sampling, ASkotch v1: exact convergence */
@@ -376,6 +475,7 @@ int main(int argc, char **argv) {
   if (!only || strstr(only, "rls")) test_rls_scores(&e);
   if (!only || strstr(only, "exact")) test_exact(&e);
   if (!only || strstr(only, "ep2")) test_syev_top(&e);
+  if (!only || strstr(only, "pchol")) test_pchol(&e);
   if (!only || strstr(only, "ep2")) test_eigenpro2(&e);
   if (!only || strstr(only, "ep3")) test_eigenpro3(&e);
   free(X); free(y);

@@ -809,6 +809,50 @@ SEXP ffi_kernel_matrix(SEXP x1, SEXP x2, SEXP kernel, SEXP bandwidth, SEXP preci
   return out;
 }
 
+/* Greedy partial Cholesky of K(x, x) (linalg/pchol.c) in double on the CPU:
+ * list(L = n x r (columns past rank unused), d = diag(K - L L^T), rank,
+ * pivots = 1-based).  pw: pivot
+ * weights (length n) or NULL. */
+SEXP ffi_pivoted_cholesky(SEXP x, SEXP kernel, SEXP bandwidth, SEXP pw, SEXP rank, SEXP stop_trace,
+                          SEXP tiny, SEXP threads) {
+  check_matrix(x, "x");
+  krr_kernel k = {(krr_kernel_type)int1(kernel, "kernel"), num1(bandwidth, "bandwidth")};
+  int64_t n = Rf_nrows(x);
+  int p = Rf_ncols(x);
+  int r = int1(rank, "rank must be a number");
+  if (r < 0 || r > n) raise_status(KRR_ERR_INPUT, "rank must lie in [0, nrow(x)]");
+  if (!Rf_isNull(pw) && (!Rf_isReal(pw) || XLENGTH(pw) != n))
+    raise_status(KRR_ERR_INPUT, "pivot weights must be a double vector of length nrow(x)");
+  double stop = num1(stop_trace, "stop_trace must be a number"), tn = num1(tiny, "tiny must be a number");
+  SEXP Lr = PROTECT(Rf_allocMatrix(REALSXP, (int)n, r));
+  SEXP d = PROTECT(Rf_allocVector(REALSXP, n));
+  SEXP pv = PROTECT(Rf_allocVector(REALSXP, r));
+  krr_ctx ctx;
+  int64_t *piv = (int64_t *)calloc((size_t)(r > 0 ? r : 1), sizeof(int64_t));
+  int got = 0;
+  blas_save();
+  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), threads_or_default(int1(threads, "threads")), 0);
+  poll_attach(&ctx);
+  if (st == KRR_OK && !piv) st = krr_fail(&ctx, KRR_ERR_MEMORY, "out of host memory");
+  if (st == KRR_OK)
+    st = krr_kernel_pchol_host(&ctx, &k, REAL(x), n, p, Rf_isNull(pw) ? NULL : REAL(pw), r, stop, tn,
+                               REAL(Lr), REAL(d), piv, &got);
+  for (int j = 0; j < got; j++) REAL(pv)[j] = (double)piv[j] + 1.0;
+  free(piv);
+  ctx_done(&ctx, st, 1);
+  SEXP out = PROTECT(Rf_allocVector(VECSXP, 4));
+  SEXP nm = PROTECT(Rf_allocVector(STRSXP, 4));
+  const char *names[] = {"L", "d", "rank", "pivots"};
+  for (int i = 0; i < 4; i++) SET_STRING_ELT(nm, i, Rf_mkChar(names[i]));
+  Rf_setAttrib(out, R_NamesSymbol, nm);
+  SET_VECTOR_ELT(out, 0, Lr);
+  SET_VECTOR_ELT(out, 1, d);
+  SET_VECTOR_ELT(out, 2, Rf_ScalarInteger(got));
+  SET_VECTOR_ELT(out, 3, Rf_lengthgets(pv, got));
+  UNPROTECT(5);
+  return out;
+}
+
 SEXP ffi_threads(SEXP n) {
   int t = int1(n, "threads must be a number");
   if (t > 0) g_threads = krr_cpu_threads_cap(t);

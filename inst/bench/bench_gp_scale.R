@@ -27,8 +27,15 @@ t0 <- el()
 fit <- krr(tr$x, y, seed = 1)
 t_fit <- el() - t0
 t1 <- el()
-pr <- predict(fit, te$x, se.fit = TRUE)
+# a loose Nystrom bracket warns (askotch_warning_accuracy): keep the message
+loose_msg <- NULL
+pr <- withCallingHandlers(predict(fit, te$x, se.fit = TRUE),
+  askotch_warning_accuracy = function(w) {
+    loose_msg <<- conditionMessage(w)
+    invokeRestart("muffleWarning")
+  })
 t_se <- el() - t1
+rng <- attr(pr$se.fit, "var_range")
 t2 <- el()
 mu <- predict(fit, te$x)
 t_pred <- el() - t2
@@ -43,12 +50,17 @@ tab <- data.frame(
 note <- sprintf(paste0(
   "\n\nn = %d, p = 10, %s; lambda = %.3g (noise-to-signal; true 1/var(f) ~ %.3g), ",
   "%s, %.1f passes, converged: %s; test RMSE %.3f (noise sd 1); ",
-  "95%% prediction intervals cover %.1f%% of the test responses. ",
+  "95%% prediction intervals cover %.1f%% of the test responses; ",
+  "Nystrom rank %d, tr(K - K_hat) = %.3g, variance bracket upper/lower ",
+  "median %.3g (%.1f%% of the points with a lower end of 0). ",
   "Machine: %s, %d threads; load: %s.\n"),
   as.integer(n), format(Sys.time(), "%Y-%m-%d %H:%M UTC", tz = "UTC"),
   fit$lambda, 1 / var(tr$f), format(fit$solver), fit$passes,
-  if (fit$converged) "yes" else fit$reason, rmse, 100 * cover, cpu,
+  if (fit$converged) "yes" else fit$reason, rmse, 100 * cover,
+  attr(pr$se.fit, "rank"), attr(pr$se.fit, "trace_error"),
+  median(rng[, "upper"] / rng[, "lower"]), 100 * mean(rng[, "lower"] <= 0), cpu,
   askotch_threads(), sub(".*load", "load", up))
 print(tab)
 cat(note)
+if (!is.null(loose_msg)) cat("Warning (askotch_warning_accuracy):", loose_msg, "\n")
 saveRDS(list(table = tab, note = note), out)

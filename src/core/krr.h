@@ -176,6 +176,13 @@ krr_status krr_kernel_apply_host(krr_ctx *ctx, krr_precision prec, const krr_ker
 krr_status krr_kernel_matrix_host(krr_ctx *ctx, krr_precision prec, const krr_kernel *k,
                                   const double *X1, int64_t n1, const double *X2, int64_t n2,
                                   int p, double *out);
+/* Greedy partial Cholesky K(X, X) ~ L L^T in double (linalg/pchol.c,
+ * krr_pivoted_cholesky): L host n x r column-major (the first *rank columns
+ * set), d = diag(K - L L^T), piv the pivots (0-based) in order; pw pivot
+ * weights or NULL. */
+krr_status krr_kernel_pchol_host(krr_ctx *ctx, const krr_kernel *k, const double *X, int64_t n,
+                                 int p, const double *pw, int r, double stop_trace, double tiny,
+                                 double *L, double *d, int64_t *piv, int *rank);
 const char *krr_kernel_name(krr_kernel_type t); /* "rbf", ...; NULL if unknown */
 
 /* --- kernel operator (op/) --------------------------------------------------

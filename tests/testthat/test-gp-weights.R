@@ -82,13 +82,17 @@ test_that("the Nystrom bracket holds the exact weighted variance", {
   ex <- predict(fit, d$xnew, se.fit = TRUE, method = "exact")$se.fit^2
   old <- options(askotch.gp_rank = 40)
   on.exit(options(old))
-  ny <- predict(fit, d$xnew, se.fit = TRUE, method = "nystrom")$se.fit
+  # rank 40 is far too small here: the bracket is wide, and says so
+  expect_warning(
+    ny <- predict(fit, d$xnew, se.fit = TRUE, method = "nystrom")$se.fit,
+    "loose at", class = "askotch_warning_accuracy")
   rng <- attr(ny, "var_range")
   expect_true(all(rng[, "lower"] <= ex * (1 + 1e-9)))
   expect_true(all(rng[, "upper"] >= ex * (1 - 1e-9)))
   # full rank: the bracket closes on the exact variance
   options(askotch.gp_rank = 300)
-  ny <- predict(fit, d$xnew, se.fit = TRUE, method = "nystrom")$se.fit
+  expect_no_warning(
+    ny <- predict(fit, d$xnew, se.fit = TRUE, method = "nystrom")$se.fit)
   expect_lt(rel_err(ny^2, ex), 1e-7)
 })
 

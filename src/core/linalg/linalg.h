@@ -48,6 +48,18 @@ krr_status krr_lowrank_inv(krr_ctx *ctx, krr_lowrank *lr, const void *in, void *
 /* out = (P + rho I)^{-1/2} in (orthonormal U only) */
 krr_status krr_lowrank_invsqrt(krr_ctx *ctx, krr_lowrank *lr, const void *in, void *out, int m);
 
+/* --- greedy partial Cholesky of a kernel operator (pchol.c) -------------------
+ * K ~ L L^T (L n x rank, device, the operator's precision, ld n) from up to r
+ * pivots chosen greedily in blocks by the largest residual diagonal, each
+ * entry weighted by pw (host n, or NULL for 1); stops early once the
+ * weighted residual trace sum_i pw_i d_i is <= stop_trace or the largest
+ * weighted residual is <= tiny.  d (host n) returns the residual diagonal
+ * diag(K - L L^T) (unweighted, >= 0), piv (host r) the pivots in order.
+ * E = K - L L^T is the Nystrom error of the pivots, psd.  The operator must
+ * hold all n rows on this process. */
+krr_status krr_pivoted_cholesky(krr_op *op, const double *pw, int r, double stop_trace,
+                                double tiny, void *L, double *d, int64_t *piv, int *rank);
+
 /* --- products with a block's kernel matrix (blockmat.c) ---------------------
  * K_BB of a loaded block, materialised in KB (b x b, the operator's
  * precision) or, with KB = NULL, matrix-free; matmul functions for the
