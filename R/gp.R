@@ -91,6 +91,10 @@ gp_blocks <- function(nnew, n, budget = 2^22) {
 
 # The largest n for the exact (Cholesky) method under method = "auto".
 gp_exact_max_n <- function() getOption("askotch.gp_exact_max_n", 5000)
+# The largest n for which method = "auto" replaces a loose Nystrom bracket by
+# the exact variance (an n x n factor: 3.2 GB and about a minute on two
+# cores at n = 2e4).
+gp_exact_fallback_n <- function() getOption("askotch.gp_exact_fallback_n", 20000)
 
 gp_method <- function(method, object, choices, arg, call) {
   if (!is.character(method) || length(method) < 1L) {
@@ -285,7 +289,6 @@ gp_var_nystrom <- function(object, xnew) {
 # (down to 0 where the lower end is clipped).
 gp_warn_loose <- function(object, v, call) {
   loose <- v$upper > 2 * v$lower
-  if (!any(loose)) return(invisible())
   warn_askotch(sprintf(paste(
     "The Nystrom standard errors (rank %d) are loose at %d of %d new points:",
     "there the exact variance may exceed the one reported by more than a",
@@ -329,11 +332,21 @@ gp_solve <- function(object, B) {
 # interval.  `fit` is the n_new x m matrix of predictions.
 gp_predict <- function(object, xs, fit, rn, se.fit, interval, level, method,
                        call) {
+  auto <- is.character(method) && length(method) >= 1L &&
+    identical(method[1L], "auto")
   method <- gp_method(method, object, c("auto", "exact", "nystrom"), "method",
                       call)
   v <- if (method == "exact") gp_var_exact(object, xs) else
     gp_var_nystrom(object, xs)
-  if (!is.null(v$lower)) gp_warn_loose(object, v, call)
+  if (!is.null(v$lower) && any(v$upper > 2 * v$lower)) {
+    # a loose bracket: "auto" falls back to the exact variance while its
+    # n x n factor is affordable, else (and for "nystrom") warns
+    if (auto && object$n <= gp_exact_fallback_n()) {
+      v <- gp_var_exact(object, xs)
+    } else {
+      gp_warn_loose(object, v, call)
+    }
+  }
   s2 <- gp_signal_var(object)
   se <- sqrt(outer(v$var, s2))
   dimnames(se) <- list(rn, object$y_names)

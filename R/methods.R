@@ -139,7 +139,10 @@ pred_offset <- function(object, nf) {
 #' @param level The intervals' coverage probability, in (0, 1).
 #' @param method How the variances are computed: `"auto"` (`"exact"` for
 #'   \eqn{n \le} `getOption("askotch.gp_exact_max_n", 5000)`, `"nystrom"`
-#'   above), `"exact"` or `"nystrom"`.
+#'   above, and `"exact"` again where the Nystrom interval is loose -- its
+#'   upper end above twice its lower end at some new point -- and \eqn{n \le}
+#'   `getOption("askotch.gp_exact_fallback_n", 20000)`), `"exact"` or
+#'   `"nystrom"`.
 #' @param device `NULL` (the device the model was fitted on, when available,
 #'   else the CPU), `"auto"`, `"cpu"` or `"cuda"`.
 #' @param ... Unused; any argument given here is an error naming it.
@@ -190,7 +193,9 @@ pred_offset <- function(object, nf) {
 #' upper) that contains the exact variance, with attributes `"rank"` and
 #' `"trace_error"` (\eqn{e}). The interval is narrow when \eqn{e} is small
 #' next to \eqn{\lambda}; where its upper end exceeds twice the lower one
-#' at some new point, a warning of class `askotch_warning_accuracy` says so
+#' at some new point, `method = "auto"` computes the exact variance instead
+#' (up to `askotch.gp_exact_fallback_n` points) and otherwise a warning of
+#' class `askotch_warning_accuracy` says so
 #' (the rank is too small for this \eqn{\lambda}: at \eqn{n = 10^5},
 #' \eqn{p = 10} (Friedman 1, \eqn{\lambda = 0.04}), rank 1000 leaves
 #' \eqn{e \approx 100} and the lower end is 0 at most points). The factor is compiled and built in blocks of pivots

@@ -29,7 +29,9 @@ t_fit <- el() - t0
 t1 <- el()
 # a loose Nystrom bracket warns (askotch_warning_accuracy): keep the message
 loose_msg <- NULL
-pr <- withCallingHandlers(predict(fit, te$x, se.fit = TRUE),
+# (method = "nystrom": "auto" would switch to the exact variance up to
+# n = 2e4 when the bracket is loose)
+pr <- withCallingHandlers(predict(fit, te$x, se.fit = TRUE, method = "nystrom"),
   askotch_warning_accuracy = function(w) {
     loose_msg <<- conditionMessage(w)
     invokeRestart("muffleWarning")

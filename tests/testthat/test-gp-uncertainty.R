@@ -158,6 +158,18 @@ test_that("Nystrom variances bracket the exact ones; tight at full rank", {
   au <- predict(fit, d$xnew, se.fit = TRUE)$se.fit
   options(old)
   expect_false(is.null(attr(au, "var_range")))
+  # a loose bracket under "auto": the exact variance while n is at most
+  # askotch.gp_exact_fallback_n, silently; above it the warning
+  old <- options(askotch.gp_exact_max_n = 1000, askotch.gp_rank = 10)
+  expect_no_warning(au <- predict(fit, d$xnew, se.fit = TRUE)$se.fit)
+  expect_null(attr(au, "var_range"))
+  expect_lt(max(abs(au^2 / ex - 1)), 1e-10)
+  options(askotch.gp_exact_fallback_n = 1000)
+  expect_warning(au <- predict(fit, d$xnew, se.fit = TRUE)$se.fit,
+                 "rank 10", class = "askotch_warning_accuracy")
+  expect_identical(attr(au, "rank"), 10L)
+  options(old)
+  options(askotch.gp_exact_fallback_n = NULL)
 })
 
 test_that("bad arguments are classed errors naming them", {

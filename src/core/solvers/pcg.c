@@ -6,10 +6,12 @@
  *    full K via one kernel product with r right-hand sides, rho damped /
  *    regularization / value, applied by Woodbury (linalg/lowrank.c).
  *  - randomly pivoted / greedy partial Cholesky (Chen, Epperly, Tropp,
- *    Webber): F (n x r), P = F F^T + lambda I via Woodbury.  Pivots are drawn
- *    one at a time from the residual diagonal kept on the host in double
- *    (starting from the operator's diagonal); each pivot costs one kernel
- *    column K(X, x_s) and one n-vector download.
+ *    Webber): F (n x r), P = F F^T + lambda I via Woodbury.  RPCholesky
+ *    draws pivots one at a time from the residual diagonal kept on the host
+ *    in double (starting from the operator's diagonal); each pivot costs one
+ *    kernel column K(X, x_s) and one n-vector download.  Greedy takes them
+ *    in blocks (linalg/pchol.c: one kernel product and one GEMM per block)
+ *    when the operator is whole on this process, else one at a time.
  *  - none.
  * The sketch / factor does not depend on lambda and is kept across a change
  * of lambda (only rho and the Woodbury core are redone).  Passes: 1 per
@@ -39,6 +41,7 @@ typedef struct {
   krr_cg cg;
   krr_block piv;     /* one pivot row */
   double *dh, *col;  /* host n: residual diagonal, factor column (Cholesky) */
+  int64_t *pivots;   /* host r: the greedy pivots */
   double dscale;     /* the largest diagonal entry of K (pivots below eps 1e3 of it stop) */
 } pcg_t;
 
@@ -105,7 +108,8 @@ static krr_status pcg_init(krr_solver *s) {
   if (c->pc == PC_RPCHOLESKY || c->pc == PC_GREEDY) {
     c->dh = (double *)krr_arena_host(a, s->n, sizeof(double));
     c->col = (double *)krr_arena_host(a, s->n, sizeof(double));
-    KTRY(KRR_ALLOCATED(a, c->dh, c->col));
+    c->pivots = (int64_t *)krr_arena_host(a, c->r > 0 ? c->r : 1, sizeof(int64_t));
+    KTRY(KRR_ALLOCATED(a, c->dh, c->col, c->pivots));
     KTRY(krr_block_alloc(s->op, a, 1, &c->piv));
   }
   return KRR_OK;
@@ -143,6 +147,11 @@ static krr_status partial_cholesky(krr_solver *s) {
   c->dscale = 0;
   for (int64_t i = 0; i < n; i++) c->dscale = c->dh[i] > c->dscale ? c->dh[i] : c->dscale;
   int k = 0;
+  if (c->pc == PC_GREEDY && s->op->nloc == n) {
+    /* greedy pivots in blocks: one GEMM per block (linalg/pchol.c) */
+    double floor_ = (s->prec == KRR_DOUBLE ? DBL_EPSILON : FLT_EPSILON) * 1e3 * c->dscale;
+    KTRY(krr_pivoted_cholesky(s->op, NULL, c->r, 0.0, floor_, lr->U, c->dh, c->pivots, &k));
+  }
   for (; k < c->r; k++) {
     KTRY(krr_poll(s->ctx));
     int64_t piv = pick_pivot(s, k, stream);
