@@ -6,13 +6,22 @@
 # only the m nearest training points, an upper bound on the exact one.
 #   R_LIBS=/tmp/lib Rscript inst/bench/bench_gp_se_alternatives.R
 suppressPackageStartupMessages(library(askotch))
-set.seed(1); n <- 5000; p <- 10
-x <- matrix(runif(n*p), n, p); y <- 10*sin(pi*x[,1]*x[,2]) + 20*(x[,3]-.5)^2 + 10*x[,4] + 5*x[,5] + rnorm(n)
-xt <- matrix(runif(300*p), 300, p)
+# the data (seed 1) and nt test points, and for one lambda the exact fit, the
+# exact unit-scale variance and the standardised points
+make_data <- function(nt) {
+  set.seed(1); n <- 5000; p <- 10
+  x <- matrix(runif(n*p), n, p); y <- 10*sin(pi*x[,1]*x[,2]) + 20*(x[,3]-.5)^2 + 10*x[,4] + 5*x[,5] + rnorm(n)
+  list(x = x, y = y, xt = matrix(runif(nt*p), nt, p), n = n, p = p)
+}
+exact_at <- function(d, lam) {
+  fit <- krr(d$x, d$y, lambda = lam, solver = cholesky())
+  list(fit = fit, ex = predict(fit, d$xt, se.fit = TRUE, method = "exact")$se.fit^2 /
+         askotch:::gp_signal_var(fit),
+       xs = askotch:::gp_xs(fit), xts = askotch:::new_features(fit, d$xt)$xs)
+}
+d <- make_data(300); n <- d$n; p <- d$p; x <- d$x; y <- d$y; xt <- d$xt
 for (lam in c(0.006, 0.05)) {
-fit <- krr(x, y, lambda = lam, solver = cholesky())
-ex <- predict(fit, xt, se.fit = TRUE, method = "exact")$se.fit^2 / askotch:::gp_signal_var(fit)
-xs <- askotch:::gp_xs(fit); xts <- askotch:::new_features(fit, xt)$xs
+e <- exact_at(d, lam); fit <- e$fit; ex <- e$ex; xs <- e$xs; xts <- e$xts
 for (r in c(100, 300, 1000)) {
   options(askotch.gp_rank = r)
   ny <- predict(fit, xt, se.fit = TRUE, method = "nystrom")$se.fit
@@ -33,13 +42,9 @@ for (r in c(100, 300, 1000)) {
   cat(sprintf("lam %.3g r %d: median rel err lower %s  dtc %s  clamped %s  | frac lower==0 %.2f  bracket width med %.3g, ex med %.3g\n",
       lam, r, f(rng[, "lower"]), f(dtc), f(cl), mean(rng[,"lower"] <= 0), median(rng[,"upper"]-rng[,"lower"]), median(ex)))
 }}
-set.seed(1); n <- 5000; p <- 10
-x <- matrix(runif(n*p), n, p); y <- 10*sin(pi*x[,1]*x[,2]) + 20*(x[,3]-.5)^2 + 10*x[,4] + 5*x[,5] + rnorm(n)
-xt <- matrix(runif(100*p), 100, p)
+d <- make_data(100); n <- d$n; p <- d$p; x <- d$x; y <- d$y; xt <- d$xt
 for (lam in c(0.006, 0.05)) {
-fit <- krr(x, y, lambda = lam, solver = cholesky())
-ex <- predict(fit, xt, se.fit = TRUE, method = "exact")$se.fit^2 / askotch:::gp_signal_var(fit)
-xs <- askotch:::gp_xs(fit); xts <- askotch:::new_features(fit, xt)$xs
+e <- exact_at(d, lam); fit <- e$fit; ex <- e$ex; xs <- e$xs; xts <- e$xts
 K <- askotch:::gp_kmat(fit, xs, xs); diag(K) <- diag(K) + lam; R <- chol(K)
 Kx <- askotch:::gp_kmat(fit, xs, xts); gpv <- 1 - colSums(backsolve(R, Kx, transpose = TRUE)^2)
 cat(sprintf("lam %.3g: exact (with mean term) med %.4g, GP part med %.4g, bw %.3g\n", lam, median(ex), median(gpv), fit$kernel$bandwidth))
