@@ -92,9 +92,10 @@ gp_blocks <- function(nnew, n, budget = 2^22) {
 # The largest n for the exact (Cholesky) method under method = "auto".
 gp_exact_max_n <- function() getOption("askotch.gp_exact_max_n", 5000)
 # The largest n for which method = "auto" replaces a loose Nystrom bracket by
-# the exact variance (an n x n factor: 3.2 GB and about a minute on two
-# cores at n = 2e4).
-gp_exact_fallback_n <- function() getOption("askotch.gp_exact_fallback_n", 20000)
+# the exact variance (the kernel matrix and its Cholesky factor, two n x n
+# matrices: 1.6 GB and a factorisation of about 10 s on two cores at n = 1e4;
+# 6.4 GB and about a minute at 2e4).
+gp_exact_fallback_n <- function() getOption("askotch.gp_exact_fallback_n", 10000)
 
 gp_method <- function(method, object, choices, arg, call) {
   if (!is.character(method) || length(method) < 1L) {

@@ -141,7 +141,7 @@ pred_offset <- function(object, nf) {
 #'   \eqn{n \le} `getOption("askotch.gp_exact_max_n", 5000)`, `"nystrom"`
 #'   above, and `"exact"` again where the Nystrom interval is loose -- its
 #'   upper end above twice its lower end at some new point -- and \eqn{n \le}
-#'   `getOption("askotch.gp_exact_fallback_n", 20000)`), `"exact"` or
+#'   `getOption("askotch.gp_exact_fallback_n", 10000)`), `"exact"` or
 #'   `"nystrom"`.
 #' @param device `NULL` (the device the model was fitted on, when available,
 #'   else the CPU), `"auto"`, `"cpu"` or `"cuda"`.
