@@ -172,6 +172,25 @@ test_that("Nystrom variances bracket the exact ones; tight at full rank", {
   options(askotch.gp_exact_fallback_n = NULL)
 })
 
+test_that("the Nystrom factor with repeated points: pivots stop at the distinct ones", {
+  # each of 40 points three times: K has rank 40, the factor must stop
+  # there (the repeats are dependent candidates), the bracket still hold
+  d <- set_gp(n = 40, nnew = 15, seed = 9)
+  x3 <- d$x[rep(seq_len(40), 3), ]
+  y3 <- d$y[rep(seq_len(40), 3)] + stats::rnorm(120, sd = 0.05)
+  fit <- krr(x3, y3, bandwidth = 1, lambda = 0.2, solver = cholesky(),
+             threads = 1)
+  ex <- predict(fit, d$xnew, se.fit = TRUE, method = "exact")$se.fit^2
+  old <- options(askotch.gp_rank = 120)
+  on.exit(options(old))
+  ny <- predict(fit, d$xnew, se.fit = TRUE, method = "nystrom")$se.fit
+  expect_lte(attr(ny, "rank"), 40L)
+  rng <- attr(ny, "var_range")
+  expect_true(all(rng[, "lower"] <= ex * (1 + 1e-9)))
+  expect_true(all(rng[, "upper"] >= ex * (1 - 1e-9)))
+  expect_lt(max(abs(ny^2 / ex - 1)), 1e-6)
+})
+
 test_that("bad arguments are classed errors naming them", {
   d <- set_gp(n = 60)
   fit <- krr(d$x, d$y, lambda = 0.5, solver = cholesky(), threads = 1)
