@@ -37,6 +37,23 @@ static int top_scores(const double *score, int64_t n, int c, int64_t *idx) {
   return got;
 }
 
+/* candidates per block: at most 256 and n x cap buffers of at most 2^24
+ * numbers, at least 8, at most r */
+static int block_cap(int64_t n, int r) {
+  int64_t cap = ((int64_t)1 << 24) / (n > 0 ? n : 1);
+  if (cap < 8) cap = 8;
+  if (cap > PCHOL_MAX_BLOCK) cap = PCHOL_MAX_BLOCK;
+  return r < cap ? r : (int)cap;
+}
+
+double krr_pivoted_cholesky_memory(int64_t n, int r, size_t es) {
+  double cap = (double)block_cap(n, r);
+  /* C and L[cand, ] on the device, Ch and Lb, score, cand and flags on the
+   * host (the operator's block of cap rows comes on top) */
+  return (double)es * ((double)n * cap + cap * (double)r) +
+         8.0 * (2.0 * (double)n * cap + (double)n + cap) + cap;
+}
+
 krr_status krr_pivoted_cholesky(krr_op *op, const double *pw, int r, double stop_trace,
                                 double tiny, void *L, double *d, int64_t *piv, int *rank) {
   krr_ctx *ctx = op->ctx;
@@ -47,12 +64,7 @@ krr_status krr_pivoted_cholesky(krr_op *op, const double *pw, int r, double stop
     return krr_fail(ctx, KRR_ERR_INTERNAL, "pivoted Cholesky needs the whole operator on one process");
   if (r < 0 || r > n) return krr_fail(ctx, KRR_ERR_INPUT, "rank %d outside [0, %lld]", r, (long long)n);
   if (r == 0) return krr_op_diag(op, NULL, d);
-  /* at most 256 candidates a block and n x cap buffers of at most 2^24
-   * numbers (three of them: 384 MiB in double), at least 8 */
-  int64_t cap64 = ((int64_t)1 << 24) / n;
-  if (cap64 < 8) cap64 = 8;
-  if (cap64 > PCHOL_MAX_BLOCK) cap64 = PCHOL_MAX_BLOCK;
-  int cap = r < cap64 ? r : (int)cap64;
+  const int cap = block_cap(n, r); /* three n x cap buffers: <= 384 MiB in double */
   krr_arena a;
   krr_arena_init(&a, ctx);
   krr_block blk;
