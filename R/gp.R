@@ -288,8 +288,7 @@ gp_var_nystrom <- function(object, xnew) {
 # reported (lower) end at some point warns: the rank is too small for this
 # lambda, and the standard errors there may be several times too small
 # (down to 0 where the lower end is clipped).
-gp_warn_loose <- function(object, v, call) {
-  loose <- v$upper > 2 * v$lower
+gp_warn_loose <- function(object, v, loose, call) {
   warn_askotch(sprintf(paste(
     "The Nystrom standard errors (rank %d) are loose at %d of %d new points:",
     "there the exact variance may exceed the one reported by more than a",
@@ -339,13 +338,14 @@ gp_predict <- function(object, xs, fit, rn, se.fit, interval, level, method,
                       call)
   v <- if (method == "exact") gp_var_exact(object, xs) else
     gp_var_nystrom(object, xs)
-  if (!is.null(v$lower) && any(v$upper > 2 * v$lower)) {
+  loose <- if (is.null(v$lower)) FALSE else v$upper > 2 * v$lower
+  if (any(loose)) {
     # a loose bracket: "auto" falls back to the exact variance while its
     # n x n factor is affordable, else (and for "nystrom") warns
     if (auto && object$n <= gp_exact_fallback_n()) {
       v <- gp_var_exact(object, xs)
     } else {
-      gp_warn_loose(object, v, call)
+      gp_warn_loose(object, v, loose, call)
     }
   }
   s2 <- gp_signal_var(object)

@@ -811,8 +811,7 @@ SEXP ffi_kernel_matrix(SEXP x1, SEXP x2, SEXP kernel, SEXP bandwidth, SEXP preci
 
 /* Greedy partial Cholesky of K(x, x) (linalg/pchol.c) in double on the CPU:
  * list(L = n x r (columns past rank unused), d = diag(K - L L^T), rank,
- * pivots = 1-based).  pw: pivot
- * weights (length n) or NULL. */
+ * pivots = 1-based).  pw: pivot weights (length n) or NULL. */
 SEXP ffi_pivoted_cholesky(SEXP x, SEXP kernel, SEXP bandwidth, SEXP pw, SEXP rank, SEXP stop_trace,
                           SEXP tiny, SEXP threads) {
   check_matrix(x, "x");

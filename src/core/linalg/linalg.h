@@ -59,8 +59,8 @@ krr_status krr_lowrank_invsqrt(krr_ctx *ctx, krr_lowrank *lr, const void *in, vo
  * hold all n rows on this process. */
 krr_status krr_pivoted_cholesky(krr_op *op, const double *pw, int r, double stop_trace,
                                 double tiny, void *L, double *d, int64_t *piv, int *rank);
-/* bytes it holds while it runs (beyond L, d and piv), elements of es bytes */
-double krr_pivoted_cholesky_memory(int64_t n, int r, size_t es);
+/* bytes it holds while it runs (beyond L, d and piv) */
+double krr_pivoted_cholesky_memory(const krr_op *op, int r);
 
 /* --- products with a block's kernel matrix (blockmat.c) ---------------------
  * K_BB of a loaded block, materialised in KB (b x b, the operator's

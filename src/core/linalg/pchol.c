@@ -37,6 +37,11 @@ static int top_scores(const double *score, int64_t n, int c, int64_t *idx) {
   return got;
 }
 
+/* the weighted residual pw_i d_i */
+static inline double wres(const double *pw, const double *d, int64_t i) {
+  return pw ? pw[i] * d[i] : d[i];
+}
+
 /* candidates per block: at most 256 and n x cap buffers of at most 2^24
  * numbers, at least 8, at most r */
 static int block_cap(int64_t n, int r) {
@@ -46,12 +51,13 @@ static int block_cap(int64_t n, int r) {
   return r < cap ? r : (int)cap;
 }
 
-double krr_pivoted_cholesky_memory(int64_t n, int r, size_t es) {
+double krr_pivoted_cholesky_memory(const krr_op *op, int r) {
+  const int64_t n = op->n;
   double cap = (double)block_cap(n, r);
   /* C and L[cand, ] on the device, Ch and Lb, score, cand and flags on the
-   * host (the operator's block of cap rows comes on top) */
-  return (double)es * ((double)n * cap + cap * (double)r) +
-         8.0 * (2.0 * (double)n * cap + (double)n + cap) + cap;
+   * host, and the operator's block of cap rows */
+  return (double)op->es * ((double)n * cap + cap * (double)r) +
+         8.0 * (2.0 * (double)n * cap + (double)n + cap) + cap + krr_block_bytes(op, (int64_t)cap);
 }
 
 krr_status krr_pivoted_cholesky(krr_op *op, const double *pw, int r, double stop_trace,
@@ -83,7 +89,7 @@ krr_status krr_pivoted_cholesky(krr_op *op, const double *pw, int r, double stop
     if ((st = krr_poll(ctx)) != KRR_OK) break;
     double tot = 0;
     for (int64_t i = 0; i < n; i++) {
-      score[i] = pw ? pw[i] * d[i] : d[i];
+      score[i] = wres(pw, d, i);
       tot += score[i];
     }
     int want = r - j < bs ? r - j : bs;
@@ -100,18 +106,14 @@ krr_status krr_pivoted_cholesky(krr_op *op, const double *pw, int r, double stop
     if ((st = krr_download_vec(ctx, op->prec, C, n * c, Ch)) != KRR_OK) break;
     memset(used, 0, (size_t)c);
     int acc = 0;
+    double dmax = score[cand[0]]; /* the largest residual anywhere, kept current */
     for (;;) {
-      /* the unused candidate of largest current residual, against the
-       * largest residual anywhere */
+      /* the unused candidate of largest current residual, against dmax */
       int u = -1;
-      double best = 0, dmax = 0;
+      double best = 0;
       for (int t = 0; t < c; t++) {
-        double v = pw ? pw[cand[t]] * d[cand[t]] : d[cand[t]];
+        double v = wres(pw, d, cand[t]);
         if (!used[t] && v > best) { best = v; u = t; }
-      }
-      for (int64_t i = 0; i < n; i++) {
-        double v = pw ? pw[i] * d[i] : d[i];
-        if (v > dmax) dmax = v;
       }
       if (u < 0 || !(best > tiny) || best < 0.25 * dmax || j + acc >= r) break;
       used[u] = 1;
@@ -127,15 +129,19 @@ krr_status krr_pivoted_cholesky(krr_op *op, const double *pw, int r, double stop
       if (!((pw ? pw[s] : 1.0) * g > tiny) || !isfinite(g)) {
         /* numerically dependent on the pivots so far: its residual is g */
         d[s] = g > 0 && isfinite(g) ? g : 0;
+        dmax = 0;
+        for (int64_t i = 0; i < n; i++) dmax = fmax(dmax, wres(pw, d, i));
         continue;
       }
       const double sg = sqrt(g);
+      d[s] = 0;
+      dmax = 0;
       for (int64_t i = 0; i < n; i++) {
         col[i] /= sg;
         d[i] -= col[i] * col[i];
-        if (d[i] < 0) d[i] = 0;
+        if (d[i] < 0 || i == s) d[i] = 0;
+        dmax = fmax(dmax, wres(pw, d, i));
       }
-      d[s] = 0;
       piv[j + acc] = s;
       acc++;
     }

@@ -73,9 +73,7 @@ static double pcg_memory(const krr_solver *s) {
          (r > 0 ? krr_lowrank_memory(s->prec, n, r, (int)m) : 0.0) + krr_block_bytes(s->op, 1) +
          (chol ? 16.0 * (double)n + 8.0 * (r > 0 ? r : 1) : 0.0) +
          /* the blocked greedy factor's buffers while it runs */
-         (o->preconditioner == PC_GREEDY && r > 0
-              ? krr_pivoted_cholesky_memory(n, r, s->es) + krr_block_bytes(s->op, r < 256 ? r : 256)
-              : 0.0);
+         (o->preconditioner == PC_GREEDY && r > 0 ? krr_pivoted_cholesky_memory(s->op, r) : 0.0);
 }
 
 /* out = (K + lambda I) in, n x m: one pass */
