@@ -24,6 +24,10 @@ solver_c.askotch_solver_pcg <- function(spec) {
 solver_resolved.askotch_solver_pcg <- function(spec, options, extras) {
   spec <- NextMethod()
   spec$preconditioner <- options$preconditioner
+  # the rank the factor reached (an automatic rank may stop below its cap)
+  if (!is.null(extras) && !is.null(extras[["rank_effective"]]) &&
+      is.finite(extras[["rank_effective"]]))
+    spec$rank_effective <- as.integer(extras[["rank_effective"]])
   spec
 }
 
@@ -32,6 +36,8 @@ format.askotch_solver_pcg <- function(x, ...) {
   pc <- if (is.null(x$preconditioner)) option_default("pcg", "preconditioner")
     else x$preconditioner
   rho <- auto(if (is.null(x$rho)) option_default("pcg", "rho") else x$rho)
+  rank <- if (!is.null(x$rank_effective)) x$rank_effective else auto(x$rank)
   sprintf("PCG (%s preconditioner%s)", pc,
-          if (pc == "none") "" else sprintf(", rank %s, rho %s", auto(x$rank), rho))
+          if (pc == "none") "" else if (pc == "nystrom")
+            sprintf(", rank %s, rho %s", rank, rho) else sprintf(", rank %s", rank))
 }

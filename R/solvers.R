@@ -112,7 +112,11 @@
 #'   points.
 #' @param rank Nyström rank \eqn{r} (for `eigenpro()`: the number of
 #'   corrected eigendirections). `NULL` (default) uses 100 capped at the
-#'   block size (for `pcg()`: the number of points; for `askotch(variant =
+#'   block size (for `pcg()`: the number of points, and for
+#'   `pcg("greedy_cholesky")` a rank chosen by cost,
+#'   \eqn{\lceil\sqrt{4 n (2p + 20)}\rceil} capped at 4096 and at half the
+#'   memory budget, where the factor stops early once the trace of the
+#'   residual \eqn{K - F F^\top} is below \eqn{\lambda}; for `askotch(variant =
 #'   "v1")`: the smallest block of the partition; for `eigenpro()`: one less
 #'   than `subsample`; for `eigenpro(version = 3)`: 100 capped at a twelfth
 #'   of `subsample`, because with more corrected directions than that the

@@ -1,7 +1,8 @@
 /* Tests of the PCG and Falkon solvers against exact solutions (no R):
  *   test_solvers [--backend cpu|cuda] [--threads T] [--n N]
- * PCG (nystrom damped / regularization, rpcholesky, greedy, none) x {double,
- * single} x {rbf, matern52}: converge to the double Cholesky oracle.
+ * PCG (nystrom damped / regularization, rpcholesky, greedy at rank 40 and at
+ * its automatic rank, none) x {double, single} x {rbf, matern52}: converge
+ * to the double Cholesky oracle.
  * Falkon: coefficients vs an exact inducing-point solve with the same centres
  * formed naively on the host in double (LAPACKE).  Invalid options must be
  * KRR_ERR_INPUT.  Prints "N passed, N failed"; KRR_VERBOSE=1 prints each run,
@@ -39,6 +40,7 @@ static void test_pcg(krr_ctx *ctx, const double *X, const double *y, int64_t n, 
                                 {"nystrom/regularization", "preconditioner=nystrom rho=regularization"},
                                 {"rpcholesky", "preconditioner=rpcholesky"},
                                 {"greedy_cholesky", "preconditioner=greedy_cholesky"},
+                                {"greedy_cholesky/auto", "preconditioner=greedy_cholesky"},
                                 {"none", "preconditioner=none"}};
   double *w_ref = malloc(sizeof(double) * n * m), *w = malloc(sizeof(double) * n * m);
   int kernels[] = {KRR_RBF, KRR_MATERN52};
@@ -56,11 +58,17 @@ static void test_pcg(krr_ctx *ctx, const double *X, const double *y, int64_t n, 
       if (tfit_make(ctx, pr ? KRR_DOUBLE : KRR_FLOAT, X, n, p, y, m, k, lambda, &f) != KRR_OK) return;
       for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
         char spec[160];
-        snprintf(spec, sizeof spec, "%s rank=40 seed=3", cfg[c].spec);
+        /* "/auto": the automatic rank (at most ceil(sqrt(4 n (2 p + 20)))) */
+        int autor = strstr(cfg[c].name, "/auto") != NULL;
+        snprintf(spec, sizeof spec, "%s%s seed=3", cfg[c].spec, autor ? "" : " rank=40");
         double tol = pr ? 1e-11 : 1e-4;
         krr_solver *s = NULL;
         st = trun(&f, "pcg", spec, tol, 3000, 10, w, &rr, &dg, &s);
         double err = rel_diff(w, w_ref, n * m);
+        if (autor && st == KRR_OK) {
+          double rk = textra(s, "rank_effective"), cap = ceil(sqrt(4.0 * n * (2.0 * p + 20.0)));
+          CHECK(rk >= 1 && rk <= cap, "pcg greedy automatic rank %.0f outside [1, %.0f]", rk, cap);
+        }
         if (verbose)
           printf("pcg %-22s %-8s %s: %4lld iters %6.1f passes relres %.2e est %.2e err %.2e rank %.0f rho %.3g\n",
                  cfg[c].name, kname(kernels[ki]), pr ? "double" : "single", (long long)dg.iter,

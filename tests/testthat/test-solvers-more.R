@@ -62,3 +62,36 @@ test_that("Falkon matches its base-R oracle on the sampled centres", {
   expect_output(print(pcg()), "PCG")
   expect_output(print(sap()), "NSAP")
 })
+
+test_that("pcg('greedy_cholesky') picks its rank: stops by the trace, within the cap and the memory", {
+  d <- make_regression(600, p = 3, seed = 23)
+  bw <- 1.5
+  ref <- oracle_krr(d$x, d$y, d$x, "rbf", bw, 0.5)
+  fit <- krr(d$x, d$y, bandwidth = bw, lambda = 0.5, solver = pcg("greedy_cholesky"),
+             tol = 1e-11, max_passes = 100, seed = 1, threads = 1)
+  expect_lt(rel_err(predict(fit, d$x), ref$pred), 1e-8)
+  r <- fit$solver$rank_effective
+  # cap: ceiling(sqrt(4 n (2 p + 20))) = 250 at n = 600, p = 3
+  expect_true(r >= 1 && r <= 250)
+  expect_identical(fit$solver$rank, 250L)
+  expect_output(print(fit$solver), sprintf("greedy_cholesky preconditioner, rank %d\\)", r))
+  # it stops where the trace of the residual K - F F^T first falls below
+  # lambda: the greedy pivoted Cholesky of LAPACK (dpstrf, one pivot at a
+  # time) reaches that at r_star; the blocked pivots may differ a little
+  ch <- suppressWarnings(chol(ref$K, pivot = TRUE))
+  tr_res <- sum(diag(ref$K)) - cumsum(rowSums(ch^2))
+  r_star <- which(tr_res <= 0.5)[1]
+  expect_false(is.na(r_star))
+  expect_lt(r_star, 250)
+  expect_lte(abs(r - r_star), 0.1 * r_star + 5)
+  # a larger lambda stops it earlier
+  fit2 <- krr(d$x, d$y, bandwidth = bw, lambda = 50, solver = pcg("greedy_cholesky"),
+              max_passes = 100, seed = 1, threads = 1)
+  expect_lt(fit2$solver$rank_effective, r)
+  # a memory limit caps the automatic rank instead of refusing the fit
+  fit3 <- krr(d$x, d$y, bandwidth = bw, lambda = 0.5, solver = pcg("greedy_cholesky"),
+              mem_limit = 2 * (8 * 600 * 40 + 2e6), tol = 1e-11, max_passes = 100,
+              seed = 1, threads = 1)
+  expect_lt(fit3$solver$rank, 250L)
+  expect_lt(rel_err(predict(fit3, d$x), ref$pred), 1e-6)
+})

@@ -6,15 +6,18 @@
  * of the chosen pivots S, whatever rule chose them.
  *
  * Each block takes the c largest (weighted) residual diagonal entries as
- * candidates, forms their kernel columns K(X, X_C) (one operator product),
- * subtracts the factor so far in one GEMM, L L_C^T, and then accepts the
- * candidates one at a time on the host in greedy order (largest current
- * residual first), each against the candidates accepted before it in the
- * block.  A candidate whose residual has fallen below a quarter of the
- * largest residual anywhere (a near-duplicate of an accepted pivot) ends
- * the block, so the pivots stay close to the one-at-a-time greedy ones; the
- * block size adapts (halved when a block ends early, doubled when it is used
- * up, up to 256 and to n x size <= 2^24 numbers). */
+ * candidates C and forms their residual columns R = K(X, X_C) - L L_C^T (one
+ * operator product and one GEMM).  The greedy steps run on the c x c matrix
+ * G = R[C, :] alone (a pivoted Cholesky on the host, O(c^3)): candidates are
+ * accepted in greedy order (largest current residual first) while the
+ * residual is at least a quarter of the largest one outside the block (an
+ * upper bound: the outside residuals as they were when the block began), so
+ * a near-duplicate of an accepted pivot ends the block and the pivots stay
+ * close to the one-at-a-time greedy ones.  The a accepted columns are then
+ * L_A = R[:, A] T^{-T}, T the a x a Cholesky factor of G[A, A] (one
+ * triangular solve), and the residual diagonal drops by the squared row
+ * norms of L_A.  The block size adapts (halved when a block ends early,
+ * doubled when it is used up, up to 256 and to n x size <= 2^24 numbers). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,10 +57,11 @@ static int block_cap(int64_t n, int r) {
 double krr_pivoted_cholesky_memory(const krr_op *op, int r) {
   const int64_t n = op->n;
   double cap = (double)block_cap(n, r);
-  /* C and L[cand, ] on the device, Ch and Lb, score, cand and flags on the
-   * host, and the operator's block of cap rows */
-  return (double)op->es * ((double)n * cap + cap * (double)r) +
-         8.0 * (2.0 * (double)n * cap + (double)n + cap) + cap + krr_block_bytes(op, (int64_t)cap);
+  /* R, L[cand, ], G and T^T on the device; the accepted columns, G, its
+   * factor, score, cand and flags on the host; the operator's block of cap rows */
+  return (double)op->es * ((double)n * cap + cap * (double)r + cap * cap) +
+         8.0 * ((double)n * cap + 2.0 * cap * cap + (double)n + 2.0 * cap) + 5.0 * cap +
+         krr_block_bytes(op, (int64_t)cap);
 }
 
 krr_status krr_pivoted_cholesky(krr_op *op, const double *pw, int r, double stop_trace,
@@ -70,18 +74,22 @@ krr_status krr_pivoted_cholesky(krr_op *op, const double *pw, int r, double stop
     return krr_fail(ctx, KRR_ERR_INTERNAL, "pivoted Cholesky needs the whole operator on one process");
   if (r < 0 || r > n) return krr_fail(ctx, KRR_ERR_INPUT, "rank %d outside [0, %lld]", r, (long long)n);
   if (r == 0) return krr_op_diag(op, NULL, d);
-  const int cap = block_cap(n, r); /* three n x cap buffers: <= 384 MiB in double */
+  const int cap = block_cap(n, r); /* two n x cap buffers: <= 256 MiB in double */
   krr_arena a;
   krr_arena_init(&a, ctx);
   krr_block blk;
-  void *C = krr_arena_dev(&a, n * cap, es);     /* candidate columns */
+  void *C = krr_arena_dev(&a, n * cap, es);           /* residual columns of the candidates */
   void *LC = krr_arena_dev(&a, (int64_t)cap * r, es); /* rows C of L */
-  double *Ch = (double *)krr_arena_host(&a, n * cap, sizeof(double));
-  double *Lb = (double *)krr_arena_host(&a, n * cap, sizeof(double));
+  void *Gd = krr_arena_dev(&a, (int64_t)cap * cap, es); /* G = R[C, :], then T^T */
+  double *Lh = (double *)krr_arena_host(&a, n * cap, sizeof(double)); /* accepted columns */
+  double *G = (double *)krr_arena_host(&a, (int64_t)cap * cap, sizeof(double));
+  double *T = (double *)krr_arena_host(&a, (int64_t)cap * cap, sizeof(double));
   double *score = (double *)krr_arena_host(&a, n, sizeof(double));
   int64_t *cand = (int64_t *)krr_arena_host(&a, cap, sizeof(int64_t));
+  int *acc_t = (int *)krr_arena_host(&a, cap, sizeof(int)); /* accepted candidates, in order */
   char *used = (char *)krr_arena_host(&a, cap, 1);
-  krr_status st = KRR_ALLOCATED(&a, C, LC, Ch, Lb, score, cand, used);
+  double *g = (double *)krr_arena_host(&a, cap, sizeof(double)); /* candidates' residuals */
+  krr_status st = KRR_ALLOCATED(&a, C, LC, Gd, Lh, G, T, score, cand, acc_t, used, g);
   if (st == KRR_OK) st = krr_block_alloc(op, &a, cap, &blk);
   if (st == KRR_OK) st = krr_op_diag(op, NULL, d);
   int j = 0, bs = cap < 32 ? cap : 32;
@@ -95,7 +103,11 @@ krr_status krr_pivoted_cholesky(krr_op *op, const double *pw, int r, double stop
     int want = r - j < bs ? r - j : bs;
     int c = top_scores(score, n, want, cand);
     if (tot <= stop_trace || c == 0 || !(score[cand[0]] > tiny)) break;
-    /* C = K(X, X_cand) - L L[cand, ]^T */
+    /* the largest weighted residual outside the candidates */
+    double dout = 0;
+    for (int t = 0; t < c; t++) score[cand[t]] = -1;
+    for (int64_t i = 0; i < n; i++) dout = fmax(dout, score[i]);
+    /* R = K(X, X_cand) - L L[cand, ]^T; G = R[cand, ] */
     if ((st = krr_block_set(op, &blk, cand, c)) != KRR_OK) break;
     if ((st = krr_op_mat(op, NULL, &blk, C, n)) != KRR_OK) break;
     if (j > 0) {
@@ -103,52 +115,73 @@ krr_status krr_pivoted_cholesky(krr_op *op, const double *pw, int r, double stop
       st = KOP(ctx, op->prec, gemm, 0, 1, n, c, j, -1.0, L, n, LC, c, 1.0, C, n);
       if (st != KRR_OK) break;
     }
-    if ((st = krr_download_vec(ctx, op->prec, C, n * c, Ch)) != KRR_OK) break;
+    if ((st = krr_op_gather(op, &blk, C, c, Gd, c)) != KRR_OK) break;
+    if ((st = krr_download_vec(ctx, op->prec, Gd, (int64_t)c * c, G)) != KRR_OK) break;
+    /* greedy pivoted Cholesky of G: T (c x acc, column q = the q-th accepted
+     * pivot's column over the candidates) */
     memset(used, 0, (size_t)c);
+    for (int t = 0; t < c; t++) g[t] = G[(int64_t)t * c + t];
     int acc = 0;
-    double dmax = score[cand[0]]; /* the largest residual anywhere, kept current */
     for (;;) {
-      /* the unused candidate of largest current residual, against dmax */
       int u = -1;
       double best = 0;
       for (int t = 0; t < c; t++) {
-        double v = wres(pw, d, cand[t]);
+        double v = (pw ? pw[cand[t]] : 1.0) * g[t];
         if (!used[t] && v > best) { best = v; u = t; }
       }
-      if (u < 0 || !(best > tiny) || best < 0.25 * dmax || j + acc >= r) break;
+      if (u < 0 || !(best > tiny) || best < 0.25 * dout || j + acc >= r) break;
       used[u] = 1;
-      const int64_t s = cand[u];
-      double *col = Lb + (int64_t)acc * n, *cu = Ch + (int64_t)u * n;
-      memcpy(col, cu, sizeof(double) * (size_t)n);
+      double *tc = T + (int64_t)acc * c;
+      for (int t = 0; t < c; t++) tc[t] = G[(int64_t)u * c + t];
       for (int q = 0; q < acc; q++) {
-        const double *lq = Lb + (int64_t)q * n;
-        const double f = lq[s];
-        for (int64_t i = 0; i < n; i++) col[i] -= f * lq[i];
+        const double *tq = T + (int64_t)q * c;
+        const double f = tq[u];
+        for (int t = 0; t < c; t++) tc[t] -= f * tq[t];
       }
-      const double g = col[s];
-      if (!((pw ? pw[s] : 1.0) * g > tiny) || !isfinite(g)) {
-        /* numerically dependent on the pivots so far: its residual is g */
-        d[s] = g > 0 && isfinite(g) ? g : 0;
-        dmax = 0;
-        for (int64_t i = 0; i < n; i++) dmax = fmax(dmax, wres(pw, d, i));
+      const double gu = tc[u];
+      if (!((pw ? pw[cand[u]] : 1.0) * gu > tiny) || !isfinite(gu)) {
+        /* numerically dependent on the pivots so far: its residual is gu */
+        g[u] = gu > 0 && isfinite(gu) ? gu : 0;
+        used[u] = 2;
         continue;
       }
-      const double sg = sqrt(g);
-      d[s] = 0;
-      dmax = 0;
-      for (int64_t i = 0; i < n; i++) {
-        col[i] /= sg;
-        d[i] -= col[i] * col[i];
-        if (d[i] < 0 || i == s) d[i] = 0;
-        dmax = fmax(dmax, wres(pw, d, i));
+      const double sg = sqrt(gu);
+      for (int t = 0; t < c; t++) {
+        tc[t] /= sg;
+        g[t] -= tc[t] * tc[t];
+        if (g[t] < 0) g[t] = 0;
       }
-      piv[j + acc] = s;
-      acc++;
+      g[u] = 0;
+      piv[j + acc] = cand[u];
+      acc_t[acc++] = u;
     }
     if (acc > 0) {
-      st = krr_upload_vec_into(ctx, op->prec, Lb, n * acc, KAT(L, (int64_t)j * n, es));
+      /* L[:, j .. j + acc) = R[:, A] T_AA^{-T}: T_AA^T (upper, acc x acc) into Gd */
+      for (int q = 0; q < acc; q++)
+        for (int k = 0; k < acc; k++)
+          G[(int64_t)q * acc + k] = k <= q ? T[(int64_t)k * c + acc_t[q]] : 0.0;
+      void *Lj = KAT(L, (int64_t)j * n, es);
+      for (int q = 0; q < acc && st == KRR_OK; q++)
+        st = ctx->ops->copy(ctx, KAT(Lj, (int64_t)q * n, es), KAT(C, (int64_t)acc_t[q] * n, es),
+                            es * (size_t)n);
+      if (st == KRR_OK) st = krr_upload_vec_into(ctx, op->prec, G, (int64_t)acc * acc, Gd);
+      if (st == KRR_OK)
+        st = KOP(ctx, op->prec, trsm, 1, 0, n, acc, 1.0, Gd, acc, Lj, n);
+      if (st == KRR_OK) st = krr_download_vec(ctx, op->prec, Lj, n * acc, Lh);
+      if (st != KRR_OK) break;
+      for (int q = 0; q < acc; q++) {
+        const double *lq = Lh + (int64_t)q * n;
+        for (int64_t i = 0; i < n; i++) d[i] -= lq[i] * lq[i];
+      }
+      for (int64_t i = 0; i < n; i++)
+        if (d[i] < 0) d[i] = 0;
+      for (int q = 0; q < acc; q++) d[piv[j + q]] = 0;
       j += acc;
     }
+    /* the dependent candidates keep their (tiny) residual from G: no block
+     * picks them again */
+    for (int t = 0; t < c; t++)
+      if (used[t] == 2) d[cand[t]] = fmin(d[cand[t]], g[t]);
     /* adapt the block: early end halves it, a used-up one doubles it */
     if (acc < c && bs > 1) bs /= 2;
     else if (acc == c && bs < cap) bs = bs * 2 < cap ? bs * 2 : cap;

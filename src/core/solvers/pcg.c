@@ -13,6 +13,17 @@
  *    in blocks (linalg/pchol.c: one kernel product and one GEMM per block)
  *    when the operator is whole on this process, else one at a time.
  *  - none.
+ * Automatic rank (rank = 0) of the blocked greedy Cholesky preconditioner
+ * (the others, and greedy on a sharded operator, take min(100, n)): as
+ * large as pays, by cost, and no larger than the spectrum needs.  Rank r
+ * costs about n r^2 flops of factor updates (and n r kernel entries), an
+ * iteration n^2 kernel entries of about 2 p + 20 flops each; r is chosen so
+ * that the factor costs about four iterations, r = sqrt(4 n (2 p + 20)),
+ * capped at n, at 4096 and at what fits in half the memory budget.  The
+ * factor stops earlier when the trace of the residual K - F F^T falls below
+ * lambda: the preconditioned matrix then has its eigenvalues in [1, 2] and
+ * further pivots cannot save more than a few iterations (its condition
+ * number is at most 1 + tr(K - F F^T) / lambda).
  * The sketch / factor does not depend on lambda and is kept across a change
  * of lambda (only rho and the Woodbury core are redone).  Passes: 1 per
  * product with K + lambda I (an iteration, and each residual replacement,
@@ -26,7 +37,7 @@
 #define OPTIONS(X)                                                                            \
   X(preconditioner, CHOICE, 0, 0, 0, 0, "nystrom|rpcholesky|greedy_cholesky|none",            \
     "preconditioner: randomized Nystrom, randomly pivoted or greedy partial Cholesky, or none") \
-  X(rank, INT, 0, 1, INFINITY, 0, NULL, "rank r of the preconditioner (0: min(100, n))")     \
+  X(rank, INT, 0, 1, INFINITY, 0, NULL, "rank r of the preconditioner (0: automatic for greedy_cholesky, else min(100, n))")     \
   X(rho, RHO, KRR_RHO_DAMPED, 0, 0, 0, KRR_RHO_CHOICES,                                       \
     "damping of the Nystrom preconditioner: damped, regularization or a number")              \
   X(resid_every, INT, 50, 1, INFINITY, 0, NULL,                                               \
@@ -42,18 +53,58 @@ typedef struct {
   krr_block piv;     /* one pivot row */
   double *dh, *col;  /* host n: residual diagonal, factor column (Cholesky) */
   int64_t *pivots;   /* host r: the greedy pivots */
+  int auto_rank;     /* the rank was automatic (greedy, blocked): stops by the trace */
   double dscale;     /* the largest diagonal entry of K (pivots below eps 1e3 of it stop) */
 } pcg_t;
+
+#define PCG_AUTO_RANK_MAX 4096
 
 static const char *const extras[] = {"rho", "rank_effective", NULL};
 
 #define P(s) ((pcg_t *)(s)->st)
 #define O(s) SOPT(s, opts_t)
 
+static int is_cholesky(const opts_t *o) {
+  return o->preconditioner == PC_RPCHOLESKY || o->preconditioner == PC_GREEDY;
+}
+
+/* the automatic rank of the partial Cholesky preconditioners (see the top) */
+static int64_t auto_rank(const krr_solver *s) {
+  double r = ceil(sqrt(4.0 * (double)s->n * (2.0 * (double)s->op->p + 20.0)));
+  if (r > PCG_AUTO_RANK_MAX) r = PCG_AUTO_RANK_MAX;
+  return (int64_t)r < s->n ? (int64_t)r : s->n;
+}
+
+static double pcg_memory(const krr_solver *s) {
+  const opts_t *o = O(s);
+  int64_t n = s->n, m = s->m;
+  int r = (int)o->rank;
+  int chol = is_cholesky(o);
+  return (double)s->es * (double)(n * m) /* w */ +
+         krr_cg_memory(s->prec, n, (int)m, o->preconditioner != PC_NONE) +
+         (r > 0 ? krr_lowrank_memory(s->prec, n, r, (int)m) : 0.0) + krr_block_bytes(s->op, 1) +
+         (chol ? 16.0 * (double)n + 8.0 * (r > 0 ? r : 1) : 0.0) +
+         /* the blocked greedy factor's buffers while it runs */
+         (o->preconditioner == PC_GREEDY && r > 0 ? krr_pivoted_cholesky_memory(s->op, r) : 0.0);
+}
+
 static krr_status pcg_resolve(krr_solver *s) {
   opts_t *o = O(s);
+  P(s)->auto_rank = 0;
   if (o->preconditioner == PC_NONE) {
     o->rank = 0;
+  } else if (o->rank == 0 && o->preconditioner == PC_GREEDY && !s->data_free &&
+             s->op->nloc == s->n) {
+    /* the largest rank up to auto_rank() whose need fits half the budget */
+    double avail = 0;
+    KTRY(krr_memory_budget(s->ctx, o->common.mem_limit, &avail));
+    int64_t lo = 1, hi = auto_rank(s);
+    while (lo < hi) {
+      o->rank = lo + (hi - lo + 1) / 2;
+      if (pcg_memory(s) <= 0.5 * avail) lo = o->rank; else hi = o->rank - 1;
+    }
+    o->rank = lo;
+    P(s)->auto_rank = 1;
   } else if (o->rank == 0) {
     o->rank = s->n < 100 ? s->n : 100;
   } else if (o->rank > s->n) {
@@ -61,19 +112,6 @@ static krr_status pcg_resolve(krr_solver *s) {
                     "points (%lld)", (long long)o->rank, (long long)s->n);
   }
   return KRR_OK;
-}
-
-static double pcg_memory(const krr_solver *s) {
-  const opts_t *o = O(s);
-  int64_t n = s->n, m = s->m;
-  int r = (int)o->rank;
-  int chol = o->preconditioner == PC_RPCHOLESKY || o->preconditioner == PC_GREEDY;
-  return (double)s->es * (double)(n * m) /* w */ +
-         krr_cg_memory(s->prec, n, (int)m, o->preconditioner != PC_NONE) +
-         (r > 0 ? krr_lowrank_memory(s->prec, n, r, (int)m) : 0.0) + krr_block_bytes(s->op, 1) +
-         (chol ? 16.0 * (double)n + 8.0 * (r > 0 ? r : 1) : 0.0) +
-         /* the blocked greedy factor's buffers while it runs */
-         (o->preconditioner == PC_GREEDY && r > 0 ? krr_pivoted_cholesky_memory(s->op, r) : 0.0);
 }
 
 /* out = (K + lambda I) in, n x m: one pass */
@@ -148,13 +186,22 @@ static krr_status partial_cholesky(krr_solver *s) {
   KTRY(krr_op_diag(s->op, NULL, c->dh));
   c->dscale = 0;
   for (int64_t i = 0; i < n; i++) c->dscale = c->dh[i] > c->dscale ? c->dh[i] : c->dscale;
-  int k = 0;
+  int k = 0, rmax = c->r;
+  /* an automatic rank stops once tr(K - F F^T) <= lambda (see the top) */
+  double stop_trace = c->auto_rank ? s->obj->lambda : 0.0;
   if (c->pc == PC_GREEDY && s->op->nloc == n) {
     /* greedy pivots in blocks: one GEMM per block (linalg/pchol.c) */
     double floor_ = (s->prec == KRR_DOUBLE ? DBL_EPSILON : FLT_EPSILON) * 1e3 * c->dscale;
-    KTRY(krr_pivoted_cholesky(s->op, NULL, c->r, 0.0, floor_, lr->U, c->dh, c->pivots, &k));
+    KTRY(krr_pivoted_cholesky(s->op, NULL, c->r, stop_trace, floor_, lr->U, c->dh, c->pivots,
+                              &k));
+    rmax = k; /* it stopped by the rank, the trace or the numerical rank */
   }
-  for (; k < c->r; k++) {
+  for (; k < rmax; k++) {
+    if (c->auto_rank) {
+      double tr = 0;
+      for (int64_t i = 0; i < n; i++) tr += c->dh[i];
+      if (tr <= stop_trace) break;
+    }
     KTRY(krr_poll(s->ctx));
     int64_t piv = pick_pivot(s, k, stream);
     if (piv < 0) break;
