@@ -206,7 +206,10 @@
 #'   `"paper"` (\eqn{10^{-6} n}); see *Choosing lambda and the bandwidth*.
 #' @param solver `"auto"` (default): [cholesky()] for \eqn{n \le} 5000
 #'   (option `askotch.auto_exact_max_n`) when the \eqn{n \times n} factor
-#'   fits in `mem_limit`, else [askotch()]. Or a solver specification:
+#'   fits in `mem_limit`; `pcg("greedy_cholesky")` (its rank chosen by cost
+#'   and by \eqn{\lambda}, within half the memory budget) for \eqn{n \le}
+#'   200 000 (option `askotch.auto_pcg_max_n`); else [askotch()], whose
+#'   memory is linear in \eqn{n}. Or a solver specification:
 #'   [askotch()], [skotch()], [sap()], [pcg()], [falkon()], [cholesky()], or
 #'   one of their names.
 #' @param precision `"double"` or `"single"` floating point arithmetic in the

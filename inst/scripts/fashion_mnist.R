@@ -3,7 +3,9 @@
 # solved jointly), with krr()'s defaults: RBF kernel, median bandwidth,
 # lambda by maximum likelihood (on a subsample of 2000 images), the
 # automatic tolerance (predictions within 0.001 sd of the exact solution's),
-# solver "auto" (ASkotch above 5000 points), double precision. (In single
+# solver "auto" (PCG with a greedy partial-Cholesky preconditioner of
+# automatic rank between 5000 and 2e5 points, ASkotch above), double
+# precision. (In single
 # precision the residual of this problem levels off near 3e-5, the rounding
 # floor of float arithmetic here, above the automatic tolerance's 1e-5: the
 # fit stops there with reason "precision", accurate to about 0.05 sd.)
@@ -13,9 +15,7 @@
 # Training subset size: first command-line argument, else env ASKOTCH_N, else
 # 10000 (the full training set is 60000). Other knobs: ASKOTCH_PRECISION
 # ("double"), ASKOTCH_MAX_PASSES (default 300, the one setting that is not
-# krr()'s default, 100: a margin only; this fit reaches the automatic
-# tolerance (3.2e-6, the worst of the ten columns) at pass 100 and stops
-# there either way), ASKOTCH_TIME_LIMIT (solver seconds, default Inf: run to
+# krr()'s default, 100: a margin only, for ASkotch at n = 60000 and above), ASKOTCH_TIME_LIMIT (solver seconds, default Inf: run to
 # the default tolerance), ASKOTCH_DEVICE ("auto").
 #
 #   Rscript inst/scripts/fashion_mnist.R            # n = 10000

@@ -137,7 +137,7 @@ test_that("bandwidth = 'ml' and 'ard' maximise the likelihood; predict applies t
   expect_output(print(summary(ard)), "maximum likelihood")
 })
 
-test_that("solver = 'auto' is Cholesky for small n, ASkotch above the limit", {
+test_that("solver = 'auto' is Cholesky for small n, PCG (greedy) in the middle, ASkotch above", {
   d <- make_regression(100, p = 2, seed = 1)
   fit <- krr(d$x, d$y, lambda = 0.1, threads = 1)
   expect_s3_class(fit$solver, "askotch_solver_cholesky")
@@ -145,13 +145,24 @@ test_that("solver = 'auto' is Cholesky for small n, ASkotch above the limit", {
   old <- options(askotch.auto_exact_max_n = 50)
   on.exit(options(old), add = TRUE)
   fit2 <- krr(d$x, d$y, lambda = 0.1, seed = 1, threads = 1)
-  expect_s3_class(fit2$solver, "askotch_solver_askotch")
-  options(old)
-  # a memory limit below the n x n factor also picks ASkotch
-  fit3 <- krr(d$x, d$y, lambda = 0.1, mem_limit = 8 * 100^2 - 1, seed = 1,
-              threads = 1)
+  expect_s3_class(fit2$solver, "askotch_solver_pcg")
+  expect_identical(fit2$solver$preconditioner, "greedy_cholesky")
+  expect_true(fit2$converged)
+  # (the automatic tolerance: within 0.001 sd of the exact fit)
+  expect_lt(rel_err(predict(fit2, d$x), predict(fit, d$x)), 1e-5)
+  # above askotch.auto_pcg_max_n: ASkotch
+  old2 <- options(askotch.auto_pcg_max_n = 80)
+  on.exit(options(old2), add = TRUE)
+  fit3 <- krr(d$x, d$y, lambda = 0.1, seed = 1, threads = 1)
   expect_s3_class(fit3$solver, "askotch_solver_askotch")
-  expect_lt(rel_err(predict(fit2, d$x), predict(fit, d$x)), 1e-6)
+  options(old)
+  options(old2)
+  # a memory limit below the n x n factor also leaves the exact solve
+  fit4 <- krr(d$x, d$y, lambda = 0.1, mem_limit = 8 * 100^2 - 1, seed = 1,
+              threads = 1)
+  expect_s3_class(fit4$solver, "askotch_solver_pcg")
+  expect_lt(rel_err(predict(fit3, d$x), predict(fit, d$x)), 1e-5)
+  expect_lt(rel_err(predict(fit4, d$x), predict(fit, d$x)), 1e-5)
 })
 
 test_that("the default lambda is the ML one; on a subsample for large n; 'paper' is 1e-6 n", {

@@ -1,0 +1,134 @@
+#!/usr/bin/env Rscript
+# The defaults study: which solver should solver = "auto" be above the exact
+# range?  For each task (data, n, lambda, kernel, precision) the exact
+# solution (Cholesky) gives the reference test RMSE; then each candidate
+# solves the same system (same lambda and bandwidth) with the automatic
+# tolerance and a time limit, recording
+#   * the time to a test RMSE within 0.1% of the exact one (from the trace's
+#     validation column, recorded at most once per pass),
+#   * the time to the end (converged by the automatic tolerance, or stopped),
+#   * the passes, and the relative difference of the predictions from the
+#     exact ones (max over the test points, in units of sd(y)).
+# Candidates: askotch() (the default above n = 5000 until 2026-11),
+# pcg("greedy_cholesky") with its automatic rank (the new default),
+# pcg() (Nystrom, rank 100) and falkon() (its default centres: a different,
+# approximate model, shown for time only).
+#
+#   Rscript inst/bench/bench_auto_solver.R [tasks] [time_limit] [out.rds]
+#
+# tasks: comma-separated names from the table below (default: all);
+# time_limit: seconds per iterative fit (default 90).
+suppressPackageStartupMessages(library(askotch))
+args <- commandArgs(trailingOnly = TRUE)
+pick <- if (length(args) >= 1L && nzchar(args[1L])) strsplit(args[1L], ",")[[1L]] else NULL
+tlim <- if (length(args) >= 2L) as.numeric(args[2L]) else 90
+out <- if (length(args) >= 3L) args[3L] else "inst/bench/auto_solver_results.rds"
+threads <- 2L
+
+read_idx <- function(f) {
+  con <- gzfile(f, "rb"); on.exit(close(con))
+  magic <- readBin(con, "integer", 1, endian = "big"); nd <- magic %% 256
+  dims <- readBin(con, "integer", nd, endian = "big")
+  v <- readBin(con, "integer", prod(dims), size = 1, signed = FALSE)
+  if (nd == 1) v else matrix(v, dims[1], prod(dims[-1]), byrow = TRUE)
+}
+fashion_dir <- Sys.getenv("ASKOTCH_FASHION_DIR", "/usr/share/datasets/fashion-mnist")
+fashion <- NULL
+gen <- function(data, n, nt = 2000) {
+  set.seed(1)
+  m <- n + nt
+  if (data == "friedman") { # Friedman 1: p = 10, noise sd 1
+    x <- matrix(runif(m * 10), m, 10)
+    y <- 10 * sin(pi * x[, 1] * x[, 2]) + 20 * (x[, 3] - 0.5)^2 + 10 * x[, 4] +
+      5 * x[, 5] + rnorm(m)
+  } else if (data == "smooth3") { # p = 3, smooth, noise sd 0.1
+    x <- matrix(runif(m * 3), m, 3)
+    y <- sin(4 * x[, 1]) * cos(3 * x[, 2]) + x[, 3]^2 + 0.1 * rnorm(m)
+  } else if (data == "fashion") { # Fashion-MNIST, p = 784: class 0 vs the rest as 0/1
+    if (is.null(fashion)) {
+      X <- read_idx(file.path(fashion_dir, "train-images-idx3-ubyte.gz")) / 255
+      lab <- read_idx(file.path(fashion_dir, "train-labels-idx1-ubyte.gz"))
+      fashion <<- list(X = X, lab = lab)
+    }
+    i <- sample(nrow(fashion$X), m)
+    x <- fashion$X[i, ]; y <- as.numeric(fashion$lab[i] == 0)
+  }
+  list(x = x[1:n, , drop = FALSE], y = y[1:n], xt = x[-(1:n), , drop = FALSE],
+       yt = y[-(1:n)])
+}
+
+# name = data, n, lambda rule ("ml" or a multiple of n), kernel, precision
+tasks <- list(
+  friedman_1e4_ml       = list("friedman", 1e4, "ml", "rbf", "double"),
+  friedman_2e4_ml       = list("friedman", 2e4, "ml", "rbf", "double"),
+  friedman_1e4_paper    = list("friedman", 1e4, 1e-6, "rbf", "double"),
+  friedman_1e4_big      = list("friedman", 1e4, 1e-1, "rbf", "double"),
+  friedman_1e4_matern   = list("friedman", 1e4, "ml", "matern52", "double"),
+  friedman_1e4_single   = list("friedman", 1e4, "ml", "rbf", "single"),
+  smooth3_2e4_ml        = list("smooth3", 2e4, "ml", "rbf", "double"),
+  smooth3_2e4_paper     = list("smooth3", 2e4, 1e-6, "rbf", "double"),
+  smooth3_1e4_laplace   = list("smooth3", 1e4, "ml", "laplace", "double"),
+  fashion_1e4_ml        = list("fashion", 1e4, "ml", "rbf", "double"),
+  fashion_1e4_paper     = list("fashion", 1e4, 1e-6, "rbf", "double"),
+  fashion_1e4_single    = list("fashion", 1e4, 1e-5, "rbf", "single"))
+if (!is.null(pick)) tasks <- tasks[pick]
+
+candidates <- list(
+  askotch = askotch(),
+  pcg_greedy_auto = pcg("greedy_cholesky"),
+  pcg_nystrom_100 = pcg(),
+  falkon = falkon())
+
+el <- function() proc.time()[["elapsed"]]
+rows <- list()
+for (tn in names(tasks)) {
+  tk <- tasks[[tn]]
+  d <- gen(tk[[1]], tk[[2]])
+  lam <- if (identical(tk[[3]], "ml")) NULL else tk[[3]] * tk[[2]]
+  # the exact solution: lambda (by ML when asked) and bandwidth for all
+  t0 <- el()
+  ex <- krr(d$x, d$y, lambda = lam, kernel = tk[[4]], solver = cholesky(),
+            precision = "double", seed = 1, threads = threads)
+  t_ex <- el() - t0
+  mu_ex <- predict(ex, d$xt)
+  rmse_ex <- sqrt(mean((mu_ex - d$yt)^2))
+  lam <- ex$lambda; bw <- ex$kernel$bandwidth
+  cat(sprintf("\n[%s] n = %d, p = %d, lambda = %.4g (%s), bandwidth %.4g, %s, %s; exact: %.1f s (incl. lambda), test RMSE %.5g\n",
+              tn, nrow(d$x), ncol(d$x), lam, tk[[3]], bw, tk[[4]], tk[[5]], t_ex, rmse_ex))
+  for (cn in names(candidates)) {
+    t0 <- el()
+    f <- tryCatch(suppressWarnings(krr(d$x, d$y, lambda = lam, bandwidth = bw,
+                                       kernel = tk[[4]], solver = candidates[[cn]],
+                                       precision = tk[[5]], seed = 2, threads = threads,
+                                       time_limit = tlim, max_passes = 1000,
+                                       validation = list(x = d$xt, y = d$yt))),
+                  error = function(e) e)
+    wall <- el() - t0
+    if (inherits(f, "error")) {
+      cat(sprintf("  %-16s error: %s\n", cn, conditionMessage(f)))
+      next
+    }
+    mu <- predict(f, d$xt)
+    tr <- f$trace
+    hit <- which(tr$validation <= 1.001 * rmse_ex)
+    t_hit <- if (length(hit)) tr$seconds[hit[1]] else NA
+    row <- data.frame(task = tn, n = nrow(d$x), p = ncol(d$x), lambda = lam,
+                      kernel = tk[[4]], precision = tk[[5]], solver = cn,
+                      spec = format(f$solver), t_exact = t_ex, rmse_exact = rmse_ex,
+                      t_target = t_hit, t_total = wall, passes = f$passes,
+                      converged = f$converged, resid = f$resid_exact,
+                      rmse = sqrt(mean((mu - d$yt)^2)),
+                      maxdiff_sd = max(abs(mu - mu_ex)) / sd(d$y))
+    rows[[length(rows) + 1L]] <- row
+    cat(sprintf("  %-16s %-46s to 0.1%%: %6s s  end %6.1f s  passes %6.1f  conv %-5s  res %.1e  rmse %.5g  maxdiff/sd %.1e\n",
+                cn, row$spec, if (is.na(t_hit)) "-" else sprintf("%.1f", t_hit), wall,
+                f$passes, f$converged, f$resid_exact, row$rmse, row$maxdiff_sd))
+  }
+}
+res <- do.call(rbind, rows)
+attr(res, "machine") <- sprintf("%s, %s cores; %s", sub(".*: *", "", grep("Model name",
+  system("lscpu", intern = TRUE), value = TRUE)), system("nproc", intern = TRUE),
+  system("uptime", intern = TRUE))
+attr(res, "date") <- format(Sys.time(), "%Y-%m-%d %H:%M UTC", tz = "UTC")
+saveRDS(res, out)
+cat("\n", attr(res, "date"), "; ", attr(res, "machine"), "\n", sep = "")
