@@ -129,7 +129,9 @@ krr_status krr_pivoted_cholesky(krr_op *op, const double *pw, int r, double stop
         double v = (pw ? pw[cand[t]] : 1.0) * g[t];
         if (!used[t] && v > best) { best = v; u = t; }
       }
-      if (u < 0 || !(best > tiny) || best < 0.25 * dout || j + acc >= r) break;
+      /* (the block's first pivot is not held to dout: rounding may leave the
+       * fresh residual below the stale bound, and each block must progress) */
+      if (u < 0 || !(best > tiny) || (acc > 0 && best < 0.25 * dout) || j + acc >= r) break;
       used[u] = 1;
       double *tc = T + (int64_t)acc * c;
       for (int t = 0; t < c; t++) tc[t] = G[(int64_t)u * c + t];
@@ -178,10 +180,12 @@ krr_status krr_pivoted_cholesky(krr_op *op, const double *pw, int r, double stop
       for (int q = 0; q < acc; q++) d[piv[j + q]] = 0;
       j += acc;
     }
-    /* the dependent candidates keep their (tiny) residual from G: no block
-     * picks them again */
+    /* the candidates not taken keep the smaller of the two residuals: the
+     * fresh one from G (after this block's pivots) is the more accurate when
+     * it is tiny, and a dependent candidate (or one whose fresh residual is
+     * below tiny) is not picked again, so every block makes progress */
     for (int t = 0; t < c; t++)
-      if (used[t] == 2) d[cand[t]] = fmin(d[cand[t]], g[t]);
+      if (used[t] != 1) d[cand[t]] = fmin(d[cand[t]], g[t]);
     /* adapt the block: early end halves it, a used-up one doubles it */
     if (acc < c && bs > 1) bs /= 2;
     else if (acc == c && bs < cap) bs = bs * 2 < cap ? bs * 2 : cap;
