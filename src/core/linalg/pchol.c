@@ -40,10 +40,8 @@ static int top_scores(const double *score, int64_t n, int c, int64_t *idx) {
   return got;
 }
 
-/* the weighted residual pw_i d_i */
-static inline double wres(const double *pw, const double *d, int64_t i) {
-  return pw ? pw[i] * d[i] : d[i];
-}
+/* the pivot weight pw_i (1 without weights) */
+static inline double wgt(const double *pw, int64_t i) { return pw ? pw[i] : 1.0; }
 
 /* candidates per block: at most 256 and n x cap buffers of at most 2^24
  * numbers, at least 8, at most r */
@@ -97,7 +95,7 @@ krr_status krr_pivoted_cholesky(krr_op *op, const double *pw, int r, double stop
     if ((st = krr_poll(ctx)) != KRR_OK) break;
     double tot = 0;
     for (int64_t i = 0; i < n; i++) {
-      score[i] = wres(pw, d, i);
+      score[i] = wgt(pw, i) * d[i];
       tot += score[i];
     }
     int want = r - j < bs ? r - j : bs;
@@ -126,7 +124,7 @@ krr_status krr_pivoted_cholesky(krr_op *op, const double *pw, int r, double stop
       int u = -1;
       double best = 0;
       for (int t = 0; t < c; t++) {
-        double v = (pw ? pw[cand[t]] : 1.0) * g[t];
+        double v = wgt(pw, cand[t]) * g[t];
         if (!used[t] && v > best) { best = v; u = t; }
       }
       /* (the block's first pivot is not held to dout: rounding may leave the
@@ -141,7 +139,7 @@ krr_status krr_pivoted_cholesky(krr_op *op, const double *pw, int r, double stop
         for (int t = 0; t < c; t++) tc[t] -= f * tq[t];
       }
       const double gu = tc[u];
-      if (!((pw ? pw[cand[u]] : 1.0) * gu > tiny) || !isfinite(gu)) {
+      if (!(wgt(pw, cand[u]) * gu > tiny) || !isfinite(gu)) {
         /* numerically dependent on the pivots so far: its residual is gu */
         g[u] = gu > 0 && isfinite(gu) ? gu : 0;
         used[u] = 2;

@@ -64,11 +64,7 @@ static const char *const extras[] = {"rho", "rank_effective", NULL};
 #define P(s) ((pcg_t *)(s)->st)
 #define O(s) SOPT(s, opts_t)
 
-static int is_cholesky(const opts_t *o) {
-  return o->preconditioner == PC_RPCHOLESKY || o->preconditioner == PC_GREEDY;
-}
-
-/* the automatic rank of the partial Cholesky preconditioners (see the top) */
+/* the automatic rank of the blocked greedy Cholesky preconditioner (see the top) */
 static int64_t auto_rank(const krr_solver *s) {
   double r = ceil(sqrt(4.0 * (double)s->n * (2.0 * (double)s->op->p + 20.0)));
   if (r > PCG_AUTO_RANK_MAX) r = PCG_AUTO_RANK_MAX;
@@ -79,7 +75,7 @@ static double pcg_memory(const krr_solver *s) {
   const opts_t *o = O(s);
   int64_t n = s->n, m = s->m;
   int r = (int)o->rank;
-  int chol = is_cholesky(o);
+  int chol = o->preconditioner == PC_RPCHOLESKY || o->preconditioner == PC_GREEDY;
   return (double)s->es * (double)(n * m) /* w */ +
          krr_cg_memory(s->prec, n, (int)m, o->preconditioner != PC_NONE) +
          (r > 0 ? krr_lowrank_memory(s->prec, n, r, (int)m) : 0.0) + krr_block_bytes(s->op, 1) +
@@ -187,21 +183,16 @@ static krr_status partial_cholesky(krr_solver *s) {
   c->dscale = 0;
   for (int64_t i = 0; i < n; i++) c->dscale = c->dh[i] > c->dscale ? c->dh[i] : c->dscale;
   int k = 0, rmax = c->r;
-  /* an automatic rank stops once tr(K - F F^T) <= lambda (see the top) */
-  double stop_trace = c->auto_rank ? s->obj->lambda : 0.0;
   if (c->pc == PC_GREEDY && s->op->nloc == n) {
-    /* greedy pivots in blocks: one GEMM per block (linalg/pchol.c) */
+    /* greedy pivots in blocks: one GEMM per block (linalg/pchol.c); an
+     * automatic rank (only here) stops once tr(K - F F^T) <= lambda */
+    double stop_trace = c->auto_rank ? s->obj->lambda : 0.0;
     double floor_ = (s->prec == KRR_DOUBLE ? DBL_EPSILON : FLT_EPSILON) * 1e3 * c->dscale;
     KTRY(krr_pivoted_cholesky(s->op, NULL, c->r, stop_trace, floor_, lr->U, c->dh, c->pivots,
                               &k));
     rmax = k; /* it stopped by the rank, the trace or the numerical rank */
   }
   for (; k < rmax; k++) {
-    if (c->auto_rank) {
-      double tr = 0;
-      for (int64_t i = 0; i < n; i++) tr += c->dh[i];
-      if (tr <= stop_trace) break;
-    }
     KTRY(krr_poll(s->ctx));
     int64_t piv = pick_pivot(s, k, stream);
     if (piv < 0) break;
