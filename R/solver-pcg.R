@@ -22,8 +22,15 @@ solver_c.askotch_solver_pcg <- function(spec) {
 
 #' @export
 solver_resolved.askotch_solver_pcg <- function(spec, options, extras) {
+  user_rank <- spec$rank
   spec <- NextMethod()
   spec$preconditioner <- options$preconditioner
+  # an automatic greedy rank stays automatic: a refit without the kept state
+  # chooses it again (memory budget, trace stop) for its own lambda
+  if (is.null(user_rank) && identical(options$preconditioner, "greedy_cholesky")) {
+    spec$rank_cap <- spec$rank # the automatic rank's cap for this problem
+    spec$rank <- NULL
+  }
   # the rank the factor reached (an automatic rank may stop below its cap)
   if (!is.null(extras) && !is.null(extras[["rank_effective"]]) &&
       is.finite(extras[["rank_effective"]]))

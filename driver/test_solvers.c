@@ -1,6 +1,7 @@
 /* Tests of the PCG and Falkon solvers against exact solutions (no R):
  *   test_solvers [--backend cpu|cuda] [--threads T] [--n N]
- * PCG (nystrom damped / regularization, rpcholesky, greedy at rank 40 and at
+ * PCG (nystrom damped / regularization / damped with its products in small polled
+ * pieces, rpcholesky, greedy at rank 40 and at
  * its automatic rank, none) x {double, single} x {rbf, matern52}: converge
  * to the double Cholesky oracle.
  * Falkon: coefficients vs an exact inducing-point solve with the same centres
@@ -38,6 +39,8 @@ typedef struct { const char *name, *spec; } pcg_cfg;
 static void test_pcg(krr_ctx *ctx, const double *X, const double *y, int64_t n, int p, int m) {
   static const pcg_cfg cfg[] = {{"nystrom/damped", "preconditioner=nystrom rho=damped"},
                                 {"nystrom/regularization", "preconditioner=nystrom rho=regularization"},
+                                /* its products and solves in small polled pieces */
+                                {"nystrom/pieces", "preconditioner=nystrom rho=damped"},
                                 {"rpcholesky", "preconditioner=rpcholesky"},
                                 {"greedy_cholesky", "preconditioner=greedy_cholesky"},
                                 {"greedy_cholesky/auto", "preconditioner=greedy_cholesky"},
@@ -63,7 +66,9 @@ static void test_pcg(krr_ctx *ctx, const double *X, const double *y, int64_t n, 
         snprintf(spec, sizeof spec, "%s%s seed=3", cfg[c].spec, autor ? "" : " rank=40");
         double tol = pr ? 1e-11 : 1e-4;
         krr_solver *s = NULL;
+        ctx->piece_flops = strstr(cfg[c].name, "/pieces") ? 1e4 : 0;
         st = trun(&f, "pcg", spec, tol, 3000, 10, w, &rr, &dg, &s);
+        ctx->piece_flops = 0;
         double err = rel_diff(w, w_ref, n * m);
         if (autor && st == KRR_OK) {
           double rk = textra(s, "rank_effective"), cap = ceil(sqrt(4.0 * n * (2.0 * p + 20.0)));

@@ -129,7 +129,8 @@ static void test_syev_top(env_t *e) {
  * eigenvalue >= -1e-12 n / -1e-5 n); each pivot's residual at its choice at
  * least a quarter of the largest (weighted) residual then; rank r exactly
  * (r = 1, 37, 150) or, for r = n, a stop at the trace or tiny rule.
- * Weighted (pw_i = 1 + i mod 3) and unweighted. */
+ * Weighted (pw_i = 1 + i mod 3) and unweighted, and unweighted with its
+ * products and triangular solves in small polled pieces. */
 static void test_pchol(env_t *e) {
   krr_ctx *ctx = e->ctx;
   const int64_t n = 300;
@@ -152,14 +153,17 @@ static void test_pchol(env_t *e) {
     krr_status st = krr_problem_create(ctx, prec, A, n, p, &pb);
     if (st == KRR_OK) st = krr_op_exact_create(ctx, &pb, kr, &op);
     CHECK(st == KRR_OK, "pchol: operator: %s", ctx->msg);
-    for (int wt = 0; st == KRR_OK && wt < 2; wt++)
+    /* wt 2: unweighted, the products and solves in small polled pieces */
+    for (int wt = 0; st == KRR_OK && wt < 3; wt++)
       for (int t = 0; t < 4; t++) {
         int r = rs[t], rank = -1;
-        const double *w = wt ? pw : NULL;
+        const double *w = wt == 1 ? pw : NULL;
+        ctx->piece_flops = wt == 2 ? 1e4 : 0;
         void *dL = krr_dalloc(ctx, n * r, krr_sizeof(prec));
         st = dL ? krr_pivoted_cholesky(op, w, r, stop, tiny, dL, d, piv, &rank) : ctx->status;
         if (st == KRR_OK && rank > 0) st = krr_download_vec(ctx, prec, dL, n * rank, L);
         krr_dfree(ctx, &dL);
+        ctx->piece_flops = 0;
         if (st != KRR_OK || rank < 1) {
           CHECK(0, "pchol %s r %d: status %d (%s), rank %d", pr ? "double" : "single", r, st, ctx->msg, rank);
           continue;
@@ -204,12 +208,12 @@ static void test_pchol(env_t *e) {
         int rank_ok = t < 3 ? rank == r : (rank == r || tr <= stop || dmax <= tiny + 10 * tol);
         if (verbose)
           printf("pchol %s %s r %d: rank %d, interp %.2e, tri %.2e, diag %.2e, min eig(E) %.2e, "
-                 "greedy ratio %.3f, trace %.2e\n", pr ? "double" : "single", wt ? "weighted" : "plain",
+                 "greedy ratio %.3f, trace %.2e\n", pr ? "double" : "single", wt == 1 ? "weighted" : wt ? "pieces" : "plain",
                  r, rank, einterp, etri, ediag, ev[0], greedy, tr);
         CHECK(info == 0 && rank_ok && einterp <= 10 * tol && etri <= tol * 10 && ediag <= 10 * tol &&
                   ev[0] >= -tol * (double)n && greedy >= 0.25 * (1 - 1e-3),
               "pchol %s %s r %d: rank %d, interpolation %.3g, triangle %.3g, diagonal %.3g, "
-              "min eig(E) %.3g, greedy ratio %.3g", pr ? "double" : "single", wt ? "weighted" : "plain",
+              "min eig(E) %.3g, greedy ratio %.3g", pr ? "double" : "single", wt == 1 ? "weighted" : wt ? "pieces" : "plain",
               r, rank, einterp, etri, ediag, ev[0], greedy);
       }
     if (op) krr_op_free(op);

@@ -95,6 +95,9 @@ typedef struct krr_ctx {
   void *poll_data;
   double poll_every;
   double poll_next;    /* internal: the next time poll is due */
+  /* the most flops of one piece of a large product or triangular solve
+   * between two polls (base/factor.c; 0: 2^33, about 0.1 s on two cores) */
+  double piece_flops;
   int interrupted;     /* set once poll returned nonzero */
   double deadline;
   /* internal: a task waiting to run beside the next kernel product

@@ -73,7 +73,8 @@ test_that("pcg('greedy_cholesky') picks its rank: stops by the trace, within the
   r <- fit$solver$rank_effective
   # cap: ceiling(sqrt(4 n (2 p + 20))) = 250 at n = 600, p = 3
   expect_true(r >= 1 && r <= 250)
-  expect_identical(fit$solver$rank, 250L)
+  expect_identical(fit$solver$rank_cap, 250L)
+  expect_null(fit$solver$rank) # stays automatic for later fits
   expect_output(print(fit$solver), sprintf("greedy_cholesky preconditioner, rank %d\\)", r))
   # it stops where the trace of the residual K - F F^T first falls below
   # lambda: the greedy pivoted Cholesky of LAPACK (dpstrf, one pivot at a
@@ -88,10 +89,14 @@ test_that("pcg('greedy_cholesky') picks its rank: stops by the trace, within the
   fit2 <- krr(d$x, d$y, bandwidth = bw, lambda = 50, solver = pcg("greedy_cholesky"),
               max_passes = 100, seed = 1, threads = 1)
   expect_lt(fit2$solver$rank_effective, r)
+  # refit() without the kept state chooses the rank again for its lambda
+  fit2b <- refit(fit, lambda = 50)
+  expect_identical(fit2b$solver$rank_effective, fit2$solver$rank_effective)
+  expect_null(fit2b$solver$rank)
   # a memory limit caps the automatic rank instead of refusing the fit
   fit3 <- krr(d$x, d$y, bandwidth = bw, lambda = 0.5, solver = pcg("greedy_cholesky"),
               mem_limit = 2 * (8 * 600 * 40 + 2e6), tol = 1e-11, max_passes = 100,
               seed = 1, threads = 1)
-  expect_lt(fit3$solver$rank, 250L)
+  expect_lt(fit3$solver$rank_cap, 250L)
   expect_lt(rel_err(predict(fit3, d$x), ref$pred), 1e-6)
 })

@@ -43,6 +43,17 @@ static inline void krr_dfree(krr_ctx *ctx, void **p) {
  * that column (KRR_OK), as the ops table's potrf. */
 krr_status krr_potrf_polled(krr_ctx *ctx, krr_precision prec, int64_t n, void *A, int64_t lda,
                             int *info);
+/* C = alpha op(A) op(B) + beta C and B = alpha op(A)^{-1} B / B op(A)^{-1},
+ * as the ops table's gemm and trsm, in pieces of bounded work with krr_poll
+ * between them (one call when the whole is small).  Splitting the inner
+ * dimension of a large product changes its rounding, not its result. */
+double krr_piece_flops(const krr_ctx *ctx); /* ctx->piece_flops or its default */
+krr_status krr_gemm_polled(krr_ctx *ctx, krr_precision prec, int ta, int tb, int64_t m,
+                           int64_t n, int64_t k, double alpha, const void *A, int64_t lda,
+                           const void *B, int64_t ldb, double beta, void *C, int64_t ldc);
+krr_status krr_trsm_polled(krr_ctx *ctx, krr_precision prec, int right, int trans, int64_t m,
+                           int64_t n, double alpha, const void *A, int64_t lda, void *B,
+                           int64_t ldb);
 /* KRR_ERR_TIME_LIMIT, up front, when `flops` cannot fit in the time left
  * before the context's deadline even at an optimistic rate ("what" names
  * the work in the message); KRR_OK without a deadline. */

@@ -60,3 +60,71 @@ krr_status krr_refuse_flops(krr_ctx *ctx, double flops, const char *what) {
                     what, flops / 1e9, need, rate / 1e9, left > 0 ? left : 0.0);
   return KRR_OK;
 }
+
+/* Dense products and triangular solves in pieces of at most about
+ * ctx->piece_flops flops each, with krr_poll between them: at n = 1e5 and rank
+ * 4096 a single Gram product U^T U is 3.4e12 flops (a minute or more on a
+ * laptop) and could not be interrupted.  A dimension is halved only while it is
+ * wider than 256, so each piece is still an efficient GEMM / TRSM. */
+#define PIECE_MIN 256
+
+static int64_t halve(int64_t v) { return (v + 1) / 2; }
+double krr_piece_flops(const krr_ctx *ctx) {
+  return ctx && ctx->piece_flops > 0 ? ctx->piece_flops : 8589934592.0; /* 2^33 */
+}
+
+krr_status krr_gemm_polled(krr_ctx *ctx, krr_precision prec, int ta, int tb, int64_t m,
+                           int64_t n, int64_t k, double alpha, const void *A, int64_t lda,
+                           const void *B, int64_t ldb, double beta, void *C, int64_t ldc) {
+  KTRY(krr_poll(ctx));
+  const double T = krr_piece_flops(ctx);
+  if (m <= 0 || n <= 0 || k <= 0 || 2.0 * m * n * k <= T)
+    return KOP(ctx, prec, gemm, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+  /* halve the widest dimension until a piece is small enough: pieces stay
+   * as square as the shape allows (a long inner dimension is split first,
+   * which changes the rounding of the sums, not their value) */
+  int64_t mc = m, nc = n, kc = k;
+  while (2.0 * mc * nc * kc > T) {
+    int64_t *w = &kc;
+    if (mc > *w) w = &mc;
+    if (nc > *w) w = &nc;
+    if (*w <= PIECE_MIN) break;
+    *w = halve(*w);
+  }
+  const size_t es = krr_sizeof(prec);
+  for (int64_t l0 = 0; l0 < k; l0 += kc) {
+    const int64_t kb = KRR_MIN(kc, k - l0);
+    const double b = l0 == 0 ? beta : 1.0;
+    for (int64_t j0 = 0; j0 < n; j0 += nc) {
+      const int64_t nb = KRR_MIN(nc, n - j0);
+      for (int64_t i0 = 0; i0 < m; i0 += mc) {
+        const int64_t mb = KRR_MIN(mc, m - i0);
+        KTRY(krr_poll(ctx));
+        const void *Ap = KAT(A, ta ? l0 + i0 * lda : i0 + l0 * lda, es);
+        const void *Bp = KAT(B, tb ? j0 + l0 * ldb : l0 + j0 * ldb, es);
+        KTRY(KOP(ctx, prec, gemm, ta, tb, mb, nb, kb, alpha, Ap, lda, Bp, ldb, b,
+                 KAT(C, i0 + j0 * ldc, es), ldc));
+      }
+    }
+  }
+  return krr_poll(ctx);
+}
+
+krr_status krr_trsm_polled(krr_ctx *ctx, krr_precision prec, int right, int trans, int64_t m,
+                           int64_t n, double alpha, const void *A, int64_t lda, void *B,
+                           int64_t ldb) {
+  KTRY(krr_poll(ctx));
+  /* right: B (m x n) <- B op(A)^{-1}, rows independent; left: columns */
+  const int64_t tri = right ? n : m, free_dim = right ? m : n;
+  const double per = (double)tri * tri; /* flops per row (right) or column (left) */
+  int64_t fc = free_dim;
+  while (fc > PIECE_MIN && per * fc > krr_piece_flops(ctx)) fc = halve(fc);
+  const size_t es = krr_sizeof(prec);
+  for (int64_t f0 = 0; f0 < free_dim; f0 += fc) {
+    const int64_t fb = KRR_MIN(fc, free_dim - f0);
+    KTRY(krr_poll(ctx));
+    KTRY(KOP(ctx, prec, trsm, right, trans, right ? fb : m, right ? n : fb, alpha, A, lda,
+             KAT(B, right ? f0 : f0 * ldb, es), ldb));
+  }
+  return krr_poll(ctx);
+}

@@ -25,6 +25,6 @@ krr_status krr_chol_jitter(krr_ctx *ctx, int64_t n, const void *src, void *A, do
 }
 
 krr_status krr_chol_solve(krr_ctx *ctx, int64_t n, const void *T, int m, void *B, int64_t ldb) {
-  KTRY(KOP(ctx, KRR_DOUBLE, trsm, 0, 1, n, m, 1.0, T, n, B, ldb));
-  return KOP(ctx, KRR_DOUBLE, trsm, 0, 0, n, m, 1.0, T, n, B, ldb);
+  KTRY(krr_trsm_polled(ctx, KRR_DOUBLE, 0, 1, n, m, 1.0, T, n, B, ldb));
+  return krr_trsm_polled(ctx, KRR_DOUBLE, 0, 0, n, m, 1.0, T, n, B, ldb);
 }

@@ -22,6 +22,9 @@ typedef struct krr_lowrank {
   int64_t n;
   int r, r_eff, mmax;
   int orth;           /* U has orthonormal columns (use the orthogonal form) */
+  int gram_ok;        /* the sketch may leave U not quite orthonormal (Woodbury
+                         applications only, no invsqrt): large sketches then
+                         take the polled Gram route (krr_nystrom_sketch) */
   double rho;
   void *U, *Y;        /* n x r: basis / factor, and sketch workspace */
   void *C;            /* r x r */
@@ -36,7 +39,11 @@ typedef enum { KRR_RHO_DAMPED = 0, KRR_RHO_REGULARIZATION = 1, KRR_RHO_VALUE = 2
 krr_status krr_lowrank_alloc(krr_arena *a, krr_precision prec, int64_t n, int r, int mmax,
                              krr_lowrank *lr);
 double krr_lowrank_memory(krr_precision prec, int64_t n, int r, int mmax);
-/* Nystrom sketch of M (trace tr) into U, lam, r_eff (Alg. 2 with shift retries) */
+/* Nystrom sketch of M (trace tr) into U, lam, r_eff (Alg. 2 with shift retries).
+ * With gram_ok, a sketch of more than krr_piece_flops work orthonormalises
+ * the test matrix by Cholesky QR and takes the singular vectors from the
+ * eigensystem of the r x r Gram matrix, every n-sized step in polled pieces
+ * (orth = 0 after it); otherwise Householder QR and a thin SVD. */
 krr_status krr_nystrom_sketch(krr_ctx *ctx, krr_lowrank *lr, krr_matmul_fn mv, void *arg,
                               double trace, uint64_t seed);
 /* rho from the mode: damped lambda + lam_r, regularization lambda, or value */

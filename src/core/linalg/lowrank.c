@@ -4,6 +4,7 @@
  * blocks, PCG on the full K).  Written once over void* device buffers. */
 #include <float.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include "linalg.h"
 
@@ -36,8 +37,8 @@ static krr_status sketch_core(krr_ctx *ctx, krr_lowrank *lr, double *delta) {
   int64_t n = lr->n;
   int r = lr->r, info = 1;
   for (int attempt = 0; attempt < 8; attempt++) {
-    KTRY(LOP(ctx, lr, gemm, 1, 0, r, r, n, 1.0, lr->U, n, lr->Y, n, 0.0, lr->C, r));
-    KTRY(LOP(ctx, lr, potrf, r, lr->C, r, &info));
+    KTRY(krr_gemm_polled(ctx, lr->prec, 1, 0, r, r, n, 1.0, lr->U, n, lr->Y, n, 0.0, lr->C, r));
+    KTRY(krr_potrf_polled(ctx, lr->prec, r, lr->C, r, &info));
     if (info == 0) return KRR_OK;
     double dd = *delta * pow(10.0, attempt + 1); /* Y += dd Omega: Omega^T Y gains dd I */
     KTRY(LOP(ctx, lr, axpby, n * r, dd, lr->U, 1.0, lr->Y));
@@ -48,26 +49,95 @@ static krr_status sketch_core(krr_ctx *ctx, krr_lowrank *lr, double *delta) {
                   "try precision = \"double\" or a smaller rank", *delta);
 }
 
+/* The test matrix in lr->U <- Q of its thin QR by Cholesky QR, twice
+ * (Yamamoto, Nakatsukasa, Yanagisawa and Fukaya, ETNA 44, 2015): a Gaussian
+ * n x r matrix with n >= 2r has a condition number below about 6, where
+ * the second pass leaves it orthonormal to rounding.  Every step is a
+ * polled product, factorisation or solve.  *ok = 0 when a Cholesky factor
+ * fails (then the columns still span the same space). */
+static krr_status cholesky_qr2(krr_ctx *ctx, krr_lowrank *lr, int *ok) {
+  const int64_t n = lr->n;
+  const int r = lr->r;
+  int info = 0;
+  *ok = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    KTRY(krr_gemm_polled(ctx, lr->prec, 1, 0, r, r, n, 1.0, lr->U, n, lr->U, n, 0.0, lr->C, r));
+    KTRY(krr_potrf_polled(ctx, lr->prec, r, lr->C, r, &info));
+    if (info != 0) return KRR_OK;
+    KTRY(krr_trsm_polled(ctx, lr->prec, 1, 0, n, r, 1.0, lr->C, r, lr->U, n));
+  }
+  *ok = 1;
+  return KRR_OK;
+}
+
+/* B = lr->Y (n x r) -> lr->U = its left singular vectors B V diag(1/s) and
+ * lr->hv = its singular values s (descending), from the eigensystem
+ * B^T B = V diag(s^2) V^T: the r x r eigensolver is the only step that is
+ * not in polled pieces (its time depends on r alone).  Singular values at
+ * or below sqrt(delta) (their lam would be clipped to 0) get zero columns;
+ * the others lose orthogonality in proportion to s_1 / s_k, which the
+ * Woodbury form (orth = 0) absorbs: the preconditioner is exactly
+ * U diag(lam) U^T + rho I for the U it holds. */
+static krr_status svd_by_gram(krr_ctx *ctx, krr_lowrank *lr, double delta) {
+  const int64_t n = lr->n;
+  const int r = lr->r;
+  KTRY(krr_gemm_polled(ctx, lr->prec, 1, 0, r, r, n, 1.0, lr->Y, n, lr->Y, n, 0.0, lr->C, r));
+  KTRY(krr_poll(ctx));
+  KTRY(LOP(ctx, lr, syev, r, lr->C, r, lr->S)); /* C <- V, S <- s^2, ascending */
+  KTRY(krr_poll(ctx));
+  double *V = (double *)malloc(sizeof(double) * (size_t)r * (size_t)r);
+  double *W = (double *)malloc(sizeof(double) * (size_t)r * (size_t)r);
+  if (!V || !W) {
+    free(V); free(W);
+    return krr_fail(ctx, KRR_ERR_MEMORY, "Nystrom sketch: %d x %d host buffers", r, r);
+  }
+  krr_status st = krr_download_vec(ctx, lr->prec, lr->C, (int64_t)r * r, V);
+  if (st == KRR_OK) st = krr_download_vec(ctx, lr->prec, lr->S, r, lr->lam);
+  if (st == KRR_OK) {
+    /* column k of W: eigenvector r - 1 - k over its singular value */
+    for (int k = 0; k < r; k++) {
+      const int src = r - 1 - k;
+      const double s2 = lr->lam[src] > 0 ? lr->lam[src] : 0.0, sv = sqrt(s2);
+      lr->hv[k] = sv;
+      const double f = s2 > delta ? 1.0 / sv : 0.0;
+      for (int i = 0; i < r; i++) W[i + (int64_t)k * r] = f * V[i + (int64_t)src * r];
+    }
+    st = krr_upload_vec_into(ctx, lr->prec, W, (int64_t)r * r, lr->C);
+  }
+  free(V); free(W);
+  KTRY(st);
+  return krr_gemm_polled(ctx, lr->prec, 0, 0, n, r, r, 1.0, lr->Y, n, lr->C, r, 0.0, lr->U, n);
+}
+
 krr_status krr_nystrom_sketch(krr_ctx *ctx, krr_lowrank *lr, krr_matmul_fn mv, void *arg,
                               double trace, uint64_t seed) {
   int64_t n = lr->n;
   int r = lr->r;
   double eps = lr->prec == KRR_DOUBLE ? DBL_EPSILON : FLT_EPSILON;
   double delta = eps * trace;
+  /* the polled route where the n x r steps are long (module comment) */
+  const int gram = lr->gram_ok && n >= 2 * (int64_t)r &&
+                   2.0 * (double)n * r * r > krr_piece_flops(ctx);
+  int ok = 0;
   KTRY(LOP(ctx, lr, randn, n * r, seed, 0, lr->U));
   KTRY(krr_poll(ctx));
-  KTRY(LOP(ctx, lr, qr_q, n, r, lr->U, n));
+  if (gram) KTRY(cholesky_qr2(ctx, lr, &ok));
+  if (!ok) KTRY(LOP(ctx, lr, qr_q, n, r, lr->U, n));
   KTRY(krr_poll(ctx));
   KTRY(mv(arg, lr->U, r, lr->Y));
   KTRY(LOP(ctx, lr, axpby, n * r, delta, lr->U, 1.0, lr->Y));
   KTRY(sketch_core(ctx, lr, &delta));
   KTRY(krr_poll(ctx));
-  KTRY(LOP(ctx, lr, trsm, 1, 0, n, r, 1.0, lr->C, r, lr->Y, n)); /* Bm = Y C^{-1} */
+  KTRY(krr_trsm_polled(ctx, lr->prec, 1, 0, n, r, 1.0, lr->C, r, lr->Y, n)); /* Bm = Y C^{-1} */
   KTRY(krr_poll(ctx));
-  KTRY(LOP(ctx, lr, svd_thin, n, r, lr->Y, n, lr->S));            /* Y <- U */
-  KTRY(krr_poll(ctx));
-  void *tmp = lr->U; lr->U = lr->Y; lr->Y = tmp;
-  KTRY(krr_download_vec(ctx, lr->prec, lr->S, r, lr->hv));
+  if (gram) {
+    KTRY(svd_by_gram(ctx, lr, delta));
+  } else {
+    KTRY(LOP(ctx, lr, svd_thin, n, r, lr->Y, n, lr->S)); /* Y <- U */
+    KTRY(krr_poll(ctx));
+    void *tmp = lr->U; lr->U = lr->Y; lr->Y = tmp;
+    KTRY(krr_download_vec(ctx, lr->prec, lr->S, r, lr->hv));
+  }
   lr->r_eff = 0;
   for (int k = 0; k < r; k++) {
     if (!isfinite(lr->hv[k]))
@@ -76,7 +146,7 @@ krr_status krr_nystrom_sketch(krr_ctx *ctx, krr_lowrank *lr, krr_matmul_fn mv, v
     lr->lam[k] = l > 0 ? l : 0;
     if (lr->lam[k] > 0) lr->r_eff = k + 1;
   }
-  lr->orth = 1;
+  lr->orth = !gram;
   return KRR_OK;
 }
 
@@ -102,9 +172,9 @@ krr_status krr_lowrank_prepare(krr_ctx *ctx, krr_lowrank *lr, double rho) {
   int info = 0;
   for (int k = 0; k < re; k++) lr->hv[k] = rho / lr->lam[k];
   KTRY(krr_upload_vec_into(ctx, lr->prec, lr->hv, re, lr->S));
-  KTRY(LOP(ctx, lr, gemm, 1, 0, re, re, n, 1.0, lr->U, n, lr->U, n, 0.0, lr->C, re));
+  KTRY(krr_gemm_polled(ctx, lr->prec, 1, 0, re, re, n, 1.0, lr->U, n, lr->U, n, 0.0, lr->C, re));
   KTRY(LOP(ctx, lr, add_diag, re, lr->C, re, 0.0, lr->S));
-  KTRY(LOP(ctx, lr, potrf, re, lr->C, re, &info));
+  KTRY(krr_potrf_polled(ctx, lr->prec, re, lr->C, re, &info));
   if (info != 0)
     return krr_fail(ctx, KRR_ERR_NUMERIC, "low-rank preconditioner: Cholesky of the %d x %d "
                     "Woodbury core failed (column %d)", re, re, info);

@@ -110,7 +110,7 @@ krr_status krr_pivoted_cholesky(krr_op *op, const double *pw, int r, double stop
     if ((st = krr_op_mat(op, NULL, &blk, C, n)) != KRR_OK) break;
     if (j > 0) {
       if ((st = krr_op_gather(op, &blk, L, j, LC, c)) != KRR_OK) break;
-      st = KOP(ctx, op->prec, gemm, 0, 1, n, c, j, -1.0, L, n, LC, c, 1.0, C, n);
+      st = krr_gemm_polled(ctx, op->prec, 0, 1, n, c, j, -1.0, L, n, LC, c, 1.0, C, n);
       if (st != KRR_OK) break;
     }
     if ((st = krr_op_gather(op, &blk, C, c, Gd, c)) != KRR_OK) break;
@@ -166,7 +166,7 @@ krr_status krr_pivoted_cholesky(krr_op *op, const double *pw, int r, double stop
                             es * (size_t)n);
       if (st == KRR_OK) st = krr_upload_vec_into(ctx, op->prec, G, (int64_t)acc * acc, Gd);
       if (st == KRR_OK)
-        st = KOP(ctx, op->prec, trsm, 1, 0, n, acc, 1.0, Gd, acc, Lj, n);
+        st = krr_trsm_polled(ctx, op->prec, 1, 0, n, acc, 1.0, Gd, acc, Lj, n);
       if (st == KRR_OK) st = krr_download_vec(ctx, op->prec, Lj, n * acc, Lh);
       if (st != KRR_OK) break;
       for (int q = 0; q < acc; q++) {

@@ -213,7 +213,7 @@ static krr_status rf_iterate(krr_solver *s) {
   s->diag.passes += (double)b / (double)s->n;
   void *Gk = KAT(f->grams, off * f->b, sizeof(double)); /* Z_b^T Z_b, b x b */
   if (!f->ghave[k]) { /* the Gram, once: it does not depend on lambda */
-    KTRY(SOP(s, gemm, 1, 0, b, b, n, 1.0, Zb, n, Zb, n, 0.0, f->Gp, b));
+    KTRY(krr_gemm_polled(s->ctx, s->prec, 1, 0, b, b, n, 1.0, Zb, n, Zb, n, 0.0, f->Gp, b));
     KTRY(krr_convert(ctx, s->prec, f->Gp, KRR_DOUBLE, Gk, b * b));
     f->ghave[k] = 1;
   }

@@ -249,7 +249,8 @@ static krr_status bn_iterate(krr_solver *s) {
       KTRY(krr_op_mat(s->op, &f->rblk, &f->blk, f->Kc, cnt));
     }
     if (gram) {
-      KTRY(SOP(s, gemm, 1, 0, b, b, cnt, 1.0, f->Kc, cnt, f->Kc, cnt, 0.0, f->Gp, b));
+      KTRY(krr_gemm_polled(s->ctx, s->prec, 1, 0, b, b, cnt, 1.0, f->Kc, cnt, f->Kc, cnt, 0.0,
+                           f->Gp, b));
       KTRY(add_double(s, f->Gp, f->T, f->G, b * b, r0 == 0));
     }
     KTRY(SOP(s, gemm, 1, 0, b, m, cnt, 1.0, f->Kc, cnt, KAT(f->D, r0, s->es), n, 0.0, f->gp, b));

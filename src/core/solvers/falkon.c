@@ -182,7 +182,8 @@ static krr_status fk_prepare(krr_solver *s) {
 static krr_status fk_tune(krr_solver *s) {
   falkon_t *f = F(s);
   int64_t mc = f->mc;
-  KTRY(DOP(s, gemm, 0, 1, mc, mc, mc, (double)s->n / (double)mc, f->T, mc, f->T, mc, 0.0, f->R, mc));
+  KTRY(krr_gemm_polled(s->ctx, KRR_DOUBLE, 0, 1, mc, mc, mc, (double)s->n / (double)mc, f->T, mc,
+                       f->T, mc, 0.0, f->R, mc));
   return chol_jitter(s, f->R, f->R, s->obj->lambda, "(n/m) T T^T + lambda I");
 }
 

@@ -140,7 +140,10 @@ static krr_status pcg_init(krr_solver *s) {
   KTRY(krr_solver_alloc_weights(s, s->n, s->prec));
   KTRY(krr_cg_alloc(&c->cg, a, s->prec, s->op->nloc, s->m, s->op, apply_A,
                     c->pc == PC_NONE ? NULL : apply_M, s, (int)o->resid_every));
-  if (c->r > 0) KTRY(krr_lowrank_alloc(a, s->prec, s->n, c->r, s->m, &c->lr));
+  if (c->r > 0) {
+    KTRY(krr_lowrank_alloc(a, s->prec, s->n, c->r, s->m, &c->lr));
+    c->lr.gram_ok = 1; /* PCG applies the preconditioner by Woodbury only */
+  }
   if (c->pc == PC_RPCHOLESKY || c->pc == PC_GREEDY) {
     c->dh = (double *)krr_arena_host(a, s->n, sizeof(double));
     c->col = (double *)krr_arena_host(a, s->n, sizeof(double));
