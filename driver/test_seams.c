@@ -606,13 +606,16 @@ static void *up(krr_ctx *ctx, krr_precision prec, const double *h, int64_t len) 
   return krr_upload_vec(ctx, prec, h, len, &d) == KRR_OK ? d : NULL;
 }
 static void test_pieces(krr_ctx *ctx) {
-  static const int64_t shapes[3][3] = {{600, 500, 300}, {500, 600, 300}, {256, 256, 3000}};
+  /* small, so that valgrind (CI) runs it in seconds: every dimension just
+   * above the 256 below which pieces are not cut, and small pieces, so rows,
+   * columns and the inner dimension are all split */
+  static const int64_t shapes[1][3] = {{270, 265, 260}};
   const double pf = ctx->piece_flops;
-  ctx->piece_flops = 2e6; /* small pieces: every shape below splits */
+  ctx->piece_flops = 2e6;
   for (int pr = 0; pr < 2; pr++) {
     krr_precision prec = pr ? KRR_FLOAT : KRR_DOUBLE;
     double tol = pr ? 1e-4 : 1e-12;
-    for (int sh = 0; sh < 3; sh++) {
+    for (int sh = 0; sh < 1; sh++) {
       int64_t m = shapes[sh][0], n = shapes[sh][1], k = shapes[sh][2];
       for (int ta = 0; ta < 2; ta++)
         for (int tb = 0; tb < 2; tb++) {
@@ -638,7 +641,7 @@ static void test_pieces(krr_ctx *ctx) {
           CHECK(st == KRR_OK && err <= tol * big, "gemm in pieces %s %lldx%lldx%lld ta %d tb %d: "
                 "status %d (%s), max difference %.3g of %.3g", pr ? "single" : "double",
                 (long long)m, (long long)n, (long long)k, ta, tb, st, ctx->msg, err, big);
-          if (sh == 2 && ta == 0 && tb == 0 && pr == 0) {
+          if (ta == 0 && tb == 0 && pr == 0) {
             krr_clear(ctx);
             ctx->deadline = 1e-9; /* long past */
             st = krr_gemm_polled(ctx, prec, ta, tb, m, n, k, 1.0, A, lda, B, ldb, 0.0, Cb, m);
@@ -651,7 +654,7 @@ static void test_pieces(krr_ctx *ctx) {
         }
     }
     /* trsm: the triangle t x t, the free dimension f (split into pieces) */
-    const int64_t t = 300, f = 2000;
+    const int64_t t = 270, f = 520;
     double *Th = calloc((size_t)(t * t), sizeof(double)), *Bh = malloc(sizeof(double) * t * f);
     double *B1 = malloc(sizeof(double) * t * f), *B2 = malloc(sizeof(double) * t * f);
     for (int64_t j = 0; j < t; j++)
