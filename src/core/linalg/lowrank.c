@@ -115,7 +115,7 @@ krr_status krr_nystrom_sketch(krr_ctx *ctx, krr_lowrank *lr, krr_matmul_fn mv, v
   int r = lr->r;
   double eps = lr->prec == KRR_DOUBLE ? DBL_EPSILON : FLT_EPSILON;
   double delta = eps * trace;
-  /* the polled route where the n x r steps are long (module comment) */
+  /* the polled route where the n x r steps are long (see linalg.h) */
   const int gram = lr->gram_ok && n >= 2 * (int64_t)r &&
                    2.0 * (double)n * r * r > krr_piece_flops(ctx);
   int ok = 0;
