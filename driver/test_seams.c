@@ -605,58 +605,62 @@ static void *up(krr_ctx *ctx, krr_precision prec, const double *h, int64_t len) 
   void *d = NULL;
   return krr_upload_vec(ctx, prec, h, len, &d) == KRR_OK ? d : NULL;
 }
+/* max |a - b| over two device arrays (when *st is KRR_OK), *big = max |a| */
+static double dev_maxdiff(krr_ctx *ctx, krr_precision prec, const void *a, const void *b,
+                          int64_t len, krr_status *st, double *big) {
+  double *ha = malloc(sizeof(double) * len), *hb = malloc(sizeof(double) * len), err = 0;
+  *big = 0;
+  if (*st == KRR_OK) *st = ha && hb ? krr_download_vec(ctx, prec, a, len, ha) : KRR_ERR_MEMORY;
+  if (*st == KRR_OK) *st = krr_download_vec(ctx, prec, b, len, hb);
+  for (int64_t i = 0; *st == KRR_OK && i < len; i++) {
+    err = fmax(err, fabs(ha[i] - hb[i]));
+    *big = fmax(*big, fabs(ha[i]));
+  }
+  free(ha); free(hb);
+  return err;
+}
 static void test_pieces(krr_ctx *ctx) {
   /* small, so that valgrind (CI) runs it in seconds: every dimension just
    * above the 256 below which pieces are not cut, and small pieces, so rows,
    * columns and the inner dimension are all split */
-  static const int64_t shapes[1][3] = {{270, 265, 260}};
+  const int64_t m = 270, n = 265, k = 260;
   const double pf = ctx->piece_flops;
   ctx->piece_flops = 2e6;
   for (int pr = 0; pr < 2; pr++) {
     krr_precision prec = pr ? KRR_FLOAT : KRR_DOUBLE;
     double tol = pr ? 1e-4 : 1e-12;
-    for (int sh = 0; sh < 1; sh++) {
-      int64_t m = shapes[sh][0], n = shapes[sh][1], k = shapes[sh][2];
-      for (int ta = 0; ta < 2; ta++)
-        for (int tb = 0; tb < 2; tb++) {
-          int64_t lda = ta ? k : m, ldb = tb ? n : k;
-          double *Ah = malloc(sizeof(double) * m * k), *Bh = malloc(sizeof(double) * k * n);
-          double *C1 = malloc(sizeof(double) * m * n), *C2 = malloc(sizeof(double) * m * n);
-          for (int64_t i = 0; i < m * k; i++) Ah[i] = (double)((i * 7919) % 1009) / 1009.0 - 0.5;
-          for (int64_t i = 0; i < k * n; i++) Bh[i] = (double)((i * 104729) % 997) / 997.0 - 0.5;
-          for (int64_t i = 0; i < m * n; i++) C1[i] = (double)(i % 7) - 3.0;
-          void *A = up(ctx, prec, Ah, m * k), *B = up(ctx, prec, Bh, k * n);
-          void *Ca = up(ctx, prec, C1, m * n), *Cb = up(ctx, prec, C1, m * n);
-          krr_status st = A && B && Ca && Cb ? KRR_OK : KRR_ERR_MEMORY;
-          if (st == KRR_OK) st = KOP(ctx, prec, gemm, ta, tb, m, n, k, 0.5, A, lda, B, ldb, -2.0, Ca, m);
-          if (st == KRR_OK)
-            st = krr_gemm_polled(ctx, prec, ta, tb, m, n, k, 0.5, A, lda, B, ldb, -2.0, Cb, m);
-          if (st == KRR_OK) st = krr_download_vec(ctx, prec, Ca, m * n, C1);
-          if (st == KRR_OK) st = krr_download_vec(ctx, prec, Cb, m * n, C2);
-          double err = 0, big = 0;
-          for (int64_t i = 0; st == KRR_OK && i < m * n; i++) {
-            err = fmax(err, fabs(C1[i] - C2[i]));
-            big = fmax(big, fabs(C1[i]));
-          }
-          CHECK(st == KRR_OK && err <= tol * big, "gemm in pieces %s %lldx%lldx%lld ta %d tb %d: "
-                "status %d (%s), max difference %.3g of %.3g", pr ? "single" : "double",
-                (long long)m, (long long)n, (long long)k, ta, tb, st, ctx->msg, err, big);
-          if (ta == 0 && tb == 0 && pr == 0) {
-            krr_clear(ctx);
-            ctx->deadline = 1e-9; /* long past */
-            st = krr_gemm_polled(ctx, prec, ta, tb, m, n, k, 1.0, A, lda, B, ldb, 0.0, Cb, m);
-            ctx->deadline = 0;
-            CHECK(st == KRR_ERR_TIME_LIMIT, "gemm in pieces: a past deadline must stop it (%d)", st);
-            krr_clear(ctx);
-          }
-          krr_dfree(ctx, &A); krr_dfree(ctx, &B); krr_dfree(ctx, &Ca); krr_dfree(ctx, &Cb);
-          free(Ah); free(Bh); free(C1); free(C2);
+    for (int ta = 0; ta < 2; ta++)
+      for (int tb = 0; tb < 2; tb++) {
+        int64_t lda = ta ? k : m, ldb = tb ? n : k;
+        double *Ah = malloc(sizeof(double) * m * k), *Bh = malloc(sizeof(double) * k * n);
+        double *Ch = malloc(sizeof(double) * m * n);
+        for (int64_t i = 0; i < m * k; i++) Ah[i] = (double)((i * 7919) % 1009) / 1009.0 - 0.5;
+        for (int64_t i = 0; i < k * n; i++) Bh[i] = (double)((i * 104729) % 997) / 997.0 - 0.5;
+        for (int64_t i = 0; i < m * n; i++) Ch[i] = (double)(i % 7) - 3.0;
+        void *A = up(ctx, prec, Ah, m * k), *B = up(ctx, prec, Bh, k * n);
+        void *Ca = up(ctx, prec, Ch, m * n), *Cb = up(ctx, prec, Ch, m * n);
+        krr_status st = A && B && Ca && Cb ? KRR_OK : KRR_ERR_MEMORY;
+        if (st == KRR_OK) st = KOP(ctx, prec, gemm, ta, tb, m, n, k, 0.5, A, lda, B, ldb, -2.0, Ca, m);
+        if (st == KRR_OK)
+          st = krr_gemm_polled(ctx, prec, ta, tb, m, n, k, 0.5, A, lda, B, ldb, -2.0, Cb, m);
+        double big, err = dev_maxdiff(ctx, prec, Ca, Cb, m * n, &st, &big);
+        CHECK(st == KRR_OK && err <= tol * big, "gemm in pieces %s %lldx%lldx%lld ta %d tb %d: "
+              "status %d (%s), max difference %.3g of %.3g", pr ? "single" : "double",
+              (long long)m, (long long)n, (long long)k, ta, tb, st, ctx->msg, err, big);
+        if (ta == 0 && tb == 0 && pr == 0) {
+          krr_clear(ctx);
+          ctx->deadline = 1e-9; /* long past */
+          st = krr_gemm_polled(ctx, prec, ta, tb, m, n, k, 1.0, A, lda, B, ldb, 0.0, Cb, m);
+          ctx->deadline = 0;
+          CHECK(st == KRR_ERR_TIME_LIMIT, "gemm in pieces: a past deadline must stop it (%d)", st);
+          krr_clear(ctx);
         }
-    }
+        krr_dfree(ctx, &A); krr_dfree(ctx, &B); krr_dfree(ctx, &Ca); krr_dfree(ctx, &Cb);
+        free(Ah); free(Bh); free(Ch);
+      }
     /* trsm: the triangle t x t, the free dimension f (split into pieces) */
     const int64_t t = 270, f = 520;
     double *Th = calloc((size_t)(t * t), sizeof(double)), *Bh = malloc(sizeof(double) * t * f);
-    double *B1 = malloc(sizeof(double) * t * f), *B2 = malloc(sizeof(double) * t * f);
     for (int64_t j = 0; j < t; j++)
       for (int64_t i = 0; i <= j; i++)
         Th[i + j * t] = i == j ? 2.0 + (double)(j % 5) : 0.3 * ((double)((i * 31 + j * 17) % 13) / 13.0 - 0.5);
@@ -669,18 +673,12 @@ static void test_pieces(krr_ctx *ctx) {
         krr_status st = T && Ba && Bb ? KRR_OK : KRR_ERR_MEMORY;
         if (st == KRR_OK) st = KOP(ctx, prec, trsm, right, tr, bm, bn, 1.5, T, t, Ba, bm);
         if (st == KRR_OK) st = krr_trsm_polled(ctx, prec, right, tr, bm, bn, 1.5, T, t, Bb, bm);
-        if (st == KRR_OK) st = krr_download_vec(ctx, prec, Ba, t * f, B1);
-        if (st == KRR_OK) st = krr_download_vec(ctx, prec, Bb, t * f, B2);
-        double err = 0, big = 0;
-        for (int64_t i = 0; st == KRR_OK && i < t * f; i++) {
-          err = fmax(err, fabs(B1[i] - B2[i]));
-          big = fmax(big, fabs(B1[i]));
-        }
+        double big, err = dev_maxdiff(ctx, prec, Ba, Bb, t * f, &st, &big);
         CHECK(st == KRR_OK && err <= tol * big, "trsm in pieces %s right %d trans %d: status %d (%s), "
               "max difference %.3g of %.3g", pr ? "single" : "double", right, tr, st, ctx->msg, err, big);
         krr_dfree(ctx, &T); krr_dfree(ctx, &Ba); krr_dfree(ctx, &Bb);
       }
-    free(Th); free(Bh); free(B1); free(B2);
+    free(Th); free(Bh);
   }
   ctx->piece_flops = pf;
 }

@@ -117,8 +117,9 @@ krr_status krr_trsm_polled(krr_ctx *ctx, krr_precision prec, int right, int tran
   /* right: B (m x n) <- B op(A)^{-1}, rows independent; left: columns */
   const int64_t tri = right ? n : m, free_dim = right ? m : n;
   const double per = (double)tri * tri; /* flops per row (right) or column (left) */
+  const double T = krr_piece_flops(ctx);
   int64_t fc = free_dim;
-  while (fc > PIECE_MIN && per * fc > krr_piece_flops(ctx)) fc = halve(fc);
+  while (fc > PIECE_MIN && per * fc > T) fc = halve(fc);
   const size_t es = krr_sizeof(prec);
   for (int64_t f0 = 0; f0 < free_dim; f0 += fc) {
     const int64_t fb = KRR_MIN(fc, free_dim - f0);
