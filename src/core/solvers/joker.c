@@ -314,6 +314,11 @@ static krr_status trust_region(krr_solver *s, int64_t b, void *a, void *gb, cons
   int64_t tr = 0, acc = 0, cgs = 0, restarts = 0;
   *pg = 0;
   for (int64_t k = 0; k < o->tr_iters; k++) {
+    /* up to tr_iters x cg_iters products with K_BB per block (2500 at the
+     * defaults, about a second at b = 512): an interrupt is heard between
+     * the steps and CG steps (the block's weights are written back only
+     * after the loop) */
+    KTRY(krr_poll(s->ctx));
     /* gradient, its projection, the step box and the free set at a */
     KTRY(ctx->ops->copy(ctx, j->g, a, vb));
     KTRY(TMAP(s, KRR_MAP_GRAD, b, y, a, j->g));
@@ -361,6 +366,7 @@ static krr_status trust_region(krr_solver *s, int64_t b, void *a, void *gb, cons
     for (int64_t c = 0; c < o->cg_iters; c++) {
       double dq = 0, ss = 0, sd = 0, dd = 0, viol = 0;
       cgs++;
+      KTRY(krr_poll(s->ctx)); /* a clock read unless 0.1 s have passed */
       KTRY(qmul(s, b, j->d, j->Qd, 1));
       KTRY(dot(s, b, j->d, j->Qd, &dq));
       KTRY(dot(s, b, j->s, j->s, &ss));
