@@ -120,6 +120,94 @@ static void test_syev_top(env_t *e) {
   free(K); free(A); free(wall);
 }
 
+/* krr_sym_top's subspace iteration (forced by a tiny piece size; the route
+ * large subsamples take) on the kernel matrix of all n = 800 points, k = 41,
+ * against LAPACK's full dsyevd: it must take that route and converge
+ * (iters > 0); residuals ||K z - w z|| within its contract (1e-3 of the
+ * k-th eigenvalue, or the rounding floor 8 sqrt(n) eps w_1) with 10% slack;
+ * eigenvalues within that bound and to 1e-6 (double; the error is about
+ * |r|^2 / gap, 4e-9 here) / 1e-5 (single) of the largest;
+ * orthonormality 1e-12 / 1e-5.  K is left as it was.  A flat spectrum
+ * makes it give up early and LAPACK answer, to rounding. */
+static void test_sym_top(env_t *e) {
+  krr_ctx *ctx = e->ctx;
+  const int64_t n = e->n, k = 41;
+  double *K = malloc(sizeof(double) * n * n), *A = malloc(sizeof(double) * n * n),
+         *wall = malloc(sizeof(double) * n), *w = malloc(sizeof(double) * k),
+         *Z = malloc(sizeof(double) * n * k), *K2 = malloc(sizeof(double) * n * n);
+  krr_kernel kr = {KRR_RBF, 1.0};
+  CHECK(krr_kernel_matrix_host(ctx, KRR_DOUBLE, &kr, e->X, n, e->X, n, e->p, K) == KRR_OK, "kernel matrix");
+  memcpy(A, K, sizeof(double) * n * n);
+  CHECK(LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'N', 'U', (lapack_int)n, A, (lapack_int)n, wall) == 0, "dsyevd");
+  const double pf = ctx->piece_flops, top = wall[n - 1];
+  ctx->piece_flops = 1;
+  for (int pr = 0; pr < 2; pr++) {
+    krr_precision prec = pr ? KRR_DOUBLE : KRR_FLOAT;
+    const double eps = krr_precision_eps(prec), tol = pr ? 1e-6 : 1e-5;
+    const double bound = fmax(1e-3 * wall[n - k], 8.0 * sqrt((double)n) * eps * top);
+    void *dK = NULL, *dW = krr_dalloc(ctx, n, krr_sizeof(prec)), *dZ = krr_dalloc(ctx, n * k, krr_sizeof(prec));
+    int iters = 0;
+    krr_status st = krr_upload_vec(ctx, prec, K, n * n, &dK);
+    if (st == KRR_OK) st = krr_sym_top(ctx, prec, n, dK, k, 7, dW, dZ, &iters);
+    if (st == KRR_OK) st = krr_download_vec(ctx, prec, dW, k, w);
+    if (st == KRR_OK) st = krr_download_vec(ctx, prec, dZ, n * k, Z);
+    if (st == KRR_OK) st = krr_download_vec(ctx, prec, dK, n * n, K2);
+    double ew = 0, er = 0, eo = 0, ek = 0, ea = 0;
+    for (int64_t i = 0; st == KRR_OK && i < n * n; i++) ek = fmax(ek, fabs(K2[i] - K[i]));
+    for (int64_t j = 0; st == KRR_OK && j < k; j++) {
+      ew = fmax(ew, fabs(w[j] - wall[n - k + j]) / top);
+      ea = fmax(ea, fabs(w[j] - wall[n - k + j]));
+      double r2 = 0;
+      for (int64_t i = 0; i < n; i++) {
+        double kz = 0;
+        for (int64_t l = 0; l < n; l++) kz += K[i + l * n] * Z[l + j * n];
+        r2 += (kz - w[j] * Z[i + j * n]) * (kz - w[j] * Z[i + j * n]);
+      }
+      er = fmax(er, sqrt(r2));
+      for (int64_t j2 = 0; j2 <= j; j2++) {
+        double d = 0;
+        for (int64_t i = 0; i < n; i++) d += Z[i + j * n] * Z[i + j2 * n];
+        eo = fmax(eo, fabs(d - (j == j2)));
+      }
+    }
+    if (verbose)
+      printf("sym_top %s n %lld k %lld: %d iterations, eigenvalues %.2e, residual %.2e (bound %.2e), "
+             "orthonormality %.2e\n", pr ? "double" : "single", (long long)n, (long long)k, iters,
+             ew, er, bound, eo);
+    CHECK(st == KRR_OK && iters > 0 && ew <= tol && ea <= bound && er <= 1.1 * bound && eo <= (pr ? 1e-12 : 1e-5) &&
+              ek <= (pr ? 0 : 1e-7),
+          "sym_top %s: status %d (%s), %d iterations, eigenvalues %.3g, residual %.3g (bound %.3g), "
+          "orthonormality %.3g, K changed by %.3g", pr ? "double" : "single", st, ctx->msg, iters, ew,
+          er, bound, eo, ek);
+    krr_dfree(ctx, &dK);
+    krr_dfree(ctx, &dW);
+    krr_dfree(ctx, &dZ);
+  }
+  /* a flat spectrum (bandwidth 0.01: K is the identity to rounding): the
+   * subspace gives up after a few steps and LAPACK answers (iters < 0) */
+  {
+    krr_kernel kn = {KRR_RBF, 0.01};
+    int iters = 0;
+    void *dK = NULL, *dW = krr_dalloc(ctx, n, sizeof(double)), *dZ = krr_dalloc(ctx, n * k, sizeof(double));
+    krr_status st = krr_kernel_matrix_host(ctx, KRR_DOUBLE, &kn, e->X, n, e->X, n, e->p, K);
+    if (st == KRR_OK) st = krr_upload_vec(ctx, KRR_DOUBLE, K, n * n, &dK);
+    if (st == KRR_OK) st = krr_sym_top(ctx, KRR_DOUBLE, n, dK, k, 7, dW, dZ, &iters);
+    if (st == KRR_OK) st = krr_download_vec(ctx, KRR_DOUBLE, dW, k, w);
+    memcpy(A, K, sizeof(double) * n * n);
+    CHECK(LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'N', 'U', (lapack_int)n, A, (lapack_int)n, wall) == 0, "dsyevd");
+    double ew = 0;
+    for (int64_t j = 0; st == KRR_OK && j < k; j++) ew = fmax(ew, fabs(w[j] - wall[n - k + j]));
+    if (verbose) printf("sym_top flat spectrum: %d iterations, eigenvalues %.2e\n", iters, ew);
+    CHECK(st == KRR_OK && iters < 0 && iters > -10 && ew <= 1e-12,
+          "sym_top flat spectrum: status %d (%s), %d iterations, eigenvalues %.3g", st, ctx->msg, iters, ew);
+    krr_dfree(ctx, &dK);
+    krr_dfree(ctx, &dW);
+    krr_dfree(ctx, &dZ);
+  }
+  ctx->piece_flops = pf;
+  free(K); free(A); free(wall); free(w); free(Z); free(K2);
+}
+
 /* The blocked greedy partial Cholesky (linalg/pchol.c) of K(X, X) for the
  * first n = 300 points, against the host kernel matrix in double: the factor
  * of pivots S is characterised by (L L^T)[:, S] = K[:, S] and L[S, ]
@@ -479,6 +567,7 @@ int main(int argc, char **argv) {
   if (!only || strstr(only, "rls")) test_rls_scores(&e);
   if (!only || strstr(only, "exact")) test_exact(&e);
   if (!only || strstr(only, "ep2")) test_syev_top(&e);
+  if (!only || strstr(only, "ep2")) test_sym_top(&e);
   if (!only || strstr(only, "pchol")) test_pchol(&e);
   if (!only || strstr(only, "ep2")) test_eigenpro2(&e);
   if (!only || strstr(only, "ep3")) test_eigenpro3(&e);

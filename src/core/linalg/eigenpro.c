@@ -30,7 +30,8 @@ int64_t krr_ep_batch_cap(int64_t n, int64_t batch) {
 
 double krr_ep_memory(const krr_op *op, int m, int64_t S, int q, int64_t bs_cap) {
   double es = (double)op->es;
-  return es * ((double)S * S /* eigsys, transient */ + (double)S * q + q +
+  return krr_sym_top_bytes(S, (int64_t)q + 1, op->es) /* the eigensystem's, transient */ +
+         es * ((double)S * q + q +
                (double)bs_cap * m * 3.0 + (double)S * m + (double)q * m) +
          krr_block_bytes(op, S) + krr_block_bytes(op, bs_cap) +
          8.0 * ((double)S + (double)S * q + (double)(op->n / 64 + 1));
@@ -74,7 +75,7 @@ krr_status krr_ep_alloc(krr_ep *ep, krr_arena *a, krr_op *op, const krr_objectiv
 krr_status krr_ep_prepare(krr_ep *ep) {
   krr_sample_uniform(krr_rng_stream(ep->seed, 0, 40), ep->n, ep->S, ep->mark, ep->sub.idx_h);
   KTRY(krr_block_set(ep->op, &ep->sub, ep->sub.idx_h, ep->S));
-  KTRY(krr_kernel_eigsys(ep->op, &ep->sub, ep->q, ep->U, ep->w_eig));
+  KTRY(krr_kernel_eigsys(ep->op, &ep->sub, ep->q, ep->seed, ep->U, ep->w_eig));
   return krr_download_vec(ep->ctx, ep->op->prec, ep->U, ep->S * ep->q, ep->uh);
 }
 

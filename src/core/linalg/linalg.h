@@ -132,7 +132,19 @@ krr_status krr_cg_iter(krr_cg *cg, const void *b, int *done);
  * largest first), w (host, |S| entries ascending: the top q + 1 eigenvalues
  * in the last q + 1, NaN before them -- only those are computed).  The
  * |S| x |S| work space lives only in this call. */
-krr_status krr_kernel_eigsys(krr_op *op, const krr_block *S, int q, void *U, double *w);
+krr_status krr_kernel_eigsys(krr_op *op, const krr_block *S, int q, uint64_t seed, void *U,
+                             double *w);
+/* The top k eigenpairs of a symmetric positive semidefinite n x n device
+ * matrix K (ld n) as the ops table's syev_top (W, n entries: the k values
+ * ascending in the first k; Z: n x k vectors in that order), by polled subspace iteration where one
+ * LAPACK call would be long, else (or without convergence) by LAPACK, which
+ * overwrites K.  seed: the subspace's random start; *iters (may be NULL):
+ * its iterations, 0 when LAPACK ran alone, negative when it did not converge
+ * and LAPACK ran after it.  krr_sym_top_bytes: the device bytes of K, W, Z
+ * and the work space together. */
+krr_status krr_sym_top(krr_ctx *ctx, krr_precision prec, int64_t n, void *K, int64_t k,
+                       uint64_t seed, void *W, void *Z, int *iters);
+double krr_sym_top_bytes(int64_t n, int64_t k, size_t es);
 
 /* --- the EigenPro iteration (eigenpro.c) ----------------------------------------
  * EigenPro 2.0 (Ma and Belkin): preconditioned mini-batch SGD (Richardson) on

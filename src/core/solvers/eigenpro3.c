@@ -220,7 +220,7 @@ static krr_status ep3_prepare(krr_solver *s) {
   KTRY(s->ctx->ops->upload(s->ctx, e->spos, e->spos_h, sizeof(int64_t) * (size_t)S));
   for (int64_t i = 0; i < S; i++) e->sub.idx_h[i] = e->cidx_h[e->spos_h[i]];
   KTRY(krr_block_set(s->op, &e->sub, e->sub.idx_h, S));
-  KTRY(krr_kernel_eigsys(s->op, &e->sub, e->q, e->E, e->w_eig));
+  KTRY(krr_kernel_eigsys(s->op, &e->sub, e->q, krr_options_seed(s->opts), e->E, e->w_eig));
   KTRY(krr_ep_prepare(&e->inner));
   KTRY(krr_ep_tune(&e->inner));
   int64_t bi = e->inner.bs > 0 ? e->inner.bs : 1;
