@@ -9,7 +9,8 @@
  *     w_B -= (eta / bs) g                                  (SGD step)
  *     w_S += (eta / bs) U D U^T K_{S,B} g                   (EigenPro correction)
  * S: s points drawn uniformly once (subsample, default min(n, 4000));
- * K_SS = U Sigma U^T its eigensystem (syev), top q = rank (default
+ * K_SS = U Sigma U^T its eigensystem (krr_sym_top: LAPACK, or for a large
+ * subsample polled subspace iteration to a residual of 1e-3 sigma_q+1), top q = rank (default
  * min(100, s - 1)) directions corrected with the (q+1)-th as the tail:
  *     D_j = (1 - t_j) / sigma_j,
  *     t_j = ((sigma_q+1 / s + lambda / n) / (sigma_j / s + lambda / n))^alpha, alpha = 0.95
