@@ -14,7 +14,12 @@
 #'   The size used is stored in the fitted object (`fit$solver$block_size`).
 #' @param step For `eigenpro()`: step size; `NULL` uses the EigenPro 2.0 or
 #'   3.0 rule for the batch size. The step used is stored in the fitted
-#'   object (`fit$solver$step`).
+#'   object (`fit$solver$step`). The rule's step comes from the subsample's
+#'   eigenvalues and can be too large for the whole data (a small
+#'   `subsample` with a large `rank`): EigenPro 2.0 then halves it and starts
+#'   again from zero when the residual grows tenfold
+#'   (`fit$solver$step_halvings` counts the halvings); a step you give is
+#'   kept.
 #' @export
 eigenpro <- function(version = 2, subsample = NULL, batch_size = NULL,
                      step = NULL, rank = NULL, centers = NULL) {
@@ -57,6 +62,8 @@ solver_resolved.askotch_solver_eigenpro <- function(spec, options, extras) {
     if (is.null(spec$step) || isTRUE(spec$auto_step)) spec$auto_step <- TRUE
     spec$step <- extras[["step"]]
   }
+  if ("step_halvings" %in% names(extras) && !is.na(extras[["step_halvings"]]))
+    spec$step_halvings <- as.integer(extras[["step_halvings"]])
   spec
 }
 

@@ -146,9 +146,9 @@ test_that("time_limit ends every iterative solver with reason time_limit", {
     d <- interrupt_data(if (nm %in% c("falkon", "auto")) 8000 else 4000)
     sv <- switch(nm, falkon = falkon(centers = 1000), pcg = pcg(rank = 200),
                  # rank 50: with the default 100 corrected directions of a
-                 # 1000-point subsample the step is too large for these
-                 # 4000 points at lambda = 1e-4 (the iterations diverge
-                 # after about 15 passes, which is now an error)
+                 # 1000-point subsample the automatic step is too large for
+                 # these 4000 points at lambda = 1e-4 (it is halved and the
+                 # iteration restarted when the residual grows tenfold)
                  eigenpro2 = eigenpro(version = 2, subsample = 1000, rank = 50),
                  cs$solver)
     t0 <- proc.time()[["elapsed"]]

@@ -102,6 +102,35 @@ test_that("EigenPro 2.0 reduces the residual below 1e-3 and is reproducible", {
   fit4 <- krr(d$x[1:40, ], d$y[1:40], lambda = 1, solver = "eigenpro",
               max_passes = 2, tol = 0, seed = 1, threads = 1)
   expect_identical(fit4$solver$rank, 39L)
+  expect_identical(fit4$solver$step_halvings, 0L)
+})
+
+test_that("EigenPro 2.0 halves a diverging automatic step and converges", {
+  # 1000 of 4000 points with the default 100 corrected directions: the
+  # subsample's step is too large for the whole data (at lambda = 1e-4 the
+  # iterates reached a relative residual of 1e8 after 14 passes, an error,
+  # before the step was halved on divergence)
+  set.seed(1)
+  x <- matrix(rnorm(4000 * 5), 4000)
+  y <- sin(x[, 1]) + 0.1 * rnorm(4000)
+  sv <- eigenpro(version = 2, subsample = 1000)
+  f <- krr(x, y, solver = sv, lambda = 0.1, tol = 1e-3, max_passes = 300, threads = 1, seed = 1)
+  expect_gte(f$solver$step_halvings, 1L)
+  expect_true(f$converged)
+  expect_lt(f$resid_exact, 1e-3)
+  expect_true(isTRUE(f$solver$auto_step))
+  # the same bits again (the halving is decided by the iterates, not the clock)
+  f2 <- krr(x, y, solver = sv, lambda = 0.1, tol = 1e-3, max_passes = 300, threads = 1, seed = 1)
+  expect_identical(f2$weights, f$weights)
+  # small lambda: slow (as with any subsample), but no longer an error
+  f3 <- krr(x, y, solver = sv, lambda = 1e-4, tol = 0, max_passes = 40, threads = 1, seed = 1)
+  expect_gte(f3$solver$step_halvings, 1L)
+  expect_true(all(is.finite(f3$weights)))
+  expect_lt(f3$resid_exact, 0.5)
+  # a step the user gives is kept: the divergence is then reported
+  expect_error(krr(x, y, solver = eigenpro(version = 2, subsample = 1000, step = 5e4),
+                   lambda = 1e-4, tol = 0, max_passes = 50, threads = 1, seed = 1),
+               class = "askotch_error_numeric")
 })
 
 test_that("EigenPro 3.0 gets close to the inducing-point oracle", {
