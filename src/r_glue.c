@@ -38,10 +38,11 @@ static SEXP g_cont = NULL; /* the continuation token, created once, preserved */
 static int g_jumped = 0;   /* an R jump is waiting to be resumed */
 
 /* R checks its time limits (setTimeLimit) on only one call in six of
- * R_CheckUserInterrupt, and at least 0.05 s apart (R_CheckTimeLimits, R >=
- * 4.0: TIME_CHECK_SKIP = 5, TIME_CHECK_DELTA = 0.05): made for loops that
- * call it thousands of times a second.  Called once per 0.1 s a limit was
- * seen up to 0.6 s late; six calls in a row make every poll a check. */
+ * R_CheckUserInterrupt, and at least 0.05 s apart (R_CheckTimeLimits in R's
+ * sysutils.c: TIME_CHECK_SKIP = 5, TIME_CHECK_DELTA = 0.05; so in R 4.2):
+ * made for loops that call it thousands of times a second.  Called once per
+ * 0.1 s, a limit was seen up to 0.6 s late; six calls in a row make every
+ * poll a check. */
 #define R_TIME_CHECK_CALLS 6
 static SEXP poll_body(void *unused) {
   (void)unused;

@@ -17,8 +17,9 @@
  * |r|^2 / gap of eigenvalues, and the part of each Ritz vector outside its
  * eigenvector moves a preconditioner built from them by no more than about
  * EIG_TOL theta_k.  *iters: the iterations, negated when maxit passed
- * without convergence (the caller falls back to LAPACK).  W: the k Ritz values ascending; Z: their
- * vectors in the same order (as the ops table's syev_top). */
+ * without convergence (the caller falls back to LAPACK).  W: the k Ritz
+ * values ascending; Z: their vectors in the same order (as the ops table's
+ * syev_top). */
 #define EIG_TOL 1e-3
 
 static krr_status top_subspace(krr_ctx *ctx, krr_precision prec, int64_t n, const void *K,
@@ -134,7 +135,8 @@ krr_status krr_kernel_eigsys(krr_op *op, const krr_block *S, int q, uint64_t see
   if (st == KRR_OK && !wk) st = krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
   if (st == KRR_OK) st = krr_op_mat(op, S, S, K, n);
   if (st == KRR_OK) st = krr_poll(ctx);
-  if (st == KRR_OK) st = krr_sym_top(ctx, op->prec, n, K, k, krr_rng_stream(seed, 0x5E16, 43), W, Z, NULL);
+  if (st == KRR_OK)
+    st = krr_sym_top(ctx, op->prec, n, K, k, krr_rng_stream(seed, 0x5E16, 43), W, Z, NULL);
   if (st == KRR_OK) st = krr_download_vec(ctx, op->prec, W, k, wk);
   /* w: the n eigenvalues ascending, of which only the top k are computed
    * (the rest NaN); U: the top q vectors, largest first */

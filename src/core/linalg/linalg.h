@@ -136,9 +136,9 @@ krr_status krr_kernel_eigsys(krr_op *op, const krr_block *S, int q, uint64_t see
                              double *w);
 /* The top k eigenpairs of a symmetric positive semidefinite n x n device
  * matrix K (ld n) as the ops table's syev_top (W, n entries: the k values
- * ascending in the first k; Z: n x k vectors in that order), by polled subspace iteration where one
- * LAPACK call would be long, else (or without convergence) by LAPACK, which
- * overwrites K.  seed: the subspace's random start; *iters (may be NULL):
+ * ascending in the first k; Z: n x k vectors in that order), by polled
+ * subspace iteration where one LAPACK call would be long, else (or without
+ * convergence) by LAPACK, which overwrites K.  seed: the subspace's random start; *iters (may be NULL):
  * its iterations, 0 when LAPACK ran alone, negative when it did not converge
  * and LAPACK ran after it.  krr_sym_top_bytes: the device bytes of K, W, Z
  * and the work space together. */
