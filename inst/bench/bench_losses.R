@@ -36,6 +36,11 @@
 #   Rscript inst/bench/bench_losses.R quick      # smoke test: n = 1000
 # Environment: ASKOTCH_BENCH_N (10000), ASKOTCH_BENCH_BUDGET (askotch's time
 # limit in seconds, 120), ASKOTCH_BENCH_METHODS (comma-separated subset),
+# ASKOTCH_BENCH_TASKS ("fashion,friedman" or one of them),
+# ASKOTCH_BENCH_SVM_CACHE (LIBSVM's kernel cache in MB, its default 40),
+# ASKOTCH_BENCH_PEER (a peer's test metric from an earlier run, used for
+# t_to_peer when no peer runs in this one; askotch's validation traces are
+# saved with the results, so t_to_peer can also be recomputed later),
 # ASKOTCH_BENCH_OUT (an .rds of the results, read by the vignette; default
 # inst/bench/losses_results.rds, quick: a temporary file).
 # Internal: Rscript bench_losses.R child <data.rds> <method> <budget> <out.rds>
@@ -66,7 +71,8 @@ run_child <- function(data_file, method, budget, out_file) {
   if (method == "e1071") {
     fit <- e1071::svm(d$x, d$y, type = if (d$type == "class") "C-classification" else
                         "eps-regression", kernel = "radial", gamma = gamma,
-                      cost = C, epsilon = d$epsilon, scale = FALSE)
+                      cost = C, epsilon = d$epsilon, scale = FALSE,
+                      cachesize = as.numeric(Sys.getenv("ASKOTCH_BENCH_SVM_CACHE", "40")))
     res$seconds <- now() - t0
     t1 <- now()
     res$metric <- metric(d, predict(fit, d$xt))
@@ -178,7 +184,10 @@ main <- function() {
   cat(sprintf("# bench_losses.R  %s\n# %s\n# uptime: %s\n# n = %d, askotch threads = %d, budget %g s\n",
               meta$date, meta$machine, meta$uptime_start, meta$n, meta$threads, budget))
   rows <- list()
-  for (mk in list(make_fashion, make_friedman)) {
+  tasks <- strsplit(Sys.getenv("ASKOTCH_BENCH_TASKS", "fashion,friedman"), ",")[[1L]]
+  makers <- list(fashion = make_fashion, friedman = make_friedman)[tasks]
+  traces <- list()
+  for (mk in makers) {
     d <- mk(n)
     d$gamma <- median_gamma(d$x)
     df <- tempfile(fileext = ".rds")
@@ -198,9 +207,12 @@ main <- function() {
     }
     peers <- vapply(res[intersect(c("e1071", "kernlab"), names(res))],
                     function(r) r$metric, 0)
-    target <- if (!length(peers)) NA else if (d$type == "class") max(peers) else min(peers)
+    target <- if (length(peers)) {
+      if (d$type == "class") max(peers) else min(peers)
+    } else as.numeric(Sys.getenv("ASKOTCH_BENCH_PEER", NA))
     for (m in names(res)) {
       r <- res[[m]]
+      traces[[paste(d$name, m)]] <- r$trace
       rows[[length(rows) + 1L]] <- data.frame(
         task = d$name, n = r$n, method = m,
         metric = r$metric, seconds = r$seconds,
@@ -215,7 +227,7 @@ main <- function() {
   tab <- do.call(rbind, rows)
   meta$uptime_end <- trimws(system("uptime", intern = TRUE))
   cat("# uptime at the end:", meta$uptime_end, "\n")
-  saveRDS(list(table = tab, meta = meta), out)
+  saveRDS(list(table = tab, meta = meta, traces = traces), out)
   print(format(tab, digits = 4), row.names = FALSE)
   cat("# metric: test accuracy (fashion_shirt) or test RMSE (friedman1)\n")
 }
