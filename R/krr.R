@@ -145,8 +145,8 @@
 #'   take more than half of it); or
 #' * a direct solver ([cholesky()]) has finished (reason `"exact"`); or
 #' * the residual has reached the rounding floor of the precision (reason
-#'   `"precision"`; full-kernel iterative solvers, unweighted squared loss,
-#'   `tol > 0`): a solver computing with a kernel matrix \eqn{\tilde K}
+#'   `"precision"`; full-kernel iterative solvers and [falkon()] in single
+#'   precision, unweighted squared loss, `tol > 0`): a solver computing with a kernel matrix \eqn{\tilde K}
 #'   whose entries carry rounding errors reaches a true relative residual of
 #'   about \eqn{\|(\tilde K - K) w\| / \|y\|} and no lower. In single
 #'   precision this is often above \eqn{10^{-5}}; it is measured (the
@@ -160,7 +160,9 @@
 #' For the inducing-point solvers ([falkon()] and `eigenpro(version = 3)`)
 #' the residual is that of the (smaller) inducing-point normal equations
 #' \eqn{(K_{nm}^T K_{nm} + \lambda K_{mm}) a = K_{nm}^T y}, and `x`,
-#' `weights` refer to the centres.
+#' `weights` refer to the centres; Falkon's rounding floor in single precision
+#' is that of its two kernel products, \eqn{\|\tilde K_{nm}^T \tilde K_{nm} a -
+#' K_{nm}^T K_{nm} a\| / \|K_{nm}^T y\|}, measured the same way.
 #'
 #' The exact final relative residual is computed (and stored) whenever
 #' \eqn{n \le} 50 000. `converged` is `TRUE` for reasons `"tol"` and

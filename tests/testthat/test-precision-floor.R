@@ -39,6 +39,32 @@ test_that("single precision stops at its floor, with a warning that says so", {
   expect_lte(dbl$resid_exact, 1e-10)
 })
 
+test_that("single-precision Falkon stops at the floor of its normal equations", {
+  # its criterion is the residual of H a = b, H = K_nm^T K_nm + lambda K_mm,
+  # whose kernel products run in single precision: it levelled off near
+  # 2e-3 here and ran to max_passes (drifting up: 0.0187 after 100 passes on
+  # Friedman 1 at n = 2e4) before the floor was measured for it
+  d <- floor_data(6000, seed = 7)
+  args <- list(d$x, d$y, lambda = 1e-3, solver = falkon(), max_passes = 100,
+               threads = 1, seed = 1)
+  fit <- do.call(krr, c(args, precision = "single"))
+  expect_true(fit$converged)
+  expect_identical(fit$reason, "precision")
+  expect_lt(fit$passes, 100)
+  expect_true(is.finite(fit$resid_floor) && fit$resid_floor > 1e-5)
+  expect_lte(fit$resid_exact, 2 * fit$resid_floor)
+  # with a tolerance below the floor it says so
+  expect_warning(do.call(krr, c(args, precision = "single", tol = 1e-7)),
+                 "rounding floor of single precision",
+                 class = "askotch_warning_convergence")
+  # what it returns predicts as the double-precision fit does
+  dbl <- do.call(krr, c(args, precision = "double"))
+  expect_identical(dbl$reason, "tol")
+  p1 <- predict(fit, d$x[1:500, ])
+  p2 <- predict(dbl, d$x[1:500, ])
+  expect_lt(sqrt(mean((p1 - p2)^2)) / sqrt(mean(p2^2)), 1e-2)
+})
+
 test_that("a budget fit (tol = 0) runs its budget", {
   d <- floor_data(2000, seed = 5)
   fit <- krr(d$x, d$y, lambda = 0.05, precision = "single", solver = sap(),
