@@ -360,7 +360,8 @@ drive_solver <- function(state, set, tgt, xs, t0 = now(), ynorm = NA_real_) {
   } else if (is.finite(ynorm) && ynorm > 0 && !rule$direct && rule$tol > 0 &&
              rule$criterion == "relative residual" && length(centers) > 0L &&
              set$precision == "single" && solver_c(set$solver)$name == "falkon" &&
-             set_intercept(set) == 0 && length(set$obs_weights) == 0L) {
+             set_intercept(set) == 0 && length(set$obs_weights) == 0L &&
+             !is.null(tgt$Y)) {
     floor_fn <- function() {
       A <- .Call(ffi_fit_weights, state)
       an <- sqrt(sum(A^2))
