@@ -65,6 +65,18 @@ test_that("single-precision Falkon stops at the floor of its normal equations", 
   expect_lt(sqrt(mean((p1 - p2)^2)) / sqrt(mean(p2^2)), 1e-2)
 })
 
+test_that("cross-validation with single-precision Falkon runs (no targets in its loop)", {
+  # the tuning loops drive the solver without the targets Falkon's floor
+  # needs: the floor must stay off there, not fail (it did, at once)
+  op <- options(askotch.tune_exact_max_n = 100)
+  on.exit(options(op))
+  d <- floor_data(800, seed = 7)
+  f <- suppressWarnings(krr(d$x, d$y, lambda = "cv", solver = falkon(),
+                            precision = "single", threads = 1, seed = 1))
+  expect_true(is.finite(f$lambda))
+  expect_true(all(is.finite(f$weights)))
+})
+
 test_that("a budget fit (tol = 0) runs its budget", {
   d <- floor_data(2000, seed = 5)
   fit <- krr(d$x, d$y, lambda = 0.05, precision = "single", solver = sap(),
