@@ -102,20 +102,27 @@ stop_check <- function(rule, d, t0, memo, exact_fn, deadline = rule$time_limit,
 # its budget.
 floor_factor <- 2
 
-# ||(K~ - K) W||_F, K~ the kernel of the fit's precision and device; in
-# double precision the model above.
-rounding_floor <- function(xs, W, set) {
+# K(x1, x2) v for the fit's kernel: in the fit's precision and device
+# (double = FALSE) or in double precision on the CPU
+set_kernel_apply <- function(set) {
   code <- as.integer(set$kernel$code)
   bw <- as.numeric(set$kernel$bandwidth)
   th <- as.integer(set$threads)
+  dev <- if (set$device == "cuda") 1L else 0L
+  function(x1, x2, v, double) {
+    .Call(ffi_kernel_apply, x1, x2, v, code, bw, as.integer(double), if (double) 0L else dev, th)
+  }
+}
+
+# ||(K~ - K) W||_F, K~ the kernel of the fit's precision and device; in
+# double precision the model above.
+rounding_floor <- function(xs, W, set) {
   if (set$precision == "double") {
-    krms <- kernel_rms_norm(xs, set$kernel, th, set$seed)
+    krms <- kernel_rms_norm(xs, set$kernel, as.integer(set$threads), set$seed)
     return(2^-53 * (krms + set$lambda) * sqrt(sum(W^2)))
   }
-  kf <- .Call(ffi_kernel_apply, xs, xs, W, code, bw, 0L,
-              if (set$device == "cuda") 1L else 0L, th)
-  kd <- .Call(ffi_kernel_apply, xs, xs, W, code, bw, 1L, 0L, th)
-  sqrt(sum((kf - kd)^2))
+  kapp <- set_kernel_apply(set)
+  sqrt(sum((kapp(xs, xs, W, FALSE) - kapp(xs, xs, W, TRUE))^2))
 }
 # Falkon in single precision: its criterion is the residual of the normal
 # equations H a = b, H = K_nm^T K_nm + lambda K_mm, b = K_nm^T y, whose
@@ -124,14 +131,8 @@ rounding_floor <- function(xs, W, set) {
 # measured the same way (Friedman 1 at n = 2e4, 1401 centres: about 1e-3,
 # where single-precision Falkon levelled off and ran to max_passes).
 falkon_floor <- function(xs, centers, A, Yc, set) {
-  code <- as.integer(set$kernel$code)
-  bw <- as.numeric(set$kernel$bandwidth)
-  th <- as.integer(set$threads)
-  dev <- if (set$device == "cuda") 1L else 0L
+  kapp <- set_kernel_apply(set)
   xc <- xs[centers, , drop = FALSE]
-  kapp <- function(x1, x2, v, dbl) {
-    .Call(ffi_kernel_apply, x1, x2, v, code, bw, as.integer(dbl), if (dbl) 0L else dev, th)
-  }
   vf <- kapp(xc, xs, kapp(xs, xc, A, FALSE), FALSE)
   vd <- kapp(xc, xs, kapp(xs, xc, A, TRUE), TRUE)
   bn <- sqrt(sum(kapp(xc, xs, Yc, TRUE)^2))
@@ -344,33 +345,27 @@ diverged <- function(d, solver) {
 drive_solver <- function(state, set, tgt, xs, t0 = now(), ynorm = NA_real_) {
   rule <- set$rule
   centers <- .Call(ffi_fit_centers, state)  # inducing-point solvers; else integer(0)
-  floor_fn <- NULL
+  # the relative floor for weights W (see rounding_floor, falkon_floor), or NULL
+  floor_of <- NULL
   if (is.finite(ynorm) && ynorm > 0 && !rule$direct && rule$tol > 0 &&
-      rule$criterion == "relative residual" && length(centers) == 0L &&
-      set_features(set) == 0 && set_intercept(set) == 0 &&
+      rule$criterion == "relative residual" && set_intercept(set) == 0 &&
       length(set$obs_weights) == 0L) {
-    floor_fn <- function() {
-      W <- .Call(ffi_fit_weights, state)
-      wn <- sqrt(sum(W^2))
-      if (is.null(memo$floor_per_w)) {
-        memo$floor_per_w <- rounding_floor(xs, W, set) / max(wn, 1e-300)
+    if (length(centers) == 0L && set_features(set) == 0) {
+      floor_of <- function(W) rounding_floor(xs, W, set) / ynorm
+    } else if (length(centers) > 0L && set$precision == "single" &&
+               solver_c(set$solver)$name == "falkon" && !is.null(tgt$Y)) {
+      # (the tuning loops drive the solver without the targets: no floor there)
+      floor_of <- function(A) {
+        falkon_floor(xs, centers, A, loss_targets(set$loss, tgt, TRUE)$Yc, set)
       }
-      memo$floor_per_w * wn / ynorm
     }
-  } else if (is.finite(ynorm) && ynorm > 0 && !rule$direct && rule$tol > 0 &&
-             rule$criterion == "relative residual" && length(centers) > 0L &&
-             set$precision == "single" && solver_c(set$solver)$name == "falkon" &&
-             set_intercept(set) == 0 && length(set$obs_weights) == 0L &&
-             !is.null(tgt$Y)) {
-    floor_fn <- function() {
-      A <- .Call(ffi_fit_weights, state)
-      an <- sqrt(sum(A^2))
-      if (is.null(memo$floor_per_w)) {
-        Yc <- loss_targets(set$loss, tgt, TRUE)$Yc
-        memo$floor_per_w <- falkon_floor(xs, centers, A, Yc, set) / max(an, 1e-300)
-      }
-      memo$floor_per_w * an  # relative to ||b|| already
-    }
+  }
+  # measured once, then scaled with ||W||
+  floor_fn <- if (!is.null(floor_of)) function() {
+    W <- .Call(ffi_fit_weights, state)
+    wn <- sqrt(sum(W^2))
+    if (is.null(memo$floor_per_w)) memo$floor_per_w <- floor_of(W) / max(wn, 1e-300)
+    memo$floor_per_w * wn
   }
   xpred <- if (length(centers) > 0L) xs[centers, , drop = FALSE] else xs
   val_metric <- validation_fn(state, set, tgt, xpred,
