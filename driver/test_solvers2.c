@@ -63,6 +63,33 @@ static void oracle(env_t *e, krr_kernel k, double lambda, double *w_ref) {
   tfit_free(&f);
 }
 
+/* Host checks of k eigenpairs (w ascending, Z n x k) of the n x n matrix K
+ * against all its eigenvalues wall (ascending): *ea = max |w_j - wall_j|
+ * over the top k, *rmax / *rcol = the largest entry / column norm of
+ * K Z - Z diag(w), *eo = max |Z^T Z - I| */
+static void eig_errors(const double *K, int64_t n, const double *wall, const double *w,
+                       const double *Z, int64_t k, double *ea, double *rmax, double *rcol,
+                       double *eo) {
+  *ea = *rmax = *rcol = *eo = 0;
+  for (int64_t j = 0; j < k; j++) {
+    *ea = fmax(*ea, fabs(w[j] - wall[n - k + j]));
+    double r2 = 0;
+    for (int64_t i = 0; i < n; i++) {
+      double kz = 0;
+      for (int64_t l = 0; l < n; l++) kz += K[i + l * n] * Z[l + j * n];
+      const double r = kz - w[j] * Z[i + j * n];
+      *rmax = fmax(*rmax, fabs(r));
+      r2 += r * r;
+    }
+    *rcol = fmax(*rcol, sqrt(r2));
+    for (int64_t j2 = 0; j2 <= j; j2++) {
+      double d = 0;
+      for (int64_t i = 0; i < n; i++) d += Z[i + j * n] * Z[i + j2 * n];
+      *eo = fmax(*eo, fabs(d - (j == j2)));
+    }
+  }
+}
+
 /* syev_top (EigenPro's top eigensystem): the k largest eigenpairs of a kernel
  * matrix against LAPACK's full dsyevd on the host in double: eigenvalues to
  * 1e-12 (double) / 1e-5 (single) of the largest, residual ||K z - w z|| and
@@ -90,20 +117,10 @@ static void test_syev_top(env_t *e) {
       if (st == KRR_OK) st = KOP(ctx, prec, syev_top, n, dK, n, kk, dW, dZ, n);
       if (st == KRR_OK) st = krr_download_vec(ctx, prec, dW, kk, w);
       if (st == KRR_OK) st = krr_download_vec(ctx, prec, dZ, n * kk, Z);
-      double ew = 0, er = 0, eo = 0, top = wall[n - 1];
-      for (int64_t j = 0; st == KRR_OK && j < kk; j++) {
-        ew = fmax(ew, fabs(w[j] - wall[n - kk + j]) / top);
-        for (int64_t i = 0; i < n; i++) {
-          double kz = 0;
-          for (int64_t l = 0; l < n; l++) kz += K[i + l * n] * Z[l + j * n];
-          er = fmax(er, fabs(kz - w[j] * Z[i + j * n]) / top);
-        }
-        for (int64_t j2 = 0; j2 <= j; j2++) {
-          double d = 0;
-          for (int64_t i = 0; i < n; i++) d += Z[i + j * n] * Z[i + j2 * n];
-          eo = fmax(eo, fabs(d - (j == j2)));
-        }
-      }
+      double ew = 0, er = 0, eo = 0, rcol = 0, top = wall[n - 1];
+      if (st == KRR_OK) eig_errors(K, n, wall, w, Z, kk, &ew, &er, &rcol, &eo);
+      ew /= top;
+      er /= top;
       if (verbose)
         printf("syev_top %s n %lld k %lld: eigenvalues %.2e, residual %.2e, orthonormality %.2e\n",
                pr ? "double" : "single", (long long)n, (long long)kk, ew, er, eo);
@@ -152,24 +169,10 @@ static void test_sym_top(env_t *e) {
     if (st == KRR_OK) st = krr_download_vec(ctx, prec, dW, k, w);
     if (st == KRR_OK) st = krr_download_vec(ctx, prec, dZ, n * k, Z);
     if (st == KRR_OK) st = krr_download_vec(ctx, prec, dK, n * n, K2);
-    double ew = 0, er = 0, eo = 0, ek = 0, ea = 0;
+    double er = 0, eo = 0, ek = 0, ea = 0, rmax = 0;
     for (int64_t i = 0; st == KRR_OK && i < n * n; i++) ek = fmax(ek, fabs(K2[i] - K[i]));
-    for (int64_t j = 0; st == KRR_OK && j < k; j++) {
-      ew = fmax(ew, fabs(w[j] - wall[n - k + j]) / top);
-      ea = fmax(ea, fabs(w[j] - wall[n - k + j]));
-      double r2 = 0;
-      for (int64_t i = 0; i < n; i++) {
-        double kz = 0;
-        for (int64_t l = 0; l < n; l++) kz += K[i + l * n] * Z[l + j * n];
-        r2 += (kz - w[j] * Z[i + j * n]) * (kz - w[j] * Z[i + j * n]);
-      }
-      er = fmax(er, sqrt(r2));
-      for (int64_t j2 = 0; j2 <= j; j2++) {
-        double d = 0;
-        for (int64_t i = 0; i < n; i++) d += Z[i + j * n] * Z[i + j2 * n];
-        eo = fmax(eo, fabs(d - (j == j2)));
-      }
-    }
+    if (st == KRR_OK) eig_errors(K, n, wall, w, Z, k, &ea, &rmax, &er, &eo);
+    const double ew = ea / top;
     if (verbose)
       printf("sym_top %s n %lld k %lld: %d iterations, eigenvalues %.2e, residual %.2e (bound %.2e), "
              "orthonormality %.2e\n", pr ? "double" : "single", (long long)n, (long long)k, iters,
