@@ -131,11 +131,15 @@ median_gamma <- function(x) {
   1 / (2 * s^2)
 }
 
-make_fashion <- function(n, n_test = 2000) {
+# Shirt (class 6) against the rest, or all 10 classes
+make_fashion <- function(n, n_test = 2000, all_classes = FALSE) {
   dir <- Sys.getenv("ASKOTCH_FASHION_DIR", "/usr/share/datasets/fashion-mnist")
   f <- function(x) file.path(dir, x)
-  lab <- function(l) factor(ifelse(l == 6L, "shirt", "other"),
-                            levels = c("other", "shirt"))
+  lab <- if (all_classes) {
+    function(l) factor(as.character(l), levels = as.character(0:9))
+  } else {
+    function(l) factor(ifelse(l == 6L, "shirt", "other"), levels = c("other", "shirt"))
+  }
   xtr <- read_idx(f("train-images-idx3-ubyte.gz"))
   ytr <- read_idx(f("train-labels-idx1-ubyte.gz"))
   set.seed(2026)
@@ -143,23 +147,11 @@ make_fashion <- function(n, n_test = 2000) {
   x <- xtr[idx, , drop = FALSE] / 255
   xt <- read_idx(f("t10k-images-idx3-ubyte.gz"))[seq_len(n_test), ] / 255
   yt <- read_idx(f("t10k-labels-idx1-ubyte.gz"))[seq_len(n_test)]
-  list(name = "fashion_shirt", type = "class", x = x, y = lab(ytr[idx]),
-       xt = xt, yt = lab(yt), C = 10, epsilon = 0.1)
+  list(name = if (all_classes) "fashion_10class" else "fashion_shirt", type = "class",
+       x = x, y = lab(ytr[idx]), xt = xt, yt = lab(yt), C = 10, epsilon = 0.1)
 }
 
-make_fashion10 <- function(n, n_test = 2000) {
-  d <- make_fashion(n, n_test)
-  dir <- Sys.getenv("ASKOTCH_FASHION_DIR", "/usr/share/datasets/fashion-mnist")
-  ytr <- read_idx(file.path(dir, "train-labels-idx1-ubyte.gz"))
-  yt <- read_idx(file.path(dir, "t10k-labels-idx1-ubyte.gz"))[seq_len(n_test)]
-  set.seed(2026)
-  idx <- sort(sample.int(length(ytr), n))  # the rows make_fashion() drew
-  lev <- as.character(0:9)
-  d$name <- "fashion_10class"
-  d$y <- factor(as.character(ytr[idx]), levels = lev)
-  d$yt <- factor(as.character(yt), levels = lev)
-  d
-}
+make_fashion10 <- function(n, n_test = 2000) make_fashion(n, n_test, all_classes = TRUE)
 
 make_friedman <- function(n, n_test = 2000) {
   set.seed(2026)
