@@ -355,8 +355,8 @@ drive_solver <- function(state, set, tgt, xs, t0 = now(), ynorm = NA_real_) {
     } else if (length(centers) > 0L && set$precision == "single" &&
                solver_c(set$solver)$name == "falkon" && !is.null(tgt$Y)) {
       # (the tuning loops drive the solver without the targets: no floor there)
-      floor_of <- function(A) {
-        falkon_floor(xs, centers, A, loss_targets(set$loss, tgt, TRUE)$Yc, set)
+      floor_of <- function(W) {
+        falkon_floor(xs, centers, W, loss_targets(set$loss, tgt, TRUE)$Yc, set)
       }
     }
   }
