@@ -11,7 +11,8 @@
 # solvers   : driver/build/cudadrv/askotch_driver parity --backend cuda (every solver's
 #             solution on the GPU vs the CPU backend vs the exact Cholesky one)
 # progs     : the driver's test programs that take --backend (test_seams, test_bcd,
-#             test_features, test_joker, test_restart, test_solvers, test_solvers2)
+#             test_features, test_joker, test_restart, test_solvers, test_solvers2,
+#             test_svrg)
 #             on the CUDA backend
 # memcheck  : compute-sanitizer --tool memcheck --leak-check full test_parity --small
 # racecheck : compute-sanitizer --tool racecheck test_parity --small
@@ -125,7 +126,7 @@ for stage in $STAGES; do
     progs)
       # the test programs of the CPU suite, each on the CUDA backend
       if make -s -C driver B=build/cudadrv CUDA=1 CUDA_HOME="$CUDA_HOME" -j"$JOBS" progs >"$LOG/progs-build.log" 2>&1; then
-        for t in test_seams test_bcd test_features test_joker test_restart test_solvers test_solvers2; do
+        for t in test_seams test_bcd test_features test_joker test_restart test_solvers test_solvers2 test_svrg; do
           run "$t" 300 driver/build/cudadrv/$t --backend cuda
           note "$t" "$RUN_ST" "$RUN_DT" "$(grep -E '^[0-9]+ passed' "$LOG/$t.log" | tail -n 1)"
           grep -E '^FAIL' "$LOG/$t.log" | head -n 20

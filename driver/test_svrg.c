@@ -89,6 +89,34 @@ int main(int argc, char **argv) {
     double e = rel_diff(Wr, Wrx, M * m);
     CHECK(e < 1e-9, "random-feature ridge: relative error %g", e);
   }
+  /* on a backend other than the CPU table (a device) the solver runs on a
+   * host context: a copy of the CPU table takes that path on the CPU and must
+   * give the direct path's weights bit for bit; its failures, deadline and
+   * messages reach the caller's context */
+  if (ctx.ops == krr_cpu_ops()) {
+    krr_ops alt = *krr_cpu_ops();
+    krr_ctx actx;
+    if (krr_ctx_init(&actx, &alt, ctx.threads, 0) == KRR_OK) {
+      krr_status s1 = run(&ctx, Zt, n, p, m, y, lambda, 1, 1, 5, 20, W, &info, s2, obj, grd, sec);
+      krr_status s2s = run(&actx, Zt, n, p, m, y, lambda, 1, 1, 5, 20, W2, &info, s2, obj, grd, sec);
+      CHECK(s1 == KRR_OK && s2s == KRR_OK && memcmp(W, W2, sizeof(double) * p * m) == 0,
+            "host context: the direct path's weights (%d, %d: %s)", s1, s2s, actx.msg);
+      CHECK(krr_svrg_rff(&actx, &k, X, n, p, M, 9, Zo) == KRR_OK &&
+                memcmp(Zo, Zr, sizeof(double) * (size_t)(n * M)) == 0,
+            "host context: the direct path's random features (%s)", actx.msg);
+      s2s = run(&actx, Zt, n, p, m, y, -1.0, 1, 1, 5, 3, W2, &info, s2, obj, grd, sec);
+      CHECK(s2s == KRR_ERR_INPUT && actx.status == KRR_ERR_INPUT && strstr(actx.msg, "lambda"),
+            "host context: its error on the caller's context (%d: %s)", s2s, actx.msg);
+      krr_clear(&actx);
+      actx.deadline = krr_now() - 1;
+      s2s = run(&actx, Zt, n, p, m, y, lambda, 1, 1, 5, 20, W2, &info, s2, obj, grd, sec);
+      CHECK(s2s == KRR_ERR_TIME_LIMIT && actx.status == KRR_ERR_TIME_LIMIT,
+            "host context: the caller's deadline (%d: %s)", s2s, actx.msg);
+      krr_ctx_free(&actx);
+    } else {
+      CHECK(0, "a context on a copy of the CPU table: %s", actx.msg);
+    }
+  }
   /* input errors */
   krr_clear(&ctx);
   CHECK(run(&ctx, Zt, n, p, m, y, 0.0, 1, 1, 5, 3, W, &info, s2, obj, grd, sec) == KRR_ERR_INPUT,

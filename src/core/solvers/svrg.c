@@ -187,9 +187,9 @@ static krr_status full_gradient(krr_ctx *ctx, const precond_t *P, const double *
   return KRR_OK;
 }
 
-krr_status krr_svrg_solve(krr_ctx *ctx, const double *Zt, int64_t n, int64_t d, int m,
-                          const double *Y, double lambda, const krr_svrg_opts *o, double *W,
-                          krr_svrg_info *info) {
+static krr_status svrg_solve(krr_ctx *ctx, const double *Zt, int64_t n, int64_t d, int m,
+                             const double *Y, double lambda, const krr_svrg_opts *o, double *W,
+                             krr_svrg_info *info) {
   if (!(lambda > 0) || !isfinite(lambda))
     return krr_fail(ctx, KRR_ERR_INPUT, "svrg: `lambda` must be positive and finite");
   if (n < 1 || d < 1 || m < 1) return krr_fail(ctx, KRR_ERR_INPUT, "svrg: empty problem");
@@ -348,8 +348,8 @@ done:
   return st;
 }
 
-krr_status krr_svrg_rff(krr_ctx *ctx, const krr_kernel *k, const double *X, int64_t n, int p,
-                        int64_t M, uint64_t seed, double *Zt) {
+static krr_status svrg_rff(krr_ctx *ctx, const krr_kernel *k, const double *X, int64_t n, int p,
+                           int64_t M, uint64_t seed, double *Zt) {
   krr_status st = KRR_OK;
   double *Wf = dnew(ctx, M * (int64_t)p, &st), *c = dnew(ctx, M, &st);
   if (st == KRR_OK) st = krr_features_draw(ctx, k, p, M, seed, Wf, c);
@@ -363,4 +363,47 @@ krr_status krr_svrg_rff(krr_ctx *ctx, const krr_kernel *k, const double *X, int6
   free(Wf);
   free(c);
   return st;
+}
+
+/* The solver's data and iterates are host arrays and its epochs are
+ * sequential O(d m) steps (latency bound on a device), so on a device
+ * context it runs on a host one: the same threads, polling and deadline;
+ * a failure there is reported on the caller's context. */
+static krr_status host_begin(krr_ctx *ctx, krr_ctx *h, krr_ctx **use) {
+  *use = ctx;
+  if (ctx->ops == krr_cpu_ops()) return KRR_OK;
+  if (krr_ctx_init(h, krr_cpu_ops(), ctx->threads, 0) != KRR_OK) {
+    krr_status st = krr_fail(ctx, h->status, "svrg: host context: %s", h->msg);
+    krr_ctx_free(h);
+    return st;
+  }
+  h->poll = ctx->poll;
+  h->poll_data = ctx->poll_data;
+  h->poll_every = ctx->poll_every;
+  h->deadline = ctx->deadline;
+  *use = h;
+  return KRR_OK;
+}
+
+static krr_status host_end(krr_ctx *ctx, krr_ctx *use, krr_status st) {
+  if (use == ctx) return st;
+  if (use->interrupted) ctx->interrupted = 1;
+  if (st != KRR_OK) krr_fail(ctx, st, "%s", use->msg);
+  krr_ctx_free(use);
+  return st;
+}
+
+krr_status krr_svrg_solve(krr_ctx *ctx, const double *Zt, int64_t n, int64_t d, int m,
+                          const double *Y, double lambda, const krr_svrg_opts *o, double *W,
+                          krr_svrg_info *info) {
+  krr_ctx h, *use;
+  KTRY(host_begin(ctx, &h, &use));
+  return host_end(ctx, use, svrg_solve(use, Zt, n, d, m, Y, lambda, o, W, info));
+}
+
+krr_status krr_svrg_rff(krr_ctx *ctx, const krr_kernel *k, const double *X, int64_t n, int p,
+                        int64_t M, uint64_t seed, double *Zt) {
+  krr_ctx h, *use;
+  KTRY(host_begin(ctx, &h, &use));
+  return host_end(ctx, use, svrg_rff(use, k, X, n, p, M, seed, Zt));
 }
