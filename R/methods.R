@@ -36,7 +36,13 @@ krr_scores <- function(object, xs, device = NULL) {
                as.numeric(object$kernel$bandwidth), as.numeric(object$features),
                as.numeric(object$seed), prec, threads)
   } else {
-    s <- .Call(ffi_kernel_apply, xs, object$x, W, as.integer(object$kernel$code),
+    xp <- object$x
+    nz <- nonzero_rows(W)
+    if (!is.null(nz)) {
+      xp <- xp[nz, , drop = FALSE]
+      W <- W[nz, , drop = FALSE]
+    }
+    s <- .Call(ffi_kernel_apply, xs, xp, W, as.integer(object$kernel$code),
                as.numeric(object$kernel$bandwidth), prec,
                if (dev == "cuda") 1L else 0L, threads)
   }

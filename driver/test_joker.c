@@ -393,6 +393,16 @@ int main(int argc, char **argv) {
         CHECK(s1 == KRR_OK && s2 == KRR_OK && e <= tol && fabs(c2 - c1) <= tol * (fabs(c1) + 1e-3),
               "(i) %s %s: host trust region %d (%s) differs by %.3e", lname[l],
               prec == KRR_DOUBLE ? "double" : "float", s2, actx.msg, e);
+        if (m2 && t == 0) { /* the host copies are in the memory estimate */
+          krr_solver *sv = NULL;
+          krr_status sm = tinit(&g, "joker", "block_size=64 seed=4", &sv);
+          if (sm == KRR_OK) sm = krr_solver_step(sv, 2);
+          double used = sv ? krr_solver_memory_used(sv) : INFINITY,
+                 est = sv ? krr_solver_memory_estimate(sv) : 0;
+          CHECK(sm == KRR_OK && used <= est, "(i) host trust region: memory %.0f held > estimate %.0f (%s)",
+                used, est, actx.msg);
+          krr_solver_free(sv);
+        }
         if (m1) tfit_free(&f);
         if (m2) tfit_free(&g);
         free(w2);
@@ -401,6 +411,68 @@ int main(int argc, char **argv) {
     } else {
       CHECK(0, "(i) a context on a copy of the CPU table: %s", actx.msg);
     }
+  }
+
+  /* (j) support products: K_{B:} a summed over the rows with a nonzero weight
+   * (support = 1: always) equals the sum over all rows (support = 0) up to the
+   * order of its terms -- for 40 blocks from zero, and 20 more after a new
+   * lambda (a warm start: the support taken from the weights); every block
+   * but the first (all weights zero: gbar = 0) takes the support product */
+  {
+    const int ls[] = {SVR, HINGE, SQHINGE};
+    double *w0 = malloc(sizeof(double) * (size_t)n), *w1 = malloc(sizeof(double) * (size_t)n);
+    for (int t = 0; t < 6; t++) {
+      int l = ls[t % 3];
+      krr_precision prec = t < 3 ? KRR_DOUBLE : KRR_FLOAT;
+      for (int64_t i = 0; i < n; i++) y[i] = l >= HINGE ? (Y[i] > 0 ? 1.0 : -1.0) : Y[i];
+      tfit f;
+      if (setup(&ctx, prec, X, n, p, y, 1, lam, l, params[l], &f) != KRR_OK) { n_fail++; continue; }
+      krr_solver *s0 = NULL, *s1 = NULL;
+      double c0, c1;
+      krr_diag d0, d1;
+      krr_status a = trun(&f, "joker", "block_size=32 seed=4 support=0", 0, 40, 40, w0, &c0, &d0, &s0);
+      krr_status b = trun(&f, "joker", "block_size=32 seed=4 support=1", 0, 40, 40, w1, &c1, &d1, &s1);
+      /* the order of a sum's terms moves the iterates by rounding, which the
+       * box and orthant decisions of 60 blocks amplify (SVR: 4e-10 / 1e-5) */
+      double tol = prec == KRR_DOUBLE ? 1e-8 : 1e-4, e1 = INFINITY, e2 = INFINITY, used = 0, none = 0;
+      int64_t nnz = 0;
+      if (a == KRR_OK && b == KRR_OK) {
+        e1 = rel_diff(w1, w0, n);
+        for (int64_t i = 0; i < n; i++) nnz += w1[i] != 0;
+        /* the objective values R records: K a over the nonzero rows where
+         * they are at most half (hinge, squared hinge here), against K a here */
+        double Pv = NAN, Dv = NAN, Pj, Dj, vt = prec == KRR_DOUBLE ? 1e-12 : 1e-5;
+        krr_status sv = krr_objective_values_host(f.op, &f.obj, w1, &Pv, &Dv);
+        objectives(l, K, n, lam, params[l], y, w1, &Pj, &Dj);
+        CHECK(sv == KRR_OK && fabs(Pv - Pj) <= vt * (fabs(Pj) + 1) && fabs(Dv - Dj) <= vt * (fabs(Dj) + 1),
+              "(j) %s %s: objective values %.15e %.15e vs %.15e %.15e (%s)", lname[l],
+              prec == KRR_DOUBLE ? "double" : "float", Pv, Dv, Pj, Dj, ctx.msg);
+        a = krr_solver_set_lambda(s0, 0.5 * lam);
+        b = krr_solver_set_lambda(s1, 0.5 * lam);
+        if (a == KRR_OK) a = krr_solver_step(s0, 20);
+        if (b == KRR_OK) b = krr_solver_step(s1, 20);
+        if (a == KRR_OK) a = krr_solver_weights(s0, w0);
+        if (b == KRR_OK) b = krr_solver_weights(s1, w1);
+        if (a == KRR_OK && b == KRR_OK) e2 = rel_diff(w1, w0, n);
+        used = textra(s1, "support_products");
+        none = textra(s0, "support_products");
+      }
+      printf("  %-13s %s, support products vs all rows: rel diff %.2e, after a new lambda %.2e "
+             "(%lld of %lld weights nonzero; %g support products)\n", lname[l],
+             prec == KRR_DOUBLE ? "double" : "float ", e1, e2, (long long)nnz, (long long)n, used);
+      /* the criterion (duality gap) from K(X, X_S) a_S, against K a over all rows */
+      CHECK(fabs(c1 - c0) <= tol * fabs(c0), "(j) %s %s: criterion %.15e vs %.15e", lname[l],
+            prec == KRR_DOUBLE ? "double" : "float", c1, c0);
+      CHECK(a == KRR_OK && b == KRR_OK && e1 <= tol && e2 <= tol && used >= 55 && !(none > 0) &&
+                nnz < n,
+            "(j) %s %s: support products %d %d (%s): %.3e / %.3e, %g used, %g without", lname[l],
+            prec == KRR_DOUBLE ? "double" : "float", a, b, ctx.msg, e1, e2, used, none);
+      krr_solver_free(s0);
+      krr_solver_free(s1);
+      tfit_free(&f);
+    }
+    free(w0);
+    free(w1);
   }
 
   /* (f) input errors */
@@ -418,6 +490,9 @@ int main(int argc, char **argv) {
             "(f) cg_iters = -1: %s", ctx.msg);
       krr_solver_free(s);
       CHECK(tinit(&f, "joker", "block_size=2.5", &s) == KRR_ERR_INPUT, "(f) block_size = 2.5");
+      krr_solver_free(s);
+      CHECK(tinit(&f, "joker", "support=1.5", &s) == KRR_ERR_INPUT && strstr(ctx.msg, "support"),
+            "(f) support = 1.5: %s", ctx.msg);
       krr_solver_free(s);
       krr_clear(&ctx);
       CHECK(krr_objective_set_param(&ctx, &f.obj, 0.0) == KRR_ERR_INPUT && strstr(ctx.msg, "delta"),

@@ -350,6 +350,25 @@ test_that("hinge loss matches the QP dual", {
   expect_output(print(summary(r$fit)), "Support vectors")
 })
 
+test_that("decision values are summed over the support vectors alone, exactly", {
+  skip_if_no_loss("hinge")
+  d <- loss_data()
+  fit <- fit_loss_km(d, loss_hinge(), factor(d$yc, levels = c(-1, 1)), 0.1, tol = 1e-10)
+  W <- fit$weights
+  nz <- askotch:::nonzero_rows(W)
+  # the fit has non-support vectors, so the sum runs over fewer rows
+  expect_true(length(nz) >= 1L && length(nz) < nrow(W))
+  expect_true(all(W[-nz, ] == 0))
+  Kt <- oracle_kernel(d$xt, d$x, "rbf", BW)
+  ref <- drop(Kt %*% coef(fit))
+  pred <- predict(fit, d$xt, type = "decision")
+  expect_lt(max(abs(pred - ref)), 1e-12 * max(abs(ref)))
+  # all rows, or a NaN weight, or nearly all rows nonzero: no subset
+  expect_null(askotch:::nonzero_rows(matrix(1, 5, 2)))
+  expect_identical(askotch:::nonzero_rows(matrix(c(0, NaN, 0, 0), 4, 1)), 2L)
+  expect_identical(askotch:::nonzero_rows(matrix(0, 3, 1)), 1L)
+})
+
 test_that("squared hinge loss matches the QP dual", {
   skip_if_not_installed("quadprog")
   skip_if_no_loss("squared_hinge")
