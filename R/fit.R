@@ -279,9 +279,6 @@ state_points <- function(state, xs) {
   if (length(cen) > 0L) xs[cen, , drop = FALSE] else xs
 }
 
-# Scores of a live state at standardised points xnew (the constant added
-# back to regression targets not included): K(xnew, X) w, or in features
-# mode z(xnew)^T theta, plus c * colSums(w) with an intercept.
 # The rows of the weights W (n x m) with a nonzero entry, when they are at
 # most 90% of the rows -- the support vectors of a hinge, squared-hinge or
 # SVR fit: a kernel product over those rows alone has the same sums (in
@@ -292,6 +289,9 @@ nonzero_rows <- function(W) {
   if (length(nz) == 0L) 1L else nz
 }
 
+# Scores of a live state at standardised points xnew (the constant added
+# back to regression targets not included): K(xnew, X) w, or in features
+# mode z(xnew)^T theta, plus c * colSums(w) with an intercept.
 state_scores <- function(state, set, xnew, xpred) {
   w <- .Call(ffi_fit_weights, state)
   prec <- if (set$precision == "double") 1L else 0L

@@ -414,65 +414,123 @@ int main(int argc, char **argv) {
   }
 
   /* (j) support products: K_{B:} a summed over the rows with a nonzero weight
-   * (support = 1: always) equals the sum over all rows (support = 0) up to the
-   * order of its terms -- for 40 blocks from zero, and 20 more after a new
-   * lambda (a warm start: the support taken from the weights); every block
-   * but the first (all weights zero: gbar = 0) takes the support product */
+   * equals the sum over all rows (support = 0) up to the order of its terms,
+   * for support = 1 (always; every block but the first, whose weights are all
+   * zero) and 0.5 (SVR's 130 of 200 nonzero rows cross the 100 it holds: the
+   * product falls back to all rows and returns) -- 40 blocks from zero and 20
+   * more after a new lambda (a warm start: the support taken from the
+   * weights); three losses, both precisions, and two columns (hinge) */
   {
     const int ls[] = {SVR, HINGE, SQHINGE};
-    double *w0 = malloc(sizeof(double) * (size_t)n), *w1 = malloc(sizeof(double) * (size_t)n);
-    for (int t = 0; t < 6; t++) {
-      int l = ls[t % 3];
-      krr_precision prec = t < 3 ? KRR_DOUBLE : KRR_FLOAT;
-      for (int64_t i = 0; i < n; i++) y[i] = l >= HINGE ? (Y[i] > 0 ? 1.0 : -1.0) : Y[i];
-      tfit f;
-      if (setup(&ctx, prec, X, n, p, y, 1, lam, l, params[l], &f) != KRR_OK) { n_fail++; continue; }
-      krr_solver *s0 = NULL, *s1 = NULL;
-      double c0, c1;
-      krr_diag d0, d1;
-      krr_status a = trun(&f, "joker", "block_size=32 seed=4 support=0", 0, 40, 40, w0, &c0, &d0, &s0);
-      krr_status b = trun(&f, "joker", "block_size=32 seed=4 support=1", 0, 40, 40, w1, &c1, &d1, &s1);
+    double *w0 = malloc(sizeof(double) * (size_t)(2 * n)), *w1 = malloc(sizeof(double) * (size_t)(2 * n));
+    for (int t = 0; t < 7; t++) {
+      int l = t < 6 ? ls[t % 3] : HINGE, mm = t < 6 ? 1 : 2;
+      krr_precision prec = t < 3 || t == 6 ? KRR_DOUBLE : KRR_FLOAT;
+      const char *pn = prec == KRR_DOUBLE ? "double" : "float";
+      for (int64_t i = 0; i < n; i++) {
+        y[i] = l >= HINGE ? (Y[i] > 0 ? 1.0 : -1.0) : Y[i];
+        y[i + n] = X[i] * X[i + n] > 0 ? 1.0 : -1.0;
+      }
       /* the order of a sum's terms moves the iterates by rounding, which the
        * box and orthant decisions of 60 blocks amplify (SVR: 4e-10 / 1e-5) */
-      double tol = prec == KRR_DOUBLE ? 1e-8 : 1e-4, e1 = INFINITY, e2 = INFINITY, used = 0, none = 0;
-      int64_t nnz = 0;
-      if (a == KRR_OK && b == KRR_OK) {
-        e1 = rel_diff(w1, w0, n);
-        for (int64_t i = 0; i < n; i++) nnz += w1[i] != 0;
-        /* the objective values R records: K a over the nonzero rows where
-         * they are at most half (hinge, squared hinge here), against K a here */
-        double Pv = NAN, Dv = NAN, Pj, Dj, vt = prec == KRR_DOUBLE ? 1e-12 : 1e-5;
-        krr_status sv = krr_objective_values_host(f.op, &f.obj, w1, &Pv, &Dv);
-        objectives(l, K, n, lam, params[l], y, w1, &Pj, &Dj);
-        CHECK(sv == KRR_OK && fabs(Pv - Pj) <= vt * (fabs(Pj) + 1) && fabs(Dv - Dj) <= vt * (fabs(Dj) + 1),
-              "(j) %s %s: objective values %.15e %.15e vs %.15e %.15e (%s)", lname[l],
-              prec == KRR_DOUBLE ? "double" : "float", Pv, Dv, Pj, Dj, ctx.msg);
-        a = krr_solver_set_lambda(s0, 0.5 * lam);
-        b = krr_solver_set_lambda(s1, 0.5 * lam);
-        if (a == KRR_OK) a = krr_solver_step(s0, 20);
-        if (b == KRR_OK) b = krr_solver_step(s1, 20);
-        if (a == KRR_OK) a = krr_solver_weights(s0, w0);
-        if (b == KRR_OK) b = krr_solver_weights(s1, w1);
-        if (a == KRR_OK && b == KRR_OK) e2 = rel_diff(w1, w0, n);
-        used = textra(s1, "support_products");
-        none = textra(s0, "support_products");
+      double tol = prec == KRR_DOUBLE ? 1e-8 : 1e-4;
+      const char *specs[] = {"block_size=32 seed=4 support=1", "block_size=32 seed=4 support=0.5"};
+      for (int v = 0; v < 2; v++) {
+        tfit f; /* fresh: a new lambda changes the fit's objective */
+        if (setup(&ctx, prec, X, n, p, y, mm, lam, l, params[l], &f) != KRR_OK) { n_fail++; continue; }
+        krr_solver *s1 = NULL, *sz = NULL;
+        double c1 = 0, cz = 0, e1 = INFINITY, e2 = INFINITY, used = 0, none = 0;
+        krr_diag d1, dz;
+        krr_status b = trun(&f, "joker", specs[v], 0, 40, 40, w1, &c1, &d1, &s1);
+        krr_status z = trun(&f, "joker", "block_size=32 seed=4 support=0", 0, 40, 40, w0, &cz, &dz, &sz);
+        int64_t nnz = 0;
+        if (b == KRR_OK && z == KRR_OK) {
+          e1 = rel_diff(w1, w0, n * mm);
+          for (int64_t i = 0; i < n; i++) nnz += w1[i] != 0 || (mm > 1 && w1[i + n] != 0);
+          /* the objective values R records: K a over the nonzero rows where
+           * they are at most half (hinge, squared hinge here), against K a here */
+          if (mm == 1) {
+            double Pv = NAN, Dv = NAN, Pj, Dj, vt = prec == KRR_DOUBLE ? 1e-12 : 1e-5;
+            krr_status sv = krr_objective_values_host(f.op, &f.obj, w1, &Pv, &Dv);
+            objectives(l, K, n, lam, params[l], y, w1, &Pj, &Dj);
+            CHECK(sv == KRR_OK && fabs(Pv - Pj) <= vt * (fabs(Pj) + 1) && fabs(Dv - Dj) <= vt * (fabs(Dj) + 1),
+                  "(j) %s %s: objective values %.15e %.15e vs %.15e %.15e (%s)", lname[l], pn, Pv, Dv,
+                  Pj, Dj, ctx.msg);
+          }
+          /* the criterion (duality gap) from K(X, X_S) a_S, against K a over all rows */
+          CHECK(fabs(c1 - cz) <= tol * fabs(cz), "(j) %s %s m=%d %s: criterion %.15e vs %.15e",
+                lname[l], pn, mm, specs[v], c1, cz);
+          b = krr_solver_set_lambda(s1, 0.5 * lam);
+          z = krr_solver_set_lambda(sz, 0.5 * lam);
+          if (b == KRR_OK) b = krr_solver_step(s1, 20);
+          if (z == KRR_OK) z = krr_solver_step(sz, 20);
+          if (b == KRR_OK) b = krr_solver_weights(s1, w1);
+          if (z == KRR_OK) z = krr_solver_weights(sz, w0);
+          if (b == KRR_OK && z == KRR_OK) e2 = rel_diff(w1, w0, n * mm);
+          used = textra(s1, "support_products");
+          none = textra(sz, "support_products");
+        }
+        printf("  %-13s %s m=%d %s: vs all rows %.2e, after a new lambda %.2e "
+               "(%lld of %lld rows nonzero; %g support products)\n", lname[l], pn, mm, specs[v] + 20,
+               e1, e2, (long long)nnz, (long long)n, used);
+        /* support = 1: every block but the first; 0.5: some, not all, where
+         * the rows cross half (SVR, two columns), else every one but the first */
+        int expect_used = v == 0 ? used >= 55 : (nnz > n / 2 ? used >= 1 && used < 59 : used >= 55);
+        CHECK(b == KRR_OK && z == KRR_OK && e1 <= tol && e2 <= tol && expect_used && !(none > 0) && nnz < n,
+              "(j) %s %s m=%d %s: %d %d (%s): %.3e / %.3e, %g support products", lname[l], pn, mm,
+              specs[v], b, z, ctx.msg, e1, e2, used);
+        krr_solver_free(s1);
+        krr_solver_free(sz);
+        tfit_free(&f);
       }
-      printf("  %-13s %s, support products vs all rows: rel diff %.2e, after a new lambda %.2e "
-             "(%lld of %lld weights nonzero; %g support products)\n", lname[l],
-             prec == KRR_DOUBLE ? "double" : "float ", e1, e2, (long long)nnz, (long long)n, used);
-      /* the criterion (duality gap) from K(X, X_S) a_S, against K a over all rows */
-      CHECK(fabs(c1 - c0) <= tol * fabs(c0), "(j) %s %s: criterion %.15e vs %.15e", lname[l],
-            prec == KRR_DOUBLE ? "double" : "float", c1, c0);
-      CHECK(a == KRR_OK && b == KRR_OK && e1 <= tol && e2 <= tol && used >= 55 && !(none > 0) &&
-                nnz < n,
-            "(j) %s %s: support products %d %d (%s): %.3e / %.3e, %g used, %g without", lname[l],
-            prec == KRR_DOUBLE ? "double" : "float", a, b, ctx.msg, e1, e2, used, none);
-      krr_solver_free(s0);
-      krr_solver_free(s1);
-      tfit_free(&f);
     }
     free(w0);
     free(w1);
+  }
+
+  /* (k) the objective values over the support in more than one piece of
+   * 4096 rows (n = 9000, 4500 nonzero weights), against K a summed here over
+   * the nonzero rows; a loss without exact zeros (logistic) takes all rows */
+  {
+    const int64_t nk = 9000;
+    const int pk = 3;
+    double *Xk = malloc(sizeof(double) * (size_t)(nk * pk)), *yk = malloc(sizeof(double) * (size_t)nk),
+           *ak = calloc((size_t)nk, sizeof(double)), *Kr = malloc(sizeof(double) * (size_t)(64 * nk));
+    make_data(nk, pk, 1, 11, Xk, yk);
+    for (int64_t i = 0; i < nk; i++) yk[i] = yk[i] > 0 ? 1.0 : -1.0;
+    for (int64_t i = 0; i < nk; i += 2) ak[i] = yk[i] * (0.1 + 0.8 * (double)(i % 7) / 7.0);
+    for (int li = 0; li < 2; li++) {
+      int l = li == 0 ? HINGE : LOGIT;
+      if (l == LOGIT) /* its box excludes 0: weights strictly inside */
+        for (int64_t i = 0; i < nk; i++) ak[i] = yk[i] * (0.1 + 0.8 * (double)(i % 7) / 7.0);
+      tfit f;
+      if (setup(&ctx, KRR_DOUBLE, Xk, nk, pk, yk, 1, lam, l, params[l], &f) != KRR_OK) { n_fail++; continue; }
+      double Pv = NAN, Dv = NAN, aKa = 0, lsum = 0, fsum = 0;
+      krr_status sv = krr_objective_values_host(f.op, &f.obj, ak, &Pv, &Dv);
+      /* K a row by row (the kernel of rows i against all, 64 rows at a time) */
+      double *Xr = malloc(sizeof(double) * (size_t)(64 * pk));
+      for (int64_t r0 = 0; r0 < nk; r0 += 64) {
+        int64_t cnt = nk - r0 < 64 ? nk - r0 : 64;
+        for (int64_t i = 0; i < cnt; i++)
+          for (int d2 = 0; d2 < pk; d2++) Xr[i + d2 * cnt] = Xk[r0 + i + d2 * nk];
+        krr_kernel_matrix_host(&ctx, KRR_DOUBLE, &kr, Xr, cnt, Xk, nk, pk, Kr);
+        for (int64_t i = 0; i < cnt; i++) {
+          double F = 0;
+          for (int64_t k2 = 0; k2 < nk; k2++) if (ak[k2] != 0) F += Kr[i + k2 * cnt] * ak[k2];
+          aKa += ak[r0 + i] * F;
+          lsum += xi(l, params[l], yk[r0 + i], F);
+          fsum += fdual(l, lam, params[l], yk[r0 + i], ak[r0 + i]);
+        }
+      }
+      free(Xr);
+      double Pj = 0.5 * aKa + lsum / lam, Dj = 0.5 * aKa + fsum;
+      printf("  %-13s n = %lld objective values %.15e %.15e vs %.15e %.15e\n", lname[l], (long long)nk,
+             Pv, Dv, Pj, Dj);
+      CHECK(sv == KRR_OK && fabs(Pv - Pj) <= 1e-11 * (fabs(Pj) + 1) && fabs(Dv - Dj) <= 1e-11 * (fabs(Dj) + 1),
+            "(k) %s: objective values %.15e %.15e vs %.15e %.15e (%s)", lname[l], Pv, Dv, Pj, Dj, ctx.msg);
+      tfit_free(&f);
+    }
+    free(Xk); free(yk); free(ak); free(Kr);
   }
 
   /* (f) input errors */

@@ -10,6 +10,7 @@ const krr_loss krr_loss_hinge = {
     .name = "hinge",
     .crit = KRR_CRIT_GAP,
     .linear = 0,
+    .sparse = 1,
     .code = KRR_LOSS_HINGE,
     .classification = 1,
     .grad = krr_loss_map_grad,

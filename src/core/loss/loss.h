@@ -35,6 +35,8 @@ struct krr_loss {
   int linear;         /* the dual is the linear system (K + lambda I) alpha = y (no box) */
   int code;           /* krr_loss_code: what the device maps (ops.h loss_map) evaluate */
   int classification; /* targets must be -1 or +1 */
+  int sparse;         /* the dual solution has exact zeros (the points inside the margin or
+                       * the tube: hinge, squared hinge, SVR), which kernel products may skip */
   /* the loss parameter (krr_objective.param): its name (NULL: none), default
    * and lower bound (> lo when lo_open, else >= lo; finite) */
   const char *param_name;

@@ -10,6 +10,7 @@ const krr_loss krr_loss_squared_hinge = {
     .name = "squared_hinge",
     .crit = KRR_CRIT_GAP,
     .linear = 0,
+    .sparse = 1,
     .code = KRR_LOSS_SQUARED_HINGE,
     .classification = 1,
     .grad = krr_loss_map_grad,

@@ -21,6 +21,7 @@ const krr_loss krr_loss_svr = {
     .name = "svr",
     .crit = KRR_CRIT_GAP,
     .linear = 0,
+    .sparse = 1,
     .code = KRR_LOSS_SVR,
     .param_name = "epsilon",
     .param_default = 0.1,

@@ -149,9 +149,11 @@ static int64_t default_block(const krr_solver *s) {
   return b < s->n ? b : s->n;
 }
 
-/* rows held for support products (0: none): the exact operator on one process */
+/* rows held for support products (0: none): the exact operator on one process,
+ * a loss whose dual solution has exact zeros */
 static int64_t support_cap(const krr_solver *s) {
-  if (s->op->nfeat > 0 || s->op->nloc != s->n) return 0;
+  if (s->op->nfeat > 0 || s->op->nloc != s->n || !s->obj || !s->obj->loss || !s->obj->loss->sparse)
+    return 0; /* logistic and Huber duals have no exact zeros */
   int64_t c = (int64_t)floor(O(s)->support * (double)s->n);
   return c > 0 ? c : 0;
 }
@@ -247,19 +249,22 @@ static krr_status jk_init(krr_solver *s) {
   return KRR_OK;
 }
 
-/* whether row r of the host b x m block a (ld b) has a nonzero weight */
-static int row_nonzero(const void *a, size_t es, int64_t b, int m, int64_t r) {
+/* whether row r of the host matrix a (m columns, ld ld) has a nonzero weight */
+static int row_nonzero(const void *a, size_t es, int64_t ld, int m, int64_t r) {
   for (int c = 0; c < m; c++) {
-    int64_t k = r + (int64_t)c * b;
+    int64_t k = r + (int64_t)c * ld;
     if (es == sizeof(double) ? ((const double *)a)[k] != 0 : ((const float *)a)[k] != 0) return 1;
   }
   return 0;
 }
 
-/* the support flags of the rows idx[0 .. b) from their host weights a (b x m, ld b) */
-static void support_mark(jk_t *j, const int64_t *idx, const void *a, size_t es, int64_t b, int m) {
+/* the support flags of the rows idx[0 .. b) from their host weights: row r
+ * of a (ld b) when a holds the block, row idx[r] of a (ld n) when it is the
+ * whole weight vector (whole != 0) */
+static void support_mark(jk_t *j, const int64_t *idx, int64_t b, int m, const void *a, size_t es,
+                         int64_t ld, int whole) {
   for (int64_t r = 0; r < b; r++) {
-    unsigned char f = (unsigned char)row_nonzero(a, es, b, m, r);
+    unsigned char f = (unsigned char)row_nonzero(a, es, ld, m, whole ? idx[r] : r);
     if (f != j->nz[idx[r]]) {
       j->nz[idx[r]] = f;
       j->nnz += f ? 1 : -1;
@@ -646,10 +651,15 @@ static krr_status jk_iterate(krr_solver *s) {
     pg2 += pg * pg;
   }
   if (j->host) KTRY(ctx->ops->upload(ctx, j->aB, aB, bmb));
-  if (j->scap) support_mark(j, j->perm + first, aB, s->es, b, m); /* aB: host memory */
   /* the block's change into a */
   KTRY(SOP(s, axpby, b * m, -1.0, j->a0, 1.0, j->aB));
   KTRY(krr_op_scatter_axpy(s->op, 1.0, j->aB, b, m, &j->blk, s->w));
+  /* the support flags once the weights hold the block (a0 + (a' - a0) is 0
+   * exactly where a' is): from the host copy on a device, else from w itself */
+  if (j->scap) {
+    if (j->host) support_mark(j, j->perm + first, b, m, aB, s->es, b, 0);
+    else support_mark(j, j->perm + first, b, m, s->w, s->es, s->n, 1);
+  }
   if (j->nf) /* theta += Z_B^T (a_B' - a_B) */
     KTRY(SOP(s, gemm, 1, 0, j->nf, m, b, 1.0, j->ZB, b, j->aB, b, 1.0, j->theta, j->nf));
   KTRY(SOP(s, nrm2, b * m, j->yB, &y2));
@@ -667,7 +677,7 @@ const krr_solver_def krr_solver_joker = {
     .options = {optdefs, KRR_NOPTS(optdefs), sizeof(opts_t)},
     .extras = extras,
     .state_size = sizeof(jk_t),
-    .mem_advice = "use a smaller block_size",
+    .mem_advice = "use a smaller block_size or support = 0",
     .resolve = jk_resolve,
     .memory = jk_memory,
     .init = jk_init,
