@@ -76,7 +76,7 @@
     "truncated CG-Steihaug steps per trust-region step (0: min(b, 50))")                       \
   X(support, REAL, 0.5, 0, 1, 0, NULL,                                                         \
     "the largest share of the rows over which K_{B:} a is summed as the rows with a nonzero "  \
-    "weight only (exact operator; 0: always over all rows)")
+    "weight only (hinge, squared hinge, SVR; exact operator; 0: always over all rows)")
 typedef struct { krr_common_opts common; KRR_OPT_FIELDS(OPTIONS) } opts_t;
 static const krr_optdef optdefs[] = {KRR_OPT_DEFS(OPTIONS)};
 
