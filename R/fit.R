@@ -370,11 +370,11 @@ drive_solver <- function(state, set, tgt, xs, t0 = now(), ynorm = NA_real_) {
     if (length(centers) == 0L && set_features(set) == 0) {
       floor_of <- function(W) rounding_floor(xs, W, set) / ynorm
     } else if (length(centers) > 0L && set$precision == "single" &&
-               solver_c(set$solver)$name == "falkon" && !is.null(tgt$Y)) {
-      # (the tuning loops drive the solver without the targets: no floor there)
-      floor_of <- function(W) {
-        falkon_floor(xs, centers, W, loss_targets(set$loss, tgt, TRUE)$Yc, set)
-      }
+               solver_c(set$solver)$name == "falkon" &&
+               (!is.null(tgt$Y) || !is.null(tgt$Yc))) {
+      # the tuning loops pass the fold's (centred) targets as tgt$Yc
+      Yc <- if (!is.null(tgt$Yc)) tgt$Yc else loss_targets(set$loss, tgt, TRUE)$Yc
+      floor_of <- function(W) falkon_floor(xs, centers, W, Yc, set)
     }
   }
   # measured once, then scaled with ||W||

@@ -373,7 +373,7 @@ cv_path <- function(xs, Yc, task, kernel, lambdas, set) {
       t0 <- now()
       state <- state_new(xt, Yt, fs)
       on.exit(.Call(ffi_fit_free, state), add = TRUE)
-      tgt <- list(task = task)
+      tgt <- list(task = task, Yc = Yt) # the fold's targets (Falkon's floor)
       for (i in seq_along(lambdas)) {
         if (isTRUE(set$tol_auto)) fs$rule$tol <- lambda_tol(set, Yt, lambdas[i])
         if (i > 1L) {

@@ -65,16 +65,26 @@ test_that("single-precision Falkon stops at the floor of its normal equations", 
   expect_lt(sqrt(mean((p1 - p2)^2)) / sqrt(mean(p2^2)), 1e-2)
 })
 
-test_that("cross-validation with single-precision Falkon runs (no targets in its loop)", {
-  # the tuning loops drive the solver without the targets Falkon's floor
-  # needs: the floor must stay off there, not fail (it did, at once)
+test_that("cross-validation with single-precision Falkon stops its fold fits at the floor", {
+  # the tuning loop passes each fold's targets, so Falkon's floor applies
+  # there too (a first version, without them, failed at once; with the
+  # floor off in the loop 49 of these 75 fold fits ran to max_passes)
   op <- options(askotch.tune_exact_max_n = 100)
   on.exit(options(op))
   d <- floor_data(800, seed = 7)
-  f <- suppressWarnings(krr(d$x, d$y, lambda = "cv", solver = falkon(),
-                            precision = "single", threads = 1, seed = 1))
+  ws <- character(0)
+  f <- withCallingHandlers(
+    krr(d$x, d$y, lambda = "cv", solver = falkon(), precision = "single",
+        threads = 1, seed = 1),
+    warning = function(w) {
+      ws <<- c(ws, conditionMessage(w))
+      invokeRestart("muffleWarning")
+    })
   expect_true(is.finite(f$lambda))
   expect_true(all(is.finite(f$weights)))
+  hit <- regmatches(ws, regexpr("^[0-9]+ of the [0-9]+ cross-validation", ws))
+  unconverged <- if (length(hit)) as.integer(sub(" .*", "", hit)) else 0L
+  expect_lte(unconverged, 7L)
 })
 
 test_that("a budget fit (tol = 0) runs its budget", {
