@@ -310,7 +310,23 @@ int main(int argc, char **argv) {
       CHECK(st == KRR_OK, "(g) features K: %s", ctx.msg);
       double crit = INFINITY, Pj, Dj, Pc, Dc;
       krr_diag dg;
-      st = trun(&f, "joker", "block_size=100", 1e-9, 3000, 4, w, &crit, &dg, NULL);
+      krr_solver *sv = NULL;
+      st = trun(&f, "joker", "block_size=100", 1e-9, 3000, 4, w, &crit, &dg, &sv);
+      if (sv) { /* the model's theta: the one kept along the blocks = Z^T a recomputed */
+        double *th = malloc(sizeof(double) * (size_t)M), *th2 = malloc(sizeof(double) * (size_t)M);
+        krr_status s1 = krr_solver_has_theta(sv) ? krr_solver_theta(sv, th) : KRR_ERR_INTERNAL;
+        krr_status s2 = krr_op_features_theta_host(f.op, w, 1, th2);
+        double e = s1 == KRR_OK && s2 == KRR_OK ? rel_diff(th, th2, M) : INFINITY;
+        CHECK(e <= 1e-12, "(g) %s: kept theta vs Z^T a: %.3e (%d %d %s)", lname[l], e, s1, s2, ctx.msg);
+        /* before a restart (a new lambda pending) it comes from the weights */
+        s1 = krr_solver_set_lambda(sv, 2.0 * lamg);
+        if (s1 == KRR_OK) s1 = krr_solver_theta(sv, th);
+        e = s1 == KRR_OK ? rel_diff(th, th2, M) : INFINITY;
+        CHECK(e <= 1e-14, "(g) %s: theta before a restart vs Z^T a: %.3e (%s)", lname[l], e, ctx.msg);
+        free(th);
+        free(th2);
+        krr_solver_free(sv);
+      }
       cd_solve(l, Kf, n, lamg, params[l], y, a);
       objectives(l, Kf, n, lamg, params[l], y, w, &Pj, &Dj);
       objectives(l, Kf, n, lamg, params[l], y, a, &Pc, &Dc);

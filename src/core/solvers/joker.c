@@ -670,6 +670,17 @@ static krr_status jk_iterate(krr_solver *s) {
   return KRR_OK;
 }
 
+/* theta = Z^T a (inexact mode) as kept along the iterations, so that a
+ * random-features model needs no pass over the features (n M p) after the
+ * fit's deadline; before a (re)start, from the weights */
+static krr_status jk_theta(krr_solver *s, double *host) {
+  jk_t *j = J(s);
+  if (!j->nf)
+    return krr_fail(s->ctx, KRR_ERR_INPUT, "joker: theta exists on a random-features operator only");
+  if (!s->started) return krr_op_features_theta(s->op, s->w, s->m, host);
+  return krr_download_vec(s->ctx, s->prec, j->theta, j->nf * (int64_t)s->m, host);
+}
+
 const krr_solver_def krr_solver_joker = {
     .name = "joker",
     .title = "Joker DBCD-TR",
@@ -685,5 +696,6 @@ const krr_solver_def krr_solver_joker = {
     .start = jk_start,
     .iterate = jk_iterate,
     .residual = jk_residual,
+    .theta = jk_theta,
     .release = jk_release,
 };
