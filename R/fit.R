@@ -303,15 +303,11 @@ state_scores <- function(state, set, xnew, xpred) {
                as.numeric(set$seed), prec, as.integer(set$threads))
   } else {
     nz <- nonzero_rows(w)
-    s <- if (is.null(nz)) {
-      .Call(ffi_kernel_apply, xnew, xpred, w, as.integer(set$kernel$code),
-            as.numeric(set$kernel$bandwidth), prec,
-            if (set$device == "cuda") 1L else 0L, as.integer(set$threads))
-    } else {
-      .Call(ffi_kernel_apply, xnew, xpred[nz, , drop = FALSE], w[nz, , drop = FALSE],
-            as.integer(set$kernel$code), as.numeric(set$kernel$bandwidth), prec,
-            if (set$device == "cuda") 1L else 0L, as.integer(set$threads))
-    }
+    ws <- if (is.null(nz)) w else w[nz, , drop = FALSE]
+    if (!is.null(nz)) xpred <- xpred[nz, , drop = FALSE]
+    s <- .Call(ffi_kernel_apply, xnew, xpred, ws, as.integer(set$kernel$code),
+               as.numeric(set$kernel$bandwidth), prec,
+               if (set$device == "cuda") 1L else 0L, as.integer(set$threads))
   }
   cc <- set_intercept(set)
   if (cc > 0) s <- sweep(s, 2L, cc * colSums(w), "+", check.margin = FALSE)

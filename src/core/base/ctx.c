@@ -39,6 +39,26 @@ void krr_clear(krr_ctx *ctx) {
   ctx->msg[0] = '\0';
 }
 
+krr_status krr_ctx_host_twin(krr_ctx *ctx, krr_ctx *h) {
+  if (krr_ctx_init(h, krr_cpu_ops(), ctx->threads, 0) != KRR_OK) {
+    krr_status st = krr_fail(ctx, h->status, "host context: %s", h->msg);
+    krr_ctx_free(h);
+    return st;
+  }
+  h->poll = ctx->poll;
+  h->poll_data = ctx->poll_data;
+  h->poll_every = ctx->poll_every;
+  h->deadline = ctx->deadline;
+  return KRR_OK;
+}
+
+krr_status krr_ctx_forward(krr_ctx *ctx, krr_ctx *h, krr_status st) {
+  if (h->interrupted) ctx->interrupted = 1;
+  if (st != KRR_OK) krr_fail(ctx, st, "%s", h->msg);
+  krr_clear(h);
+  return st;
+}
+
 krr_status krr_memory_budget(krr_ctx *ctx, double mem_limit, double *avail) {
   size_t fr = 0, tot = 0;
   KTRY(ctx->ops->mem_info(ctx, &fr, &tot));

@@ -1,6 +1,5 @@
 /* The primal and dual objective values at host weights: what R records in
  * the trace of a kernel machine at its checks (one kernel pass, F = K a). */
-#include <math.h>
 #include <stdlib.h>
 #include "loss.h"
 #include "../op/op.h"

@@ -292,7 +292,10 @@ krr_status krr_solver_residual(krr_solver *s, double *crit) {
   int64_t len = s->op->nloc * (int64_t)s->m;
   void *F = krr_dalloc(ctx, len, s->es), *work = krr_dalloc(ctx, len, s->es);
   krr_status st = F && work ? KRR_OK : ctx->status;
-  if (st == KRR_OK) st = krr_op_mv(s->op, NULL, NULL, s->w, s->op->nloc, s->m, F, s->op->nloc);
+  if (st == KRR_OK)
+    st = s->def->apply_k && s->started
+             ? s->def->apply_k(s, F)
+             : krr_op_mv(s->op, NULL, NULL, s->w, s->op->nloc, s->m, F, s->op->nloc);
   if (st == KRR_OK) st = krr_objective_criterion(s->op, s->obj, s->w, F, work, crit);
   krr_dfree(ctx, &F);
   krr_dfree(ctx, &work);

@@ -125,11 +125,7 @@ static const char *const extras[] = {"tr_steps", "tr_accepted", "cg_steps", "cg_
 /* a failure on the host trust-region context, reported on the fit's */
 static krr_status jk_tr_status(krr_solver *s, krr_status st) {
   jk_t *j = J(s);
-  if (st != KRR_OK && j->host) {
-    krr_fail(s->ctx, st, "%s", j->hctx.msg);
-    krr_clear(&j->hctx);
-  }
-  return st;
+  return j->host ? krr_ctx_forward(s->ctx, &j->hctx, st) : st;
 }
 
 static void jk_release(krr_solver *s) {
@@ -211,10 +207,7 @@ static krr_status jk_init(krr_solver *s) {
   j->tc = s->ctx;
   j->tKB = j->KB;
   if (s->ctx->ops != krr_cpu_ops()) {
-    if (krr_ctx_init(&j->hctx, krr_cpu_ops(), s->ctx->threads, 0) != KRR_OK) {
-      krr_ctx_free(&j->hctx);
-      return krr_fail(s->ctx, j->hctx.status, "%s", j->hctx.msg);
-    }
+    KTRY(krr_ctx_host_twin(s->ctx, &j->hctx));
     j->host = 1;
     j->tc = &j->hctx;
     j->hKB = krr_arena_host(ar, b * b, es);
@@ -309,41 +302,22 @@ static krr_status support_load(krr_solver *s) {
   return krr_op_gather(s->op, &j->sblk, s->w, s->m, j->aS, j->sblk.b);
 }
 
-/* gbar = K_{B:} a: over the support rows while they are few enough, else all rows */
-static krr_status block_product(krr_solver *s) {
+/* OUT = K(X_A, X) a (A: a block of rows, or NULL: all) over the support rows
+ * while they are few enough, else over all rows */
+static krr_status support_product(krr_solver *s, const krr_block *A, void *out, int64_t ldo) {
   jk_t *j = J(s);
-  int64_t b = j->blk.b;
   int m = s->m;
   if (!j->scap || j->nnz > j->scap)
-    return krr_op_mv(s->op, &j->blk, NULL, s->w, s->op->nloc, m, j->gbar, b);
-  if (j->nnz == 0) return s->ctx->ops->zero(s->ctx, j->gbar, s->es * (size_t)(b * m));
+    return krr_op_mv(s->op, A, NULL, s->w, s->op->nloc, m, out, ldo);
+  if (j->nnz == 0) return s->ctx->ops->zero(s->ctx, out, s->es * (size_t)(ldo * m));
   KTRY(support_load(s));
-  krr_solver_add_extra(s, "support_products", 1.0);
-  return krr_op_mv(s->op, &j->blk, &j->sblk, j->aS, j->sblk.b, m, j->gbar, b);
+  if (A) krr_solver_add_extra(s, "support_products", 1.0); /* block products only */
+  return krr_op_mv(s->op, A, &j->sblk, j->aS, j->sblk.b, m, out, ldo);
 }
 
-/* the loss's criterion (the duality gap) from K a = K(X, X_S) a_S while the
- * support is small enough, else over all rows (one kernel pass either way) */
-static krr_status jk_residual(krr_solver *s, double *crit) {
-  jk_t *j = J(s);
-  krr_ctx *ctx = s->ctx;
-  int64_t nl = s->op->nloc, len = nl * (int64_t)s->m;
-  void *F = krr_dalloc(ctx, len, s->es), *work = krr_dalloc(ctx, len, s->es);
-  krr_status st = F && work ? KRR_OK : ctx->status;
-  if (st == KRR_OK) {
-    if (j->scap && j->nnz <= j->scap && j->nnz > 0) {
-      st = support_load(s);
-      if (st == KRR_OK) st = krr_op_mv(s->op, NULL, &j->sblk, j->aS, j->sblk.b, s->m, F, nl);
-    } else if (j->scap && j->nnz == 0) {
-      st = ctx->ops->zero(ctx, F, s->es * (size_t)len);
-    } else {
-      st = krr_op_mv(s->op, NULL, NULL, s->w, nl, s->m, F, nl);
-    }
-  }
-  if (st == KRR_OK) st = krr_objective_criterion(s->op, s->obj, s->w, F, work, crit);
-  krr_dfree(ctx, &F);
-  krr_dfree(ctx, &work);
-  return st;
+/* K a for the criterion (the duality gap), the same way: one kernel pass or less */
+static krr_status jk_apply_k(krr_solver *s, void *F) {
+  return support_product(s, NULL, F, s->op->nloc);
 }
 
 /* the fixed partition: a seeded permutation (Fisher-Yates on the counter-based
@@ -628,7 +602,7 @@ static krr_status jk_iterate(krr_solver *s) {
     KTRY(krr_op_features(s->op, &j->blk, j->ZB, b));
     KTRY(SOP(s, gemm, 0, 0, b, m, j->nf, 1.0, j->ZB, b, j->theta, j->nf, 0.0, j->gbar, b));
   } else {
-    KTRY(block_product(s));
+    KTRY(support_product(s, &j->blk, j->gbar, b));
   }
   KTRY(krr_op_gather(s->op, &j->blk, s->w, m, j->aB, b));
   KTRY(krr_op_gather(s->op, &j->blk, s->obj->y, m, j->yB, b));
@@ -695,7 +669,7 @@ const krr_solver_def krr_solver_joker = {
     .prepare = jk_prepare,
     .start = jk_start,
     .iterate = jk_iterate,
-    .residual = jk_residual,
+    .apply_k = jk_apply_k,
     .theta = jk_theta,
     .release = jk_release,
 };

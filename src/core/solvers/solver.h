@@ -52,6 +52,10 @@ struct krr_solver_def {
   krr_status (*iterate)(krr_solver *s);
   /* optional overrides of the generic versions */
   krr_status (*residual)(krr_solver *s, double *crit);
+  /* F = K w (nloc x m, the solver's precision) for the generic criterion of a
+   * started solver, where the solver has a cheaper way than the operator's
+   * product over all rows (Joker: over the rows with nonzero weights) */
+  krr_status (*apply_k)(krr_solver *s, void *F);
   krr_status (*centers)(krr_solver *s, int64_t *idx);
   krr_status (*theta)(krr_solver *s, double *host); /* primal weights in feature space */
   void (*release)(krr_solver *s); /* what is not in the arena */

@@ -367,43 +367,24 @@ static krr_status svrg_rff(krr_ctx *ctx, const krr_kernel *k, const double *X, i
 
 /* The solver's data and iterates are host arrays and its epochs are
  * sequential O(d m) steps (latency bound on a device), so on a device
- * context it runs on a host one: the same threads, polling and deadline;
- * a failure there is reported on the caller's context. */
-static krr_status host_begin(krr_ctx *ctx, krr_ctx *h, krr_ctx **use) {
-  *use = ctx;
-  if (ctx->ops == krr_cpu_ops()) return KRR_OK;
-  if (krr_ctx_init(h, krr_cpu_ops(), ctx->threads, 0) != KRR_OK) {
-    krr_status st = krr_fail(ctx, h->status, "svrg: host context: %s", h->msg);
-    krr_ctx_free(h);
-    return st;
-  }
-  h->poll = ctx->poll;
-  h->poll_data = ctx->poll_data;
-  h->poll_every = ctx->poll_every;
-  h->deadline = ctx->deadline;
-  *use = h;
-  return KRR_OK;
-}
-
-static krr_status host_end(krr_ctx *ctx, krr_ctx *use, krr_status st) {
-  if (use == ctx) return st;
-  if (use->interrupted) ctx->interrupted = 1;
-  if (st != KRR_OK) krr_fail(ctx, st, "%s", use->msg);
-  krr_ctx_free(use);
-  return st;
-}
-
+ * context it runs on a host twin of it (base/ctx.c). */
 krr_status krr_svrg_solve(krr_ctx *ctx, const double *Zt, int64_t n, int64_t d, int m,
                           const double *Y, double lambda, const krr_svrg_opts *o, double *W,
                           krr_svrg_info *info) {
-  krr_ctx h, *use;
-  KTRY(host_begin(ctx, &h, &use));
-  return host_end(ctx, use, svrg_solve(use, Zt, n, d, m, Y, lambda, o, W, info));
+  if (ctx->ops == krr_cpu_ops()) return svrg_solve(ctx, Zt, n, d, m, Y, lambda, o, W, info);
+  krr_ctx h;
+  KTRY(krr_ctx_host_twin(ctx, &h));
+  krr_status st = krr_ctx_forward(ctx, &h, svrg_solve(&h, Zt, n, d, m, Y, lambda, o, W, info));
+  krr_ctx_free(&h);
+  return st;
 }
 
 krr_status krr_svrg_rff(krr_ctx *ctx, const krr_kernel *k, const double *X, int64_t n, int p,
                         int64_t M, uint64_t seed, double *Zt) {
-  krr_ctx h, *use;
-  KTRY(host_begin(ctx, &h, &use));
-  return host_end(ctx, use, svrg_rff(use, k, X, n, p, M, seed, Zt));
+  if (ctx->ops == krr_cpu_ops()) return svrg_rff(ctx, k, X, n, p, M, seed, Zt);
+  krr_ctx h;
+  KTRY(krr_ctx_host_twin(ctx, &h));
+  krr_status st = krr_ctx_forward(ctx, &h, svrg_rff(&h, k, X, n, p, M, seed, Zt));
+  krr_ctx_free(&h);
+  return st;
 }
