@@ -39,8 +39,8 @@ void krr_clear(krr_ctx *ctx) {
   ctx->msg[0] = '\0';
 }
 
-krr_status krr_ctx_host_twin(krr_ctx *ctx, krr_ctx *h) {
-  if (krr_ctx_init(h, krr_cpu_ops(), ctx->threads, 0) != KRR_OK) {
+krr_status krr_ctx_host_twin(krr_ctx *ctx, const krr_ops *host_ops, krr_ctx *h) {
+  if (krr_ctx_init(h, host_ops, ctx->threads, 0) != KRR_OK) {
     krr_status st = krr_fail(ctx, h->status, "host context: %s", h->msg);
     krr_ctx_free(h);
     return st;

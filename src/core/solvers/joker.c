@@ -207,7 +207,7 @@ static krr_status jk_init(krr_solver *s) {
   j->tc = s->ctx;
   j->tKB = j->KB;
   if (s->ctx->ops != krr_cpu_ops()) {
-    KTRY(krr_ctx_host_twin(s->ctx, &j->hctx));
+    KTRY(krr_ctx_host_twin(s->ctx, krr_cpu_ops(), &j->hctx));
     j->host = 1;
     j->tc = &j->hctx;
     j->hKB = krr_arena_host(ar, b * b, es);

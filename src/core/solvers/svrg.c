@@ -373,7 +373,7 @@ krr_status krr_svrg_solve(krr_ctx *ctx, const double *Zt, int64_t n, int64_t d, 
                           krr_svrg_info *info) {
   if (ctx->ops == krr_cpu_ops()) return svrg_solve(ctx, Zt, n, d, m, Y, lambda, o, W, info);
   krr_ctx h;
-  KTRY(krr_ctx_host_twin(ctx, &h));
+  KTRY(krr_ctx_host_twin(ctx, krr_cpu_ops(), &h));
   krr_status st = krr_ctx_forward(ctx, &h, svrg_solve(&h, Zt, n, d, m, Y, lambda, o, W, info));
   krr_ctx_free(&h);
   return st;
@@ -383,7 +383,7 @@ krr_status krr_svrg_rff(krr_ctx *ctx, const krr_kernel *k, const double *X, int6
                         int64_t M, uint64_t seed, double *Zt) {
   if (ctx->ops == krr_cpu_ops()) return svrg_rff(ctx, k, X, n, p, M, seed, Zt);
   krr_ctx h;
-  KTRY(krr_ctx_host_twin(ctx, &h));
+  KTRY(krr_ctx_host_twin(ctx, krr_cpu_ops(), &h));
   krr_status st = krr_ctx_forward(ctx, &h, svrg_rff(&h, k, X, n, p, M, seed, Zt));
   krr_ctx_free(&h);
   return st;
