@@ -90,13 +90,25 @@ static void eig_errors(const double *K, int64_t n, const double *wall, const dou
   }
 }
 
-/* syev_top (EigenPro's top eigensystem): the k largest eigenpairs of a kernel
- * matrix against LAPACK's full dsyevd on the host in double: eigenvalues to
- * 1e-12 (double) / 1e-5 (single) of the largest, residual ||K z - w z|| and
- * orthonormality likewise; k = 1, 41 and n */
+static int count_polls(void *data) {
+  int *c = (int *)data;
+  return ++c[0] == c[1]; /* c[1] = 0: never stop */
+}
+
+/* syev_top (EigenPro's top eigensystem) and syev (all pairs; the Nystrom
+ * Gram route's r x r solve): eigenpairs of a kernel matrix against LAPACK's
+ * full dsyevd on the host in double: eigenvalues to 1e-12 (double) / 1e-5
+ * (single) of the largest, residual ||K z - w z|| and orthonormality
+ * likewise; k = 1, 41 and n.  Twice: with the default piece size (one LAPACK
+ * call at n = 300) and with pieces of 1e4 flops, which on the CPU takes the
+ * polled route (dsyevr's steps, cpu_ops_t.c.inc) -- there it must have
+ * polled at least once per 32-column panel, stop with KRR_ERR_INTERRUPT
+ * when the poll asks, and give the same accuracy for a matrix scaled by
+ * 1e-300 (LAPACK's scaling of tiny norms; eigenvalues relative to 1e-300). */
 static void test_syev_top(env_t *e) {
   krr_ctx *ctx = e->ctx;
   const int64_t n = 300;
+  const int cpu = ctx->ops == krr_cpu_ops();
   double *K = malloc(sizeof(double) * n * n), *A = malloc(sizeof(double) * n * n),
          *wall = malloc(sizeof(double) * n);
   /* K of the first n points (e->X is e->n x p column-major) */
@@ -105,35 +117,77 @@ static void test_syev_top(env_t *e) {
   CHECK(krr_kernel_matrix_host(ctx, KRR_DOUBLE, &kr, A, n, A, n, e->p, K) == KRR_OK, "kernel matrix");
   memcpy(A, K, sizeof(double) * n * n);
   CHECK(LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'N', 'U', (lapack_int)n, A, (lapack_int)n, wall) == 0, "dsyevd");
-  const int64_t ks[] = {1, 41, n};
-  for (int pr = 0; pr < 2; pr++) {
-    krr_precision prec = pr ? KRR_DOUBLE : KRR_FLOAT;
-    double tol = pr ? 1e-12 : 1e-5;
-    for (int t = 0; t < 3; t++) {
-      int64_t kk = ks[t];
-      void *dK = NULL, *dW = krr_dalloc(ctx, n, krr_sizeof(prec)), *dZ = krr_dalloc(ctx, n * kk, krr_sizeof(prec));
-      double *w = malloc(sizeof(double) * kk), *Z = malloc(sizeof(double) * n * kk);
-      krr_status st = krr_upload_vec(ctx, prec, K, n * n, &dK);
-      if (st == KRR_OK) st = KOP(ctx, prec, syev_top, n, dK, n, kk, dW, dZ, n);
-      if (st == KRR_OK) st = krr_download_vec(ctx, prec, dW, kk, w);
-      if (st == KRR_OK) st = krr_download_vec(ctx, prec, dZ, n * kk, Z);
-      double ew = 0, er = 0, eo = 0, rcol = 0, top = wall[n - 1];
-      if (st == KRR_OK) eig_errors(K, n, wall, w, Z, kk, &ew, &er, &rcol, &eo);
-      ew /= top;
-      er /= top;
-      if (verbose)
-        printf("syev_top %s n %lld k %lld: eigenvalues %.2e, residual %.2e, orthonormality %.2e\n",
-               pr ? "double" : "single", (long long)n, (long long)kk, ew, er, eo);
-      CHECK(st == KRR_OK && ew <= tol && er <= 10 * tol && eo <= 10 * tol,
-            "syev_top %s k %lld: status %d (%s), eigenvalues %.3g, residual %.3g, orthonormality %.3g",
-            pr ? "double" : "single", (long long)kk, st, ctx->msg, ew, er, eo);
-      krr_dfree(ctx, &dK);
-      krr_dfree(ctx, &dW);
-      krr_dfree(ctx, &dZ);
-      free(w);
-      free(Z);
+  const int64_t ks[] = {1, 41, n, 0}; /* 0: syev, all pairs */
+  const double pf = ctx->piece_flops;
+  for (int polled = 0; polled < 2; polled++) {
+    ctx->piece_flops = polled ? 1e4 : 0;
+    const char *route = polled ? "pieces" : "one call";
+    for (int pr = 0; pr < 2; pr++) {
+      krr_precision prec = pr ? KRR_DOUBLE : KRR_FLOAT;
+      double tol = pr ? 1e-12 : 1e-5;
+      for (int t = 0; t < 4; t++) {
+        const int64_t kk = ks[t] ? ks[t] : n;
+        void *dK = NULL, *dW = krr_dalloc(ctx, n, krr_sizeof(prec)), *dZ = krr_dalloc(ctx, n * kk, krr_sizeof(prec));
+        double *w = malloc(sizeof(double) * kk), *Z = malloc(sizeof(double) * n * kk);
+        int polls[2] = {0, 0};
+        if (polled && cpu) { ctx->poll = count_polls; ctx->poll_data = polls; ctx->poll_every = 1e-12; }
+        krr_status st = krr_upload_vec(ctx, prec, K, n * n, &dK);
+        if (st == KRR_OK && ks[t]) st = KOP(ctx, prec, syev_top, n, dK, n, kk, dW, dZ, n);
+        if (st == KRR_OK && !ks[t]) st = KOP(ctx, prec, syev, n, dK, n, dW);
+        ctx->poll = NULL;
+        ctx->poll_every = 0;
+        if (st == KRR_OK) st = krr_download_vec(ctx, prec, dW, kk, w);
+        if (st == KRR_OK) st = krr_download_vec(ctx, prec, ks[t] ? dZ : dK, n * kk, Z);
+        double ew = 0, er = 0, eo = 0, rcol = 0, top = wall[n - 1];
+        if (st == KRR_OK) eig_errors(K, n, wall, w, Z, kk, &ew, &er, &rcol, &eo);
+        ew /= top;
+        er /= top;
+        const char *what = ks[t] ? "syev_top" : "syev";
+        if (verbose)
+          printf("%s %s %s n %lld k %lld: eigenvalues %.2e, residual %.2e, orthonormality %.2e, %d polls\n",
+                 what, route, pr ? "double" : "single", (long long)n, (long long)kk, ew, er, eo, polls[0]);
+        CHECK(st == KRR_OK && ew <= tol && er <= 10 * tol && eo <= 10 * tol && (!polled || !cpu || polls[0] >= n / 32),
+              "%s %s %s k %lld: status %d (%s), eigenvalues %.3g, residual %.3g, orthonormality %.3g, "
+              "%d polls", what, route, pr ? "double" : "single", (long long)kk, st, ctx->msg, ew, er, eo,
+              polls[0]);
+        krr_dfree(ctx, &dK);
+        krr_dfree(ctx, &dW);
+        krr_dfree(ctx, &dZ);
+        free(w);
+        free(Z);
+      }
     }
   }
+  if (cpu) { /* the polled route: an interrupt at its 3rd poll; a norm of 1e-300 */
+    ctx->piece_flops = 1e4;
+    double *B = malloc(sizeof(double) * n * n), *w = malloc(sizeof(double) * n),
+           *Z = malloc(sizeof(double) * n * 41);
+    for (int t = 0; t < 2; t++) {
+      int polls[2] = {0, 3};
+      memcpy(B, K, sizeof(double) * n * n);
+      ctx->poll = count_polls; ctx->poll_data = polls; ctx->poll_every = 1e-12;
+      krr_status st = t ? ctx->ops->syev_d(ctx, n, B, n, w)
+                        : ctx->ops->syev_top_d(ctx, n, B, n, 41, w, Z, n);
+      ctx->poll = NULL; ctx->poll_every = 0;
+      CHECK(st == KRR_ERR_INTERRUPT && polls[0] == 3, "%s interrupted: status %d, %d polls",
+            t ? "syev" : "syev_top", st, polls[0]);
+      krr_clear(ctx);
+      ctx->interrupted = 0;
+    }
+    for (int64_t i = 0; i < n * n; i++) B[i] = 1e-300 * K[i];
+    krr_status st = ctx->ops->syev_top_d(ctx, n, B, n, 41, w, Z, n);
+    double ew = 0, er = 0, eo = 0, rcol = 0;
+    for (int64_t j = 0; j < 41; j++) w[j] *= 1e300;
+    if (st == KRR_OK) eig_errors(K, n, wall, w, Z, 41, &ew, &er, &rcol, &eo);
+    ew /= wall[n - 1];
+    er /= wall[n - 1];
+    if (verbose) printf("syev_top pieces, norm 1e-300: eigenvalues %.2e, residual %.2e, orthonormality %.2e\n", ew, er, eo);
+    CHECK(st == KRR_OK && ew <= 1e-12 && er <= 1e-11 && eo <= 1e-11,
+          "syev_top pieces, norm 1e-300: status %d (%s), eigenvalues %.3g, residual %.3g, orthonormality %.3g",
+          st, ctx->msg, ew, er, eo);
+    free(B); free(w); free(Z);
+  }
+  ctx->piece_flops = pf;
   free(K); free(A); free(wall);
 }
 

@@ -16,6 +16,7 @@
 #include <omp.h>
 #endif
 #include "cpu.h"
+#include "../core/base/base.h"
 #include "../core/rng.h"
 #include "../core/loss_math.h"
 

@@ -26,6 +26,11 @@ interrupt_cases <- function() {
     # the default subsample of 4000 points: its top eigenpairs by subspace
     # iteration in polled products (one LAPACK call of 2.5-4.5 s before)
     eigenpro2 = list(n = 8000, solver = eigenpro(version = 2)),
+    # a flat subsample spectrum (K near the identity): the subspace iteration
+    # gives up and the 4000 x 4000 top eigensystem follows, in polled steps
+    # (one LAPACK call of 2-4 s before); at 1.5 s inside it
+    eigenpro2_flat = list(n = 8000, solver = eigenpro(version = 2), bandwidth = 0.25,
+                          limit = 1.5),
     eigenpro3 = list(n = 8000, solver = eigenpro(version = 3)),
     cholesky = list(n = 7000, solver = cholesky()),
     # the default above n = 5000: PCG with a greedy partial Cholesky factor
@@ -61,12 +66,13 @@ test_that("setTimeLimit stops every solver during its setup and iterations", {
     d <- interrupt_data(cs$n)
     r <- with_time_limit(
       krr(d$x, d$y, solver = cs$solver, lambda = 1e-3, tol = 0,
+          bandwidth = if (is.null(cs$bandwidth)) "median" else cs$bandwidth,
           max_passes = Inf, time_limit = 600, threads = 1, seed = 1),
       if (is.null(cs$limit)) 0.5 else cs$limit)
     expect_match(r$result, "time limit", info = nm)
-    # generous (a shared, loaded machine; the longest single LAPACK call
-    # left here, the r x r eigensolver of pcg's rank-1500 sketch, takes
-    # under a second; large products and solves are polled in pieces);
+    # generous (a shared, loaded machine; every long LAPACK step is polled:
+    # factorisation panels, eigensolver panels and pieces, large products
+    # and solves in pieces);
     # without the polls control came back only when the compiled call ended
     # (a hang detector, not a timing: latencies are reported in BENCHMARKS.md)
     expect_lt(r$seconds, 30, label = paste(nm, "seconds"))

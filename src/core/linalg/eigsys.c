@@ -117,8 +117,8 @@ krr_status krr_sym_top(krr_ctx *ctx, krr_precision prec, int64_t n, void *K, int
     if (iters) *iters = it;
     if (it > 0) return KRR_OK;
   }
-  /* one LAPACK call that cannot be interrupted, refused up front when it
-   * clearly exceeds the time left */
+  /* the backend's eigensolver (on the CPU in polled steps where it is long:
+   * cpu_ops_t.c.inc), refused up front when it clearly exceeds the time left */
   KTRY(krr_refuse_flops(ctx, lapack, "the eigendecomposition of the subsample's kernel matrix"));
   return KOP(ctx, prec, syev_top, n, K, n, k, W, Z, n);
 }

@@ -72,8 +72,8 @@ static krr_status cholesky_qr2(krr_ctx *ctx, krr_lowrank *lr, int *ok) {
 
 /* B = lr->Y (n x r) -> lr->U = its left singular vectors B V diag(1/s) and
  * lr->hv = its singular values s (descending), from the eigensystem
- * B^T B = V diag(s^2) V^T: the r x r eigensolver is the only step that is
- * not in polled pieces (its time depends on r alone).  Singular values at
+ * B^T B = V diag(s^2) V^T (every n-sized step a polled product; the r x r
+ * eigensolver is polled by the CPU backend where it is long).  Singular values at
  * or below sqrt(delta) (their lam would be clipped to 0) get zero columns;
  * the others lose orthogonality in proportion to s_1 / s_k, which the
  * Woodbury form (orth = 0) absorbs: the preconditioner is exactly
