@@ -209,10 +209,11 @@ fit_distributed <- function(x, y, kernel, bandwidth, bandwidth_given, lambda,
                                threads, mem_limit, FALSE, ecall), rank, ecall)
   set$kernel$bandwidth_rule <- bw_rule
   set$lambda_spec <- lspec
-  if (!identical(solver_c(set$solver)$name, "askotch")) {
+  if (!solver_c(set$solver)$name %in% c("askotch", "falkon")) {
     abort_askotch(paste(
-      "A distributed fit runs solver = askotch() (ASkotch, Skotch, SAP, NSAP);",
-      "the other solvers need the whole kernel on one process."), "input", ecall)
+      "A distributed fit runs solver = askotch() (ASkotch, Skotch, SAP, NSAP)",
+      "or falkon(); the other solvers need the whole kernel on one process."),
+      "input", ecall)
   }
   # the compiled fit: the operator of this state is sharded over the ranks
   .Call(ffi_mpi_use, TRUE)
@@ -224,9 +225,27 @@ fit_distributed <- function(x, y, kernel, bandwidth, bandwidth_given, lambda,
   ldat <- list(xs = xs, n = nl, p = p, xnames = colnames(xl), scaling = scaling,
                standardize = standardize, tgt = loc$tgt, Y = Y, Yc = Yc,
                y_center = y_center)
+  centers <- res$centers
+  res$centers <- integer(0)
   fit <- new_krr(ldat, set, res, call = call)
   fit$distributed <- list(rank = rank, size = P, n = n, n_local = nl,
                           row0 = row0, bytes = .Call(ffi_mpi_bytes)[1L])
+  if (length(centers) > 0L) {
+    # Falkon: the centres are global rows and the weights the same on every
+    # rank; each rank holds the whole model (the centres' points gathered
+    # from their owners), its rows and responses only for
+    # askotch_mpi_gather()
+    mine <- centers > row0 & centers <= row0 + nl
+    xc <- matrix(0, length(centers), p)
+    xc[mine, ] <- xs[centers[mine] - row0, , drop = FALSE]
+    fit$x <- matrix(mpi_reduce(xc, "sum"), length(centers), p)
+    fit$centers <- centers
+    fit$solver$centers <- centers
+    fit$n <- n
+    fit$y <- NULL
+    fit$distributed$x_local <- xs
+    fit$distributed$y_local <- Y
+  }
   class(fit) <- c("krr_distributed", class(fit))
   fit
 }
@@ -253,7 +272,7 @@ dist_scaling <- function(x, n, standardize) {
 predict.krr_distributed <- function(object, newdata = NULL, ...) {
   ecall <- sys.call()
   d <- object$distributed
-  f <- mpi_step({
+  predict_local <- function() {
     if (is.null(newdata)) {
       abort_askotch(paste(
         "`newdata` is required for a distributed fit (each rank holds only",
@@ -263,7 +282,10 @@ predict.krr_distributed <- function(object, newdata = NULL, ...) {
     local <- object
     class(local) <- setdiff(class(object), "krr_distributed")
     stats::predict(local, newdata, ...)
-  }, d$rank, ecall)
+  }
+  # Falkon: the whole model on every rank, which predicts alone
+  if (!is.null(object$centers)) return(predict_local())
+  f <- mpi_step(predict_local(), d$rank, ecall)
   # each rank: K(x, X_r) W_r + y_center; summed, y_center counted once
   dims <- dim(f)
   tot <- mpi_reduce(f, "sum") - (d$size - 1) *
@@ -279,9 +301,36 @@ predict.krr_distributed <- function(object, newdata = NULL, ...) {
 
 #' @export
 summary.krr_distributed <- function(object, ...) {
+  # collective: the model statistics and the accuracy bound reduce over ranks
   s <- NextMethod()
   s$n <- object$distributed$n
   s
+}
+
+# summary()'s model statistics of a distributed fit, from the ranks' reduced
+# sums (collective; regression): the training R^2 -- for Falkon from each
+# rank's fitted values at its rows, for ASkotch / SAP from the residual
+# lambda w (exact at the solution, as summary() takes it above option
+# askotch.exact_max_n: the fitted values would need every rank's points on
+# every rank) -- and the maximum-likelihood signal variance of the full
+# kernel.  The GP statistics need the kernel on one process.
+dist_model_stats <- function(object) {
+  d <- object$distributed
+  centres <- !is.null(object$centers)
+  Y <- as.matrix(if (centres) d$y_local else object$y)
+  Yc <- sweep(Y, 2L, object$y_center, check.margin = FALSE)
+  R <- if (centres) Yc - krr_scores(object, d$x_local) else object$lambda * object$weights
+  r2 <- 1 - mpi_reduce(colSums(R^2), "sum") / mpi_reduce(colSums(Yc^2), "sum")
+  names(r2) <- object$y_names
+  st <- list("R-squared (training)" = r2)
+  if (!centres) {
+    s2 <- mpi_reduce(colSums(Yc * object$weights), "sum") / d$n
+    names(s2) <- object$y_names
+    st[["Signal variance (s^2, ML)"]] <- s2
+    st[["Noise variance (lambda s^2)"]] <- object$lambda * s2
+  }
+  st[["GP statistics"]] <- "not computed for a distributed fit (askotch_mpi_gather() gives the whole model)"
+  st
 }
 
 #' @export
@@ -298,6 +347,8 @@ print.krr_distributed <- function(x, ...) {
 #' `krr(..., distributed = TRUE)` into a plain single-process `"krr"` model
 #' on rank `root`: it predicts, summarises and can be saved with
 #' [saveRDS()] and used without MPI. Collective: every rank must call it.
+#' (A Falkon fit's centres and weights are already on every rank; its rows
+#' and responses are gathered, for `fitted()` and `summary()`.)
 #'
 #' @param fit A distributed fit (class `"krr_distributed"`).
 #' @param root The rank (from 0) that receives the model.
@@ -322,15 +373,24 @@ askotch_mpi_gather <- function(fit, root = 0L) {
     abort_askotch(sprintf("`root` must be a rank in 0..%d.", d$size - 1L),
                   "input", ecall)
   }
+  centres <- !is.null(fit$centers) # Falkon: only the rows and responses
   parts <- lapply(seq_len(d$size) - 1L, function(r) {
-    mine <- if (r == d$rank) list(x = fit$x, w = fit$weights, y = fit$y)
+    mine <- if (r == d$rank) {
+      if (centres) list(x = d$x_local, y = d$y_local)
+      else list(x = fit$x, w = fit$weights, y = fit$y)
+    }
     got <- mpi_bcast_obj(mine, r)
     if (d$rank == root) got
   })
   if (d$rank != root) return(invisible(NULL))
   out <- fit
-  out$x <- do.call(rbind, lapply(parts, `[[`, "x"))
-  out$weights <- do.call(rbind, lapply(parts, `[[`, "w"))
+  X <- do.call(rbind, lapply(parts, `[[`, "x"))
+  if (centres) {
+    out$x_train <- X
+  } else {
+    out$x <- X
+    out$weights <- do.call(rbind, lapply(parts, `[[`, "w"))
+  }
   out$y <- do.call(rbind, lapply(parts, `[[`, "y"))
   out$n <- d$n
   out$distributed <- NULL

@@ -219,8 +219,8 @@ target_scales <- function(Yc) {
 # a relative residual `resid` gives (see auto_tol()): the worst column's
 # (per_column, the exact criterion) or the Frobenius one (the running
 # estimate, which bounds every column's ||r_j|| by resid ||Y||_F).
-pred_error_bound <- function(resid, Yc, lambda, kdiag = 1, per_column = TRUE) {
-  nrm <- target_scales(Yc)$norm
+pred_error_bound <- function(resid, Yc, lambda, kdiag = 1, per_column = TRUE,
+                             nrm = target_scales(Yc)$norm) {
   scale <- if (per_column) nrm else rep(sqrt(sum(nrm^2)), length(nrm))
   resid * scale * sqrt(kdiag) / (2 * sqrt(lambda))
 }
@@ -380,8 +380,10 @@ drive_solver <- function(state, set, tgt, xs, t0 = now(), ynorm = NA_real_) {
     if (is.null(memo$floor_per_w)) memo$floor_per_w <- floor_of(W) / max(wn, 1e-300)
     memo$floor_per_w * wn
   }
-  xpred <- if (length(centers) > 0L) xs[centers, , drop = FALSE] else xs
-  val_metric <- validation_fn(state, set, tgt, xpred,
+  # (a promise: read only with a validation set -- a distributed fit's
+  # centres are global rows, not rows of this rank's xs)
+  val_metric <- validation_fn(state, set, tgt,
+                              if (length(centers) > 0L) xs[centers, , drop = FALSE] else xs,
                               loss_targets(set$loss, tgt,
                                            set_intercept(set) == 0,
                                            set$obs_weights)$y_center)

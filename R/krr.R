@@ -257,11 +257,15 @@
 #'   Rscript fit.R`): every rank passes its own rows `x`, `y` (the same
 #'   columns, at least one row each) and the same other arguments; the rows
 #'   stay on their ranks and the fit is ASkotch / Skotch / SAP / NSAP
-#'   (`solver = askotch(...)`) on the sharded kernel (Tu et al., 2016).
+#'   (`solver = askotch(...)`) on the sharded kernel (Tu et al., 2016), or
+#'   Falkon (`solver = falkon(...)`; `centers` a count drawn from all rows,
+#'   or row numbers of the rows of all ranks in rank order).
 #'   Standardisation, the median bandwidth and the tolerance come from
 #'   global statistics; `lambda` must be a number or `"paper"`. Returns a
-#'   `"krr_distributed"` fit whose `predict()` sums the ranks' parts; see
-#'   [askotch_mpi_gather()] and [askotch_mpi_init()].
+#'   `"krr_distributed"` fit whose `predict()` sums the ranks' parts (for
+#'   Falkon every rank holds the whole model: its centres' points and
+#'   weights, and predicts alone); see [askotch_mpi_gather()] and
+#'   [askotch_mpi_init()].
 #' @param data A data frame for the formula method.
 #' @param ... For `krr.formula()`, arguments passed to `krr.default()`.
 #'   Unknown arguments are an error.

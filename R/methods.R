@@ -431,9 +431,15 @@ accuracy_bound <- function(object) {
   r <- if (from_exact) object$resid_exact else object$resid_est
   Y <- as.matrix(object$y)
   Yc <- Y - rep(object$y_center, each = nrow(Y))
-  b <- pred_error_bound(r, Yc, object$lambda, 1 + fit_intercept(object),
-                        per_column = from_exact)
+  nrm <- target_scales(Yc)$norm
   sds <- target_scales(Yc)$sd
+  if (!is.null(object$distributed)) { # the ranks' rows together (collective)
+    ss <- mpi_reduce(colSums(Yc^2), "sum")
+    nrm <- sqrt(ss)
+    sds <- sqrt(ss / object$distributed$n) # Yc: centred at the global mean
+  }
+  b <- pred_error_bound(r, Yc, object$lambda, 1 + fit_intercept(object),
+                        per_column = from_exact, nrm = nrm)
   list(bound = max(b), relative = max(b / pmax(sds, 1e-300)),
        from = if (from_exact) "exact" else "estimated")
 }
@@ -441,6 +447,7 @@ accuracy_bound <- function(object) {
 # The model statistics of summary(): a named list, printed in order in the
 # "Model" section (each element a number, or one number per output).
 model_stats <- function(object) {
+  if (!is.null(object$distributed)) return(dist_model_stats(object))
   st <- list()
   regr <- object$task %in% c("regression", "multioutput")
   squared <- !inherits(object, "kernel_machine") &&

@@ -85,6 +85,14 @@ validate_krr <- function(fit, call = NULL, arg = "object") {
         bad("centers", sprintf("must hold %d row indices in 1..%d",
                                nrow(X), n))
       }
+    } else if (!is.null(fit$distributed) && !is.null(fit$centers)) {
+      # a rank's distributed Falkon model: the centres' points, its
+      # training rows elsewhere (askotch_mpi_gather() brings them)
+      cen <- fit$centers
+      if (!is.numeric(cen) || length(cen) != nrow(X) || anyNA(cen) ||
+          any(cen < 1 | cen > n)) {
+        bad("centers", sprintf("must hold %d row indices in 1..%d", nrow(X), n))
+      }
     } else if (nrow(X) != n) {
       bad("x", sprintf("must have n = %d rows, not %d", n, nrow(X)))
     }
@@ -95,7 +103,7 @@ validate_krr <- function(fit, call = NULL, arg = "object") {
         !finite_all(Y)) {
       bad("y", sprintf("must be a finite numeric %d x %d matrix", n, m))
     }
-  } else if (M == 0) {
+  } else if (M == 0 && (is.null(fit$distributed) || is.null(fit$centers))) {
     bad("y", "is missing")
   }
   # preprocessing

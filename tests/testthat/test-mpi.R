@@ -34,16 +34,31 @@ run_spmd <- function(np, mode) {
        out = out)
 }
 
-test_that("np = 2: distributed ASkotch / Skotch / NSAP / SAP equal the one-process fits", {
-  mpi_ready()
-  r <- run_spmd(2L, "fit")
-  expect_equal(r$status, 0L, info = paste(utils::tail(r$log, 20), collapse = "\n"))
-  skip_if(r$status != 0L, "the SPMD run failed")
+# the data of mpi/spmd.R (every rank builds it, then keeps its rows)
+spmd_data <- function() {
   set.seed(1)
   n <- 240L; p <- 3L
   x <- matrix(rnorm(n * p), n, p)
   y <- sin(2 * x[, 1]) + x[, 2]^2 / 2 + 0.1 * rnorm(n)
-  xnew <- matrix(rnorm(15 * p), 15, p)
+  list(n = n, x = x, y = y, xnew = matrix(rnorm(15 * p), 15, p))
+}
+
+# the "fit" run of mpi/spmd.R, made once for the tests that read it
+spmd_fit_run <- local({
+  res <- NULL
+  function() {
+    mpi_ready()
+    if (is.null(res)) res <<- run_spmd(2L, "fit")
+    expect_equal(res$status, 0L, info = paste(utils::tail(res$log, 20), collapse = "\n"))
+    skip_if(res$status != 0L, "the SPMD run failed")
+    res
+  }
+})
+
+test_that("np = 2: distributed ASkotch / Skotch / NSAP / SAP equal the one-process fits", {
+  r <- spmd_fit_run()
+  n <- 240L
+  list2env(spmd_data()[c("x", "y", "xnew")], environment())
   solvers <- list(askotch = askotch(block_size = 40, rank = 10),
                   skotch = skotch(block_size = 40, rank = 10),
                   nsap = sap(block_size = 40), sap = sap(block_size = 40, accelerated = FALSE))
@@ -60,6 +75,19 @@ test_that("np = 2: distributed ASkotch / Skotch / NSAP / SAP equal the one-proce
       expect_equal(k[[nm]]$scale, one$scale, tolerance = 1e-13)
       expect_equal(unname(k[[nm]]$pred), unname(predict(one, xnew)), tolerance = 1e-10)
       expect_equal(k[[nm]]$iters, one$iterations)
+      # summary() from the ranks' reduced sums: the training R^2 from the
+      # residual lambda w (what one process reports above
+      # askotch.exact_max_n), the ML signal variance, the accuracy bound
+      op <- options(askotch.exact_max_n = 0)
+      one_sm <- summary(one)
+      options(op)
+      for (st in c("R-squared (training)", "Signal variance (s^2, ML)")) {
+        expect_equal(unname(k[[nm]]$model[[st]]), unname(one_sm$model[[st]]),
+                     tolerance = 1e-10, info = paste(nm, st))
+      }
+      expect_match(k[[nm]]$model[["GP statistics"]], "not computed")
+      expect_equal(k[[nm]]$accuracy$bound, one_sm$accuracy$bound, tolerance = 1e-10)
+      expect_equal(k[[nm]]$accuracy$relative, one_sm$accuracy$relative, tolerance = 1e-10)
     }
     # gathered to rank 0: a plain model, used here without MPI
     whole <- readRDS(file.path(r$out, paste0("whole_", nm, ".rds")))
@@ -70,10 +98,48 @@ test_that("np = 2: distributed ASkotch / Skotch / NSAP / SAP equal the one-proce
   }
 })
 
+test_that("np = 2: distributed Falkon equals the one-process fit and is whole on every rank", {
+  r <- spmd_fit_run()
+  n <- 240L
+  list2env(spmd_data()[c("x", "y", "xnew")], environment())
+  for (nm in c("falkon", "falkon_idx")) {
+    sv <- if (nm == "falkon") falkon(centers = 30) else falkon(centers = c(5, 17, 60, 101, 119, 121, 150, 180, 200, 239))
+    one <- krr(x, y, lambda = 0.05, solver = sv, seed = 3, max_passes = if (nm == "falkon") 10 else 3, tol = 0,
+               threads = 1)
+    for (k in r$ranks) {
+      f <- k[[nm]]
+      # the same centres (drawn from the global rows with the same seed)
+      expect_equal(f$centers, one$centers, info = nm)
+      # their points gathered from the two shards, standardised globally
+      expect_equal(unname(f$x), unname(one$x), tolerance = 1e-13, info = nm)
+      # the weights: the sums over ranks round in another order (1e-10,
+      # as the C driver's distributed Falkon test)
+      expect_lt(max(abs(f$w - one$weights)) / max(abs(one$weights)), 1e-10)
+      expect_equal(f$iters, one$iterations, info = nm)
+      expect_equal(f$n, n, info = nm)
+      # the training R^2 from each rank's fitted values at its rows
+      expect_equal(unname(f$model[["R-squared (training)"]]),
+                   unname(summary(one)$model[["R-squared (training)"]]), tolerance = 1e-10)
+      expect_true("krr_distributed" %in% f$cls, info = nm)
+      # every rank predicts alone (the whole model is on each)
+      expect_equal(unname(f$pred), unname(predict(one, xnew)), tolerance = 1e-10, info = nm)
+    }
+    whole <- readRDS(file.path(r$out, paste0("whole_", nm, ".rds")))
+    expect_s3_class(whole, "krr")
+    expect_false(inherits(whole, "krr_distributed"))
+    expect_equal(whole$n, n)
+    expect_equal(whole$centers, one$centers)
+    expect_equal(unname(whole$x_train), unname(one$x_train), tolerance = 1e-13)
+    expect_equal(unname(predict(whole, xnew)), unname(predict(one, xnew)), tolerance = 1e-10)
+    expect_equal(unname(fitted(whole)), unname(fitted(one)), tolerance = 1e-10)
+  }
+})
+
 test_that("faults on one rank are the same classed error on every rank", {
   mpi_ready()
   cases <- list(p = "different numbers of columns", zero = "no rows",
-                opts = "different options", nonfinite = "")
+                opts = "different options", nonfinite = "",
+                centers = "out of range 1..240")
   for (mode in names(cases)) {
     r <- run_spmd(2L, mode)
     expect_equal(r$status, 0L, info = paste(mode, paste(utils::tail(r$log, 20), collapse = "\n")))

@@ -2,10 +2,11 @@
 #   timeout 120 mpirun -np P Rscript spmd.R <mode> <outdir>
 # Every rank builds the same data (seeded), keeps its contiguous rows and
 # fits with krr(distributed = TRUE); each rank saves what it saw to
-# <outdir>/rank<r>.rds. mode: "fit" (ASkotch, Skotch, NSAP, SAP; predictions;
+# <outdir>/rank<r>.rds. mode: "fit" (ASkotch, Skotch, NSAP, SAP, Falkon; predictions;
 # the fit gathered to rank 0 and saved), or a fault: "p" (rank 1 has an
 # extra column), "zero" (rank 1 has no rows), "opts" (rank 1 passes another
-# lambda), "nonfinite" (rank 1 has an infinite response).
+# lambda), "nonfinite" (rank 1 has an infinite response), "centers" (Falkon
+# centres given beyond the 240 rows of all ranks).
 args <- commandArgs(TRUE)
 mode <- args[1L]
 out <- args[2L]
@@ -29,10 +30,25 @@ if (mode == "fit") {
   for (nm in names(solvers)) {
     fit <- krr(xl, yl, lambda = lambda, solver = solvers[[nm]], seed = 3,
                max_passes = 4, tol = 0, threads = 1, distributed = TRUE)
+    sm <- summary(fit)
     res[[nm]] <- list(w = fit$weights, pred = predict(fit, xnew),
-                      n = summary(fit)$n, bw = fit$kernel$bandwidth,
+                      n = sm$n, model = sm$model, accuracy = sm$accuracy,
+                      bw = fit$kernel$bandwidth,
                       center = fit$center, scale = fit$scale, iters = fit$iterations,
                       bytes = fit$distributed$bytes)
+    whole <- askotch_mpi_gather(fit)
+    if (s$rank == 0L) saveRDS(whole, file.path(out, paste0("whole_", nm, ".rds")))
+  }
+  # Falkon: 30 centres drawn from all 240 rows, and 10 given as global rows
+  # (five on each rank)
+  for (nm in c("falkon", "falkon_idx")) {
+    sv <- if (nm == "falkon") falkon(centers = 30) else falkon(centers = c(5, 17, 60, 101, 119, 121, 150, 180, 200, 239))
+    fit <- krr(xl, yl, lambda = lambda, solver = sv, seed = 3, max_passes = if (nm == "falkon") 10 else 3, tol = 0,
+               threads = 1, distributed = TRUE)
+    sm <- summary(fit)
+    res[[nm]] <- list(w = fit$weights, x = fit$x, centers = fit$centers,
+                      pred = predict(fit, xnew), n = sm$n, model = sm$model,
+                      cls = class(fit), iters = fit$iterations)
     whole <- askotch_mpi_gather(fit)
     if (s$rank == 0L) saveRDS(whole, file.path(out, paste0("whole_", nm, ".rds")))
   }
@@ -41,8 +57,9 @@ if (mode == "fit") {
   if (mode == "zero" && s$rank == 1L) { xl <- xl[0, , drop = FALSE]; yl <- yl[0] }
   if (mode == "opts" && s$rank == 1L) lambda <- 0.1
   if (mode == "nonfinite" && s$rank == 1L) yl[1] <- Inf
+  sv <- if (mode == "centers") falkon(centers = c(1, 241)) else askotch(block_size = 40)
   err <- tryCatch({
-    krr(xl, yl, lambda = lambda, solver = askotch(block_size = 40), seed = 3,
+    krr(xl, yl, lambda = lambda, solver = sv, seed = 3,
         max_passes = 2, threads = 1, distributed = TRUE)
     NULL
   }, error = function(e) e)
