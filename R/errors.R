@@ -148,7 +148,11 @@ warn_not_converged <- function(fit, call = NULL) {
     format(signif(fit$passes, 3)),
     if (identical(fit$reason, "epochs"))
       "Raise `epochs` (or tune `step`) of svrg()." else
+    if (fit_loss(fit)$name == "squared")
       paste("Raise `max_passes` or `time_limit`, or use a direct solver",
-            "(solver = \"cholesky\") for small n.")), "convergence", call)
+            "(solver = \"cholesky\") for small n.") else
+      # no direct solver for the other losses (Joker's dual only)
+      paste("Raise `max_passes` or `time_limit`; a larger `lambda` (a smaller",
+            "C = 1 / lambda) converges in fewer passes.")), "convergence", call)
   invisible(fit)
 }

@@ -34,6 +34,22 @@ test_that("max_passes stops the solver", {
   expect_false(is.na(fit$resid_exact))
 })
 
+test_that("the convergence warning's advice fits the loss", {
+  d <- make_regression(300, seed = 53)
+  # the squared loss: a direct solve is the remedy for small n
+  w <- tryCatch(krr(d$x, d$y, lambda = 1e-4, max_passes = 1, seed = 1, solver = askotch(),
+                    threads = 1), askotch_warning_convergence = function(w) w)
+  expect_match(conditionMessage(w), "cholesky", fixed = TRUE)
+  # other losses have no direct solver: the warning does not offer one
+  cls <- factor(d$y > median(d$y))
+  w <- tryCatch(kernel_machine(d$x, cls, loss = loss_logistic(), lambda = 1e-3,
+                               max_passes = 1, seed = 1, threads = 1),
+                askotch_warning_convergence = function(w) w)
+  expect_s3_class(w, "askotch_warning_convergence")
+  expect_false(grepl("cholesky", conditionMessage(w), fixed = TRUE))
+  expect_match(conditionMessage(w), "larger `lambda`", fixed = TRUE)
+})
+
 test_that("time_limit stops the solver at the first check after the limit", {
   # No assertion on how long anything takes (the machine may be busy): the
   # stop reason, and that the trace ends at the first slice past the limit
