@@ -301,7 +301,8 @@ predict.krr_distributed <- function(object, newdata = NULL, ...) {
 
 #' @export
 summary.krr_distributed <- function(object, ...) {
-  # collective: the model statistics and the accuracy bound reduce over ranks
+  # collective (every rank calls it): the model statistics and the accuracy
+  # bound reduce over ranks
   s <- NextMethod()
   s$n <- object$distributed$n
   s
@@ -311,20 +312,28 @@ summary.krr_distributed <- function(object, ...) {
 # sums (collective; regression): the training R^2 -- for Falkon from each
 # rank's fitted values at its rows, for ASkotch / SAP from the residual
 # lambda w (exact at the solution, as summary() takes it above option
-# askotch.exact_max_n: the fitted values would need every rank's points on
-# every rank) -- and the maximum-likelihood signal variance of the full
-# kernel.  The GP statistics need the kernel on one process.
+# askotch.exact_max_n, and labelled so: the fitted values would need every
+# rank's points on every rank) -- and the maximum-likelihood signal variance
+# of the full kernel.  The GP statistics need the kernel on one process.
 dist_model_stats <- function(object) {
   d <- object$distributed
   centres <- !is.null(object$centers)
-  Y <- as.matrix(if (centres) d$y_local else object$y)
-  Yc <- sweep(Y, 2L, object$y_center, check.margin = FALSE)
-  R <- if (centres) Yc - krr_scores(object, d$x_local) else object$lambda * object$weights
-  r2 <- 1 - mpi_reduce(colSums(R^2), "sum") / mpi_reduce(colSums(Yc^2), "sum")
+  # this rank's sums (an error on any rank is raised on every rank)
+  loc <- mpi_step({
+    Y <- as.matrix(if (centres) d$y_local else object$y)
+    Yc <- sweep(Y, 2L, object$y_center, check.margin = FALSE)
+    R <- if (centres) Yc - krr_scores(object, d$x_local) else object$lambda * object$weights
+    list(res = colSums(R^2), tot = colSums(Yc^2),
+         yw = if (!centres) colSums(Yc * object$weights))
+  }, d$rank)
+  r2 <- 1 - mpi_reduce(loc$res, "sum") / mpi_reduce(loc$tot, "sum")
   names(r2) <- object$y_names
-  st <- list("R-squared (training)" = r2)
-  if (!centres) {
-    s2 <- mpi_reduce(colSums(Yc * object$weights), "sum") / d$n
+  st <- list()
+  if (centres) {
+    st[["R-squared (training)"]] <- r2
+  } else {
+    st[["R-squared (training, residual lambda w)"]] <- r2
+    s2 <- mpi_reduce(loc$yw, "sum") / d$n
     names(s2) <- object$y_names
     st[["Signal variance (s^2, ML)"]] <- s2
     st[["Noise variance (lambda s^2)"]] <- object$lambda * s2
@@ -332,6 +341,34 @@ dist_model_stats <- function(object) {
   st[["GP statistics"]] <- "not computed for a distributed fit (askotch_mpi_gather() gives the whole model)"
   st
 }
+
+# Methods that need every training point's fitted value, or the whole
+# kernel: a classed error pointing to the gathered model (nobs() is global).
+dist_needs_gather <- function(what, call) {
+  abort_askotch(sprintf(paste(
+    "`%s()` of a distributed fit needs the whole model: gather it with",
+    "askotch_mpi_gather() (on every rank) and use the result on the root rank."),
+    what), "input", call)
+}
+
+#' @export
+fitted.krr_distributed <- function(object, ...) dist_needs_gather("fitted", sys.call())
+#' @export
+residuals.krr_distributed <- function(object, ...) dist_needs_gather("residuals", sys.call())
+#' @export
+logLik.krr_distributed <- function(object, ...) dist_needs_gather("logLik", sys.call())
+#' @export
+deviance.krr_distributed <- function(object, ...) dist_needs_gather("deviance", sys.call())
+#' @export
+simulate.krr_distributed <- function(object, nsim = 1, seed = NULL, ...) {
+  dist_needs_gather("simulate", sys.call())
+}
+#' @export
+glance.krr_distributed <- function(x, ...) dist_needs_gather("glance", sys.call())
+#' @export
+augment.krr_distributed <- function(x, ...) dist_needs_gather("augment", sys.call())
+#' @export
+nobs.krr_distributed <- function(object, ...) object$distributed$n
 
 #' @export
 print.krr_distributed <- function(x, ...) {

@@ -264,8 +264,10 @@
 #'   global statistics; `lambda` must be a number or `"paper"`. Returns a
 #'   `"krr_distributed"` fit whose `predict()` sums the ranks' parts (for
 #'   Falkon every rank holds the whole model: its centres' points and
-#'   weights, and predicts alone); see [askotch_mpi_gather()] and
-#'   [askotch_mpi_init()].
+#'   weights, and predicts alone) and whose `summary()` reduces over the
+#'   ranks (both collective: every rank calls them); `fitted()`,
+#'   `residuals()`, `logLik()` and the like need the gathered model: see
+#'   [askotch_mpi_gather()] and [askotch_mpi_init()].
 #' @param data A data frame for the formula method.
 #' @param ... For `krr.formula()`, arguments passed to `krr.default()`.
 #'   Unknown arguments are an error.

@@ -33,7 +33,8 @@ if (mode == "fit") {
     sm <- summary(fit)
     res[[nm]] <- list(w = fit$weights, pred = predict(fit, xnew),
                       n = sm$n, model = sm$model, accuracy = sm$accuracy,
-                      bw = fit$kernel$bandwidth,
+                      bw = fit$kernel$bandwidth, nobs = nobs(fit),
+                      fitted_err = tryCatch(class(fitted(fit)), error = function(e) class(e)),
                       center = fit$center, scale = fit$scale, iters = fit$iterations,
                       bytes = fit$distributed$bytes)
     whole <- askotch_mpi_gather(fit)
