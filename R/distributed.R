@@ -332,7 +332,7 @@ dist_model_stats <- function(object) {
   if (centres) {
     st[["R-squared (training)"]] <- r2
   } else {
-    st[["R-squared (training, residual lambda w)"]] <- r2
+    st[["R-squared (training, lambda w)"]] <- r2
     s2 <- mpi_reduce(loc$yw, "sum") / d$n
     names(s2) <- object$y_names
     st[["Signal variance (s^2, ML)"]] <- s2

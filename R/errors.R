@@ -138,13 +138,24 @@ warn_not_converged <- function(fit, call = NULL) {
       "convergence", call)
     return(invisible(fit))
   }
+  # without a final exact check the value is the solver's running estimate:
+  # said so, with the last exact value of the trace beside it
+  est <- ""
+  if (is.na(fit$resid_exact)) {
+    tr <- fit$trace
+    ex <- if (!is.null(tr$resid_exact)) which(!is.na(tr$resid_exact)) else integer(0)
+    est <- if (length(ex)) sprintf(" (running estimate; %s at the last exact check, pass %s)",
+                                   format(signif(tr$resid_exact[max(ex)], 3)),
+                                   format(signif(tr$passes[max(ex)], 3))) else
+      " (running estimate)"
+  }
   warn_askotch(sprintf(paste(
-    "The solver stopped without converging (%s): %s %s > tol = %s after %s",
+    "The solver stopped without converging (%s): %s %s%s > tol = %s after %s",
     "passes. %s"),
     switch(fit$reason, max_passes = "`max_passes` reached",
            time_limit = "`time_limit` reached",
            epochs = "the `epochs` of svrg() reached", fit$reason),
-    fit_loss(fit)$criterion, format(signif(r, 3)), format(fit$tol),
+    fit_loss(fit)$criterion, format(signif(r, 3)), est, format(fit$tol),
     format(signif(fit$passes, 3)),
     if (identical(fit$reason, "epochs"))
       "Raise `epochs` (or tune `step`) of svrg()." else

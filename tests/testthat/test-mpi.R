@@ -81,7 +81,7 @@ test_that("np = 2: distributed ASkotch / Skotch / NSAP / SAP equal the one-proce
       op <- options(askotch.exact_max_n = 0)
       one_sm <- summary(one)
       options(op)
-      expect_equal(unname(k[[nm]]$model[["R-squared (training, residual lambda w)"]]),
+      expect_equal(unname(k[[nm]]$model[["R-squared (training, lambda w)"]]),
                    unname(one_sm$model[["R-squared (training)"]]), tolerance = 1e-10, info = nm)
       expect_equal(unname(k[[nm]]$model[["Signal variance (s^2, ML)"]]),
                    unname(one_sm$model[["Signal variance (s^2, ML)"]]), tolerance = 1e-10, info = nm)

@@ -48,6 +48,19 @@ test_that("the convergence warning's advice fits the loss", {
   expect_s3_class(w, "askotch_warning_convergence")
   expect_false(grepl("cholesky", conditionMessage(w), fixed = TRUE))
   expect_match(conditionMessage(w), "larger `lambda`", fixed = TRUE)
+  # a fit whose final exact check did not run (time_limit) reports the
+  # running estimate as such, with the trace's last exact value
+  fit <- suppressWarnings(kernel_machine(d$x, cls, loss = loss_logistic(), lambda = 1e-3,
+                                         max_passes = 3, seed = 1, threads = 1))
+  last <- max(which(!is.na(fit$trace$resid_exact)))
+  fit$resid_exact <- NA_real_
+  fit$resid_est <- 0.25
+  w <- tryCatch(askotch:::warn_not_converged(fit),
+                askotch_warning_convergence = function(w) w)
+  expect_match(conditionMessage(w), sprintf(
+    "gap 0.25 (running estimate; %s at the last exact check, pass %s)",
+    format(signif(fit$trace$resid_exact[last], 3)),
+    format(signif(fit$trace$passes[last], 3))), fixed = TRUE)
 })
 
 test_that("time_limit stops the solver at the first check after the limit", {
