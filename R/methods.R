@@ -431,16 +431,14 @@ accuracy_bound <- function(object) {
   r <- if (from_exact) object$resid_exact else object$resid_est
   Y <- as.matrix(object$y)
   Yc <- Y - rep(object$y_center, each = nrow(Y))
-  nrm <- target_scales(Yc)$norm
-  sds <- target_scales(Yc)$sd
-  if (!is.null(object$distributed)) { # the ranks' rows together (collective)
+  ts <- if (is.null(object$distributed)) target_scales(Yc) else {
+    # the ranks' rows together (collective); Yc is centred at the global mean
     ss <- mpi_reduce(colSums(Yc^2), "sum")
-    nrm <- sqrt(ss)
-    sds <- sqrt(ss / object$distributed$n) # Yc: centred at the global mean
+    list(norm = sqrt(ss), sd = sqrt(ss / object$distributed$n))
   }
   b <- pred_error_bound(r, Yc, object$lambda, 1 + fit_intercept(object),
-                        per_column = from_exact, nrm = nrm)
-  list(bound = max(b), relative = max(b / pmax(sds, 1e-300)),
+                        per_column = from_exact, nrm = ts$norm)
+  list(bound = max(b), relative = max(b / pmax(ts$sd, 1e-300)),
        from = if (from_exact) "exact" else "estimated")
 }
 
