@@ -175,7 +175,8 @@ gp_cov_exact <- function(object, xnew) {
 
 gp_rank <- function(n) min(n, getOption("askotch.gp_rank", 1000))
 
-gp_nystrom_factor <- function(object) {
+# give_up: NULL as soon as the trace error is known to exceed lambda
+gp_nystrom_factor <- function(object, give_up = FALSE) {
   xs <- gp_xs(object)
   n <- nrow(xs)
   lam <- object$lambda
@@ -198,6 +199,7 @@ gp_nystrom_factor <- function(object) {
   d <- w * pc$d
   # tr(E) with a margin for the rounding of the running diagonal
   e <- sum(d) * (1 + 1e-10) + n * j * 4 * .Machine$double.eps
+  if (give_up && e > lam) return(NULL)
   pw <- matrix(dw^2 / sum(dw^2), n, 1L)
   c0 <- gp_c0(object, sum(pw * .Call(
     ffi_kernel_apply, xs, xs, pw, as.integer(object$kernel$code),
@@ -242,8 +244,11 @@ gp_pdiff <- function(px, py, ev, rr, lam, e) {
 }
 
 # Variance interval at the rows of xnew (unit scale).
-gp_var_nystrom <- function(object, xnew) {
-  fac <- gp_nystrom_factor(object)
+# give_up: return list(gave_up = TRUE) without the bracket when the trace
+# error exceeds lambda
+gp_var_nystrom <- function(object, xnew, give_up = FALSE) {
+  fac <- gp_nystrom_factor(object, give_up)
+  if (is.null(fac)) return(list(gave_up = TRUE))
   n <- fac$n
   lam <- fac$lam
   e <- fac$e
@@ -282,6 +287,36 @@ gp_var_nystrom <- function(object, xnew) {
   # the rank grows; the upper end carries tr(E), a loose bound on ||E||_2
   # (the midpoint overstated the variance tenfold at n = 3000, p = 10)
   list(var = lo, lower = lo, upper = hi, rank = fac$rank, e = e)
+}
+
+# Pathwise Monte Carlo method ---------------------------------------------------------
+#
+# The error of the predictor c_x^T y at x, for data drawn from the model, is
+# d(x) = g(x) - c_x^T (g(X) + e) (unit scale) with g the prior process and e
+# the noise, and E[d(x)^2] is the variance above.  Pathwise conditioning
+# (Wilson et al. 2020) draws d for all new points at once: a prior draw g by
+# M random Fourier features, pseudo-data r = g(X) + e, one solve of
+# A v = r - rbar, and d(x) = g(x) - rbar - k_x^T v.  A feature kernel K_w
+# with a fixed draw of frequencies w would bias E[d^2] by c^T (K_w - K) c;
+# with fresh frequencies for every draw E_w[K_w] = K (Rahimi and Recht 2007),
+# so the mean of d^2 over the draws is unbiased for the exact variance, and
+# the draws are independent, so its Monte Carlo standard error is estimated
+# from the draws themselves (relative to the variance at least sqrt(2 / S)
+# for S draws, the Gaussian case; d^2 / v is chi-squared on one degree of
+# freedom given the frequencies).  Its cost is that of S right-hand sides
+# of the fit's solver plus O((n + n_new) M p) per draw: no n x n matrix.
+
+# the random features of one pathwise draw
+gp_pathwise_features <- function() getOption("askotch.gp_pathwise_features", 256)
+
+gp_var_pathwise <- function(object, xnew, draws) {
+  U <- gp_pathwise(object, xnew, as.integer(draws),
+                   as.numeric(gp_pathwise_features()), FALSE, fresh = TRUE)
+  U2 <- U^2
+  v <- rowMeans(U2)
+  mc <- if (draws > 1L) sqrt(pmax(rowSums((U2 - v)^2), 0) / (draws - 1L) / draws) else
+    rep(NA_real_, length(v))
+  list(var = v, lower = NULL, upper = NULL, mc_se = mc, draws = as.integer(draws))
 }
 
 # A Nystrom bracket that leaves the exact variance more than twice the
@@ -331,19 +366,27 @@ gp_solve <- function(object, B) {
 # Predictive standard errors and intervals: predict.krr() with se.fit or
 # interval.  `fit` is the n_new x m matrix of predictions.
 gp_predict <- function(object, xs, fit, rn, se.fit, interval, level, method,
-                       call) {
+                       draws, call) {
   auto <- is.character(method) && length(method) >= 1L &&
     identical(method[1L], "auto")
-  method <- gp_method(method, object, c("auto", "exact", "nystrom"), "method",
-                      call)
-  v <- if (method == "exact") gp_var_exact(object, xs) else
-    gp_var_nystrom(object, xs)
+  method <- gp_method(method, object, c("auto", "exact", "nystrom",
+                                        "pathwise"), "method", call)
+  v <- switch(method,
+    exact = gp_var_exact(object, xs),
+    pathwise = gp_var_pathwise(object, xs, draws),
+    # "auto" above the exact range: no bracket when the factor leaves a trace
+    # error above lambda (it cannot then be tight away from the pivots) and
+    # the exact variance is out of reach
+    nystrom = gp_var_nystrom(object, xs,
+                             give_up = auto && object$n > gp_exact_fallback_n()))
   loose <- if (is.null(v$lower)) FALSE else v$upper > 2 * v$lower
-  if (any(loose)) {
+  if (isTRUE(v$gave_up) || any(loose)) {
     # a loose bracket: "auto" falls back to the exact variance while its
-    # n x n factor is affordable, else (and for "nystrom") warns
-    if (auto && object$n <= gp_exact_fallback_n()) {
-      v <- gp_var_exact(object, xs)
+    # n x n factor is affordable, to the pathwise estimate above, and
+    # "nystrom" warns
+    if (auto) {
+      v <- if (object$n <= gp_exact_fallback_n()) gp_var_exact(object, xs) else
+        gp_var_pathwise(object, xs, draws)
     } else {
       gp_warn_loose(object, v, loose, call)
     }
@@ -362,6 +405,13 @@ gp_predict <- function(object, xs, fit, rn, se.fit, interval, level, method,
       rng[, 1L, ], ncol = 2L, dimnames = list(rn, c("lower", "upper"))) else rng
     attr(se, "rank") <- v$rank
     attr(se, "trace_error") <- v$e
+  }
+  if (!is.null(v$mc_se)) {
+    # the Monte Carlo standard error of the variance estimate (s^2 included)
+    mse <- outer(v$mc_se, s2)
+    dimnames(mse) <- list(rn, object$y_names)
+    attr(se, "var_mc_se") <- if (one) stats::setNames(mse[, 1L], rn) else mse
+    attr(se, "draws") <- v$draws
   }
   if (interval != "none") {
     z <- stats::qnorm((1 + level) / 2)
@@ -382,7 +432,7 @@ gp_predict <- function(object, xs, fit, rn, se.fit, interval, level, method,
   se_out <- se
   if (one) {
     se_out <- stats::setNames(se[, 1L], rn)
-    for (a in c("var_range", "rank", "trace_error")) {
+    for (a in c("var_range", "rank", "trace_error", "var_mc_se", "draws")) {
       attr(se_out, a) <- attr(se, a)
     }
   }
@@ -546,16 +596,23 @@ simulate.krr <- function(object, nsim = 1, seed = NULL, newdata = NULL,
 # q unit-scale pathwise draws (Wilson et al. 2020) at the rows of xnew.
 # noise_w: the relative noise variance at each new point (1 / w_i at the
 # training points of a weighted fit, else 1)
-gp_pathwise <- function(object, xnew, q, M, noise, noise_w = 1) {
+# fresh: new random frequencies for every draw (unbiased covariance, see
+# gp_var_pathwise()), else one set shared by the draws (one feature map)
+gp_pathwise <- function(object, xnew, q, M, noise, noise_w = 1, fresh = FALSE) {
   xs <- gp_xs(object)
   n <- nrow(xs)
   lam <- object$lambda
-  fseed <- floor(stats::runif(1L) * 2^31)
+  fseed <- floor(stats::runif(if (fresh) q else 1L) * 2^31)
   theta <- matrix(stats::rnorm(M * q), M, q)
+  feat <- function(x, th, sd) {
+    .Call(ffi_features_apply, x, th, as.integer(object$kernel$code),
+          as.numeric(object$kernel$bandwidth), M, sd, 1L, gp_threads(object))
+  }
   prior <- function(x) {
-    .Call(ffi_features_apply, x, theta, as.integer(object$kernel$code),
-          as.numeric(object$kernel$bandwidth), M, fseed, 1L,
-          gp_threads(object))
+    if (!fresh) return(feat(x, theta, fseed))
+    out <- matrix(0, nrow(x), q)
+    for (k in seq_len(q)) out[, k] <- feat(x, theta[, k, drop = FALSE], fseed[k])
+    out
   }
   w <- gp_w(object)
   r <- prior(xs) + sqrt(lam / w) * matrix(stats::rnorm(n * q), n, q)

@@ -164,12 +164,74 @@ test_that("Nystrom variances bracket the exact ones; tight at full rank", {
   expect_no_warning(au <- predict(fit, d$xnew, se.fit = TRUE)$se.fit)
   expect_null(attr(au, "var_range"))
   expect_lt(max(abs(au^2 / ex - 1)), 1e-10)
+  # above it "auto" goes to the pathwise estimate (here straight from the
+  # factor: its trace error exceeds lambda), silently; "nystrom" warns
   options(askotch.gp_exact_fallback_n = 1000)
-  expect_warning(au <- predict(fit, d$xnew, se.fit = TRUE)$se.fit,
+  set.seed(3)
+  expect_no_warning(au <- predict(fit, d$xnew, se.fit = TRUE, draws = 50)$se.fit)
+  expect_null(attr(au, "var_range"))
+  expect_identical(attr(au, "draws"), 50L)
+  expect_true(all(abs(au^2 - ex) <= 6 * attr(au, "var_mc_se")))
+  expect_warning(ny <- predict(fit, d$xnew, se.fit = TRUE,
+                               method = "nystrom")$se.fit,
                  "rank 10", class = "askotch_warning_accuracy")
-  expect_identical(attr(au, "rank"), 10L)
+  expect_identical(attr(ny, "rank"), 10L)
   options(old)
   options(askotch.gp_exact_fallback_n = NULL)
+})
+
+test_that("pathwise standard errors: unbiased Monte Carlo estimates of the exact variance", {
+  d <- set_gp(n = 300, nnew = 30, seed = 13)
+  lam <- 0.1
+  o <- gp_oracle(d$x, d$y, d$xnew, "rbf", 1, lam)
+  ex <- o$s2 * o$var_unit
+  fit <- krr(d$x, d$y, bandwidth = 1, lambda = lam, solver = cholesky(),
+             threads = 1)
+  N <- 2000
+  set.seed(1)
+  p <- predict(fit, d$xnew, se.fit = TRUE, method = "pathwise", draws = N)
+  expect_lt(rel_err(p$fit, o$fit), 1e-8)
+  v <- p$se.fit^2
+  mc <- attr(p$se.fit, "var_mc_se")
+  expect_identical(attr(p$se.fit, "draws"), as.integer(N))
+  expect_null(attr(p$se.fit, "var_range"))
+  # each estimate within 5 of its own Monte Carlo standard errors, and those
+  # near the Gaussian case's sqrt(2 / N) of the variance (observed 1.0-1.3
+  # times it)
+  expect_true(all(abs(v - ex) <= 5 * mc))
+  expect_true(all(mc / ex > 0.8 * sqrt(2 / N) & mc / ex < 2 * sqrt(2 / N)))
+  # the same seed, the same estimates; intervals from them
+  set.seed(1)
+  pi <- predict(fit, d$xnew, interval = "confidence", method = "pathwise",
+                draws = N)
+  expect_equal(unname(pi[, "upr"] - pi[, "fit"]),
+               as.numeric(stats::qnorm(0.975) * p$se.fit), tolerance = 1e-12)
+  # two random features per draw: each draw's prior is a rank-2 kernel, far
+  # from k, but new frequencies for every draw keep the mean unbiased (one
+  # shared pair would not: the variance would be that of a rank-2 model)
+  old <- options(askotch.gp_pathwise_features = 2)
+  on.exit(options(old))
+  set.seed(2)
+  p2 <- predict(fit, d$xnew, se.fit = TRUE, method = "pathwise", draws = 4 * N)
+  v2 <- p2$se.fit^2
+  expect_true(all(abs(v2 - ex) <= 5 * attr(p2$se.fit, "var_mc_se")))
+  expect_lt(abs(mean(v2 / ex) - 1), 0.1)
+  # a weighted fit, a multi-output fit: the same unit-scale estimate per
+  # output (one set of draws), scaled by each output's s^2
+  Y <- cbind(a = d$y, b = 3 * d$y + stats::rnorm(300))
+  fm <- krr(d$x, Y, bandwidth = 1, lambda = lam, solver = cholesky(),
+            threads = 1)
+  set.seed(4)
+  pm <- predict(fm, d$xnew, se.fit = TRUE, method = "pathwise", draws = 200)
+  s2 <- askotch:::gp_signal_var(fm)
+  expect_identical(dim(pm$se.fit), c(30L, 2L))
+  expect_identical(dim(attr(pm$se.fit, "var_mc_se")), c(30L, 2L))
+  expect_equal(pm$se.fit[, 2]^2 / s2[2], pm$se.fit[, 1]^2 / s2[1],
+               tolerance = 1e-12)
+  expect_error(predict(fit, d$xnew, se.fit = TRUE, method = "pathwise",
+                       draws = 0), "`draws`", class = "askotch_error_input")
+  expect_error(predict(fit, d$xnew, se.fit = TRUE, draws = 2.5), "`draws`",
+               class = "askotch_error_input")
 })
 
 test_that("the Nystrom factor with repeated points: pivots stop at the distinct ones", {

@@ -94,6 +94,13 @@ test_that("the Nystrom bracket holds the exact weighted variance", {
   expect_no_warning(
     ny <- predict(fit, d$xnew, se.fit = TRUE, method = "nystrom")$se.fit)
   expect_lt(rel_err(ny^2, ex), 1e-7)
+  # the pathwise estimate of the weighted variance (the training noise
+  # lambda s^2 / w_i in the pseudo-data, the weighted mean in the centring)
+  set.seed(7)
+  pw <- predict(fit, d$xnew, se.fit = TRUE, method = "pathwise",
+                draws = 2000)$se.fit
+  expect_true(all(abs(pw^2 - ex) <= 5 * attr(pw, "var_mc_se")))
+  expect_lt(abs(mean(pw^2 / ex) - 1), 0.05)
 })
 
 test_that("weighted logLik by stochastic quadrature is near the exact one", {
