@@ -209,11 +209,19 @@ fit_distributed <- function(x, y, kernel, bandwidth, bandwidth_given, lambda,
                                threads, mem_limit, FALSE, ecall), rank, ecall)
   set$kernel$bandwidth_rule <- bw_rule
   set$lambda_spec <- lspec
-  if (!solver_c(set$solver)$name %in% c("askotch", "falkon")) {
+  sc <- solver_c(set$solver)
+  if (!sc$name %in% c("askotch", "falkon", "pcg")) {
     abort_askotch(paste(
-      "A distributed fit runs solver = askotch() (ASkotch, Skotch, SAP, NSAP)",
-      "or falkon(); the other solvers need the whole kernel on one process."),
-      "input", ecall)
+      "A distributed fit runs solver = askotch() (ASkotch, Skotch, SAP, NSAP),",
+      "falkon() or pcg(); the other solvers need the whole kernel on one",
+      "process."), "input", ecall)
+  }
+  if (sc$name == "pcg" && !is.null(sc$options$preconditioner) &&
+      !sc$options$preconditioner %in% c("nystrom", "none")) {
+    abort_askotch(paste0(
+      "A distributed pcg() takes preconditioner = \"nystrom\" or \"none\", ",
+      "not \"", sc$options$preconditioner, "\" (the partial Cholesky factors ",
+      "pick their pivots over the whole kernel on one process)."), "input", ecall)
   }
   # the compiled fit: the operator of this state is sharded over the ranks
   .Call(ffi_mpi_use, TRUE)
@@ -310,7 +318,7 @@ summary.krr_distributed <- function(object, ...) {
 
 # summary()'s model statistics of a distributed fit, from the ranks' reduced
 # sums (collective; regression): the training R^2 -- for Falkon from each
-# rank's fitted values at its rows, for ASkotch / SAP from the residual
+# rank's fitted values at its rows, for ASkotch / SAP / PCG from the residual
 # lambda w (exact at the solution, as summary() takes it above option
 # askotch.exact_max_n, and labelled so: the fitted values would need every
 # rank's points on every rank) -- and the maximum-likelihood signal variance

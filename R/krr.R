@@ -257,9 +257,13 @@
 #'   Rscript fit.R`): every rank passes its own rows `x`, `y` (the same
 #'   columns, at least one row each) and the same other arguments; the rows
 #'   stay on their ranks and the fit is ASkotch / Skotch / SAP / NSAP
-#'   (`solver = askotch(...)`) on the sharded kernel (Tu et al., 2016), or
+#'   (`solver = askotch(...)`) on the sharded kernel (Tu et al., 2016),
 #'   Falkon (`solver = falkon(...)`; `centers` a count drawn from all rows,
-#'   or row numbers of the rows of all ranks in rank order).
+#'   or row numbers of the rows of all ranks in rank order), or PCG with the
+#'   Nystrom preconditioner or none (`solver = pcg("nystrom")`: each full
+#'   product \eqn{K w} sends every rank's points and weights to the others
+#'   in turn, \eqn{n (p + m)} numbers per iteration; the sketch's Gram
+#'   matrices are summed over the ranks).
 #'   Standardisation, the median bandwidth and the tolerance come from
 #'   global statistics; `lambda` must be a number or `"paper"`. Returns a
 #'   `"krr_distributed"` fit whose `predict()` sums the ranks' parts (for

@@ -1,9 +1,9 @@
-/* bench_dist: time per ASkotch iteration on the MPI-sharded operator, split
+/* bench_dist: time per ASkotch (or PCG) iteration on the MPI-sharded operator, split
  * into communication (time inside the communicator's collectives, waiting
  * included) and the rest, with the bytes each rank contributes per
  * iteration.  Run under mpirun (np = 1..P):
  *   mpirun -np P build/mpi/bench_dist --n N [--p 3] [--b 0] [--iters 5] [--threads 1]
- *        [--solver askotch|nsap]
+ *        [--solver askotch|nsap|pcg]   (pcg: Nystrom preconditioner of rank 100)
  * Each rank generates the same global data (seeded) and keeps its rows.  One
  * line, printed by rank 0: np n p b iters t_iter t_comm bytes_rank bytes_total */
 #include "test_common.h"
@@ -49,7 +49,9 @@ int main(int argc, char **argv) {
   snprintf(spec, sizeof spec, "seed=1%s%s", !strcmp(solver, "nsap") ? " block_solve=exact" : "", "");
   if (b > 0) snprintf(spec + strlen(spec), sizeof spec - strlen(spec), " block_size=%lld", (long long)b);
   krr_solver *s = NULL;
-  if (st == KRR_OK) st = tinit(&f, "askotch", spec, &s);
+  const int pcg = !strcmp(solver, "pcg");
+  if (st == KRR_OK) st = pcg ? tinit(&f, "pcg", "seed=1 preconditioner=nystrom rank=100", &s)
+                             : tinit(&f, "askotch", spec, &s);
   if (st == KRR_OK) st = krr_solver_step(s, 1); /* setup and a first iteration */
   krr_comm_barrier(comm, &ctx);
   double c0 = comm->seconds, b0 = comm->bytes, t0 = krr_now();
@@ -63,7 +65,8 @@ int main(int argc, char **argv) {
   if (st != KRR_OK) printf("rank %d: %s\n", r, ctx.msg);
   else if (r == 0)
     printf("np %d n %lld p %d b %lld iters %d t_iter %.4f t_comm %.4f bytes_rank %.0f bytes_total %.0f\n",
-           P, (long long)n, p, (long long)topt(s, "block_size"), iters, t, tcm, by[0], by[1]);
+           P, (long long)n, p, pcg ? 0LL : (long long)topt(s, "block_size"), iters, t, tcm, by[0],
+           by[1]);
   krr_solver_free(s);
   tfit_free(&f);
   free(X); free(y);

@@ -55,18 +55,21 @@ spmd_fit_run <- local({
   }
 })
 
-test_that("np = 2: distributed ASkotch / Skotch / NSAP / SAP equal the one-process fits", {
+test_that("np = 2: distributed ASkotch / Skotch / NSAP / SAP / PCG equal the one-process fits", {
   r <- spmd_fit_run()
   n <- 240L
   list2env(spmd_data()[c("x", "y", "xnew")], environment())
   solvers <- list(askotch = askotch(block_size = 40, rank = 10),
                   skotch = skotch(block_size = 40, rank = 10),
-                  nsap = sap(block_size = 40), sap = sap(block_size = 40, accelerated = FALSE))
+                  nsap = sap(block_size = 40), sap = sap(block_size = 40, accelerated = FALSE),
+                  pcg = pcg("nystrom", rank = 20))
   for (nm in names(solvers)) {
     one <- krr(x, y, lambda = 0.05, solver = solvers[[nm]], seed = 3,
                max_passes = 4, tol = 0, threads = 1)
     w <- do.call(rbind, lapply(r$ranks, function(k) k[[nm]]$w))
     # the same block sequence and arithmetic up to the order of the sums
+    # (PCG: the sketch's sums over the ranks and its Cholesky QR instead of
+    # one process's Householder QR, the same preconditioner up to rounding)
     expect_lt(max(abs(w - one$weights)) / max(abs(one$weights)), 1e-10)
     for (k in r$ranks) {
       expect_equal(k[[nm]]$n, n)
@@ -142,7 +145,8 @@ test_that("faults on one rank are the same classed error on every rank", {
   mpi_ready()
   cases <- list(p = "different numbers of columns", zero = "no rows",
                 opts = "different options", nonfinite = "",
-                centers = "out of range 1..240")
+                centers = "out of range 1..240",
+                greedy = "preconditioner = \"nystrom\" or \"none\"")
   for (mode in names(cases)) {
     r <- run_spmd(2L, mode)
     expect_equal(r$status, 0L, info = paste(mode, paste(utils::tail(r$log, 20), collapse = "\n")))

@@ -31,7 +31,18 @@ typedef struct krr_lowrank {
   void *S, *dinv, *dsq; /* r */
   void *t;            /* r x mmax */
   double *lam, *hv;   /* host r */
+  /* distributed (krr_lowrank_distribute): U and Y hold this rank's rows
+   * (n = the local count) of an nglob-row space starting at global row row0;
+   * the Gram products U^T U, U^T Y, Y^T Y and U^T g are summed over comm */
+  struct krr_comm *comm;
+  int64_t row0, nglob;
 } krr_lowrank;
+/* Make lr (allocated for the local n rows) the local part of a low-rank
+ * preconditioner whose rows are spread over the ranks of comm (NULL or one
+ * rank: nothing changes).  Only the Gram route of the sketch and the
+ * Woodbury applications run distributed: the sketch needs gram_ok and
+ * nglob >= 2 r. */
+void krr_lowrank_distribute(krr_lowrank *lr, struct krr_comm *comm, int64_t row0, int64_t nglob);
 
 typedef enum { KRR_RHO_DAMPED = 0, KRR_RHO_REGULARIZATION = 1, KRR_RHO_VALUE = 2 } krr_rho_mode;
 #define KRR_RHO_CHOICES "damped|regularization"

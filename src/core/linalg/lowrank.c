@@ -7,8 +7,48 @@
 #include <stdlib.h>
 #include <string.h>
 #include "linalg.h"
+#include "../dist/dist.h"
 
 #define LOP(ctx, lr, name, ...) KOP(ctx, (lr)->prec, name, __VA_ARGS__)
+
+/* Distributed (the rows of U and Y spread over the ranks, as the n-vectors
+ * of a sharded operator): every product that sums over the n rows -- the
+ * r x r Gram matrices and U^T g -- is a local product plus an allreduce
+ * (r^2 or r m numbers per rank); everything else is row-local. */
+static int lr_dist(const krr_lowrank *lr) { return lr->comm && lr->comm->size > 1; }
+
+void krr_lowrank_distribute(krr_lowrank *lr, krr_comm *comm, int64_t row0, int64_t nglob) {
+  lr->comm = comm;
+  lr->row0 = row0;
+  lr->nglob = nglob;
+}
+
+/* C (rows x cols, ld rows) = A^T B over the n rows (polled or one call),
+ * summed over the ranks.  Every rank's status is agreed first (a rank
+ * whose product failed meets the others there, not in the sum).  same: the
+ * sum is rank 0's on every rank, bit for bit (matrices that are factorised
+ * or decomposed everywhere and must agree) */
+static krr_status lr_gram(krr_ctx *ctx, krr_lowrank *lr, int polled, int rows, int cols,
+                          const void *A, const void *B, void *C, int same) {
+  const int64_t n = lr->n;
+  krr_status st = polled ? krr_gemm_polled(ctx, lr->prec, 1, 0, rows, cols, n, 1.0, A, n, B, n,
+                                           0.0, C, rows)
+                         : LOP(ctx, lr, gemm, 1, 0, rows, cols, n, 1.0, A, n, B, n, 0.0, C, rows);
+  if (!lr_dist(lr)) return st;
+  KTRY(krr_comm_agree(lr->comm, ctx, st));
+  const int64_t count = (int64_t)rows * cols;
+  double *h = (double *)malloc(sizeof(double) * (size_t)(count > 0 ? count : 1));
+  st = h ? krr_download_vec(ctx, lr->prec, C, count, h)
+         : krr_fail(ctx, KRR_ERR_MEMORY, "low-rank preconditioner: %lld host numbers",
+                    (long long)count);
+  st = krr_comm_agree(lr->comm, ctx, st);
+  if (st == KRR_OK) st = krr_comm_allreduce(lr->comm, ctx, h, count, KRR_DT_DOUBLE, KRR_RED_SUM);
+  if (st == KRR_OK && same)
+    st = krr_comm_bcast(lr->comm, ctx, h, (int64_t)sizeof(double) * count, 0);
+  if (st == KRR_OK) st = krr_upload_vec_into(ctx, lr->prec, h, count, C);
+  free(h);
+  return st;
+}
 
 double krr_lowrank_memory(krr_precision prec, int64_t n, int r, int mmax) {
   double e = 2.0 * (double)n * r + (double)r * r + 3.0 * r + (double)r * mmax;
@@ -37,7 +77,7 @@ static krr_status sketch_core(krr_ctx *ctx, krr_lowrank *lr, double *delta) {
   int64_t n = lr->n;
   int r = lr->r, info = 1;
   for (int attempt = 0; attempt < 8; attempt++) {
-    KTRY(krr_gemm_polled(ctx, lr->prec, 1, 0, r, r, n, 1.0, lr->U, n, lr->Y, n, 0.0, lr->C, r));
+    KTRY(lr_gram(ctx, lr, 1, r, r, lr->U, lr->Y, lr->C, 1));
     KTRY(krr_potrf_polled(ctx, lr->prec, r, lr->C, r, &info));
     if (info == 0) return KRR_OK;
     double dd = *delta * pow(10.0, attempt + 1); /* Y += dd Omega: Omega^T Y gains dd I */
@@ -61,7 +101,7 @@ static krr_status cholesky_qr2(krr_ctx *ctx, krr_lowrank *lr, int *ok) {
   int info = 0;
   *ok = 0;
   for (int pass = 0; pass < 2; pass++) {
-    KTRY(krr_gemm_polled(ctx, lr->prec, 1, 0, r, r, n, 1.0, lr->U, n, lr->U, n, 0.0, lr->C, r));
+    KTRY(lr_gram(ctx, lr, 1, r, r, lr->U, lr->U, lr->C, 1));
     KTRY(krr_potrf_polled(ctx, lr->prec, r, lr->C, r, &info));
     if (info != 0) return KRR_OK;
     KTRY(krr_trsm_polled(ctx, lr->prec, 1, 0, n, r, 1.0, lr->C, r, lr->U, n));
@@ -81,7 +121,7 @@ static krr_status cholesky_qr2(krr_ctx *ctx, krr_lowrank *lr, int *ok) {
 static krr_status svd_by_gram(krr_ctx *ctx, krr_lowrank *lr, double delta) {
   const int64_t n = lr->n;
   const int r = lr->r;
-  KTRY(krr_gemm_polled(ctx, lr->prec, 1, 0, r, r, n, 1.0, lr->Y, n, lr->Y, n, 0.0, lr->C, r));
+  KTRY(lr_gram(ctx, lr, 1, r, r, lr->Y, lr->Y, lr->C, 1));
   KTRY(krr_poll(ctx));
   KTRY(LOP(ctx, lr, syev, r, lr->C, r, lr->S)); /* C <- V, S <- s^2, ascending */
   KTRY(krr_poll(ctx));
@@ -115,13 +155,28 @@ krr_status krr_nystrom_sketch(krr_ctx *ctx, krr_lowrank *lr, krr_matmul_fn mv, v
   int r = lr->r;
   double eps = lr->prec == KRR_DOUBLE ? DBL_EPSILON : FLT_EPSILON;
   double delta = eps * trace;
-  /* the polled route where the n x r steps are long (see linalg.h) */
-  const int gram = lr->gram_ok && n >= 2 * (int64_t)r &&
-                   2.0 * (double)n * r * r > krr_piece_flops(ctx);
+  /* the polled route where the n x r steps are long (see linalg.h), and
+   * always when the rows are distributed (its n-sized steps are row-local
+   * products and r x r sums; a thin QR or SVD of the whole would not be) */
+  const int dist = lr_dist(lr);
+  if (dist && !(lr->gram_ok && lr->nglob >= 2 * (int64_t)r))
+    return krr_fail(ctx, KRR_ERR_INPUT, "a distributed Nystrom sketch needs rank <= n / 2 "
+                    "(rank %d, n = %lld)", r, (long long)lr->nglob);
+  const int gram = dist || (lr->gram_ok && n >= 2 * (int64_t)r &&
+                            2.0 * (double)n * r * r > krr_piece_flops(ctx));
   int ok = 0;
-  KTRY(LOP(ctx, lr, randn, n * r, seed, 0, lr->U));
+  if (dist) { /* this rank's rows of the global test matrix (column-major stream) */
+    for (int j = 0; j < r; j++)
+      KTRY(LOP(ctx, lr, randn, n, seed, (uint64_t)(j * lr->nglob + lr->row0),
+               KAT(lr->U, (int64_t)j * n, krr_sizeof(lr->prec))));
+  } else {
+    KTRY(LOP(ctx, lr, randn, n * r, seed, 0, lr->U));
+  }
   KTRY(krr_poll(ctx));
   if (gram) KTRY(cholesky_qr2(ctx, lr, &ok));
+  if (!ok && dist)
+    return krr_fail(ctx, KRR_ERR_NUMERIC, "distributed Nystrom sketch: the Cholesky QR of the "
+                    "%lld x %d test matrix failed", (long long)lr->nglob, r);
   if (!ok) KTRY(LOP(ctx, lr, qr_q, n, r, lr->U, n));
   KTRY(krr_poll(ctx));
   KTRY(mv(arg, lr->U, r, lr->Y));
@@ -160,7 +215,6 @@ double krr_lowrank_rho(const krr_lowrank *lr, krr_rho rho, double lambda) {
 
 krr_status krr_lowrank_prepare(krr_ctx *ctx, krr_lowrank *lr, double rho) {
   int re = lr->r_eff;
-  int64_t n = lr->n;
   lr->rho = rho;
   if (re == 0) return KRR_OK;
   for (int k = 0; k < re; k++) lr->hv[k] = 1.0 / (lr->lam[k] + rho) - 1.0 / rho;
@@ -172,7 +226,7 @@ krr_status krr_lowrank_prepare(krr_ctx *ctx, krr_lowrank *lr, double rho) {
   int info = 0;
   for (int k = 0; k < re; k++) lr->hv[k] = rho / lr->lam[k];
   KTRY(krr_upload_vec_into(ctx, lr->prec, lr->hv, re, lr->S));
-  KTRY(krr_gemm_polled(ctx, lr->prec, 1, 0, re, re, n, 1.0, lr->U, n, lr->U, n, 0.0, lr->C, re));
+  KTRY(lr_gram(ctx, lr, 1, re, re, lr->U, lr->U, lr->C, 1));
   KTRY(LOP(ctx, lr, add_diag, re, lr->C, re, 0.0, lr->S));
   KTRY(krr_potrf_polled(ctx, lr->prec, re, lr->C, re, &info));
   if (info != 0)
@@ -188,7 +242,7 @@ static krr_status apply_orth(krr_ctx *ctx, krr_lowrank *lr, const void *dvec, do
   int64_t n = lr->n;
   int re = lr->r_eff;
   if (re > 0) {
-    KTRY(LOP(ctx, lr, gemm, 1, 0, re, m, n, 1.0, lr->U, n, in, n, 0.0, lr->t, re));
+    KTRY(lr_gram(ctx, lr, 0, re, m, lr->U, in, lr->t, 0));
     KTRY(LOP(ctx, lr, scale_rows, re, m, dvec, lr->t, re));
   }
   if (out != in) KTRY(ctx->ops->copy(ctx, out, in, krr_sizeof(lr->prec) * (size_t)(n * m)));
@@ -203,7 +257,7 @@ krr_status krr_lowrank_inv(krr_ctx *ctx, krr_lowrank *lr, const void *in, void *
   if (re == 0 || (lr->orth && lr->prec == KRR_DOUBLE))
     return apply_orth(ctx, lr, lr->dinv, lr->rho, in, out, m);
   /* Woodbury: (g - U C^{-1} C^{-T} U^T g)/rho */
-  KTRY(LOP(ctx, lr, gemm, 1, 0, re, m, n, 1.0, lr->U, n, in, n, 0.0, lr->t, re));
+  KTRY(lr_gram(ctx, lr, 0, re, m, lr->U, in, lr->t, 0));
   KTRY(LOP(ctx, lr, trsm, 0, 1, re, m, 1.0, lr->C, re, lr->t, re));
   KTRY(LOP(ctx, lr, trsm, 0, 0, re, m, 1.0, lr->C, re, lr->t, re));
   if (out != in) KTRY(ctx->ops->copy(ctx, out, in, krr_sizeof(lr->prec) * (size_t)(n * m)));

@@ -33,6 +33,7 @@
 #include <math.h>
 #include <string.h>
 #include "solver.h"
+#include "../dist/dist.h"
 
 #define OPTIONS(X)                                                                            \
   X(preconditioner, CHOICE, 0, 0, 0, 0, "nystrom|rpcholesky|greedy_cholesky|none",            \
@@ -73,7 +74,7 @@ static int64_t auto_rank(const krr_solver *s) {
 
 static double pcg_memory(const krr_solver *s) {
   const opts_t *o = O(s);
-  int64_t n = s->n, m = s->m;
+  int64_t n = s->op ? s->op->nloc : s->n, m = s->m; /* this rank's rows */
   int r = (int)o->rank;
   int chol = o->preconditioner == PC_RPCHOLESKY || o->preconditioner == PC_GREEDY;
   return (double)s->es * (double)(n * m) /* w */ +
@@ -87,6 +88,10 @@ static double pcg_memory(const krr_solver *s) {
 static krr_status pcg_resolve(krr_solver *s) {
   opts_t *o = O(s);
   P(s)->auto_rank = 0;
+  if (!s->data_free && s->op->nloc != s->n && (o->preconditioner == PC_RPCHOLESKY || o->preconditioner == PC_GREEDY))
+    return krr_fail(s->ctx, KRR_ERR_INPUT, "distributed PCG takes preconditioner = \"nystrom\" or "
+                    "\"none\" (the partial Cholesky factors pick pivots over the whole kernel "
+                    "on one process)");
   if (o->preconditioner == PC_NONE) {
     o->rank = 0;
   } else if (o->rank == 0 && o->preconditioner == PC_GREEDY && !s->data_free &&
@@ -137,12 +142,15 @@ static krr_status pcg_init(krr_solver *s) {
   krr_arena *a = &s->arena;
   c->pc = o->preconditioner;
   c->r = (int)o->rank;
-  KTRY(krr_solver_alloc_weights(s, s->n, s->prec));
+  KTRY(krr_solver_alloc_weights(s, s->op->nloc, s->prec));
   KTRY(krr_cg_alloc(&c->cg, a, s->prec, s->op->nloc, s->m, s->op, apply_A,
                     c->pc == PC_NONE ? NULL : apply_M, s, (int)o->resid_every));
   if (c->r > 0) {
-    KTRY(krr_lowrank_alloc(a, s->prec, s->n, c->r, s->m, &c->lr));
+    KTRY(krr_lowrank_alloc(a, s->prec, s->op->nloc, c->r, s->m, &c->lr));
     c->lr.gram_ok = 1; /* PCG applies the preconditioner by Woodbury only */
+    int64_t row0 = 0;
+    krr_comm *comm = krr_op_comm(s->op, &row0); /* sharded: this rank's rows */
+    krr_lowrank_distribute(&c->lr, comm, row0, s->n);
   }
   if (c->pc == PC_RPCHOLESKY || c->pc == PC_GREEDY) {
     c->dh = (double *)krr_arena_host(a, s->n, sizeof(double));
@@ -227,7 +235,12 @@ static krr_status pcg_prepare(krr_solver *s) {
   pcg_t *c = P(s);
   if (c->pc == PC_NYSTROM) {
     double tr = 0;
-    KTRY(krr_op_trace(s->op, NULL, &tr));
+    krr_status st = krr_op_trace(s->op, NULL, &tr); /* this rank's rows: summed */
+    krr_comm *comm = krr_op_comm(s->op, NULL);
+    if (comm) st = krr_comm_agree(comm, s->ctx, st);
+    if (st == KRR_OK && comm)
+      st = krr_comm_allreduce(comm, s->ctx, &tr, 1, KRR_DT_DOUBLE, KRR_RED_SUM);
+    KTRY(st);
     KTRY(krr_nystrom_sketch(s->ctx, &c->lr, sketch_mv, s, tr,
                             krr_rng_stream(krr_options_seed(s->opts), 0, 10)));
     s->diag.passes += 1;
@@ -284,4 +297,7 @@ const krr_solver_def krr_solver_pcg = {
     .tune = pcg_tune,
     .start = pcg_start,
     .iterate = pcg_iterate,
+    .distributed = 1, /* the sharded operator's full product (its shards in turn) and a
+                         Nystrom sketch summed over the ranks (Cholesky QR, r x r Gram
+                         matrices); the partial Cholesky preconditioners refuse */
 };

@@ -2,11 +2,12 @@
 #   timeout 120 mpirun -np P Rscript spmd.R <mode> <outdir>
 # Every rank builds the same data (seeded), keeps its contiguous rows and
 # fits with krr(distributed = TRUE); each rank saves what it saw to
-# <outdir>/rank<r>.rds. mode: "fit" (ASkotch, Skotch, NSAP, SAP, Falkon; predictions;
+# <outdir>/rank<r>.rds. mode: "fit" (ASkotch, Skotch, NSAP, SAP, PCG, Falkon; predictions;
 # the fit gathered to rank 0 and saved), or a fault: "p" (rank 1 has an
 # extra column), "zero" (rank 1 has no rows), "opts" (rank 1 passes another
 # lambda), "nonfinite" (rank 1 has an infinite response), "centers" (Falkon
-# centres given beyond the 240 rows of all ranks).
+# centres given beyond the 240 rows of all ranks), "greedy" (PCG with a
+# partial Cholesky preconditioner, which does not distribute).
 args <- commandArgs(TRUE)
 mode <- args[1L]
 out <- args[2L]
@@ -26,7 +27,8 @@ res <- list(rank = s$rank, size = s$size, rows = rows)
 if (mode == "fit") {
   solvers <- list(askotch = askotch(block_size = 40, rank = 10),
                   skotch = skotch(block_size = 40, rank = 10),
-                  nsap = sap(block_size = 40), sap = sap(block_size = 40, accelerated = FALSE))
+                  nsap = sap(block_size = 40), sap = sap(block_size = 40, accelerated = FALSE),
+                  pcg = pcg("nystrom", rank = 20))
   for (nm in names(solvers)) {
     fit <- krr(xl, yl, lambda = lambda, solver = solvers[[nm]], seed = 3,
                max_passes = 4, tol = 0, threads = 1, distributed = TRUE)
@@ -58,7 +60,8 @@ if (mode == "fit") {
   if (mode == "zero" && s$rank == 1L) { xl <- xl[0, , drop = FALSE]; yl <- yl[0] }
   if (mode == "opts" && s$rank == 1L) lambda <- 0.1
   if (mode == "nonfinite" && s$rank == 1L) yl[1] <- Inf
-  sv <- if (mode == "centers") falkon(centers = c(1, 241)) else askotch(block_size = 40)
+  sv <- switch(mode, centers = falkon(centers = c(1, 241)),
+               greedy = pcg("greedy_cholesky"), askotch(block_size = 40))
   err <- tryCatch({
     krr(xl, yl, lambda = lambda, solver = sv, seed = 3,
         max_passes = 2, threads = 1, distributed = TRUE)
