@@ -185,6 +185,25 @@ static void test_syev_top(env_t *e) {
     CHECK(st == KRR_OK && ew <= 1e-12 && er <= 1e-11 && eo <= 1e-11,
           "syev_top pieces, norm 1e-300: status %d (%s), eigenvalues %.3g, residual %.3g, orthonormality %.3g",
           st, ctx->msg, ew, er, eo);
+    /* a NaN in the operand: a numeric error on both routes (syev, syev_top,
+     * sytrd), not LAPACK's undefined behaviour */
+    double *tau = malloc(sizeof(double) * n);
+    for (int polled = 0; polled < 2; polled++) {
+      ctx->piece_flops = polled ? 1e4 : 0;
+      for (int t = 0; t < 3; t++) {
+        memcpy(B, K, sizeof(double) * n * n);
+        B[3 + 7 * n] = NAN; /* upper triangle (row 3, column 7) */
+        B[7 + 3 * n] = NAN; /* lower */
+        krr_status st = t == 0   ? ctx->ops->syev_d(ctx, n, B, n, w)
+                        : t == 1 ? ctx->ops->syev_top_d(ctx, n, B, n, 41, w, Z, n)
+                                 : ctx->ops->sytrd_d(ctx, n, B, n, w, Z, tau);
+        CHECK(st == KRR_ERR_NUMERIC && strstr(ctx->msg, "non-finite"),
+              "%s %s with a NaN: status %d (%s)", t == 0 ? "syev" : t == 1 ? "syev_top" : "sytrd",
+              polled ? "pieces" : "one call", st, ctx->msg);
+        krr_clear(ctx);
+      }
+    }
+    free(tau);
     free(B); free(w); free(Z);
   }
   ctx->piece_flops = pf;
