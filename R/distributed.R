@@ -280,6 +280,15 @@ dist_scaling <- function(x, n, standardize) {
 predict.krr_distributed <- function(object, newdata = NULL, ...) {
   ecall <- sys.call()
   d <- object$distributed
+  dots <- list(...)
+  # standard errors and intervals need K + lambda I of all rows on one process
+  if (isTRUE(dots$se.fit) || (!is.null(dots$interval) &&
+                              !identical(dots$interval[1L], "none"))) {
+    abort_askotch(paste(
+      "Standard errors and intervals of a distributed fit need the whole",
+      "model: gather it with askotch_mpi_gather() (on every rank) and call",
+      "predict(se.fit = TRUE) on the result on the root rank."), "input", ecall)
+  }
   predict_local <- function() {
     if (is.null(newdata)) {
       abort_askotch(paste(

@@ -90,6 +90,7 @@ test_that("np = 2: distributed ASkotch / Skotch / NSAP / SAP / PCG equal the one
                    unname(one_sm$model[["Signal variance (s^2, ML)"]]), tolerance = 1e-10, info = nm)
       # what needs every point's fitted value says to gather; nobs() is global
       expect_true("askotch_error_input" %in% k[[nm]]$fitted_err, info = nm)
+      expect_true("askotch_error_input" %in% k[[nm]]$se_err, info = nm)
       expect_equal(k[[nm]]$nobs, n)
       expect_match(k[[nm]]$model[["GP statistics"]], "not computed")
       expect_equal(k[[nm]]$accuracy$bound, one_sm$accuracy$bound, tolerance = 1e-10)

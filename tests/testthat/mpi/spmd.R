@@ -37,6 +37,8 @@ if (mode == "fit") {
                       n = sm$n, model = sm$model, accuracy = sm$accuracy,
                       bw = fit$kernel$bandwidth, nobs = nobs(fit),
                       fitted_err = tryCatch(class(fitted(fit)), error = function(e) class(e)),
+                      se_err = tryCatch(class(predict(fit, xnew, se.fit = TRUE)),
+                                        error = function(e) class(e)),
                       center = fit$center, scale = fit$scale, iters = fit$iterations,
                       bytes = fit$distributed$bytes)
     whole <- askotch_mpi_gather(fit)
