@@ -299,11 +299,13 @@ gp_var_nystrom <- function(object, xnew, give_up = FALSE) {
 # A v = r - rbar, and d(x) = g(x) - rbar - k_x^T v.  A feature kernel K_w
 # with a fixed draw of frequencies w would bias E[d^2] by c^T (K_w - K) c;
 # with fresh frequencies for every draw E_w[K_w] = K (Rahimi and Recht 2007),
-# so the mean of d^2 over the draws is unbiased for the exact variance, and
+# so the mean of d^2 over the draws is unbiased for the exact variance (given
+# exact solves: an iterative solver's tolerance adds its own error), and
 # the draws are independent, so its Monte Carlo standard error is estimated
 # from the draws themselves (relative to the variance at least sqrt(2 / S)
-# for S draws, the Gaussian case; d^2 / v is chi-squared on one degree of
-# freedom given the frequencies).  Its cost is that of S right-hand sides
+# for S draws, the Gaussian case; given the frequencies w, d^2 / v_w is
+# chi-squared on one degree of freedom, v_w the variance under the feature
+# kernel K_w).  One draw has no standard error (NA).  Its cost is that of S right-hand sides
 # of the fit's solver plus O((n + n_new) M p) per draw: no n x n matrix.
 
 # the random features of one pathwise draw
@@ -356,9 +358,10 @@ gp_solve <- function(object, B) {
   res <- drive_solver(state, set, list(task = "multioutput"), gp_xs(object))
   if (!solve_reached(res$reason)) {
     abort_askotch(sprintf(paste(
-      "The solves for the posterior samples stopped without converging",
-      "(reason: %s); raise `max_passes` or `time_limit` of the fit with",
-      "refit()."), res$reason), "numeric")
+      "The solves for the posterior draws (simulate(), or predict()'s",
+      "pathwise standard errors) stopped without converging (reason: %s);",
+      "raise `max_passes` or `time_limit` of the fit with refit()."),
+      res$reason), "numeric")
   }
   res$weights
 }
@@ -384,9 +387,19 @@ gp_predict <- function(object, xs, fit, rn, se.fit, interval, level, method,
     # a loose bracket: "auto" falls back to the exact variance while its
     # n x n factor is affordable, to the pathwise estimate above, and
     # "nystrom" warns
-    if (auto) {
-      v <- if (object$n <= gp_exact_fallback_n()) gp_var_exact(object, xs) else
-        gp_var_pathwise(object, xs, draws)
+    if (auto && object$n <= gp_exact_fallback_n()) {
+      v <- gp_var_exact(object, xs)
+    } else if (auto) {
+      # the draws' solves run with the fit's own limits: when they stop short
+      # (a fit that did not converge, a time limit), the bracket with its
+      # warning rather than an error
+      v <- tryCatch(gp_var_pathwise(object, xs, draws),
+                    askotch_error_numeric = function(e) NULL)
+      if (is.null(v)) {
+        v <- gp_var_nystrom(object, xs)
+        loose <- v$upper > 2 * v$lower
+        if (any(loose)) gp_warn_loose(object, v, loose, call)
+      }
     } else {
       gp_warn_loose(object, v, loose, call)
     }

@@ -224,15 +224,19 @@ pred_offset <- function(object, nf) {
 #' (`getOption("askotch.gp_pathwise_features", 256)` of them) with new
 #' random frequencies for every draw, so that the mean of \eqn{d^2} is
 #' unbiased for the exact variance (the random-feature kernel is unbiased for
-#' \eqn{k}; a fixed set of frequencies would bias it). Nothing of size
+#' \eqn{k}; a fixed set of frequencies would bias it), up to the error of
+#' the solves at the fit's tolerance. Nothing of size
 #' \eqn{n \times n} or \eqn{n \times r} is formed (the solver holds `draws`
 #' columns wherever the fit held one; at \eqn{n = 10^5}, \eqn{p = 10}, two
 #' cores, the estimate for \eqn{10^4} new points took 216 s). The draws are
 #' independent, so the estimate's Monte Carlo standard error is estimated
 #' from them: attribute `"var_mc_se"` of `se.fit` (on the variance scale,
 #' \eqn{\hat s^2} included; about \eqn{\sqrt{2/}}`draws` of the variance,
-#' 14\% for 100 draws, 7\% for a standard error), with attribute
-#' `"draws"`. At \eqn{n = 2 \times 10^4}, \eqn{p = 10} the estimates' relative
+#' 14\% for 100 draws, 7\% for a standard error; `NA` for one draw), with
+#' attribute `"draws"`. Under `method = "auto"`, if the draws' solves stop
+#' short of the fit's tolerance (they run with its `max_passes` and
+#' `time_limit`: a fit that did not converge), the Nystrom interval is
+#' reported instead, with its warning when it is loose. At \eqn{n = 2 \times 10^4}, \eqn{p = 10} the estimates' relative
 #' errors against the exact variance had the spread the draws predict and
 #' no visible bias (`inst/bench/bench_gp_se_pathwise.R`). The results
 #' depend on R's random number generator: call [set.seed()] first to

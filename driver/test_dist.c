@@ -213,6 +213,26 @@ static void test_bad_shards(krr_ctx *ctx) {
   CHECK(st == KRR_ERR_INPUT && strstr(ctx->msg, "bandwidth"), "different kernels: %d %s", (int)st, ctx->msg);
   krr_problem_free(ctx, &pb);
   krr_clear(ctx);
+  /* 8 rows per rank: distributed PCG's default rank is min(100, n / 2) (the
+   * sketch's Cholesky QR needs rank <= n / 2), and it runs */
+  k.bandwidth = 1.0;
+  tfit f;
+  memset(&f, 0, sizeof f);
+  f.ctx = ctx;
+  double yv[8];
+  for (int i = 0; i < 8; i++) yv[i] = X[i];
+  st = krr_problem_create(ctx, KRR_DOUBLE, X, 8, 3, &f.pb);
+  if (st == KRR_OK) st = krr_op_exact_create(ctx, &f.pb, k, &loc);
+  if (st == KRR_OK) st = krr_op_sharded_create(loc, comm, &f.op);
+  if (st == KRR_OK) st = krr_objective_init(ctx, f.op, krr_loss_lookup("squared"), 0.1, yv, 1, &f.obj);
+  krr_solver *s = NULL;
+  if (st == KRR_OK) st = tinit(&f, "pcg", "preconditioner=nystrom seed=2", &s);
+  if (st == KRR_OK) st = krr_solver_step(s, 3);
+  CHECK(st == KRR_OK && topt(s, "rank") == 4.0 * P, "distributed PCG, n = %d: default rank %g (%s)",
+        8 * P, s ? topt(s, "rank") : -1.0, ctx->msg);
+  krr_solver_free(s);
+  tfit_free(&f);
+  krr_clear(ctx);
 }
 
 /* distributed ASkotch / Skotch / NSAP / SAP = the one-process fit with the

@@ -159,7 +159,7 @@ test_that("Nystrom variances bracket the exact ones; tight at full rank", {
   options(old)
   expect_false(is.null(attr(au, "var_range")))
   # a loose bracket under "auto": the exact variance while n is at most
-  # askotch.gp_exact_fallback_n, silently; above it the warning
+  # askotch.gp_exact_fallback_n, silently; above it the pathwise estimate
   old <- options(askotch.gp_exact_max_n = 1000, askotch.gp_rank = 10)
   expect_no_warning(au <- predict(fit, d$xnew, se.fit = TRUE)$se.fit)
   expect_null(attr(au, "var_range"))
@@ -176,6 +176,18 @@ test_that("Nystrom variances bracket the exact ones; tight at full rank", {
                                method = "nystrom")$se.fit,
                  "rank 10", class = "askotch_warning_accuracy")
   expect_identical(attr(ny, "rank"), 10L)
+  # a fit that stopped short: the draws' solves (under its max_passes) stop
+  # short too, and "auto" reports the bracket with its warning, not an error
+  expect_warning(fs <- krr(d$x, d$y, bandwidth = 1, lambda = 0.5,
+                           solver = pcg(rank = 5), max_passes = 2, tol = 1e-14,
+                           threads = 1), class = "askotch_warning_convergence")
+  expect_false(fs$converged)
+  expect_warning(au <- predict(fs, d$xnew, se.fit = TRUE, draws = 20)$se.fit,
+                 "rank 10", class = "askotch_warning_accuracy")
+  expect_identical(attr(au, "rank"), 10L)
+  expect_null(attr(au, "draws"))
+  expect_error(predict(fs, d$xnew, se.fit = TRUE, method = "pathwise", draws = 20),
+               "pathwise standard errors", class = "askotch_error_numeric")
   options(old)
   options(askotch.gp_exact_fallback_n = NULL)
 })
@@ -228,6 +240,31 @@ test_that("pathwise standard errors: unbiased Monte Carlo estimates of the exact
   expect_identical(dim(attr(pm$se.fit, "var_mc_se")), c(30L, 2L))
   expect_equal(pm$se.fit[, 2]^2 / s2[2], pm$se.fit[, 1]^2 / s2[1],
                tolerance = 1e-12)
+  # away from the data (all new points 6 units off, a broad kernel), where
+  # the variance of the estimate of mu is over a third of the total, the
+  # draws carry it: their mean within 3% (Monte Carlo sd about 1% here;
+  # without the centring of the pseudo-data it would be off by that share)
+  dm <- set_gp(n = 80, nnew = 25, seed = 17)
+  dm$xnew <- dm$xnew + 6
+  om <- gp_oracle(dm$x, dm$y, dm$xnew, "rbf", 2, 2)
+  sc <- oracle_scale(dm$x)
+  xs <- scale(dm$x, sc$center, sc$scale)
+  xn <- scale(dm$xnew, sc$center, sc$scale)
+  Km <- oracle_kernel(xs, xs, "rbf", 2)
+  ks <- oracle_kernel(xs, xn, "rbf", 2)
+  bm <- (1 - colSums(solve(Km + 2 * diag(80), ks))) / 80
+  share <- bm^2 * (sum(Km) + 80 * 2) / om$closed
+  expect_gt(min(share), 0.3)
+  fmu <- krr(dm$x, dm$y, bandwidth = 2, lambda = 2, solver = cholesky(),
+             threads = 1)
+  set.seed(6)
+  pmu <- predict(fmu, dm$xnew, se.fit = TRUE, method = "pathwise", draws = 8000)$se.fit
+  exm <- om$s2 * om$var_unit
+  expect_lt(abs(mean(pmu^2 / exm) - 1), 0.03)
+  expect_true(all(abs(pmu^2 - exm) <= 5 * attr(pmu, "var_mc_se")))
+  expect_true(is.na(attr(predict(fmu, dm$xnew[1:2, ], se.fit = TRUE,
+                                 method = "pathwise", draws = 1)$se.fit,
+                         "var_mc_se")[1]))
   expect_error(predict(fit, d$xnew, se.fit = TRUE, method = "pathwise",
                        draws = 0), "`draws`", class = "askotch_error_input")
   expect_error(predict(fit, d$xnew, se.fit = TRUE, draws = 2.5), "`draws`",

@@ -189,25 +189,27 @@ static krr_status full_mv(krr_op *op, const void *V, int64_t ldv, int q, void *o
   const void *Xl = krr_op_exact_points(S->local);
   for (int r = 0; r < P; r++) {
     int64_t nr = S->start[r + 1] - S->start[r];
-    if (r == me) {
-      KTRY(ctx->ops->download(ctx, S->h1, Xl, op->es * (size_t)(nr * p)));
-      for (int c = 0; c < q; c++)
-        KTRY(ctx->ops->download(ctx, KAT(S->h2, c * nr, op->es), KAT(V, c * ldv, op->es),
-                                op->es * (size_t)nr));
-    }
+    if (r == me) /* the shard's owner stages it (a failure is agreed before it broadcasts) */
+      st = ctx->ops->download(ctx, S->h1, Xl, op->es * (size_t)(nr * p));
+    for (int c = 0; r == me && st == KRR_OK && c < q; c++)
+      st = ctx->ops->download(ctx, KAT(S->h2, c * nr, op->es), KAT(V, c * ldv, op->es),
+                              op->es * (size_t)nr);
+    /* every rank's status (this download, the previous shard's product)
+     * before the broadcasts: nobody waits for a root that has given up */
+    KTRY(sync_status(op, st));
     KTRY(krr_comm_bcast(S->comm, ctx, S->h1, (int64_t)op->es * nr * p, r));
     KTRY(krr_comm_bcast(S->comm, ctx, S->h2, (int64_t)op->es * nr * q, r));
-    KTRY(ctx->ops->upload(ctx, dX, S->h1, op->es * (size_t)(nr * p)));
-    KTRY(ctx->ops->upload(ctx, dV, S->h2, op->es * (size_t)(nr * q)));
+    st = ctx->ops->upload(ctx, dX, S->h1, op->es * (size_t)(nr * p));
+    if (st == KRR_OK) st = ctx->ops->upload(ctx, dV, S->h2, op->es * (size_t)(nr * q));
     krr_block B = {0};
     B.b = B.cap = nr;
     B.pts = dX;
-    st = krr_op_mv(S->local, NULL, &B, dV, nr, q, r == 0 ? out : dT, r == 0 ? ldo : nl);
+    if (st == KRR_OK)
+      st = krr_op_mv(S->local, NULL, &B, dV, nr, q, r == 0 ? out : dT, r == 0 ? ldo : nl);
     for (int c = 0; st == KRR_OK && r > 0 && c < q; c++)
       st = LOP(op, axpby, nl, 1.0, KAT(dT, c * nl, op->es), 1.0, KAT(out, c * ldo, op->es));
-    KTRY(sync_status(op, st)); /* before the next shard's broadcast */
   }
-  return KRR_OK;
+  return sync_status(op, st);
 }
 
 static krr_status sd_mv(krr_op *op, const krr_block *A, const krr_block *B, const void *V,

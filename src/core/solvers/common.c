@@ -146,7 +146,8 @@ krr_status krr_solver_init(krr_ctx *ctx, krr_op *op, krr_objective *obj,
   krr_comm *comm = krr_op_comm(op, NULL);
   if (comm && comm->size > 1 && !def->distributed)
     return krr_fail(ctx, KRR_ERR_INPUT, "the solver `%s` does not run distributed (over %d ranks); "
-                    "use askotch (ASkotch, Skotch, SAP, NSAP) or falkon", def->name, comm->size);
+                    "use askotch (ASkotch, Skotch, SAP, NSAP), falkon or pcg (Nystrom)", def->name,
+                    comm->size);
   krr_solver *s = (krr_solver *)calloc(1, sizeof *s);
   if (!s) return krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
   s->def = def;

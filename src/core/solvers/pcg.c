@@ -82,7 +82,13 @@ static double pcg_memory(const krr_solver *s) {
          (r > 0 ? krr_lowrank_memory(s->prec, n, r, (int)m) : 0.0) + krr_block_bytes(s->op, 1) +
          (chol ? 16.0 * (double)n + 8.0 * (r > 0 ? r : 1) : 0.0) +
          /* the blocked greedy factor's buffers while it runs */
-         (o->preconditioner == PC_GREEDY && r > 0 ? krr_pivoted_cholesky_memory(s->op, r) : 0.0);
+         (o->preconditioner == PC_GREEDY && r > 0 ? krr_pivoted_cholesky_memory(s->op, r) : 0.0) +
+         /* distributed: the sharded product's shard buffers (about nloc rows of the points
+          * and of q = max(r, m) columns, three on the host and three on the device) */
+         (s->op && s->op->nloc != s->n
+              ? (double)s->es * (double)n * (3.0 * (double)KRR_MAX(s->op->p, KRR_MAX(r, m)) +
+                                           (double)s->op->p + 2.0 * (double)KRR_MAX(r, m))
+              : 0.0);
 }
 
 static krr_status pcg_resolve(krr_solver *s) {
@@ -107,7 +113,9 @@ static krr_status pcg_resolve(krr_solver *s) {
     o->rank = lo;
     P(s)->auto_rank = 1;
   } else if (o->rank == 0) {
-    o->rank = s->n < 100 ? s->n : 100;
+    /* distributed, the sketch's Cholesky QR needs rank <= n / 2 */
+    int64_t cap = !s->data_free && s->op->nloc != s->n ? s->n / 2 : s->n;
+    o->rank = cap < 100 ? (cap > 0 ? cap : 1) : 100;
   } else if (o->rank > s->n) {
     return krr_fail(s->ctx, KRR_ERR_INPUT, "`rank` (%lld) must not exceed the number of training "
                     "points (%lld)", (long long)o->rank, (long long)s->n);
