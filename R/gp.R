@@ -390,11 +390,13 @@ gp_predict <- function(object, xs, fit, rn, se.fit, interval, level, method,
     if (auto && object$n <= gp_exact_fallback_n()) {
       v <- gp_var_exact(object, xs)
     } else if (auto) {
-      # the draws' solves run with the fit's own limits: when they stop short
-      # (a fit that did not converge, a time limit), the bracket with its
-      # warning rather than an error
-      v <- tryCatch(gp_var_pathwise(object, xs, draws),
-                    askotch_error_numeric = function(e) NULL)
+      # the draws' solves run with the fit's own solver and limits: for a fit
+      # that did not converge (they would stop short too, after as long as
+      # the fit took) and when they stop short anyway (a time limit), the
+      # bracket with its warning rather than an error
+      v <- if (!isTRUE(object$converged)) NULL else
+        tryCatch(gp_var_pathwise(object, xs, draws),
+                 askotch_error_numeric = function(e) NULL)
       if (is.null(v)) {
         v <- gp_var_nystrom(object, xs)
         loose <- v$upper > 2 * v$lower
