@@ -189,7 +189,7 @@ static krr_status full_mv(krr_op *op, const void *V, int64_t ldv, int q, void *o
   const void *Xl = krr_op_exact_points(S->local);
   for (int r = 0; r < P; r++) {
     int64_t nr = S->start[r + 1] - S->start[r];
-    if (r == me) /* the shard's owner stages it (a failure is agreed before it broadcasts) */
+    if (r == me && st == KRR_OK) /* the owner stages its shard (agreed before the broadcast) */
       st = ctx->ops->download(ctx, S->h1, Xl, op->es * (size_t)(nr * p));
     for (int c = 0; r == me && st == KRR_OK && c < q; c++)
       st = ctx->ops->download(ctx, KAT(S->h2, c * nr, op->es), KAT(V, c * ldv, op->es),

@@ -13,8 +13,13 @@
  *    in blocks (linalg/pchol.c: one kernel product and one GEMM per block)
  *    when the operator is whole on this process, else one at a time.
  *  - none.
+ * Distributed (a sharded operator over several ranks): the Nystrom
+ * preconditioner or none; the full product sends the shards in turn and
+ * the sketch sums its Gram matrices over the ranks (linalg/lowrank.c); the
+ * partial Cholesky preconditioners, which pick pivots over the whole
+ * kernel, refuse.
  * Automatic rank (rank = 0) of the blocked greedy Cholesky preconditioner
- * (the others, and greedy on a sharded operator, take min(100, n)): as
+ * (the others take min(100, n), min(100, n / 2) when distributed): as
  * large as pays, by cost, and no larger than the spectrum needs.  Rank r
  * costs about n r^2 flops of factor updates (and n r kernel entries), an
  * iteration n^2 kernel entries of about 2 p + 20 flops each; r is chosen so
@@ -94,7 +99,8 @@ static double pcg_memory(const krr_solver *s) {
 static krr_status pcg_resolve(krr_solver *s) {
   opts_t *o = O(s);
   P(s)->auto_rank = 0;
-  if (!s->data_free && s->op->nloc != s->n && (o->preconditioner == PC_RPCHOLESKY || o->preconditioner == PC_GREEDY))
+  if (!s->data_free && s->op->nloc != s->n &&
+      (o->preconditioner == PC_RPCHOLESKY || o->preconditioner == PC_GREEDY))
     return krr_fail(s->ctx, KRR_ERR_INPUT, "distributed PCG takes preconditioner = \"nystrom\" or "
                     "\"none\" (the partial Cholesky factors pick pivots over the whole kernel "
                     "on one process)");
