@@ -330,8 +330,10 @@ gp_warn_loose <- function(object, v, loose, call) {
     "The Nystrom standard errors (rank %d) are loose at %d of %d new points:",
     "there the exact variance may exceed the one reported by more than a",
     "factor of 2 (the interval that holds it is attr(se.fit, \"var_range\");",
-    "tr(K - K_hat) = %.3g against lambda = %.3g). Use method = \"exact\" (an",
-    "n x n Cholesky factor, n = %d) or raise options(askotch.gp_rank = )."),
+    "tr(K - K_hat) = %.3g against lambda = %.3g). Use method = \"pathwise\"",
+    "(a Monte Carlo estimate: the fit's solve with `draws` columns; for a",
+    "fit that converged), method = \"exact\" (an n x n Cholesky factor,",
+    "n = %d) or raise options(askotch.gp_rank = )."),
     v$rank, sum(loose), length(loose), v$e, object$lambda[1L], object$n),
     "accuracy", call)
 }
