@@ -148,9 +148,10 @@ pred_offset <- function(object, nf) {
 #'   above while its interval is tight; where it is loose -- its upper end
 #'   above twice its lower end at some new point -- `"exact"` for \eqn{n \le}
 #'   `getOption("askotch.gp_exact_fallback_n", 10000)` and `"pathwise"`
-#'   above, where it also goes straight to `"pathwise"` once the Nystrom
-#'   factor's trace error exceeds \eqn{\lambda}), `"exact"`, `"nystrom"` or
-#'   `"pathwise"` (see *Uncertainty*).
+#'   above for a fit that converged, where it also goes straight to
+#'   `"pathwise"` once the Nystrom factor's trace error exceeds
+#'   \eqn{\lambda}), `"exact"`, `"nystrom"` or `"pathwise"` (see
+#'   *Uncertainty*).
 #' @param draws Number of posterior draws of `method = "pathwise"` (the
 #'   Monte Carlo error of a variance is about \eqn{\sqrt{2 / }}`draws` of
 #'   it, half that of a standard error).
