@@ -209,19 +209,12 @@ fit_distributed <- function(x, y, kernel, bandwidth, bandwidth_given, lambda,
                                threads, mem_limit, FALSE, ecall), rank, ecall)
   set$kernel$bandwidth_rule <- bw_rule
   set$lambda_spec <- lspec
-  sc <- solver_c(set$solver)
-  if (!sc$name %in% c("askotch", "falkon", "pcg")) {
+  # (which preconditioners a distributed pcg() takes is the C solver's rule)
+  if (!solver_c(set$solver)$name %in% c("askotch", "falkon", "pcg")) {
     abort_askotch(paste(
       "A distributed fit runs solver = askotch() (ASkotch, Skotch, SAP, NSAP),",
       "falkon() or pcg(); the other solvers need the whole kernel on one",
       "process."), "input", ecall)
-  }
-  if (sc$name == "pcg" && !is.null(sc$options$preconditioner) &&
-      !sc$options$preconditioner %in% c("nystrom", "none")) {
-    abort_askotch(paste0(
-      "A distributed pcg() takes preconditioner = \"nystrom\" or \"none\", ",
-      "not \"", sc$options$preconditioner, "\" (the partial Cholesky factors ",
-      "pick their pivots over the whole kernel on one process)."), "input", ecall)
   }
   # the compiled fit: the operator of this state is sharded over the ranks
   .Call(ffi_mpi_use, TRUE)

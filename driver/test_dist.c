@@ -235,6 +235,36 @@ static void test_bad_shards(krr_ctx *ctx) {
   krr_clear(ctx);
 }
 
+/* solver `name` with `spec` on the one-process fit and on the distributed
+ * one, `iters` steps each: *rw the relative difference of the weights over
+ * all ranks (this rank's rows wd against rows r0.. of wf; collective), *cf /
+ * *cd the exact criteria.  OK when both fits ran. */
+static krr_status fit_pair(tfit *full, tfit *dist, const char *name, const char *spec, int iters,
+                           int m, int64_t n, int64_t r0, int64_t nl, double *wf, double *wd,
+                           double *rw, double *cf, double *cd) {
+  krr_solver *sf = NULL, *sd = NULL;
+  krr_status a = tinit(full, name, spec, &sf), b = tinit(dist, name, spec, &sd);
+  if (a == KRR_OK) a = krr_solver_step(sf, iters);
+  if (b == KRR_OK) b = krr_solver_step(sd, iters);
+  *cf = *cd = 0;
+  if (a == KRR_OK) a = krr_solver_weights(sf, wf);
+  if (b == KRR_OK) b = krr_solver_weights(sd, wd);
+  if (a == KRR_OK) a = krr_solver_residual(sf, cf);
+  if (b == KRR_OK) b = krr_solver_residual(sd, cd);
+  double e[2] = {0, 0};
+  for (int c = 0; c < m; c++)
+    for (int64_t i = 0; i < nl; i++) {
+      double d = wd[i + c * nl] - wf[r0 + i + c * n];
+      e[0] += d * d;
+      e[1] += wf[r0 + i + c * n] * wf[r0 + i + c * n];
+    }
+  krr_comm_allreduce(comm, dist->ctx, e, 2, KRR_DT_DOUBLE, KRR_RED_SUM);
+  *rw = sqrt(e[0] / e[1]);
+  krr_solver_free(sf);
+  krr_solver_free(sd);
+  return a != KRR_OK ? a : b;
+}
+
 /* distributed ASkotch / Skotch / NSAP / SAP = the one-process fit with the
  * same seed: the weights (this rank's rows) within tol relative over all
  * ranks; the exact criterion too */
@@ -265,31 +295,14 @@ static void test_fits(krr_ctx *ctx, krr_precision prec, int64_t n, double tol) {
                              {"SAP", "block_size=40 seed=5 block_solve=exact accelerated=0"}};
   double *wf = malloc(sizeof(double) * n * m), *wd = malloc(sizeof(double) * nl * m);
   for (int t = 0; st == KRR_OK && t < 4; t++) {
-    krr_solver *sf = NULL, *sd = NULL;
-    krr_status a = tinit(&full, "askotch", specs[t][1], &sf), b = tinit(&dist, "askotch", specs[t][1], &sd);
-    if (a == KRR_OK) a = krr_solver_step(sf, 25);
-    if (b == KRR_OK) b = krr_solver_step(sd, 25);
-    double cf = 0, cd = 0;
-    if (a == KRR_OK) a = krr_solver_weights(sf, wf);
-    if (b == KRR_OK) b = krr_solver_weights(sd, wd);
-    if (a == KRR_OK) a = krr_solver_residual(sf, &cf);
-    if (b == KRR_OK) b = krr_solver_residual(sd, &cd);
-    double e[2] = {0, 0};
-    for (int c = 0; c < m; c++)
-      for (int64_t i = 0; i < nl; i++) {
-        double d = wd[i + c * nl] - wf[r0 + i + c * n];
-        e[0] += d * d;
-        e[1] += wf[r0 + i + c * n] * wf[r0 + i + c * n];
-      }
-    krr_comm_allreduce(comm, ctx, e, 2, KRR_DT_DOUBLE, KRR_RED_SUM);
-    double rw = sqrt(e[0] / e[1]);
-    CHECK(a == KRR_OK && b == KRR_OK && rw <= tol && fabs(cd - cf) <= tol * cf + 1e-15,
+    double rw = 0, cf = 0, cd = 0;
+    krr_status a = fit_pair(&full, &dist, "askotch", specs[t][1], 25, m, n, r0, nl, wf, wd, &rw,
+                            &cf, &cd);
+    CHECK(a == KRR_OK && rw <= tol && fabs(cd - cf) <= tol * cf + 1e-15,
           "%s %s np %d: weights rel %.3g (tol %g), criterion %.6g vs %.6g (%s)", pn, specs[t][0], P,
           rw, tol, cd, cf, ctx->msg);
     if (r == 0 && prec == KRR_DOUBLE)
       printf("np %d %s %s: weights rel diff %.2e, criterion %.3e\n", P, pn, specs[t][0], rw, cd);
-    krr_solver_free(sf);
-    krr_solver_free(sd);
   }
   /* Falkon: weights on the centres (replicated), the local K_nm^T K_nm u summed.
    * The sums over ranks round in another order; Falkon's centre weights carry
@@ -331,32 +344,15 @@ static void test_fits(krr_ctx *ctx, krr_precision prec, int64_t n, double tol) {
   const char *pspecs[2] = {"preconditioner=nystrom rank=20 seed=5",
                            "preconditioner=none"};
   for (int t = 0; st == KRR_OK && t < 2; t++) {
-    krr_solver *sf = NULL, *sd = NULL;
-    krr_status a = tinit(&full, "pcg", pspecs[t], &sf), b = tinit(&dist, "pcg", pspecs[t], &sd);
-    const int iters = t == 0 ? 40 : 300;
-    if (a == KRR_OK) a = krr_solver_step(sf, iters);
-    if (b == KRR_OK) b = krr_solver_step(sd, iters);
-    double cf = 0, cd = 0, e[2] = {0, 0};
-    if (a == KRR_OK) a = krr_solver_weights(sf, wf);
-    if (b == KRR_OK) b = krr_solver_weights(sd, wd);
-    if (a == KRR_OK) a = krr_solver_residual(sf, &cf);
-    if (b == KRR_OK) b = krr_solver_residual(sd, &cd);
-    for (int c = 0; c < m; c++)
-      for (int64_t i = 0; i < nl; i++) {
-        double d = wd[i + c * nl] - wf[r0 + i + c * n];
-        e[0] += d * d;
-        e[1] += wf[r0 + i + c * n] * wf[r0 + i + c * n];
-      }
-    krr_comm_allreduce(comm, ctx, e, 2, KRR_DT_DOUBLE, KRR_RED_SUM);
-    double rw = sqrt(e[0] / e[1]);
-    CHECK(a == KRR_OK && b == KRR_OK && rw <= ptol && cd <= 2 * cf + 1e-12 && cf <= 2 * cd + 1e-12,
+    double rw = 0, cf = 0, cd = 0;
+    krr_status a = fit_pair(&full, &dist, "pcg", pspecs[t], t == 0 ? 40 : 300, m, n, r0, nl, wf,
+                            wd, &rw, &cf, &cd);
+    CHECK(a == KRR_OK && rw <= ptol && cd <= 2 * cf + 1e-12 && cf <= 2 * cd + 1e-12,
           "%s PCG %s np %d: weights rel %.3g (tol %g), criterion %.6g vs %.6g (%s)", pn,
           pspecs[t], P, rw, ptol, cd, cf, ctx->msg);
     if (r == 0)
       printf("np %d %s PCG %s: weights rel diff %.2e, criterion %.3e vs %.3e\n", P, pn,
              t == 0 ? "nystrom" : "none", rw, cd, cf);
-    krr_solver_free(sf);
-    krr_solver_free(sd);
   }
   if (st == KRR_OK && P > 1) { /* the partial Cholesky preconditioners refuse by name */
     krr_solver *s = NULL;
