@@ -15,6 +15,14 @@
 #' calls it. `askotch_mpi_available()` says whether this build of askotch
 #' has MPI (configure: `ASKOTCH_MPI=auto|yes|no`).
 #'
+#' **With Rmpi** in the same script, load Rmpi first: `library(Rmpi)`
+#' initialises MPI and askotch joins that session (ranks and sizes agree
+#' with `Rmpi::mpi.comm.rank(0)` and `Rmpi::mpi.comm.size(0)`; both use the
+#' same processes), and Rmpi finalises it (`Rmpi::mpi.finalize()` at the
+#' end). Rmpi loaded after askotch has initialised MPI cannot set up its
+#' communicators, and its calls crash R; askotch warns (class
+#' `askotch_warning_mpi`) when that happens.
+#'
 #' @return `askotch_mpi_init()`: a list with the `rank` (from 0) and `size`
 #'   (number of ranks), invisibly. `askotch_mpi_available()`: `TRUE` or
 #'   `FALSE`. `askotch_mpi_finalize()`: `NULL`, invisibly.
@@ -36,7 +44,21 @@ askotch_mpi_init <- function() {
     mpi_env$finalizer <- TRUE
     reg.finalizer(mpi_env, function(e) .Call(ffi_mpi_finalize), onexit = TRUE)
   }
+  if (res[3L] == 1 && is.null(mpi_env$rmpi_hook)) {
+    # Rmpi sets up its communicators only when it initialises MPI itself
+    mpi_env$rmpi_hook <- TRUE
+    setHook(packageEvent("Rmpi", "onLoad"), function(...) warn_rmpi_after_askotch())
+  }
   invisible(list(rank = as.integer(res[1L]), size = as.integer(res[2L])))
+}
+
+warn_rmpi_after_askotch <- function() {
+  warn_askotch(paste(
+    "askotch initialised MPI before Rmpi was loaded, so Rmpi has not set up its",
+    "communicators and its calls (mpi.comm.rank(), mpi.allreduce(), ...) would crash R.",
+    "Load Rmpi first, before askotch_mpi_init() or the first fit with",
+    "`distributed = TRUE`; askotch then uses the MPI session Rmpi started",
+    "(end the script with Rmpi::mpi.finalize())."), "mpi")
 }
 
 #' @rdname askotch_mpi_init

@@ -39,9 +39,10 @@ SEXP ffi_mpi_init(void) {
     krr_status st = krr_comm_mpi_create(&ctx, &g_comm);
     if (st != KRR_OK) return failure(&ctx, st);
   }
-  SEXP out = PROTECT(Rf_allocVector(REALSXP, 2));
+  SEXP out = PROTECT(Rf_allocVector(REALSXP, 3));
   REAL(out)[0] = g_comm->rank;
   REAL(out)[1] = g_comm->size;
+  REAL(out)[2] = krr_comm_mpi_owner();
   UNPROTECT(1);
   return out;
 }

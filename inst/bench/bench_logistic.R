@@ -21,13 +21,16 @@
 # Above n = 2e4 the n x n kernel matrix (and the factor) of the oracle do not
 # fit this machine's memory: it is skipped, and the runs are compared with
 # each other (single against double precision).
-#   Rscript inst/bench/bench_logistic.R [n] [budget_seconds] [runs]
-#   (1e4, 120, "double,single,rff1e4")
+#   Rscript inst/bench/bench_logistic.R [n] [budget_seconds] [runs] [passes]
+#   (1e4, 120, "double,single,rff1e4", no limit): with `passes` every run
+#   stops after that many passes (max_passes), so single and double
+#   precision are compared at equal work along the same block sequence.
 suppressPackageStartupMessages(library(askotch))
 source(system.file("scripts", "read_idx.R", package = "askotch"))
 args <- commandArgs(TRUE)
 n <- if (length(args) >= 1L) as.numeric(args[1L]) else 1e4
 budget <- if (length(args) >= 2L) as.numeric(args[2L]) else 120
+passes <- if (length(args) >= 4L) as.numeric(args[4L]) else 1e6
 C <- 10
 now <- function() proc.time()[["elapsed"]]
 dir <- Sys.getenv("ASKOTCH_FASHION_DIR", "/usr/share/datasets/fashion-mnist")
@@ -110,7 +113,7 @@ for (nm in names(runs)) {
   fit <- do.call(kernel_machine, c(list(x, y, loss = loss_logistic(), kernel = "rbf",
                                         bandwidth = bw, lambda = 1 / C, standardize = FALSE,
                                         seed = 1, progress = FALSE, time_limit = budget,
-                                        max_passes = 1e6, validation = list(x = xt, y = yt)),
+                                        max_passes = passes, validation = list(x = xt, y = yt)),
                                    runs[[nm]]))
   secs <- now() - t0
   F <- predict(fit, xt, type = "decision")
@@ -123,5 +126,8 @@ for (nm in names(runs)) {
                            best_val = max(tr$validation, na.rm = TRUE),
                            t_to_exact = if (any(ok)) round(tr$seconds[which(ok)[1L]], 1) else NA)
   print(rows[[nm]], row.names = FALSE)
+  v <- !is.na(tr$validation)
+  cat(sprintf("  validation along the fit (passes: accuracy): %s\n",
+              paste(sprintf("%.2f: %.4f", tr$passes[v], tr$validation[v]), collapse = ", ")))
 }
 cat(sprintf("# uptime at the end: %s\n", trimws(system("uptime", intern = TRUE))))

@@ -11,7 +11,7 @@ mpi_ready <- function() {
   skip_if(!nzchar(Sys.which("timeout")), "timeout is not installed")
 }
 
-run_spmd <- function(np, mode) {
+run_spmd <- function(np, mode, script = "spmd.R") {
   out <- tempfile("spmd")
   dir.create(out)
   env <- c(sprintf("R_LIBS=%s", paste(.libPaths(), collapse = ":")),
@@ -23,7 +23,7 @@ run_spmd <- function(np, mode) {
   log <- suppressWarnings(system2(
     "timeout", c("120", "mpirun", "--oversubscribe", "--mca", "btl", "self,vader",
                  "-np", np, file.path(R.home("bin"), "Rscript"),
-                 test_path("mpi", "spmd.R"), mode, out),
+                 test_path("mpi", script), mode, out),
     env = env, stdout = TRUE, stderr = TRUE))
   status <- attr(log, "status")
   ranks <- lapply(seq_len(np) - 1L, function(r) {
@@ -164,4 +164,30 @@ test_that("distributed = TRUE without MPI in the build, or a bad flag, is a clas
   skip_if(askotch_mpi_available(), "this build has MPI")
   expect_error(krr(matrix(rnorm(20), 10), rnorm(10), lambda = 1, distributed = TRUE),
                class = "askotch_error_not_built")
+})
+
+test_that("with Rmpi loaded first, askotch joins its MPI session; loaded after, a classed warning", {
+  mpi_ready()
+  # not skip_if_not_installed(): loading Rmpi here would initialise MPI in
+  # this process, and mpirun started from an MPI process refuses to run
+  skip_if(!nzchar(system.file(package = "Rmpi")), "Rmpi is not installed")
+  r <- run_spmd(2L, "first", "rmpi.R")
+  expect_equal(r$status, 0L, info = paste(utils::tail(r$log, 20), collapse = "\n"))
+  list2env(spmd_data()[c("x", "y")], environment())
+  one <- krr(x, y, lambda = 0.05, solver = askotch(block_size = 40, rank = 10), seed = 3,
+             max_passes = 4, tol = 0, threads = 1)
+  for (k in 0:1) {
+    rk <- r$ranks[[k + 1L]]
+    expect_equal(rk$askotch, c(k, 2L))
+    expect_equal(rk$rmpi, c(k, 2L))
+    # Rmpi's allreduce of the ranks' weights is the one-process fit
+    expect_lt(max(abs(rk$w - one$weights)) / max(abs(one$weights)), 1e-10)
+  }
+  # Rmpi after askotch initialised MPI: warned on every rank, no crash
+  r <- run_spmd(2L, "after", "rmpi.R")
+  expect_equal(r$status, 0L, info = paste(utils::tail(r$log, 20), collapse = "\n"))
+  for (rk in r$ranks) {
+    expect_true("askotch_warning_mpi" %in% rk$warning$class)
+    expect_match(rk$warning$message, "Load Rmpi first")
+  }
 })

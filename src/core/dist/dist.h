@@ -58,6 +58,9 @@ krr_status krr_comm_mpi_create(krr_ctx *ctx, krr_comm **out);
 int krr_comm_mpi_built(void);
 /* MPI_Finalize when this library initialised MPI and nobody finalised it */
 void krr_comm_mpi_finalize(void);
+/* 1 while MPI is initialised by this library (not by Rmpi / pbdMPI / a
+ * driver before it) */
+int krr_comm_mpi_owner(void);
 void krr_comm_free(krr_comm *c);
 
 static inline krr_status krr_comm_allreduce(krr_comm *c, krr_ctx *ctx, void *buf, int64_t count,

@@ -104,6 +104,8 @@ static const krr_comm_vt mpi_vt = {"mpi", m_allreduce, m_bcast, m_allgatherv, m_
 
 int krr_comm_mpi_built(void) { return 1; }
 
+int krr_comm_mpi_owner(void) { return we_initialised; }
+
 krr_status krr_comm_mpi_create(krr_ctx *ctx, krr_comm **out) {
   *out = NULL;
   int init = 0, fin = 0, rc;
@@ -147,6 +149,8 @@ void krr_comm_mpi_finalize(void) {
 #else /* no MPI in this build */
 
 int krr_comm_mpi_built(void) { return 0; }
+
+int krr_comm_mpi_owner(void) { return 0; }
 
 krr_status krr_comm_mpi_create(krr_ctx *ctx, krr_comm **out) {
   *out = NULL;
