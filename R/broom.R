@@ -129,8 +129,8 @@ augment.krr <- function(x, data = NULL, newdata = NULL, se_fit = FALSE, ...) {
     if (is.list(p) && !is.null(p$se.fit)) {
       out <- add_columns(out, ".se.fit", p$se.fit)
     } else {
-      warning("predict() gives no standard errors for this fit: `.se.fit` ",
-              "left out.", call. = FALSE)
+      warn_askotch("predict() gives no standard errors for this fit: `.se.fit` left out.",
+                   "se_fit")
     }
   }
   out

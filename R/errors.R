@@ -61,15 +61,16 @@ fmt_value <- function(x) {
 
 # A positive finite number (scalar).
 check_positive <- function(x, arg, allow_null = FALSE, allow_inf = FALSE,
-                           integerish = FALSE, call = NULL) {
+                           integerish = FALSE, call = NULL, max = Inf) {
   if (allow_null && is.null(x)) return(invisible(NULL))
   ok <- is.numeric(x) && length(x) == 1L && !is.na(x) && x > 0 &&
     (allow_inf || is.finite(x))
   if (ok && integerish) ok <- is.infinite(x) || x == round(x)
-  if (!ok) {
+  if (!ok || x > max) {
     what <- if (integerish) "a positive whole number" else "a positive number"
     if (!allow_inf) what <- paste("finite", what)
     what <- sub("^finite a ", "a finite ", what)
+    if (is.finite(max)) what <- paste(what, "up to", format(max, big.mark = ","))
     abort_askotch(sprintf("`%s` must be %s, not %s.", arg, what, fmt_value(x)),
                   "input", call)
   }

@@ -222,9 +222,11 @@ krr_loglik <- function(x, y, kernel = "rbf", bandwidth = "median", lambda,
   method <- check_choice(method[1L], c("auto", "exact", "stochastic"), "method",
                          ecall)
   check_flag(gradient, "gradient", ecall)
-  check_positive(probes, "probes", integerish = TRUE, call = ecall)
+  check_positive(probes, "probes", integerish = TRUE, call = ecall,
+                 max = .Machine$integer.max)
   if (probes < 2) abort_askotch("`probes` must be at least 2.", "input", ecall)
-  check_positive(rank, "rank", integerish = TRUE, call = ecall)
+  check_positive(rank, "rank", integerish = TRUE, call = ecall,
+                 max = .Machine$integer.max)
   dat <- krr_data(x, y, standardize, loss_squared(), ecall)
   threads <- if (is.null(threads)) 0L else {
     check_positive(threads, "threads", integerish = TRUE, call = ecall)

@@ -533,9 +533,15 @@ simulate.krr <- function(object, nsim = 1, seed = NULL, newdata = NULL,
   ecall <- sys.call()
   check_no_dots(list(...), "simulate", ecall)
   gp_check(object, "simulate()", ecall)
-  check_positive(nsim, "nsim", integerish = TRUE, call = ecall)
-  check_positive(features, "features", integerish = TRUE, call = ecall)
+  check_positive(nsim, "nsim", integerish = TRUE, call = ecall,
+                 max = .Machine$integer.max)
+  check_positive(features, "features", integerish = TRUE, call = ecall,
+                 max = .Machine$integer.max)
   check_flag(noise, "noise", ecall)
+  if (!is.null(seed) && !(is.numeric(seed) && length(seed) == 1L && is.finite(seed))) {
+    abort_askotch(sprintf("`seed` must be NULL or one finite number, not %s.",
+                          fmt_value(seed)), "input", ecall)
+  }
   if (is.null(newdata)) {
     xs <- gp_xs(object)
     rn <- NULL

@@ -154,7 +154,7 @@ pred_offset <- function(object, nf) {
 #'   *Uncertainty*).
 #' @param draws Number of posterior draws of `method = "pathwise"` (the
 #'   Monte Carlo error of a variance is about \eqn{\sqrt{2 / }}`draws` of
-#'   it, half that of a standard error).
+#'   it, half that of a standard error), at most 1e5.
 #' @param device `NULL` (the device the model was fitted on, when available,
 #'   else the CPU), `"auto"`, `"cpu"` or `"cuda"`.
 #' @param ... Unused; any argument given here is an error naming it.
@@ -327,7 +327,7 @@ predict.krr <- function(object, newdata = NULL,
   type <- check_choice(type, c("response", "class", "decision"), "type")
   if (se.fit || interval != "none") {
     gp_check(object, "`se.fit = TRUE` or `interval`", ecall)
-    check_positive(draws, "draws", integerish = TRUE, call = ecall)
+    check_positive(draws, "draws", integerish = TRUE, call = ecall, max = 1e5)
   }
   if (is.null(newdata)) {
     xs <- if (is.null(object$x_train)) object$x else object$x_train

@@ -442,6 +442,60 @@ cases <- list(
   err("se.fit NA", predict(FIT, XT, se.fit = NA), "`se.fit`"),
   err("se.fit on classification", predict(FITB, XT, se.fit = TRUE), "regression fit"),
   err("method \"foo\"", predict(FIT, XT, se.fit = TRUE, method = "foo"), "`method`"),
+  # --- standard errors by pathwise draws -----------------------------------------
+  err("draws 0", predict(FIT, XT, se.fit = TRUE, method = "pathwise", draws = 0), "`draws`"),
+  err("draws NA", predict(FIT, XT, se.fit = TRUE, method = "pathwise", draws = NA), "`draws`"),
+  err("draws 1.5", predict(FIT, XT, se.fit = TRUE, method = "pathwise", draws = 1.5), "`draws`"),
+  err("draws text", predict(FIT, XT, se.fit = TRUE, method = "pathwise", draws = "a"), "`draws`"),
+  err("draws 1e10", predict(FIT, XT, se.fit = TRUE, method = "pathwise", draws = 1e10),
+      "`draws`.*up to"),
+  err("pathwise on classification", predict(FITB, XT, se.fit = TRUE, method = "pathwise"),
+      "regression fit"),
+  err("se.fit on a hinge fit", predict(FITK, XT, se.fit = TRUE), "`se.fit`"),
+  val("pathwise standard errors near the exact ones",
+      predict(FIT, XT, se.fit = TRUE, method = "pathwise", draws = 4000),
+      function(v) {
+        ex <- predict(FIT, XT, se.fit = TRUE, method = "exact")$se.fit
+        # 4000 draws: relative error of a standard error about 1.1%; 6%
+        # is over 5 of those at each of 5 points
+        e <- max(abs(v$se.fit / ex - 1))
+        if (all(is.finite(v$se.fit)) && e < 0.06) TRUE else sprintf("relative error %.3g", e)
+      }),
+  # --- marginal likelihood and its rules --------------------------------------------
+  err("krr_loglik lambda missing", krr_loglik(X, Y), "`lambda`"),
+  err("krr_loglik lambda -1", krr_loglik(X, Y, lambda = -1), "`lambda`"),
+  err("krr_loglik probes 0", krr_loglik(X, Y, lambda = 1, probes = 0), "`probes`"),
+  err("krr_loglik probes 1e10", krr_loglik(X, Y, lambda = 1, probes = 1e10), "`probes`"),
+  err("krr_loglik rank NA", krr_loglik(X, Y, lambda = 1, rank = NA), "`rank`"),
+  err("krr_loglik method \"foo\"", krr_loglik(X, Y, lambda = 1, method = "foo"), "`method`"),
+  err("krr_loglik y with NA", krr_loglik(X, replace(Y, 2, NA), lambda = 1), "`y`"),
+  err("krr_loglik length_scales negative", krr_loglik(X, Y, lambda = 1, length_scales = c(1, -1, 1)),
+      "`length_scales`"),
+  err("krr_loglik length_scales wrong length", krr_loglik(X, Y, lambda = 1, length_scales = c(1, 1)),
+      "`length_scales`"),
+  err("krr_loglik gradient NA", krr_loglik(X, Y, lambda = 1, gradient = NA), "`gradient`"),
+  val("krr_loglik equals logLik() and the closed form",
+      krr_loglik(X, Y, lambda = LAM, bandwidth = BW, gradient = FALSE)$loglik,
+      function(v) {
+        # profile likelihood of the standardised y under s^2 (K + lambda I)
+        xs <- scale(X)
+        ys <- Y - mean(Y)
+        K <- exp(-as.matrix(stats::dist(xs))^2 / (2 * BW^2))
+        A <- K + LAM * diag(n)
+        s2 <- drop(crossprod(ys, solve(A, ys))) / n
+        ll <- -0.5 * (n * log(2 * pi * s2) + n +
+                        as.numeric(determinant(A, logarithm = TRUE)$modulus))
+        close(c(v, as.numeric(logLik(FIT))), c(ll, ll), 1e-8)
+      }),
+  err("lambda \"foo\"", krr(X, Y, lambda = "foo", threads = 1), "`lambda`"),
+  err("lambda \"ml\" with bandwidth \"foo\"", krr(X, Y, lambda = "ml", bandwidth = "foo", threads = 1),
+      "`bandwidth`"),
+  err("lambda \"gcv\" for the hinge loss",
+      kernel_machine(X, CL, loss = loss_hinge(), lambda = "gcv", threads = 1), "`lambda = \"gcv\"`"),
+  err("refit lambda \"ml\"", refit(FIT, lambda = "ml"), "`lambda`"),
+  err("refit lambda path", refit(FIT, lambda = c(1, 2)), "`lambda`"),
+  err("logLik of a hinge fit", logLik(FITK), "logLik"),
+  err("askotch_mpi_gather of a one-process fit", askotch_mpi_gather(FIT), "`fit`"),
   err("predict unknown argument", predict(FIT, XT, foo = 1), "`foo`"),
   err("predict device \"tpu\"", predict(FIT, XT, device = "tpu"), "`device`"),
 
@@ -456,6 +510,10 @@ cases <- list(
   err("refit unknown argument", refit(FIT, lamda = 1), "`lamda`"),
   val("refit lambda agrees with solve()", refit(FIT, lambda = 2),
       pred_close(XT, exact(lambda = 2), 1e-8)),
+  err("simulate nsim 1e10", simulate(FIT, nsim = 1e10), "`nsim`.*up to"),
+  err("simulate seed NA", simulate(FIT, seed = NA), "`seed`"),
+  err("simulate seed text", simulate(FIT, seed = "a"), "`seed`"),
+  err("simulate seed of length 2", simulate(FIT, seed = 1:2), "`seed`"),
   err("simulate nsim 0", simulate(FIT, nsim = 0), "`nsim`"),
   err("simulate nsim NA", simulate(FIT, nsim = NA), "`nsim`"),
   err("simulate features -1", simulate(FIT, features = -1), "`features`"),
