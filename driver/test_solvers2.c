@@ -158,6 +158,37 @@ static void test_syev_top(env_t *e) {
       }
     }
   }
+  /* a NaN / an infinity in the triangle the solver reads: a numeric error
+   * from syev, syev_top and sytrd in both precisions, on this backend's
+   * one-call route (the CPU's polled route below), never an undefined result */
+  for (int pr = 0; pr < 2; pr++) {
+    krr_precision prec = pr ? KRR_DOUBLE : KRR_FLOAT;
+    double *B = malloc(sizeof(double) * n * n);
+    for (int t = 0; t < 3; t++) {
+      memcpy(B, K, sizeof(double) * n * n);
+      /* syev / syev_top read the upper triangle, sytrd the lower one */
+      if (t < 2) B[3 + 7 * n] = pr ? NAN : INFINITY;
+      else B[7 + 3 * n] = pr ? NAN : -INFINITY;
+      void *dB = NULL, *dW = krr_dalloc(ctx, n, krr_sizeof(prec)),
+           *dZ = krr_dalloc(ctx, n * 41, krr_sizeof(prec)), *dT = krr_dalloc(ctx, n, krr_sizeof(prec));
+      ctx->piece_flops = 0;
+      krr_status st = krr_upload_vec(ctx, prec, B, n * n, &dB);
+      if (st == KRR_OK)
+        st = t == 0   ? KOP(ctx, prec, syev, n, dB, n, dW)
+             : t == 1 ? KOP(ctx, prec, syev_top, n, dB, n, 41, dW, dZ, n)
+                      : KOP(ctx, prec, sytrd, n, dB, n, dW, dZ, dT);
+      CHECK(st == KRR_ERR_NUMERIC && strstr(ctx->msg, "non-finite"), "%s %s with a %s: status %d (%s)",
+            t == 0 ? "syev" : t == 1 ? "syev_top" : "sytrd", pr ? "double" : "single",
+            pr ? "NaN" : "infinity", st, ctx->msg);
+      krr_clear(ctx);
+      krr_dfree(ctx, &dB);
+      krr_dfree(ctx, &dW);
+      krr_dfree(ctx, &dZ);
+      krr_dfree(ctx, &dT);
+    }
+    free(B);
+  }
+  ctx->piece_flops = pf;
   if (cpu) { /* the polled route: an interrupt at its 3rd poll; a norm of 1e-300 */
     ctx->piece_flops = 1e4;
     double *B = malloc(sizeof(double) * n * n), *w = malloc(sizeof(double) * n),

@@ -770,12 +770,45 @@ static krr_status op_svd_thin(krr_ctx *ctx, int64_t m, int64_t n, T *A, int64_t 
   return KRR_OK;
 }
 
+/* flag = 1 when the upper (upper = 1) or lower triangle of the n x n A has a
+ * NaN or an infinity (all writers store the same value) */
+template <typename T>
+__global__ void nonfinite_tri_k(int64_t n, const T *__restrict__ A, int64_t lda, int upper,
+                                int *__restrict__ flag) {
+  KCU_FOR(e, n * n) {
+    const int64_t j = e / n, i = e - j * n;
+    if ((upper ? i <= j : i >= j) && !isfinite(A[i + j * lda])) *flag = 1;
+  }
+}
+
+/* cuSOLVER's eigensolvers and reductions, like LAPACK's, leave their result
+ * undefined for a NaN or infinite operand: the triangle they read is
+ * checked first (one pass over n^2 entries and one synchronisation, beside
+ * their O(n^3)), with the CPU backend's message */
+template <typename T>
+static krr_status check_finite_tri(krr_ctx *ctx, int64_t n, const T *A, int64_t lda, int upper,
+                                   const char *what) {
+  krr_cuda_state *st = kcu_state(ctx);
+  int *flag = (int *)kcu_ws(ctx, KCU_WS_INFO, sizeof(int));
+  if (!flag) return ctx->status;
+  KCU_CHECK(ctx, "cudaMemsetAsync", cudaMemsetAsync(flag, 0, sizeof(int), st->stream));
+  nonfinite_tri_k<T><<<kcu_grid(st, n * n), KCU_NT, 0, st->stream>>>(n, A, lda, upper, flag);
+  KCU_LAUNCHED(ctx, "non-finite check launch");
+  int h = 0;
+  KCU_CHECK(ctx, "cudaMemcpyAsync (device to host)",
+            cudaMemcpyAsync(&h, flag, sizeof(int), cudaMemcpyDeviceToHost, st->stream));
+  KCU_CHECK(ctx, "cudaStreamSynchronize", cudaStreamSynchronize(st->stream));
+  if (h) return krr_fail(ctx, KRR_ERR_NUMERIC, "%s: the matrix has non-finite entries", what);
+  return KRR_OK;
+}
+
 template <typename T>
 static krr_status op_syev(krr_ctx *ctx, int64_t n, T *A, int64_t lda, T *W) {
   KCU_TRY(kcu_enter(ctx));
   if (n < 0 || lda < (n > 1 ? n : 1))
     return krr_fail(ctx, KRR_ERR_INPUT, "syev: n = %lld, lda = %lld", (long long)n, (long long)lda);
   if (n == 0) return KRR_OK;
+  KCU_TRY(check_finite_tri<T>(ctx, n, A, lda, 1, "eigen"));
   krr_cuda_state *st = kcu_state(ctx);
   const cudaDataType dt = cublas_t<T>::dt;
   size_t dws = 0, hws = 0;
@@ -801,6 +834,7 @@ static krr_status op_syev_top(krr_ctx *ctx, int64_t n, T *A, int64_t lda, int64_
     return krr_fail(ctx, KRR_ERR_INPUT, "syev_top: n = %lld, k = %lld, lda = %lld, ldz = %lld",
                     (long long)n, (long long)k, (long long)lda, (long long)ldz);
   if (n == 0 || k == 0) return KRR_OK;
+  KCU_TRY(check_finite_tri<T>(ctx, n, A, lda, 1, "eigen"));
   krr_cuda_state *st = kcu_state(ctx);
   const cudaDataType dt = cublas_t<T>::dt;
   T vl = 0, vu = 0;
@@ -833,6 +867,7 @@ static krr_status op_sytrd(krr_ctx *ctx, int64_t n, T *A, int64_t lda, T *d, T *
   if (n < 0 || lda < (n > 1 ? n : 1) || !fits_int(n) || !fits_int(lda))
     return krr_fail(ctx, KRR_ERR_INPUT, "sytrd: n = %lld, lda = %lld", (long long)n, (long long)lda);
   if (n == 0) return KRR_OK;
+  KCU_TRY(check_finite_tri<T>(ctx, n, A, lda, 0, "tridiagonal reduction"));
   krr_cuda_state *st = kcu_state(ctx);
   int lw = 0;
   KCU_SOLVER(ctx, "cusolverDn<t>sytrd_bufferSize",
