@@ -133,6 +133,11 @@ resolved_restart <- function(spec, options, extras) {
     spec$restart <- options$restart
     spec$restarts <- extras[["restarts"]]
   }
+  # lambda >= n/b with the default mu and nu: the plain method's step
+  if (isTRUE(spec$accelerated) && "momentum" %in% names(extras) &&
+      identical(unname(extras[["momentum"]]), 0)) {
+    spec$momentum <- FALSE
+  }
   spec
 }
 
@@ -172,6 +177,7 @@ solver_resolved.askotch_solver_sap <- function(spec, options, extras) {
 
 # ", momentum restart auto" (accelerated methods, when known or set)
 fmt_restart <- function(x) {
+  if (isFALSE(x$momentum)) return(", no momentum: lambda >= n/b, the plain method's step")
   if (!isTRUE(x$accelerated) || is.null(x$restart)) return("")
   sprintf(", momentum restart %s%s", x$restart,
           if (is.null(x$restarts) || is.na(x$restarts)) "" else

@@ -143,9 +143,12 @@
 #'   small, and without restart the accelerated methods can be much slower
 #'   than Skotch / SAP, or not converge; with restart they converged in every
 #'   case of the study (`inst/bench/bench_restart.R` in the package sources),
-#'   within about 1.6 times the plain methods' passes where those were
-#'   faster (large \eqn{\lambda}), and kept the speed-up where acceleration
-#'   helps. `"none"` is the paper's
+#'   within 1.15 times the plain methods' passes where those were faster,
+#'   and kept the speed-up where acceleration helps. With \eqn{\lambda \ge
+#'   n/b} and the default `mu` and `nu` the accelerated methods take the
+#'   plain step (the momentum, clamped there, only slowed them: 1.5 to 1.6
+#'   times the passes), reported as `fit$solver$momentum = FALSE`. `"none"`
+#'   is the paper's
 #'   iteration unchanged. The fit reports the rule and the number of restarts
 #'   in `fit$solver` (`restart`, `restarts`). Not used by `accelerated =
 #'   FALSE` or `variant = "v1"`.

@@ -96,3 +96,31 @@ test_that("small lambda: with restart ASkotch and NSAP reach solve()'s answer", 
     expect_false(none$converged)
   }
 })
+
+test_that("lambda >= n/b with the default mu and nu: the accelerated methods take the plain step", {
+  # n / b = 3: lambda = 5 is past it (the paper's mu = lambda would make
+  # beta negative); lambda = 1 is not
+  d <- make_regression(300, p = 3, seed = 7)
+  fit <- function(solver, lambda) {
+    krr(d$x, d$y, lambda = lambda, bandwidth = 1, solver = solver, max_passes = 6,
+        tol = 0, seed = 2, threads = 1)
+  }
+  for (pair in list(list(askotch(block_size = 100, rank = 20), skotch(block_size = 100, rank = 20)),
+                    list(sap(block_size = 100), sap(block_size = 100, accelerated = FALSE)))) {
+    fa <- fit(pair[[1L]], 5)
+    fs <- fit(pair[[2L]], 5)
+    # the same iterates: Skotch's / SAP's, bit for bit
+    expect_identical(fa$weights, fs$weights)
+    expect_false(fa$solver$momentum)
+    expect_match(format(fa$solver), "no momentum: lambda >= n/b")
+    # below n/b the momentum is used (different iterates), and reported as before
+    fa1 <- fit(pair[[1L]], 1)
+    expect_null(fa1$solver$momentum)
+    expect_false(identical(fa1$weights, fit(pair[[2L]], 1)$weights))
+    expect_match(format(fa1$solver), "momentum restart auto")
+  }
+  # given mu and nu: the user's momentum, as before
+  fm <- fit(askotch(block_size = 100, rank = 20, mu = 1, nu = 3), 5)
+  expect_null(fm$solver$momentum)
+  expect_false(identical(fm$weights, fit(skotch(block_size = 100, rank = 20), 5)$weights))
+})
