@@ -79,6 +79,11 @@ stop_check <- function(rule, d, t0, memo, exact_fn, deadline = rule$time_limit,
   if (!is.na(reason) && is.na(exact) && exact_ok &&
       (final_exact || reason != "time_limit")) {
     exact <- exact_fn()
+    # the last iterate meets the tolerance (the running estimate lagged
+    # behind): converged, not "max_passes" with a residual below tol
+    if (reason %in% c("max_passes", "time_limit") && !is.na(exact) && exact <= rule$tol) {
+      reason <- "tol"
+    }
   }
   list(reason = reason, exact = exact, elapsed = elapsed)
 }

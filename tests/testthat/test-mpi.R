@@ -159,6 +159,17 @@ test_that("faults on one rank are the same classed error on every rank", {
   }
 })
 
+test_that("a rank killed mid-fit ends the job (no rank left waiting)", {
+  mpi_ready()
+  t0 <- proc.time()[["elapsed"]]
+  r <- run_spmd(2L, "die")
+  el <- proc.time()[["elapsed"]] - t0
+  # mpirun stops the job: a failure status, not timeout's 124 after 120 s
+  expect_false(r$status %in% c(0L, 124L), info = paste(utils::tail(r$log, 10), collapse = "\n"))
+  expect_lt(el, 60)
+  expect_true(any(grepl("signal 9|Killed", r$log)))
+})
+
 test_that("distributed = TRUE without MPI in the build, or a bad flag, is a classed error", {
   expect_error(krr(matrix(1:4, 2), 1:2, distributed = NA), class = "askotch_error_input")
   skip_if(askotch_mpi_available(), "this build has MPI")

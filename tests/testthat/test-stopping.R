@@ -196,3 +196,22 @@ test_that("eigenpro(version = 3) corrects at most subsample / 12 directions", {
   # (0.91 against 0.073 on this problem)
   expect_lt(fit$resid_exact, 0.25 * run(100)$resid_exact)
 })
+
+test_that("a fit stopped by max_passes whose final exact residual meets tol has converged", {
+  # n = 100, lambda = 0.1: two passes of ASkotch (one block of 100) solve it
+  # to rounding, but its running estimate is checked only at slice ends
+  set.seed(1)
+  x <- matrix(rnorm(200), 100)
+  y <- sin(x[, 1]) + rnorm(100) / 10
+  expect_no_warning(f <- krr(x, y, lambda = 0.1, seed = 1, threads = 1, solver = askotch(),
+                             max_passes = 2))
+  expect_identical(f$reason, "tol")
+  expect_true(f$converged)
+  expect_lte(f$resid_exact, f$tol)
+  # one that does not meet it still says so
+  expect_warning(g <- krr(x, y, lambda = 1e-4, seed = 1, threads = 1,
+                          solver = askotch(block_size = 10, rank = 5), max_passes = 1, tol = 1e-10),
+                 class = "askotch_warning_convergence")
+  expect_identical(g$reason, "max_passes")
+  expect_gt(g$resid_exact, 1e-10)
+})

@@ -7,7 +7,8 @@
 # extra column), "zero" (rank 1 has no rows), "opts" (rank 1 passes another
 # lambda), "nonfinite" (rank 1 has an infinite response), "centers" (Falkon
 # centres given beyond the 240 rows of all ranks), "greedy" (PCG with a
-# partial Cholesky preconditioner, which does not distribute).
+# partial Cholesky preconditioner, which does not distribute), "die" (rank 1
+# is killed, SIGKILL, one second into a long fit: mpirun ends the job).
 args <- commandArgs(TRUE)
 mode <- args[1L]
 out <- args[2L]
@@ -62,11 +63,15 @@ if (mode == "fit") {
   if (mode == "zero" && s$rank == 1L) { xl <- xl[0, , drop = FALSE]; yl <- yl[0] }
   if (mode == "opts" && s$rank == 1L) lambda <- 0.1
   if (mode == "nonfinite" && s$rank == 1L) yl[1] <- Inf
+  if (mode == "die" && s$rank == 1L) {
+    system(sprintf("sleep 1; kill -9 %d", Sys.getpid()), wait = FALSE)
+  }
   sv <- switch(mode, centers = falkon(centers = c(1, 241)),
                greedy = pcg("greedy_cholesky"), askotch(block_size = 40))
   err <- tryCatch({
     krr(xl, yl, lambda = lambda, solver = sv, seed = 3,
-        max_passes = 2, threads = 1, distributed = TRUE)
+        max_passes = if (mode == "die") 1e5 else 2, tol = if (mode == "die") 0 else NULL,
+        threads = 1, distributed = TRUE)
     NULL
   }, error = function(e) e)
   res$class <- class(err)
