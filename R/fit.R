@@ -256,11 +256,23 @@ state_new <- function(xs, Yc, set) {
 fit_solver <- function(xs, Yc, set, tgt) {
   t0 <- now()
   state <- state_new(xs, Yc, set)
+  min_rank <- attr(set$solver, "auto_min_rank")
+  if (!is.null(min_rank)) {
+    # solver = "auto" above auto_pcg_max_n(): PCG only at the rank its
+    # memory budget allows (resolved by the compiled solver), else ASkotch
+    attr(set$solver, "auto_min_rank") <- NULL
+    if (.Call(ffi_fit_options, state)$rank < min_rank) {
+      .Call(ffi_fit_free, state)
+      set$solver <- askotch()
+      state <- state_new(xs, Yc, set)
+    }
+  }
   keep <- FALSE
   on.exit(if (!keep) .Call(ffi_fit_free, state), add = TRUE)
   res <- drive_solver(state, set, tgt, xs, t0, ynorm = sqrt(sum(Yc^2)))
   keep <- isTRUE(set$keep_state)
   if (keep) res$state <- state
+  if (!is.null(min_rank)) res$solver <- set$solver
   res
 }
 

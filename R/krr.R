@@ -210,8 +210,11 @@
 #'   (option `askotch.auto_exact_max_n`) when the \eqn{n \times n} factor
 #'   fits in `mem_limit`; `pcg("greedy_cholesky")` (its rank chosen by cost
 #'   and by \eqn{\lambda}, within half the memory budget) for \eqn{n \le}
-#'   200 000 (option `askotch.auto_pcg_max_n`); else [askotch()], whose
-#'   memory is linear in \eqn{n}. Or a solver specification:
+#'   200 000 (option `askotch.auto_pcg_max_n`), and up to 400 000 when the
+#'   memory budget allows it a rank of at least 1500 (option
+#'   `askotch.auto_pcg_large`; at \eqn{n = 4 \times 10^5} PCG reached the
+#'   converged test error twice as soon as ASkotch at rank 1649, and lost to it
+#'   at rank 550); else [askotch()], whose memory is linear in \eqn{n}. Or a solver specification:
 #'   [askotch()], [skotch()], [sap()], [pcg()], [falkon()], [cholesky()], or
 #'   one of their names.
 #' @param precision `"double"` or `"single"` floating point arithmetic in the
@@ -402,6 +405,7 @@ fit_model <- function(x, y, loss, kernel, bandwidth, bandwidth_given, lambda,
   res <- if (is_svrg(tn$set$solver)) fit_svrg(tn$dat$xs, tn$dat$Yc, tn$set) else
     if (path) fit_path(tn$dat$xs, tn$dat$Yc, tn$set, tn$dat$tgt) else
       fit_solver(tn$dat$xs, tn$dat$Yc, tn$set, tn$dat$tgt)
+  if (!is.null(res$solver)) tn$set$solver <- res$solver # "auto"'s choice, made at the start
   # a path keeps its stop rule: every lambda to the tightest of their tolerances
   if (path) tn$set$lambda <- res$lambda
   fit <- new_krr(tn$dat, tn$set, res, call = call)

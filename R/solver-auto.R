@@ -22,12 +22,29 @@ auto_exact_max_n <- function() getOption("askotch.auto_exact_max_n", 5000)
 # PCG was within 0.1% of its final test RMSE after 455 s (6 passes; converged
 # after 30) where ASkotch was still 1.8% above it after 900 s: the crossover
 # lies higher on that machine, but PCG's rank (and so its passes) depends on
-# the memory, and smaller machines are not measured, so the limit stays.
+# the memory: above this n, auto_pcg_large() decides by the rank.
 auto_pcg_max_n <- function() getOption("askotch.auto_pcg_max_n", 2e5)
+
+# Above auto_pcg_max_n() and up to max_n, PCG still when the rank its memory
+# budget allows (the C solver's automatic rank, capped at half the budget) is
+# at least min_rank, else ASkotch (option askotch.auto_pcg_large, c(max_n =,
+# min_rank =)).  At n = 4e5 (inst/bench/bench_crossover.R, Friedman 1,
+# p = 10, ML lambda; test RMSE 1.0063 when converged) PCG at rank 1649 (what
+# half of 24 GB allow) was within 0.1% of it after 455 s, where ASkotch was
+# 1.8% above it after 900 s; PCG at rank 550 (about what 8 GB allow) was
+# still 10% above it after 900 s.  Between the two ranks nothing is
+# measured: min_rank 1500 keeps PCG where it was shown to win.
+auto_pcg_large <- function() {
+  v <- getOption("askotch.auto_pcg_large", c(max_n = 4e5, min_rank = 1500))
+  list(max_n = as.numeric(v[["max_n"]]), min_rank = as.numeric(v[["min_rank"]]))
+}
 
 # The solver "auto" stands for, for n points: cholesky() when n is at most
 # auto_exact_max_n() and the n x n factor fits in `mem_limit` (bytes, 0: no
-# limit given), pcg("greedy_cholesky") up to auto_pcg_max_n(), else
+# limit given), pcg("greedy_cholesky") up to auto_pcg_max_n(), then up to
+# auto_pcg_large()$max_n pcg("greedy_cholesky") marked with the least rank
+# it must afford (attribute "auto_min_rank", checked by fit_solver() against
+# the compiled solver's resolved rank, which falls back to askotch()), else
 # askotch(); for the other losses and random features, the loss's default
 # solver.
 auto_solver <- function(n, precision = "double", mem_limit = 0,
@@ -36,7 +53,9 @@ auto_solver <- function(n, precision = "double", mem_limit = 0,
   bytes <- (if (precision == "double") 8 else 4) * as.numeric(n)^2
   exact <- n <= auto_exact_max_n() && (is.null(mem_limit) || mem_limit <= 0 ||
                                          bytes <= mem_limit)
+  large <- auto_pcg_large()
   if (exact) cholesky()
   else if (n <= auto_pcg_max_n()) pcg("greedy_cholesky")
+  else if (n <= large$max_n) structure(pcg("greedy_cholesky"), auto_min_rank = large$min_rank)
   else askotch()
 }

@@ -165,6 +165,38 @@ test_that("solver = 'auto' is Cholesky for small n, PCG (greedy) in the middle, 
   expect_lt(rel_err(predict(fit4, d$x), predict(fit, d$x)), 1e-5)
 })
 
+test_that("solver = 'auto' above auto_pcg_max_n: PCG while its memory allows the least rank, else ASkotch", {
+  d <- make_regression(100, p = 2, seed = 1)
+  exact <- krr(d$x, d$y, lambda = 0.1, threads = 1)
+  old <- options(askotch.auto_exact_max_n = 50, askotch.auto_pcg_max_n = 80,
+                 askotch.auto_pcg_large = c(max_n = 1000, min_rank = 40))
+  on.exit(options(old), add = TRUE)
+  # the automatic rank's cap: 98 (all n = 100 rows but the cost cap), 77
+  # within half of 1e6 bytes (the compiled solver's own estimate): PCG
+  for (ml in list(NULL, 1e6)) {
+    f <- krr(d$x, d$y, lambda = 0.1, seed = 1, threads = 1, mem_limit = ml)
+    expect_s3_class(f$solver, "askotch_solver_pcg")
+    expect_gte(f$solver$rank_cap, 40)
+    expect_null(attr(f$solver, "auto_min_rank"))
+    expect_lt(rel_err(predict(f, d$x), predict(exact, d$x)), 1e-5)
+  }
+  # 4e5 bytes afford a rank below 40: ASkotch, which converges to the same fit
+  f <- krr(d$x, d$y, lambda = 0.1, seed = 1, threads = 1, mem_limit = 4e5)
+  expect_s3_class(f$solver, "askotch_solver_askotch")
+  expect_match(format(f$solver), "^ASkotch")
+  expect_lt(pcg_rank_cap <- krr(d$x, d$y, lambda = 0.1, seed = 1, threads = 1, mem_limit = 4e5,
+                                solver = pcg("greedy_cholesky"))$solver$rank_cap, 40)
+  expect_true(f$converged)
+  expect_lt(rel_err(predict(f, d$x), predict(exact, d$x)), 1e-5)
+  # a larger least rank, or n above max_n: ASkotch at any memory
+  options(askotch.auto_pcg_large = c(max_n = 1000, min_rank = 99))
+  expect_s3_class(krr(d$x, d$y, lambda = 0.1, seed = 1, threads = 1, max_passes = 2)$solver,
+                  "askotch_solver_askotch")
+  options(askotch.auto_pcg_large = c(max_n = 99, min_rank = 1))
+  expect_s3_class(krr(d$x, d$y, lambda = 0.1, seed = 1, threads = 1, max_passes = 2)$solver,
+                  "askotch_solver_askotch")
+})
+
 test_that("the default lambda is the ML one; on a subsample for large n; 'paper' is 1e-6 n", {
   d <- make_regression(300, p = 2, seed = 4)
   fit <- krr(d$x, d$y, threads = 1)
