@@ -250,6 +250,123 @@ static void test_syev_top(env_t *e) {
  * |r|^2 / gap, 4e-9 here) / 1e-5 (single) of the largest;
  * orthonormality 1e-12 / 1e-5.  K is left as it was.  A flat spectrum
  * makes it give up early and LAPACK answer, to rounding. */
+/* syev (all pairs) through the CPU's polled route, whose tridiagonal step is
+ * Cuppen's divide and conquer written out over LAPACK's dlaed2 / dlaed4
+ * (cpu_ops_t.c.inc, stedc_polled): matrices that exercise each branch of a
+ * merge -- no deflation (a random symmetric matrix), deflation by equal
+ * values (six eigenvalues of multiplicity n/6), every merge deflated
+ * (a diagonal matrix: the rank-one terms are zero), pairs of values close to
+ * rounding (Wilkinson's W+ tridiagonal: d_i = |i - n/2|, e_i = 1) and an
+ * RBF kernel matrix (clusters of tiny values) -- at n = 300 and 517 (odd
+ * halves), pieces of 1e4 flops (parts of at most 32 solved by dstedc, so
+ * 3-4 levels of merges) and 1e6 (one or two levels).  Against LAPACK's
+ * dsyevd in double: eigenvalues within 1e-12 (double) / 1e-5 (single) of the
+ * largest magnitude, residual and orthonormality within 10x that, as
+ * test_syev_top.  Then an interrupt at every 3rd poll of one run (and its
+ * last): KRR_ERR_INTERRUPT each time, nothing leaked (ASan / valgrind). */
+static void test_syev_dc(env_t *e) {
+  krr_ctx *ctx = e->ctx;
+  if (ctx->ops != krr_cpu_ops()) return;
+  const int64_t ns[] = {300, 517};
+  const double pf = ctx->piece_flops;
+  for (int in = 0; in < 2; in++) {
+    const int64_t n = ns[in];
+    double *K = malloc(sizeof(double) * n * n), *A = malloc(sizeof(double) * n * n),
+           *wall = malloc(sizeof(double) * n), *w = malloc(sizeof(double) * n),
+           *Z = malloc(sizeof(double) * n * n), *G = malloc(sizeof(double) * n * n);
+    for (int kind = 0; kind < 5; kind++) {
+      const char *kn[] = {"random", "multiple", "diagonal", "wilkinson", "rbf"};
+      memset(K, 0, sizeof(double) * n * n);
+      if (kind == 0 || kind == 1) { /* G: standard normal entries */
+        for (int64_t i = 0; i < n * n; i++) G[i] = krr_rng_normal(11 + kind, (uint64_t)i);
+      }
+      if (kind == 0) {
+        for (int64_t j = 0; j < n; j++)
+          for (int64_t i = 0; i < n; i++) K[i + j * n] = (G[i + j * n] + G[j + i * n]) / 2;
+      } else if (kind == 1) { /* Q diag(floor(6 i / n)) Q^T, Q from a QR of G */
+        double *tau = malloc(sizeof(double) * n);
+        LAPACKE_dgeqrf(LAPACK_COL_MAJOR, (lapack_int)n, (lapack_int)n, G, (lapack_int)n, tau);
+        LAPACKE_dorgqr(LAPACK_COL_MAJOR, (lapack_int)n, (lapack_int)n, (lapack_int)n, G, (lapack_int)n, tau);
+        free(tau);
+        for (int64_t j = 0; j < n; j++)
+          for (int64_t i = 0; i < n; i++) {
+            double s = 0;
+            for (int64_t l = 0; l < n; l++) s += G[i + l * n] * (double)(6 * l / n) * G[j + l * n];
+            K[i + j * n] = s;
+          }
+      } else if (kind == 2) {
+        for (int64_t i = 0; i < n; i++) K[i + i * n] = krr_rng_normal(13, (uint64_t)i);
+      } else if (kind == 3) {
+        for (int64_t i = 0; i < n; i++) {
+          K[i + i * n] = fabs((double)i - (double)(n / 2));
+          if (i + 1 < n) K[i + (i + 1) * n] = K[i + 1 + i * n] = 1;
+        }
+      } else {
+        krr_kernel kr = {KRR_RBF, 1.0};
+        const int64_t nx = KRR_MIN(n, e->n);
+        double *Xs = malloc(sizeof(double) * n * e->p);
+        for (int c = 0; c < e->p; c++)
+          for (int64_t i = 0; i < n; i++) Xs[i + c * n] = e->X[i % nx + c * e->n] + (i >= nx ? 1e-3 * (double)i : 0);
+        krr_kernel_matrix_host(ctx, KRR_DOUBLE, &kr, Xs, n, Xs, n, e->p, K);
+        free(Xs);
+      }
+      memcpy(A, K, sizeof(double) * n * n);
+      CHECK(LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'N', 'U', (lapack_int)n, A, (lapack_int)n, wall) == 0, "dsyevd");
+      const double top = fmax(fabs(wall[0]), fabs(wall[n - 1]));
+      for (int ip = 0; ip < 2; ip++) {
+        ctx->piece_flops = ip ? 1e6 : 1e4;
+        for (int pr = 0; pr < 2; pr++) {
+          const krr_precision prec = pr ? KRR_DOUBLE : KRR_FLOAT;
+          const double tol = pr ? 1e-12 : 1e-5;
+          void *dK = NULL, *dW = krr_dalloc(ctx, n, krr_sizeof(prec));
+          krr_status st = krr_upload_vec(ctx, prec, K, n * n, &dK);
+          if (st == KRR_OK) st = KOP(ctx, prec, syev, n, dK, n, dW);
+          if (st == KRR_OK) st = krr_download_vec(ctx, prec, dW, n, w);
+          if (st == KRR_OK) st = krr_download_vec(ctx, prec, dK, n * n, Z);
+          double ew = 0, er = 0, eo = 0, rcol = 0;
+          if (st == KRR_OK) eig_errors(K, n, wall, w, Z, n, &ew, &er, &rcol, &eo);
+          ew /= top;
+          er /= top;
+          if (verbose)
+            printf("syev dc %s n %lld pieces %g %s: eigenvalues %.2e, residual %.2e, orthonormality %.2e\n",
+                   kn[kind], (long long)n, ctx->piece_flops, pr ? "double" : "single", ew, er, eo);
+          CHECK(st == KRR_OK && ew <= tol && er <= 10 * tol && eo <= 10 * tol,
+                "syev dc %s n %lld pieces %g %s: status %d (%s), eigenvalues %.3g, residual %.3g, "
+                "orthonormality %.3g", kn[kind], (long long)n, ctx->piece_flops, pr ? "double" : "single",
+                st, ctx->msg, ew, er, eo);
+          krr_clear(ctx);
+          krr_dfree(ctx, &dK);
+          krr_dfree(ctx, &dW);
+        }
+      }
+    }
+    if (in == 0) { /* interrupts at every 3rd poll of the random matrix's run, and at its last */
+      ctx->piece_flops = 1e4;
+      for (int64_t j = 0; j < n; j++)
+        for (int64_t i = 0; i < n; i++) K[i + j * n] = (G[i + j * n] + G[j + i * n]) / 2;
+      int polls[2] = {0, 0}, bad = 0, total = 0;
+      memcpy(A, K, sizeof(double) * n * n);
+      ctx->poll = count_polls; ctx->poll_data = polls; ctx->poll_every = 1e-12;
+      krr_status st = ctx->ops->syev_d(ctx, n, A, n, w);
+      total = polls[0];
+      for (int at = 1; st == KRR_OK && at <= total; at += (at + 3 > total && at != total) ? total - at : 3) {
+        polls[0] = 0;
+        polls[1] = at;
+        memcpy(A, K, sizeof(double) * n * n);
+        krr_status si = ctx->ops->syev_d(ctx, n, A, n, w);
+        bad += si != KRR_ERR_INTERRUPT || polls[0] != at;
+        krr_clear(ctx);
+        ctx->interrupted = 0;
+      }
+      ctx->poll = NULL; ctx->poll_every = 0;
+      CHECK(st == KRR_OK && total > 100 && bad == 0, "syev dc interrupted at every 3rd of %d polls: %d wrong",
+            total, bad);
+    }
+    free(K); free(A); free(wall); free(w); free(Z); free(G);
+  }
+  ctx->piece_flops = pf;
+}
+
 static void test_sym_top(env_t *e) {
   krr_ctx *ctx = e->ctx;
   const int64_t n = e->n, k = 41;
@@ -674,6 +791,7 @@ int main(int argc, char **argv) {
   if (!only || strstr(only, "rls")) test_rls_scores(&e);
   if (!only || strstr(only, "exact")) test_exact(&e);
   if (!only || strstr(only, "ep2")) test_syev_top(&e);
+  if (!only || strstr(only, "ep2") || strstr(only, "dc")) test_syev_dc(&e);
   if (!only || strstr(only, "ep2")) test_sym_top(&e);
   if (!only || strstr(only, "pchol")) test_pchol(&e);
   if (!only || strstr(only, "ep2")) test_eigenpro2(&e);

@@ -307,28 +307,49 @@ static krr_status cpu_zero(krr_ctx *ctx, void *dst, size_t bytes) {
 }
 static krr_status cpu_sync(krr_ctx *ctx) { (void)ctx; return KRR_OK; }
 
+/* LAPACK's auxiliary routines of Cuppen's divide and conquer (dstedc's
+ * dlaed2: deflation; dlaed4: one root of the secular equation; dlamrg: the
+ * merge of two sorted lists), called by the polled tridiagonal eigensolver
+ * (cpu_ops_t.c.inc).  They are not in LAPACKE: the Fortran symbols, which
+ * every full LAPACK (OpenBLAS's included) exports; no character arguments. */
+#define KRR_LAED_DECL(real, x)                                                                    \
+  void x##laed2_(lapack_int *k, const lapack_int *n, const lapack_int *n1, real *d, real *q,      \
+                 const lapack_int *ldq, lapack_int *indxq, real *rho, real *z, real *dlamda,       \
+                 real *w, real *q2, lapack_int *indx, lapack_int *indxc, lapack_int *indxp,       \
+                 lapack_int *coltyp, lapack_int *info);                                           \
+  void x##laed4_(const lapack_int *n, const lapack_int *i, const real *d, const real *z,          \
+                 real *delta, const real *rho, real *dlam, lapack_int *info);                     \
+  void x##lamrg_(const lapack_int *n1, const lapack_int *n2, const real *a,                       \
+                 const lapack_int *dtrd1, const lapack_int *dtrd2, lapack_int *index);
+KRR_LAED_DECL(double, d)
+KRR_LAED_DECL(float, s)
+
 /* ---- typed ops, instantiated twice ---------------------------------------*/
 #define real double
 #define S(name) cpu_##name##_d
 #define CB(name) cblas_d##name
 #define LP(name) LAPACKE_d##name
+#define FL(name) d##name##_
 #include "cpu_ops_t.c.inc"
 #include "features_t.c.inc"
 #undef real
 #undef S
 #undef CB
 #undef LP
+#undef FL
 
 #define real float
 #define S(name) cpu_##name##_s
 #define CB(name) cblas_s##name
 #define LP(name) LAPACKE_s##name
+#define FL(name) s##name##_
 #include "cpu_ops_t.c.inc"
 #include "features_t.c.inc"
 #undef real
 #undef S
 #undef CB
 #undef LP
+#undef FL
 
 #define KRR_CPU_TYPED(S)                                                                   \
   .kernel_mv_##S = krr_cpu_kernel_mv_##S, .kernel_block_##S = krr_cpu_kernel_block_##S,   \
