@@ -23,6 +23,14 @@
 #' communicators, and its calls crash R; askotch warns (class
 #' `askotch_warning_mpi`) when that happens.
 #'
+#' **A rank that leaves early.** When a rank's R session ends (or it calls
+#' `askotch_mpi_finalize()`) while other ranks still wait for it in a
+#' distributed computation, it tells them as it leaves: they stop with a
+#' classed error (`askotch_error_device`, "rank r left the MPI job ..."), and
+#' since the operation they waited in can never complete, askotch ends the
+#' whole job with `MPI_Abort` when their R sessions end. A rank killed by a
+#' signal makes `mpirun` end the job instead.
+#'
 #' @return `askotch_mpi_init()`: a list with the `rank` (from 0) and `size`
 #'   (number of ranks), invisibly. `askotch_mpi_available()`: `TRUE` or
 #'   `FALSE`. `askotch_mpi_finalize()`: `NULL`, invisibly.

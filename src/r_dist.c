@@ -48,6 +48,8 @@ SEXP ffi_mpi_init(void) {
 }
 
 SEXP ffi_mpi_finalize(void) {
+  const char *why = krr_comm_mpi_broken();
+  if (why) REprintf("askotch: ending the MPI job (MPI_Abort): %s\n", why);
   if (g_comm) krr_comm_free(g_comm);
   g_comm = NULL;
   g_use = 0;

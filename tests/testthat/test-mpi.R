@@ -170,6 +170,25 @@ test_that("a rank killed mid-fit ends the job (no rank left waiting)", {
   expect_true(any(grepl("signal 9|Killed", r$log)))
 })
 
+test_that("a rank that ends its session normally mid-job: a classed error, not a hang", {
+  mpi_ready()
+  t0 <- proc.time()[["elapsed"]]
+  r <- run_spmd(2L, "quit")
+  el <- proc.time()[["elapsed"]] - t0
+  info <- paste(utils::tail(r$log, 10), collapse = "\n")
+  # rank 0 learns that rank 1 left before the collective it waits in
+  k <- r$ranks[[1L]]
+  expect_false(is.null(k), info = info)
+  expect_true("askotch_error_device" %in% k$class, info = paste(k$message, info))
+  expect_match(k$message, "rank 1 left the MPI job", fixed = TRUE, info = info)
+  # then its MPI is aborted (the collective is stranded): a failure status,
+  # not timeout's 124
+  expect_false(r$status %in% c(0L, 124L), info = info)
+  expect_true(any(grepl("askotch: ending the MPI job (MPI_Abort): rank 1 left", r$log,
+                        fixed = TRUE)), info = info)
+  expect_lt(el, 60)
+})
+
 test_that("distributed = TRUE without MPI in the build, or a bad flag, is a classed error", {
   expect_error(krr(matrix(1:4, 2), 1:2, distributed = NA), class = "askotch_error_input")
   skip_if(askotch_mpi_available(), "this build has MPI")

@@ -61,6 +61,10 @@ void krr_comm_mpi_finalize(void);
 /* 1 while MPI is initialised by this library (not by Rmpi / pbdMPI / a
  * driver before it) */
 int krr_comm_mpi_owner(void);
+/* NULL, or why a collective of this process can never complete (a rank
+ * left before joining it): krr_comm_mpi_finalize then ends the job with
+ * MPI_Abort instead of MPI_Finalize */
+const char *krr_comm_mpi_broken(void);
 void krr_comm_free(krr_comm *c);
 
 static inline krr_status krr_comm_allreduce(krr_comm *c, krr_ctx *ctx, void *buf, int64_t count,

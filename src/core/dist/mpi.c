@@ -3,7 +3,22 @@
  * reduced to "not built".  It works on a duplicate of MPI_COMM_WORLD whose
  * error handler returns codes (an engine failure is a status, not an
  * abort); MPI is initialised here only when nobody (Rmpi, pbdMPI, the C
- * driver) did, and then finalised by krr_comm_mpi_finalize. */
+ * driver) did, and then finalised by krr_comm_mpi_finalize.
+ *
+ * A rank that leaves.  A rank whose process ends normally (R's quit(), the
+ * end of a script) while the others wait for it in a collective would leave
+ * them waiting for ever: a collective cannot be cancelled.  So every
+ * collective here is the non-blocking one, waited for by testing it, and a
+ * communicator that is freed (at the end of the process: krr_comm_free, then
+ * MPI_Finalize) first tells every other rank, on a second duplicate of
+ * MPI_COMM_WORLD, how many collectives it has started.  A rank waiting in
+ * its collective number s that hears of a rank that left after fewer than s
+ * knows the collective can never complete: it fails with KRR_ERR_DEVICE
+ * naming that rank, and the communicator is marked broken (every later
+ * collective fails at once; the pending request is abandoned, and the
+ * process is ended by MPI_Abort at finalisation, since MPI_Finalize could wait
+ * on it).  A rank that left after taking part in collective s did not
+ * strand it, so notices from ranks that finish normally cost nothing. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,16 +28,73 @@
 #include <limits.h>
 #include <mpi.h>
 
-typedef struct { MPI_Comm comm; } mpi_t;
-static int we_initialised = 0;
+#include <sched.h>
+
+typedef struct {
+  MPI_Comm comm, ctl; /* collectives; notices of ranks that left */
+  int64_t seq;        /* collectives started on comm */
+  int64_t *left;      /* per rank: the collectives it had started when it left, or -1 */
+  int broken;         /* a collective can never complete: the message */
+  char why[400];
+} mpi_t;
+static int we_initialised = 0, any_broken = 0;
+static char broken_why[400]; /* the first stranded collective's message */
 
 #define MC(c) (((mpi_t *)(c)->impl)->comm)
+#define TAG_LEFT 7301
 
 static krr_status mpi_err(krr_ctx *ctx, int rc, const char *what) {
   char s[MPI_MAX_ERROR_STRING];
   int len = 0;
   if (MPI_Error_string(rc, s, &len) != MPI_SUCCESS) snprintf(s, sizeof s, "code %d", rc);
   return krr_fail(ctx, KRR_ERR_DEVICE, "MPI %s failed: %s", what, s);
+}
+
+/* read the notices that arrived; fail (and mark the communicator broken)
+ * when a rank left before starting collective number m->seq */
+static krr_status m_check_left(krr_comm *c, krr_ctx *ctx) {
+  mpi_t *m = (mpi_t *)c->impl;
+  if (!m->broken) {
+    int flag = 1;
+    MPI_Status s;
+    while (flag) {
+      if (MPI_Iprobe(MPI_ANY_SOURCE, TAG_LEFT, m->ctl, &flag, &s) != MPI_SUCCESS) break;
+      if (!flag) break;
+      int64_t v = -1;
+      if (MPI_Recv(&v, 1, MPI_INT64_T, s.MPI_SOURCE, TAG_LEFT, m->ctl, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        break;
+      if (s.MPI_SOURCE >= 0 && s.MPI_SOURCE < c->size) m->left[s.MPI_SOURCE] = v;
+    }
+    for (int r = 0; r < c->size && !m->broken; r++)
+      if (m->left[r] >= 0 && m->left[r] < m->seq) {
+        m->broken = any_broken = 1;
+        snprintf(m->why, sizeof m->why,
+                 "rank %d left the MPI job (its process ended or it finalised askotch's MPI) "
+                 "after %lld collective operations, while rank %d waits in operation %lld: the "
+                 "distributed computation cannot go on (end every rank's script together)",
+                 r, (long long)m->left[r], c->rank, (long long)m->seq);
+        if (!broken_why[0]) memcpy(broken_why, m->why, sizeof broken_why);
+      }
+  }
+  return m->broken ? krr_fail(ctx, KRR_ERR_DEVICE, "%s", m->why) : KRR_OK;
+}
+
+/* start collective number ++seq (after checking that nobody left before it) */
+static krr_status m_begin(krr_comm *c, krr_ctx *ctx) {
+  ((mpi_t *)c->impl)->seq += 1;
+  return m_check_left(c, ctx);
+}
+
+/* wait for a started collective by testing it, listening for notices */
+static krr_status m_wait(krr_comm *c, krr_ctx *ctx, MPI_Request *req, const char *what) {
+  for (;;) {
+    int done = 0;
+    int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) return mpi_err(ctx, rc, what);
+    if (done) return KRR_OK;
+    KTRY(m_check_left(c, ctx));
+    sched_yield(); /* an oversubscribed rank lets the others run */
+  }
 }
 
 static MPI_Datatype dtype(krr_dtype t) {
@@ -39,8 +111,11 @@ static krr_status m_allreduce(krr_comm *c, krr_ctx *ctx, void *buf, int64_t coun
   size_t es = krr_dtype_size(t);
   for (int64_t i = 0; i < count; i += CHUNK) {
     int k = (int)(count - i < CHUNK ? count - i : CHUNK);
-    int rc = MPI_Allreduce(MPI_IN_PLACE, (char *)buf + (size_t)i * es, k, dtype(t), mop, MC(c));
+    MPI_Request req;
+    KTRY(m_begin(c, ctx));
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, (char *)buf + (size_t)i * es, k, dtype(t), mop, MC(c), &req);
     if (rc != MPI_SUCCESS) return mpi_err(ctx, rc, "Allreduce");
+    KTRY(m_wait(c, ctx, &req, "Allreduce"));
     c->calls += 1;
   }
   c->bytes += (double)count * (double)es;
@@ -52,8 +127,11 @@ static krr_status m_bcast(krr_comm *c, krr_ctx *ctx, void *buf, int64_t bytes, i
   double t0 = krr_now();
   for (int64_t i = 0; i < bytes; i += CHUNK) {
     int k = (int)(bytes - i < CHUNK ? bytes - i : CHUNK);
-    int rc = MPI_Bcast((char *)buf + i, k, MPI_BYTE, root, MC(c));
+    MPI_Request req;
+    KTRY(m_begin(c, ctx));
+    int rc = MPI_Ibcast((char *)buf + i, k, MPI_BYTE, root, MC(c), &req);
     if (rc != MPI_SUCCESS) return mpi_err(ctx, rc, "Bcast");
+    KTRY(m_wait(c, ctx, &req, "Bcast"));
     c->calls += 1;
   }
   if (c->rank == root) c->bytes += (double)bytes;
@@ -75,9 +153,17 @@ static krr_status m_allgatherv(krr_comm *c, krr_ctx *ctx, const void *send, int6
     rc_[P + r] = (int)displs[r];
   }
   double t0 = krr_now();
-  int rc = MPI_Allgatherv(send, (int)sendbytes, MPI_BYTE, recv, rc_, rc_ + P, MPI_BYTE, MC(c));
-  free(rc_);
-  if (rc != MPI_SUCCESS) return mpi_err(ctx, rc, "Allgatherv");
+  MPI_Request req;
+  krr_status st = m_begin(c, ctx);
+  if (st != KRR_OK) {
+    free(rc_);
+    return st;
+  }
+  int rc = MPI_Iallgatherv(send, (int)sendbytes, MPI_BYTE, recv, rc_, rc_ + P, MPI_BYTE, MC(c), &req);
+  st = rc == MPI_SUCCESS ? m_wait(c, ctx, &req, "Allgatherv") : mpi_err(ctx, rc, "Allgatherv");
+  /* the counts must outlive the request: an abandoned one keeps them */
+  if (st == KRR_OK || rc != MPI_SUCCESS) free(rc_);
+  KTRY(st);
   c->calls += 1;
   c->bytes += (double)sendbytes;
   c->seconds += krr_now() - t0;
@@ -85,18 +171,48 @@ static krr_status m_allgatherv(krr_comm *c, krr_ctx *ctx, const void *send, int6
 }
 
 static krr_status m_barrier(krr_comm *c, krr_ctx *ctx) {
-  int rc = MPI_Barrier(MC(c));
+  MPI_Request req;
+  KTRY(m_begin(c, ctx));
+  int rc = MPI_Ibarrier(MC(c), &req);
   if (rc != MPI_SUCCESS) return mpi_err(ctx, rc, "Barrier");
+  KTRY(m_wait(c, ctx, &req, "Barrier"));
   c->calls += 1;
   return KRR_OK;
 }
 
+/* this rank leaves: every other rank is told how many collectives it
+ * started (8-byte messages, sent eagerly; waited for at most a second) */
 static void m_free(krr_comm *c) {
   if (!c) return;
   int fin = 0;
   MPI_Finalized(&fin);
-  if (c->impl && !fin) MPI_Comm_free(&((mpi_t *)c->impl)->comm);
-  free(c->impl);
+  mpi_t *m = (mpi_t *)c->impl;
+  if (m && !fin) {
+    MPI_Request *req = (MPI_Request *)malloc(sizeof(MPI_Request) * (size_t)c->size);
+    int64_t *v = (int64_t *)malloc(sizeof(int64_t));
+    int nr = 0;
+    if (req && v) {
+      *v = m->seq;
+      for (int r = 0; r < c->size; r++)
+        if (r != c->rank && MPI_Isend(v, 1, MPI_INT64_T, r, TAG_LEFT, m->ctl, &req[nr]) == MPI_SUCCESS)
+          nr++;
+      int done = 0;
+      const double t0 = krr_now();
+      while (!done && MPI_Testall(nr, req, &done, MPI_STATUSES_IGNORE) == MPI_SUCCESS && !done &&
+             krr_now() - t0 < 1.0)
+        sched_yield();
+      if (!done) { /* left to complete on their own; v must outlive them */
+        for (int i = 0; i < nr; i++) MPI_Request_free(&req[i]);
+        v = NULL;
+      }
+    }
+    free(v);
+    free(req);
+    if (!m->broken) MPI_Comm_free(&m->comm); /* (a broken one has a request pending) */
+    MPI_Comm_free(&m->ctl);
+  }
+  if (m) free(m->left);
+  free(m);
   free(c);
 }
 
@@ -105,6 +221,8 @@ static const krr_comm_vt mpi_vt = {"mpi", m_allreduce, m_bcast, m_allgatherv, m_
 int krr_comm_mpi_built(void) { return 1; }
 
 int krr_comm_mpi_owner(void) { return we_initialised; }
+
+const char *krr_comm_mpi_broken(void) { return any_broken ? broken_why : NULL; }
 
 krr_status krr_comm_mpi_create(krr_ctx *ctx, krr_comm **out) {
   *out = NULL;
@@ -125,13 +243,26 @@ krr_status krr_comm_mpi_create(krr_ctx *ctx, krr_comm **out) {
     return krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
   }
   rc = MPI_Comm_dup(MPI_COMM_WORLD, &m->comm);
+  if (rc == MPI_SUCCESS) {
+    rc = MPI_Comm_dup(MPI_COMM_WORLD, &m->ctl);
+    if (rc != MPI_SUCCESS) MPI_Comm_free(&m->comm);
+  }
   if (rc != MPI_SUCCESS) {
     free(c); free(m);
     return mpi_err(ctx, rc, "Comm_dup");
   }
   MPI_Comm_set_errhandler(m->comm, MPI_ERRORS_RETURN);
+  MPI_Comm_set_errhandler(m->ctl, MPI_ERRORS_RETURN);
   MPI_Comm_rank(m->comm, &c->rank);
   MPI_Comm_size(m->comm, &c->size);
+  m->left = (int64_t *)malloc(sizeof(int64_t) * (size_t)c->size);
+  if (!m->left) {
+    MPI_Comm_free(&m->comm);
+    MPI_Comm_free(&m->ctl);
+    free(c); free(m);
+    return krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
+  }
+  for (int r = 0; r < c->size; r++) m->left[r] = -1;
   c->vt = &mpi_vt;
   c->impl = m;
   *out = c;
@@ -142,6 +273,8 @@ void krr_comm_mpi_finalize(void) {
   int init = 0, fin = 0;
   MPI_Initialized(&init);
   MPI_Finalized(&fin);
+  /* a stranded collective (a rank left): MPI_Finalize could wait on it */
+  if (any_broken && init && !fin) MPI_Abort(MPI_COMM_WORLD, 1);
   if (we_initialised && init && !fin) MPI_Finalize();
   we_initialised = 0;
 }
@@ -151,6 +284,8 @@ void krr_comm_mpi_finalize(void) {
 int krr_comm_mpi_built(void) { return 0; }
 
 int krr_comm_mpi_owner(void) { return 0; }
+
+const char *krr_comm_mpi_broken(void) { return NULL; }
 
 krr_status krr_comm_mpi_create(krr_ctx *ctx, krr_comm **out) {
   *out = NULL;

@@ -8,7 +8,9 @@
 # lambda), "nonfinite" (rank 1 has an infinite response), "centers" (Falkon
 # centres given beyond the 240 rows of all ranks), "greedy" (PCG with a
 # partial Cholesky preconditioner, which does not distribute), "die" (rank 1
-# is killed, SIGKILL, one second into a long fit: mpirun ends the job).
+# is killed, SIGKILL, one second into a long fit: mpirun ends the job),
+# "quit" (rank 1 ends its R session normally after a second, without
+# fitting, while rank 0 waits for it in the fit's first collective).
 args <- commandArgs(TRUE)
 mode <- args[1L]
 out <- args[2L]
@@ -65,6 +67,11 @@ if (mode == "fit") {
   if (mode == "nonfinite" && s$rank == 1L) yl[1] <- Inf
   if (mode == "die" && s$rank == 1L) {
     system(sprintf("sleep 1; kill -9 %d", Sys.getpid()), wait = FALSE)
+  }
+  if (mode == "quit" && s$rank == 1L) {
+    saveRDS(res, file.path(out, sprintf("rank%d.rds", s$rank)))
+    Sys.sleep(1)
+    quit(save = "no")
   }
   sv <- switch(mode, centers = falkon(centers = c(1, 241)),
                greedy = pcg("greedy_cholesky"), askotch(block_size = 40))
