@@ -18,8 +18,8 @@
 #' **With Rmpi** in the same script, load Rmpi first: `library(Rmpi)`
 #' initialises MPI and askotch joins that session (ranks and sizes agree
 #' with `Rmpi::mpi.comm.rank(0)` and `Rmpi::mpi.comm.size(0)`; both use the
-#' same processes), and Rmpi finalises it (`Rmpi::mpi.finalize()` at the
-#' end). Rmpi loaded after askotch has initialised MPI cannot set up its
+#' same processes), and Rmpi finalises it (`askotch_mpi_finalize()` then
+#' `Rmpi::mpi.finalize()` at the end). Rmpi loaded after askotch has initialised MPI cannot set up its
 #' communicators, and its calls crash R; askotch warns (class
 #' `askotch_warning_mpi`) when that happens.
 #'
@@ -29,7 +29,9 @@
 #' classed error (`askotch_error_device`, "rank r left the MPI job ..."), and
 #' since the operation they waited in can never complete, askotch ends the
 #' whole job with `MPI_Abort` when their R sessions end. A rank killed by a
-#' signal makes `mpirun` end the job instead.
+#' signal makes `mpirun` end the job instead. With Rmpi, end the script with
+#' `askotch_mpi_finalize()` before `Rmpi::mpi.finalize()`: MPI finalised by
+#' Rmpi first leaves no way to send the notice.
 #'
 #' @return `askotch_mpi_init()`: a list with the `rank` (from 0) and `size`
 #'   (number of ranks), invisibly. `askotch_mpi_available()`: `TRUE` or

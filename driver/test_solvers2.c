@@ -253,13 +253,15 @@ static void test_syev_top(env_t *e) {
 /* syev (all pairs) through the CPU's polled route, whose tridiagonal step is
  * Cuppen's divide and conquer written out over LAPACK's dlaed2 / dlaed4
  * (cpu_ops_t.c.inc, stedc_polled): matrices that exercise each branch of a
- * merge -- no deflation (a random symmetric matrix), deflation by equal
+ * merge -- no deflation (a random symmetric matrix, also scaled by 1e-6:
+ * the deflation tolerance must follow the norm), deflation by equal
  * values (six eigenvalues of multiplicity n/6), every merge deflated
  * (a diagonal matrix: the rank-one terms are zero), pairs of values close to
  * rounding (Wilkinson's W+ tridiagonal: d_i = |i - n/2|, e_i = 1) and an
  * RBF kernel matrix (clusters of tiny values) -- at n = 300 and 517 (odd
  * halves), pieces of 1e4 flops (parts of at most 32 solved by dstedc, so
- * 3-4 levels of merges) and 1e6 (one or two levels).  Against LAPACK's
+ * 3-4 levels of merges) and 1e6 (one or two levels), and n = 70 at 1e6
+ * (the polled route with the whole tridiagonal one dstedc leaf).  Against LAPACK's
  * dsyevd in double: eigenvalues within 1e-12 (double) / 1e-5 (single) of the
  * largest magnitude, residual and orthonormality within 10x that, as
  * test_syev_top.  Then an interrupt at every 3rd poll of one run (and its
@@ -267,22 +269,23 @@ static void test_syev_top(env_t *e) {
 static void test_syev_dc(env_t *e) {
   krr_ctx *ctx = e->ctx;
   if (ctx->ops != krr_cpu_ops()) return;
-  const int64_t ns[] = {300, 517};
+  const int64_t ns[] = {300, 517, 70};
   const double pf = ctx->piece_flops;
-  for (int in = 0; in < 2; in++) {
+  for (int in = 0; in < 3; in++) {
     const int64_t n = ns[in];
     double *K = malloc(sizeof(double) * n * n), *A = malloc(sizeof(double) * n * n),
            *wall = malloc(sizeof(double) * n), *w = malloc(sizeof(double) * n),
            *Z = malloc(sizeof(double) * n * n), *G = malloc(sizeof(double) * n * n);
-    for (int kind = 0; kind < 5; kind++) {
-      const char *kn[] = {"random", "multiple", "diagonal", "wilkinson", "rbf"};
+    for (int kind = 0; kind < 6; kind++) {
+      const char *kn[] = {"random", "multiple", "diagonal", "wilkinson", "rbf", "random x 1e-6"};
       memset(K, 0, sizeof(double) * n * n);
-      if (kind == 0 || kind == 1) { /* G: standard normal entries */
-        for (int64_t i = 0; i < n * n; i++) G[i] = krr_rng_normal(11 + kind, (uint64_t)i);
+      if (kind <= 1 || kind == 5) { /* G: standard normal entries */
+        for (int64_t i = 0; i < n * n; i++) G[i] = krr_rng_normal(11 + (kind == 1), (uint64_t)i);
       }
-      if (kind == 0) {
+      if (kind == 0 || kind == 5) { /* (x 1e-6: deflation must be relative to the norm) */
+        const double sc = kind == 5 ? 1e-6 : 1;
         for (int64_t j = 0; j < n; j++)
-          for (int64_t i = 0; i < n; i++) K[i + j * n] = (G[i + j * n] + G[j + i * n]) / 2;
+          for (int64_t i = 0; i < n; i++) K[i + j * n] = sc * (G[i + j * n] + G[j + i * n]) / 2;
       } else if (kind == 1) { /* Q diag(floor(6 i / n)) Q^T, Q from a QR of G */
         double *tau = malloc(sizeof(double) * n);
         LAPACKE_dgeqrf(LAPACK_COL_MAJOR, (lapack_int)n, (lapack_int)n, G, (lapack_int)n, tau);
@@ -314,7 +317,8 @@ static void test_syev_dc(env_t *e) {
       CHECK(LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'N', 'U', (lapack_int)n, A, (lapack_int)n, wall) == 0, "dsyevd");
       const double top = fmax(fabs(wall[0]), fabs(wall[n - 1]));
       for (int ip = 0; ip < 2; ip++) {
-        ctx->piece_flops = ip ? 1e6 : 1e4;
+        /* n = 70 at 1e6: the polled route, the whole tridiagonal one leaf */
+        ctx->piece_flops = ip || n == 70 ? 1e6 : 1e4;
         for (int pr = 0; pr < 2; pr++) {
           const krr_precision prec = pr ? KRR_DOUBLE : KRR_FLOAT;
           const double tol = pr ? 1e-12 : 1e-5;

@@ -15,10 +15,15 @@
  * its collective number s that hears of a rank that left after fewer than s
  * knows the collective can never complete: it fails with KRR_ERR_DEVICE
  * naming that rank, and the communicator is marked broken (every later
- * collective fails at once; the pending request is abandoned, and the
- * process is ended by MPI_Abort at finalisation, since MPI_Finalize could wait
- * on it).  A rank that left after taking part in collective s did not
- * strand it, so notices from ranks that finish normally cost nothing. */
+ * collective fails at once; the pending request is abandoned with the
+ * staging copies it works on, never the caller's buffers, and the process
+ * is ended by MPI_Abort at finalisation, since MPI_Finalize could wait on
+ * it).  A rank that left after taking part in collective s did not strand
+ * it, so notices from ranks that finish normally cost nothing.  Notices
+ * carry a tag per communicator, so a late one from an earlier session of
+ * the same process is never read as news.  Where Rmpi or pbdMPI finalise
+ * MPI themselves before askotch's communicator is freed, no notice is sent
+ * (askotch_mpi_finalize() first sends it). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +37,7 @@
 
 typedef struct {
   MPI_Comm comm, ctl; /* collectives; notices of ranks that left */
+  int tag;            /* the notices' tag: TAG_LEFT + this communicator's number */
   int64_t seq;        /* collectives started on comm */
   int64_t *left;      /* per rank: the collectives it had started when it left, or -1 */
   int broken;         /* a collective can never complete: the message */
@@ -39,6 +45,7 @@ typedef struct {
 } mpi_t;
 static int we_initialised = 0, any_broken = 0;
 static char broken_why[400]; /* the first stranded collective's message */
+static int n_created = 0;     /* communicators created (the same on every rank) */
 
 #define MC(c) (((mpi_t *)(c)->impl)->comm)
 #define TAG_LEFT 7301
@@ -51,50 +58,69 @@ static krr_status mpi_err(krr_ctx *ctx, int rc, const char *what) {
 }
 
 /* read the notices that arrived; fail (and mark the communicator broken)
- * when a rank left before starting collective number m->seq */
-static krr_status m_check_left(krr_comm *c, krr_ctx *ctx) {
+ * when a rank left before starting collective number `s` */
+static krr_status m_check_left(krr_comm *c, krr_ctx *ctx, int64_t s) {
   mpi_t *m = (mpi_t *)c->impl;
   if (!m->broken) {
     int flag = 1;
-    MPI_Status s;
+    MPI_Status ms;
     while (flag) {
-      if (MPI_Iprobe(MPI_ANY_SOURCE, TAG_LEFT, m->ctl, &flag, &s) != MPI_SUCCESS) break;
+      if (MPI_Iprobe(MPI_ANY_SOURCE, m->tag, m->ctl, &flag, &ms) != MPI_SUCCESS) break;
       if (!flag) break;
       int64_t v = -1;
-      if (MPI_Recv(&v, 1, MPI_INT64_T, s.MPI_SOURCE, TAG_LEFT, m->ctl, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      if (MPI_Recv(&v, 1, MPI_INT64_T, ms.MPI_SOURCE, m->tag, m->ctl, MPI_STATUS_IGNORE) != MPI_SUCCESS)
         break;
-      if (s.MPI_SOURCE >= 0 && s.MPI_SOURCE < c->size) m->left[s.MPI_SOURCE] = v;
+      if (ms.MPI_SOURCE >= 0 && ms.MPI_SOURCE < c->size) m->left[ms.MPI_SOURCE] = v;
     }
     for (int r = 0; r < c->size && !m->broken; r++)
-      if (m->left[r] >= 0 && m->left[r] < m->seq) {
+      if (m->left[r] >= 0 && m->left[r] < s) {
         m->broken = any_broken = 1;
         snprintf(m->why, sizeof m->why,
                  "rank %d left the MPI job (its process ended or it finalised askotch's MPI) "
                  "after %lld collective operations, while rank %d waits in operation %lld: the "
                  "distributed computation cannot go on (end every rank's script together)",
-                 r, (long long)m->left[r], c->rank, (long long)m->seq);
+                 r, (long long)m->left[r], c->rank, (long long)s);
         if (!broken_why[0]) memcpy(broken_why, m->why, sizeof broken_why);
       }
   }
   return m->broken ? krr_fail(ctx, KRR_ERR_DEVICE, "%s", m->why) : KRR_OK;
 }
 
-/* start collective number ++seq (after checking that nobody left before it) */
+/* before starting collective number seq + 1: nobody left before it */
 static krr_status m_begin(krr_comm *c, krr_ctx *ctx) {
-  ((mpi_t *)c->impl)->seq += 1;
-  return m_check_left(c, ctx);
+  return m_check_left(c, ctx, ((mpi_t *)c->impl)->seq + 1);
 }
 
-/* wait for a started collective by testing it, listening for notices */
-static krr_status m_wait(krr_comm *c, krr_ctx *ctx, MPI_Request *req, const char *what) {
+/* a collective was started (MPI's return code rc): counted -- only once
+ * started, so that ranks waiting in one this rank never joined hear of it
+ * when it leaves -- and waited for by testing it, listening for notices.
+ * On an error with m->broken set the request is still pending, abandoned:
+ * the buffers it was given must then never be freed (the callers run the
+ * collectives on staging copies of their own, leaked in that case). */
+static krr_status m_started(krr_comm *c, krr_ctx *ctx, int rc, MPI_Request *req, const char *what) {
+  mpi_t *m = (mpi_t *)c->impl;
+  if (rc != MPI_SUCCESS) return mpi_err(ctx, rc, what);
+  m->seq += 1;
   for (;;) {
     int done = 0;
-    int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+    rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) return mpi_err(ctx, rc, what);
     if (done) return KRR_OK;
-    KTRY(m_check_left(c, ctx));
+    KTRY(m_check_left(c, ctx, m->seq));
     sched_yield(); /* an oversubscribed rank lets the others run */
   }
+}
+
+/* a staging copy of n bytes (src: copied in), freed unless its collective
+ * was abandoned */
+static void *m_stage(krr_ctx *ctx, const void *src, size_t n) {
+  void *s = malloc(n ? n : 1);
+  if (!s) krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
+  else if (src && n) memcpy(s, src, n);
+  return s;
+}
+static void m_unstage(krr_comm *c, krr_status st, void *s) {
+  if (st == KRR_OK || !((mpi_t *)c->impl)->broken) free(s);
 }
 
 static MPI_Datatype dtype(krr_dtype t) {
@@ -111,11 +137,16 @@ static krr_status m_allreduce(krr_comm *c, krr_ctx *ctx, void *buf, int64_t coun
   size_t es = krr_dtype_size(t);
   for (int64_t i = 0; i < count; i += CHUNK) {
     int k = (int)(count - i < CHUNK ? count - i : CHUNK);
+    char *part = (char *)buf + (size_t)i * es;
     MPI_Request req;
     KTRY(m_begin(c, ctx));
-    int rc = MPI_Iallreduce(MPI_IN_PLACE, (char *)buf + (size_t)i * es, k, dtype(t), mop, MC(c), &req);
-    if (rc != MPI_SUCCESS) return mpi_err(ctx, rc, "Allreduce");
-    KTRY(m_wait(c, ctx, &req, "Allreduce"));
+    void *s = m_stage(ctx, part, (size_t)k * es);
+    if (!s) return KRR_ERR_MEMORY;
+    krr_status st = m_started(c, ctx, MPI_Iallreduce(MPI_IN_PLACE, s, k, dtype(t), mop, MC(c), &req),
+                              &req, "Allreduce");
+    if (st == KRR_OK) memcpy(part, s, (size_t)k * es);
+    m_unstage(c, st, s);
+    KTRY(st);
     c->calls += 1;
   }
   c->bytes += (double)count * (double)es;
@@ -127,11 +158,15 @@ static krr_status m_bcast(krr_comm *c, krr_ctx *ctx, void *buf, int64_t bytes, i
   double t0 = krr_now();
   for (int64_t i = 0; i < bytes; i += CHUNK) {
     int k = (int)(bytes - i < CHUNK ? bytes - i : CHUNK);
+    char *part = (char *)buf + i;
     MPI_Request req;
     KTRY(m_begin(c, ctx));
-    int rc = MPI_Ibcast((char *)buf + i, k, MPI_BYTE, root, MC(c), &req);
-    if (rc != MPI_SUCCESS) return mpi_err(ctx, rc, "Bcast");
-    KTRY(m_wait(c, ctx, &req, "Bcast"));
+    void *s = m_stage(ctx, c->rank == root ? part : NULL, (size_t)k);
+    if (!s) return KRR_ERR_MEMORY;
+    krr_status st = m_started(c, ctx, MPI_Ibcast(s, k, MPI_BYTE, root, MC(c), &req), &req, "Bcast");
+    if (st == KRR_OK && c->rank != root) memcpy(part, s, (size_t)k);
+    m_unstage(c, st, s);
+    KTRY(st);
     c->calls += 1;
   }
   if (c->rank == root) c->bytes += (double)bytes;
@@ -142,27 +177,34 @@ static krr_status m_bcast(krr_comm *c, krr_ctx *ctx, void *buf, int64_t bytes, i
 static krr_status m_allgatherv(krr_comm *c, krr_ctx *ctx, const void *send, int64_t sendbytes,
                                void *recv, const int64_t *counts, const int64_t *displs) {
   int P = c->size;
-  int *rc_ = (int *)malloc(sizeof(int) * 2 * (size_t)P);
-  if (!rc_) return krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
+  int64_t total = 0;
   for (int r = 0; r < P; r++) {
-    if (counts[r] > INT_MAX || displs[r] > INT_MAX) {
-      free(rc_);
+    if (counts[r] > INT_MAX || displs[r] > INT_MAX)
       return krr_fail(ctx, KRR_ERR_INPUT, "an allgather of more than 2 GiB is not supported");
-    }
+    if (displs[r] + counts[r] > total) total = displs[r] + counts[r];
+  }
+  KTRY(m_begin(c, ctx));
+  /* one staging block: the int counts and displacements, the send and the
+   * receive buffers (all must outlive an abandoned request) */
+  const size_t ib = sizeof(int) * 2 * (size_t)P;
+  char *s = (char *)m_stage(ctx, NULL, ib + (size_t)sendbytes + (size_t)total);
+  if (!s) return KRR_ERR_MEMORY;
+  int *rc_ = (int *)s;
+  char *sb = s + ib, *rb = sb + sendbytes;
+  for (int r = 0; r < P; r++) {
     rc_[r] = (int)counts[r];
     rc_[P + r] = (int)displs[r];
   }
+  if (sendbytes > 0) memcpy(sb, send, (size_t)sendbytes);
   double t0 = krr_now();
   MPI_Request req;
-  krr_status st = m_begin(c, ctx);
-  if (st != KRR_OK) {
-    free(rc_);
-    return st;
-  }
-  int rc = MPI_Iallgatherv(send, (int)sendbytes, MPI_BYTE, recv, rc_, rc_ + P, MPI_BYTE, MC(c), &req);
-  st = rc == MPI_SUCCESS ? m_wait(c, ctx, &req, "Allgatherv") : mpi_err(ctx, rc, "Allgatherv");
-  /* the counts must outlive the request: an abandoned one keeps them */
-  if (st == KRR_OK || rc != MPI_SUCCESS) free(rc_);
+  krr_status st = m_started(c, ctx, MPI_Iallgatherv(sb, (int)sendbytes, MPI_BYTE, rb, rc_, rc_ + P,
+                                                    MPI_BYTE, MC(c), &req),
+                            &req, "Allgatherv");
+  if (st == KRR_OK)
+    for (int r = 0; r < P; r++)
+      if (counts[r] > 0) memcpy((char *)recv + displs[r], rb + displs[r], (size_t)counts[r]);
+  m_unstage(c, st, s);
   KTRY(st);
   c->calls += 1;
   c->bytes += (double)sendbytes;
@@ -173,9 +215,7 @@ static krr_status m_allgatherv(krr_comm *c, krr_ctx *ctx, const void *send, int6
 static krr_status m_barrier(krr_comm *c, krr_ctx *ctx) {
   MPI_Request req;
   KTRY(m_begin(c, ctx));
-  int rc = MPI_Ibarrier(MC(c), &req);
-  if (rc != MPI_SUCCESS) return mpi_err(ctx, rc, "Barrier");
-  KTRY(m_wait(c, ctx, &req, "Barrier"));
+  KTRY(m_started(c, ctx, MPI_Ibarrier(MC(c), &req), &req, "Barrier"));
   c->calls += 1;
   return KRR_OK;
 }
@@ -194,7 +234,7 @@ static void m_free(krr_comm *c) {
     if (req && v) {
       *v = m->seq;
       for (int r = 0; r < c->size; r++)
-        if (r != c->rank && MPI_Isend(v, 1, MPI_INT64_T, r, TAG_LEFT, m->ctl, &req[nr]) == MPI_SUCCESS)
+        if (r != c->rank && MPI_Isend(v, 1, MPI_INT64_T, r, m->tag, m->ctl, &req[nr]) == MPI_SUCCESS)
           nr++;
       int done = 0;
       const double t0 = krr_now();
@@ -208,6 +248,14 @@ static void m_free(krr_comm *c) {
     }
     free(v);
     free(req);
+    /* the notices that arrived from the others (they end too) */
+    int flag = 1;
+    MPI_Status ms;
+    while (MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, m->ctl, &flag, &ms) == MPI_SUCCESS && flag) {
+      int64_t x;
+      if (MPI_Recv(&x, 1, MPI_INT64_T, ms.MPI_SOURCE, ms.MPI_TAG, m->ctl, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        break;
+    }
     if (!m->broken) MPI_Comm_free(&m->comm); /* (a broken one has a request pending) */
     MPI_Comm_free(&m->ctl);
   }
@@ -263,6 +311,9 @@ krr_status krr_comm_mpi_create(krr_ctx *ctx, krr_comm **out) {
     return krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
   }
   for (int r = 0; r < c->size; r++) m->left[r] = -1;
+  /* a notice from an earlier communicator of this process that arrived late
+   * (the context may be reused) carries that one's tag */
+  m->tag = TAG_LEFT + (n_created++ % 16384);
   c->vt = &mpi_vt;
   c->impl = m;
   *out = c;

@@ -40,4 +40,7 @@ if (mode == "first") {
 }
 res$askotch <- c(s$rank, s$size)
 saveRDS(res, file.path(out, sprintf("rank%d.rds", s$rank)))
-if (mode == "first") invisible(Rmpi::mpi.finalize())
+if (mode == "first") {
+  askotch_mpi_finalize() # (its notice to the other ranks needs MPI running)
+  invisible(Rmpi::mpi.finalize())
+}
