@@ -211,10 +211,10 @@
 #'   fits in `mem_limit`; `pcg("greedy_cholesky")` (its rank chosen by cost
 #'   and by \eqn{\lambda}, within half the memory budget) for \eqn{n \le}
 #'   200 000 (option `askotch.auto_pcg_max_n`), and up to 400 000 when the
-#'   memory budget allows it a rank of at least 1500 (option
+#'   memory budget allows it a rank of at least 1000 (option
 #'   `askotch.auto_pcg_large`; at \eqn{n = 4 \times 10^5} PCG reached the
-#'   converged test error twice as soon as ASkotch at rank 1649, and lost to it
-#'   at rank 550); else [askotch()], whose memory is linear in \eqn{n}. Or a solver specification:
+#'   converged test error sooner than ASkotch at ranks 1649 and 1000, tied with
+#'   it at rank 750 and lost to it at rank 550); else [askotch()], whose memory is linear in \eqn{n}. Or a solver specification:
 #'   [askotch()], [skotch()], [sap()], [pcg()], [falkon()], [cholesky()], or
 #'   one of their names.
 #' @param precision `"double"` or `"single"` floating point arithmetic in the
