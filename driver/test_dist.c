@@ -1,6 +1,6 @@
 /* test_dist: the communicator seam (src/core/dist) and the MPI-sharded
  * operator (src/core/op/sharded.c), run under
- *   timeout 120 mpirun --oversubscribe --mca btl self,vader -np P build/mpi/test_dist
+ *   timeout 120 mpirun --oversubscribe --mca btl self,vader -np P build/mpi/test_dist [--backend cuda]
  * for P = 1..4 (or plainly, one process, with the serial communicator when
  * the build has no MPI).  Every rank builds the same global data (seeded),
  * keeps its contiguous rows, and compares the sharded operator with the
@@ -410,7 +410,13 @@ out:
 
 int main(int argc, char **argv) {
   krr_ctx ctx;
-  if (krr_ctx_init(&ctx, krr_cpu_ops(), 1, 0) != KRR_OK) { printf("ctx: %s\n", ctx.msg); return 1; }
+  /* --backend cuda: every rank on the CUDA backend (device 0: the ranks of
+   * one machine share its GPU) -- compiled with CUDA=1, not yet run on a GPU */
+  const char *be = "cpu";
+  int threads = 1;
+  int64_t n_unused = 0;
+  parse_test_args(argc, argv, &be, &threads, &n_unused);
+  if (krr_ctx_init(&ctx, backend(be), threads, 0) != KRR_OK) { printf("ctx: %s\n", ctx.msg); return 1; }
   if (krr_comm_mpi_built()) {
     if (krr_comm_mpi_create(&ctx, &comm) != KRR_OK) { printf("mpi: %s\n", ctx.msg); return 1; }
   } else {
