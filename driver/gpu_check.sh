@@ -2,7 +2,7 @@
 # One-stop check of the CUDA backend on a GPU machine (no R needed).
 #
 #   sh driver/gpu_check.sh [--quick] [stage ...]      (from the repository root)
-#   stages: build parity solvers progs memcheck racecheck bench torch   (default: all, in that order)
+#   stages: build parity solvers progs mpi memcheck racecheck bench torch   (default: all, in that order)
 #
 # build     : tools/config_cuda.sh probe, CUDA objects, test_parity (needs
 #             OpenBLAS + LAPACKE dev files; checked by a test compile, else the
@@ -14,6 +14,9 @@
 #             test_features, test_joker, test_restart, test_solvers, test_solvers2,
 #             test_svrg)
 #             on the CUDA backend
+# mpi       : where mpicc and mpirun exist: the MPI build with CUDA (make -C driver
+#             CUDA=1 mpi) and test_dist --backend cuda at np = 2 (the ranks share
+#             the GPU); skipped with a note otherwise
 # memcheck  : compute-sanitizer --tool memcheck --leak-check full test_parity --small
 # racecheck : compute-sanitizer --tool racecheck test_parity --small
 # bench     : inst/bench/gpu bench_cuda (cuBLAS GEMM + kernel_mv roofline table)
@@ -28,11 +31,11 @@ STAGES=
 for a in "$@"; do
   case "$a" in
     --quick) QUICK=--quick ;;
-    build|parity|solvers|progs|memcheck|racecheck|bench|torch) STAGES="$STAGES $a" ;;
-    *) echo "usage: $0 [--quick] [build|parity|solvers|progs|memcheck|racecheck|bench|torch ...]"; exit 2 ;;
+    build|parity|solvers|progs|mpi|memcheck|racecheck|bench|torch) STAGES="$STAGES $a" ;;
+    *) echo "usage: $0 [--quick] [build|parity|solvers|progs|mpi|memcheck|racecheck|bench|torch ...]"; exit 2 ;;
   esac
 done
-[ -n "$STAGES" ] || STAGES="build parity solvers progs memcheck racecheck bench torch"
+[ -n "$STAGES" ] || STAGES="build parity solvers progs mpi memcheck racecheck bench torch"
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 2
@@ -133,6 +136,19 @@ for stage in $STAGES; do
         done
       else
         note progs skip - "test programs (CUDA=1) did not build: see progs-build.log"
+      fi
+      ;;
+    mpi)
+      # MPI with the CUDA backend (issue 14): the sharded operator's ranks on the GPU
+      if ! command -v mpicc >/dev/null 2>&1 || ! command -v mpirun >/dev/null 2>&1; then
+        note mpi skip - "no mpicc / mpirun on this machine"
+      elif make -s -C driver B=build/cudampi CUDA=1 CUDA_HOME="$CUDA_HOME" mpi >"$LOG/mpi-build.log" 2>&1; then
+        [ "$(id -u)" -eq 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+        run mpi 300 mpirun --oversubscribe -np 2 driver/build/cudampi/mpi/test_dist --backend cuda
+        note mpi "$RUN_ST" "$RUN_DT" "$(grep -E '^[0-9]+ passed' "$LOG/mpi.log" | tail -n 1)"
+        grep -E '^FAIL' "$LOG/mpi.log" | head -n 20
+      else
+        note mpi skip - "the MPI build with CUDA failed: see mpi-build.log"
       fi
       ;;
     memcheck|racecheck)

@@ -35,7 +35,7 @@ export JOBS KRR_VERBOSE=1
 
 # 1. build, operator parity, solver parity, memcheck, racecheck and the PyTorch
 #    comparison (add "bench" to STAGES for the kernel_mv roofline table)
-OUT=$LOG STAGE_TIMEOUT=${STAGE_TIMEOUT:-100} sh driver/gpu_check.sh --quick ${STAGES:-build parity progs solvers memcheck racecheck torch}
+OUT=$LOG STAGE_TIMEOUT=${STAGE_TIMEOUT:-100} sh driver/gpu_check.sh --quick ${STAGES:-build parity progs solvers mpi memcheck racecheck torch}
 echo "gpu_check done at $(( $(date +%s) - T0 ))s"
 
 # 2. whole fits: GPU vs the CPU backend (all cores) on the same synthetic data
