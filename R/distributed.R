@@ -18,9 +18,10 @@
 #' **With Rmpi** in the same script, load Rmpi first: `library(Rmpi)`
 #' initialises MPI and askotch joins that session (ranks and sizes agree
 #' with `Rmpi::mpi.comm.rank(0)` and `Rmpi::mpi.comm.size(0)`; both use the
-#' same processes), and Rmpi finalises it (`askotch_mpi_finalize()` then
-#' `Rmpi::mpi.finalize()` at the end). Rmpi loaded after askotch has initialised MPI cannot set up its
-#' communicators, and its calls crash R; askotch warns (class
+#' same processes), and the script ends with `askotch_mpi_finalize()`
+#' then `Rmpi::mpi.finalize()` (Rmpi finalises MPI). Rmpi loaded after
+#' askotch has initialised MPI cannot set up its communicators, and its
+#' calls crash R; askotch warns (class
 #' `askotch_warning_mpi`) when that happens.
 #'
 #' **A rank that leaves early.** When a rank's R session ends (or it calls
