@@ -92,7 +92,9 @@ static krr_status sketch_core(krr_ctx *ctx, krr_lowrank *lr, double *delta) {
 /* The test matrix in lr->U <- Q of its thin QR by Cholesky QR, twice
  * (Yamamoto, Nakatsukasa, Yanagisawa and Fukaya, ETNA 44, 2015): a Gaussian
  * n x r matrix with n >= 2r has a condition number below about 6, where
- * the second pass leaves it orthonormal to rounding.  Every step is a
+ * the second pass leaves it orthonormal to rounding; up to r = n it stays
+ * far below eps^(-1/2) in double (about 8 at r = 0.6 n), where the second
+ * pass still does.  Every step is a
  * polled product, factorisation or solve.  *ok = 0 when a Cholesky factor
  * fails (then the columns still span the same space). */
 static krr_status cholesky_qr2(krr_ctx *ctx, krr_lowrank *lr, int *ok) {
@@ -162,7 +164,11 @@ krr_status krr_nystrom_sketch(krr_ctx *ctx, krr_lowrank *lr, krr_matmul_fn mv, v
   if (dist && !(lr->gram_ok && lr->nglob >= 2 * (int64_t)r))
     return krr_fail(ctx, KRR_ERR_INPUT, "a distributed Nystrom sketch needs rank <= n / 2 "
                     "(rank %d, n = %lld)", r, (long long)lr->nglob);
-  const int gram = dist || (lr->gram_ok && n >= 2 * (int64_t)r &&
+  /* (the Gram route for any r <= n: Cholesky QR2 orthonormalises a
+   * Gaussian n x r matrix whose condition number, about (sqrt n + sqrt r) /
+   * (sqrt n - sqrt r), stays below eps^(-1/2) -- all r < n in double; where
+   * a factor fails the Householder QR below takes over) */
+  const int gram = dist || (lr->gram_ok && n >= (int64_t)r &&
                             2.0 * (double)n * r * r > krr_piece_flops(ctx));
   int ok = 0;
   if (dist) { /* this rank's rows of the global test matrix (column-major stream) */
