@@ -1,7 +1,9 @@
 # setTimeLimit latency through pcg(rank = 5000)'s setup in double (its
 # 5000 x 5000 eigensystem, all pairs: the polled divide and conquer of
-# session 18), n = 8000, p = 5, 2 threads; limits on a 1 s grid across the fit.
-#   R_LIBS=/tmp/lib Rscript latency_pcg_rank5000.R
+# session 18), n = 8000, p = 5, 2 threads; limits on a 1 s grid across the fit,
+# or on the given limits (comma-separated, e.g. 1,2,4,6,8,12,16,20,25: the
+# re-run after the fix, without the whole-fit run first).
+#   R_LIBS=/tmp/lib Rscript latency_pcg_rank5000.R [limits]
 suppressPackageStartupMessages(library(askotch))
 set.seed(1)
 n <- 8000
@@ -19,15 +21,20 @@ lat_of <- function(L) {
     conditionMessage(e), finally = setTimeLimit())
   list(res = res, s = proc.time()[["elapsed"]] - t0)
 }
-full <- lat_of(Inf)
-cat(sprintf("whole fit (setup + 1 pass) %.2f s (%s)\n", full$s, full$res))
-grid <- seq(1, full$s, by = 1)
+given <- commandArgs(TRUE)[1L]
+if (is.na(given)) {
+  full <- lat_of(Inf)
+  cat(sprintf("whole fit (setup + 1 pass) %.2f s (%s)\n", full$s, full$res))
+  grid <- seq(1, full$s, by = 1)
+} else {
+  grid <- as.numeric(strsplit(given, ",", fixed = TRUE)[[1L]])
+}
 lat <- vapply(grid, function(L) {
   r <- lat_of(L)
   cat(sprintf("L = %5.1f: %s after %.2f s, latency %.3f s\n", L, r$res, r$s, r$s - L))
   if (r$res == "stopped") r$s - L else NA_real_
 }, 0)
-cat(sprintf("limits %g..%g s by 1: latency median %.3f, max %.3f s (at L = %g); %d of %d stopped\n",
+cat(sprintf("limits %g..%g s: latency median %.3f, max %.3f s (at L = %g); %d of %d stopped\n",
             min(grid), max(grid), median(lat, na.rm = TRUE), max(lat, na.rm = TRUE),
             grid[which.max(lat)], sum(!is.na(lat)), length(grid)))
 cat("uptime:", system("uptime", intern = TRUE), "\n")
