@@ -159,10 +159,7 @@ fit_distributed <- function(x, y, kernel, bandwidth, bandwidth_given, lambda,
         "A distributed fit takes no `validation`, `weights`, `keep_state`",
         "or finite `time_limit`."), "input", ecall)
     }
-    if (!identical(device, "auto") && !identical(device, "cpu")) {
-      abort_askotch("A distributed fit from R runs on the CPU (`device = \"cpu\"`).",
-                    "input", ecall)
-    }
+    check_choice(device, c("auto", "cpu", "cuda"), "device", ecall)
     xl <- as_feature_matrix(x, "x", ecall)
     if (nrow(xl) < 1L) {
       abort_askotch(sprintf(paste(
@@ -191,6 +188,12 @@ fit_distributed <- function(x, y, kernel, bandwidth, bandwidth_given, lambda,
   n <- sum(counts)
   row0 <- sum(counts[seq_len(rank)])
   if (n < 2) abort_askotch("`x` must have at least 2 rows in all.", "input", ecall)
+  # the backend, the same on every rank: "cuda" needs a device on each (one
+  # per rank where the machine has as many: askotch_r_device_id() in C);
+  # "auto" takes CUDA when every rank has one and n >= 50 000 (as a
+  # one-process fit)
+  device <- mpi_step(resolve_device(device, n, ecall), rank, ecall)
+  if (mpi_reduce(as.numeric(device == "cuda"), "sum") < P) device <- "cpu"
   # standardisation from reduced sums (two passes, as var())
   scaling <- mpi_step(dist_scaling(xl, n, standardize), rank, ecall)
   xs <- apply_scaling(xl, scaling$center, scaling$scale)
@@ -237,7 +240,7 @@ fit_distributed <- function(x, y, kernel, bandwidth, bandwidth_given, lambda,
   if (identical(solver, "auto")) solver <- "askotch"
   dat <- list(xs = xs, n = n, p = p, Yc = Yc, standardize = standardize)
   set <- mpi_step(krr_settings(dat, loss, kern, bandwidth, TRUE, lspec$value,
-                               solver, precision, "cpu", max_passes, tol,
+                               solver, precision, device, max_passes, tol,
                                Inf, NULL, seed, progress && rank == 0L,
                                threads, mem_limit, FALSE, ecall), rank, ecall)
   set$kernel$bandwidth_rule <- bw_rule

@@ -268,7 +268,11 @@
 #'   in turn, \eqn{n (p + m)} numbers per iteration; the sketch's Gram
 #'   matrices are summed over the ranks).
 #'   Standardisation, the median bandwidth and the tolerance come from
-#'   global statistics; `lambda` must be a number or `"paper"`. Returns a
+#'   global statistics; `lambda` must be a number or `"paper"`. With
+#'   `device = "cuda"` every rank computes on a GPU (the ranks of one
+#'   machine take its GPUs in turn, sharing them when there are fewer);
+#'   `"auto"` does so when every rank has one and \eqn{n \ge 50\,000}
+#'   points in all. Returns a
 #'   `"krr_distributed"` fit whose `predict()` sums the ranks' parts (for
 #'   Falkon every rank holds the whole model: its centres' points and
 #'   weights, and predicts alone) and whose `summary()` reduces over the

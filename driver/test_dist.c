@@ -33,6 +33,10 @@ static double *rows(const double *A, int64_t n, int k, int64_t r0, int64_t nl) {
 
 static void test_collectives(krr_ctx *ctx) {
   const int P = comm->size, r = comm->rank;
+  /* the tests run on one machine: every rank shares it (the choice of GPU,
+   * local_rank modulo the devices, rests on this) */
+  CHECK(comm->local_size == P && comm->local_rank == r, "local rank %d of %d (rank %d of %d)",
+        comm->local_rank, comm->local_size, r, P);
   double v[3] = {(double)r, (double)r, (double)r};
   CHECK(krr_comm_allreduce(comm, ctx, v, 1, KRR_DT_DOUBLE, KRR_RED_SUM) == KRR_OK &&
         v[0] == P * (P - 1) / 2.0, "allreduce sum %g", v[0]);
@@ -411,7 +415,8 @@ out:
 int main(int argc, char **argv) {
   krr_ctx ctx;
   /* --backend cuda: every rank on the CUDA backend (device 0: the ranks of
-   * one machine share its GPU) -- compiled with CUDA=1, not yet run on a GPU */
+   * one machine share its GPU); built with CUDA=1 (driver/gpu_check.sh's mpi
+   * stage, driver/gpu_r_session.sh) */
   const char *be = "cpu";
   int threads = 1;
   int64_t n_unused = 0;

@@ -16,6 +16,11 @@ static int g_use = 0;
 
 struct krr_comm *askotch_r_dist_comm(void) { return g_use ? g_comm : NULL; }
 
+int askotch_r_device_id(void) {
+  int nd = g_comm ? krr_cuda_device_count() : 0;
+  return nd > 1 ? g_comm->local_rank % nd : 0;
+}
+
 static SEXP failure(krr_ctx *ctx, krr_status st) {
   SEXP out = PROTECT(Rf_allocVector(STRSXP, 2));
   SET_STRING_ELT(out, 0, Rf_mkChar(krr_status_name(st)));

@@ -6,5 +6,9 @@
 #include "core/krr.h"
 struct krr_comm;
 struct krr_comm *askotch_r_dist_comm(void);
+/* The CUDA device of this process: in an SPMD session, its rank among the
+ * ranks of its machine modulo the machine's devices (one GPU per rank where
+ * there are as many); else device 0. */
+int askotch_r_device_id(void);
 krr_status krr_op_sharded_create(krr_op *local, struct krr_comm *comm, krr_op **out);
 #endif

@@ -376,7 +376,7 @@ SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP
   }
   krr_options *o = NULL;
   blas_save();
-  krr_status st = krr_ctx_init(&fs->ctx, ops, nth, 0);
+  krr_status st = krr_ctx_init(&fs->ctx, ops, nth, dev ? askotch_r_device_id() : 0);
   fs->ctx_ok = 1;
   poll_attach(&fs->ctx);
   if (st == KRR_OK) st = krr_options_new(&fs->ctx, def, &o);
@@ -777,7 +777,8 @@ SEXP ffi_kernel_apply(SEXP x1, SEXP x2, SEXP v, SEXP kernel, SEXP bandwidth, SEX
   if (Rf_nrows(v) != Rf_nrows(x2)) raise_status(KRR_ERR_INPUT, "v must have nrow(x2) rows");
   krr_kernel k = {(krr_kernel_type)int1(kernel, "kernel"), num1(bandwidth, "bandwidth")};
   krr_precision prec = int1(precision, "precision") == 0 ? KRR_FLOAT : KRR_DOUBLE;
-  const krr_ops *ops = pick_ops(int1(device, "device"));
+  int dev = int1(device, "device");
+  const krr_ops *ops = pick_ops(dev);
   int64_t n1 = Rf_nrows(x1), n2 = Rf_nrows(x2);
   int q = Rf_ncols(v);
   SEXP out = PROTECT(Rf_allocMatrix(REALSXP, (int)n1, q));
@@ -785,7 +786,7 @@ SEXP ffi_kernel_apply(SEXP x1, SEXP x2, SEXP v, SEXP kernel, SEXP bandwidth, SEX
   krr_ctx ctx;
   int nth = threads_or_default(int1(threads, "threads"));
   blas_save();
-  krr_status st = krr_ctx_init(&ctx, ops, nth, 0);
+  krr_status st = krr_ctx_init(&ctx, ops, nth, dev == 1 ? askotch_r_device_id() : 0);
   poll_attach(&ctx);
   if (st == KRR_OK)
     st = krr_kernel_apply_host(&ctx, prec, &k, REAL(x1), n1, REAL(x2), n2, Rf_ncols(x1), REAL(v), q,

@@ -159,6 +159,26 @@ test_that("faults on one rank are the same classed error on every rank", {
   }
 })
 
+test_that("every rank on a GPU: the same distributed fit as on the CPU", {
+  mpi_ready()
+  skip_if_not(has_cuda(), "no CUDA device")
+  r <- run_spmd(2L, "cuda")
+  expect_equal(r$status, 0L, info = paste(utils::tail(r$log, 20), collapse = "\n"))
+  for (k in r$ranks) {
+    expect_false(is.null(k))
+    for (nm in c("askotch", "pcg", "falkon")) {
+      g <- k[[paste0(nm, "_cuda")]]
+      c0 <- k[[paste0(nm, "_cpu")]]
+      expect_identical(g$device, "cuda")
+      expect_identical(c0$device, "cpu")
+      # the same blocks and iterates; the backends' summation orders differ
+      # (4 passes, double; Falkon converged): 1e-8 relative
+      expect_lt(max(abs(g$w - c0$w)) / max(abs(c0$w)), 1e-8, label = nm)
+      expect_lt(max(abs(g$pred - c0$pred)) / max(abs(c0$pred)), 1e-8, label = nm)
+    }
+  }
+})
+
 test_that("a rank killed mid-fit ends the job (no rank left waiting)", {
   mpi_ready()
   t0 <- proc.time()[["elapsed"]]

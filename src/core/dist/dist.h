@@ -44,6 +44,9 @@ struct krr_comm {
   double seconds; /* wall time spent in collectives (waiting included) */
   int agreed;     /* a failure has been agreed (krr_comm_agree) */
   void *impl;
+  /* this rank among the ranks of its machine (MPI_COMM_TYPE_SHARED): a rank
+   * takes the GPU local_rank modulo the machine's devices */
+  int local_rank, local_size;
 };
 
 size_t krr_dtype_size(krr_dtype t);

@@ -303,6 +303,17 @@ krr_status krr_comm_mpi_create(krr_ctx *ctx, krr_comm **out) {
   MPI_Comm_set_errhandler(m->ctl, MPI_ERRORS_RETURN);
   MPI_Comm_rank(m->comm, &c->rank);
   MPI_Comm_size(m->comm, &c->size);
+  /* the ranks sharing this machine (for the choice of GPU); if MPI cannot
+   * say, every rank counts as a machine of its own (device 0) */
+  c->local_rank = 0;
+  c->local_size = 1;
+  MPI_Comm node;
+  if (MPI_Comm_split_type(m->comm, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node) ==
+      MPI_SUCCESS) {
+    MPI_Comm_rank(node, &c->local_rank);
+    MPI_Comm_size(node, &c->local_size);
+    MPI_Comm_free(&node);
+  }
   m->left = (int64_t *)malloc(sizeof(int64_t) * (size_t)c->size);
   if (!m->left) {
     MPI_Comm_free(&m->comm);

@@ -29,7 +29,7 @@ static const krr_comm_vt serial_vt = {"serial", se_allreduce, se_bcast, se_allga
 
 krr_comm *krr_comm_serial(void) {
   /* counters of the static communicator stay zero: nothing moves */
-  static krr_comm serial = {&serial_vt, 0, 1, 0.0, 0.0, 0.0, 0, NULL};
+  static krr_comm serial = {&serial_vt, 0, 1, 0.0, 0.0, 0.0, 0, NULL, 0, 1};
   return &serial;
 }
 

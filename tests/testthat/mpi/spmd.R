@@ -10,7 +10,9 @@
 # partial Cholesky preconditioner, which does not distribute), "die" (rank 1
 # is killed, SIGKILL, one second into a long fit: mpirun ends the job),
 # "quit" (rank 1 ends its R session normally after a second, without
-# fitting, while rank 0 waits for it in the fit's first collective).
+# fitting, while rank 0 waits for it in the fit's first collective), "cuda"
+# (ASkotch, PCG and Falkon with every rank on a GPU, and the same on the
+# CPU: weights, predictions and the device of each).
 args <- commandArgs(TRUE)
 mode <- args[1L]
 out <- args[2L]
@@ -59,6 +61,22 @@ if (mode == "fit") {
                       cls = class(fit), iters = fit$iterations)
     whole <- askotch_mpi_gather(fit)
     if (s$rank == 0L) saveRDS(whole, file.path(out, paste0("whole_", nm, ".rds")))
+  }
+} else if (mode == "cuda") {
+  solvers <- list(askotch = askotch(block_size = 40, rank = 10),
+                  pcg = pcg("nystrom", rank = 20), falkon = falkon(centers = 30))
+  for (nm in names(solvers)) {
+    for (dv in c("cuda", "cpu")) {
+      # Falkon to convergence: its iterates on these 30 centres (cond(K_MM)
+      # ~ 3e6) move by 3e-3 after 4 passes when x moves by 1e-15, its
+      # solution by 2e-11
+      fit <- krr(xl, yl, lambda = lambda, solver = solvers[[nm]], seed = 3,
+                 max_passes = if (nm == "falkon") 200 else 4,
+                 tol = if (nm == "falkon") 1e-10 else 0, threads = 1,
+                 distributed = TRUE, device = dv)
+      res[[paste(nm, dv, sep = "_")]] <- list(w = fit$weights, pred = predict(fit, xnew),
+                                              device = fit$device)
+    }
   }
 } else {
   if (mode == "p" && s$rank == 1L) xl <- cbind(xl, 1)
