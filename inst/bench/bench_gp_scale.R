@@ -65,10 +65,11 @@ note <- sprintf(paste0(
   "%s, %.1f passes, converged: %s; test RMSE %.3f (noise sd 1); ",
   "95%% prediction intervals cover %.1f%% of the test responses; ",
   "standard errors: %s. ",
-  "Machine: %s, %d threads; load: %s.\n"),
+  "Device: %s. Machine: %s, %d threads; load: %s.\n"),
   as.integer(n), format(Sys.time(), "%Y-%m-%d %H:%M UTC", tz = "UTC"),
   fit$lambda, 1 / var(tr$f), format(fit$solver), fit$passes,
-  if (fit$converged) "yes" else fit$reason, rmse, 100 * cover, se_method, cpu,
+  if (fit$converged) "yes" else fit$reason, rmse, 100 * cover, se_method,
+  fit$device, cpu,
   askotch_threads(), sub(".*load", "load", up))
 print(tab)
 cat(note)

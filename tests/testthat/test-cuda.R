@@ -40,3 +40,80 @@ test_that("fits agree between CPU and CUDA", {
   ref <- oracle_krr(d$x, d$y, d$x, "rbf", 1.5, 50)
   expect_lt(rel_err(predict(f32, d$x), ref$pred), 1e-4)
 })
+
+# The R layer's paths on a device context: every squared-loss solver, the
+# default fit (lambda by maximum likelihood, solver "auto"), standard errors
+# and posterior draws, a refit at a new lambda with the kept state, a lambda
+# path, the other losses and random features.  Each against the CPU backend
+# on the same call (same seed, same blocks): converged fits agree to 1e-7
+# relative in predictions (double); fits stopped after a fixed number of
+# passes follow the same iterates up to rounding, 1e-6.
+test_that("every squared-loss solver agrees between CPU and CUDA", {
+  skip_if_not(has_cuda(), "no CUDA device")
+  d <- make_regression(1500, seed = 63)
+  solvers <- list(askotch = askotch(), skotch = skotch(), sap = sap(),
+                  pcg = pcg(), pcg_gc = pcg("greedy_cholesky"),
+                  falkon = falkon(), eigenpro = eigenpro(), bcd = bcd())
+  for (nm in names(solvers)) {
+    args <- list(d$x, d$y, lambda = 5, bandwidth = 1.5, solver = solvers[[nm]],
+                 max_passes = 5, tol = 0, seed = 2)
+    f_cpu <- suppressWarnings(do.call(krr, c(args, device = "cpu")))
+    f_gpu <- suppressWarnings(do.call(krr, c(args, device = "cuda")))
+    expect_identical(f_gpu$device, "cuda")
+    expect_lt(rel_err(predict(f_gpu, d$x), predict(f_cpu, d$x)), 1e-6,
+              label = nm)
+  }
+})
+
+test_that("the default GP analysis runs on the device and agrees with the CPU", {
+  skip_if_not(has_cuda(), "no CUDA device")
+  d <- make_regression(3000, seed = 64)
+  xt <- make_regression(200, seed = 65)$x
+  f_cpu <- krr(d$x, d$y, device = "cpu", seed = 1)
+  f_gpu <- krr(d$x, d$y, device = "cuda", seed = 1)
+  expect_identical(f_gpu$device, "cuda")
+  expect_equal(f_gpu$lambda, f_cpu$lambda, tolerance = 1e-8)
+  p_cpu <- predict(f_cpu, xt, se.fit = TRUE, method = "exact")
+  p_gpu <- predict(f_gpu, xt, se.fit = TRUE, method = "exact")
+  expect_lt(rel_err(p_gpu$fit, p_cpu$fit), 1e-7)
+  expect_lt(rel_err(p_gpu$se.fit, p_cpu$se.fit), 1e-6)
+  s_gpu <- simulate(f_gpu, nsim = 3, seed = 4, newdata = xt[1:20, ])
+  s_cpu <- simulate(f_cpu, nsim = 3, seed = 4, newdata = xt[1:20, ])
+  expect_lt(rel_err(as.matrix(s_gpu), as.matrix(s_cpu)), 1e-6)
+  # a refit at a new lambda from the kept state, and a lambda path
+  k_gpu <- krr(d$x, d$y, lambda = 2, bandwidth = 1, solver = pcg(),
+               device = "cuda", keep_state = TRUE, tol = 1e-10, seed = 1)
+  k_cpu <- krr(d$x, d$y, lambda = 2, bandwidth = 1, solver = pcg(),
+               device = "cpu", keep_state = TRUE, tol = 1e-10, seed = 1)
+  r_gpu <- refit(k_gpu, lambda = 20)
+  r_cpu <- refit(k_cpu, lambda = 20)
+  expect_lt(rel_err(predict(r_gpu, xt), predict(r_cpu, xt)), 1e-7)
+  path_gpu <- krr(d$x, d$y, lambda = c(1, 10, 100), bandwidth = 1,
+                  solver = pcg(), device = "cuda", tol = 1e-10, seed = 1)
+  path_cpu <- krr(d$x, d$y, lambda = c(1, 10, 100), bandwidth = 1,
+                  solver = pcg(), device = "cpu", tol = 1e-10, seed = 1)
+  expect_lt(rel_err(predict(path_gpu, xt), predict(path_cpu, xt)), 1e-7)
+})
+
+test_that("the other losses and random features run on the device", {
+  skip_if_not(has_cuda(), "no CUDA device")
+  d <- make_regression(1200, seed = 66)
+  cls <- factor(ifelse(d$y > stats::median(d$y), "a", "b"))
+  for (loss in list(loss_hinge(), loss_logistic(), loss_huber(), loss_svr())) {
+    yy <- if (loss$name %in% c("hinge", "logistic")) cls else d$y
+    args <- list(d$x, yy, lambda = 1, bandwidth = 1.5, loss = loss,
+                 max_passes = 3, tol = 0, seed = 3)
+    f_cpu <- suppressWarnings(do.call(kernel_machine, c(args, device = "cpu")))
+    f_gpu <- suppressWarnings(do.call(kernel_machine, c(args, device = "cuda")))
+    expect_identical(f_gpu$device, "cuda")
+    expect_lt(rel_err(predict(f_gpu, d$x, type = "decision"),
+                      predict(f_cpu, d$x, type = "decision")), 1e-6,
+              label = loss$name)
+  }
+  args <- list(d$x, d$y, lambda = 1, bandwidth = 1.5,
+               solver = bcd("random", p = 500), max_passes = 3, tol = 0,
+               seed = 3)
+  f_cpu <- suppressWarnings(do.call(krr, c(args, device = "cpu")))
+  f_gpu <- suppressWarnings(do.call(krr, c(args, device = "cuda")))
+  expect_lt(rel_err(predict(f_gpu, d$x), predict(f_cpu, d$x)), 1e-6)
+})
