@@ -210,11 +210,13 @@
 #'   (option `askotch.auto_exact_max_n`) when the \eqn{n \times n} factor
 #'   fits in `mem_limit`; `pcg("greedy_cholesky")` (its rank chosen by cost
 #'   and by \eqn{\lambda}, within half the memory budget) for \eqn{n \le}
-#'   200 000 (option `askotch.auto_pcg_max_n`), and up to 400 000 when the
-#'   memory budget allows it a rank of at least 1000 (option
-#'   `askotch.auto_pcg_large`; at \eqn{n = 4 \times 10^5} PCG reached the
-#'   converged test error sooner than ASkotch at ranks 1649 and 1000, tied with
-#'   it at rank 750 and lost to it at rank 550); else [askotch()], whose memory is linear in \eqn{n}. Or a solver specification:
+#'   200 000 (option `askotch.auto_pcg_max_n`), and up to 400 000 (1 000 000
+#'   on a GPU) when the memory budget allows it a rank of at least 1000
+#'   (option `askotch.auto_pcg_large`; at \eqn{n = 4 \times 10^5} on two CPU
+#'   cores PCG reached the converged test error sooner than ASkotch at ranks
+#'   1649 and 1000, tied with it at rank 750 and lost to it at rank 550; on
+#'   one GPU at rank 4096 it was 4 times sooner at \eqn{n = 10^6}); else
+#'   [askotch()], whose memory is linear in \eqn{n}. Or a solver specification:
 #'   [askotch()], [skotch()], [sap()], [pcg()], [falkon()], [cholesky()], or
 #'   one of their names.
 #' @param precision `"double"` or `"single"` floating point arithmetic in the
@@ -505,12 +507,14 @@ krr_settings <- function(dat, loss, kernel, bandwidth, bandwidth_given, lambda,
   } else {
     kern$bandwidth_rule <- "fixed"
   }
+  device_arg <- device # (SVRG refuses "cuda" asked for, not "auto")
+  device <- resolve_device(device, n, call)
   solver <- if (is.null(solver)) default_solver(loss) else
-    if (identical(solver, "auto")) auto_solver(n, precision, mem_limit, loss, features) else
+    if (identical(solver, "auto")) auto_solver(n, precision, mem_limit, loss, features, device) else
       as_solver(solver, call)
   check_solver_loss(solver, loss, call)
   if (is_svrg(solver)) {
-    check_svrg_settings(lspec, kern, precision, device, validation, call)
+    check_svrg_settings(lspec, kern, precision, device_arg, validation, call)
   }
   M <- check_features(features, n, call)
   Mb <- bcd_features_count(solver, n)
@@ -522,7 +526,6 @@ krr_settings <- function(dat, loss, kernel, bandwidth, bandwidth_given, lambda,
     }
     M <- Mb
   }
-  device <- resolve_device(device, n, call)
   val <- NULL
   if (!is.null(validation)) {
     val <- prepare_validation(validation, dat$p, dat$xnames, dat$scaling,

@@ -25,35 +25,44 @@ auto_exact_max_n <- function() getOption("askotch.auto_exact_max_n", 5000)
 # the memory: above this n, auto_pcg_large() decides by the rank.
 auto_pcg_max_n <- function() getOption("askotch.auto_pcg_max_n", 2e5)
 
-# Above auto_pcg_max_n() and up to max_n, PCG still when the rank its memory
-# budget allows (the C solver's automatic rank, capped at half the budget) is
-# at least min_rank, else ASkotch (option askotch.auto_pcg_large, c(max_n =,
-# min_rank =)).  At n = 4e5 (inst/bench/bench_crossover.R, Friedman 1,
-# p = 10, ML lambda; test RMSE 1.0063 when converged) PCG at rank 1649 (what
-# half of 24 GB allow) was within 0.1% of it after 455 s and at rank 1000
-# after 708 s, where ASkotch was 1.8% above it after 900 s; PCG at rank 750
-# was also 1.8% above it after 900 s (a tie), at rank 550 (about what 8 GB
-# allow) still 10% above.  min_rank 1000 keeps PCG where it was shown to win.
-auto_pcg_large <- function() {
-  v <- getOption("askotch.auto_pcg_large", c(max_n = 4e5, min_rank = 1000))
-  list(max_n = as.numeric(v[["max_n"]]), min_rank = as.numeric(v[["min_rank"]]))
+# Above auto_pcg_max_n() and up to max_n (max_n_cuda on a GPU), PCG still
+# when the rank its memory budget allows (the C solver's automatic rank,
+# capped at half the budget) is at least min_rank, else ASkotch (option
+# askotch.auto_pcg_large, c(max_n =, max_n_cuda =, min_rank =)).  At n = 4e5
+# on the 2-core CPU (inst/bench/bench_crossover.R, Friedman 1, p = 10, ML
+# lambda; test RMSE 1.0063 when converged) PCG at rank 1649 (what half of
+# 24 GB allow) was within 0.1% of it after 455 s and at rank 1000 after
+# 708 s, where ASkotch was 1.8% above it after 900 s; PCG at rank 750 was
+# also 1.8% above it after 900 s (a tie), at rank 550 (about what 8 GB
+# allow) still 10% above.  min_rank 1000 keeps PCG where it was shown to
+# win.  On one GPU (H200, double, the same script) PCG at rank 4096 was
+# within 0.1% after 9.0 s at n = 5e5 (ASkotch still 0.8% above after 25 s)
+# and after 21.7 s at n = 1e6 (ASkotch after 91 s): a pass of PCG's full
+# product costs seconds there, so its range reaches 1e6 on a GPU.
+auto_pcg_large <- function(device = "cpu") {
+  v <- getOption("askotch.auto_pcg_large",
+                 c(max_n = 4e5, max_n_cuda = 1e6, min_rank = 1000))
+  max_n <- if (identical(device, "cuda") && "max_n_cuda" %in% names(v))
+    v[["max_n_cuda"]] else v[["max_n"]]
+  list(max_n = as.numeric(max_n), min_rank = as.numeric(v[["min_rank"]]))
 }
 
-# The solver "auto" stands for, for n points: cholesky() when n is at most
+# The solver "auto" stands for, for n points on `device` ("cpu" or "cuda",
+# resolved): cholesky() when n is at most
 # auto_exact_max_n() and the n x n factor fits in `mem_limit` (bytes, 0: no
 # limit given), pcg("greedy_cholesky") up to auto_pcg_max_n(), then up to
-# auto_pcg_large()$max_n pcg("greedy_cholesky") marked with the least rank
+# auto_pcg_large(device)$max_n pcg("greedy_cholesky") marked with the least rank
 # it must afford (attribute "auto_min_rank", checked by fit_solver() against
 # the compiled solver's resolved rank, which falls back to askotch()), else
 # askotch(); for the other losses and random features, the loss's default
 # solver.
 auto_solver <- function(n, precision = "double", mem_limit = 0,
-                        loss = loss_squared(), features = NULL) {
+                        loss = loss_squared(), features = NULL, device = "cpu") {
   if (loss$name != "squared" || !is.null(features)) return(default_solver(loss))
   bytes <- (if (precision == "double") 8 else 4) * as.numeric(n)^2
   exact <- n <= auto_exact_max_n() && (is.null(mem_limit) || mem_limit <= 0 ||
                                          bytes <= mem_limit)
-  large <- auto_pcg_large()
+  large <- auto_pcg_large(device)
   if (exact) cholesky()
   else if (n <= auto_pcg_max_n()) pcg("greedy_cholesky")
   else if (n <= large$max_n) structure(pcg("greedy_cholesky"), auto_min_rank = large$min_rank)

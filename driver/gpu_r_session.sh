@@ -12,7 +12,11 @@
 #      likelihood, solver "auto", standard errors for 1e4 test points), the
 #      size at which GPyTorch's exact GP was timed on the same kind of card;
 #   4. the driver's CUDA test programs (test_solvers2, test_solvers, test_seams);
-#   5. the same GP analysis at n = 1e5, then GPyTorch's at 5e4 again.
+#   5. the same GP analysis at n = 1e5, then GPyTorch's at 5e4 again;
+#   6. (only when named in STEPS) "crossover": issue 10's solver = "auto"
+#      question on the GPU, inst/bench/bench_crossover.R with the arguments
+#      in CROSSOVER_ARGS (default "5e5 16 both": PCG with the greedy
+#      Cholesky preconditioner to convergence, then ASkotch for 1.5x its time).
 # Run from the repository root:
 #   sh driver/gpu_r_session.sh [budget_seconds]          (default 480)
 #   env: STEPS (names of the steps below to run; default all)
@@ -77,5 +81,9 @@ step solvers 30 "$B/test_solvers" --backend cuda
 step seams 30 "$B/test_seams" --backend cuda
 step gp_1e5 200 Rscript inst/bench/bench_gp_scale.R 1e5 "$LOG/gp_1e5.rds"
 step gpytorch 60 python3 inst/bench/gpu/bench_gpytorch_gp.py --n 50000 --budget 50
+case " $STEPS " in *" crossover "*)
+  # shellcheck disable=SC2086
+  step crossover 280 Rscript inst/bench/bench_crossover.R ${CROSSOVER_ARGS:-5e5 16 both} ;;
+esac
 echo "== total $(( $(date +%s) - T0 )) s"
 cat "$SUM"
