@@ -151,7 +151,8 @@ pred_offset <- function(object, nf) {
 #'   above for a fit that converged, where it also goes straight to
 #'   `"pathwise"` once the Nystrom factor's trace error exceeds
 #'   \eqn{\lambda}), `"exact"`, `"nystrom"` or `"pathwise"` (see
-#'   *Uncertainty*).
+#'   *Uncertainty*). With `se.fit = TRUE` or an `interval` only (else an
+#'   error, as for `draws`).
 #' @param draws Number of posterior draws of `method = "pathwise"` (the
 #'   Monte Carlo error of a variance is about \eqn{\sqrt{2 / }}`draws` of
 #'   it, half that of a standard error), at most 1e5.
@@ -328,6 +329,11 @@ predict.krr <- function(object, newdata = NULL,
   if (se.fit || interval != "none") {
     gp_check(object, "`se.fit = TRUE` or `interval`", ecall)
     check_positive(draws, "draws", integerish = TRUE, call = ecall, max = 1e5)
+  } else if (!missing(draws) || !missing(method)) {
+    abort_askotch(sprintf(paste(
+      "`%s` chooses how standard errors are computed: add `se.fit = TRUE`",
+      "or an `interval`."), if (!missing(draws)) "draws" else "method"),
+      "input", ecall)
   }
   if (is.null(newdata)) {
     xs <- if (is.null(object$x_train)) object$x else object$x_train

@@ -449,6 +449,9 @@ cases <- list(
   err("draws text", predict(FIT, XT, se.fit = TRUE, method = "pathwise", draws = "a"), "`draws`"),
   err("draws 1e10", predict(FIT, XT, se.fit = TRUE, method = "pathwise", draws = 1e10),
       "`draws`.*up to"),
+  # draws or method without standard errors asked for: not silently ignored
+  err("draws without se.fit", predict(FIT, XT, draws = 400), "`draws`.*se.fit = TRUE"),
+  err("method without se.fit", predict(FIT, XT, method = "exact"), "`method`.*se.fit = TRUE"),
   err("pathwise on classification", predict(FITB, XT, se.fit = TRUE, method = "pathwise"),
       "regression fit"),
   err("se.fit on a hinge fit", predict(FITK, XT, se.fit = TRUE), "`se.fit`"),
