@@ -210,12 +210,13 @@
 #'   (option `askotch.auto_exact_max_n`) when the \eqn{n \times n} factor
 #'   fits in `mem_limit`; `pcg("greedy_cholesky")` (its rank chosen by cost
 #'   and by \eqn{\lambda}, within half the memory budget) for \eqn{n \le}
-#'   200 000 (option `askotch.auto_pcg_max_n`), and up to 400 000 (1 000 000
+#'   200 000 (option `askotch.auto_pcg_max_n`), and up to 500 000 (1 000 000
 #'   on a GPU) when the memory budget allows it a rank of at least 1000
 #'   (option `askotch.auto_pcg_large`; at \eqn{n = 4 \times 10^5} on two CPU
 #'   cores PCG reached the converged test error sooner than ASkotch at ranks
-#'   1649 and 1000, tied with it at rank 750 and lost to it at rank 550; on
-#'   one GPU at rank 4096 it was 4 times sooner at \eqn{n = 10^6}); else
+#'   1649 and 1000, tied with it at rank 750 and lost to it at rank 550; at
+#'   \eqn{5 \times 10^5} it won at rank 1328; on one GPU at rank 4096 it was
+#'   4 times sooner at \eqn{n = 10^6}); else
 #'   [askotch()], whose memory is linear in \eqn{n}. Or a solver specification:
 #'   [askotch()], [skotch()], [sap()], [pcg()], [falkon()], [cholesky()], or
 #'   one of their names.

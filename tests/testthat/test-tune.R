@@ -197,20 +197,20 @@ test_that("solver = 'auto' above auto_pcg_max_n: PCG while its memory allows the
                   "askotch_solver_askotch")
 })
 
-test_that("solver = 'auto' keeps PCG up to 1e6 points on a GPU, 4e5 on the CPU", {
+test_that("solver = 'auto' keeps PCG up to 1e6 points on a GPU, 5e5 on the CPU", {
   auto <- getFromNamespace("auto_solver", "askotch")
-  for (n in c(3e5, 6e5, 1e6, 1.5e6)) {
+  for (n in c(3e5, 5e5, 6e5, 1e6, 1.5e6)) {
     cpu <- auto(n, device = "cpu")
     gpu <- auto(n, device = "cuda")
-    expect_s3_class(cpu, if (n <= 4e5) "askotch_solver_pcg" else "askotch_solver_askotch")
+    expect_s3_class(cpu, if (n <= 5e5) "askotch_solver_pcg" else "askotch_solver_askotch")
     expect_s3_class(gpu, if (n <= 1e6) "askotch_solver_pcg" else "askotch_solver_askotch")
     if (n > 2e5 && n <= 1e6) expect_equal(attr(gpu, "auto_min_rank"), 1000)
   }
   # an option without max_n_cuda: the same range on both
-  old <- options(askotch.auto_pcg_large = c(max_n = 5e5, min_rank = 10))
+  old <- options(askotch.auto_pcg_large = c(max_n = 4e5, min_rank = 10))
   on.exit(options(old), add = TRUE)
-  expect_s3_class(auto(6e5, device = "cuda"), "askotch_solver_askotch")
-  expect_equal(attr(auto(5e5, device = "cuda"), "auto_min_rank"), 10)
+  expect_s3_class(auto(5e5, device = "cuda"), "askotch_solver_askotch")
+  expect_equal(attr(auto(4e5, device = "cuda"), "auto_min_rank"), 10)
 })
 
 test_that("the default lambda is the ML one; on a subsample for large n; 'paper' is 1e-6 n", {
