@@ -9,6 +9,18 @@ askotch <- function(block_size = NULL, rank = NULL, rho = NULL,
                     variant = c("journal", "v1"), rls_subsample = NULL,
                     v1_beta = NULL, restart = NULL) {
   check_flag(accelerated, "accelerated")
+  # the journal's settings by name: b = n / 100, r = 100 (a given rank stays)
+  defaults <- NULL
+  if (is.character(block_size)) {
+    if (!identical(tolower(block_size), "paper")) {
+      abort_askotch(paste(
+        "`block_size` must be a positive whole number, NULL (chosen by cost)",
+        "or \"paper\" (the journal's b = n / 100, r = 100); found",
+        sprintf("%s.", fmt_value(block_size))), "input")
+    }
+    defaults <- "paper"
+    block_size <- NULL
+  }
   sampling <- if (missing(sampling)) "uniform" else
     check_choice(sampling, c("uniform", "rls"), "sampling")
   variant <- if (missing(variant)) "journal" else
@@ -19,6 +31,12 @@ askotch <- function(block_size = NULL, rank = NULL, rho = NULL,
       sprintf("`sampling = \"%s\"`.", sampling)), "input")
   }
   if (variant == "v1") {
+    if (!is.null(defaults)) {
+      abort_askotch(paste(
+        "`block_size = \"paper\"` names the journal's settings (b = n / 100,",
+        "r = 100); `variant = \"v1\"` has a fixed partition of its own",
+        "(give `block_size` as a number)."), "input")
+    }
     if (sampling != "uniform") {
       abort_askotch(paste(
         "`variant = \"v1\"` samples the blocks of a fixed partition with",
@@ -51,8 +69,9 @@ askotch <- function(block_size = NULL, rank = NULL, rho = NULL,
   name <- if (variant == "v1") "askotch_v1" else if (accelerated) "askotch"
     else "skotch"
   check_spec(new_solver_spec(name, list(
-    block_size = block_size, rank = rank, rho = lower_choice(rho),
-    accelerated = accelerated, sampling = sampling, variant = variant,
+    block_size = block_size, defaults = defaults, rank = rank,
+    rho = lower_choice(rho), accelerated = accelerated, sampling = sampling,
+    variant = variant,
     rls_subsample = rls_subsample, mu = mu, nu = nu,
     power_iters = power_iters, v1_beta = v1_beta, restart = restart),
     family = "askotch"))
@@ -106,12 +125,14 @@ spec_sap <- function() sap(accelerated = FALSE)
 #' @export
 solver_c.askotch_solver_askotch <- function(spec) {
   v1 <- identical(spec$variant, "v1")
-  opts <- list(block_size = spec$block_size, rank = spec$rank, rho = spec$rho,
+  rank <- if (isTRUE(spec$rank_by_spectrum)) NULL else spec$rank
+  opts <- list(block_size = spec$block_size, rank = rank, rho = spec$rho,
                mu = spec$mu, power_iters = spec$power_iters)
   if (v1) {
     opts$v1_beta <- spec$v1_beta
   } else {
-    opts <- c(opts, list(accelerated = spec$accelerated,
+    opts <- c(opts, list(defaults = spec$defaults,
+                         accelerated = spec$accelerated,
                          sampling = spec$sampling,
                          rls_subsample = spec$rls_subsample, nu = spec$nu,
                          restart = spec$restart))
@@ -122,6 +143,13 @@ solver_c.askotch_solver_askotch <- function(spec) {
 #' @export
 solver_resolved.askotch_solver_askotch <- function(spec, options, extras) {
   spec <- NextMethod()
+  # the rank by the spectrum (the option stays 0 in the compiled solver; a
+  # refit at another lambda chooses it again)
+  if (identical(as.numeric(options$rank), 0) && "rank_used" %in% names(extras) &&
+      isTRUE(extras[["rank_used"]] > 0)) {
+    spec$rank <- as.integer(extras[["rank_used"]])
+    spec$rank_by_spectrum <- TRUE
+  }
   if (identical(spec$sampling, "rls")) spec$rls_subsample <- options$rls_subsample
   resolved_restart(spec, options, extras)
 }
@@ -152,9 +180,12 @@ format.askotch_solver_askotch <- function(x, ...) {
   }
   smp <- if (identical(x$sampling, "rls"))
     sprintf(", RLS sampling (subsample %s)", auto(x$rls_subsample)) else ""
-  sprintf("%s (block size %s, rank %s, rho %s%s%s%s)",
+  sprintf("%s (block size %s, rank %s%s, rho %s%s%s%s)",
           if (x$accelerated) "ASkotch" else "Skotch", auto(x$block_size),
-          auto(x$rank), rho, smp, fmt_restart(x),
+          auto(x$rank),
+          if (isTRUE(x$rank_by_spectrum)) " by the spectrum" else
+            if (identical(x$defaults, "paper")) " as in the journal" else "",
+          rho, smp, fmt_restart(x),
           if (is.null(x$mu) && is.null(x$nu)) "" else
             sprintf(", mu %s, nu %s",
                     if (is.null(x$mu)) "lambda" else auto(x$mu),

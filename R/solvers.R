@@ -107,11 +107,29 @@
 #'   approximation of KRR solved in feature space; documented on its own
 #'   page.
 #'
-#' @param block_size Block size \eqn{b}; `NULL` (default) picks
-#'   \eqn{\min(n, \max(256, n/100))}. Must not exceed the number of training
-#'   points.
+#' @param block_size Block size \eqn{b}; must not exceed the number of
+#'   training points. `NULL` (default): for `askotch()` and `skotch()` chosen
+#'   by cost, the largest block (at least \eqn{\min(n, 256)}) whose rank-\eqn{r_{max}}
+#'   Nyström preconditioner, \eqn{r_{max} = \max(100, b/3)} capped at 2000,
+#'   costs no more flops than the block's \eqn{b \times n} kernel rows, so
+#'   that the kernel product stays the larger part of every iteration (about
+#'   1000 at \eqn{n = 2 \cdot 10^4} with 10 inputs, 3100 at \eqn{n = 10^4}
+#'   with 784, 5100 at \eqn{n = 5 \cdot 10^5} with 10; the block kernel
+#'   matrix is kept when it fits the memory rules); for `sap()` and
+#'   `askotch(variant = "v1")` \eqn{\min(n, \max(256, n/100))}.
+#'   `block_size = "paper"` (`askotch()`, `skotch()`) takes the journal's
+#'   settings, \eqn{b = \lceil n/100 \rceil} and rank 100 (capped at
+#'   \eqn{b}), to reproduce the papers' experiments.
 #' @param rank Nyström rank \eqn{r} (for `eigenpro()`: the number of
-#'   corrected eigendirections). `NULL` (default) uses 100 capped at the
+#'   corrected eigendirections). `NULL` (default): for `askotch()` and
+#'   `skotch()` chosen by the spectrum: the number of eigenvalues above
+#'   \eqn{\lambda} of the rank-\eqn{r_{max}} Nyström approximation of one
+#'   sampled block kernel matrix, at least 50 and at most \eqn{r_{max}}
+#'   (see `block_size`), so that the damped preconditioner leaves the block a
+#'   condition number of about 2 (the fast regime of the paper's analysis)
+#'   and fast-decaying spectra do not pay for columns they do not need; it
+#'   is chosen again at every new \eqn{\lambda} and stored in the fitted
+#'   object. For the other solvers `NULL` uses 100 capped at the
 #'   block size (for `pcg()`: the number of points, and for
 #'   `pcg("greedy_cholesky")` a rank chosen by cost,
 #'   \eqn{\lceil\sqrt{4 n (2p + 20)}\rceil} capped at 4096 and at half the
@@ -174,6 +192,7 @@
 #' @examples
 #' askotch()
 #' askotch(block_size = 500, rank = 50, rho = "regularization")
+#' askotch(block_size = "paper") # the journal's b = n/100, r = 100
 #' askotch(rank = 20, power_iters = 5)
 #' askotch(sampling = "rls", rls_subsample = 1000)
 #' askotch(variant = "v1", block_size = 500)

@@ -365,7 +365,8 @@ static int cmd_bench(const args_t *a, int to_tol) {
   double bsz = topt(s, "block_size");
   if (!(bsz > 0)) bsz = (double)n;
   printf("backend %s, solver %s (%s), n %lld, p %d, b %.0f, r %.0f, %s, kernel %s, K_BB %s, threads %d, setup %.2fs\n",
-         ops->name, a->solver, spec, (long long)n, p, bsz, topt(s, "rank"), a->prec ? "double" : "single",
+         ops->name, a->solver, spec, (long long)n, p, bsz,
+         isnan(textra(s, "rank_used")) ? topt(s, "rank") : textra(s, "rank_used"), a->prec ? "double" : "single",
          kernel_names[a->kernel], textra(s, "materialized") == 1 ? "materialised" : "matrix-free",
          ctx.threads, t_setup);
   /* warm-up one iteration, then time */
@@ -403,6 +404,8 @@ static int cmd_bench(const args_t *a, int to_tol) {
            100 * tp / tot, tu / it, 100 * tu / tot, tot / tb);
     printf("block product rate: %.3g kernel pairs/s; passes/s %.3g\n", bsz * n * it / tb, bsz * it / n / el);
   }
+  if (!isnan(textra(s, "rank_used")))
+    printf("rank used: %.0f (chosen at the first step when not given)\n", textra(s, "rank_used"));
   printf("memory: %.1f MiB held (estimate %.1f MiB) beyond the data\n", krr_solver_memory_used(s) / 1048576.0,
          krr_solver_memory_estimate(s) / 1048576.0);
   if (comm)

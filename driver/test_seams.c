@@ -312,6 +312,9 @@ typedef struct {
 
 static const rcase rcases[] = {
     {"askotch", "askotch", "block_size=%lld rank=30 seed=3", 100, 1e-10, 12},
+    /* the rank by the spectrum (chosen again at a new lambda), and all defaults */
+    {"askotch/rank", "askotch", "block_size=%lld seed=3", 100, 1e-10, 12},
+    {"askotch/dflt", "askotch", "seed=%lld", 3, 1e-10, 12},
     {"skotch", "askotch", "accelerated=0 block_size=%lld rank=30 seed=3", 100, 1e-10, 12},
     {"nsap", "askotch", "block_solve=exact block_size=%lld seed=3", 100, 1e-10, 12},
     {"askotch/rls", "askotch", "sampling=rls rls_subsample=%lld block_size=100 rank=30 seed=3", 200, 1e-10, 12},

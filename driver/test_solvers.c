@@ -215,6 +215,42 @@ static void test_misc(krr_ctx *ctx, const double *X, const double *y, int64_t n,
   tfit_free(&f);
 }
 
+/* askotch's block size and rank when not given: defaults=paper is the
+ * journal's (b = ceiling(n / 100), r = min(100, b)); by cost the block is at
+ * least min(n, 256) and the rank, chosen by the spectrum at the first step,
+ * lies between min(50, cap) and the cap min(b, max(100, b / 3)), and falls
+ * to the floor when lambda is above every eigenvalue */
+static void test_block_defaults(krr_ctx *ctx, const double *X, const double *y, int64_t n, int p, int m) {
+  krr_kernel k = {KRR_RBF, 2.0};
+  tfit f;
+  if (tfit_make(ctx, KRR_DOUBLE, X, n, p, y, m, k, 1e-6 * n, &f) != KRR_OK) return;
+  krr_solver *s = NULL;
+  tinit(&f, "askotch", "defaults=paper seed=1", &s);
+  double bp = (double)((n + 99) / 100);
+  CHECK(s && topt(s, "block_size") == bp && topt(s, "rank") == (bp < 100 ? bp : 100),
+        "defaults=paper: block %g rank %g, expected %g and %g", s ? topt(s, "block_size") : -1.0,
+        s ? topt(s, "rank") : -1.0, bp, bp < 100 ? bp : 100);
+  krr_solver_free(s);
+  double lams[2] = {1e-6 * (double)n, 10.0 * (double)n}, rk[2] = {-1, -1};
+  for (int i = 0; i < 2; i++) {
+    f.obj.lambda = lams[i];
+    s = NULL;
+    tinit(&f, "askotch", "seed=1", &s);
+    if (!s || krr_solver_step(s, 1) != KRR_OK) { CHECK(0, "askotch defaults: %s", ctx->msg); krr_solver_free(s); continue; }
+    double b = topt(s, "block_size"), cap = ceil(b / 3) > 100 ? ceil(b / 3) : 100;
+    if (cap > b) cap = b;
+    rk[i] = textra(s, "rank_used"); /* (the option stays 0: chosen again on a rebuild) */
+    CHECK(topt(s, "rank") == 0, "the rank option must stay 0 (auto), found %g", topt(s, "rank"));
+    CHECK(b >= (n < 256 ? n : 256) && b <= n, "default block %g (n = %lld)", b, (long long)n);
+    CHECK(rk[i] >= (cap < 50 ? cap : 50) && rk[i] <= cap, "default rank %g outside [50, %g]", rk[i], cap);
+    if (verbose) printf("defaults at lambda %g: block %g, rank %g (cap %g)\n", lams[i], b, rk[i], cap);
+    krr_solver_free(s);
+  }
+  CHECK(rk[1] == 50 && rk[0] > rk[1], "the rank by the spectrum: %g at lambda = 1e-6 n, %g (the floor) at 10 n",
+        rk[0], rk[1]);
+  tfit_free(&f);
+}
+
 int main(int argc, char **argv) {
   krr_ctx ctx;
   int64_t n;
@@ -225,6 +261,7 @@ int main(int argc, char **argv) {
   test_pcg(&ctx, X, y, n, p, m);
   test_falkon(&ctx, X, y, n, p, m);
   test_misc(&ctx, X, y, n, p, m);
+  test_block_defaults(&ctx, X, y, n, p, m);
   free(X); free(y);
   krr_ctx_free(&ctx);
   printf("%d passed, %d failed\n", n_pass, n_fail);
