@@ -14,10 +14,14 @@
 # pcg() (Nystrom, rank 100) and falkon() (its default centres: a different,
 # approximate model, shown for time only).
 #
-#   Rscript inst/bench/bench_auto_solver.R [tasks] [time_limit] [out.rds]
+#   Rscript inst/bench/bench_auto_solver.R [tasks] [time_limit] [out.rds] [candidates]
 #
 # tasks: comma-separated names from the table below (default: all);
-# time_limit: seconds per iterative fit (default 90).
+# time_limit: seconds per iterative fit (default 90); candidates:
+# comma-separated names from the list below (default: the first four).
+# askotch_b256 is askotch() with the block and rank that were its defaults
+# until 2026-11-28 (max(256, n / 100) and 100: 256 at these n); askotch()
+# itself now takes the block by cost and the rank by the spectrum.
 suppressPackageStartupMessages(library(askotch))
 args <- commandArgs(trailingOnly = TRUE)
 pick <- if (length(args) >= 1L && nzchar(args[1L])) strsplit(args[1L], ",")[[1L]] else NULL
@@ -77,7 +81,11 @@ candidates <- list(
   askotch = askotch(),
   pcg_greedy_auto = pcg("greedy_cholesky"),
   pcg_nystrom_100 = pcg(),
-  falkon = falkon())
+  falkon = falkon(),
+  askotch_b256 = askotch(block_size = 256, rank = 100),
+  askotch_paper = askotch(block_size = "paper"))
+cand <- if (length(args) >= 4L) strsplit(args[4L], ",")[[1L]] else names(candidates)[1:4]
+candidates <- candidates[cand]
 
 el <- function() proc.time()[["elapsed"]]
 rows <- list()

@@ -13,7 +13,9 @@
 # 1000 rows as krr() does), runs it and prints the table.
 #
 # Environment: ASKOTCH_BENCH_CASES (comma-separated case names, default all),
-# ASKOTCH_BENCH_REPS (repeats of the small cases, default 3).
+# ASKOTCH_BENCH_REPS (repeats of the small cases, default 3),
+# ASKOTCH_BENCH_THREADS (default 1), ASKOTCH_BENCH_SPECS (askotch settings
+# separated by ";" run instead of the six solvers: the block size study).
 
 here <- function() {
   a <- grep("^--file=", commandArgs(FALSE), value = TRUE)
@@ -24,6 +26,10 @@ if (!file.exists(bin)) stop("build it first: make -C inst/bench restart")
 args <- commandArgs(trailingOnly = TRUE)
 out_rds <- if (length(args)) args[1L] else file.path(here(), "restart_results.rds")
 reps_small <- as.integer(Sys.getenv("ASKOTCH_BENCH_REPS", "3"))
+threads <- as.integer(Sys.getenv("ASKOTCH_BENCH_THREADS", "1"))
+# askotch settings to compare instead of the six solvers, separated by ";"
+# (e.g. "block_size=200 rank=100;block_size=1000 rank=300")
+specs <- trimws(strsplit(Sys.getenv("ASKOTCH_BENCH_SPECS", ""), ";")[[1L]])
 
 # Fashion-MNIST through the package's reader
 source(system.file("scripts", "read_idx.R", package = "askotch"))  # read_idx()
@@ -56,7 +62,12 @@ cases <- list(
   list("fashion n=1e3 matern52 lam=1e-4n", function() fashion(1000), 4L, 1e-4, reps_small, 150),
   list("friedman1 n=5e3 rbf lam=1e-6n", function() friedman(5000), 0L, 1e-6, 1L, 100),
   list("synth n=5e3 matern52 lam=1e-1n", function() synth(5000), 4L, 1e-1, 1L, 60),
-  list("synth n=2e4 rbf lam=1e-2n", function() synth(20000), 0L, 1e-2, 1L, 25))
+  list("synth n=2e4 rbf lam=1e-2n", function() synth(20000), 0L, 1e-2, 1L, 25),
+  # the block size study's cases (ASKOTCH_BENCH_SPECS): lambda near the
+  # maximum-likelihood one of section (r)'s tasks
+  list("friedman1 n=2e4 rbf lam=2.8e-7n", function() friedman(20000), 0L, 2.8e-7, 1L, 60),
+  list("fashion n=1e4 rbf lam=1.4e-5n", function() fashion(10000), 0L, 1.4e-5, 1L, 60),
+  list("synth n=2e4 rbf lam=1.6e-7n", function() synth(20000), 0L, 1.6e-7, 1L, 60))
 sel <- Sys.getenv("ASKOTCH_BENCH_CASES", "")
 if (nzchar(sel)) {
   keep <- trimws(strsplit(sel, ",")[[1L]])
@@ -81,16 +92,17 @@ for (cs in cases) {
   writeBin(c(n, ncol(xs), as.numeric(xs), y), f)
   cat(sprintf("== %s (p = %d, bandwidth %.3g)\n", cs[[1L]], ncol(xs), bw))
   t0 <- Sys.time()
-  out <- system2(bin, c(f, cs[[3L]], bw, cs[[4L]] * n, cs[[5L]], cs[[6L]], 1L),
-                 stdout = TRUE)
+  out <- system2(bin, c(f, cs[[3L]], bw, cs[[4L]] * n, cs[[5L]], cs[[6L]],
+                        threads, shQuote(specs)), stdout = TRUE)
   unlink(f)
   cat(out, sep = "\n")
   cat(sprintf("   (%.0f s)\n", as.numeric(difftime(Sys.time(), t0, units = "secs"))))
-  lines <- grep("^[a-z_]+,[0-9]+,", out, value = TRUE)
+  lines <- grep("^[a-z_=0-9.]+,[0-9]+,", out, value = TRUE)
   tab <- utils::read.csv(text = lines, header = FALSE, na.strings = "NA",
                          col.names = c("solver", "rep", "passes_1e4", "sec_1e4",
                                        "passes_1e6", "sec_1e6", "passes_1e8",
-                                       "sec_1e8", "final", "restarts"))
+                                       "sec_1e8", "final", "restarts",
+                                       "passes", "sec", "b", "r"))
   tab$case <- cs[[1L]]
   tab$max_passes <- cs[[6L]]
   res[[length(res) + 1L]] <- tab

@@ -5,9 +5,13 @@
  * auto, skotch, nsap none / auto, sap; default block size and rank, seed 1 +
  * rep) it steps one pass at a time, computes the exact relative residual
  * after each pass (not timed) and prints one CSV line per run:
- *   solver,rep,passes_1e4,sec_1e4,passes_1e6,sec_1e6,passes_1e8,sec_1e8,final,restarts
+ *   solver,rep,passes_1e4,sec_1e4,passes_1e6,sec_1e6,passes_1e8,sec_1e8,final,restarts,passes,sec,b,r
  * (NA where the tolerance was not reached within MAX_PASSES).  Seconds are
- * the solver's own (krr_solver_step), setup included. */
+ * the solver's own (krr_solver_step), setup included.
+ *   bench_restart FILE KERNEL BANDWIDTH LAMBDA REPS MAX_PASSES THREADS SPEC...
+ * with SPECs that contain '=' (e.g. "block_size=500 rank=200") runs askotch with
+ * each of them instead (the block size study, bench_block.R; label = the SPEC
+ * with blanks as '_'). */
 #include "../../driver/test_common.h"
 
 int main(int argc, char **argv) {
@@ -25,7 +29,8 @@ int main(int argc, char **argv) {
   krr_kernel k = {(krr_kernel_type)atoi(argv[2]), atof(argv[3])};
   double lambda = atof(argv[4]);
   int reps = atoi(argv[5]), max_passes = atoi(argv[6]), threads = atoi(argv[7]);
-  const char *only = argc > 8 ? argv[8] : NULL;
+  const char *only = argc > 8 && !strchr(argv[8], '=') ? argv[8] : NULL;
+  int custom = argc > 8 && !only, nspec = custom ? argc - 8 : 6;
   krr_ctx ctx;
   if (krr_ctx_init(&ctx, krr_cpu_ops(), threads, 0) != KRR_OK) { printf("ctx: %s\n", ctx.msg); return 1; }
   tfit f;
@@ -36,31 +41,36 @@ int main(int argc, char **argv) {
                                "block_solve=exact accelerated=0"};
   const double tols[3] = {1e-4, 1e-6, 1e-8};
   for (int rep = 0; rep < reps; rep++)
-    for (int c = 0; c < 6; c++) {
+    for (int c = 0; c < nspec; c++) {
       if (only && !strstr(only, lab[c])) continue;
-      char sp[256];
-      snprintf(sp, sizeof sp, "%s seed=%d", spec[c], 1 + rep);
+      char sp[256], lb[256];
+      const char *sc = custom ? argv[8 + c] : spec[c];
+      snprintf(sp, sizeof sp, "%s seed=%d", sc, 1 + rep);
+      snprintf(lb, sizeof lb, "%s", custom ? sc : lab[c]);
+      for (char *q = lb; *q; q++) if (*q == ' ' || *q == ',') *q = '_';
       krr_solver *s = NULL;
-      if (tinit(&f, "askotch", sp, &s) != KRR_OK) { printf("%s,%d,error: %s\n", lab[c], rep, ctx.msg); continue; }
+      if (tinit(&f, "askotch", sp, &s) != KRR_OK) { printf("%s,%d,error: %s\n", lb, rep, ctx.msg); continue; }
       int64_t per = (int64_t)ceil((double)n / topt(s, "block_size"));
       double pt[3] = {NAN, NAN, NAN}, st[3] = {NAN, NAN, NAN}, sec = 0, crit = INFINITY;
       int ti = 0;
-      krr_diag dg;
+      krr_diag dg = {0};
       for (int pass = 0; pass < max_passes && ti < 3; pass++) {
         double t0 = krr_now();
-        if (krr_solver_step(s, per) != KRR_OK) { printf("# %s: %s\n", lab[c], ctx.msg); break; }
+        if (krr_solver_step(s, per) != KRR_OK) { printf("# %s: %s\n", lb, ctx.msg); break; }
         sec += krr_now() - t0;
         krr_solver_diag(s, &dg);
         if (krr_solver_residual(s, &crit) != KRR_OK) break;
         while (ti < 3 && crit <= tols[ti]) { pt[ti] = dg.passes; st[ti] = sec; ti++; }
         if (!isfinite(crit)) break;
       }
-      printf("%s,%d", lab[c], rep);
+      printf("%s,%d", lb, rep);
       for (int t = 0; t < 3; t++) {
         if (isnan(pt[t])) printf(",NA,NA"); else printf(",%.2f,%.3f", pt[t], st[t]);
       }
       double r = textra(s, "restarts");
-      printf(",%.3e,%s\n", crit, isnan(r) ? "NA" : (snprintf(sp, sizeof sp, "%.0f", r), sp));
+      printf(",%.3e,%s,%.2f,%.3f,%.0f,%.0f\n", crit,
+             isnan(r) ? "NA" : (snprintf(sp, sizeof sp, "%.0f", r), sp), dg.passes, sec,
+             topt(s, "block_size"), textra(s, "rank_used"));
       fflush(stdout);
       krr_solver_free(s);
     }
