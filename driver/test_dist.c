@@ -293,12 +293,14 @@ static void test_fits(krr_ctx *ctx, krr_precision prec, int64_t n, double tol) {
   if (st == KRR_OK)
     st = krr_objective_init(ctx, dist.op, krr_loss_lookup("squared"), lambda, yl, m, &dist.obj);
   CHECK(st == KRR_OK, "%s distributed setup: %s", pn, ctx->msg);
-  const char *specs[4][2] = {{"ASkotch", "block_size=40 rank=10 seed=5"},
+  const char *specs[5][2] = {{"ASkotch", "block_size=40 rank=10 seed=5"},
                              {"Skotch", "block_size=40 rank=10 seed=5 accelerated=0"},
                              {"NSAP", "block_size=40 seed=5 block_solve=exact"},
-                             {"SAP", "block_size=40 seed=5 block_solve=exact accelerated=0"}};
+                             {"SAP", "block_size=40 seed=5 block_solve=exact accelerated=0"},
+                             /* the rank by the spectrum: rank 0's count on every rank */
+                             {"ASkotch, rank by the spectrum", "block_size=60 seed=5"}};
   double *wf = malloc(sizeof(double) * n * m), *wd = malloc(sizeof(double) * nl * m);
-  for (int t = 0; st == KRR_OK && t < 4; t++) {
+  for (int t = 0; st == KRR_OK && t < 5; t++) {
     double rw = 0, cf = 0, cd = 0;
     krr_status a = fit_pair(&full, &dist, "askotch", specs[t][1], 25, m, n, r0, nl, wf, wd, &rw,
                             &cf, &cd);

@@ -272,7 +272,7 @@ static krr_status ask_shrink(krr_solver *s, double avail) {
                     lo < 1 ? " or a smaller data set / single precision" : "");
   o->block_size = lo;
   if (o->rank > lo) o->rank = lo;
-  if (A(s)->rank_max > lo) A(s)->rank_max = (int)lo;
+  if (A(s)->auto_rank) A(s)->rank_max = rank_cap(lo);
   return KRR_OK;
 }
 
@@ -309,7 +309,8 @@ static krr_status ask_init(krr_solver *s) {
   a->mark = (uint64_t *)krr_arena_host(ar, n / 64 + 1, sizeof(uint64_t));
   KTRY(KRR_ALLOCATED(ar, a->g, a->d, a->gb, a->p1, a->p2, a->p3, a->mark));
   if (!a->exact) KTRY(krr_lowrank_alloc(ar, s->prec, b, rank_held(s), m, &a->lr));
-  krr_solver_set_extra(s, "rank_used", a->exact ? 0.0 : (double)rank_held(s));
+  /* (a rank by the spectrum is published when chosen, at the first step) */
+  krr_solver_set_extra(s, "rank_used", a->exact ? 0.0 : a->auto_rank ? NAN : (double)o->rank);
   if (o->sampling == SAMPLE_RLS) {
     if (s->op->nloc != n)
       return krr_fail(s->ctx, KRR_ERR_INPUT, "`sampling = \"rls\"` does not run distributed; "
@@ -361,16 +362,18 @@ static krr_status choose_rank(krr_solver *s) {
   ask_t *a = A(s);
   uint64_t seed = krr_options_seed(s->opts);
   a->lr.r = a->rank_max;
-  KTRY(sample_block(s, krr_rng_stream(seed, UINT64_MAX, 0)));
-  double tr = 0, lambda = s->obj->lambda;
-  KTRY(krr_op_trace(s->op, &a->blk, &tr));
-  KTRY(krr_nystrom_sketch(s->ctx, &a->lr, krr_kbb_mul, &a->kbb, tr, krr_rng_stream(seed, UINT64_MAX, 1)));
-  double r = 0;
+  KTRY(sample_block(s, krr_rng_stream(seed, UINT64_MAX, 0))); /* (collective, agreed) */
+  double tr = 0, lambda = s->obj->lambda, r = 0;
+  krr_status st = krr_op_trace(s->op, &a->blk, &tr); /* local: a failure is agreed below */
+  if (st == KRR_OK)
+    st = krr_nystrom_sketch(s->ctx, &a->lr, krr_kbb_mul, &a->kbb, tr, krr_rng_stream(seed, UINT64_MAX, 1));
+  krr_comm *comm = krr_op_comm(s->op, NULL);
+  if (comm) st = krr_comm_agree(comm, s->ctx, st); /* every rank the same status */
+  KTRY(st);
   for (int k = 0; k < a->lr.r_eff; k++) r += a->lr.lam[k] > lambda;
   if (r < RANK_FLOOR) r = RANK_FLOOR;
-  if (r > a->rank_max) r = a->rank_max;
-  krr_comm *comm = krr_op_comm(s->op, NULL);
   if (comm) KTRY(krr_comm_bcast(comm, s->ctx, &r, sizeof r, 0));
+  if (r > a->rank_max) r = a->rank_max;
   a->lr.r = (int)r;
   krr_solver_set_extra(s, "rank_used", r);
   return KRR_OK;
