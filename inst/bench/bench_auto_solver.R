@@ -19,6 +19,8 @@
 # tasks: comma-separated names from the table below (default: all);
 # time_limit: seconds per iterative fit (default 90); candidates:
 # comma-separated names from the list below (default: the first four).
+# "auto" is krr()'s default solver choice (time_limit = Inf with max_passes
+# 1000 then shows whether the defaults' fit ends converged).
 # askotch_b256 is askotch() with the block and rank that were its defaults
 # until 2026-11-28 (max(256, n / 100) and 100: 256 at these n); askotch()
 # itself now takes the block by cost and the rank by the spectrum.
@@ -83,7 +85,8 @@ candidates <- list(
   pcg_nystrom_100 = pcg(),
   falkon = falkon(),
   askotch_b256 = askotch(block_size = 256, rank = 100),
-  askotch_paper = askotch(block_size = "paper"))
+  askotch_paper = askotch(block_size = "paper"),
+  auto = "auto")
 cand <- if (length(args) >= 4L) strsplit(args[4L], ",")[[1L]] else names(candidates)[1:4]
 candidates <- candidates[cand]
 
