@@ -112,10 +112,12 @@
 #'   by cost, the largest block (at least \eqn{\min(n, 256)}) whose rank-\eqn{r_{max}}
 #'   Nyström preconditioner, \eqn{r_{max} = \max(100, b/3)} capped at 2000,
 #'   costs no more flops than the block's \eqn{b \times n} kernel rows, so
-#'   that the kernel product stays the larger part of every iteration (about
-#'   1000 at \eqn{n = 2 \cdot 10^4} with 10 inputs, 3100 at \eqn{n = 10^4}
-#'   with 784, 5100 at \eqn{n = 5 \cdot 10^5} with 10; the block kernel
-#'   matrix is kept when it fits the memory rules); for `sap()` and
+#'   that the kernel product stays the larger part of every iteration (in
+#'   double precision about 1000 at \eqn{n = 2 \cdot 10^4} with 10 inputs;
+#'   2896, the largest block whose kernel matrix is kept, at \eqn{n = 10^4}
+#'   with 784 and at \eqn{n = 2 \cdot 10^5} to \eqn{5 \cdot 10^5} with 10;
+#'   11 823 at \eqn{n = 10^6} with 10, the block kernel matrix recomputed
+#'   when used); for `sap()` and
 #'   `askotch(variant = "v1")` \eqn{\min(n, \max(256, n/100))}.
 #'   `block_size = "paper"` (`askotch()`, `skotch()`) takes the journal's
 #'   settings, \eqn{b = \lceil n/100 \rceil} and rank 100 (capped at

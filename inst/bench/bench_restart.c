@@ -10,8 +10,8 @@
  * the solver's own (krr_solver_step), setup included.
  *   bench_restart FILE KERNEL BANDWIDTH LAMBDA REPS MAX_PASSES THREADS SPEC...
  * with SPECs that contain '=' (e.g. "block_size=500 rank=200") runs askotch with
- * each of them instead (the block size study, bench_block.R; label = the SPEC
- * with blanks as '_'). */
+ * each of them instead (the block size study: bench_restart.R with
+ * ASKOTCH_BENCH_SPECS; label = the SPEC with blanks as '_'). */
 #include "../../driver/test_common.h"
 
 int main(int argc, char **argv) {

@@ -172,9 +172,10 @@ static int materialize(const krr_solver *s, double avail) {
  * preconditioner at the largest rank it may get, r_max = max(100, b / 3) (at
  * most RANK_CAP and b), costs no more than its kernel rows, so the block
  * product stays the larger part of an iteration; then the rank is chosen by
- * the spectrum (choose_rank).  Sizes: b = 998 at n = 2e4 and p = 10, 3100 at
- * n = 1e4 and p = 784, 5100 at n = 5e5 and p = 10 (the paper's n / 100: 200,
- * 100, 5000). */
+ * the spectrum (choose_rank).  Sizes in double: b = 996 at n = 2e4 and p =
+ * 10; 2896, the largest formed K_BB, at n = 1e4 and p = 784 and at n = 2e5 ..
+ * 5e5 and p = 10; 11 823 at n = 1e6 and p = 10, K_BB matrix-free (the paper's
+ * n / 100: 200, 100, 2000 .. 5000, 10 000). */
 #define RANK_CAP 2000
 #define RANK_FLOOR 50
 static int rank_cap(int64_t b) {
