@@ -37,7 +37,8 @@ auto_pcg_max_n <- function() getOption("askotch.auto_pcg_max_n", 2e5)
 # allow) still 10% above.  min_rank 1000 keeps PCG where it was shown to
 # win.  At n = 5e5 on the same CPU PCG at rank 1328 (its memory cap there)
 # was within 0.1% after 679 s (and stayed from 1009 s) where ASkotch was
-# still 0.3-0.6% above it after 1200 s, so max_n is 5e5.  On one GPU (H200, double, the same script) PCG at rank 4096 was
+# still 0.3-0.6% above it after 1200 s, so max_n is 5e5.  On one GPU (H200,
+# double, the same script) PCG at rank 4096 was
 # within 0.1% after 9.0 s at n = 5e5 (ASkotch still 0.8% above after 25 s)
 # and after 21.7 s at n = 1e6 (ASkotch after 91 s): a pass of PCG's full
 # product costs seconds there, so its range reaches 1e6 on a GPU.

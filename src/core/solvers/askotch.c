@@ -146,12 +146,14 @@ static double need(const krr_solver *s, int64_t b, int r, int mat) {
  * ten times the data in single precision, for no measurable speed (its uses,
  * the sketch and the power iterations, recompute it in b^2 p, against the
  * b n p of the block's kernel rows). */
-static int kbb_small(const krr_solver *s, int64_t b) {
-  double kbb = (double)b * (double)b * (double)s->es;
+static int64_t kbb_largest(const krr_solver *s) {
+  if (s->es == 0) return s->n; /* (the data-free check of the options) */
   double data = (double)s->n * (double)(s->op ? s->op->p : 1) * (double)s->es;
   double cap = data > 67108864.0 ? data : 67108864.0;
-  return kbb <= O(s)->block_mem_limit && kbb <= cap;
+  double lim = O(s)->block_mem_limit < cap ? O(s)->block_mem_limit : cap;
+  return (int64_t)sqrt(lim / (double)s->es);
 }
+static int kbb_small(const krr_solver *s, int64_t b) { return b <= kbb_largest(s); }
 static int materialize(const krr_solver *s, double avail) {
   const opts_t *o = O(s);
   int64_t b = o->block_size;
@@ -205,12 +207,9 @@ static int64_t largest_paying(const krr_solver *s, int64_t lo, int64_t hi, doubl
  * larger at 13%). */
 static int64_t cost_block(const krr_solver *s) {
   double cp = 3.0 * (double)(s->op ? s->op->p : 1) + 60.0;
-  int64_t lo = s->n < 256 ? s->n : 256, bm = lo, hi = s->n;
-  if (!kbb_small(s, lo)) return largest_paying(s, lo, s->n, cp, 11.0);
-  while (bm < hi) { /* the largest block whose K_BB is formed */
-    int64_t mid = bm + (hi - bm + 1) / 2;
-    if (kbb_small(s, mid)) bm = mid; else hi = mid - 1;
-  }
+  int64_t lo = s->n < 256 ? s->n : 256, bm = kbb_largest(s);
+  if (bm < lo) return largest_paying(s, lo, s->n, cp, 11.0);
+  if (bm > s->n) bm = s->n;
   int64_t b1 = largest_paying(s, lo, bm, cp, 1.0);
   if (b1 < bm || bm >= s->n) return b1;
   int64_t b2 = largest_paying(s, bm, s->n, cp, 11.0);
