@@ -67,14 +67,20 @@ SEXP ffi_mpi_use(SEXP on) {
   return R_NilValue;
 }
 
-/* x (double) reduced over the ranks: op 0 sum, 1 max, 2 min */
+const char *const askotch_r_reduce_names[ASKOTCH_R_N_REDUCE] = {
+    [KRR_RED_SUM] = "sum", [KRR_RED_MAX] = "max", [KRR_RED_MIN] = "min"};
+
+/* x (double) reduced over the ranks by op (a krr_redop code) */
 SEXP ffi_mpi_allreduce(SEXP x, SEXP op) {
   krr_ctx ctx;
+  int code = Rf_asInteger(op);
   krr_status st = need_comm(&ctx);
+  if (st == KRR_OK && (code < 0 || code >= ASKOTCH_R_N_REDUCE))
+    st = krr_fail(&ctx, KRR_ERR_INPUT, "unknown reduction code %d", code);
   if (st != KRR_OK) return failure(&ctx, st);
   SEXP out = PROTECT(Rf_duplicate(Rf_coerceVector(x, REALSXP)));
   st = krr_comm_allreduce(g_comm, &ctx, REAL(out), XLENGTH(out), KRR_DT_DOUBLE,
-                          (krr_redop)Rf_asInteger(op));
+                          (krr_redop)code);
   UNPROTECT(1);
   return st == KRR_OK ? out : failure(&ctx, st);
 }

@@ -10,5 +10,9 @@ struct krr_comm *askotch_r_dist_comm(void);
  * ranks of its machine modulo the machine's devices (one GPU per rank where
  * there are as many); else device 0. */
 int askotch_r_device_id(void);
+/* The reductions R may ask of ffi_mpi_allreduce, indexed by their krr_redop
+ * code (read by R through ffi_info()$codes$reduce). */
+#define ASKOTCH_R_N_REDUCE 3
+extern const char *const askotch_r_reduce_names[ASKOTCH_R_N_REDUCE];
 krr_status krr_op_sharded_create(krr_op *local, struct krr_comm *comm, krr_op **out);
 #endif

@@ -9,6 +9,7 @@
 #include <R.h>
 #include <Rinternals.h>
 #include "core/krr.h"
+#include "core/kernel_math.h"
 #include "r_dist.h"
 #include "core/solvers/svrg.h"
 
@@ -139,13 +140,34 @@ static void check_matrix(SEXP x, const char *what) {
   }
 }
 
+/* The codes R passes for precision and device: this table is the only place
+ * they are written; R reads it through ffi_info()$codes. */
+enum { DEVICE_CPU = 0, DEVICE_CUDA = 1 };
+typedef struct {
+  const char *name;
+  int code;
+} code_entry;
+static const code_entry precision_codes[] = {{"single", KRR_FLOAT}, {"double", KRR_DOUBLE}};
+static const code_entry device_codes[] = {{"cpu", DEVICE_CPU}, {"cuda", DEVICE_CUDA}};
+#define N_CODES(tab) ((int)(sizeof tab / sizeof tab[0]))
+
+static krr_precision precision_of(SEXP x) {
+  int v = int1(x, "precision must be a precision code");
+  if (v != KRR_FLOAT && v != KRR_DOUBLE) raise_status(KRR_ERR_INPUT, "precision must be a precision code");
+  return (krr_precision)v;
+}
+static int device_of(SEXP x) {
+  int v = int1(x, "device must be a device code");
+  if (v != DEVICE_CPU && v != DEVICE_CUDA) raise_status(KRR_ERR_INPUT, "device must be a device code");
+  return v;
+}
+
 static const krr_ops *pick_ops(int device) {
-  if (device == 1) {
+  if (device == DEVICE_CUDA) {
     const char *why = NULL;
-    const krr_ops *ops = krr_cuda_ops(&why);
-    if (!ops) raise_status(why && strstr(why, "built without") ? KRR_ERR_NOT_BUILT : KRR_ERR_DEVICE,
-                           why ? why : "CUDA is not available");
-    return ops;
+    krr_status st = krr_cuda_status(&why);
+    if (st != KRR_OK) raise_status(st, why ? why : "CUDA is not available");
+    return krr_cuda_ops(NULL);
   }
   return krr_cpu_ops();
 }
@@ -344,8 +366,8 @@ SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP
   if (path && XLENGTH(lambda) != m)
     raise_status(KRR_ERR_INPUT, "a lambda path needs one lambda per column of y");
   double lam = path ? REAL(lambda)[0] : num1(lambda, "lambda must be a number");
-  krr_precision prec = int1(precision, "precision must be 0 or 1") == 0 ? KRR_FLOAT : KRR_DOUBLE;
-  int dev = int1(device, "device must be 0 or 1");
+  krr_precision prec = precision_of(precision);
+  int dev = device_of(device);
   const krr_solver_def *def = solver_def(solver);
   const krr_loss *ls = krr_loss_lookup(str1(loss, "`loss` must be a loss name"));
   if (!ls) raise_status(KRR_ERR_NOT_BUILT, "this loss is not compiled into this build of askotch");
@@ -376,7 +398,7 @@ SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP
   }
   krr_options *o = NULL;
   blas_save();
-  krr_status st = krr_ctx_init(&fs->ctx, ops, nth, dev ? askotch_r_device_id() : 0);
+  krr_status st = krr_ctx_init(&fs->ctx, ops, nth, dev == DEVICE_CUDA ? askotch_r_device_id() : 0);
   fs->ctx_ok = 1;
   poll_attach(&fs->ctx);
   if (st == KRR_OK) st = krr_options_new(&fs->ctx, def, &o);
@@ -707,11 +729,14 @@ static SEXP named_list(int k, const char **names) {
 }
 
 static SEXP solver_info(const krr_solver_def *def) {
-  static const char *fields[] = {"name", "title", "losses", "extras", "options"};
+  static const char *fields[] = {"name", "title", "losses", "extras", "options", "distributed",
+                                 "lambda_path"};
   static const char *ofields[] = {"name", "type", "default", "lo", "hi", "lo_open", "choices", "doc"};
   static const char *types[] = {"int", "real", "flag", "choice", "rho", "indices"};
-  SEXP out = PROTECT(named_list(5, fields));
+  SEXP out = PROTECT(named_list(7, fields));
   SET_VECTOR_ELT(out, 0, Rf_mkString(krr_solver_name(def)));
+  SET_VECTOR_ELT(out, 5, Rf_ScalarLogical(krr_solver_distributed(def) != 0));
+  SET_VECTOR_ELT(out, 6, Rf_ScalarLogical(krr_solver_lambda_path(def) != 0));
   SET_VECTOR_ELT(out, 1, Rf_mkString(krr_solver_title(def)));
   int nl = 0;
   for (int i = 0; i < krr_loss_count(); i++) nl += krr_solver_supports(def, krr_loss_get(i));
@@ -748,9 +773,26 @@ static SEXP solver_info(const krr_solver_def *def) {
   return out;
 }
 
+/* a code table as a named integer vector */
+static SEXP code_vector(const code_entry *tab, int k) {
+  SEXP v = PROTECT(Rf_allocVector(INTSXP, k));
+  SEXP nm = PROTECT(Rf_allocVector(STRSXP, k));
+  for (int i = 0; i < k; i++) {
+    SET_STRING_ELT(nm, i, Rf_mkChar(tab[i].name));
+    INTEGER(v)[i] = tab[i].code;
+  }
+  Rf_setAttrib(v, R_NamesSymbol, nm);
+  UNPROTECT(2);
+  return v;
+}
+
+/* What R reads at load: the solvers (options, losses, capabilities), the
+ * losses, the kernels (name -> code, metric) and the codes of precision and
+ * device. */
 SEXP ffi_info(void) {
-  static const char *fields[] = {"solvers", "losses", "kernels"};
-  SEXP out = PROTECT(named_list(3, fields));
+  static const char *fields[] = {"solvers", "losses", "kernels", "kernel_metric", "codes"};
+  static const char *cfields[] = {"precision", "device", "reduce"};
+  SEXP out = PROTECT(named_list(5, fields));
   int ns = krr_solver_count();
   const char **snames = (const char **)R_alloc((size_t)(ns > 0 ? ns : 1), sizeof(char *));
   for (int i = 0; i < ns; i++) snames[i] = krr_solver_name(krr_solver_get(i));
@@ -761,9 +803,21 @@ SEXP ffi_info(void) {
   for (int i = 0; i < krr_loss_count(); i++) SET_STRING_ELT(ls, i, Rf_mkChar(krr_loss_name(krr_loss_get(i))));
   SET_VECTOR_ELT(out, 1, ls);
   SEXP ks = PROTECT(Rf_allocVector(STRSXP, KRR_N_KERNELS));
-  for (int i = 0; i < KRR_N_KERNELS; i++) SET_STRING_ELT(ks, i, Rf_mkChar(krr_kernel_name((krr_kernel_type)i)));
+  SEXP km = PROTECT(Rf_allocVector(STRSXP, KRR_N_KERNELS));
+  for (int i = 0; i < KRR_N_KERNELS; i++) {
+    SET_STRING_ELT(ks, i, Rf_mkChar(krr_kernel_name((krr_kernel_type)i)));
+    SET_STRING_ELT(km, i, Rf_mkChar(krr_kernel_is_l1(i) ? "L1" : "L2"));
+  }
   SET_VECTOR_ELT(out, 2, ks);
-  UNPROTECT(4);
+  SET_VECTOR_ELT(out, 3, km);
+  SEXP codes = PROTECT(named_list(3, cfields));
+  code_entry reduce[ASKOTCH_R_N_REDUCE];
+  for (int i = 0; i < ASKOTCH_R_N_REDUCE; i++) reduce[i] = (code_entry){askotch_r_reduce_names[i], i};
+  SET_VECTOR_ELT(codes, 0, code_vector(precision_codes, N_CODES(precision_codes)));
+  SET_VECTOR_ELT(codes, 1, code_vector(device_codes, N_CODES(device_codes)));
+  SET_VECTOR_ELT(codes, 2, code_vector(reduce, ASKOTCH_R_N_REDUCE));
+  SET_VECTOR_ELT(out, 4, codes);
+  UNPROTECT(6);
   return out;
 }
 
@@ -776,8 +830,8 @@ SEXP ffi_kernel_apply(SEXP x1, SEXP x2, SEXP v, SEXP kernel, SEXP bandwidth, SEX
   if (Rf_ncols(x1) != Rf_ncols(x2)) raise_status(KRR_ERR_INPUT, "x1 and x2 must have the same columns");
   if (Rf_nrows(v) != Rf_nrows(x2)) raise_status(KRR_ERR_INPUT, "v must have nrow(x2) rows");
   krr_kernel k = {(krr_kernel_type)int1(kernel, "kernel"), num1(bandwidth, "bandwidth")};
-  krr_precision prec = int1(precision, "precision") == 0 ? KRR_FLOAT : KRR_DOUBLE;
-  int dev = int1(device, "device");
+  krr_precision prec = precision_of(precision);
+  int dev = device_of(device);
   const krr_ops *ops = pick_ops(dev);
   int64_t n1 = Rf_nrows(x1), n2 = Rf_nrows(x2);
   int q = Rf_ncols(v);
@@ -786,7 +840,7 @@ SEXP ffi_kernel_apply(SEXP x1, SEXP x2, SEXP v, SEXP kernel, SEXP bandwidth, SEX
   krr_ctx ctx;
   int nth = threads_or_default(int1(threads, "threads"));
   blas_save();
-  krr_status st = krr_ctx_init(&ctx, ops, nth, dev == 1 ? askotch_r_device_id() : 0);
+  krr_status st = krr_ctx_init(&ctx, ops, nth, dev == DEVICE_CUDA ? askotch_r_device_id() : 0);
   poll_attach(&ctx);
   if (st == KRR_OK)
     st = krr_kernel_apply_host(&ctx, prec, &k, REAL(x1), n1, REAL(x2), n2, Rf_ncols(x1), REAL(v), q,
@@ -801,7 +855,7 @@ SEXP ffi_kernel_matrix(SEXP x1, SEXP x2, SEXP kernel, SEXP bandwidth, SEXP preci
   check_matrix(x2, "x2");
   if (Rf_ncols(x1) != Rf_ncols(x2)) raise_status(KRR_ERR_INPUT, "x1 and x2 must have the same columns");
   krr_kernel k = {(krr_kernel_type)int1(kernel, "kernel"), num1(bandwidth, "bandwidth")};
-  krr_precision prec = int1(precision, "precision") == 0 ? KRR_FLOAT : KRR_DOUBLE;
+  krr_precision prec = precision_of(precision);
   int64_t n1 = Rf_nrows(x1), n2 = Rf_nrows(x2);
   SEXP out = PROTECT(Rf_allocMatrix(REALSXP, (int)n1, (int)n2));
   if (n1 == 0 || n2 == 0) { UNPROTECT(1); return out; }
@@ -868,8 +922,8 @@ SEXP ffi_threads(SEXP n) {
 
 SEXP ffi_devices(void) {
   const char *why = NULL;
-  const krr_ops *ops = krr_cuda_ops(&why);
-  int nd = ops ? krr_cuda_device_count() : 0;
+  krr_status cst = krr_cuda_status(&why);
+  int nd = cst == KRR_OK ? krr_cuda_device_count() : 0;
   SEXP name = PROTECT(Rf_allocVector(STRSXP, nd));
   SEXP mem = PROTECT(Rf_allocVector(REALSXP, nd));
   SEXP cc = PROTECT(Rf_allocVector(STRSXP, nd));
@@ -889,7 +943,11 @@ SEXP ffi_devices(void) {
   SET_VECTOR_ELT(out, 1, mem); SET_STRING_ELT(nms, 1, Rf_mkChar("memory"));
   SET_VECTOR_ELT(out, 2, cc); SET_STRING_ELT(nms, 2, Rf_mkChar("cc"));
   Rf_setAttrib(out, R_NamesSymbol, nms);
-  if (!ops || nd == 0) {
+  /* status: "ok", "not_built" or "device" (krr_status_name); why: the reason */
+  if (cst == KRR_OK && nd == 0) cst = KRR_ERR_DEVICE;
+  Rf_setAttrib(out, Rf_install("status"), PROTECT(Rf_mkString(krr_status_name(cst))));
+  UNPROTECT(1);
+  if (cst != KRR_OK) {
     SEXP w = PROTECT(Rf_mkString(why ? why : "no CUDA device found"));
     Rf_setAttrib(out, Rf_install("why"), w);
     UNPROTECT(1);

@@ -354,6 +354,9 @@ const krr_solver_def *krr_solver_get(int i);
 const krr_solver_def *krr_solver_lookup(const char *name); /* NULL if unknown */
 const char *krr_solver_name(const krr_solver_def *def);
 const char *krr_solver_title(const krr_solver_def *def);
+/* capabilities: runs on an operator sharded over ranks; takes a lambda path */
+int krr_solver_distributed(const krr_solver_def *def);
+int krr_solver_lambda_path(const krr_solver_def *def);
 int krr_solver_supports(const krr_solver_def *def, const krr_loss *loss);
 /* per-solver diagnostics beyond the generic ones: count and names */
 int krr_solver_extra_count(const krr_solver_def *def);
@@ -436,8 +439,11 @@ krr_status krr_solver_set_weights(krr_solver *s, const double *w);
 
 /* --- backends ---------------------------------------------------------------*/
 const krr_ops *krr_cpu_ops(void);
-/* NULL when not compiled in; *why (static string) explains. */
+/* NULL when not compiled in or no device; *why (static string) explains. */
 const krr_ops *krr_cuda_ops(const char **why);
+/* Whether the CUDA backend can be used: KRR_OK, KRR_ERR_NOT_BUILT (compiled
+ * without the toolkit) or KRR_ERR_DEVICE (no driver or device); *why as above. */
+krr_status krr_cuda_status(const char **why);
 int krr_cuda_device_count(void);
 /* Fill name (len bytes), total memory (bytes), compute capability; KRR_OK or error. */
 krr_status krr_cuda_device_info(int dev, char *name, size_t len, size_t *mem_total,

@@ -1112,4 +1112,6 @@ const krr_ops *krr_cuda_ops(const char **why) {
   return NULL;
 }
 
+krr_status krr_cuda_status(const char **why) { return krr_cuda_ops(why) ? KRR_OK : KRR_ERR_DEVICE; }
+
 } /* extern "C" */

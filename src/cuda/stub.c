@@ -4,6 +4,11 @@
 #include <stddef.h>
 #include "../core/krr.h"
 
+krr_status krr_cuda_status(const char **why) {
+  (void)krr_cuda_ops(why);
+  return KRR_ERR_NOT_BUILT;
+}
+
 const krr_ops *krr_cuda_ops(const char **why) {
   if (why)
     *why = "askotch was built without CUDA support (reinstall with CUDA toolkit; see ?askotch_devices)";

@@ -13,6 +13,8 @@ static krr_status replay(krr_solver *s);
 /* --- the definition's public face ------------------------------------------ */
 const char *krr_solver_name(const krr_solver_def *def) { return def->name; }
 const char *krr_solver_title(const krr_solver_def *def) { return def->title; }
+int krr_solver_distributed(const krr_solver_def *def) { return def->distributed; }
+int krr_solver_lambda_path(const krr_solver_def *def) { return def->lambda_path; }
 int krr_solver_supports(const krr_solver_def *def, const krr_loss *loss) {
   if (!loss || !def->losses) return 0;
   size_t len = strlen(loss->name);
