@@ -14,7 +14,7 @@
 #' @export
 askotch_devices <- function(quiet = FALSE) {
   check_flag(quiet, "quiet")
-  info <- .Call(ffi_devices)
+  info <- native_devices()
   out <- data.frame(
     id = seq_along(info$name) - 1L,
     name = as.character(info$name),
@@ -68,10 +68,10 @@ askotch_devices <- function(quiet = FALSE) {
 #' askotch_threads(old)
 #' @export
 askotch_threads <- function(n = NULL) {
-  if (is.null(n)) return(.Call(ffi_threads, 0L))
+  if (is.null(n)) return(native_threads())
   check_positive(n, "n", integerish = TRUE)
-  old <- .Call(ffi_threads, 0L)
-  .Call(ffi_threads, as.integer(min(n, 65536)))  # capped by the cores in C
+  old <- native_threads()
+  native_threads(min(n, 65536))  # capped by the cores in C
   invisible(old)
 }
 
@@ -79,23 +79,20 @@ askotch_threads <- function(n = NULL) {
 resolve_device <- function(device, n, call = NULL) {
   device <- check_choice(device, c("auto", "cpu", "cuda"), "device", call)
   if (device == "cpu") return("cpu")
-  info <- .Call(ffi_devices)
+  info <- native_devices()
   have <- length(info$name) > 0L
   if (device == "auto") {
     return(if (have && n >= 50000) "cuda" else "cpu")
   }
   if (!have) {
     why <- attr(info, "why")
-    not_built <- !is.null(why) && grepl("built|compiled", why, ignore.case = TRUE)
+    # the compiled code's status: "not_built" (its message says how to
+    # reinstall) or "device" (no driver or device)
+    not_built <- identical(attr(info, "status"), "not_built")
     abort_askotch(sprintf(
       "`device = \"cuda\"` requested but no CUDA device is available%s.%s",
       if (!is.null(why) && nzchar(why)) paste0(": ", why) else "",
-      if (not_built) {
-        if (grepl("reinstall", why, ignore.case = TRUE)) "" else
-          paste(" Reinstall askotch on a machine with the CUDA toolkit (nvcc)",
-                "to enable it.")
-      } else
-        " Use `device = \"cpu\"` or \"auto\"."),
+      if (not_built) "" else " Use `device = \"cpu\"` or \"auto\"."),
       if (not_built) "not_built" else "device", call)
   }
   "cuda"

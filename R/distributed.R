@@ -50,10 +50,10 @@
 #' }
 #' @export
 askotch_mpi_init <- function() {
-  res <- mpi_result(.Call(ffi_mpi_init))
+  res <- mpi_result(native_mpi_init())
   if (is.null(mpi_env$finalizer)) {
     mpi_env$finalizer <- TRUE
-    reg.finalizer(mpi_env, function(e) .Call(ffi_mpi_finalize), onexit = TRUE)
+    reg.finalizer(mpi_env, function(e) native_mpi_finalize(), onexit = TRUE)
   }
   if (res[3L] == 1 && is.null(mpi_env$rmpi_hook)) {
     # Rmpi sets up its communicators only when it initialises MPI itself
@@ -74,11 +74,11 @@ warn_rmpi_after_askotch <- function() {
 
 #' @rdname askotch_mpi_init
 #' @export
-askotch_mpi_available <- function() .Call(ffi_mpi_built)
+askotch_mpi_available <- function() native_mpi_built()
 
 #' @rdname askotch_mpi_init
 #' @export
-askotch_mpi_finalize <- function() invisible(.Call(ffi_mpi_finalize))
+askotch_mpi_finalize <- function() invisible(native_mpi_finalize())
 
 mpi_env <- new.env(parent = emptyenv())
 
@@ -88,11 +88,10 @@ mpi_result <- function(res, call = NULL) {
   res
 }
 mpi_reduce <- function(x, op) {
-  mpi_result(.Call(ffi_mpi_allreduce, as.numeric(x),
-                   match(op, c("sum", "max", "min")) - 1L))
+  mpi_result(native_mpi_allreduce(x, op))
 }
 mpi_bcast_obj <- function(obj, root) {
-  unserialize(mpi_result(.Call(ffi_mpi_bcast, serialize(obj, NULL), as.integer(root))))
+  unserialize(mpi_result(native_mpi_bcast(serialize(obj, NULL), root)))
 }
 
 # Status agreement in R: evaluates expr on every rank; when it fails on any,
@@ -245,19 +244,20 @@ fit_distributed <- function(x, y, kernel, bandwidth, bandwidth_given, lambda,
                                threads, mem_limit, FALSE, ecall), rank, ecall)
   set$kernel$bandwidth_rule <- bw_rule
   set$lambda_spec <- lspec
-  # (which preconditioners a distributed pcg() takes is the C solver's rule)
-  if (!solver_c(set$solver)$name %in% c("askotch", "falkon", "pcg")) {
+  # which solvers run distributed (and which preconditioners a distributed
+  # pcg() takes) is the compiled solver's declaration
+  if (!isTRUE(askotch_info()$solvers[[solver_c(set$solver)$name]]$distributed)) {
     abort_askotch(paste(
       "A distributed fit runs solver = askotch() (ASkotch, Skotch, SAP, NSAP),",
       "falkon() or pcg(); the other solvers need the whole kernel on one",
       "process."), "input", ecall)
   }
   # the compiled fit: the operator of this state is sharded over the ranks
-  .Call(ffi_mpi_use, TRUE)
-  on.exit(.Call(ffi_mpi_use, FALSE), add = TRUE)
+  native_mpi_use(TRUE)
+  on.exit(native_mpi_use(FALSE), add = TRUE)
   t0 <- now()
   state <- mpi_step(state_new(xs, Yc, set), rank, ecall)
-  on.exit(.Call(ffi_fit_free, state), add = TRUE)
+  on.exit(native_fit_free(state), add = TRUE)
   res <- drive_solver(state, set, loc$tgt, xs, t0)
   ldat <- list(xs = xs, n = nl, p = p, xnames = colnames(xl), scaling = scaling,
                standardize = standardize, tgt = loc$tgt, Y = Y, Yc = Yc,
@@ -266,7 +266,7 @@ fit_distributed <- function(x, y, kernel, bandwidth, bandwidth_given, lambda,
   res$centers <- integer(0)
   fit <- new_krr(ldat, set, res, call = call)
   fit$distributed <- list(rank = rank, size = P, n = n, n_local = nl,
-                          row0 = row0, bytes = .Call(ffi_mpi_bytes)[1L])
+                          row0 = row0, bytes = native_mpi_bytes()[1L])
   if (length(centers) > 0L) {
     # Falkon: the centres are global rows and the weights the same on every
     # rank; each rank holds the whole model (the centres' points gathered

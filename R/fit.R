@@ -110,12 +110,9 @@ floor_factor <- 2
 # K(x1, x2) v for the fit's kernel: in the fit's precision and device
 # (double = FALSE) or in double precision on the CPU
 set_kernel_apply <- function(set) {
-  code <- as.integer(set$kernel$code)
-  bw <- as.numeric(set$kernel$bandwidth)
-  th <- as.integer(set$threads)
-  dev <- if (set$device == "cuda") 1L else 0L
   function(x1, x2, v, double) {
-    .Call(ffi_kernel_apply, x1, x2, v, code, bw, as.integer(double), if (double) 0L else dev, th)
+    if (double) native_kernel_apply(x1, x2, v, set$kernel, threads = set$threads) else
+      native_kernel_apply(x1, x2, v, set$kernel, set$precision, set$device, set$threads)
   }
 }
 
@@ -185,8 +182,7 @@ kernel_rms_norm <- function(xs, kernel, threads, seed) {
     idx <- with_seed(seed, sample.int(n, 1000L))
     xs[idx, , drop = FALSE]
   } else xs
-  K <- .Call(ffi_kernel_matrix, s, s, as.integer(kernel$code),
-             as.numeric(kernel$bandwidth), 1L, as.integer(threads))
+  K <- native_kernel_matrix(s, s, kernel, threads = threads)
   sqrt(n * mean(K^2))
 }
 
@@ -242,13 +238,10 @@ state_new <- function(xs, Yc, set) {
   sc <- solver_c(set$solver)
   opts <- c(sc$options, list(seed = set$seed),
             if (set$mem_limit > 0) list(mem_limit = set$mem_limit))
-  .Call(ffi_fit_init, xs, Yc, as.integer(set$kernel$code),
-        as.numeric(set$kernel$bandwidth), set$lambda,
-        if (set$precision == "double") 1L else 0L,
-        if (set$device == "cuda") 1L else 0L, sc$name, opts, set$loss$name,
-        loss_param(set$loss), as.numeric(set_features(set)),
-        as.numeric(set_intercept(set)), as.numeric(set$obs_weights),
-        as.integer(set$threads))
+  native_fit_init(xs, Yc, set$kernel, set$lambda, set$precision, set$device,
+                  sc$name, opts, set$loss$name, loss_param(set$loss),
+                  set_features(set), set_intercept(set), set$obs_weights,
+                  set$threads)
 }
 
 # Fit: a new state, the loop, the results (the state freed unless kept).
@@ -261,14 +254,14 @@ fit_solver <- function(xs, Yc, set, tgt) {
     # solver = "auto" above auto_pcg_max_n(): PCG only at the rank its
     # memory budget allows (resolved by the compiled solver), else ASkotch
     attr(set$solver, "auto_min_rank") <- NULL
-    if (.Call(ffi_fit_options, state)$rank < min_rank) {
-      .Call(ffi_fit_free, state)
+    if (native_fit_options(state)$rank < min_rank) {
+      native_fit_free(state)
       set$solver <- askotch()
       state <- state_new(xs, Yc, set)
     }
   }
   keep <- FALSE
-  on.exit(if (!keep) .Call(ffi_fit_free, state), add = TRUE)
+  on.exit(if (!keep) native_fit_free(state), add = TRUE)
   res <- drive_solver(state, set, tgt, xs, t0, ynorm = sqrt(sum(Yc^2)))
   keep <- isTRUE(set$keep_state)
   if (keep) res$state <- state
@@ -285,14 +278,14 @@ set_intercept <- function(set) if (is.null(set$intercept)) 0 else set$intercept
 # the compiled operator has one more feature, sqrt(c), whose row
 # (sqrt(c) colSums(alpha)) gives the bias, added separately
 features_theta <- function(state, M) {
-  theta <- .Call(ffi_fit_features_theta, state)
+  theta <- native_fit_features_theta(state)
   theta[seq_len(M), , drop = FALSE]
 }
 
 # The points a live state's weights belong to: its centres among the
 # training points xs (inducing-point solvers), else all of them.
 state_points <- function(state, xs) {
-  cen <- .Call(ffi_fit_centers, state)
+  cen <- native_fit_centers(state)
   if (length(cen) > 0L) xs[cen, , drop = FALSE] else xs
 }
 
@@ -310,21 +303,18 @@ nonzero_rows <- function(W) {
 # back to regression targets not included): K(xnew, X) w, or in features
 # mode z(xnew)^T theta, plus c * colSums(w) with an intercept.
 state_scores <- function(state, set, xnew, xpred) {
-  w <- .Call(ffi_fit_weights, state)
-  prec <- if (set$precision == "double") 1L else 0L
+  w <- native_fit_weights(state)
   M <- set_features(set)
   if (M > 0) {
     theta <- features_theta(state, M)
-    s <- .Call(ffi_features_apply, xnew, theta, as.integer(set$kernel$code),
-               as.numeric(set$kernel$bandwidth), as.numeric(M),
-               as.numeric(set$seed), prec, as.integer(set$threads))
+    s <- native_features_apply(xnew, theta, set$kernel, M, set$seed, set$precision,
+                               set$threads)
   } else {
     nz <- nonzero_rows(w)
     ws <- if (is.null(nz)) w else w[nz, , drop = FALSE]
     if (!is.null(nz)) xpred <- xpred[nz, , drop = FALSE]
-    s <- .Call(ffi_kernel_apply, xnew, xpred, ws, as.integer(set$kernel$code),
-               as.numeric(set$kernel$bandwidth), prec,
-               if (set$device == "cuda") 1L else 0L, as.integer(set$threads))
+    s <- native_kernel_apply(xnew, xpred, ws, set$kernel, set$precision, set$device,
+                             set$threads)
   }
   cc <- set_intercept(set)
   if (cc > 0) s <- sweep(s, 2L, cc * colSums(w), "+", check.margin = FALSE)
@@ -374,7 +364,7 @@ diverged <- function(d, solver) {
 # between slices.
 drive_solver <- function(state, set, tgt, xs, t0 = now(), ynorm = NA_real_) {
   rule <- set$rule
-  centers <- .Call(ffi_fit_centers, state)  # inducing-point solvers; else integer(0)
+  centers <- native_fit_centers(state)  # inducing-point solvers; else integer(0)
   # the relative floor for weights W (see rounding_floor, falkon_floor), or NULL
   floor_of <- NULL
   if (is.finite(ynorm) && ynorm > 0 && !rule$direct && rule$tol > 0 &&
@@ -392,7 +382,7 @@ drive_solver <- function(state, set, tgt, xs, t0 = now(), ynorm = NA_real_) {
   }
   # measured once, then scaled with ||W||
   floor_fn <- if (!is.null(floor_of)) function() {
-    W <- .Call(ffi_fit_weights, state)
+    W <- native_fit_weights(state)
     wn <- sqrt(sum(W^2))
     if (is.null(memo$floor_per_w)) memo$floor_per_w <- floor_of(W) / max(wn, 1e-300)
     memo$floor_per_w * wn
@@ -412,20 +402,20 @@ drive_solver <- function(state, set, tgt, xs, t0 = now(), ynorm = NA_real_) {
   # askotch_error_time_limit, iterations at the end of an iteration, and an
   # exact check (counted inside time_limit) with NA.
   set_deadline <- function(limit) {
-    .Call(ffi_fit_deadline, state, as.numeric(limit - (now() - t0)))
+    native_fit_deadline(state, limit - (now() - t0))
   }
   if (is.finite(rule$time_limit)) {
-    on.exit(.Call(ffi_fit_deadline, state, Inf), add = TRUE)
+    on.exit(native_fit_deadline(state, Inf), add = TRUE)
   }
   exact_fn <- function() {
     te <- now()
     on.exit(memo$t_exact <- now() - te)
     if (is.finite(rule$time_limit)) set_deadline(rule$time_limit)
     tryCatch({
-      if (!objective) return(.Call(ffi_fit_residual, state))
-      pd <- .Call(ffi_fit_objective, state)
+      if (!objective) return(native_fit_residual(state))
+      pd <- native_fit_objective(state)
       obj_now <<- pd
-      if (set$loss$name == "squared") .Call(ffi_fit_residual, state) else
+      if (set$loss$name == "squared") native_fit_residual(state) else
         gap_of(pd[[1L]], pd[[2L]])
     }, askotch_error_time_limit = function(e) {
       memo$exact_cut <- TRUE
@@ -435,8 +425,7 @@ drive_solver <- function(state, set, tgt, xs, t0 = now(), ynorm = NA_real_) {
   step <- function(slice) {
     if (is.finite(rule$time_limit)) set_deadline(deadline)
     tryCatch(
-      .Call(ffi_fit_step, state, as.integer(slice), as.numeric(rule$tol),
-            as.numeric(memo$next_exact_iter)),
+      native_fit_step(state, slice, rule$tol, memo$next_exact_iter),
       askotch_error_time_limit = function(e) {
         abort_askotch(c(
           sprintf(paste("The setup of solver `%s` did not finish within `time_limit` =",
@@ -543,7 +532,7 @@ drive_solver <- function(state, set, tgt, xs, t0 = now(), ynorm = NA_real_) {
     slice <- min(slice, 1e6)
   }
   if (!is.null(pb)) cli::cli_progress_done(id = pb, .envir = environment())
-  W <- .Call(ffi_fit_weights, state)
+  W <- native_fit_weights(state)
   tr <- do.call(rbind, rows[seq_len(nrow_trace)])
   trace <- data.frame(iteration = as.integer(tr[, 1L]), passes = tr[, 2L],
                       seconds = tr[, 3L], resid_est = tr[, 4L],
@@ -562,7 +551,7 @@ drive_solver <- function(state, set, tgt, xs, t0 = now(), ynorm = NA_real_) {
        resid_exact = chk$exact,
        resid_floor = if (is.null(memo$floor)) NA_real_ else memo$floor,
        centers = centers,
-       options = .Call(ffi_fit_options, state), extras = d,
+       options = native_fit_options(state), extras = d,
        theta = if (set_features(set) > 0) features_theta(state, set_features(set)),
        path_validation = if (length(set$path) > 1L && !is.null(val_metric))
          do.call(rbind, vrows[seq_len(nrow_trace)]))

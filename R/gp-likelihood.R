@@ -15,8 +15,7 @@
 
 # The kernel matrix of standardised points (double precision).
 kernel_mat <- function(x1, x2, kernel, threads = 0L) {
-  .Call(ffi_kernel_matrix, x1, x2, as.integer(kernel$code),
-        as.numeric(kernel$bandwidth), 1L, as.integer(threads))
+  native_kernel_matrix(x1, x2, kernel, threads = threads)
 }
 
 # Size limits (options) ----------------------------------------------------------
@@ -250,8 +249,7 @@ precond_logdet <- function(pc) {
 # With d (observation weights: d = sqrt(w)), D K D V for D = diag(d).
 kernel_times <- function(xs, V, kernel, threads = 0L, d = NULL) {
   if (!is.null(d)) V <- d * V
-  KV <- .Call(ffi_kernel_apply, xs, xs, V, as.integer(kernel$code),
-              as.numeric(kernel$bandwidth), 1L, 0L, as.integer(threads))
+  KV <- native_kernel_apply(xs, xs, V, kernel, threads = threads)
   if (is.null(d)) KV else d * KV
 }
 

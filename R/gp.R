@@ -79,8 +79,7 @@ gp_threads <- function(object) {
 
 # K(x1, x2) in double precision
 gp_kmat <- function(object, x1, x2) {
-  .Call(ffi_kernel_matrix, x1, x2, as.integer(object$kernel$code),
-        as.numeric(object$kernel$bandwidth), 1L, gp_threads(object))
+  native_kernel_matrix(x1, x2, object$kernel, threads = gp_threads(object))
 }
 
 # Blocks of at most `budget` numbers: row index sets of length <= budget / n
@@ -188,10 +187,9 @@ gp_nystrom_factor <- function(object, give_up = FALSE) {
   # blocks of pivots: linalg/pchol.c); stop once tr(E') is negligible
   # against lambda, or at a pivot too small to divide by (its share stays
   # in e)
-  pc <- .Call(ffi_pivoted_cholesky, xs, as.integer(object$kernel$code),
-              as.numeric(object$kernel$bandwidth),
-              if (is.null(object$obs_weights)) NULL else as.numeric(w),
-              as.integer(r), 1e-6 * lam, 1e-12, gp_threads(object))
+  pc <- native_pivoted_cholesky(xs, object$kernel,
+                                if (is.null(object$obs_weights)) NULL else as.numeric(w),
+                                r, 1e-6 * lam, 1e-12, gp_threads(object))
   j <- pc$rank
   L <- if (j == r) pc$L else pc$L[, seq_len(j), drop = FALSE]
   pc$L <- NULL
@@ -201,9 +199,8 @@ gp_nystrom_factor <- function(object, give_up = FALSE) {
   e <- sum(d) * (1 + 1e-10) + n * j * 4 * .Machine$double.eps
   if (give_up && e > lam) return(NULL)
   pw <- matrix(dw^2 / sum(dw^2), n, 1L)
-  c0 <- gp_c0(object, sum(pw * .Call(
-    ffi_kernel_apply, xs, xs, pw, as.integer(object$kernel$code),
-    as.numeric(object$kernel$bandwidth), 1L, 0L, gp_threads(object))))
+  c0 <- gp_c0(object, sum(pw * native_kernel_apply(xs, xs, pw, object$kernel,
+                                                     threads = gp_threads(object))))
   one <- matrix(dw, n, 1L)  # D 1
   # L = U diag(sv) V^T: (L L^T + mu I)^{-1} = U diag(1 / (sv^2 + mu)) U^T +
   # (I - U U^T) / mu; the residual norms ||(I - U U^T) k||^2 are formed
@@ -347,16 +344,16 @@ gp_solve <- function(object, B) {
   kept <- identical(state, object$state)
   on.exit({
     if (kept) {
-      .Call(ffi_fit_set_targets, state, gp_yc(object))
+      native_fit_set_targets(state, gp_yc(object))
       W <- object$weights
       dimnames(W) <- NULL
-      .Call(ffi_fit_set_weights, state, W)
+      native_fit_set_weights(state, W)
     } else {
-      .Call(ffi_fit_free, state)
+      native_fit_free(state)
     }
   }, add = TRUE)
   dimnames(B) <- NULL
-  .Call(ffi_fit_set_targets, state, B)
+  native_fit_set_targets(state, B)
   res <- drive_solver(state, set, list(task = "multioutput"), gp_xs(object))
   if (!solve_reached(res$reason)) {
     abort_askotch(sprintf(paste(
@@ -628,8 +625,7 @@ gp_pathwise <- function(object, xnew, q, M, noise, noise_w = 1, fresh = FALSE) {
   fseed <- floor(stats::runif(if (fresh) q else 1L) * 2^31)
   theta <- matrix(stats::rnorm(M * q), M, q)
   feat <- function(x, th, sd) {
-    .Call(ffi_features_apply, x, th, as.integer(object$kernel$code),
-          as.numeric(object$kernel$bandwidth), M, sd, 1L, gp_threads(object))
+    native_features_apply(x, th, object$kernel, M, sd, threads = gp_threads(object))
   }
   prior <- function(x) {
     if (!fresh) return(feat(x, theta, fseed))
@@ -641,9 +637,7 @@ gp_pathwise <- function(object, xnew, q, M, noise, noise_w = 1, fresh = FALSE) {
   r <- prior(xs) + sqrt(lam / w) * matrix(stats::rnorm(n * q), n, q)
   rbar <- colSums(w * r) / sum(w)  # the fit's centring: the weighted mean
   V <- gp_solve(object, sweep(r, 2L, rbar, check.margin = FALSE))
-  fit_r <- .Call(ffi_kernel_apply, xnew, xs, V, as.integer(object$kernel$code),
-                 as.numeric(object$kernel$bandwidth), 1L, 0L,
-                 gp_threads(object))
+  fit_r <- native_kernel_apply(xnew, xs, V, object$kernel, threads = gp_threads(object))
   U <- prior(xnew) - sweep(fit_r, 2L, rbar, "+", check.margin = FALSE)
   if (noise) U <- U + sqrt(lam * noise_w) * matrix(stats::rnorm(nrow(xnew) * q),
                                                    nrow(xnew), q)

@@ -1,10 +1,9 @@
 # Kernels -------------------------------------------------------------------
 
-# Names, metrics and labels for R; the kernels' codes come from the compiled
-# code's kernel list (kernel_code()).
+# Labels and formulas for printing; the kernels' codes and metrics come from
+# the compiled code's kernel list (kernel_code(), kernel_metric()).
 kernel_table <- data.frame(
   name = c("rbf", "laplace", "matern12", "matern32", "matern52"),
-  metric = c("L2", "L1", "L2", "L2", "L2"),
   label = c("Gaussian (RBF)", "Laplace (L1 distance)", "Matern 1/2",
             "Matern 3/2", "Matern 5/2"),
   formula = c("exp(-||x - x'||^2 / (2 sigma^2))",
@@ -71,17 +70,18 @@ new_kernel <- function(name, bandwidth, call = NULL) {
     check_positive(bandwidth, "bandwidth", call = call)
     bandwidth <- as.numeric(bandwidth)
   }
-  row <- kernel_table[kernel_table$name == name, ]
-  structure(list(name = name, code = kernel_code(name), metric = row$metric,
+  structure(list(name = name, code = kernel_code(name), metric = kernel_metric(name),
                  bandwidth = bandwidth),
             class = c(paste0("askotch_kernel_", name), "askotch_kernel"))
 }
 
 # the compiled code's number for a kernel name
-kernel_code <- function(name) {
-  code <- match(name, askotch_info()$kernels) - 1L
-  if (is.na(code)) stop("internal: kernel '", name, "' is not compiled in")
-  code
+kernel_code <- function(name) native_code("kernel", name)
+
+# "L1" or "L2": the distance the compiled kernel is a function of
+kernel_metric <- function(name) {
+  info <- askotch_info()
+  info$kernel_metric[match(name, info$kernels)]
 }
 
 #' @rdname kernels

@@ -15,7 +15,7 @@ krr_scores <- function(object, xs, device = NULL) {
   dev <- if (is.null(device)) object$device else device
   dev <- check_choice(dev, c("auto", "cpu", "cuda"), "device")
   if (dev != "cpu" && fit_features(object) == 0) {
-    info <- .Call(ffi_devices)
+    info <- native_devices()
     have <- length(info$name) > 0L
     if (dev == "cuda" && !have && !is.null(device)) {
       resolve_device("cuda", nrow(object$x))  # signals the classed error
@@ -27,14 +27,12 @@ krr_scores <- function(object, xs, device = NULL) {
   W <- object$weights
   dimnames(W) <- NULL
   threads <- as.integer(if (is.null(object$threads)) 0L else object$threads)
-  prec <- if (object$precision == "double") 1L else 0L
   if (is_linear_fit(object)) {
     s <- xs %*% W  # svrg(features = "linear"): x^T w
   } else if (fit_features(object) > 0) {
     # random features: z(x)^T theta (on the CPU)
-    s <- .Call(ffi_features_apply, xs, W, as.integer(object$kernel$code),
-               as.numeric(object$kernel$bandwidth), as.numeric(object$features),
-               as.numeric(object$seed), prec, threads)
+    s <- native_features_apply(xs, W, object$kernel, object$features, object$seed,
+                               object$precision, threads)
   } else {
     xp <- object$x
     nz <- nonzero_rows(W)
@@ -42,9 +40,7 @@ krr_scores <- function(object, xs, device = NULL) {
       xp <- xp[nz, , drop = FALSE]
       W <- W[nz, , drop = FALSE]
     }
-    s <- .Call(ffi_kernel_apply, xs, xp, W, as.integer(object$kernel$code),
-               as.numeric(object$kernel$bandwidth), prec,
-               if (dev == "cuda") 1L else 0L, threads)
+    s <- native_kernel_apply(xs, xp, W, object$kernel, object$precision, dev, threads)
   }
   if (!is.null(object$bias) && any(object$bias != 0)) {
     s <- sweep(s, 2L, object$bias, "+", check.margin = FALSE)

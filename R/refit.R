@@ -108,14 +108,14 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
   t0 <- now()
   state <- krr_state(object)
   keep <- FALSE
-  on.exit(if (!keep && !identical(state, object$state)) .Call(ffi_fit_free, state),
+  on.exit(if (!keep && !identical(state, object$state)) native_fit_free(state),
           add = TRUE)
-  .Call(ffi_fit_set_lambda, state, as.numeric(lambda))
-  .Call(ffi_fit_set_targets, state, cen$Yc)
+  native_fit_set_lambda(state, lambda)
+  native_fit_set_targets(state, cen$Yc)
   if (warm_start) {
     W <- object$weights
     dimnames(W) <- NULL
-    .Call(ffi_fit_set_weights, state, W)
+    native_fit_set_weights(state, W)
   }
   res <- drive_solver(state, set, tgt, xs, t0, ynorm = sqrt(sum(cen$Yc^2)))
   keep <- keep_state
@@ -162,7 +162,7 @@ fit_settings <- function(object, lambda, tol, max_passes, time_limit, progress) 
 }
 
 # TRUE when a kept state is alive (not freed, not read back from a file)
-state_alive <- function(state) !is.null(state) && .Call(ffi_fit_alive, state)
+state_alive <- function(state) !is.null(state) && native_fit_alive(state)
 
 # The fit's solver state: the kept one when alive, else a new one built from
 # the fit's own data and options (the same centres and resolved choices).

@@ -173,13 +173,12 @@ fit_svrg <- function(xs, Yc, set) {
                step = sp$step %||% 0.1, sampling = sp$sampling %||% "smoothness",
                tol = if (isTRUE(set$tol_auto)) 1e-6 else set$rule$tol)
   t0 <- now()
-  r <- .Call(ffi_svrg, if (is.null(nys)) xs else nys$phi, Yc, as.numeric(set$lambda),
-             as.numeric(if (linear || !is.null(nys)) 0 else d),
-             as.integer(set$kernel$code), as.numeric(set$kernel$bandwidth),
-             as.numeric(c(opts$rank, sp$lanczos_iters %||% 0, opts$epochs,
-                          opts$epoch_length, opts$step, sp$precondition,
-                          opts$sampling == "smoothness", opts$tol, set$seed)),
-             as.integer(set$threads), NULL)
+  r <- native_svrg(if (is.null(nys)) xs else nys$phi, Yc, set$lambda,
+                   if (linear || !is.null(nys)) 0 else d, set$kernel,
+                   c(opts$rank, sp$lanczos_iters %||% 0, opts$epochs,
+                     opts$epoch_length, opts$step, sp$precondition,
+                     opts$sampling == "smoothness", opts$tol, set$seed),
+                   set$threads)
   secs <- now() - t0
   e <- r$epochs
   crit <- r$gradient[e + 1L]

@@ -224,14 +224,6 @@
 NULL
 
 
-# The registry of the compiled code, read once per session ----------------------
-
-.askotch_env <- new.env(parent = emptyenv())
-
-askotch_info <- function() {
-  if (is.null(.askotch_env$info)) .askotch_env$info <- .Call(ffi_info)
-  .askotch_env$info
-}
 
 #' Solvers and their options
 #'
@@ -362,7 +354,7 @@ compact <- function(x) x[!vapply(x, is.null, TRUE)]
 # for every data size): classed input errors naming the argument.
 check_spec <- function(spec) {
   sc <- solver_c(spec)
-  .Call(ffi_check_options, sc$name, sc$options)
+  native_check_options(sc$name, sc$options)
   spec
 }
 

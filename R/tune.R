@@ -351,7 +351,7 @@ cv_path <- function(xs, Yc, task, kernel, lambdas, set) {
       xt <- xs[tr, , drop = FALSE]
       Yp <- path_targets(Yt, length(lambdas))
       state <- state_new(xt, Yp, fs)
-      on.exit(.Call(ffi_fit_free, state), add = TRUE)
+      on.exit(native_fit_free(state), add = TRUE)
       res <- drive_solver(state, fs, list(task = task), xt, now(), ynorm = sqrt(sum(Yp^2)))
       if (!solve_reached(res$reason)) not_conv <- not_conv + length(lambdas)
       P <- state_scores(state, fs, xs[va, , drop = FALSE], state_points(state, xt))
@@ -360,7 +360,7 @@ cv_path <- function(xs, Yc, task, kernel, lambdas, set) {
         Pi <- sweep(P[, cols[[i]], drop = FALSE], 2L, mu, "+", check.margin = FALSE)
         sse[i] <- sse[i] + sum((Pi - Yc[va, , drop = FALSE])^2)
       }
-      .Call(ffi_fit_free, state)
+      native_fit_free(state)
       on.exit()
     } else {
       fs <- set
@@ -372,14 +372,14 @@ cv_path <- function(xs, Yc, task, kernel, lambdas, set) {
       xt <- xs[tr, , drop = FALSE]
       t0 <- now()
       state <- state_new(xt, Yt, fs)
-      on.exit(.Call(ffi_fit_free, state), add = TRUE)
+      on.exit(native_fit_free(state), add = TRUE)
       tgt <- list(task = task, Yc = Yt) # the fold's targets (Falkon's floor)
       for (i in seq_along(lambdas)) {
         if (isTRUE(set$tol_auto)) fs$rule$tol <- lambda_tol(set, Yt, lambdas[i])
         if (i > 1L) {
-          W <- .Call(ffi_fit_weights, state)
-          .Call(ffi_fit_set_lambda, state, as.numeric(lambdas[i]))
-          .Call(ffi_fit_set_weights, state, W)
+          W <- native_fit_weights(state)
+          native_fit_set_lambda(state, lambdas[i])
+          native_fit_set_weights(state, W)
           t0 <- now()
         }
         res <- drive_solver(state, fs, tgt, xt, t0, ynorm = sqrt(sum(Yt^2)))
@@ -388,7 +388,7 @@ cv_path <- function(xs, Yc, task, kernel, lambdas, set) {
         P <- sweep(P, 2L, mu, "+", check.margin = FALSE)
         sse[i] <- sse[i] + sum((P - Yc[va, , drop = FALSE])^2)
       }
-      .Call(ffi_fit_free, state)
+      native_fit_free(state)
       on.exit()
     }
   }

@@ -1,0 +1,137 @@
+# The native boundary: the only file of R/ that calls .Call. Each wrapper
+# hands its arguments to one registered C entry point (src/init.c) with the
+# types that entry point checks. The codes of precision, device, kernel and
+# reduction are not written here: they are read from the compiled tables
+# (ffi_info(), declared once in src/r_glue.c and src/r_dist.c).
+
+.askotch_env <- new.env(parent = emptyenv())
+
+# What the compiled code declares, read once per session: the solvers with
+# their options and capabilities, the losses, the kernels and the codes.
+askotch_info <- function() {
+  if (is.null(.askotch_env$info)) .askotch_env$info <- .Call(ffi_info)
+  .askotch_env$info
+}
+
+# The compiled code of `name` in one of the code tables ("precision",
+# "device", "reduce") or the kernel list ("kernel").
+native_code <- function(table, name) {
+  info <- askotch_info()
+  code <- if (table == "kernel") match(name, info$kernels) - 1L else
+    unname(info$codes[[table]][name])
+  if (length(code) != 1L || is.na(code)) {
+    stop("internal: ", table, " '", name, "' is not compiled in")
+  }
+  as.integer(code)
+}
+
+kernel_args <- function(kernel) {
+  list(native_code("kernel", kernel$name), as.numeric(kernel$bandwidth))
+}
+
+# Kernels on host data -------------------------------------------------------
+
+# K(x1, x2) v, matrix-free, in the given precision on the given device
+native_kernel_apply <- function(x1, x2, v, kernel, precision = "double",
+                                device = "cpu", threads = 0L) {
+  k <- kernel_args(kernel)
+  .Call(ffi_kernel_apply, x1, x2, v, k[[1L]], k[[2L]],
+        native_code("precision", precision), native_code("device", device),
+        as.integer(threads))
+}
+
+# K(x1, x2) formed, on the CPU
+native_kernel_matrix <- function(x1, x2, kernel, precision = "double", threads = 0L) {
+  k <- kernel_args(kernel)
+  .Call(ffi_kernel_matrix, x1, x2, k[[1L]], k[[2L]],
+        native_code("precision", precision), as.integer(threads))
+}
+
+# The greedy partial Cholesky factor of K(x, x) (pivot weights pw or NULL)
+native_pivoted_cholesky <- function(x, kernel, pw, rank, stop_trace, tiny,
+                                    threads = 0L) {
+  k <- kernel_args(kernel)
+  .Call(ffi_pivoted_cholesky, x, k[[1L]], k[[2L]], pw, as.integer(rank),
+        as.numeric(stop_trace), as.numeric(tiny), as.integer(threads))
+}
+
+# z(x)^T theta for the M random features of a kernel drawn from seed
+native_features_apply <- function(x, theta, kernel, features, seed,
+                                  precision = "double", threads = 0L) {
+  k <- kernel_args(kernel)
+  .Call(ffi_features_apply, x, theta, k[[1L]], k[[2L]], as.numeric(features),
+        as.numeric(seed), native_code("precision", precision), as.integer(threads))
+}
+
+# Solver states ------------------------------------------------------------
+
+# A new compiled solver state (an external pointer with a finalizer).
+native_fit_init <- function(x, y, kernel, lambda, precision, device, solver,
+                            options, loss, loss_param, features, intercept,
+                            obs_weights, threads) {
+  k <- kernel_args(kernel)
+  .Call(ffi_fit_init, x, y, k[[1L]], k[[2L]], lambda,
+        native_code("precision", precision), native_code("device", device),
+        solver, options, loss, loss_param, as.numeric(features),
+        as.numeric(intercept), as.numeric(obs_weights), as.integer(threads))
+}
+
+native_check_options <- function(solver, options) {
+  .Call(ffi_check_options, solver, options)
+}
+
+# Run up to `iters` iterations (the state stops itself below `stop_below`
+# from iteration `from_iter` on); the diagnostics.
+native_fit_step <- function(state, iters, stop_below, from_iter) {
+  .Call(ffi_fit_step, state, as.integer(iters), as.numeric(stop_below),
+        as.numeric(from_iter))
+}
+
+native_fit_deadline <- function(state, seconds) {
+  .Call(ffi_fit_deadline, state, as.numeric(seconds))
+}
+
+native_fit_residual <- function(state) .Call(ffi_fit_residual, state)
+native_fit_objective <- function(state) .Call(ffi_fit_objective, state)
+native_fit_weights <- function(state) .Call(ffi_fit_weights, state)
+native_fit_centers <- function(state) .Call(ffi_fit_centers, state)
+native_fit_options <- function(state) .Call(ffi_fit_options, state)
+native_fit_features_theta <- function(state) .Call(ffi_fit_features_theta, state)
+native_fit_free <- function(state) .Call(ffi_fit_free, state)
+native_fit_alive <- function(state) .Call(ffi_fit_alive, state)
+
+native_fit_set_targets <- function(state, y) .Call(ffi_fit_set_targets, state, y)
+native_fit_set_weights <- function(state, w) .Call(ffi_fit_set_weights, state, w)
+native_fit_set_lambda <- function(state, lambda) {
+  .Call(ffi_fit_set_lambda, state, as.numeric(lambda))
+}
+
+# Sketched preconditioned SVRG on explicit features (opts: the nine numbers
+# of src/r_glue.c's ffi_svrg, in its order).
+native_svrg <- function(x, y, lambda, features, kernel, opts, threads, w0 = NULL) {
+  k <- kernel_args(kernel)
+  .Call(ffi_svrg, x, y, as.numeric(lambda), as.numeric(features), k[[1L]], k[[2L]],
+        as.numeric(opts), as.integer(threads), w0)
+}
+
+# Threads and devices --------------------------------------------------------
+
+# The default thread count; n >= 1 sets it first (capped by the cores in C)
+native_threads <- function(n = 0L) .Call(ffi_threads, as.integer(n))
+# The BLAS's thread count (NA without thread control); n >= 1 sets it first
+native_blas_threads <- function(n = 0L) .Call(ffi_blas_threads, as.integer(n))
+# CUDA devices: name, memory, cc; attributes status ("ok", "not_built",
+# "device") and why
+native_devices <- function() .Call(ffi_devices)
+
+# MPI ----------------------------------------------------------------------
+
+native_mpi_built <- function() .Call(ffi_mpi_built)
+native_mpi_init <- function() .Call(ffi_mpi_init)
+native_mpi_finalize <- function() .Call(ffi_mpi_finalize)
+native_mpi_use <- function(on) .Call(ffi_mpi_use, on)
+native_mpi_bytes <- function() .Call(ffi_mpi_bytes)
+native_mpi_allreduce <- function(x, op) {
+  .Call(ffi_mpi_allreduce, as.numeric(x), native_code("reduce", op))
+}
+native_mpi_bcast <- function(raw, root) .Call(ffi_mpi_bcast, raw, as.integer(root))
