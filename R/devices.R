@@ -75,14 +75,21 @@ askotch_threads <- function(n = NULL) {
   invisible(old)
 }
 
-# Resolve "auto" | "cpu" | "cuda" into "cpu" or "cuda" (error if unavailable).
+# The one "auto" device rule: CUDA, when a device is present, for kernel work
+# of at least 50 000^2 kernel evaluations (a pass of a fit on 50 000 points,
+# a prediction of n_new x n pairs); below that the transfers and the
+# device's setup cost more than the CPU's product.
+auto_uses_cuda <- function(pairs) pairs >= 2.5e9
+
+# Resolve "auto" | "cpu" | "cuda" into "cpu" or "cuda" (error if unavailable)
+# for a fit on n points.
 resolve_device <- function(device, n, call = NULL) {
   device <- check_choice(device, c("auto", "cpu", "cuda"), "device", call)
   if (device == "cpu") return("cpu")
   info <- native_devices()
   have <- length(info$name) > 0L
   if (device == "auto") {
-    return(if (have && n >= 50000) "cuda" else "cpu")
+    return(if (have && auto_uses_cuda(as.numeric(n)^2)) "cuda" else "cpu")
   }
   if (!have) {
     why <- attr(info, "why")

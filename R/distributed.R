@@ -121,28 +121,36 @@ mpi_step <- function(expr, rank, call = NULL) {
 }
 
 # krr(distributed = TRUE): the shards' global statistics, then the
-# compiled fit on the sharded operator.
-fit_distributed <- function(x, y, kernel, bandwidth, bandwidth_given, lambda,
-                            solver, precision, device, max_passes, tol,
-                            time_limit, validation, standardize, seed,
-                            progress, threads, mem_limit, keep_state, weights,
-                            call, ecall) {
+# compiled fit on the sharded operator. `args`: the user's arguments
+# (fit_args()), the same on every rank.
+fit_distributed <- function(x, y, args, call, ecall) {
   if (!askotch_mpi_available()) {
     abort_askotch(paste(
       "`distributed = TRUE` needs askotch built with MPI (reinstall with",
       "libopenmpi-dev installed, or ASKOTCH_MPI=yes)."), "not_built", ecall)
   }
   ses <- askotch_mpi_init()
-  rank <- ses$rank
-  P <- ses$size
-  loss <- loss_squared()
-  # every rank's arguments: hashed by comparing with rank 0's
-  opts <- list(kernel = kernel, bandwidth = bandwidth, lambda = lambda,
-               solver = solver, precision = precision, device = device,
-               max_passes = max_passes, tol = tol, time_limit = time_limit,
-               standardize = standardize, seed = seed, threads = threads,
-               mem_limit = mem_limit, keep_state = keep_state,
-               validation = is.null(validation), weights = is.null(weights))
+  dist_same_args(args, ecall)
+  loc <- dist_local_data(x, y, args, ses$rank, ecall)
+  g <- dist_global_data(loc, args, ses, ecall)
+  set <- dist_settings(g, args, ses$rank, ecall)
+  # the compiled fit: the operator of this state is sharded over the ranks
+  native_mpi_use(TRUE)
+  on.exit(native_mpi_use(FALSE), add = TRUE)
+  t0 <- now()
+  state <- mpi_step(state_new(g$xs, g$Yc, set), ses$rank, ecall)
+  on.exit(native_fit_free(state), add = TRUE)
+  res <- drive_solver(state, set, loc$tgt, g$xs, t0)
+  dist_new_fit(g, loc, set, res, ses, call)
+}
+
+# Every rank's arguments equal rank 0's (only `x` and `y` differ; for
+# `validation` and `weights` only whether they are given).
+dist_same_args <- function(args, ecall) {
+  opts <- args[setdiff(names(args), c("validation", "weights", "progress",
+                                      "bandwidth_given", "intercept"))]
+  opts$validation <- is.null(args$validation)
+  opts$weights <- is.null(args$weights)
   ref <- mpi_bcast_obj(opts, 0L)
   if (mpi_reduce(!identical(ref, opts), "max") > 0) {
     abort_askotch(paste(
@@ -150,31 +158,34 @@ fit_distributed <- function(x, y, kernel, bandwidth, bandwidth_given, lambda,
       "every rank must pass the same settings (only `x` and `y` differ)."),
       "input", ecall)
   }
-  # local data and the settings that need no statistics
+}
+
+# This rank's rows and targets, checked (every rank agreeing on the status).
+dist_local_data <- function(x, y, args, rank, ecall) {
   loc <- mpi_step({
-    if (!is.null(validation) || !is.null(weights) || isTRUE(keep_state) ||
-        is.finite(time_limit)) {
+    if (!is.null(args$validation) || !is.null(args$weights) ||
+        isTRUE(args$keep_state) || is.finite(args$time_limit)) {
       abort_askotch(paste(
         "A distributed fit takes no `validation`, `weights`, `keep_state`",
         "or finite `time_limit`."), "input", ecall)
     }
-    check_choice(device, c("auto", "cpu", "cuda"), "device", ecall)
+    check_choice(args$device, c("auto", "cpu", "cuda"), "device", ecall)
     xl <- as_feature_matrix(x, "x", ecall)
     if (nrow(xl) < 1L) {
       abort_askotch(sprintf(paste(
         "Rank %d holds no rows of `x`: every rank needs at least one row."),
         rank), "input", ecall)
     }
-    tgt <- loss_check_targets(loss, prepare_targets(y, nrow(xl), ecall), ecall)
+    tgt <- loss_check_targets(loss_squared(), prepare_targets(y, nrow(xl), ecall), ecall)
     if (tgt$task != "regression") {
       abort_askotch("A distributed fit is for one numeric response (regression).",
                     "input", ecall)
     }
-    check_flag(standardize, "standardize", ecall)
+    check_flag(args$standardize, "standardize", ecall)
+    check_flag(args$progress, "progress", ecall)
     list(x = xl, tgt = tgt)
   }, rank, ecall)
-  xl <- loc$x
-  p <- ncol(xl)
+  p <- ncol(loc$x)
   pr <- mpi_reduce(c(p, -p), "max")
   if (pr[1L] != p || -pr[2L] != p) {
     abort_askotch(sprintf(paste(
@@ -182,6 +193,15 @@ fit_distributed <- function(x, y, kernel, bandwidth, bandwidth_given, lambda,
       "every rank's `x` must have the same columns."), -pr[2L], pr[1L]),
       "input", ecall)
   }
+  loc
+}
+
+# The global row count and offsets, the device, the standardisation and
+# the centred targets, from reduced sums.
+dist_global_data <- function(loc, args, ses, ecall) {
+  rank <- ses$rank
+  P <- ses$size
+  xl <- loc$x
   nl <- nrow(xl)
   counts <- mpi_reduce(replace(numeric(P), rank + 1L, nl), "sum")
   n <- sum(counts)
@@ -189,60 +209,51 @@ fit_distributed <- function(x, y, kernel, bandwidth, bandwidth_given, lambda,
   if (n < 2) abort_askotch("`x` must have at least 2 rows in all.", "input", ecall)
   # the backend, the same on every rank: "cuda" needs a device on each (one
   # per rank where the machine has as many: askotch_r_device_id() in C);
-  # "auto" takes CUDA when every rank has one and n >= 50 000 (as a
-  # one-process fit)
-  device <- mpi_step(resolve_device(device, n, ecall), rank, ecall)
+  # "auto" takes CUDA when every rank has one and the size calls for it (as
+  # a one-process fit)
+  device <- mpi_step(resolve_device(args$device, n, ecall), rank, ecall)
   if (mpi_reduce(as.numeric(device == "cuda"), "sum") < P) device <- "cpu"
   # standardisation from reduced sums (two passes, as var())
-  scaling <- mpi_step(dist_scaling(xl, n, standardize), rank, ecall)
+  scaling <- mpi_step(dist_scaling(xl, n, args$standardize), rank, ecall)
   xs <- apply_scaling(xl, scaling$center, scaling$scale)
   dimnames(xs) <- NULL
   Y <- loc$tgt$Y
   y_center <- mpi_reduce(colSums(Y), "sum") / n
   Yc <- sweep(Y, 2L, y_center)
-  # seed: rank 0's when not given
+  list(xs = xs, n = n, nl = nl, p = ncol(xl), row0 = row0, device = device,
+       scaling = scaling, standardize = args$standardize, Y = Y, Yc = Yc,
+       y_center = y_center, xnames = colnames(xl))
+}
+
+# The settings of a distributed fit: rank 0's seed, the median bandwidth on
+# the rows a one-process fit samples, lambda and the automatic tolerance of
+# the global targets, then settings_from_args() with these resolved.
+dist_settings <- function(g, args, rank, ecall) {
+  seed <- args$seed
   if (is.null(seed)) seed <- mpi_bcast_obj(floor(stats::runif(1L) * 2^31), 0L)
-  # the median bandwidth on the same rows a one-process fit samples
-  kern <- mpi_step(as_kernel(kernel, bandwidth, bandwidth_given, ecall), rank, ecall)
-  bw_rule <- "fixed"
-  if (is.character(kern$bandwidth)) {
-    if (kern$bandwidth != "median") {
-      abort_askotch(sprintf(
-        "`bandwidth = \"%s\"` is not available for a distributed fit (use \"median\" or a number).",
-        kern$bandwidth), "input", ecall)
-    }
-    idx <- if (n > 1000) with_seed(seed, sort(sample.int(n, 1000L))) else seq_len(n)
-    mine <- idx > row0 & idx <= row0 + nl
-    xi <- matrix(0, length(idx), p)
-    xi[mine, ] <- xs[idx[mine] - row0, , drop = FALSE]
-    xi <- matrix(mpi_reduce(xi, "sum"), length(idx), p)
-    bandwidth <- mpi_step(median_bandwidth(xi, kern$metric, seed), rank, ecall)
-    bw_rule <- "median"
-  } else {
-    bandwidth <- kern$bandwidth
-  }
-  lspec <- lambda_spec(lambda, loss, n, ecall)
+  kb <- dist_kernel(g, args, seed, rank, ecall)
+  lspec <- lambda_spec(args$lambda, loss_squared(), g$n, ecall)
   if (is.na(lspec$value) || length(lspec$value) != 1L) {
     abort_askotch(paste(
       "A distributed fit needs `lambda` as one number or \"paper\"",
       "(the data-driven rules need all rows on one process)."), "input", ecall)
   }
-  if (is.null(tol)) { # auto_tol() of the global targets
-    nrm <- sqrt(mpi_reduce(colSums(Yc^2), "sum"))
-    sdv <- sqrt(mpi_reduce(colSums(sweep(Yc, 2L, mpi_reduce(colSums(Yc), "sum") / n)^2),
-                           "sum") / n)
-    tol <- if (all(is.finite(c(nrm, sdv))) && min(sdv) > 0) {
-      floor <- if (precision == "double") 1e-12 else 1e-5
-      min(max(2 * sqrt(lspec$value) * 1e-3 * min(sdv / nrm), floor), 1e-3)
-    } else if (precision == "double") 1e-12 else 1e-5
+  tol <- args$tol
+  if (is.null(tol)) {
+    precision <- check_choice(args$precision, c("double", "single"), "precision", ecall)
+    tol <- auto_tol(NULL, lspec$value, precision, ts = dist_target_scales(g))
   }
-  if (identical(solver, "auto")) solver <- "askotch"
-  dat <- list(xs = xs, n = n, p = p, Yc = Yc, standardize = standardize)
-  set <- mpi_step(krr_settings(dat, loss, kern, bandwidth, TRUE, lspec$value,
-                               solver, precision, device, max_passes, tol,
-                               Inf, NULL, seed, progress && rank == 0L,
-                               threads, mem_limit, FALSE, ecall), rank, ecall)
-  set$kernel$bandwidth_rule <- bw_rule
+  dargs <- args
+  dargs[c("kernel", "bandwidth", "bandwidth_given", "lambda", "tol", "time_limit",
+          "progress", "keep_state", "device", "seed")] <-
+    list(kb$kernel, kb$bandwidth, TRUE, lspec$value, tol, Inf,
+         isTRUE(args$progress) && rank == 0L, FALSE, g$device, seed)
+  if (identical(args$solver, "auto")) dargs$solver <- "askotch"
+  dargs["validation"] <- list(NULL)
+  dat <- list(xs = g$xs, n = g$n, p = g$p, Yc = g$Yc, standardize = args$standardize)
+  set <- mpi_step(settings_from_args(dat, loss_squared(), dargs, call = ecall),
+                  rank, ecall)
+  set$kernel$bandwidth_rule <- kb$rule
   set$lambda_spec <- lspec
   # which solvers run distributed (and which preconditioners a distributed
   # pcg() takes) is the compiled solver's declaration
@@ -252,36 +263,67 @@ fit_distributed <- function(x, y, kernel, bandwidth, bandwidth_given, lambda,
       "falkon() or pcg(); the other solvers need the whole kernel on one",
       "process."), "input", ecall)
   }
-  # the compiled fit: the operator of this state is sharded over the ranks
-  native_mpi_use(TRUE)
-  on.exit(native_mpi_use(FALSE), add = TRUE)
-  t0 <- now()
-  state <- mpi_step(state_new(xs, Yc, set), rank, ecall)
-  on.exit(native_fit_free(state), add = TRUE)
-  res <- drive_solver(state, set, loc$tgt, xs, t0)
-  ldat <- list(xs = xs, n = nl, p = p, xnames = colnames(xl), scaling = scaling,
-               standardize = standardize, tgt = loc$tgt, Y = Y, Yc = Yc,
-               y_center = y_center)
+  set
+}
+
+# The kernel and its bandwidth: "median" on the rows a one-process fit
+# samples, gathered from their ranks.
+dist_kernel <- function(g, args, seed, rank, ecall) {
+  kern <- mpi_step(as_kernel(args$kernel, args$bandwidth, isTRUE(args$bandwidth_given),
+                             ecall), rank, ecall)
+  if (!is.character(kern$bandwidth)) {
+    return(list(kernel = kern, bandwidth = kern$bandwidth, rule = "fixed"))
+  }
+  if (kern$bandwidth != "median") {
+    abort_askotch(sprintf(
+      "`bandwidth = \"%s\"` is not available for a distributed fit (use \"median\" or a number).",
+      kern$bandwidth), "input", ecall)
+  }
+  n <- g$n
+  idx <- if (n > 1000) with_seed(seed, sort(sample.int(n, 1000L))) else seq_len(n)
+  mine <- idx > g$row0 & idx <= g$row0 + g$nl
+  xi <- matrix(0, length(idx), g$p)
+  xi[mine, ] <- g$xs[idx[mine] - g$row0, , drop = FALSE]
+  xi <- matrix(mpi_reduce(xi, "sum"), length(idx), g$p)
+  bw <- mpi_step(median_bandwidth(xi, kern$metric, seed), rank, ecall)
+  list(kernel = kern, bandwidth = bw, rule = "median")
+}
+
+# target_scales() of the global centred targets, from reduced sums
+dist_target_scales <- function(g) {
+  Yc <- g$Yc
+  nrm <- sqrt(mpi_reduce(colSums(Yc^2), "sum"))
+  sdv <- sqrt(mpi_reduce(colSums(sweep(Yc, 2L, mpi_reduce(colSums(Yc), "sum") / g$n)^2),
+                         "sum") / g$n)
+  list(sd = sdv, norm = nrm)
+}
+
+# The fitted object of one rank: its rows, the global counts and, for
+# Falkon, the whole model.
+dist_new_fit <- function(g, loc, set, res, ses, call) {
+  ldat <- list(xs = g$xs, n = g$nl, p = g$p, xnames = g$xnames, scaling = g$scaling,
+               standardize = g$standardize, tgt = loc$tgt, Y = g$Y,
+               Yc = g$Yc, y_center = g$y_center)
   centers <- res$centers
   res$centers <- integer(0)
   fit <- new_krr(ldat, set, res, call = call)
-  fit$distributed <- list(rank = rank, size = P, n = n, n_local = nl,
-                          row0 = row0, bytes = native_mpi_bytes()[1L])
+  fit$distributed <- list(rank = ses$rank, size = ses$size, n = g$n, n_local = g$nl,
+                          row0 = g$row0, bytes = native_mpi_bytes()[1L])
   if (length(centers) > 0L) {
     # Falkon: the centres are global rows and the weights the same on every
     # rank; each rank holds the whole model (the centres' points gathered
     # from their owners), its rows and responses only for
     # askotch_mpi_gather()
-    mine <- centers > row0 & centers <= row0 + nl
-    xc <- matrix(0, length(centers), p)
-    xc[mine, ] <- xs[centers[mine] - row0, , drop = FALSE]
-    fit$x <- matrix(mpi_reduce(xc, "sum"), length(centers), p)
+    mine <- centers > g$row0 & centers <= g$row0 + g$nl
+    xc <- matrix(0, length(centers), g$p)
+    xc[mine, ] <- g$xs[centers[mine] - g$row0, , drop = FALSE]
+    fit$x <- matrix(mpi_reduce(xc, "sum"), length(centers), g$p)
     fit$centers <- centers
     fit$solver$centers <- centers
-    fit$n <- n
+    fit$n <- g$n
     fit$y <- NULL
-    fit$distributed$x_local <- xs
-    fit$distributed$y_local <- Y
+    fit$distributed$x_local <- g$xs
+    fit$distributed$y_local <- g$Y
   }
   class(fit) <- c("krr_distributed", class(fit))
   fit

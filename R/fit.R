@@ -186,36 +186,6 @@ kernel_rms_norm <- function(xs, kernel, threads, seed) {
   sqrt(n * mean(K^2))
 }
 
-# The default tolerance of the squared loss ("auto"): stop when the fitted
-# function is within `frac` standard deviations of the response of the exact
-# solution, at every point x. With r = y - (K + lambda I) w, the error
-# f - f* = k(., X) (K + lambda I)^{-1} r has RKHS norm^2
-# r^T (K + lambda I)^{-1} K (K + lambda I)^{-1} r <= ||r||^2 / (4 lambda)
-# (the largest value of s / (s + lambda)^2 over s >= 0), so
-# |f(x) - f*(x)| <= sqrt(k(x, x)) ||r|| / (2 sqrt(lambda)) for every x, for
-# each output column. The exact criterion of several outputs is the worst
-# column's relative residual max_j ||r_j|| / ||y_j||, hence
-#   tol = 2 sqrt(lambda) frac min_j (sd(y_j) / ||y_j||) / sqrt(kdiag),
-# kept within [floor, 1e-3]: the floor is what the precision can reach
-# (1e-12 double, 1e-5 single; where it binds, the bound printed by summary()
-# is the one reached).
-auto_tol <- function(Yc, lambda, precision, kdiag = 1, frac = 1e-3) {
-  ts <- target_scales(Yc)
-  floor <- if (precision == "double") 1e-12 else 1e-5
-  if (!all(is.finite(ts$norm)) || !all(is.finite(ts$sd)) || min(ts$sd) <= 0) {
-    return(floor)
-  }
-  tol <- 2 * sqrt(lambda) * frac * min(ts$sd / ts$norm) / sqrt(kdiag)
-  min(max(tol, floor), 1e-3)
-}
-
-# Per output column of centred targets: the (population) sd and the norm.
-target_scales <- function(Yc) {
-  Yc <- as.matrix(Yc)
-  list(sd = sqrt(colMeans(sweep(Yc, 2L, colMeans(Yc))^2)),
-       norm = sqrt(colSums(Yc^2)))
-}
-
 # The bound on |f(x) - f*(x)| (response units, every x) of each output that
 # a relative residual `resid` gives (see auto_tol()): the worst column's
 # (per_column, the exact criterion) or the Frobenius one (the running

@@ -338,7 +338,7 @@ gp_warn_loose <- function(object, v, loose, call) {
 # The solution of A V = B for an n x q matrix B with the fit's own solver and
 # tolerance (its kept state when alive, which is left as it was).
 gp_solve <- function(object, B) {
-  set <- fit_settings(object, object$lambda, object$tol, object$max_passes,
+  set <- settings_from_fit(object, object$lambda, object$tol, object$max_passes,
                       object$time_limit, FALSE)
   state <- krr_state(object)
   kept <- identical(state, object$state)

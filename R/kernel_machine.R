@@ -134,11 +134,8 @@ kernel_machine.default <- function(x, y, loss = loss_squared(), kernel = "rbf",
   ecall <- krr_call(sys.call())
   check_no_dots(list(...), "kernel_machine", ecall)
   if (missing(y)) abort_askotch("`y` is missing.", "input", ecall)
-  fit_model(x, y, as_loss(loss, ecall), kernel, bandwidth, !missing(bandwidth),
-            lambda, solver, precision, device, max_passes, tol, time_limit,
-            validation, standardize, seed, progress, threads, mem_limit,
-            keep_state, features = features, intercept = intercept,
-            machine = TRUE, weights = weights,
+  args <- fit_args(environment(), bandwidth_given = !missing(bandwidth))
+  fit_model(x, y, as_loss(loss, ecall), args, machine = TRUE,
             call = tryCatch(match.call(kernel_machine.default, ecall),
                             error = function(e) ecall),
             ecall = ecall)

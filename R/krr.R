@@ -335,23 +335,10 @@ krr.default <- function(x, y, kernel = "rbf", bandwidth = "median",
   check_no_dots(list(...), "krr", ecall)
   if (missing(y)) abort_askotch("`y` is missing.", "input", ecall)
   check_flag(distributed, "distributed", ecall)
-  if (distributed) {
-    return(fit_distributed(x, y, kernel, bandwidth, !missing(bandwidth), lambda,
-                           solver, precision, device, max_passes, tol,
-                           time_limit, validation, standardize, seed, progress,
-                           threads, mem_limit, keep_state, weights,
-                           call = tryCatch(match.call(krr.default, ecall),
-                                           error = function(e) ecall),
-                           ecall = ecall))
-  }
-  fit_model(x, y, loss_squared(), kernel, bandwidth, !missing(bandwidth),
-            lambda, solver, precision, device, max_passes, tol, time_limit,
-            validation, standardize, seed, progress, threads, mem_limit,
-            keep_state, features = NULL, intercept = FALSE, machine = FALSE,
-            weights = weights,
-            call = tryCatch(match.call(krr.default, ecall),
-                            error = function(e) ecall),
-            ecall = ecall)
+  args <- fit_args(environment(), bandwidth_given = !missing(bandwidth))
+  call <- tryCatch(match.call(krr.default, ecall), error = function(e) ecall)
+  if (distributed) return(fit_distributed(x, y, args, call, ecall))
+  fit_model(x, y, loss_squared(), args, machine = FALSE, call = call, ecall = ecall)
 }
 
 # Unknown arguments (in ...) are an error naming them.
@@ -383,22 +370,15 @@ check_no_dots <- function(extra, fname, call) {
   }
 }
 
-# The fit shared by krr() and kernel_machine(): data, settings, the solve,
-# the fitted object.
-fit_model <- function(x, y, loss, kernel, bandwidth, bandwidth_given, lambda,
-                      solver, precision, device, max_passes, tol, time_limit,
-                      validation, standardize, seed, progress, threads,
-                      mem_limit, keep_state, features, intercept, machine,
-                      call, ecall, weights = NULL) {
-  cc <- check_intercept(intercept, ecall)
-  ow <- obs_weights_rows(x, y, weights, ecall)
-  dat <- krr_data(ow$x, ow$y, standardize, loss, ecall, center = cc == 0,
+# The fit shared by krr() and kernel_machine(): data, settings (from the
+# user's arguments `args`, see fit_args()), the solve, the fitted object.
+fit_model <- function(x, y, loss, args, machine, call, ecall) {
+  cc <- check_intercept(args$intercept, ecall)
+  ow <- obs_weights_rows(x, y, args$weights, ecall)
+  dat <- krr_data(ow$x, ow$y, args$standardize, loss, ecall, center = cc == 0,
                   w = ow$w)
-  set <- krr_settings(dat, loss, kernel, bandwidth, bandwidth_given, lambda,
-                      solver, precision, device, max_passes, tol,
-                      time_limit, validation, seed, progress, threads,
-                      mem_limit, keep_state, ecall, features = features,
-                      intercept = cc, objective = machine)
+  set <- settings_from_args(dat, loss, args, intercept = cc, objective = machine,
+                            call = ecall)
   check_numerics(dat, set, ecall)
   set$obs_weights <- check_weights_model(ow$w, set, ecall)
   if (is_svrg(set$solver) && length(set$obs_weights) > 0L) {
@@ -451,102 +431,6 @@ krr_data <- function(x, y, standardize, loss, call = NULL, center = TRUE,
   list(xs = xs, n = n, p = ncol(x), xnames = xnames, scaling = scaling,
        standardize = standardize, tgt = tgt, Y = tgt$Y, Yc = cen$Yc,
        y_center = cen$y_center)
-}
-
-# Option resolution: every user-facing setting checked and resolved (the
-# solver's own options are resolved by the compiled code when the fit starts).
-krr_settings <- function(dat, loss, kernel, bandwidth, bandwidth_given, lambda,
-                         solver, precision, device, max_passes, tol,
-                         time_limit, validation, seed, progress, threads,
-                         mem_limit, keep_state, call = NULL,
-                         features = NULL, intercept = 0, objective = FALSE) {
-  n <- dat$n
-  squared <- loss$name == "squared"
-  lspec <- lambda_spec(lambda, loss, n, call)
-  lambda <- lspec$value
-  precision <- check_choice(precision, c("double", "single"), "precision", call)
-  tol_auto <- is.null(tol) && squared
-  if (tol_auto) {
-    # lambda chosen from the data (NA here): tune_hyper() sets the tolerance
-    tol <- if (is.na(lambda)) 1e-3 else
-      auto_tol(dat$Yc, lambda, precision, kdiag = 1 + intercept)
-  } else if (is.null(tol)) {
-    tol <- if (precision == "double") 1e-6 else 1e-4
-  }
-  check_tol(tol, call)
-  check_positive(max_passes, "max_passes", allow_inf = TRUE, call = call)
-  check_positive(time_limit, "time_limit", allow_inf = TRUE, call = call)
-  check_flag(progress, "progress", call)
-  check_flag(keep_state, "keep_state", call)
-  if (is.null(threads)) threads <- 0L else {
-    check_positive(threads, "threads", integerish = TRUE, call = call)
-    threads <- min(threads, 65536)  # the compiled code caps it by the cores
-  }
-  if (is.null(mem_limit)) mem_limit <- 0 else {
-    check_positive(mem_limit, "mem_limit", call = call)
-    mem_limit <- min(mem_limit, 2^60)  # bytes: beyond any machine
-  }
-  if (is.null(seed)) {
-    seed <- floor(stats::runif(1L) * 2^31)
-  } else if (!is.numeric(seed) || length(seed) != 1L || is.na(seed) ||
-             seed < 0 || seed >= 2^53 || seed != round(seed)) {
-    abort_askotch(sprintf(
-      "`seed` must be NULL or a whole number in [0, 2^53), not %s.",
-      fmt_value(seed)), "input", call)
-  }
-  seed <- as.numeric(seed)
-  kern <- as_kernel(kernel, bandwidth, bandwidth_given, call)
-  if (is.character(kern$bandwidth)) {
-    if (kern$bandwidth != "median" && !squared) {
-      abort_askotch(sprintf(paste(
-        "`bandwidth = \"%s\"` is only available for the squared loss."),
-        kern$bandwidth), "input", call)
-    }
-    # "ml" and "ard" start from the median heuristic (tune_hyper())
-    kern$bandwidth_rule <- kern$bandwidth
-    kern$bandwidth <- median_bandwidth(dat$xs, kern$metric, seed)
-  } else {
-    kern$bandwidth_rule <- "fixed"
-  }
-  device_arg <- device # (SVRG refuses "cuda" asked for, not "auto")
-  device <- resolve_device(device, n, call)
-  solver <- if (is.null(solver)) default_solver(loss) else
-    if (identical(solver, "auto")) auto_solver(n, precision, mem_limit, loss, features, device) else
-      as_solver(solver, call)
-  check_solver_loss(solver, loss, call)
-  if (is_svrg(solver)) {
-    check_svrg_settings(lspec, kern, precision, device_arg, validation, call)
-  }
-  M <- check_features(features, n, call)
-  Mb <- bcd_features_count(solver, n)
-  if (Mb > 0) { # bcd(features = "random"): its features are the fit's
-    if (M > 0 && M != Mb) {
-      abort_askotch(sprintf(paste(
-        "`features` (%s) and the random features of `solver` (bcd(p = %s))",
-        "disagree; give the number once."), format(M), format(Mb)), "input", call)
-    }
-    M <- Mb
-  }
-  val <- NULL
-  if (!is.null(validation)) {
-    val <- prepare_validation(validation, dat$p, dat$xnames, dat$scaling,
-                              dat$tgt, call)
-  }
-  rule <- stop_rule(tol, max_passes, time_limit, n,
-                    direct = inherits(solver, "askotch_solver_cholesky"),
-                    criterion = loss$criterion)
-  if (!is.finite(max_passes) && !is.finite(time_limit) && tol == 0 &&
-      !rule$direct) {
-    abort_askotch(paste(
-      "With `tol = 0`, at least one of `max_passes` and `time_limit` must",
-      "be finite."), "input", call)
-  }
-  list(kernel = kern, lambda = lambda, lambda_spec = lspec, solver = solver,
-       precision = precision, device = device, rule = rule,
-       tol_auto = tol_auto, validation = val, seed = seed,
-       progress = progress, threads = as.integer(threads),
-       mem_limit = mem_limit, keep_state = keep_state, loss = loss,
-       features = M, intercept = intercept, objective = objective)
 }
 
 # The "krr" object: plain R data only (but the optional solver state).

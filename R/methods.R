@@ -21,7 +21,7 @@ krr_scores <- function(object, xs, device = NULL) {
       resolve_device("cuda", nrow(object$x))  # signals the classed error
     }
     dev <- if (have && (dev == "cuda" ||
-                        as.numeric(nrow(xs)) * nrow(object$x) >= 1e9))
+                        auto_uses_cuda(as.numeric(nrow(xs)) * nrow(object$x))))
       "cuda" else "cpu"
   }
   W <- object$weights

@@ -1,0 +1,224 @@
+# Fit settings ------------------------------------------------------------------
+#
+# Every fit runs from one settings list, made by new_settings() and passed
+# along whole (to tune_hyper(), fit_solver(), drive_solver(), the path and
+# the GP statistics). It is built either from the user's arguments
+# (settings_from_args(): krr(), kernel_machine(), krr(distributed = TRUE))
+# or from a fitted object (settings_from_fit(): refit(), the GP
+# statistics), and holds:
+#   kernel      the kernel object, bandwidth resolved (a number)
+#   lambda      the ridge (NA until chosen from the data), lambda_spec its rule
+#   solver      the solver spec ("auto" resolved)
+#   precision   "double" | "single";  device "cpu" | "cuda"
+#   rule        the stop rule (stop_rule()); tol_auto: its tol is automatic
+#   loss        the loss object; objective: record primal / dual objectives
+#   features    random features M (0: the exact kernel); intercept c (0: none)
+#   validation  NULL or the prepared validation set
+#   seed, threads, mem_limit, progress, keep_state
+#   obs_weights observation weights (NULL: none)
+
+# The user's arguments of a fit (krr(), kernel_machine()) as one list: the
+# values of the settings' arguments in `env`, and the extras given.
+fit_args <- function(env, ...) {
+  nms <- c("kernel", "bandwidth", "lambda", "solver", "precision", "device",
+           "max_passes", "tol", "time_limit", "validation", "standardize",
+           "seed", "progress", "threads", "mem_limit", "keep_state",
+           "weights", "features", "intercept")
+  args <- mget(intersect(nms, ls(env)), envir = env)
+  extra <- list(...)
+  for (nm in names(extra)) args[nm] <- list(extra[[nm]])
+  if (is.null(args$intercept)) args$intercept <- FALSE
+  args
+}
+
+new_settings <- function(kernel, lambda, solver, precision, device, rule, loss,
+                         seed, threads = 0L, mem_limit = 0, progress = FALSE,
+                         keep_state = FALSE, validation = NULL,
+                         lambda_spec = NULL, tol_auto = FALSE, features = 0,
+                         intercept = 0, objective = FALSE,
+                         obs_weights = NULL) {
+  stopifnot(inherits(rule, "askotch_stop_rule"), is.character(precision),
+            is.character(device), is.numeric(seed))
+  list(kernel = kernel, lambda = lambda, lambda_spec = lambda_spec,
+       solver = solver, precision = precision, device = device, rule = rule,
+       tol_auto = tol_auto, validation = validation, seed = seed,
+       progress = progress, threads = as.integer(threads),
+       mem_limit = mem_limit, keep_state = keep_state, loss = loss,
+       features = features, intercept = intercept, objective = objective,
+       obs_weights = obs_weights)
+}
+
+# Settings from the user's arguments `args` (fit_args()): every one checked
+# and resolved (the solver's own options are resolved by the compiled code
+# when the fit starts). `intercept` is the resolved constant c.
+settings_from_args <- function(dat, loss, args, intercept = 0, objective = FALSE,
+                               call = NULL) {
+  n <- dat$n
+  lspec <- lambda_spec(args$lambda, loss, n, call)
+  precision <- check_choice(args$precision, c("double", "single"), "precision", call)
+  tl <- settings_tol(args$tol, lspec$value, dat$Yc, precision, loss, intercept, call)
+  res <- check_resources(args, call)
+  seed <- check_seed(args$seed, call)
+  kern <- settings_kernel(args, dat$xs, seed, loss, call)
+  device <- resolve_device(args$device, n, call)
+  sv <- settings_solver(args, n, precision, res$mem_limit, loss, device, lspec,
+                        kern, call)
+  val <- NULL
+  if (!is.null(args$validation)) {
+    val <- prepare_validation(args$validation, dat$p, dat$xnames, dat$scaling,
+                              dat$tgt, call)
+  }
+  rule <- stop_rule(tl$tol, args$max_passes, args$time_limit, n,
+                    direct = inherits(sv$solver, "askotch_solver_cholesky"),
+                    criterion = loss$criterion)
+  if (!is.finite(args$max_passes) && !is.finite(args$time_limit) && tl$tol == 0 &&
+      !rule$direct) {
+    abort_askotch(paste(
+      "With `tol = 0`, at least one of `max_passes` and `time_limit` must",
+      "be finite."), "input", call)
+  }
+  new_settings(kern, lspec$value, sv$solver, precision, device, rule, loss, seed,
+               res$threads, res$mem_limit, args$progress, args$keep_state, val,
+               lspec, tl$tol_auto, sv$features, intercept, objective)
+}
+
+# Settings from a fitted object, for the compiled state's solves after the
+# fit (refit(), the GP statistics).
+settings_from_fit <- function(object, lambda, tol, max_passes, time_limit, progress) {
+  rule <- stop_rule(tol, max_passes, time_limit, object$n,
+                    direct = inherits(object$solver, "askotch_solver_cholesky"),
+                    criterion = fit_loss(object)$criterion)
+  new_settings(object$kernel, lambda, object$solver, object$precision,
+               object$device, rule, fit_loss(object), object$seed,
+               threads = if (is.null(object$threads)) 0L else object$threads,
+               mem_limit = if (is.null(object$mem_limit)) 0 else object$mem_limit,
+               progress = progress, keep_state = TRUE,
+               features = fit_features(object), intercept = fit_intercept(object),
+               objective = inherits(object, "kernel_machine"),
+               obs_weights = object$obs_weights)
+}
+
+# The stop rule's tolerance: the automatic one for the squared loss (its
+# lambda chosen from the data: tune_hyper() sets it), else the user's or
+# the precision's default.
+settings_tol <- function(tol, lambda, Yc, precision, loss, intercept, call) {
+  tol_auto <- is.null(tol) && loss$name == "squared"
+  if (tol_auto) {
+    tol <- if (is.na(lambda)) 1e-3 else
+      auto_tol(Yc, lambda, precision, kdiag = 1 + intercept)
+  } else if (is.null(tol)) {
+    tol <- if (precision == "double") 1e-6 else 1e-4
+  }
+  check_tol(tol, call)
+  list(tol = tol, tol_auto = tol_auto)
+}
+
+# max_passes, time_limit, progress, keep_state checked; threads (0: the
+# default) and mem_limit (0: none) resolved.
+check_resources <- function(args, call) {
+  check_positive(args$max_passes, "max_passes", allow_inf = TRUE, call = call)
+  check_positive(args$time_limit, "time_limit", allow_inf = TRUE, call = call)
+  check_flag(args$progress, "progress", call)
+  check_flag(args$keep_state, "keep_state", call)
+  threads <- args$threads
+  if (is.null(threads)) threads <- 0L else {
+    check_positive(threads, "threads", integerish = TRUE, call = call)
+    threads <- min(threads, 65536)  # the compiled code caps it by the cores
+  }
+  mem_limit <- args$mem_limit
+  if (is.null(mem_limit)) mem_limit <- 0 else {
+    check_positive(mem_limit, "mem_limit", call = call)
+    mem_limit <- min(mem_limit, 2^60)  # bytes: beyond any machine
+  }
+  list(threads = threads, mem_limit = mem_limit)
+}
+
+# `seed`: NULL (a random one) or a whole number in [0, 2^53)
+check_seed <- function(seed, call) {
+  if (is.null(seed)) return(floor(stats::runif(1L) * 2^31))
+  if (!is.numeric(seed) || length(seed) != 1L || is.na(seed) ||
+      seed < 0 || seed >= 2^53 || seed != round(seed)) {
+    abort_askotch(sprintf(
+      "`seed` must be NULL or a whole number in [0, 2^53), not %s.",
+      fmt_value(seed)), "input", call)
+  }
+  as.numeric(seed)
+}
+
+# The kernel object with a numeric bandwidth: "median" resolved here, "ml"
+# and "ard" started from it (tune_hyper() chooses them).
+settings_kernel <- function(args, xs, seed, loss, call) {
+  kern <- as_kernel(args$kernel, args$bandwidth, isTRUE(args$bandwidth_given), call)
+  if (!is.character(kern$bandwidth)) {
+    kern$bandwidth_rule <- "fixed"
+    return(kern)
+  }
+  if (kern$bandwidth != "median" && loss$name != "squared") {
+    abort_askotch(sprintf(paste(
+      "`bandwidth = \"%s\"` is only available for the squared loss."),
+      kern$bandwidth), "input", call)
+  }
+  kern$bandwidth_rule <- kern$bandwidth
+  kern$bandwidth <- median_bandwidth(xs, kern$metric, seed)
+  kern
+}
+
+# The solver spec ("auto" and NULL resolved) and the random features M.
+settings_solver <- function(args, n, precision, mem_limit, loss, device, lspec,
+                            kern, call) {
+  solver <- args$solver
+  solver <- if (is.null(solver)) default_solver(loss) else
+    if (identical(solver, "auto")) {
+      auto_solver(n, precision, mem_limit, loss, args$features, device)
+    } else as_solver(solver, call)
+  check_solver_loss(solver, loss, call)
+  if (is_svrg(solver)) {
+    # (SVRG refuses "cuda" asked for, not "auto")
+    check_svrg_settings(lspec, kern, precision, args$device, args$validation, call)
+  }
+  M <- check_features(args$features, n, call)
+  Mb <- bcd_features_count(solver, n)
+  if (Mb > 0) { # bcd(features = "random"): its features are the fit's
+    if (M > 0 && M != Mb) {
+      abort_askotch(sprintf(paste(
+        "`features` (%s) and the random features of `solver` (bcd(p = %s))",
+        "disagree; give the number once."), format(M), format(Mb)), "input", call)
+    }
+    M <- Mb
+  }
+  list(solver = solver, features = M)
+}
+
+# The floor of the automatic tolerance: what the precision can reach.
+precision_tol_floor <- function(precision) if (precision == "double") 1e-12 else 1e-5
+
+# The default tolerance of the squared loss ("auto"): stop when the fitted
+# function is within `frac` standard deviations of the response of the exact
+# solution, at every point x. With r = y - (K + lambda I) w, the error
+# f - f* = k(., X) (K + lambda I)^{-1} r has RKHS norm^2
+# r^T (K + lambda I)^{-1} K (K + lambda I)^{-1} r <= ||r||^2 / (4 lambda)
+# (the largest value of s / (s + lambda)^2 over s >= 0), so
+# |f(x) - f*(x)| <= sqrt(k(x, x)) ||r|| / (2 sqrt(lambda)) for every x, for
+# each output column. The exact criterion of several outputs is the worst
+# column's relative residual max_j ||r_j|| / ||y_j||, hence
+#   tol = 2 sqrt(lambda) frac min_j (sd(y_j) / ||y_j||) / sqrt(kdiag),
+# kept within [floor, 1e-3]: the floor is what the precision can reach
+# (1e-12 double, 1e-5 single; where it binds, the bound printed by summary()
+# is the one reached). `ts`: the targets' scales (target_scales(); a
+# distributed fit reduces them over the ranks).
+auto_tol <- function(Yc, lambda, precision, kdiag = 1, frac = 1e-3,
+                     ts = target_scales(Yc)) {
+  floor <- precision_tol_floor(precision)
+  if (!all(is.finite(ts$norm)) || !all(is.finite(ts$sd)) || min(ts$sd) <= 0) {
+    return(floor)
+  }
+  tol <- 2 * sqrt(lambda) * frac * min(ts$sd / ts$norm) / sqrt(kdiag)
+  min(max(tol, floor), 1e-3)
+}
+
+# Per output column of centred targets: the (population) sd and the norm.
+target_scales <- function(Yc) {
+  Yc <- as.matrix(Yc)
+  list(sd = sqrt(colMeans(sweep(Yc, 2L, colMeans(Yc))^2)),
+       norm = sqrt(colSums(Yc^2)))
+}
