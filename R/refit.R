@@ -63,24 +63,7 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
       "= ) or bcd(\"random\")): fit again with the new settings."), "input", ecall)
   }
   xs <- if (is.null(object$x_train)) object$x else object$x_train
-  n <- nrow(xs)
-  tgt <- list(task = object$task, levels = object$levels, names = object$y_names,
-              Y = object$y)
-  if (!is.null(newresp)) {
-    new_tgt <- loss_check_targets(fit_loss(object),
-                                  prepare_targets(newresp, n, ecall), ecall)
-    same <- identical(new_tgt$task, tgt$task) && identical(new_tgt$levels, tgt$levels) &&
-      ncol(new_tgt$Y) == ncol(tgt$Y)
-    if (!same) {
-      abort_askotch(sprintf(paste(
-        "`newresp` must be a response of the same kind as the fit's (%s with",
-        "%d column(s)%s)."), task_label(object), ncol(tgt$Y),
-        if (is.null(tgt$levels)) "" else
-          paste0(", levels ", paste(tgt$levels, collapse = ", "))),
-        "input", ecall)
-    }
-    tgt <- new_tgt
-  }
+  tgt <- refit_targets(object, newresp, nrow(xs), ecall)
   if (is.null(lambda)) lambda <- object$lambda
   check_positive(lambda, "lambda", call = ecall)
   check_lambda_numeric(lambda, object$precision, ecall)
@@ -88,23 +71,11 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
   check_flag(progress, "progress", ecall)
   if (is.null(keep_state)) keep_state <- !is.null(object$state)
   check_flag(keep_state, "keep_state", ecall)
-  tol_auto <- is.null(tol) && isTRUE(object$tol_auto)
   cen <- loss_targets(fit_loss(object), tgt, fit_intercept(object) == 0,
                       object$obs_weights)
-  if (tol_auto) {
-    # the automatic tolerance follows the new lambda and responses
-    tol <- auto_tol(cen$Yc, lambda, object$precision,
-                    kdiag = 1 + fit_intercept(object))
-  } else if (is.null(tol)) {
-    tol <- object$tol
-  }
-  check_tol(tol, ecall)
-  max_passes <- if (is.null(max_passes)) object$max_passes else max_passes
-  time_limit <- if (is.null(time_limit)) object$time_limit else time_limit
-  check_positive(max_passes, "max_passes", allow_inf = TRUE, call = ecall)
-  check_positive(time_limit, "time_limit", allow_inf = TRUE, call = ecall)
-  set <- fit_settings(object, lambda, tol, max_passes, time_limit, progress)
-
+  rs <- refit_rule(object, cen$Yc, lambda, tol, max_passes, time_limit, ecall)
+  set <- settings_from_fit(object, lambda, rs$tol, rs$max_passes, rs$time_limit,
+                           progress)
   t0 <- now()
   state <- krr_state(object)
   keep <- FALSE
@@ -119,6 +90,53 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
   }
   res <- drive_solver(state, set, tgt, xs, t0, ynorm = sqrt(sum(cen$Yc^2)))
   keep <- keep_state
+  fit <- refit_fields(object, res, tgt, cen, lambda, rs)
+  fit$state <- if (keep_state) state else NULL
+  fit$call <- ecall
+  warn_not_converged(validate_krr(fit), ecall)
+}
+
+# The targets of a refit: the fit's, or `newresp` of the same kind.
+refit_targets <- function(object, newresp, n, ecall) {
+  tgt <- list(task = object$task, levels = object$levels, names = object$y_names,
+              Y = object$y)
+  if (is.null(newresp)) return(tgt)
+  new_tgt <- loss_check_targets(fit_loss(object),
+                                prepare_targets(newresp, n, ecall), ecall)
+  same <- identical(new_tgt$task, tgt$task) && identical(new_tgt$levels, tgt$levels) &&
+    ncol(new_tgt$Y) == ncol(tgt$Y)
+  if (!same) {
+    abort_askotch(sprintf(paste(
+      "`newresp` must be a response of the same kind as the fit's (%s with",
+      "%d column(s)%s)."), task_label(object), ncol(tgt$Y),
+      if (is.null(tgt$levels)) "" else
+        paste0(", levels ", paste(tgt$levels, collapse = ", "))),
+      "input", ecall)
+  }
+  new_tgt
+}
+
+# The stop rule's settings of a refit: the automatic tolerance follows the
+# new lambda and responses; the rest default to the fit's.
+refit_rule <- function(object, Yc, lambda, tol, max_passes, time_limit, ecall) {
+  tol_auto <- is.null(tol) && isTRUE(object$tol_auto)
+  if (tol_auto) {
+    tol <- auto_tol(Yc, lambda, object$precision, kdiag = 1 + fit_intercept(object))
+  } else if (is.null(tol)) {
+    tol <- object$tol
+  }
+  check_tol(tol, ecall)
+  max_passes <- if (is.null(max_passes)) object$max_passes else max_passes
+  time_limit <- if (is.null(time_limit)) object$time_limit else time_limit
+  check_positive(max_passes, "max_passes", allow_inf = TRUE, call = ecall)
+  check_positive(time_limit, "time_limit", allow_inf = TRUE, call = ecall)
+  list(tol = tol, tol_auto = tol_auto, max_passes = max_passes,
+       time_limit = time_limit)
+}
+
+# The refitted object: the fit with the new weights, lambda, targets and
+# solve record.
+refit_fields <- function(object, res, tgt, cen, lambda, rs) {
   fit <- object
   W <- res$weights
   colnames(W) <- tgt$names
@@ -132,33 +150,15 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
   fit$y <- tgt$Y
   fit$y_center <- cen$y_center
   fit$solver <- solver_resolved(object$solver, res$options, res$extras)
-  fit$tol <- tol
-  fit$tol_auto <- tol_auto
-  fit$max_passes <- max_passes
-  fit$time_limit <- time_limit
+  fit$tol <- rs$tol
+  fit$tol_auto <- rs$tol_auto
+  fit$max_passes <- rs$max_passes
+  fit$time_limit <- rs$time_limit
   fit$validation_metric <- NA_character_
-  sf <- solve_fields(res, tol_auto)
+  sf <- solve_fields(res, rs$tol_auto)
   fit[names(sf)] <- sf
-  fit$state <- if (keep_state) state else NULL
-  fit$call <- ecall
   if (inherits(object, "kernel_machine")) fit <- km_fields(fit, res)
-  warn_not_converged(validate_krr(fit), ecall)
-}
-
-# The settings drive_solver() needs, from a fit.
-fit_settings <- function(object, lambda, tol, max_passes, time_limit, progress) {
-  list(kernel = object$kernel, lambda = lambda, solver = object$solver,
-       precision = object$precision, device = object$device,
-       rule = stop_rule(tol, max_passes, time_limit, object$n,
-                        direct = inherits(object$solver, "askotch_solver_cholesky"),
-                        criterion = fit_loss(object)$criterion),
-       validation = NULL, seed = object$seed, progress = progress,
-       threads = as.integer(if (is.null(object$threads)) 0L else object$threads),
-       mem_limit = if (is.null(object$mem_limit)) 0 else object$mem_limit,
-       keep_state = TRUE, loss = fit_loss(object),
-       features = fit_features(object), intercept = fit_intercept(object),
-       objective = inherits(object, "kernel_machine"),
-       obs_weights = object$obs_weights)
+  fit
 }
 
 # TRUE when a kept state is alive (not freed, not read back from a file)
@@ -169,7 +169,7 @@ state_alive <- function(state) !is.null(state) && native_fit_alive(state)
 krr_state <- function(object) {
   if (state_alive(object$state)) return(object$state)
   xs <- if (is.null(object$x_train)) object$x else object$x_train
-  set <- fit_settings(object, object$lambda, object$tol, object$max_passes,
+  set <- settings_from_fit(object, object$lambda, object$tol, object$max_passes,
                       object$time_limit, FALSE)
   tgt <- list(task = object$task, Y = object$y)
   state_new(xs, loss_targets(set$loss, tgt, set$intercept == 0,

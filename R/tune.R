@@ -92,90 +92,26 @@ tune_hyper <- function(dat, set, call = NULL) {
   if (ls$rule == "fixed" && !bw_rule %in% c("ml", "ard")) {
     return(list(dat = dat, set = set, tuning = NULL))
   }
-  n <- dat$n
-  task <- dat$tgt$task
-  w <- set$obs_weights
-  weighted <- !is.null(w) && any(w != 1)
-  if (weighted && (!ls$rule %in% c("fixed", "default", "ml") ||
-                   bw_rule %in% c("ml", "ard"))) {
-    abort_askotch(paste(
-      "With observation `weights`, lambda can be chosen by maximum likelihood",
-      "only (lambda = NULL or \"ml\"), with a given or median bandwidth."),
-      "input", call)
-  }
-  rows <- subsample_rows(n, if (n <= tune_exact_max_n()) n else tune_subsample(),
-                         set$seed)
-  xs <- dat$xs[rows, , drop = FALSE]
-  Y <- if (length(rows) == n) dat$Yc else
-    centre_rows(dat$Yc[rows, , drop = FALSE], task)
-  # weights: y ~ N(0, s^2 (K + lambda W^{-1})) has the likelihood of D y ~
-  # N(0, s^2 (D K D + lambda I)), D = W^{1/2}, up to the constant
-  # sum(log w) / 2 per output
-  d <- if (weighted) sqrt(w[rows]) else NULL
-  Ktune <- function(x) {
-    K <- kernel_mat(x, x, kern, set$threads)
-    if (weighted) K * outer(d, d) else K
-  }
-  if (weighted) Y <- d * Y
-  kern <- set$kernel
-  ell <- NULL
-  lambda <- if (ls$rule == "fixed") ls$value else NA_real_
-  opt <- NULL
-  if (bw_rule %in% c("ml", "ard")) {
-    opt <- gp_optimise(xs, Y, kern, ard = bw_rule == "ard",
-                       lambda = if (ls$rule == "fixed") ls$value,
-                       threads = set$threads)
-    kern <- opt$kernel
-    ell <- opt$length_scales
-    if (!is.null(ell)) xs <- sweep(xs, 2L, ell, "/", check.margin = FALSE)
-    if (ls$rule %in% c("default", "ml")) lambda <- opt$lambda
-  }
-  eg <- NULL
-  path <- NULL
-  if (is.na(lambda) && ls$rule %in% c("default", "ml", "gcv", "loo")) {
-    eg <- gp_eigen(Ktune(xs), Y)
-    crit <- if (ls$rule == "default") "ml" else ls$rule
-    lambda <- gp_eigen_best(eg, crit)
-  }
-  refined <- NULL
-  if (length(rows) < n && ls$rule %in% c("default", "ml") &&
-      identical(getOption("askotch.ml_method", "subsample"), "stochastic")) {
-    # refine the subsample's choice on all points with the stochastic
-    # likelihood and its gradient
-    refined <- gp_refine_stochastic(
-      dat$xs, dat$Yc, kern, lambda, ell,
-      fit_kernel = bw_rule %in% c("ml", "ard") && kern$name == "rbf",
-      seed = set$seed, threads = set$threads)
-    kern <- refined$kernel
-    ell <- refined$length_scales
-    lambda <- refined$lambda
-  }
+  sub <- tune_data(dat, set, call)
+  ml <- tune_ml(dat, set, sub)
+  kern <- ml$kernel
+  ell <- ml$length_scales
+  lambda <- ml$lambda
   # the full data (with the length scales) for CV
   xs_all <- if (is.null(ell)) dat$xs else
     sweep(dat$xs, 2L, ell, "/", check.margin = FALSE)
   by_validation <- ls$rule == "path" && path_solver(set$solver) && !is.null(set$validation)
+  path <- NULL
   if (by_validation) {
     # the path is solved at once on all the data and the validation set
     # chooses (fit_path()); no cross-validation
     lambda <- max(ls$path)
   } else if (ls$rule %in% c("cv", "path")) {
     lams <- if (ls$rule == "cv") default_lambda_path() else ls$path
-    cv <- cv_path(xs_all, dat$Yc, task, kern, lams, set)
-    lambda <- cv$lambda[which.min(cv$cv)]
-    path <- cv
+    path <- cv_path(xs_all, dat$Yc, dat$tgt$task, kern, lams, set)
+    lambda <- path$lambda[which.min(path$cv)]
   }
-  if (is.null(path) && ls$rule != "fixed" && length(rows) == n && !weighted &&
-      !by_validation) {
-    # the criteria on a path around the choice, for the record (exact)
-    if (is.null(eg)) eg <- gp_eigen(kernel_mat(xs, xs, kern, set$threads), Y)
-    lams <- sort(unique(c(lambda * 10^seq(-2, 2, by = 0.5))), decreasing = TRUE)
-    path <- gp_eigen_criteria(eg, lams, loo = TRUE)
-    path$cv <- NA_real_
-  } else if (!is.null(path) && length(rows) == n) {
-    if (is.null(eg)) eg <- gp_eigen(kernel_mat(xs, xs, kern, set$threads), Y)
-    path <- cbind(gp_eigen_criteria(eg, path$lambda, loo = TRUE),
-                  cv = path$cv)
-  }
+  path <- tune_path_record(path, lambda, ml, sub, set, by_validation)
   if (set$precision == "single" && ls$rule != "path") {
     # single precision cannot factor or solve K + lambda I reliably below
     # its rounding level
@@ -192,13 +128,102 @@ tune_hyper <- function(dat, set, call = NULL) {
   tuning <- list(
     lambda_rule = if (by_validation) "validation" else if (ls$rule == "default") "ml" else ls$rule,
     bandwidth_rule = bw_rule,
-    n_used = length(rows),
-    n_total = n,
+    n_used = length(sub$rows),
+    n_total = dat$n,
     length_scales = ell,
-    optim = if (!is.null(opt)) opt$optim,
-    stochastic = if (!is.null(refined)) refined$optim,
+    optim = if (!is.null(ml$opt)) ml$opt$optim,
+    stochastic = if (!is.null(ml$refined)) ml$refined$optim,
     path = path)
   list(dat = dat, set = set, tuning = tuning)
+}
+
+# The rows the likelihood and the criteria are evaluated on (all up to
+# tune_exact_max_n(), else a subsample), their targets, and the observation
+# weights' scaling: y ~ N(0, s^2 (K + lambda W^{-1})) has the likelihood of
+# D y ~ N(0, s^2 (D K D + lambda I)), D = W^{1/2}, up to the constant
+# sum(log w) / 2 per output.
+tune_data <- function(dat, set, call) {
+  ls <- set$lambda_spec
+  bw_rule <- set$kernel$bandwidth_rule
+  n <- dat$n
+  w <- set$obs_weights
+  weighted <- !is.null(w) && any(w != 1)
+  if (weighted && (!ls$rule %in% c("fixed", "default", "ml") ||
+                   bw_rule %in% c("ml", "ard"))) {
+    abort_askotch(paste(
+      "With observation `weights`, lambda can be chosen by maximum likelihood",
+      "only (lambda = NULL or \"ml\"), with a given or median bandwidth."),
+      "input", call)
+  }
+  rows <- subsample_rows(n, if (n <= tune_exact_max_n()) n else tune_subsample(),
+                         set$seed)
+  Y <- if (length(rows) == n) dat$Yc else
+    centre_rows(dat$Yc[rows, , drop = FALSE], dat$tgt$task)
+  d <- if (weighted) sqrt(w[rows]) else NULL
+  if (weighted) Y <- d * Y
+  list(rows = rows, xs = dat$xs[rows, , drop = FALSE], Y = Y, d = d,
+       weighted = weighted, all = length(rows) == n)
+}
+
+# Maximum likelihood: the bandwidth or length scales (gp_optimise()), lambda
+# by the likelihood, GCV or LOO on the eigendecomposition of the
+# subsample's kernel, refined on all points by the stochastic likelihood
+# when asked (option askotch.ml_method = "stochastic").
+tune_ml <- function(dat, set, sub) {
+  ls <- set$lambda_spec
+  bw_rule <- set$kernel$bandwidth_rule
+  kern <- set$kernel
+  xs <- sub$xs
+  ell <- NULL
+  lambda <- if (ls$rule == "fixed") ls$value else NA_real_
+  opt <- NULL
+  if (bw_rule %in% c("ml", "ard")) {
+    opt <- gp_optimise(xs, sub$Y, kern, ard = bw_rule == "ard",
+                       lambda = if (ls$rule == "fixed") ls$value,
+                       threads = set$threads)
+    kern <- opt$kernel
+    ell <- opt$length_scales
+    if (!is.null(ell)) xs <- sweep(xs, 2L, ell, "/", check.margin = FALSE)
+    if (ls$rule %in% c("default", "ml")) lambda <- opt$lambda
+  }
+  eg <- NULL
+  if (is.na(lambda) && ls$rule %in% c("default", "ml", "gcv", "loo")) {
+    K <- kernel_mat(xs, xs, kern, set$threads)
+    if (sub$weighted) K <- K * outer(sub$d, sub$d)
+    eg <- gp_eigen(K, sub$Y)
+    lambda <- gp_eigen_best(eg, if (ls$rule == "default") "ml" else ls$rule)
+  }
+  refined <- NULL
+  if (!sub$all && ls$rule %in% c("default", "ml") &&
+      identical(getOption("askotch.ml_method", "subsample"), "stochastic")) {
+    refined <- gp_refine_stochastic(
+      dat$xs, dat$Yc, kern, lambda, ell,
+      fit_kernel = bw_rule %in% c("ml", "ard") && kern$name == "rbf",
+      seed = set$seed, threads = set$threads)
+    kern <- refined$kernel
+    ell <- refined$length_scales
+    lambda <- refined$lambda
+  }
+  list(kernel = kern, length_scales = ell, lambda = lambda, xs = xs, eg = eg,
+       opt = opt, refined = refined)
+}
+
+# The criteria (likelihood, GCV, LOO; CV where computed) on a path of lambdas
+# around the choice, for the record: exact, on all points (NULL otherwise).
+tune_path_record <- function(path, lambda, ml, sub, set, by_validation) {
+  ls <- set$lambda_spec
+  if (!sub$all) return(path)
+  eg <- function() {
+    if (is.null(ml$eg)) gp_eigen(kernel_mat(ml$xs, ml$xs, ml$kernel, set$threads), sub$Y) else ml$eg
+  }
+  if (is.null(path) && ls$rule != "fixed" && !sub$weighted && !by_validation) {
+    lams <- sort(unique(c(lambda * 10^seq(-2, 2, by = 0.5))), decreasing = TRUE)
+    path <- gp_eigen_criteria(eg(), lams, loo = TRUE)
+    path$cv <- NA_real_
+  } else if (!is.null(path)) {
+    path <- cbind(gp_eigen_criteria(eg(), path$lambda, loo = TRUE), cv = path$cv)
+  }
+  path
 }
 
 # Maximum likelihood bandwidth (or ARD length scales) and lambda by L-BFGS-B

@@ -20,15 +20,25 @@ validate_krr <- function(fit, call = NULL, arg = "object") {
     bad(NULL, "is not a list of class \"krr\"")
   }
   if (length(fit) == 0L) bad(NULL, "is empty")
-  whole <- function(v) is.numeric(v) && length(v) == 1L && !is.na(v) &&
-    is.finite(v) && v == round(v)
-  finite_all <- function(v) length(v) == 0L || all(is.finite(min_max(v)))
-  # sizes and task
+  check_fit_sizes(fit, bad)
+  M <- check_fit_weights(fit, bad)
+  check_fit_targets(fit, M, bad)
+  check_fit_scaling(fit, bad)
+  check_fit_model(fit, bad)
+  check_fit_record(fit, bad)
+  fit
+}
+
+# a whole finite number; no NA, NaN or Inf (an empty vector passes)
+whole <- function(v) is.numeric(v) && length(v) == 1L && !is.na(v) &&
+  is.finite(v) && v == round(v)
+finite_all <- function(v) length(v) == 0L || all(is.finite(min_max(v)))
+
+# n, p, m, the task and the class levels
+check_fit_sizes <- function(fit, bad) {
   for (f in c("n", "p", "m")) {
     if (!whole(fit[[f]]) || fit[[f]] < 1) bad(f, "must be a positive whole number")
   }
-  n <- fit$n
-  p <- fit$p
   m <- fit$m
   tasks <- c("regression", "multioutput", "binary", "multiclass")
   if (!is.character(fit$task) || length(fit$task) != 1L ||
@@ -48,7 +58,14 @@ validate_krr <- function(fit, call = NULL, arg = "object") {
                             length(lev), m))
     }
   }
-  # weights (or random-feature coefficients)
+}
+
+# the weights (or random-feature coefficients) and the points they belong
+# to; the feature count M (0: kernel weights on points)
+check_fit_weights <- function(fit, bad) {
+  n <- fit$n
+  p <- fit$p
+  m <- fit$m
   features <- fit$features
   if (!is.null(features) && (!whole(features) || features < 0)) {
     bad("features", "must be 0 or a positive whole number")
@@ -97,6 +114,13 @@ validate_krr <- function(fit, call = NULL, arg = "object") {
       bad("x", sprintf("must have n = %d rows, not %d", n, nrow(X)))
     }
   }
+  M
+}
+
+# the training responses (absent only where the model needs none)
+check_fit_targets <- function(fit, M, bad) {
+  n <- fit$n
+  m <- fit$m
   if (!is.null(fit$y)) {
     Y <- fit$y
     if (!is.matrix(Y) || !is.numeric(Y) || nrow(Y) != n || ncol(Y) != m ||
@@ -106,7 +130,12 @@ validate_krr <- function(fit, call = NULL, arg = "object") {
   } else if (M == 0 && (is.null(fit$distributed) || is.null(fit$centers))) {
     bad("y", "is missing")
   }
-  # preprocessing
+}
+
+# the standardisation and the names
+check_fit_scaling <- function(fit, bad) {
+  p <- fit$p
+  m <- fit$m
   for (f in c("center", "scale")) {
     v <- fit[[f]]
     if (!is.numeric(v) || length(v) != p || !finite_all(v)) {
@@ -126,7 +155,13 @@ validate_krr <- function(fit, call = NULL, arg = "object") {
                                 length(fit$y_names) != m)) {
     bad("y_names", sprintf("must be NULL or %d name(s)", m))
   }
-  # model
+}
+
+# kernel, lambda, loss, solver, precision, device, threads, seed, bias and
+# observation weights
+check_fit_model <- function(fit, bad) {
+  n <- fit$n
+  m <- fit$m
   kern <- fit$kernel
   if (!inherits(kern, "askotch_kernel") || !is.list(kern) ||
       !identical(kern$code, tryCatch(kernel_code(kern$name),
@@ -169,7 +204,10 @@ validate_krr <- function(fit, call = NULL, arg = "object") {
       bad("obs_weights", sprintf("must be %d positive finite numbers", n))
     }
   }
-  # the solve's record
+}
+
+# the solve's record: trace, stop reason, convergence, counts
+check_fit_record <- function(fit, bad) {
   if (!is.data.frame(fit$trace)) bad("trace", "must be a data frame")
   reasons <- c("tol", "exact", "precision", "max_passes", "time_limit",
                "epochs")  # epochs: svrg()
@@ -191,6 +229,4 @@ validate_krr <- function(fit, call = NULL, arg = "object") {
   if (!is.null(fit$terms) && !inherits(fit$terms, "terms")) {
     bad("terms", "must be a terms object")
   }
-  fit
 }
-
