@@ -96,7 +96,7 @@ class_index <- function(x) {
 # Weighted training R^2 over all outputs (the offset cancels: y and the
 # fitted values both leave it out)
 training_r2 <- function(x) {
-  w <- weights.krr(x)
+  w <- fit_obs_weights(x)
   Y <- x$y
   R <- Y - fitted_scores(x)
   mu <- colSums(w * Y) / sum(w)

@@ -192,3 +192,13 @@ apply_scaling <- function(x, center, scale) {
   }
   out
 }
+
+scores_to_class <- function(s, levels) {
+  s <- as.matrix(s)
+  if (length(levels) == 2L) {
+    idx <- ifelse(s[, 1L] > 0, 2L, 1L)
+  } else {
+    idx <- max.col(s, ties.method = "first")
+  }
+  factor(levels[idx], levels = levels)
+}

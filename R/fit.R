@@ -4,23 +4,6 @@
 # drive_solver() until the stop rule says so, and either freed or kept in the
 # fit (keep_state = TRUE, for refit()).
 
-now <- function() proc.time()[["elapsed"]]
-
-# A stop rule: the loss's criterion (for the squared loss the relative
-# residual of (K + lambda I) w = y; the relative duality gap for other
-# losses) below `tol`, confirmed by an exact check (at most once per pass;
-# for the squared loss only for n <= option askotch.exact_max_n, above which
-# the running estimate decides; the gap is always computed), or
-# `max_passes`, or `time_limit` seconds; an exact solver ends with reason
-# "exact".
-stop_rule <- function(tol, max_passes, time_limit, n, direct = FALSE,
-                      criterion = "relative residual") {
-  structure(list(tol = tol, max_passes = max_passes, time_limit = time_limit,
-                 exact_max_n = getOption("askotch.exact_max_n", 50000),
-                 n = n, direct = direct, criterion = criterion),
-            class = "askotch_stop_rule")
-}
-
 # After a slice: the stop reason (NA to go on) and the exact criterion when
 # it was computed.  `memo` (an environment) remembers the pass of the last
 # exact check; `exact_fn()` computes the exact criterion (one kernel pass).
@@ -238,11 +221,6 @@ fit_solver <- function(xs, Yc, set, tgt) {
   if (!is.null(min_rank)) res$solver <- set$solver
   res
 }
-
-# random features M (0: the exact kernel) and intercept constant c (0: none)
-# of a fit's settings (krr() sets neither)
-set_features <- function(set) if (is.null(set$features)) 0 else set$features
-set_intercept <- function(set) if (is.null(set$intercept)) 0 else set$intercept
 
 # theta = Z^T alpha (M x m) of a random-features state; with an intercept
 # the compiled operator has one more feature, sqrt(c), whose row
@@ -526,3 +504,24 @@ drive_solver <- function(state, set, tgt, xs, t0 = now(), ynorm = NA_real_) {
        path_validation = if (length(set$path) > 1L && !is.null(val_metric))
          do.call(rbind, vrows[seq_len(nrow_trace)]))
 }
+
+# A solve whose result is as accurate as asked, or as its precision allows
+solve_reached <- function(reason) reason %in% c("tol", "exact", "precision")
+
+# the columns of each of L lambdas for m outputs (list of L index vectors)
+path_columns <- function(m, L) lapply(seq_len(L), function(l) (l - 1L) * m + seq_len(m))
+
+# The fit's solver state: the kept one when alive, else a new one built from
+# the fit's own data and options (the same centres and resolved choices).
+krr_state <- function(object) {
+  if (state_alive(object$state)) return(object$state)
+  xs <- if (is.null(object$x_train)) object$x else object$x_train
+  set <- settings_from_fit(object, object$lambda, object$tol, object$max_passes,
+                      object$time_limit, FALSE)
+  tgt <- list(task = object$task, Y = object$y)
+  state_new(xs, loss_targets(set$loss, tgt, set$intercept == 0,
+                             set$obs_weights)$Yc, set)
+}
+
+# TRUE when a kept state is alive (not freed, not read back from a file)
+state_alive <- function(state) !is.null(state) && native_fit_alive(state)

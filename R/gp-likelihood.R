@@ -13,11 +13,6 @@
 # lambda I and alpha = A^{-1} y, is (R&W eq. 5.9 with s^2 profiled)
 #   dl/dtheta = n/2 alpha^T dA alpha / (y^T alpha) - 1/2 tr(A^{-1} dA).
 
-# The kernel matrix of standardised points (double precision).
-kernel_mat <- function(x1, x2, kernel, threads = 0L) {
-  native_kernel_matrix(x1, x2, kernel, threads = threads)
-}
-
 # Size limits (options) ----------------------------------------------------------
 
 # exact (eigendecomposition / Cholesky) criteria up to this n; above it the

@@ -1,45 +1,6 @@
 # The Gaussian-process view of a fit: log likelihood, AIC/BIC, deviance and the
 # model statistics of summary() ---------------------------------------------------
 
-# Can the GP statistics be computed for this fit? (the squared loss on the
-# exact kernel at the training points: not an inducing-point or
-# random-features fit, not an intercept model)
-gp_applicable <- function(object) {
-  fit_loss(object)$name == "squared" && is.null(object$centers) &&
-    fit_features(object) == 0 && fit_intercept(object) == 0
-}
-
-# sqrt of the observation weights of a fit, NULL without
-gp_dw <- function(object) {
-  w <- object$obs_weights
-  if (is.null(w) || all(w == 1)) NULL else sqrt(w)
-}
-
-# The model statistics at the fit's hyperparameters: exact (one
-# eigendecomposition) for n <= tune_exact_max_n(), else the stochastic
-# estimates (Nystrom-preconditioned SLQ and Hutchinson; GCV from the
-# estimated edf; no LOO). NULL when not applicable.
-gp_fit_stats <- function(object) {
-  if (!gp_applicable(object)) return(NULL)
-  Y <- gp_yc(object)
-  threads <- if (is.null(object$threads)) 0L else object$threads
-  if (object$n <= tune_exact_max_n()) {
-    cr <- gp_exact_stats(object$x, Y, object$kernel, object$lambda, threads,
-                         gp_dw(object))
-    return(list(loglik = cr$loglik, edf = cr$edf, gcv = cr$gcv, loo = cr$loo,
-                method = "exact"))
-  }
-  st <- gp_loglik_stochastic(object$x, Y, object$kernel, object$lambda,
-                             gradient = FALSE, seed = object$seed,
-                             threads = threads, d = gp_dw(object))
-  n <- object$n
-  # the (weighted) residual sum of squares
-  rss <- sum(weights.krr(object) * (object$y - fitted_scores(object))^2)
-  list(loglik = st$loglik, edf = st$edf, edf_se = st$edf_se,
-       gcv = rss / (n * ncol(Y)) / (1 - st$edf / n)^2, loo = NA_real_,
-       method = "stochastic", se = st$se)
-}
-
 # The number of parameters estimated from the data (see ?logLik.krr).
 gp_df <- function(object) {
   tn <- object$tuning
@@ -119,50 +80,6 @@ nobs.krr <- function(object, ...) object$n
 #' @rdname krr-loglik
 #' @export
 deviance.krr <- function(object, ...) sum(residuals.krr(object)^2)
-
-# The Gaussian-process entries of summary()'s "Model" section (after
-# model_stats()'s), in order; NULL entries are left out.
-gp_model_stats <- function(object) {
-  if (!gp_applicable(object)) return(list())
-  # the stochastic estimates cost tens of kernel passes: only up to
-  # option askotch.gp_summary_max_n (logLik() computes them at any n)
-  cheap <- object$n <= getOption("askotch.gp_summary_max_n", 5000)
-  st <- if (cheap) tryCatch(gp_fit_stats(object), error = function(e) NULL)
-  tn <- object$tuning
-  exact <- !is.null(st) && st$method == "exact"
-  ell <- object$length_scales
-  if (!is.null(ell)) names(ell) <- object$xnames
-  compact(list(
-    "Lambda chosen by" = if (!is.null(tn)) lambda_rule_label(tn),
-    "Length scales" = ell,
-    "Effective degrees of freedom" = if (exact) st$edf else if (!is.null(st))
-      sprintf("%s (Hutchinson estimate, se %s)", format(signif(st$edf, 4)),
-              format(signif(st$edf_se, 2))),
-    "Log marginal likelihood" = if (exact) st$loglik else if (!is.null(st))
-      sprintf("%s (SLQ estimate, se %s)", format(signif(st$loglik, 6)),
-              format(signif(st$se, 2)))
-    else if (!cheap)
-      "not computed (n above option askotch.gp_summary_max_n; see logLik())",
-    "GCV error" = if (!is.null(st)) st$gcv,
-    "LOO error" = if (exact) st$loo
-  ))
-}
-
-lambda_rule_label <- function(tn) {
-  what <- c(ml = "maximum likelihood", gcv = "GCV", loo = "leave-one-out CV",
-            cv = sprintf("%d-fold CV", cv_folds()),
-            path = sprintf("%d-fold CV over the given path", cv_folds()),
-            validation = "the validation set, over the given path",
-            fixed = "given")[[tn$lambda_rule]]
-  if (!is.null(tn$stochastic)) {
-    what <- sprintf(paste("%s (stochastic, all %d points, from a subsample",
-                          "of %d)"), what, tn$n_total, tn$n_used)
-  } else if (tn$lambda_rule %in% c("ml", "gcv", "loo") &&
-             tn$n_used < tn$n_total) {
-    what <- sprintf("%s on a subsample of %d points", what, tn$n_used)
-  }
-  what
-}
 
 #' Log marginal likelihood of a Gaussian-process regression
 #'

@@ -49,14 +49,10 @@ gp_check <- function(object, what, call = NULL) {
 
 gp_xs <- function(object) if (is.null(object$x_train)) object$x else object$x_train
 
-# the observation weights of a fit (all 1 without)
-gp_w <- function(object) {
-  if (is.null(object$obs_weights)) rep(1, object$n) else object$obs_weights
-}
 
 # c0 = n^2 pi^T A pi (see above) from 1^T K 1 (unweighted) or pi^T K pi
 gp_c0 <- function(object, piKpi) {
-  w <- gp_w(object)
+  w <- fit_obs_weights(object)
   object$n^2 * (piKpi + object$lambda / sum(w))
 }
 
@@ -115,7 +111,7 @@ gp_exact_factor <- function(object) {
   xs <- gp_xs(object)
   n <- nrow(xs)
   K <- gp_kmat(object, xs, xs)
-  w <- gp_w(object)
+  w <- fit_obs_weights(object)
   pw <- w / sum(w)
   c0 <- gp_c0(object, drop(crossprod(pw, K %*% pw)))
   diag(K) <- diag(K) + object$lambda / w
@@ -180,7 +176,7 @@ gp_nystrom_factor <- function(object, give_up = FALSE) {
   n <- nrow(xs)
   lam <- object$lambda
   r <- gp_rank(n)
-  w <- gp_w(object)
+  w <- fit_obs_weights(object)
   dw <- sqrt(w)
   # the factor of K' = D K D is D L for the factor L of K with the pivots
   # chosen by the weighted residual diagonal w_i diag(E)_i (compiled, in
@@ -542,7 +538,7 @@ simulate.krr <- function(object, nsim = 1, seed = NULL, newdata = NULL,
   if (is.null(newdata)) {
     xs <- gp_xs(object)
     rn <- NULL
-    noise_w <- 1 / gp_w(object)  # the training points' own noise
+    noise_w <- 1 / fit_obs_weights(object)  # the training points' own noise
   } else {
     nf <- new_features(object, newdata)
     xs <- nf$xs
@@ -633,7 +629,7 @@ gp_pathwise <- function(object, xnew, q, M, noise, noise_w = 1, fresh = FALSE) {
     for (k in seq_len(q)) out[, k] <- feat(x, theta[, k, drop = FALSE], fseed[k])
     out
   }
-  w <- gp_w(object)
+  w <- fit_obs_weights(object)
   r <- prior(xs) + sqrt(lam / w) * matrix(stats::rnorm(n * q), n, q)
   rbar <- colSums(w * r) / sum(w)  # the fit's centring: the weighted mean
   V <- gp_solve(object, sweep(r, 2L, rbar, check.margin = FALSE))
@@ -642,4 +638,87 @@ gp_pathwise <- function(object, xnew, q, M, noise, noise_w = 1, fresh = FALSE) {
   if (noise) U <- U + sqrt(lam * noise_w) * matrix(stats::rnorm(nrow(xnew) * q),
                                                    nrow(xnew), q)
   U
+}
+
+lambda_rule_label <- function(tn) {
+  what <- c(ml = "maximum likelihood", gcv = "GCV", loo = "leave-one-out CV",
+            cv = sprintf("%d-fold CV", cv_folds()),
+            path = sprintf("%d-fold CV over the given path", cv_folds()),
+            validation = "the validation set, over the given path",
+            fixed = "given")[[tn$lambda_rule]]
+  if (!is.null(tn$stochastic)) {
+    what <- sprintf(paste("%s (stochastic, all %d points, from a subsample",
+                          "of %d)"), what, tn$n_total, tn$n_used)
+  } else if (tn$lambda_rule %in% c("ml", "gcv", "loo") &&
+             tn$n_used < tn$n_total) {
+    what <- sprintf("%s on a subsample of %d points", what, tn$n_used)
+  }
+  what
+}
+
+# The Gaussian-process entries of summary()'s "Model" section (after
+# model_stats()'s), in order; NULL entries are left out.
+gp_model_stats <- function(object) {
+  if (!gp_applicable(object)) return(list())
+  # the stochastic estimates cost tens of kernel passes: only up to
+  # option askotch.gp_summary_max_n (logLik() computes them at any n)
+  cheap <- object$n <= getOption("askotch.gp_summary_max_n", 5000)
+  st <- if (cheap) tryCatch(gp_fit_stats(object), error = function(e) NULL)
+  tn <- object$tuning
+  exact <- !is.null(st) && st$method == "exact"
+  ell <- object$length_scales
+  if (!is.null(ell)) names(ell) <- object$xnames
+  compact(list(
+    "Lambda chosen by" = if (!is.null(tn)) lambda_rule_label(tn),
+    "Length scales" = ell,
+    "Effective degrees of freedom" = if (exact) st$edf else if (!is.null(st))
+      sprintf("%s (Hutchinson estimate, se %s)", format(signif(st$edf, 4)),
+              format(signif(st$edf_se, 2))),
+    "Log marginal likelihood" = if (exact) st$loglik else if (!is.null(st))
+      sprintf("%s (SLQ estimate, se %s)", format(signif(st$loglik, 6)),
+              format(signif(st$se, 2)))
+    else if (!cheap)
+      "not computed (n above option askotch.gp_summary_max_n; see logLik())",
+    "GCV error" = if (!is.null(st)) st$gcv,
+    "LOO error" = if (exact) st$loo
+  ))
+}
+
+# Can the GP statistics be computed for this fit? (the squared loss on the
+# exact kernel at the training points: not an inducing-point or
+# random-features fit, not an intercept model)
+gp_applicable <- function(object) {
+  fit_loss(object)$name == "squared" && is.null(object$centers) &&
+    fit_features(object) == 0 && fit_intercept(object) == 0
+}
+
+# The model statistics at the fit's hyperparameters: exact (one
+# eigendecomposition) for n <= tune_exact_max_n(), else the stochastic
+# estimates (Nystrom-preconditioned SLQ and Hutchinson; GCV from the
+# estimated edf; no LOO). NULL when not applicable.
+gp_fit_stats <- function(object) {
+  if (!gp_applicable(object)) return(NULL)
+  Y <- gp_yc(object)
+  threads <- if (is.null(object$threads)) 0L else object$threads
+  if (object$n <= tune_exact_max_n()) {
+    cr <- gp_exact_stats(object$x, Y, object$kernel, object$lambda, threads,
+                         gp_dw(object))
+    return(list(loglik = cr$loglik, edf = cr$edf, gcv = cr$gcv, loo = cr$loo,
+                method = "exact"))
+  }
+  st <- gp_loglik_stochastic(object$x, Y, object$kernel, object$lambda,
+                             gradient = FALSE, seed = object$seed,
+                             threads = threads, d = gp_dw(object))
+  n <- object$n
+  # the (weighted) residual sum of squares
+  rss <- sum(fit_obs_weights(object) * (object$y - fitted_scores(object))^2)
+  list(loglik = st$loglik, edf = st$edf, edf_se = st$edf_se,
+       gcv = rss / (n * ncol(Y)) / (1 - st$edf / n)^2, loo = NA_real_,
+       method = "stochastic", se = st$se)
+}
+
+# sqrt of the observation weights of a fit, NULL without
+gp_dw <- function(object) {
+  w <- object$obs_weights
+  if (is.null(w) || all(w == 1)) NULL else sqrt(w)
 }

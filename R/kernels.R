@@ -191,16 +191,7 @@ median_bandwidth <- function(x, metric, seed, max_points = 1000L) {
   stats::median(d) * u
 }
 
-# Evaluate expr with R's RNG seeded, restoring the caller's RNG state.
-with_seed <- function(seed, expr) {
-  genv <- globalenv()
-  had <- exists(".Random.seed", envir = genv, inherits = FALSE)
-  if (had) old <- get(".Random.seed", envir = genv, inherits = FALSE)
-  on.exit({
-    if (had) assign(".Random.seed", old, envir = genv) else
-      if (exists(".Random.seed", envir = genv, inherits = FALSE))
-        rm(".Random.seed", envir = genv)
-  })
-  set.seed(seed %% .Machine$integer.max)
-  expr
+# The kernel matrix of standardised points (double precision).
+kernel_mat <- function(x1, x2, kernel, threads = 0L) {
+  native_kernel_matrix(x1, x2, kernel, threads = threads)
 }

@@ -206,3 +206,6 @@ fit_loss <- function(object) {
 fit_intercept <- function(object) {
   if (is.null(object$intercept)) 0 else object$intercept
 }
+
+# random features M of a fit (0: exact kernel)
+fit_features <- function(object) if (is.null(object$features)) 0 else object$features

@@ -1,126 +1,5 @@
 # Methods for "krr" objects ----------------------------------------------------------
 
-scores_to_class <- function(s, levels) {
-  s <- as.matrix(s)
-  if (length(levels) == 2L) {
-    idx <- ifelse(s[, 1L] > 0, 2L, 1L)
-  } else {
-    idx <- max.col(s, ties.method = "first")
-  }
-  factor(levels[idx], levels = levels)
-}
-
-# Kernel scores K(xnew, xtrain) %*% w for standardised new points.
-krr_scores <- function(object, xs, device = NULL) {
-  dev <- if (is.null(device)) object$device else device
-  dev <- check_choice(dev, c("auto", "cpu", "cuda"), "device")
-  if (dev != "cpu" && fit_features(object) == 0) {
-    info <- native_devices()
-    have <- length(info$name) > 0L
-    if (dev == "cuda" && !have && !is.null(device)) {
-      resolve_device("cuda", nrow(object$x))  # signals the classed error
-    }
-    dev <- if (have && (dev == "cuda" ||
-                        auto_uses_cuda(as.numeric(nrow(xs)) * nrow(object$x))))
-      "cuda" else "cpu"
-  }
-  W <- object$weights
-  dimnames(W) <- NULL
-  threads <- as.integer(if (is.null(object$threads)) 0L else object$threads)
-  if (is_linear_fit(object)) {
-    s <- xs %*% W  # svrg(features = "linear"): x^T w
-  } else if (fit_features(object) > 0) {
-    # random features: z(x)^T theta (on the CPU)
-    s <- native_features_apply(xs, W, object$kernel, object$features, object$seed,
-                               object$precision, threads)
-  } else {
-    xp <- object$x
-    nz <- nonzero_rows(W)
-    if (!is.null(nz)) {
-      xp <- xp[nz, , drop = FALSE]
-      W <- W[nz, , drop = FALSE]
-    }
-    s <- native_kernel_apply(xs, xp, W, object$kernel, object$precision, dev, threads)
-  }
-  if (!is.null(object$bias) && any(object$bias != 0)) {
-    s <- sweep(s, 2L, object$bias, "+", check.margin = FALSE)
-  }
-  s
-}
-
-# Build the standardised feature matrix of newdata.
-new_features <- function(object, newdata) {
-  if (!is.null(object$terms)) {
-    if (!is.data.frame(newdata) && !is.list(newdata)) {
-      abort_askotch(sprintf(
-        "`newdata` must be a data frame (the model was fitted with a formula), not %s.",
-        fmt_value(newdata)), "input")
-    }
-    vars <- all.vars(object$terms)
-    miss <- setdiff(vars, names(newdata))
-    if (length(miss) > 0L) {
-      abort_askotch(sprintf(
-        "`newdata` is missing the variable(s) %s used by the model.",
-        paste0("`", miss, "`", collapse = ", ")), "input")
-    }
-    mf <- tryCatch(
-      stats::model.frame(object$terms, newdata, xlev = object$xlevels,
-                         na.action = stats::na.pass),
-      error = function(e) abort_askotch(sprintf(
-        "Cannot build the model frame of `newdata`: %s",
-        conditionMessage(e)), "input"))
-    x <- stats::model.matrix(object$terms, mf, contrasts.arg = object$contrasts)
-    attr(x, "assign") <- NULL
-    attr(x, "contrasts") <- NULL
-    x <- as_feature_matrix(x, "newdata")
-    # the offset: offset() terms, and the offset argument evaluated in newdata
-    off <- stats::model.offset(mf)
-    if (!is.null(object$offset_expr)) {
-      off <- (if (is.null(off)) 0 else off) +
-        eval_offset(object$offset_expr, newdata, nrow(x))
-    }
-  } else {
-    if (is.atomic(newdata) && is.null(dim(newdata)) && object$p > 1L &&
-        length(newdata) == object$p) {
-      newdata <- matrix(newdata, nrow = 1L,
-                        dimnames = list(NULL, names(newdata)))
-    }
-    x <- match_columns(as_feature_matrix(newdata, "newdata"), object$xnames)
-    off <- NULL
-  }
-  if (ncol(x) != object$p) {
-    abort_askotch(sprintf(
-      "`newdata` must have %d column(s) like the training data, not %d.",
-      object$p, ncol(x)), "input")
-  }
-  xs <- apply_scaling(x, object$center, object$scale)
-  dimnames(xs) <- NULL
-  list(xs = xs, rownames = rownames(x), offset = off)
-}
-
-# The columns of a new matrix matched by name when the training x had
-# names: every training column must be present (extra columns are ignored);
-# a matrix without names is used by position.
-match_columns <- function(x, xnames) {
-  if (is.null(xnames) || is.null(colnames(x))) return(x)
-  miss <- setdiff(xnames, colnames(x))
-  if (length(miss) > 0L) {
-    abort_askotch(sprintf(paste(
-      "`newdata` is missing the column(s) %s of the training data (its",
-      "columns: %s); columns are matched by name."),
-      paste0("`", miss, "`", collapse = ", "),
-      paste0("`", colnames(x), "`", collapse = ", ")), "input")
-  }
-  x[, xnames, drop = FALSE]
-}
-
-# The offset to add to regression predictions: the training offset for the
-# training points (nf NULL), else that of new data (0 when none).
-pred_offset <- function(object, nf) {
-  off <- if (is.null(nf)) object$offset else nf$offset
-  if (is.null(off)) 0 else off
-}
-
 #' Predict from a kernel ridge regression fit
 #'
 #' @param object A `"krr"` fit.
@@ -392,25 +271,6 @@ print.krr <- function(x, ...) {
   invisible(x)
 }
 
-task_label <- function(x) {
-  switch(x$task,
-         regression = "regression",
-         multioutput = "multi-output regression",
-         binary = sprintf("binary classification (%s vs %s)",
-                          x$levels[2L], x$levels[1L]),
-         multiclass = sprintf("one-vs-all classification, %d classes",
-                              length(x$levels)),
-         x$task)
-}
-
-resid_text <- function(x) {
-  if (!is.na(x$resid_exact)) {
-    sprintf("relative residual %.3g", x$resid_exact)
-  } else {
-    sprintf("estimated relative residual %.3g", x$resid_est)
-  }
-}
-
 #' Summarise a kernel ridge regression fit
 #'
 #' @param object A `"krr"` fit.
@@ -680,18 +540,25 @@ residuals.krr <- function(object, ...) {
                  fit_columns(object, object$y - fitted_scores(object)))
 }
 
-# In-sample scores K w plus the target mean (n x m), without the offset
-fitted_scores <- function(object) {
-  s <- krr_scores(object, if (is.null(object$x_train)) object$x else
-    object$x_train)
-  sweep(s, 2L, object$y_center, "+", check.margin = FALSE)
-}
-
-# One output as a vector, several as a matrix with named columns
-fit_columns <- function(object, s) {
-  if (ncol(s) == 1L) s[, 1L] else {
-    colnames(s) <- if (!is.null(object$levels)) object$levels else
-      object$y_names
-    s
-  }
+#' Observation weights of a fit
+#'
+#' The observation weights \eqn{w_i} a [krr()] or [kernel_machine()] fit was
+#' made with (`weights =`): point \eqn{i} has noise variance
+#' \eqn{\lambda / w_i}, i.e. the weights solve \eqn{(K + \lambda W^{-1})
+#' \alpha = y}. Points of weight zero were dropped before fitting and are not
+#' included.
+#'
+#' @param object A `"krr"` fit.
+#' @param ... Unused.
+#' @return A numeric vector with one weight per training point, all 1 for a
+#'   fit without weights.
+#' @examples
+#' fit <- krr(mpg ~ wt + hp, data = mtcars, weights = cyl, lambda = 1,
+#'            solver = cholesky(), threads = 1)
+#' head(weights(fit))
+#' @importFrom stats weights
+#' @export
+weights.krr <- function(object, ...) {
+  validate_krr(object, sys.call(), "object")
+  fit_obs_weights(object)
 }

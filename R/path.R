@@ -10,9 +10,6 @@ path_solver <- function(solver) {
   inherits(solver, "askotch_solver_bcd") || inherits(solver, "askotch_solver_sap")
 }
 
-# the columns of each of L lambdas for m outputs (list of L index vectors)
-path_columns <- function(m, L) lapply(seq_len(L), function(l) (l - 1L) * m + seq_len(m))
-
 # Settings and targets of a path solve: lambdas (decreasing), the targets
 # repeated once per lambda, the stop rule's tolerance the tightest of theirs.
 path_settings <- function(set, Yc, lambdas) {

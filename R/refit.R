@@ -160,18 +160,3 @@ refit_fields <- function(object, res, tgt, cen, lambda, rs) {
   if (inherits(object, "kernel_machine")) fit <- km_fields(fit, res)
   fit
 }
-
-# TRUE when a kept state is alive (not freed, not read back from a file)
-state_alive <- function(state) !is.null(state) && native_fit_alive(state)
-
-# The fit's solver state: the kept one when alive, else a new one built from
-# the fit's own data and options (the same centres and resolved choices).
-krr_state <- function(object) {
-  if (state_alive(object$state)) return(object$state)
-  xs <- if (is.null(object$x_train)) object$x else object$x_train
-  set <- settings_from_fit(object, object$lambda, object$tol, object$max_passes,
-                      object$time_limit, FALSE)
-  tgt <- list(task = object$task, Y = object$y)
-  state_new(xs, loss_targets(set$loss, tgt, set$intercept == 0,
-                             set$obs_weights)$Yc, set)
-}

@@ -216,6 +216,175 @@ auto_tol <- function(Yc, lambda, precision, kdiag = 1, frac = 1e-3,
   min(max(tol, floor), 1e-3)
 }
 
+prepare_validation <- function(validation, p, xnames, scaling, tgt, call) {
+  if (!is.list(validation) || is.data.frame(validation) ||
+      is.null(validation$x) || is.null(validation$y)) {
+    abort_askotch(paste(
+      "`validation` must be a list with components `x` and `y`",
+      "(for the formula interface also a data frame)."), "input", call)
+  }
+  vx <- as_feature_matrix(validation$x, "validation$x", call)
+  if (ncol(vx) != p) {
+    abort_askotch(sprintf(
+      "`validation$x` must have %d columns like `x`, not %d.", p, ncol(vx)),
+      "input", call)
+  }
+  vy <- validation$y
+  nv <- nrow(vx)
+  if (nv < 1L) {
+    abort_askotch("`validation$x` must have at least one row.", "input", call)
+  }
+  if (tgt$task %in% c("binary", "multiclass")) {
+    if (!(is.factor(vy) || is.character(vy) || is.logical(vy)) ||
+        length(vy) != nv) {
+      abort_askotch(sprintf(paste(
+        "`validation$y` must be a factor (or character) vector with %d",
+        "values."), nv), "input", call)
+    }
+    vy <- as.character(vy)
+    metric <- "accuracy"
+  } else {
+    vy <- as.matrix(vy)
+    if (!is.numeric(vy) || nrow(vy) != nv || ncol(vy) != ncol(tgt$Y) ||
+        any(!is.finite(vy))) {
+      abort_askotch(sprintf(paste(
+        "`validation$y` must be numeric and finite with %d row(s) and %d",
+        "column(s)."), nv, ncol(tgt$Y)), "input", call)
+    }
+    storage.mode(vy) <- "double"
+    metric <- "rmse"
+  }
+  xs <- apply_scaling(vx, scaling$center, scaling$scale)
+  dimnames(xs) <- NULL
+  list(x = xs, y = vy, metric = metric)
+}
+
+# `intercept`: FALSE / TRUE (c = 1) / a positive number c; returns c (0: none)
+check_intercept <- function(intercept, call = NULL) {
+  if (is.logical(intercept) && length(intercept) == 1L && !is.na(intercept)) {
+    return(if (intercept) 1 else 0)
+  }
+  if (is.numeric(intercept) && length(intercept) == 1L && !is.na(intercept) &&
+      intercept > 0 && is.finite(intercept)) {
+    return(as.numeric(intercept))
+  }
+  abort_askotch(sprintf(
+    "`intercept` must be TRUE, FALSE or a positive number, not %s.",
+    fmt_value(intercept)), "input", call)
+}
+
+# `features`: NULL (0: the exact kernel) or a positive whole number M
+check_features <- function(features, n, call = NULL) {
+  if (is.null(features)) return(0)
+  check_positive(features, "features", integerish = TRUE, call = call)
+  if (features >= 2^31) {
+    abort_askotch(sprintf("`features` must be below 2^31, not %s.",
+                          fmt_value(features)), "input", call)
+  }
+  as.numeric(features)
+}
+
+# The loss must be compiled in and the solver must support it.
+check_solver_loss <- function(solver, loss, call = NULL) {
+  info <- askotch_info()
+  if (!loss$name %in% info$losses) {
+    abort_askotch(sprintf(paste(
+      "The %s loss is not compiled into this build of askotch (compiled:",
+      "%s)."), loss$name, paste(info$losses, collapse = ", ")),
+      "not_built", call)
+  }
+  if (is_svrg(solver)) {
+    if (loss$name == "squared") return(invisible(solver))
+    abort_askotch(sprintf(paste(
+      "`solver`: svrg() supports the squared loss only, not the %s loss;",
+      "use joker()."), loss$name), "input", call)
+  }
+  name <- solver_c(solver)$name
+  def <- info$solvers[[name]]
+  if (is.null(def)) {
+    abort_askotch(sprintf(
+      "The solver \"%s\" is not compiled into this build of askotch.", name),
+      "not_built", call)
+  }
+  if (!loss$name %in% def$losses) {
+    abort_askotch(sprintf(paste(
+      "`solver`: %s does not support the %s loss (it supports: %s); use %s."),
+      format(solver), loss$name, paste(def$losses, collapse = ", "),
+      if (loss$name == "squared") "askotch()" else "joker()"), "input", call)
+  }
+  invisible(solver)
+}
+
+# The automatic tolerance of a squared-loss fit at lambda (see auto_tol()).
+lambda_tol <- function(set, Yc, lambda) {
+  auto_tol(Yc, lambda, set$precision, kdiag = 1 + set_intercept(set))
+}
+
+# The `lambda` argument: list(value = a number (NA when chosen from the
+# data), rule = "fixed" | "default" | "ml" | "gcv" | "loo" | "cv" | "path",
+# path = the lambdas of a path).
+lambda_spec <- function(lambda, loss, n, call = NULL) {
+  squared <- loss$name == "squared"
+  if (is.null(lambda)) {
+    if (!squared) return(list(value = 1, rule = "fixed"))
+    return(list(value = NA_real_, rule = "default"))
+  }
+  if (is.character(lambda)) {
+    key <- if (length(lambda) == 1L && !is.na(lambda)) tolower(lambda) else ""
+    if (!key %in% lambda_rules) {
+      abort_askotch(sprintf(paste(
+        "`lambda` must be a positive number, a vector of positive numbers",
+        "(a path) or one of %s, not %s."),
+        paste0("\"", lambda_rules, "\"", collapse = ", "), fmt_value(lambda)),
+        "input", call)
+    }
+    if (key == "paper") return(list(value = 1e-6 * n, rule = "fixed"))
+    if (!squared) {
+      abort_askotch(sprintf(paste(
+        "`lambda = \"%s\"` is only available for the squared loss; give a",
+        "number for the %s loss."), key, loss$name), "input", call)
+    }
+    return(list(value = NA_real_, rule = key))
+  }
+  if (is.numeric(lambda) && length(lambda) > 1L) {
+    if (any(is.na(lambda)) || any(lambda <= 0) || any(!is.finite(lambda))) {
+      abort_askotch(sprintf(
+        "Every value of the `lambda` path must be a finite positive number, not %s.",
+        paste(format(lambda), collapse = ", ")), "input", call)
+    }
+    if (!squared) {
+      abort_askotch(paste(
+        "A `lambda` path is only available for the squared loss."),
+        "input", call)
+    }
+    return(list(value = NA_real_, rule = "path",
+                path = sort(unique(as.numeric(lambda)), decreasing = TRUE)))
+  }
+  check_positive(lambda, "lambda", call = call)
+  list(value = as.numeric(lambda), rule = "fixed")
+}
+
+# A stop rule: the loss's criterion (for the squared loss the relative
+# residual of (K + lambda I) w = y; the relative duality gap for other
+# losses) below `tol`, confirmed by an exact check (at most once per pass;
+# for the squared loss only for n <= option askotch.exact_max_n, above which
+# the running estimate decides; the gap is always computed), or
+# `max_passes`, or `time_limit` seconds; an exact solver ends with reason
+# "exact".
+stop_rule <- function(tol, max_passes, time_limit, n, direct = FALSE,
+                      criterion = "relative residual") {
+  structure(list(tol = tol, max_passes = max_passes, time_limit = time_limit,
+                 exact_max_n = getOption("askotch.exact_max_n", 50000),
+                 n = n, direct = direct, criterion = criterion),
+            class = "askotch_stop_rule")
+}
+
+set_intercept <- function(set) if (is.null(set$intercept)) 0 else set$intercept
+
+# random features M (0: the exact kernel) and intercept constant c (0: none)
+# of a fit's settings (krr() sets neither)
+set_features <- function(set) if (is.null(set$features)) 0 else set$features
+
 # Per output column of centred targets: the (population) sd and the norm.
 target_scales <- function(Yc) {
   Yc <- as.matrix(Yc)

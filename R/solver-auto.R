@@ -71,3 +71,5 @@ auto_solver <- function(n, precision = "double", mem_limit = 0,
   else if (n <= large$max_n) structure(pcg("greedy_cholesky"), auto_min_rank = large$min_rank)
   else askotch()
 }
+
+default_solver <- function(loss) if (loss$name == "squared") askotch() else joker()

@@ -155,10 +155,6 @@ format.askotch_solver_svrg <- function(x, ...) {
           if (isTRUE(x$precondition)) paste0(", rank ", auto(x$rank)) else "")
 }
 
-`%||%` <- function(a, b) if (is.null(a)) b else a
-
-is_svrg <- function(spec) inherits(spec, "askotch_solver_svrg")
-
 # The fit: options resolved, features built and solved in C, the results in
 # the shape of fit_solver()'s.
 fit_svrg <- function(xs, Yc, set) {

@@ -426,3 +426,5 @@ valid_spec <- function(solver, call = NULL) {
   }, error = function(e) abort_askotch(sprintf(
     "`solver` has invalid options: %s", conditionMessage(e)), "input", call))
 }
+
+is_svrg <- function(spec) inherits(spec, "askotch_solver_svrg")

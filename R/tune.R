@@ -20,50 +20,6 @@ cv_folds <- function() getOption("askotch.cv_folds", 5L)
 # The smallest lambda chosen from the data in single precision.
 single_lambda_floor <- 1e-5
 
-# The `lambda` argument: list(value = a number (NA when chosen from the
-# data), rule = "fixed" | "default" | "ml" | "gcv" | "loo" | "cv" | "path",
-# path = the lambdas of a path).
-lambda_spec <- function(lambda, loss, n, call = NULL) {
-  squared <- loss$name == "squared"
-  if (is.null(lambda)) {
-    if (!squared) return(list(value = 1, rule = "fixed"))
-    return(list(value = NA_real_, rule = "default"))
-  }
-  if (is.character(lambda)) {
-    key <- if (length(lambda) == 1L && !is.na(lambda)) tolower(lambda) else ""
-    if (!key %in% lambda_rules) {
-      abort_askotch(sprintf(paste(
-        "`lambda` must be a positive number, a vector of positive numbers",
-        "(a path) or one of %s, not %s."),
-        paste0("\"", lambda_rules, "\"", collapse = ", "), fmt_value(lambda)),
-        "input", call)
-    }
-    if (key == "paper") return(list(value = 1e-6 * n, rule = "fixed"))
-    if (!squared) {
-      abort_askotch(sprintf(paste(
-        "`lambda = \"%s\"` is only available for the squared loss; give a",
-        "number for the %s loss."), key, loss$name), "input", call)
-    }
-    return(list(value = NA_real_, rule = key))
-  }
-  if (is.numeric(lambda) && length(lambda) > 1L) {
-    if (any(is.na(lambda)) || any(lambda <= 0) || any(!is.finite(lambda))) {
-      abort_askotch(sprintf(
-        "Every value of the `lambda` path must be a finite positive number, not %s.",
-        paste(format(lambda), collapse = ", ")), "input", call)
-    }
-    if (!squared) {
-      abort_askotch(paste(
-        "A `lambda` path is only available for the squared loss."),
-        "input", call)
-    }
-    return(list(value = NA_real_, rule = "path",
-                path = sort(unique(as.numeric(lambda)), decreasing = TRUE)))
-  }
-  check_positive(lambda, "lambda", call = call)
-  list(value = as.numeric(lambda), rule = "fixed")
-}
-
 # A random subsample of at most `size` rows (all when n <= size), drawn from
 # the fit's seed without touching the user's random numbers.
 subsample_rows <- function(n, size, seed) {
@@ -76,11 +32,6 @@ centre_rows <- function(Y, task) {
   if (task %in% c("regression", "multioutput")) {
     sweep(Y, 2L, colMeans(Y), "-", check.margin = FALSE)
   } else Y
-}
-
-# The automatic tolerance of a squared-loss fit at lambda (see auto_tol()).
-lambda_tol <- function(set, Yc, lambda) {
-  auto_tol(Yc, lambda, set$precision, kdiag = 1 + set_intercept(set))
 }
 
 # Hyperparameter selection before the solve: returns dat (with the length

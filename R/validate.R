@@ -230,3 +230,49 @@ check_fit_record <- function(fit, bad) {
     bad("terms", "must be a terms object")
   }
 }
+
+# A fit that stopped without converging (and had a tolerance to reach) warns.
+warn_not_converged <- function(fit, call = NULL) {
+  if (isTRUE(fit$converged) || !isTRUE(fit$tol > 0)) return(invisible(fit))
+  r <- if (!is.na(fit$resid_exact)) fit$resid_exact else fit$resid_est
+  if (identical(fit$reason, "precision")) {
+    warn_askotch(sprintf(paste(
+      "The solver stopped at the rounding floor of %s precision after %s",
+      "passes: relative residual %s (floor about %s) cannot go below tol =",
+      "%s.%s"), fit$precision, format(signif(fit$passes, 3)),
+      format(signif(r, 3)), format(signif(fit$resid_floor, 2)),
+      format(fit$tol), if (fit$precision == "single")
+        " Use precision = \"double\" for a smaller residual." else
+        " A larger lambda makes the system better conditioned."),
+      "convergence", call)
+    return(invisible(fit))
+  }
+  # without a final exact check the value is the solver's running estimate:
+  # said so, with the last exact value of the trace beside it
+  est <- ""
+  if (is.na(fit$resid_exact)) {
+    tr <- fit$trace
+    ex <- if (!is.null(tr$resid_exact)) which(!is.na(tr$resid_exact)) else integer(0)
+    est <- if (length(ex)) sprintf(" (running estimate; %s at the last exact check, pass %s)",
+                                   format(signif(tr$resid_exact[max(ex)], 3)),
+                                   format(signif(tr$passes[max(ex)], 3))) else
+      " (running estimate)"
+  }
+  warn_askotch(sprintf(paste(
+    "The solver stopped without converging (%s): %s %s%s > tol = %s after %s",
+    "passes. %s"),
+    switch(fit$reason, max_passes = "`max_passes` reached",
+           time_limit = "`time_limit` reached",
+           epochs = "the `epochs` of svrg() reached", fit$reason),
+    fit_loss(fit)$criterion, format(signif(r, 3)), est, format(fit$tol),
+    format(signif(fit$passes, 3)),
+    if (identical(fit$reason, "epochs"))
+      "Raise `epochs` (or tune `step`) of svrg()." else
+    if (fit_loss(fit)$name == "squared")
+      paste("Raise `max_passes` or `time_limit`, or use a direct solver",
+            "(solver = \"cholesky\") for small n.") else
+      # no direct solver for the other losses (Joker's dual only)
+      paste("Raise `max_passes` or `time_limit`; a larger `lambda` (a smaller",
+            "C = 1 / lambda) converges in fewer passes.")), "convergence", call)
+  invisible(fit)
+}

@@ -65,25 +65,7 @@ check_weights_model <- function(w, set, call = NULL) {
   w
 }
 
-#' Observation weights of a fit
-#'
-#' The observation weights \eqn{w_i} a [krr()] or [kernel_machine()] fit was
-#' made with (`weights =`): point \eqn{i} has noise variance
-#' \eqn{\lambda / w_i}, i.e. the weights solve \eqn{(K + \lambda W^{-1})
-#' \alpha = y}. Points of weight zero were dropped before fitting and are not
-#' included.
-#'
-#' @param object A `"krr"` fit.
-#' @param ... Unused.
-#' @return A numeric vector with one weight per training point, all 1 for a
-#'   fit without weights.
-#' @examples
-#' fit <- krr(mpg ~ wt + hp, data = mtcars, weights = cyl, lambda = 1,
-#'            solver = cholesky(), threads = 1)
-#' head(weights(fit))
-#' @importFrom stats weights
-#' @export
-weights.krr <- function(object, ...) {
-  validate_krr(object, sys.call(), "object")
+# the observation weights of a fit, all 1 for a fit made without
+fit_obs_weights <- function(object) {
   if (is.null(object$obs_weights)) rep(1, object$n) else object$obs_weights
 }
