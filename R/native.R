@@ -80,6 +80,11 @@ native_check_options <- function(solver, options) {
   .Call(ffi_check_options, solver, options)
 }
 
+# What a compiled solver with these options can do: list(lambda_path)
+native_options_caps <- function(solver, options) {
+  .Call(ffi_options_caps, solver, options)
+}
+
 # Run up to `iters` iterations (the state stops itself below `stop_below`
 # from iteration `from_iter` on); the diagnostics.
 native_fit_step <- function(state, iters, stop_below, from_iter) {

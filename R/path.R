@@ -4,10 +4,13 @@
 # solvers and SAP / NSAP take the targets repeated once per lambda with a
 # lambda per column; here the path is set up, split and selected.
 
-# TRUE for the solvers that solve a lambda path at once: bcd() and the
-# full-kernel sap() (exact blocks: one factor of K_BB + lambda I per lambda)
+# TRUE for the solvers that solve a lambda path at once (the compiled
+# solver's rule for these options: bcd(), and sap()'s exact blocks with one
+# factor of K_BB + lambda I per lambda)
 path_solver <- function(solver) {
-  inherits(solver, "askotch_solver_bcd") || inherits(solver, "askotch_solver_sap")
+  if (is_svrg(solver)) return(FALSE)
+  sc <- solver_c(solver)
+  isTRUE(native_options_caps(sc$name, sc$options)$lambda_path)
 }
 
 # Settings and targets of a path solve: lambdas (decreasing), the targets

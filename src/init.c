@@ -9,6 +9,7 @@ SEXP ffi_fit_objective(SEXP);
 SEXP ffi_fit_features_theta(SEXP);
 SEXP ffi_features_apply(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_check_options(SEXP, SEXP);
+SEXP ffi_options_caps(SEXP, SEXP);
 SEXP ffi_fit_step(SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_fit_residual(SEXP);
 SEXP ffi_fit_deadline(SEXP, SEXP);
@@ -51,7 +52,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_pivoted_cholesky, 8),
     CALLDEF(ffi_fit_objective, 1),   CALLDEF(ffi_fit_features_theta, 1),
     CALLDEF(ffi_features_apply, 8),  CALLDEF(ffi_threads, 1),         CALLDEF(ffi_devices, 0),       CALLDEF(ffi_blas_threads, 1),
-    CALLDEF(ffi_fit_deadline, 2),    CALLDEF(ffi_svrg, 9),
+    CALLDEF(ffi_fit_deadline, 2),    CALLDEF(ffi_svrg, 9),         CALLDEF(ffi_options_caps, 2),
     {NULL, NULL, 0}};
 
 void R_init_askotch(DllInfo *dll) {

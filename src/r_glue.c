@@ -446,6 +446,27 @@ SEXP ffi_check_options(SEXP solver, SEXP options) {
   return R_NilValue;
 }
 
+static SEXP named_list(int k, const char **names);
+
+/* What a solver with these options can do: list(lambda_path) (the rule of
+ * the compiled solver, which R reads instead of knowing it). */
+SEXP ffi_options_caps(SEXP solver, SEXP options) {
+  const krr_solver_def *def = solver_def(solver);
+  krr_ctx ctx;
+  krr_options *o = NULL;
+  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), 1, 0);
+  if (st == KRR_OK) st = krr_options_new(&ctx, def, &o);
+  if (st == KRR_OK) st = set_options(&ctx, o, options);
+  int path = st == KRR_OK && krr_options_lambda_path(o);
+  krr_options_free(o);
+  ctx_done(&ctx, st, 0);
+  static const char *fields[] = {"lambda_path"};
+  SEXP out = PROTECT(named_list(1, fields));
+  SET_VECTOR_ELT(out, 0, Rf_ScalarLogical(path));
+  UNPROTECT(1);
+  return out;
+}
+
 static const char *generic_names[] = {"iter", "passes", "resid_est", "block_resid", "done",
                                       "t_setup", "t_iter"};
 #define N_GENERIC ((int)(sizeof generic_names / sizeof generic_names[0]))

@@ -357,6 +357,8 @@ const char *krr_solver_title(const krr_solver_def *def);
 /* capabilities: runs on an operator sharded over ranks; takes a lambda path */
 int krr_solver_distributed(const krr_solver_def *def);
 int krr_solver_lambda_path(const krr_solver_def *def);
+/* whether a solver with these options takes a lambda path */
+int krr_options_lambda_path(const krr_options *o);
 int krr_solver_supports(const krr_solver_def *def, const krr_loss *loss);
 /* per-solver diagnostics beyond the generic ones: count and names */
 int krr_solver_extra_count(const krr_solver_def *def);

@@ -558,6 +558,12 @@ static krr_status ask_iterate(krr_solver *s) {
   return KRR_OK;
 }
 
+/* a lambda path needs exact blocks (SAP / NSAP): one factor of K_BB +
+ * lambda_q I per lambda; the Nystrom blocks' preconditioner is lambda's */
+static int ask_path_options(const krr_options *o) {
+  return KRR_OPTS(o, opts_t)->block_solve == BLOCK_EXACT;
+}
+
 const krr_solver_def krr_solver_askotch = {
     .name = "askotch",
     .title = "ASkotch",
@@ -568,6 +574,7 @@ const krr_solver_def krr_solver_askotch = {
     .mem_advice = "use a smaller block_size",
     .distributed = 1, /* block products only: sharded operator (uniform sampling) */
     .lambda_path = 1, /* SAP / NSAP only (exact blocks; refused for Nystrom blocks) */
+    .path_options = ask_path_options,
     .resolve = ask_resolve,
     .memory = ask_memory,
     .shrink = ask_shrink,

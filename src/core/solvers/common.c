@@ -15,6 +15,10 @@ const char *krr_solver_name(const krr_solver_def *def) { return def->name; }
 const char *krr_solver_title(const krr_solver_def *def) { return def->title; }
 int krr_solver_distributed(const krr_solver_def *def) { return def->distributed; }
 int krr_solver_lambda_path(const krr_solver_def *def) { return def->lambda_path; }
+int krr_options_lambda_path(const krr_options *o) {
+  const krr_solver_def *def = o->owner;
+  return def->lambda_path && (!def->path_options || def->path_options(o));
+}
 int krr_solver_supports(const krr_solver_def *def, const krr_loss *loss) {
   if (!loss || !def->losses) return 0;
   size_t len = strlen(loss->name);

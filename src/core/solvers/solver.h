@@ -42,6 +42,8 @@ struct krr_solver_def {
   const char *mem_advice;  /* what to try when the memory need is refused */
   int distributed;         /* 1: runs on an operator sharded over several ranks */
   int lambda_path;         /* 1: takes an objective with a lambda per column (obj->lcol) */
+  /* optional: whether these options take a lambda path (NULL: all do) */
+  int (*path_options)(const krr_options *o);
   krr_status (*resolve)(krr_solver *s);
   double (*memory)(const krr_solver *s);
   krr_status (*shrink)(krr_solver *s, double avail);
