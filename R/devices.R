@@ -51,11 +51,12 @@ askotch_devices <- function(quiet = FALSE) {
 #' `OMP_WAIT_POLICY=passive R` or `export OMP_WAIT_POLICY=passive` in the shell
 #' profile (`GOMP_SPINCOUNT=10000` shortens the spinning instead). It must be
 #' set before R starts: R itself loads the OpenMP runtime, which reads these
-#' variables once, so `Sys.setenv()` and `.Renviron` come too late. Measured on
-#' a 2-core machine running two other busy processes (`BENCHMARKS.md` in the
-#' package sources, table (e)): at n = 5000, 2 threads took 1.6-2x the time of
-#' 1 thread with the default wait policy and within about 10% of it with
-#' passive waiting, which costs a few percent on an idle machine.
+#' variables once, so `Sys.setenv()` and `.Renviron` come too late. On a
+#' 2-core machine running two other busy processes, a fit at n = 5000 with 2
+#' threads took 1.4-2 times the time of 1 thread with the default wait policy
+#' and within about 10% of it with passive waiting, which costs a few percent
+#' on an idle machine (section "Threads" of
+#' `system.file("bench", "RESULTS.md", package = "askotch")`).
 #'
 #' Fits and predictions leave the BLAS's own thread count (OpenBLAS, used by
 #' `%*%`) as they found it.

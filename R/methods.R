@@ -88,9 +88,8 @@
 #' (the rank is too small for this \eqn{\lambda}: at \eqn{n = 10^5},
 #' \eqn{p = 10} (Friedman 1, \eqn{\lambda = 0.04}), rank 1000 leaves
 #' \eqn{e \approx 100} and the lower end is 0 at most points). The factor is compiled and built in blocks of pivots
-#' (about 47 s at \eqn{n = 10^5}, \eqn{r = 1000}, two cores, most of it the
-#' singular value decomposition of \eqn{L}); each new point costs
-#' \eqn{O(n (p + r))} (about 0.014 s there).
+#' (most of its time is the singular value decomposition of \eqn{L}); each
+#' new point costs \eqn{O(n (p + r))}.
 #'
 #' `method = "pathwise"` estimates the variance by Monte Carlo, from `draws`
 #' posterior draws by pathwise conditioning (Wilson et al. 2020; see
@@ -104,15 +103,15 @@
 #' \eqn{k}; a fixed set of frequencies would bias it), up to the error of
 #' the solves at the fit's tolerance. Nothing of size
 #' \eqn{n \times n} or \eqn{n \times r} is formed (the solver holds `draws`
-#' columns wherever the fit held one; at \eqn{n = 10^5}, \eqn{p = 10}, two
-#' cores, the estimate for \eqn{10^4} new points took 216 s). The draws are
+#' columns wherever the fit held one). The draws are
 #' independent, so the estimate's Monte Carlo standard error is estimated
 #' from them: attribute `"var_mc_se"` of `se.fit` (on the variance scale,
 #' \eqn{\hat s^2} included; about \eqn{\sqrt{2/}}`draws` of the variance,
 #' 14\% for 100 draws, 7\% for a standard error; `NA` for one draw), with
 #' attribute `"draws"`. The draws' solves cost about what the fit's solve
-#' did with `draws` right-hand sides (on the cores' throughput for several
-#' columns: 216 s for 100 draws after a 71 s PCG fit at \eqn{n = 10^5}). Under
+#' did with `draws` right-hand sides (timings at \eqn{n = 10^5} in section
+#' "Gaussian-process regression" of
+#' `system.file("bench", "RESULTS.md", package = "askotch")`). Under
 #' `method = "auto"`, for a fit that did not converge, or if the draws'
 #' solves stop short of the fit's tolerance (they run with its `max_passes`
 #' and `time_limit`), the Nystrom interval is reported instead, with its

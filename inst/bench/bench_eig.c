@@ -1,6 +1,6 @@
 /* The CPU backend's symmetric eigensolver in one LAPACK call against its
  * polled route (cpu_ops_t.c.inc: dsyevr's steps with krr_poll between
- * 32-column panels and back-transform pieces); BENCHMARKS.md (i).
+ * 32-column panels and back-transform pieces); RESULTS.md, "Interrupts".
  *   make -C inst/bench eig     then   inst/bench/build/bench_eig THREADS REPS N...
  * For each n: an RBF kernel matrix of n standard normal points in p = 10
  * (bandwidth 3.2), all eigenpairs (syev; one call = LAPACK syevd) and the

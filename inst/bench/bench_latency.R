@@ -1,6 +1,6 @@
 #!/usr/bin/env Rscript
 # setTimeLimit latency through the setup of the solvers whose setup holds a
-# large dense factorisation (BENCHMARKS.md (i)): the fit is stopped by
+# large dense factorisation (RESULTS.md, "Interrupts"): the fit is stopped by
 # setTimeLimit(elapsed = L) for each L of a grid spanning its setup (0.25 s
 # apart, after one whole fit to find its length) or for the limits given,
 # and the seconds from L until R has control back are printed (the largest

@@ -1,6 +1,6 @@
 #!/usr/bin/env Rscript
 # Kernel logistic regression: Joker (kernel_machine(loss = loss_logistic()))
-# against the exact solution by Newton's method (BENCHMARKS.md (f)).
+# against the exact solution by Newton's method (RESULTS.md, "Kernel machines").
 #
 # Task: Fashion-MNIST "Shirt" (class 6) against the rest, a random training
 # subset of n images (p = 784, pixels / 255, not standardised; seed 2026, as

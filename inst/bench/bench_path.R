@@ -64,5 +64,6 @@ tab <- do.call(rbind, rows)
 cat("end:", system("uptime", intern = TRUE), "\n")
 print(tab, row.names = FALSE, digits = 3)
 # next to the logs when run from the repository root (not the package's top level)
-out_dir <- if (dir.exists(file.path("inst", "bench", "results"))) file.path("inst", "bench", "results") else "."
+log_dir <- file.path("inst", "bench", "log")
+out_dir <- if (dir.exists(log_dir)) log_dir else "."
 saveRDS(tab, file.path(out_dir, sprintf("path_results_%s.rds", paste(sizes, collapse = "_"))))

@@ -1,5 +1,5 @@
 #!/usr/bin/env Rscript
-# Momentum restart study (BENCHMARKS.md, section (h)).
+# Momentum restart study (RESULTS.md, "Momentum restart").
 #
 #   make -C inst/bench restart && Rscript inst/bench/bench_restart.R [out.rds]
 #

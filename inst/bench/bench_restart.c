@@ -1,4 +1,4 @@
-/* Momentum restart study (BENCHMARKS.md (h)); driven by bench_restart.R.
+/* Momentum restart study (RESULTS.md, "Momentum restart"); driven by bench_restart.R.
  *   bench_restart FILE KERNEL BANDWIDTH LAMBDA REPS MAX_PASSES THREADS [SOLVERS]
  * FILE: n, p (two doubles), X (n x p, column-major), y (n) as doubles.
  * KERNEL: 0 rbf, 3 matern32, 4 matern52.  For each solver (askotch restart none /

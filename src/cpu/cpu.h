@@ -49,30 +49,29 @@ int krr_cpu_cgroup_memory(const char *root, const char *self, size_t *limit, siz
  * below).  It depends on sizes only, never on timing or load, so a result is
  * bitwise reproducible for a given `threads` setting and problem.
  *
- * Why (measured with inst/bench/bench_team.c on the 2-core AMD EPYC KVM
- * guest, 2026-11-23; table in BENCHMARKS.md (e)): an empty 2-thread region
- * costs ~0.5 us while the second thread still spins from the previous region
- * (libgomp spins ~5-10 ms, GOMP_SPINCOUNT), but 30-120 us once it has gone
- * to sleep on its futex, and 4-8 ms when its virtual CPU was idle long
- * enough to be halted; on a machine whose cores are busy with other jobs a
- * region cannot end before a preempted thread has run its share (a scheduler
- * time slice, milliseconds), and a spinning thread takes CPU from the others.
- * One thread runs ~60 work units per ns with the weights below (kernel_mv
- * ~64, kernel_block ~57, GEMM ~59, randn ~60, dot 60-80, axpby ~100).  Warm,
- * a second thread pays from ~1e5-2e6 units (3-40 us: 0.5-0.75x the 1-thread
- * time); after a futex sleep it needs ~1e7 units to break even on a 100 us
- * wake-up.
+ * Why (per-op costs at 1 and 2 threads: inst/bench/bench_team.c, whose
+ * numbers are in the benchmark log): an empty 2-thread region costs under a
+ * microsecond while the second thread still spins from the previous region
+ * (libgomp spins for milliseconds, GOMP_SPINCOUNT), but 30-120 us once it
+ * has gone to sleep on its futex, and milliseconds when its virtual CPU was
+ * idle long enough to be halted; on a machine whose cores are busy with other
+ * jobs a region cannot end before a preempted thread has run its share (a
+ * scheduler time slice, milliseconds), and a spinning thread takes CPU from
+ * the others.  The weights below make one work unit take about the same time
+ * on one thread whatever the op (~60 units per ns).  Warm, a second thread
+ * pays from ~1e5-2e6 units; after a futex sleep it needs ~1e7 units to break
+ * even on a 100 us wake-up.
  * Rule: a thread joins a team only for a share of at least 3x the worst
- * measured futex wake-up (120 us), i.e. ~0.36 ms; with the ceil above a
- * thread's share is >= W / 2, so W = 0.72 ms of one thread = 4e7 units.
+ * futex wake-up (120 us), i.e. ~0.36 ms; with the ceil above a thread's
+ * share is >= W / 2, so W = 0.72 ms of one thread = 4e7 units.
  * Consequences (2 threads): a b x n kernel product (b = 256, p = 5) splits
  * from n ~ 4200, a GEMM from 4e7 flops (e.g. 256 x 256 x 320) or, memory-
  * bound, from 1e7 bytes streamed (a b x b matrix times a vector from b ~
  * 1100 in double: the powering of ASkotch with b = 2000 stays split); the calls of
- * small fits (mtcars n = 32, Boston n = 506 with the default b = 256,
+ * small fits (mtcars n = 32, Boston n = 506 with b = 256,
  * r = 100) never wake a second thread; on an idle machine a fit at n = 5000
  * keeps its split kernel product and loses only the split of its b x r
- * Gaussian draws and b x b x r GEMM (a few percent; BENCHMARKS.md (e)).
+ * Gaussian draws and b x b x r GEMM (a few percent).
  * Build with -DKRR_WORK_PER_THREAD=0 to switch the threshold off (benchmarks). */
 #ifndef KRR_WORK_PER_THREAD
 #define KRR_WORK_PER_THREAD 4e7
@@ -89,8 +88,8 @@ static inline double krr_cpu_work_kernel(int64_t n1, int64_t n2, int p, int q) {
   return (double)n1 * (double)n2 * (3.0 * p + 20.0 + 2.0 * q); /* distance, exp, K.V */
 }
 /* GEMM: its flops, or the bytes it streams when it is memory-bound (a
- * matrix-vector product: ~4-5 units per byte on one thread, measured for
- * b x b times one vector, b = 256 ... 4000, double and float, 2026-11-23) */
+ * matrix-vector product: ~4-5 units per byte on one thread for b x b times
+ * one vector, b = 256 ... 4000, double and float) */
 static inline double krr_cpu_work_gemm(int64_t m, int64_t n, int64_t k, size_t es) {
   double flops = 2.0 * (double)m * (double)n * (double)k;
   double bytes = (double)es * ((double)m * (double)k + (double)k * (double)n + (double)m * (double)n);

@@ -30,31 +30,29 @@
  * many a call wakes: krr_cpu_team (cpu.h, by work size).
  *
  * Waiting threads on a busy machine.  libgomp's idle threads spin (about
- * GOMP_SPINCOUNT = 300000 iterations, 5-10 ms here) before they sleep on a
+ * GOMP_SPINCOUNT = 300000 iterations, milliseconds) before they sleep on a
  * futex, and a region cannot end before a preempted thread has run.  What a
- * package can and cannot change at run time (investigated 2026-11-23, GCC 12
- * libgomp, OpenBLAS 0.3.21 pthreads, R 4.2):
+ * package can and cannot change at run time:
  *   - cannot: the wait policy.  R's own libR.so links libgomp, which reads
  *     OMP_WAIT_POLICY / GOMP_SPINCOUNT once when R starts; setting them later
- *     (Sys.setenv, .Renviron, .onLoad) has no effect (checked: process CPU /
- *     elapsed stays 1.9 with 2 threads).  There is no API for it.  Users set
- *     OMP_WAIT_POLICY=passive in the environment that starts R (documented
- *     in ?askotch_threads): on a busy 2-core machine it brought a 2-thread
- *     fit at n = 5000 from 1.6-2x the 1-thread time to within ~10% of it.
+ *     (Sys.setenv, .Renviron, .onLoad) has no effect, and there is no API for
+ *     it.  Users set OMP_WAIT_POLICY=passive in the environment that starts R
+ *     (documented in ?askotch_threads; its effect on a busy machine is in
+ *     inst/bench/RESULTS.md, "Threads").
  *   - not used: omp_set_dynamic (libgomp sizes teams from the 15-minute load
  *     average, which counts our own threads and lags by minutes, and would
  *     make the thread count depend on load); omp_pause_resource_all after a
- *     region (the next region re-creates the thread: measured slower, idle
- *     and busy).
+ *     region (the next region has to re-create the thread, which costs more
+ *     than it saves, idle or busy).
  *   - done: a call wakes a thread only for >= ~0.36 ms of work (krr_cpu_team),
  *     so small fits never start the team and the pool's threads sleep; a
- *     team of 1 (GOMP_parallel with 1 thread, ~0.3 us) leaves the sleeping
- *     pool alone (measured: no thread exits or re-creations when team sizes
- *     alternate 1, 2, 1); kernel_mv / kernel_block schedule their items
- *     dynamically, so a preempted thread holds up at most one item;
- *     OpenBLAS runs single-threaded inside our regions and for every small
- *     LAPACK call (its pthread pool sleeps), and the R glue restores the
- *     user's BLAS thread count after each call. */
+ *     team of 1 (GOMP_parallel with 1 thread) leaves the sleeping pool alone
+ *     (no thread exits or re-creations when team sizes alternate 1, 2, 1);
+ *     kernel_mv / kernel_block schedule their items dynamically, so a
+ *     preempted thread holds up at most one item; OpenBLAS runs
+ *     single-threaded inside our regions and for every small LAPACK call (its
+ *     pthread pool sleeps), and the R glue restores the user's BLAS thread
+ *     count after each call. */
 int krr_cpu_threads_default(void) {
   int n = 1;
   const char *env = getenv("ASKOTCH_THREADS");

@@ -67,15 +67,14 @@
 #define KRR_TJ_GEMM 512 /* X2 points per tile (GEMM path) */
 #endif
 /* up to this many right-hand sides without BLAS (GEMM path, large p):
- * tile_dot's four-column register blocks match a BLAS call per tile (n1 =
- * 500, n2 = 1e4, p = 100, q = 10, 2 cores: 32.5-33.8 ms against 33.4-33.9) */
+ * up to there tile_dot's four-column register blocks are as fast as a BLAS
+ * call per tile, without its per-call overhead */
 #define KRR_Q_DOT 16
 /* up to this many right-hand sides the direct path (p <= KRR_P_DIRECT) fuses
  * the products into the kernel evaluation (kernels_t.c.inc, tile_direct_t):
- * no kernel tile is stored.  n2 = 1e4, p = 10, 2 cores, best of 20-60 calls:
- * n1 = 100: q = 1 1.3-1.6 ms (1.4-1.6 before), q = 10 2.0-2.1 ms (2.6-2.8
- * with a stored tile); n1 = 500: q = 1 7.2-7.6 (7.8-8.1), q = 10 9.7-10.2
- * (10.7-14.1) */
+ * no kernel tile is stored, and the kernel values are used while they are in
+ * registers, which is faster than a stored tile times the columns (times in
+ * inst/bench/RESULTS.md, "Kernel product throughput") */
 #define KRR_Q_FUSED 16
 #define KRR_TAU 0.015625 /* recompute t directly when t <= TAU (|a|^2+|b|^2) */
 

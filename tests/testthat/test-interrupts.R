@@ -3,7 +3,7 @@
 # iterations, row chunks of kernel products, setup loops, factorisation
 # panels and pieces of large dense products and triangular solves, and
 # stops at the deadline that time_limit sets.  Latencies are recorded
-# (BENCHMARKS.md, section (i)), never asserted beyond a generous bound: this
+# (inst/bench/RESULTS.md, "Interrupts"), never asserted beyond a generous bound: this
 # machine is shared.
 
 skip_on_cran()
@@ -74,7 +74,7 @@ test_that("setTimeLimit stops every solver during its setup and iterations", {
     # factorisation panels, eigensolver panels and pieces, large products
     # and solves in pieces);
     # without the polls control came back only when the compiled call ended
-    # (a hang detector, not a timing: latencies are reported in BENCHMARKS.md)
+    # (a hang detector, not a timing: latencies are in inst/bench/RESULTS.md)
     expect_lt(r$seconds, 30, label = paste(nm, "seconds"))
     lat[[nm]] <- r$seconds - if (is.null(cs$limit)) 0.5 else cs$limit
   }

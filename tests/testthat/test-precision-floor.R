@@ -41,9 +41,9 @@ test_that("single precision stops at its floor, with a warning that says so", {
 
 test_that("single-precision Falkon stops at the floor of its normal equations", {
   # its criterion is the residual of H a = b, H = K_nm^T K_nm + lambda K_mm,
-  # whose kernel products run in single precision: it levelled off near
-  # 2e-3 here and ran to max_passes (drifting up: 0.0187 after 100 passes on
-  # Friedman 1 at n = 2e4) before the floor was measured for it
+  # whose kernel products run in single precision: without a floor it would
+  # level off near 2e-3 here and run to max_passes (drifting up, to about
+  # 0.02 after 100 passes on Friedman 1 at n = 2e4)
   d <- floor_data(6000, seed = 7)
   args <- list(d$x, d$y, lambda = 1e-3, solver = falkon(), max_passes = 100,
                threads = 1, seed = 1)

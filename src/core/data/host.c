@@ -14,13 +14,12 @@ const char *krr_kernel_name(krr_kernel_type t) {
 }
 
 /* About 2^32 kernel-coordinate units per chunk, a multiple of 256 rows and
- * at least 256.  One core does 2.6e10-9e10 units per second in kernel_mv
- * (BENCHMARKS.md (a) and (g): RBF, p = 10 and 784, float and double), so a
- * chunk takes ~0.05-0.17 s on one core, less with threads.  256 rows is the
- * CPU backend's GEMM-path row tile: smaller chunks (this was 2^27 units and
- * 64 rows) cut a prediction at p = 784 into 64-row calls that each ran a
- * quarter-empty tile and recomputed X2's row norms (1.3-1.4x the CPU time of
- * 256-row chunks), and the solvers' b x n block products likewise. */
+ * at least 256.  One core does about 2.6e10-9e10 units per second in
+ * kernel_mv (RBF, p = 10 and 784, float and double: inst/bench/RESULTS.md),
+ * so a chunk takes ~0.05-0.17 s on one core, less with threads: short enough
+ * to poll for interrupts between chunks.  256 rows is the CPU backend's
+ * GEMM-path row tile: smaller chunks would run quarter-empty tiles and
+ * recompute X2's row norms for every call. */
 int64_t krr_kernel_chunk_rows(int64_t n2, int p, int q) {
   double per_row = (double)(n2 > 1 ? n2 : 1) * ((double)p + 2.0 * (q > 0 ? q : 1) + 16.0);
   double r = 4294967296.0 / per_row;

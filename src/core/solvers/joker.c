@@ -136,10 +136,10 @@ static void jk_release(krr_solver *s) {
 }
 
 /* 512 for every loss and operator.  The paper uses 2048 (exact), 1024
- * (logistic) and 512 (random features); on Fashion-MNIST (hinge, C = 10) and
- * Friedman 1 (SVR) at n = 1e4 b = 512 reached LIBSVM's test metric in 16 s
- * and 8 s, b = 2048 not within 120 s / in 40 s (BENCHMARKS.md (f)): the
- * trust-region solve of a b x b block costs O(b^2) per CG step. */
+ * (logistic) and 512 (random features); 512 reaches LIBSVM's test metric
+ * several times sooner than 2048 on Fashion-MNIST (hinge) and Friedman 1
+ * (SVR) at n = 1e4, because the trust-region solve of a b x b block costs
+ * O(b^2) per CG step (inst/bench/bench_losses.R). */
 static int64_t default_block(const krr_solver *s) {
   int64_t b = 512;
   return b < s->n ? b : s->n;
