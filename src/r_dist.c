@@ -79,8 +79,7 @@ SEXP ffi_mpi_allreduce(SEXP x, SEXP op) {
     st = krr_fail(&ctx, KRR_ERR_INPUT, "unknown reduction code %d", code);
   if (st != KRR_OK) return failure(&ctx, st);
   SEXP out = PROTECT(Rf_duplicate(Rf_coerceVector(x, REALSXP)));
-  st = krr_comm_allreduce(g_comm, &ctx, REAL(out), XLENGTH(out), KRR_DT_DOUBLE,
-                          (krr_redop)code);
+  st = krr_comm_allreduce(g_comm, &ctx, REAL(out), XLENGTH(out), KRR_DT_DOUBLE, (krr_redop)code);
   UNPROTECT(1);
   return st == KRR_OK ? out : failure(&ctx, st);
 }

@@ -153,12 +153,14 @@ static const code_entry device_codes[] = {{"cpu", DEVICE_CPU}, {"cuda", DEVICE_C
 
 static krr_precision precision_of(SEXP x) {
   int v = int1(x, "precision must be a precision code");
-  if (v != KRR_FLOAT && v != KRR_DOUBLE) raise_status(KRR_ERR_INPUT, "precision must be a precision code");
+  if (v != KRR_FLOAT && v != KRR_DOUBLE)
+    raise_status(KRR_ERR_INPUT, "precision must be a precision code");
   return (krr_precision)v;
 }
 static int device_of(SEXP x) {
   int v = int1(x, "device must be a device code");
-  if (v != DEVICE_CPU && v != DEVICE_CUDA) raise_status(KRR_ERR_INPUT, "device must be a device code");
+  if (v != DEVICE_CPU && v != DEVICE_CUDA)
+    raise_status(KRR_ERR_INPUT, "device must be a device code");
   return v;
 }
 
@@ -750,8 +752,8 @@ static SEXP named_list(int k, const char **names) {
 }
 
 static SEXP solver_info(const krr_solver_def *def) {
-  static const char *fields[] = {"name", "title", "losses", "extras", "options", "distributed",
-                                 "lambda_path"};
+  static const char *fields[] = {"name",    "title",       "losses",     "extras",
+                                 "options", "distributed", "lambda_path"};
   static const char *ofields[] = {"name", "type", "default", "lo", "hi", "lo_open", "choices", "doc"};
   static const char *types[] = {"int", "real", "flag", "choice", "rho", "indices"};
   SEXP out = PROTECT(named_list(7, fields));
@@ -833,7 +835,8 @@ SEXP ffi_info(void) {
   SET_VECTOR_ELT(out, 3, km);
   SEXP codes = PROTECT(named_list(3, cfields));
   code_entry reduce[ASKOTCH_R_N_REDUCE];
-  for (int i = 0; i < ASKOTCH_R_N_REDUCE; i++) reduce[i] = (code_entry){askotch_r_reduce_names[i], i};
+  for (int i = 0; i < ASKOTCH_R_N_REDUCE; i++)
+    reduce[i] = (code_entry){askotch_r_reduce_names[i], i};
   SET_VECTOR_ELT(codes, 0, code_vector(precision_codes, N_CODES(precision_codes)));
   SET_VECTOR_ELT(codes, 1, code_vector(device_codes, N_CODES(device_codes)));
   SET_VECTOR_ELT(codes, 2, code_vector(reduce, ASKOTCH_R_N_REDUCE));
