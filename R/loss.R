@@ -61,48 +61,54 @@
 #' @name losses
 NULL
 
-new_loss <- function(name, type, param = NULL, param_name = NULL) {
-  structure(list(name = name, param = param, param_name = param_name,
-                 type = type,
-                 criterion = if (name == "squared") "relative residual" else
-                   "relative duality gap"),
+# A loss object; what the compiled loss table declares (whether it
+# classifies, its criterion, its parameter's name and bound) is read from it.
+new_loss <- function(name, param = NULL) {
+  info <- askotch_info()$loss_info[[name]]
+  if (is.null(info)) stop("internal: loss '", name, "' is not compiled in")
+  pname <- if (is.na(info$param_name)) NULL else info$param_name
+  if (!is.null(pname)) param <- check_loss_param(param, pname, info)
+  structure(list(name = name, param = param, param_name = pname,
+                 type = if (info$classification) "classification" else "regression",
+                 criterion = info$criterion),
             class = c(paste0("askotch_loss_", name), "askotch_loss"))
 }
 
-#' @rdname losses
-#' @export
-loss_squared <- function() new_loss("squared", "regression")
-
-#' @rdname losses
-#' @export
-loss_huber <- function(delta = 1) {
-  check_positive(delta, "delta")
-  new_loss("huber", "regression", as.numeric(delta), "delta")
-}
-
-#' @rdname losses
-#' @export
-loss_svr <- function(epsilon = 0.1) {
-  if (!is.numeric(epsilon) || length(epsilon) != 1L || is.na(epsilon) ||
-      epsilon < 0 || !is.finite(epsilon)) {
-    abort_askotch(sprintf(
-      "`epsilon` must be a finite non-negative number, not %s.",
-      fmt_value(epsilon)), "input")
+# A loss parameter within the compiled table's bound (> lo or >= lo), finite.
+check_loss_param <- function(v, name, info) {
+  ok <- is.numeric(v) && length(v) == 1L && !is.na(v) && is.finite(v) &&
+    (if (info$param_lo_open) v > info$param_lo else v >= info$param_lo)
+  if (!ok) {
+    abort_askotch(sprintf("`%s` must be a finite number %s %s, not %s.", name,
+                          if (info$param_lo_open) ">" else ">=",
+                          format(info$param_lo), fmt_value(v)), "input")
   }
-  new_loss("svr", "regression", as.numeric(epsilon), "epsilon")
+  as.numeric(v)
 }
 
 #' @rdname losses
 #' @export
-loss_hinge <- function() new_loss("hinge", "classification")
+loss_squared <- function() new_loss("squared")
 
 #' @rdname losses
 #' @export
-loss_squared_hinge <- function() new_loss("squared_hinge", "classification")
+loss_huber <- function(delta = 1) new_loss("huber", delta)
 
 #' @rdname losses
 #' @export
-loss_logistic <- function() new_loss("logistic", "classification")
+loss_svr <- function(epsilon = 0.1) new_loss("svr", epsilon)
+
+#' @rdname losses
+#' @export
+loss_hinge <- function() new_loss("hinge")
+
+#' @rdname losses
+#' @export
+loss_squared_hinge <- function() new_loss("squared_hinge")
+
+#' @rdname losses
+#' @export
+loss_logistic <- function() new_loss("logistic")
 
 loss_labels <- c(squared = "squared", huber = "Huber", svr = "epsilon-insensitive (SVR)",
                  hinge = "hinge (SVM)", squared_hinge = "squared hinge",

@@ -10,6 +10,7 @@
 #include <Rinternals.h>
 #include "core/krr.h"
 #include "core/kernel_math.h"
+#include "core/loss/loss.h"
 #include "r_dist.h"
 #include "core/solvers/svrg.h"
 
@@ -809,13 +810,35 @@ static SEXP code_vector(const code_entry *tab, int k) {
   return v;
 }
 
+/* one loss of the compiled table: its criterion, whether it classifies,
+ * whether its dual is sparse, and its parameter (name NA: none) */
+static SEXP loss_info(const krr_loss *ls) {
+  static const char *fields[] = {"name",       "criterion",     "classification", "sparse",
+                                 "param_name", "param_default", "param_lo",       "param_lo_open"};
+  SEXP out = PROTECT(named_list(8, fields));
+  SET_VECTOR_ELT(out, 0, Rf_mkString(ls->name));
+  SET_VECTOR_ELT(out, 1, Rf_mkString(ls->crit == KRR_CRIT_RESIDUAL ? "relative residual"
+                                                                    : "relative duality gap"));
+  SET_VECTOR_ELT(out, 2, Rf_ScalarLogical(ls->classification != 0));
+  SET_VECTOR_ELT(out, 3, Rf_ScalarLogical(ls->sparse != 0));
+  SEXP pn = PROTECT(Rf_allocVector(STRSXP, 1));
+  SET_STRING_ELT(pn, 0, ls->param_name ? Rf_mkChar(ls->param_name) : NA_STRING);
+  SET_VECTOR_ELT(out, 4, pn);
+  SET_VECTOR_ELT(out, 5, Rf_ScalarReal(ls->param_name ? ls->param_default : NA_REAL));
+  SET_VECTOR_ELT(out, 6, Rf_ScalarReal(ls->param_name ? ls->param_lo : NA_REAL));
+  SET_VECTOR_ELT(out, 7, Rf_ScalarLogical(ls->param_lo_open != 0));
+  UNPROTECT(2);
+  return out;
+}
+
 /* What R reads at load: the solvers (options, losses, capabilities), the
  * losses, the kernels (name -> code, metric) and the codes of precision and
  * device. */
 SEXP ffi_info(void) {
-  static const char *fields[] = {"solvers", "losses", "kernels", "kernel_metric", "codes"};
+  static const char *fields[] = {"solvers",       "losses", "kernels",
+                                 "kernel_metric", "codes",  "loss_info"};
   static const char *cfields[] = {"precision", "device", "reduce"};
-  SEXP out = PROTECT(named_list(5, fields));
+  SEXP out = PROTECT(named_list(6, fields));
   int ns = krr_solver_count();
   const char **snames = (const char **)R_alloc((size_t)(ns > 0 ? ns : 1), sizeof(char *));
   for (int i = 0; i < ns; i++) snames[i] = krr_solver_name(krr_solver_get(i));
@@ -841,7 +864,13 @@ SEXP ffi_info(void) {
   SET_VECTOR_ELT(codes, 1, code_vector(device_codes, N_CODES(device_codes)));
   SET_VECTOR_ELT(codes, 2, code_vector(reduce, ASKOTCH_R_N_REDUCE));
   SET_VECTOR_ELT(out, 4, codes);
-  UNPROTECT(6);
+  int nl = krr_loss_count();
+  const char **lnames = (const char **)R_alloc((size_t)(nl > 0 ? nl : 1), sizeof(char *));
+  for (int i = 0; i < nl; i++) lnames[i] = krr_loss_name(krr_loss_get(i));
+  SEXP li = PROTECT(named_list(nl, lnames));
+  for (int i = 0; i < nl; i++) SET_VECTOR_ELT(li, i, loss_info(krr_loss_get(i)));
+  SET_VECTOR_ELT(out, 5, li);
+  UNPROTECT(7);
   return out;
 }
 
