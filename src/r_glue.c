@@ -817,8 +817,8 @@ static SEXP loss_info(const krr_loss *ls) {
                                  "param_name", "param_default", "param_lo",       "param_lo_open"};
   SEXP out = PROTECT(named_list(8, fields));
   SET_VECTOR_ELT(out, 0, Rf_mkString(ls->name));
-  SET_VECTOR_ELT(out, 1, Rf_mkString(ls->crit == KRR_CRIT_RESIDUAL ? "relative residual"
-                                                                    : "relative duality gap"));
+  const char *crit = ls->crit == KRR_CRIT_RESIDUAL ? "relative residual" : "relative duality gap";
+  SET_VECTOR_ELT(out, 1, Rf_mkString(crit));
   SET_VECTOR_ELT(out, 2, Rf_ScalarLogical(ls->classification != 0));
   SET_VECTOR_ELT(out, 3, Rf_ScalarLogical(ls->sparse != 0));
   SEXP pn = PROTECT(Rf_allocVector(STRSXP, 1));
