@@ -22,7 +22,7 @@ askotch <- function(block_size = NULL, rank = NULL, rho = NULL,
     block_size <- NULL
   }
   sampling <- if (missing(sampling)) "uniform" else
-    check_choice(sampling, c("uniform", "rls"), "sampling")
+    check_choice(sampling, option_choices("askotch", "sampling"), "sampling")
   variant <- if (missing(variant)) "journal" else
     check_choice(variant, c("journal", "v1"), "variant")
   if (!is.null(rls_subsample) && sampling != "rls") {
@@ -86,7 +86,7 @@ check_restart <- function(restart, accelerated) {
       "`restart` restarts the momentum of the accelerated methods; it cannot",
       "be combined with `accelerated = FALSE` (skotch(), SAP)."), "input")
   }
-  check_choice(restart, c("auto", "none"), "restart")
+  check_choice(restart, option_choices("askotch", "restart"), "restart")
 }
 
 #' @rdname solvers

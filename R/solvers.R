@@ -428,3 +428,12 @@ valid_spec <- function(solver, call = NULL) {
 }
 
 is_svrg <- function(spec) inherits(spec, "askotch_solver_svrg")
+
+# The choices of a compiled solver's choice option (its option table's
+# "a|b|c"), so that R checks an argument against the rule C applies.
+option_choices <- function(solver, option) {
+  o <- askotch_info()$solvers[[solver]]$options
+  ch <- o$choices[match(option, o$name)]
+  if (is.na(ch)) stop("internal: ", solver, " has no choice option ", option)
+  strsplit(ch, "|", fixed = TRUE)[[1L]]
+}
