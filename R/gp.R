@@ -365,6 +365,29 @@ gp_solve <- function(object, B) {
 # interval.  `fit` is the n_new x m matrix of predictions.
 gp_predict <- function(object, xs, fit, rn, se.fit, interval, level, method,
                        draws, call) {
+  v <- gp_variance(object, xs, method, draws, call)
+  s2 <- gp_signal_var(object)
+  se <- sqrt(outer(v$var, s2))
+  dimnames(se) <- list(rn, object$y_names)
+  noise_sd <- sqrt(object$lambda * s2)
+  one <- object$task == "regression"
+  se <- gp_se_attributes(se, v, s2, rn, object$y_names, one)
+  fit_out <- gp_intervals(fit, se, noise_sd, interval, level, rn, object$y_names, one)
+  if (!se.fit) return(fit_out)
+  se_out <- se
+  if (one) {
+    se_out <- stats::setNames(se[, 1L], rn)
+    for (a in c("var_range", "rank", "trace_error", "var_mc_se", "draws")) {
+      attr(se_out, a) <- attr(se, a)
+    }
+  }
+  list(fit = fit_out, se.fit = se_out, df = Inf,
+       residual.scale = if (one) unname(noise_sd) else noise_sd)
+}
+
+# The posterior variance of the mean at xs (s^2 excluded) by `method`, with
+# "auto"'s fallbacks when the Nystrom bracket is loose.
+gp_variance <- function(object, xs, method, draws, call) {
   auto <- is.character(method) && length(method) >= 1L &&
     identical(method[1L], "auto")
   method <- gp_method(method, object, c("auto", "exact", "nystrom",
@@ -401,16 +424,17 @@ gp_predict <- function(object, xs, fit, rn, se.fit, interval, level, method,
       gp_warn_loose(object, v, loose, call)
     }
   }
-  s2 <- gp_signal_var(object)
-  se <- sqrt(outer(v$var, s2))
-  dimnames(se) <- list(rn, object$y_names)
-  noise_sd <- sqrt(object$lambda * s2)
-  one <- object$task == "regression"
+  v
+}
+
+# The se matrix's attributes: the bracket of the exact variance (Nystrom),
+# the Monte Carlo standard error (pathwise), s^2 included.
+gp_se_attributes <- function(se, v, s2, rn, y_names, one) {
   if (!is.null(v$lower)) {
     # the interval holding the exact variance of the mean (s^2 included)
     rng <- array(c(outer(v$lower, s2), outer(v$upper, s2)),
                  c(length(v$var), length(s2), 2L),
-                 list(rn, object$y_names, c("lower", "upper")))
+                 list(rn, y_names, c("lower", "upper")))
     attr(se, "var_range") <- if (one) matrix(
       rng[, 1L, ], ncol = 2L, dimnames = list(rn, c("lower", "upper"))) else rng
     attr(se, "rank") <- v$rank
@@ -419,17 +443,23 @@ gp_predict <- function(object, xs, fit, rn, se.fit, interval, level, method,
   if (!is.null(v$mc_se)) {
     # the Monte Carlo standard error of the variance estimate (s^2 included)
     mse <- outer(v$mc_se, s2)
-    dimnames(mse) <- list(rn, object$y_names)
+    dimnames(mse) <- list(rn, y_names)
     attr(se, "var_mc_se") <- if (one) stats::setNames(mse[, 1L], rn) else mse
     attr(se, "draws") <- v$draws
   }
+  se
+}
+
+# The fitted values, or with interval = "confidence" / "prediction" the
+# fit and its bounds (the prediction interval adds the noise variance).
+gp_intervals <- function(fit, se, noise_sd, interval, level, rn, y_names, one) {
   if (interval != "none") {
     z <- stats::qnorm((1 + level) / 2)
     sd <- if (interval == "confidence") se else
       sqrt(sweep(se^2, 2L, noise_sd^2, "+", check.margin = FALSE))
     out <- array(c(fit, fit - z * sd, fit + z * sd),
                  c(nrow(fit), ncol(fit), 3L),
-                 list(rn, object$y_names, c("fit", "lwr", "upr")))
+                 list(rn, y_names, c("fit", "lwr", "upr")))
     out <- aperm(out, c(1L, 3L, 2L))
     fit_out <- if (one) out[, , 1L, drop = TRUE] else out
     if (one && nrow(fit) == 1L) {
@@ -438,16 +468,7 @@ gp_predict <- function(object, xs, fit, rn, se.fit, interval, level, method,
   } else {
     fit_out <- if (one) stats::setNames(fit[, 1L], rn) else fit
   }
-  if (!se.fit) return(fit_out)
-  se_out <- se
-  if (one) {
-    se_out <- stats::setNames(se[, 1L], rn)
-    for (a in c("var_range", "rank", "trace_error", "var_mc_se", "draws")) {
-      attr(se_out, a) <- attr(se, a)
-    }
-  }
-  list(fit = fit_out, se.fit = se_out, df = Inf,
-       residual.scale = if (one) unname(noise_sd) else noise_sd)
+  fit_out
 }
 
 # Posterior samples -----------------------------------------------------------------
@@ -565,33 +586,50 @@ simulate.krr <- function(object, nsim = 1, seed = NULL, newdata = NULL,
     on.exit(assign(".Random.seed", old, envir = globalenv()), add = TRUE)
   }
   nsim <- as.integer(nsim)
-  m <- object$m
-  nn <- nrow(xs)
-  q <- nsim * m
+  q <- nsim * object$m
   mu <- sweep(krr_scores(object, xs), 2L, object$y_center, "+",
               check.margin = FALSE)
-  lam <- object$lambda
   jitter <- NULL
   if (method == "exact") {
-    C <- gp_cov_exact(object, xs)
-    if (noise) diag(C) <- diag(C) + lam * noise_w
-    jitter <- 1e-10
-    repeat {
-      R <- tryCatch(chol(C + diag(jitter, nn)), error = function(e) NULL)
-      if (!is.null(R) || jitter >= 1e-6) break
-      jitter <- jitter * 10
-    }
-    if (is.null(R)) {
-      abort_askotch(paste(
-        "The posterior covariance is not positive definite even with a",
-        "jitter of 1e-6; use method = \"pathwise\"."), "numeric", ecall)
-    }
-    U <- crossprod(R, matrix(stats::rnorm(nn * q), nn, q))
+    ex <- simulate_exact(object, xs, q, noise, noise_w, ecall)
+    U <- ex$U
+    jitter <- ex$jitter
   } else {
     U <- gp_pathwise(object, xs, q, as.numeric(features), noise, noise_w)
   }
+  val <- simulate_frame(object, mu, U, nsim, rn)
+  attr(val, "seed") <- rng_state
+  if (!is.null(jitter)) attr(val, "jitter") <- jitter
+  val
+}
+
+# q standard posterior draws at xs (noise: plus the noise, lambda / w, of
+# each point) from the Cholesky factor of the exact posterior covariance,
+# with the smallest jitter from 1e-10 up to 1e-6 that makes it factor.
+simulate_exact <- function(object, xs, q, noise, noise_w, ecall) {
+  nn <- nrow(xs)
+  C <- gp_cov_exact(object, xs)
+  if (noise) diag(C) <- diag(C) + object$lambda * noise_w
+  jitter <- 1e-10
+  repeat {
+    R <- tryCatch(chol(C + diag(jitter, nn)), error = function(e) NULL)
+    if (!is.null(R) || jitter >= 1e-6) break
+    jitter <- jitter * 10
+  }
+  if (is.null(R)) {
+    abort_askotch(paste(
+      "The posterior covariance is not positive definite even with a",
+      "jitter of 1e-6; use method = \"pathwise\"."), "numeric", ecall)
+  }
+  list(U = crossprod(R, matrix(stats::rnorm(nn * q), nn, q)), jitter = jitter)
+}
+
+# simulate()'s data frame: the mean mu plus the standard draws U scaled by
+# the signal sd; column k of U is draw (k - 1) %/% m + 1 of output
+# (k - 1) %% m + 1
+simulate_frame <- function(object, mu, U, nsim, rn) {
+  m <- object$m
   s <- sqrt(gp_signal_var(object))
-  # column k of U: draw (k - 1) %/% m + 1 of output (k - 1) %% m + 1
   sims <- lapply(seq_len(nsim), function(k) {
     cols <- (k - 1L) * m + seq_len(m)
     d <- mu + sweep(U[, cols, drop = FALSE], 2L, s, "*", check.margin = FALSE)
@@ -601,12 +639,9 @@ simulate.krr <- function(object, nsim = 1, seed = NULL, newdata = NULL,
     }
   })
   names(sims) <- paste0("sim_", seq_len(nsim))
-  rown <- if (is.null(rn)) as.character(seq_len(nn)) else rn
-  val <- if (m == 1L) as.data.frame(sims, row.names = rown) else
+  rown <- if (is.null(rn)) as.character(seq_len(nrow(mu))) else rn
+  if (m == 1L) as.data.frame(sims, row.names = rown) else
     structure(sims, row.names = rown, class = "data.frame")
-  attr(val, "seed") <- rng_state
-  if (!is.null(jitter)) attr(val, "jitter") <- jitter
-  val
 }
 
 # q unit-scale pathwise draws (Wilson et al. 2020) at the rows of xnew.

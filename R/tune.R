@@ -304,69 +304,17 @@ cv_path <- function(xs, Yc, task, kernel, lambdas, set) {
     mu <- if (task %in% c("regression", "multioutput")) colMeans(Yt) else
       rep(0, ncol(Yt))
     Yt <- sweep(Yt, 2L, mu, "-", check.margin = FALSE)
-    Kvt <- NULL
-    if (length(tr) <= tune_exact_max_n()) {
-      eg <- gp_eigen(kernel_mat(xs[tr, , drop = FALSE], xs[tr, , drop = FALSE],
-                                kernel, set$threads), Yt)
-      Kvt <- kernel_mat(xs[va, , drop = FALSE], xs[tr, , drop = FALSE], kernel,
-                        set$threads)
-      KQ <- Kvt %*% eg$vectors
-      for (i in seq_along(lambdas)) {
-        P <- KQ %*% (eg$Z / (eg$values + lambdas[i]))
-        P <- sweep(P, 2L, mu, "+", check.margin = FALSE)
-        sse[i] <- sse[i] + sum((P - Yc[va, , drop = FALSE])^2)
-      }
+    fd <- list(xt = xs[tr, , drop = FALSE], Yt = Yt, xv = xs[va, , drop = FALSE],
+               Yv = Yc[va, , drop = FALSE], mu = mu, task = task)
+    r <- if (length(tr) <= tune_exact_max_n()) {
+      cv_fold_exact(fd, kernel, lambdas, set)
     } else if (path_solver(set$solver)) {
-      # the whole path at once, one solve per fold (Tu et al. 2016)
-      fs <- set
-      fs$kernel <- kernel
-      fs$validation <- NULL
-      fs$progress <- FALSE
-      fs$rule$n <- length(tr)
-      fs <- path_settings(fs, Yt, lambdas)
-      xt <- xs[tr, , drop = FALSE]
-      Yp <- path_targets(Yt, length(lambdas))
-      state <- state_new(xt, Yp, fs)
-      on.exit(native_fit_free(state), add = TRUE)
-      res <- drive_solver(state, fs, list(task = task), xt, now(), ynorm = sqrt(sum(Yp^2)))
-      if (!solve_reached(res$reason)) not_conv <- not_conv + length(lambdas)
-      P <- state_scores(state, fs, xs[va, , drop = FALSE], state_points(state, xt))
-      cols <- path_columns(ncol(Yt), length(lambdas))
-      for (i in seq_along(lambdas)) {
-        Pi <- sweep(P[, cols[[i]], drop = FALSE], 2L, mu, "+", check.margin = FALSE)
-        sse[i] <- sse[i] + sum((Pi - Yc[va, , drop = FALSE])^2)
-      }
-      native_fit_free(state)
-      on.exit()
+      cv_fold_path(fd, kernel, lambdas, set)
     } else {
-      fs <- set
-      fs$kernel <- kernel
-      fs$lambda <- lambdas[1L]
-      fs$validation <- NULL
-      fs$progress <- FALSE
-      fs$rule$n <- length(tr)
-      xt <- xs[tr, , drop = FALSE]
-      t0 <- now()
-      state <- state_new(xt, Yt, fs)
-      on.exit(native_fit_free(state), add = TRUE)
-      tgt <- list(task = task, Yc = Yt) # the fold's targets (Falkon's floor)
-      for (i in seq_along(lambdas)) {
-        if (isTRUE(set$tol_auto)) fs$rule$tol <- lambda_tol(set, Yt, lambdas[i])
-        if (i > 1L) {
-          W <- native_fit_weights(state)
-          native_fit_set_lambda(state, lambdas[i])
-          native_fit_set_weights(state, W)
-          t0 <- now()
-        }
-        res <- drive_solver(state, fs, tgt, xt, t0, ynorm = sqrt(sum(Yt^2)))
-        if (!solve_reached(res$reason)) not_conv <- not_conv + 1L
-        P <- state_scores(state, fs, xs[va, , drop = FALSE], state_points(state, xt))
-        P <- sweep(P, 2L, mu, "+", check.margin = FALSE)
-        sse[i] <- sse[i] + sum((P - Yc[va, , drop = FALSE])^2)
-      }
-      native_fit_free(state)
-      on.exit()
+      cv_fold_iterative(fd, kernel, lambdas, set)
     }
+    sse <- sse + r$sse
+    not_conv <- not_conv + r$not_conv
   }
   if (not_conv > 0L) {
     warn_askotch(sprintf(paste(
@@ -375,4 +323,72 @@ cv_path <- function(xs, Yc, task, kernel, lambdas, set) {
       not_conv, k * length(lambdas)), "convergence")
   }
   data.frame(lambda = lambdas, cv = sse / (n * ncol(Yc)))
+}
+
+# One fold's squared validation errors along the path (list(sse, not_conv)),
+# fd: the fold's training points xt, centred targets Yt, validation points
+# xv and targets Yv, and the training mean mu. Exact: the eigendecomposition
+# of the fold's kernel matrix gives every lambda at once.
+cv_fold_exact <- function(fd, kernel, lambdas, set) {
+  eg <- gp_eigen(kernel_mat(fd$xt, fd$xt, kernel, set$threads), fd$Yt)
+  KQ <- kernel_mat(fd$xv, fd$xt, kernel, set$threads) %*% eg$vectors
+  sse <- vapply(lambdas, function(l) {
+    P <- sweep(KQ %*% (eg$Z / (eg$values + l)), 2L, fd$mu, "+", check.margin = FALSE)
+    sum((P - fd$Yv)^2)
+  }, 0)
+  list(sse = sse, not_conv = 0L)
+}
+
+# The fold's settings: the fold's kernel and size, no validation or progress
+cv_fold_settings <- function(set, kernel, n) {
+  fs <- set
+  fs$kernel <- kernel
+  fs$validation <- NULL
+  fs$progress <- FALSE
+  fs$rule$n <- n
+  fs
+}
+
+# The whole path at once, one solve per fold (Tu et al. 2016)
+cv_fold_path <- function(fd, kernel, lambdas, set) {
+  fs <- path_settings(cv_fold_settings(set, kernel, nrow(fd$xt)), fd$Yt, lambdas)
+  Yp <- path_targets(fd$Yt, length(lambdas))
+  state <- state_new(fd$xt, Yp, fs)
+  on.exit(native_fit_free(state), add = TRUE)
+  res <- drive_solver(state, fs, list(task = fd$task), fd$xt, now(),
+                      ynorm = sqrt(sum(Yp^2)))
+  P <- state_scores(state, fs, fd$xv, state_points(state, fd$xt))
+  cols <- path_columns(ncol(fd$Yt), length(lambdas))
+  sse <- vapply(seq_along(lambdas), function(i) {
+    Pi <- sweep(P[, cols[[i]], drop = FALSE], 2L, fd$mu, "+", check.margin = FALSE)
+    sum((Pi - fd$Yv)^2)
+  }, 0)
+  list(sse = sse, not_conv = if (solve_reached(res$reason)) 0L else length(lambdas))
+}
+
+# One lambda after the other on one state, each warm-started from the last
+cv_fold_iterative <- function(fd, kernel, lambdas, set) {
+  fs <- cv_fold_settings(set, kernel, nrow(fd$xt))
+  fs$lambda <- lambdas[1L]
+  t0 <- now()
+  state <- state_new(fd$xt, fd$Yt, fs)
+  on.exit(native_fit_free(state), add = TRUE)
+  tgt <- list(task = fd$task, Yc = fd$Yt) # the fold's targets (Falkon's floor)
+  sse <- numeric(length(lambdas))
+  not_conv <- 0L
+  for (i in seq_along(lambdas)) {
+    if (isTRUE(set$tol_auto)) fs$rule$tol <- lambda_tol(set, fd$Yt, lambdas[i])
+    if (i > 1L) {
+      W <- native_fit_weights(state)
+      native_fit_set_lambda(state, lambdas[i])
+      native_fit_set_weights(state, W)
+      t0 <- now()
+    }
+    res <- drive_solver(state, fs, tgt, fd$xt, t0, ynorm = sqrt(sum(fd$Yt^2)))
+    if (!solve_reached(res$reason)) not_conv <- not_conv + 1L
+    P <- state_scores(state, fs, fd$xv, state_points(state, fd$xt))
+    P <- sweep(P, 2L, fd$mu, "+", check.margin = FALSE)
+    sse[i] <- sum((P - fd$Yv)^2)
+  }
+  list(sse = sse, not_conv = not_conv)
 }
