@@ -625,8 +625,8 @@ simulate_exact <- function(object, xs, q, noise, noise_w, ecall) {
 }
 
 # simulate()'s data frame: the mean mu plus the standard draws U scaled by
-# the signal sd; column k of U is draw (k - 1) %/% m + 1 of output
-# (k - 1) %% m + 1
+# the signal sd; the columns of U hold the m outputs of draw 1, then of
+# draw 2, and so on
 simulate_frame <- function(object, mu, U, nsim, rn) {
   m <- object$m
   s <- sqrt(gp_signal_var(object))
