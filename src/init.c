@@ -9,9 +9,9 @@ SEXP ffi_fit_objective(SEXP);
 SEXP ffi_fit_features_theta(SEXP);
 SEXP ffi_features_apply(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_check_options(SEXP, SEXP);
-SEXP ffi_fit_step(SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_fit_run(SEXP, SEXP, SEXP);
 SEXP ffi_fit_residual(SEXP);
-SEXP ffi_fit_deadline(SEXP, SEXP);
+SEXP ffi_fit_stop(SEXP, SEXP);
 void askotch_glue_init(void);
 SEXP ffi_fit_weights(SEXP);
 SEXP ffi_fit_free(SEXP);
@@ -43,7 +43,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_mpi_built, 0),       CALLDEF(ffi_mpi_init, 0),      CALLDEF(ffi_mpi_finalize, 0),
     CALLDEF(ffi_mpi_use, 1),         CALLDEF(ffi_mpi_allreduce, 2), CALLDEF(ffi_mpi_bcast, 2),
     CALLDEF(ffi_mpi_bytes, 0),
-    CALLDEF(ffi_fit_init, 15),       CALLDEF(ffi_check_options, 2), CALLDEF(ffi_fit_step, 4),
+    CALLDEF(ffi_fit_init, 15),       CALLDEF(ffi_check_options, 2), CALLDEF(ffi_fit_run, 3),
     CALLDEF(ffi_fit_residual, 1),    CALLDEF(ffi_fit_weights, 1),   CALLDEF(ffi_fit_free, 1),
     CALLDEF(ffi_fit_alive, 1),       CALLDEF(ffi_fit_centers, 1),   CALLDEF(ffi_fit_options, 1),
     CALLDEF(ffi_fit_set_targets, 2), CALLDEF(ffi_fit_set_lambda, 2), CALLDEF(ffi_fit_set_weights, 2),
@@ -51,7 +51,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_pivoted_cholesky, 8),
     CALLDEF(ffi_fit_objective, 1),   CALLDEF(ffi_fit_features_theta, 1),
     CALLDEF(ffi_features_apply, 8),  CALLDEF(ffi_threads, 1),         CALLDEF(ffi_devices, 0),       CALLDEF(ffi_blas_threads, 1),
-    CALLDEF(ffi_fit_deadline, 2),    CALLDEF(ffi_svrg, 9),
+    CALLDEF(ffi_fit_stop, 2),        CALLDEF(ffi_svrg, 9),
     {NULL, NULL, 0}};
 
 void R_init_askotch(DllInfo *dll) {
