@@ -4,71 +4,13 @@
 # drive_solver() until the stop rule says so, and either freed or kept in the
 # fit (keep_state = TRUE, for refit()).
 
-# After a slice: the stop reason (NA to go on) and the exact criterion when
-# it was computed.  `memo` (an environment) remembers the pass of the last
-# exact check; `exact_fn()` computes the exact criterion (one kernel pass).
-# The checks happen at iterations fixed by the iteration count alone (the
-# compiled step ends a slice at the first iteration whose estimate is below
-# `tol`, and slices end at the iterations where a gap check is due), so the
-# stopping iteration does not depend on the machine's speed or load.
-stop_check <- function(rule, d, t0, memo, exact_fn, deadline = rule$time_limit,
-                       final_exact = TRUE) {
-  passes <- d[["passes"]]
-  iter <- d[["iter"]]
-  est <- d[["resid_est"]]
-  exact <- NA_real_
-  reason <- NA_character_
-  memo$floor_exact <- NA_real_
+# The rule as the compiled policy's numbers (see ffi_fit_stop), the fit's
+# clock started at t0.
+stop_numbers <- function(rule, t0, use_floor, objective) {
   gap <- rule$criterion != "relative residual"
-  # the first gap check after one pass
-  if (is.na(memo$due_iter)) memo$due_iter <- ceiling(iters_per_pass(d) - 1e-9)
-  due <- gap && iter >= memo$due_iter
-  exact_ok <- gap || rule$n <= rule$exact_max_n
-  if (d[["done"]] >= 1) {
-    reason <- if (rule$direct) "exact" else "tol"
-  } else if (!is.null(memo$floor_fn) && iter >= memo$floor_iter &&
-             (reason <- floor_check(rule, d, memo, exact_fn, exact_ok,
-                                    deadline - (now() - t0))) %in%
-             c("tol", "precision")) {
-    exact <- memo$floor_exact
-  } else if (!is.na(memo$floor_exact)) {
-    exact <- memo$floor_exact # a floor check that did not stop (for the trace)
-  } else if (due || (is.finite(est) && est <= rule$tol && iter >= memo$next_exact_iter)) {
-    # The duality gap is also checked at passes 1, 2, 4, 8, ... (at most
-    # log2(passes) extra kernel passes), and for every n: a block method's
-    # running estimate (a projected gradient norm) is not on the gap's scale
-    # and can level off at its rounding floor above a small `tol`.
-    ipp <- iters_per_pass(d)
-    if (due) memo$due_iter <- max(2 * iter, 1)
-    if (exact_ok) {
-      exact <- exact_fn()
-      # the next exact check at least a pass later
-      memo$next_exact_iter <- iter + max(1, ceiling(ipp - 1e-9))
-      if (!is.na(exact) && exact <= rule$tol) reason <- "tol"
-    } else {
-      reason <- "tol"
-    }
-  }
-  elapsed <- now() - t0 # after the exact check: it counts against time_limit
-  if (is.na(reason)) {
-    if (isTRUE(memo$exact_cut)) {
-      reason <- "time_limit" # the exact check itself ran out of time
-    } else if (passes >= rule$max_passes - 1e-9) {
-      reason <- "max_passes"
-    } else if (elapsed >= deadline) {
-      reason <- "time_limit"
-    }
-  }
-  if (!is.na(reason) && is.na(exact) && exact_ok &&
-      (final_exact || reason != "time_limit")) {
-    exact <- exact_fn()
-    # the last iterate meets the tolerance (the running estimate lagged
-    # behind): converged, not "max_passes" with a residual below tol
-    if (reason %in% c("max_passes", "time_limit") && !is.na(exact) && exact <= rule$tol) {
-      reason <- "tol"
-    }
-  }
-  list(reason = reason, exact = exact, elapsed = elapsed)
+  as.numeric(c(rule$tol, rule$max_passes, rule$time_limit, now() - t0, gap,
+               gap || rule$n <= rule$exact_max_n, rule$direct, use_floor,
+               objective))
 }
 
 # The precision floor. A solver in floating point computes with a kernel
@@ -85,10 +27,10 @@ stop_check <- function(rule, d, t0, memo, exact_fn, deadline = rule$time_limit,
 # one). Once a pass (at fixed iterations, so the stopping iteration stays
 # independent of the machine's speed) the running estimate is compared with
 # its best value; when it has not improved by 10% over max(3 passes, 10% of
-# the passes) and the exact residual is within `floor_factor` times the
-# floor, the fit stops with reason "precision". A budget fit (tol = 0) runs
-# its budget.
-floor_factor <- 2
+# the passes) and the exact residual is within twice the floor, the fit
+# stops with reason "precision". A budget fit (tol = 0) runs its budget.
+# The compiled policy applies this rule (src/core/solvers/stop.c); R
+# measures the floor when the policy asks for it (floor_measure()).
 
 # K(x1, x2) v for the fit's kernel: in the fit's precision and device
 # (double = FALSE) or in double precision on the CPU
@@ -122,39 +64,6 @@ falkon_floor <- function(xs, centers, A, Yc, set) {
   vd <- kapp(xc, xs, kapp(xs, xc, A, TRUE), TRUE)
   bn <- sqrt(sum(kapp(xc, xs, Yc, TRUE)^2))
   sqrt(sum((vf - vd)^2)) / max(bn, 1e-300)
-}
-
-floor_check <- function(rule, d, memo, exact_fn, exact_ok, time_left = Inf) {
-  passes <- d[["passes"]]
-  iter <- d[["iter"]]
-  est <- d[["resid_est"]]
-  memo$floor_exact <- NA_real_
-  memo$floor_iter <- iter + max(1, ceiling(iters_per_pass(d) - 1e-9))
-  if (!is.finite(est)) return(NA_character_)
-  if (is.na(memo$best_est) || est < 0.9 * memo$best_est) {
-    memo$best_est <- est
-    memo$best_pass <- passes
-    return(NA_character_)
-  }
-  if (passes - memo$best_pass < max(3, 0.1 * passes)) return(NA_character_)
-  # the floor and the exact check cost up to three kernel passes: not when
-  # the time limit cannot afford them
-  if (is.finite(time_left) &&
-      (is.na(memo$t_exact) || time_left < 4 * memo$t_exact)) {
-    return(NA_character_)
-  }
-  fl <- floor_factor * memo$floor_fn()
-  memo$floor <- fl / floor_factor
-  if (est > fl) return(NA_character_)
-  if (!exact_ok) return("precision")
-  exact <- exact_fn()
-  memo$floor_exact <- exact
-  memo$next_exact_iter <- iter + max(1, ceiling(iters_per_pass(d) - 1e-9))
-  if (!is.na(exact) && exact <= max(fl, rule$tol)) {
-    if (exact <= rule$tol) "tol" else "precision"
-  } else {
-    NA_character_
-  }
 }
 
 # The floor's constant ||K||_F / sqrt(n) = sqrt(n mean(K_ij^2)), estimated on
@@ -307,34 +216,62 @@ diverged <- function(d, solver) {
     "numeric")
 }
 
-# Run a state until its stop rule says so; slices of about half a second
-# (at most a pass, never beyond max_passes / time_limit), R interrupts
-# between slices.
+# The measurement of the precision floor the compiled policy asks for: a
+# function of the weights W giving the floor per unit ||W||_F (see
+# rounding_floor, falkon_floor), or NULL where the rule does not apply.
+floor_measure <- function(state, set, tgt, xs, centers, ynorm) {
+  rule <- set$rule
+  if (!(is.finite(ynorm) && ynorm > 0 && !rule$direct && rule$tol > 0 &&
+        rule$criterion == "relative residual" && set_intercept(set) == 0 &&
+        length(set$obs_weights) == 0L)) return(NULL)
+  floor_of <- NULL
+  if (length(centers) == 0L && set_features(set) == 0) {
+    floor_of <- function(W) rounding_floor(xs, W, set) / ynorm
+  } else if (length(centers) > 0L && set$precision == "single" &&
+             solver_c(set$solver)$name == "falkon" &&
+             (!is.null(tgt$Y) || !is.null(tgt$Yc))) {
+    # the tuning loops pass the fold's (centred) targets as tgt$Yc
+    Yc <- if (!is.null(tgt$Yc)) tgt$Yc else loss_targets(set$loss, tgt, TRUE)$Yc
+    floor_of <- function(W) falkon_floor(xs, centers, W, Yc, set)
+  }
+  if (is.null(floor_of)) return(NULL)
+  function(W) floor_of(W) / max(sqrt(sum(W^2)), 1e-300)
+}
+
+# One call of the compiled loop (krr_solver_run): up to `slice` iterations,
+# ending at a check that ran or at the policy's reason; a floor measurement
+# the policy asks for is made here and handed back.
+run_slice <- function(state, set, slice, floor_fn) {
+  rule <- set$rule
+  fw <- NA_real_
+  repeat {
+    r <- tryCatch(
+      native_fit_run(state, slice, fw),
+      askotch_error_time_limit = function(e) {
+        abort_askotch(c(
+          sprintf(paste("The setup of solver `%s` did not finish within `time_limit` =",
+                        "%g s: %s."), solver_c(set$solver)$name, rule$time_limit,
+                  conditionMessage(e)),
+          paste("Use a larger `time_limit`, or a smaller problem (fewer",
+                "points, or a smaller block size, rank or number of",
+                "centres).")), "time_limit")
+      })
+    if (!identical(r$reason, "need_floor")) break
+    fw <- floor_fn(native_fit_weights(state))
+  }
+  for (k in c("exact", "floor")) if (is.nan(r[[k]])) r[[k]] <- NA_real_
+  r$objective[is.nan(r$objective)] <- NA_real_
+  r
+}
+
+# Run a state until its stop rule says so (the compiled policy decides:
+# stop_rule()); R runs slices of about half a second (at most a pass) and
+# between them checks for interrupts, updates the progress bar, computes the
+# validation metric (at most once a pass) and records the trace.
 drive_solver <- function(state, set, tgt, xs, t0 = now(), ynorm = NA_real_) {
   rule <- set$rule
   centers <- native_fit_centers(state)  # inducing-point solvers; else integer(0)
-  # the relative floor for weights W (see rounding_floor, falkon_floor), or NULL
-  floor_of <- NULL
-  if (is.finite(ynorm) && ynorm > 0 && !rule$direct && rule$tol > 0 &&
-      rule$criterion == "relative residual" && set_intercept(set) == 0 &&
-      length(set$obs_weights) == 0L) {
-    if (length(centers) == 0L && set_features(set) == 0) {
-      floor_of <- function(W) rounding_floor(xs, W, set) / ynorm
-    } else if (length(centers) > 0L && set$precision == "single" &&
-               solver_c(set$solver)$name == "falkon" &&
-               (!is.null(tgt$Y) || !is.null(tgt$Yc))) {
-      # the tuning loops pass the fold's (centred) targets as tgt$Yc
-      Yc <- if (!is.null(tgt$Yc)) tgt$Yc else loss_targets(set$loss, tgt, TRUE)$Yc
-      floor_of <- function(W) falkon_floor(xs, centers, W, Yc, set)
-    }
-  }
-  # measured once, then scaled with ||W||
-  floor_fn <- if (!is.null(floor_of)) function() {
-    W <- native_fit_weights(state)
-    wn <- sqrt(sum(W^2))
-    if (is.null(memo$floor_per_w)) memo$floor_per_w <- floor_of(W) / max(wn, 1e-300)
-    memo$floor_per_w * wn
-  }
+  floor_fn <- floor_measure(state, set, tgt, xs, centers, ynorm)
   # (a promise: read only with a validation set -- a distributed fit's
   # centres are global rows, not rows of this rank's xs)
   val_metric <- validation_fn(state, set, tgt,
@@ -345,164 +282,108 @@ drive_solver <- function(state, set, tgt, xs, t0 = now(), ynorm = NA_real_) {
   # kernel_machine() fits record the primal and dual objectives at each
   # exact check (krr() fits keep their trace as it was)
   objective <- isTRUE(set$objective) && length(centers) == 0L
-  obj_now <- c(NA_real_, NA_real_)
-  # The compiled code stops at the deadline: in the setup with
-  # askotch_error_time_limit, iterations at the end of an iteration, and an
-  # exact check (counted inside time_limit) with NA.
-  set_deadline <- function(limit) {
-    native_fit_deadline(state, limit - (now() - t0))
-  }
-  if (is.finite(rule$time_limit)) {
-    on.exit(native_fit_deadline(state, Inf), add = TRUE)
-  }
-  exact_fn <- function() {
-    te <- now()
-    on.exit(memo$t_exact <- now() - te)
-    if (is.finite(rule$time_limit)) set_deadline(rule$time_limit)
-    tryCatch({
-      if (!objective) return(native_fit_residual(state))
-      pd <- native_fit_objective(state)
-      obj_now <<- pd
-      if (set$loss$name == "squared") native_fit_residual(state) else
-        gap_of(pd[[1L]], pd[[2L]])
-    }, askotch_error_time_limit = function(e) {
-      memo$exact_cut <- TRUE
-      NA_real_
-    })
-  }
-  step <- function(slice) {
-    if (is.finite(rule$time_limit)) set_deadline(deadline)
-    tryCatch(
-      native_fit_step(state, slice, rule$tol, memo$next_exact_iter),
-      askotch_error_time_limit = function(e) {
-        abort_askotch(c(
-          sprintf(paste("The setup of solver `%s` did not finish within `time_limit` =",
-                        "%g s: %s."), solver_c(set$solver)$name, rule$time_limit,
-                  conditionMessage(e)),
-          paste("Use a larger `time_limit`, or a smaller problem (fewer",
-                "points, or a smaller block size, rank or number of",
-                "centres).")), "time_limit")
-      })
-  }
-  pb <- NULL
-  if (set$progress) {
-    total <- if (is.finite(rule$max_passes)) rule$max_passes else NA
-    pb <- cli::cli_progress_bar(
-      name = "krr", total = total, clear = TRUE,
-      format = paste("{cli::pb_name}{cli::pb_bar} passes {cli::pb_current}",
-                     "| {cli::pb_elapsed} | {cli::pb_status}"),
-      format_done = "", .envir = environment())
-  }
-  memo <- new.env(parent = emptyenv())
-  memo$next_exact_iter <- 0
-  memo$due_iter <- NA_real_
-  memo$t_exact <- NA_real_
-  memo$exact_cut <- FALSE
-  memo$floor_fn <- floor_fn
-  memo$floor_iter <- 0
-  memo$best_est <- NA_real_
-  memo$floor_exact <- NA_real_
-  # With a time limit the final exact check (one kernel pass) is part of the
-  # budget: the iterations stop early enough for it, or, when it would take
-  # more than half the limit, it is skipped (the estimate is reported).
-  deadline <- rule$time_limit
-  final_exact <- TRUE
-  rows <- vector("list", 64L)
-  vrows <- vector("list", 64L)
-  nrow_trace <- 0L
+  native_fit_stop(state, stop_numbers(rule, t0, !is.null(floor_fn), objective))
+  pb <- progress_start(set)
+  tr <- trace_rows()
   slice <- 1
   # seconds per slice (R checks for interrupts between slices); a slice's
   # length never changes the fit
   slice_s <- getOption("askotch.slice_seconds", 0.5)
   per_iter <- NA_real_
   last_val_pass <- -Inf
+  iter0 <- 0
   repeat {
     ts <- now()
-    d <- step(slice)
+    r <- run_slice(state, set, slice, floor_fn)
+    d <- r$diag
     if (rule$criterion == "relative residual" && is.finite(d[["resid_est"]]) &&
         d[["resid_est"]] > 1e8) {
       diverged(d, solver_c(set$solver)$name)
     }
-    dt <- now() - ts
-    pi_new <- max(dt, 1e-4) / slice
+    pi_new <- max(now() - ts, 1e-4) / max(1, d[["iter"]] - iter0)
     per_iter <- if (is.na(per_iter)) pi_new else 0.5 * per_iter + 0.5 * pi_new
+    iter0 <- d[["iter"]]
     passes <- d[["passes"]]
-    if (is.finite(rule$time_limit) && !rule$direct &&
-        (rule$criterion != "relative residual" || rule$n <= rule$exact_max_n)) {
-      t_chk <- if (is.finite(memo$t_exact)) memo$t_exact else
-        per_iter * iters_per_pass(d)
-      final_exact <- t_chk <= 0.5 * rule$time_limit
-      deadline <- if (final_exact) rule$time_limit - t_chk else rule$time_limit
-    }
-    chk <- stop_check(rule, d, t0, memo, exact_fn, deadline, final_exact)
-    elapsed <- chk$elapsed
     vm <- NA_real_
-    if (!is.null(val_metric) && (!is.na(chk$reason) || passes - last_val_pass >= 1)) {
+    if (!is.null(val_metric) && (!is.na(r$reason) || passes - last_val_pass >= 1)) {
       vm <- val_metric()
       last_val_pass <- passes
     }
-    nrow_trace <- nrow_trace + 1L
-    if (nrow_trace > length(rows)) length(rows) <- 2L * length(rows)
-    if (length(set$path) > 1L) { # a path: each lambda's metric; the trace the best
-      if (nrow_trace > length(vrows)) length(vrows) <- 2L * length(vrows)
-      vrows[[nrow_trace]] <- if (length(vm) > 1L) vm else rep(NA_real_, length(set$path))
-      vm <- if (all(is.na(vm))) NA_real_ else
-        if (set$validation$metric == "rmse") min(vm) else max(vm)
-    }
-    rows[[nrow_trace]] <- c(d[["iter"]], passes, now() - t0, d[["resid_est"]],
-                            d[["block_resid"]], chk$exact, vm,
-                            if (objective) obj_now)
-    obj_now <- c(NA_real_, NA_real_)
-    if (!is.null(pb)) {
-      cli::cli_progress_update(
-        id = pb, set = min(round(passes, 2), if (is.finite(rule$max_passes))
-          rule$max_passes else passes),
-        status = sprintf("%s %.2e", rule$criterion, d[["resid_est"]]),
-        .envir = environment())
-    }
-    if (!is.na(chk$reason)) break
-    ipp <- iters_per_pass(d)
-    slice <- max(1, min(floor(slice_s / per_iter), ceiling(ipp - 1e-9)))
-    if (rule$criterion != "relative residual" && !is.na(memo$due_iter)) {
-      # end the slice where the next gap check is due
-      slice <- min(slice, max(1, memo$due_iter - d[["iter"]]))
-    }
-    if (!is.null(floor_fn)) {
-      # end the slice where the next precision-floor check is due
-      slice <- min(slice, max(1, memo$floor_iter - d[["iter"]]))
-    }
-    if (is.finite(rule$max_passes)) {
-      slice <- min(slice, max(1, ceiling((rule$max_passes - passes) * ipp - 1e-9)))
-    }
-    if (is.finite(rule$time_limit)) {
-      slice <- min(slice, max(1, floor((deadline - elapsed) / per_iter)))
-    }
-    slice <- min(slice, 1e6)
+    tr$add(d, now() - t0, r$exact, vm, if (objective) r$objective, set)
+    progress_update(pb, rule, d)
+    if (!is.na(r$reason)) break
+    slice <- max(1, min(floor(slice_s / per_iter), ceiling(iters_per_pass(d) - 1e-9), 1e6))
   }
   if (!is.null(pb)) cli::cli_progress_done(id = pb, .envir = environment())
-  W <- native_fit_weights(state)
-  tr <- do.call(rbind, rows[seq_len(nrow_trace)])
-  trace <- data.frame(iteration = as.integer(tr[, 1L]), passes = tr[, 2L],
-                      seconds = tr[, 3L], resid_est = tr[, 4L],
-                      block_resid = tr[, 5L], resid_exact = tr[, 6L],
-                      validation = tr[, 7L])
-  if (objective) {
-    # P, and the dual objective -D (D is the dual the solver minimises):
-    # primal >= dual, both equal at the solution
-    trace$primal <- tr[, 8L]
-    trace$dual <- -tr[, 9L]
-    trace$gap <- gap_of(tr[, 8L], tr[, 9L])
-  }
-  list(weights = W, trace = trace, reason = chk$reason,
+  list(weights = native_fit_weights(state), trace = tr$frame(objective),
+       reason = r$reason,
        iterations = as.integer(d[["iter"]]), passes = d[["passes"]],
        seconds = now() - t0, resid_est = d[["resid_est"]],
-       resid_exact = chk$exact,
-       resid_floor = if (is.null(memo$floor)) NA_real_ else memo$floor,
+       resid_exact = r$exact, resid_floor = r$floor,
        centers = centers,
        options = native_fit_options(state), extras = d,
        theta = if (set_features(set) > 0) features_theta(state, set_features(set)),
-       path_validation = if (length(set$path) > 1L && !is.null(val_metric))
-         do.call(rbind, vrows[seq_len(nrow_trace)]))
+       path_validation = if (length(set$path) > 1L && !is.null(val_metric)) tr$path())
+}
+
+# A cli progress bar of a fit (NULL without progress = TRUE), and its update
+# after a slice
+progress_start <- function(set, envir = parent.frame()) {
+  if (!set$progress) return(NULL)
+  rule <- set$rule
+  total <- if (is.finite(rule$max_passes)) rule$max_passes else NA
+  cli::cli_progress_bar(
+    name = "krr", total = total, clear = TRUE,
+    format = paste("{cli::pb_name}{cli::pb_bar} passes {cli::pb_current}",
+                   "| {cli::pb_elapsed} | {cli::pb_status}"),
+    format_done = "", .envir = envir)
+}
+progress_update <- function(pb, rule, d, envir = parent.frame()) {
+  if (is.null(pb)) return(invisible())
+  passes <- d[["passes"]]
+  cli::cli_progress_update(
+    id = pb, set = min(round(passes, 2), if (is.finite(rule$max_passes))
+      rule$max_passes else passes),
+    status = sprintf("%s %.2e", rule$criterion, d[["resid_est"]]),
+    .envir = envir)
+}
+
+# The trace of a fit, one row per slice: add() a row (for a lambda path the
+# best lambda's validation metric, each lambda's kept for path()), frame()
+# the data frame (with the primal, dual and gap of kernel_machine() fits).
+trace_rows <- function() {
+  rows <- vector("list", 64L)
+  vrows <- vector("list", 64L)
+  n <- 0L
+  add <- function(d, seconds, exact, vm, obj, set) {
+    n <<- n + 1L
+    if (n > length(rows)) length(rows) <<- 2L * length(rows)
+    if (length(set$path) > 1L) {
+      if (n > length(vrows)) length(vrows) <<- 2L * length(vrows)
+      vrows[[n]] <<- if (length(vm) > 1L) vm else rep(NA_real_, length(set$path))
+      vm <- if (all(is.na(vm))) NA_real_ else
+        if (set$validation$metric == "rmse") min(vm) else max(vm)
+    }
+    rows[[n]] <<- c(d[["iter"]], d[["passes"]], seconds, d[["resid_est"]],
+                    d[["block_resid"]], exact, vm, obj)
+  }
+  frame <- function(objective) {
+    tr <- do.call(rbind, rows[seq_len(n)])
+    trace <- data.frame(iteration = as.integer(tr[, 1L]), passes = tr[, 2L],
+                        seconds = tr[, 3L], resid_est = tr[, 4L],
+                        block_resid = tr[, 5L], resid_exact = tr[, 6L],
+                        validation = tr[, 7L])
+    if (objective) {
+      # P, and the dual objective -D (D is the dual the solver minimises):
+      # primal >= dual, both equal at the solution
+      trace$primal <- tr[, 8L]
+      trace$dual <- -tr[, 9L]
+      trace$gap <- gap_of(tr[, 8L], tr[, 9L])
+    }
+    trace
+  }
+  path <- function() do.call(rbind, vrows[seq_len(n)])
+  list(add = add, frame = frame, path = path)
 }
 
 # A solve whose result is as accurate as asked, or as its precision allows

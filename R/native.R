@@ -85,15 +85,16 @@ native_options_caps <- function(solver, options) {
   .Call(ffi_options_caps, solver, options)
 }
 
-# Run up to `iters` iterations (the state stops itself below `stop_below`
-# from iteration `from_iter` on); the diagnostics.
-native_fit_step <- function(state, iters, stop_below, from_iter) {
-  .Call(ffi_fit_step, state, as.integer(iters), as.numeric(stop_below),
-        as.numeric(from_iter))
+# The stop policy of the next solve on a state: the numbers of stop_numbers()
+native_fit_stop <- function(state, rule) {
+  .Call(ffi_fit_stop, state, as.numeric(rule))
 }
 
-native_fit_deadline <- function(state, seconds) {
-  .Call(ffi_fit_deadline, state, as.numeric(seconds))
+# Up to `iters` iterations under the state's stop policy (floor_per_w: the
+# precision floor it asked for, else NA): list(diag, reason, exact, floor,
+# objective)
+native_fit_run <- function(state, iters, floor_per_w = NA_real_) {
+  .Call(ffi_fit_run, state, as.integer(iters), as.numeric(floor_per_w))
 }
 
 native_fit_residual <- function(state) .Call(ffi_fit_residual, state)

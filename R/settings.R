@@ -370,7 +370,10 @@ lambda_spec <- function(lambda, loss, n, call = NULL) {
 # for the squared loss only for n <= option askotch.exact_max_n, above which
 # the running estimate decides; the gap is always computed), or
 # `max_passes`, or `time_limit` seconds; an exact solver ends with reason
-# "exact".
+# "exact". The compiled policy decides (krr_stop, src/core/krr.h), at
+# iterations fixed by the iteration count alone, so that R, every rank of a
+# distributed fit and the C driver stop at the same iteration whatever the
+# machine's speed.
 stop_rule <- function(tol, max_passes, time_limit, n, direct = FALSE,
                       criterion = "relative residual") {
   structure(list(tol = tol, max_passes = max_passes, time_limit = time_limit,

@@ -9,8 +9,9 @@
  *   askotch_driver bench [--backend cpu|cuda] [--n N] [--p P] [--b B] [--r R]
  *                        [--precision single|double] [--kernel K] [--iters I]
  *                        [--solver NAME] [--opts "name=value ..."]
- *   askotch_driver fit   (same options as bench; runs to --tol and reports the
- *                        exact residual and time)
+ *   askotch_driver fit   (same options as bench; runs under the stop policy
+ *                        of R's fits, krr_solver_run, to --tol within --iters,
+ *                        and reports each exact check, the reason and time)
  *   bench / fit --loss NAME: another loss of the loss table (Joker's solver;
  *   a classification loss fits the signs of the synthetic targets)
  *   bench / fit --distributed 1: under mpirun (the `make mpi` build), every
@@ -376,18 +377,34 @@ static int cmd_bench(const args_t *a, int to_tol) {
   double t1 = krr_now();
   int64_t it = 0;
   double rr = NAN;
-  int64_t per_pass = (int64_t)ceil((double)n / bsz);
-  while (it < a->iters) {
-    int64_t k2 = to_tol ? per_pass : a->iters - it;
-    if (k2 > a->iters - it) k2 = a->iters - it;
-    if (krr_solver_step(s, k2) != KRR_OK) { printf("step: %s\n", ctx.msg); return 1; }
-    it += k2;
+  if (to_tol) {
+    /* fit: the stop policy R uses (krr_solver_run): --tol confirmed by an
+     * exact check, within --iters iterations (a pass of budget at a time) */
+    krr_stop stop;
+    krr_stop_init(&stop, a->tol, INFINITY, INFINITY);
+    stop.exact_ok = 1;
+    stop.gap = a->loss && strcmp(a->loss, "squared") != 0;
+    krr_stop_result res = {0};
+    int64_t per_pass = (int64_t)ceil((double)n / bsz);
     krr_solver_diag(s, &d);
-    if (to_tol) {
-      krr_solver_residual(s, &rr);
-      printf("  passes %7.2f  relres %.3e  est %.3e  %.2fs\n", d.passes, rr, d.resid_est, krr_now() - t1);
-      if (rr <= a->tol || d.done) break;
+    int64_t it1 = d.iter;
+    while (res.reason == KRR_STOP_NONE && it < a->iters) {
+      int64_t k2 = per_pass < a->iters - it ? per_pass : a->iters - it;
+      if (krr_solver_run(s, &stop, k2, &res) != KRR_OK) { printf("step: %s\n", ctx.msg); return 1; }
+      it = res.diag.iter - it1;
+      d = res.diag;
+      if (!isnan(res.exact)) rr = res.exact;
+      if (!isnan(res.exact))
+        printf("  passes %7.2f  relres %.3e  est %.3e  %.2fs\n", d.passes, res.exact, d.resid_est,
+               krr_now() - t1);
     }
+    if (res.reason == KRR_STOP_NONE) krr_solver_residual(s, &rr);
+    printf("stop: %s, relres %.3e\n",
+           res.reason == KRR_STOP_NONE ? "iterations" : krr_stop_reason_name(res.reason), rr);
+  } else if (a->iters > 0) {
+    if (krr_solver_step(s, a->iters) != KRR_OK) { printf("step: %s\n", ctx.msg); return 1; }
+    it = a->iters;
+    krr_solver_diag(s, &d);
   }
   double el = krr_now() - t1;
   double tb = textra(s, "t_block") - e0[0], tn = textra(s, "t_nystrom") - e0[1],

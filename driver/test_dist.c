@@ -310,6 +310,33 @@ static void test_fits(krr_ctx *ctx, krr_precision prec, int64_t n, double tol) {
     if (r == 0 && prec == KRR_DOUBLE)
       printf("np %d %s %s: weights rel diff %.2e, criterion %.3e\n", P, pn, specs[t][0], rw, cd);
   }
+  /* The stop policy (krr_solver_run) to tol 1e-8: every rank stops at the
+   * iteration of the one-process fit, with reason "tol", although each
+   * rank's budget per call differs (1 + 3 r iterations: a rank's own clock
+   * sets R's slices) -- the ranks agree on each call's budget. */
+  if (st == KRR_OK && prec == KRR_DOUBLE) {
+    krr_solver *sf = NULL, *sd = NULL;
+    const char *spec = "block_size=40 rank=10 seed=5";
+    krr_status a = tinit(&full, "askotch", spec, &sf), b = tinit(&dist, "askotch", spec, &sd);
+    krr_stop pf, pd;
+    krr_stop_init(&pf, 1e-8, 500, INFINITY);
+    krr_stop_init(&pd, 1e-8, 500, INFINITY);
+    pf.exact_ok = pd.exact_ok = 1;
+    krr_stop_result rf = {0}, rd = {0};
+    for (int c = 0; a == KRR_OK && c < 100000 && rf.reason == KRR_STOP_NONE; c++)
+      a = krr_solver_run(sf, &pf, 1000, &rf);
+    for (int c = 0; b == KRR_OK && c < 100000 && rd.reason == KRR_STOP_NONE; c++)
+      b = krr_solver_run(sd, &pd, 1 + 3 * r, &rd);
+    int64_t it[2] = {rd.diag.iter, -rd.diag.iter};
+    krr_comm_allreduce(comm, ctx, it, 2, KRR_DT_INT64, KRR_RED_MAX);
+    CHECK(a == KRR_OK && b == KRR_OK && rf.reason == KRR_STOP_TOL && rd.reason == KRR_STOP_TOL &&
+              it[0] == -it[1] && rd.diag.iter == rf.diag.iter && rd.exact <= 1e-8,
+          "np %d stop policy: one process stops at iteration %lld (%s), ranks at %lld..%lld (%s), "
+          "exact %.3g (%s)", P, (long long)rf.diag.iter, krr_stop_reason_name(rf.reason),
+          (long long)-it[1], (long long)it[0], krr_stop_reason_name(rd.reason), rd.exact, ctx->msg);
+    krr_solver_free(sf);
+    krr_solver_free(sd);
+  }
   /* Falkon: weights on the centres (replicated), the local K_nm^T K_nm u summed.
    * The sums over ranks round in another order; Falkon's centre weights carry
    * that rounding times the conditioning of the preconditioned centre system

@@ -10,9 +10,9 @@ SEXP ffi_fit_features_theta(SEXP);
 SEXP ffi_features_apply(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_check_options(SEXP, SEXP);
 SEXP ffi_options_caps(SEXP, SEXP);
-SEXP ffi_fit_step(SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_fit_run(SEXP, SEXP, SEXP);
 SEXP ffi_fit_residual(SEXP);
-SEXP ffi_fit_deadline(SEXP, SEXP);
+SEXP ffi_fit_stop(SEXP, SEXP);
 void askotch_glue_init(void);
 SEXP ffi_fit_weights(SEXP);
 SEXP ffi_fit_free(SEXP);
@@ -50,7 +50,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_mpi_bytes, 0),
     CALLDEF(ffi_fit_init, 15),
     CALLDEF(ffi_check_options, 2),
-    CALLDEF(ffi_fit_step, 4),
+    CALLDEF(ffi_fit_run, 3),
     CALLDEF(ffi_fit_residual, 1),
     CALLDEF(ffi_fit_weights, 1),
     CALLDEF(ffi_fit_free, 1),
@@ -70,7 +70,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_threads, 1),
     CALLDEF(ffi_devices, 0),
     CALLDEF(ffi_blas_threads, 1),
-    CALLDEF(ffi_fit_deadline, 2),
+    CALLDEF(ffi_fit_stop, 2),
     CALLDEF(ffi_svrg, 9),
     CALLDEF(ffi_options_caps, 2),
     {NULL, NULL, 0},

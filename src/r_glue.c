@@ -253,6 +253,8 @@ typedef struct {
   krr_objective obj;
   krr_solver *solver;
   int ctx_ok;
+  krr_stop stop;    /* the stop policy of the current solve (ffi_fit_stop) */
+  double pd[2];     /* the objective values of the last exact check (NaN: none) */
 } fit_state;
 
 static void state_release(fit_state *fs) {
@@ -497,29 +499,80 @@ static SEXP diag_vector(krr_solver *s) {
   return out;
 }
 
-/* iters iterations, ending early at the first iteration >= from_iter whose
- * criterion estimate is <= stop_below (< 0: never) */
-SEXP ffi_fit_step(SEXP ptr, SEXP iters, SEXP stop_below, SEXP from_iter) {
-  fit_state *fs = get_state(ptr);
-  int it = int1(iters, "iters must be a number");
-  double sb = num1(stop_below, "stop_below must be a number");
-  double fi = num1(from_iter, "from_iter must be a number");
-  blas_save();
-  krr_status st = krr_solver_step_until(fs->solver, it < 1 ? 1 : it, sb,
-                                        fi > 9e15 ? (int64_t)9e15 : (int64_t)fi);
-  if (st != KRR_OK) raise_ctx(&fs->ctx, st); /* state stays valid; R frees it */
-  blas_restore();
-  return diag_vector(fs->solver);
+/* The exact check of a fit that records the objective values: P and D at
+ * the weights (one per training row), and the criterion -- the relative
+ * residual for the squared loss, else the relative duality gap
+ * (P + D) / max(|P|, |D|) of P and D. */
+static krr_status objective_exact(krr_solver *s, void *data, double *crit) {
+  fit_state *fs = (fit_state *)data;
+  int64_t len = krr_solver_weights_rows(s) * (int64_t)fs->obj.m;
+  double *w = (double *)malloc(sizeof(double) * (size_t)(len > 0 ? len : 1)), P = NAN, D = NAN;
+  krr_status st = w ? krr_solver_weights(s, w) : krr_fail(&fs->ctx, KRR_ERR_MEMORY, "out of memory");
+  if (st == KRR_OK) st = krr_objective_values_host(fs->op, &fs->obj, w, &P, &D);
+  free(w);
+  if (st != KRR_OK) return st;
+  fs->pd[0] = P;
+  fs->pd[1] = D;
+  if (!strcmp(krr_loss_name(fs->obj.loss), "squared")) return krr_solver_residual(s, crit);
+  double sc = fmax(fmax(fabs(P), fabs(D)), 1e-300);
+  *crit = (P + D) / sc;
+  return KRR_OK;
 }
 
-/* the deadline for the work of the next calls on a state: `seconds` from
- * now (not finite or <= 0: none); a call that reaches it ends with
- * askotch_error_time_limit, except iterations, which end their slice */
-SEXP ffi_fit_deadline(SEXP ptr, SEXP seconds) {
+/* A new stop policy for the next solve (krr_stop in krr.h): rule =
+ * c(tol, max_passes, time_limit, elapsed, gap, exact_ok, direct, use_floor,
+ * objective), `elapsed` the seconds the fit's clock has run already;
+ * objective = 1 records P and D at each exact check. */
+SEXP ffi_fit_stop(SEXP ptr, SEXP rule) {
   fit_state *fs = get_state(ptr);
-  double t = num1(seconds, "seconds must be a number");
-  fs->ctx.deadline = isfinite(t) && t > 0 ? krr_now() + t : (isfinite(t) ? krr_now() : 0);
+  if (!Rf_isReal(rule) || XLENGTH(rule) != 9) raise_status(KRR_ERR_INPUT, "rule must be 9 numbers");
+  const double *r = REAL(rule);
+  krr_stop *p = &fs->stop;
+  krr_stop_init(p, r[0], r[1], r[2]);
+  p->t0 -= isfinite(r[3]) ? r[3] : 0;
+  p->gap = r[4] != 0;
+  p->exact_ok = r[5] != 0;
+  p->direct = r[6] != 0;
+  p->use_floor = r[7] != 0;
+  if (r[8] != 0) {
+    if (krr_solver_weights_rows(fs->solver) != fs->pb.n)
+      raise_status(KRR_ERR_INPUT, "the objective values need one weight per training point");
+    p->exact = objective_exact;
+    p->exact_data = fs;
+  }
   return R_NilValue;
+}
+
+/* Up to `iters` iterations under the stop policy (krr_solver_run);
+ * floor_per_w (not NA) is the precision floor per unit ||W||_F that the
+ * last call asked for.  list(diag, reason (NA: go on), exact, floor,
+ * objective = c(P, D) of an exact check of this call, or NAs). */
+SEXP ffi_fit_run(SEXP ptr, SEXP iters, SEXP floor_per_w) {
+  fit_state *fs = get_state(ptr);
+  int it = int1(iters, "iters must be a number");
+  double fw = num1(floor_per_w, "floor_per_w must be a number");
+  if (!ISNAN(fw)) fs->stop.floor_per_w = fw;
+  fs->pd[0] = fs->pd[1] = NAN;
+  krr_stop_result res;
+  blas_save();
+  krr_status st = krr_solver_run(fs->solver, &fs->stop, it < 1 ? 1 : it, &res);
+  if (st != KRR_OK) raise_ctx(&fs->ctx, st); /* state stays valid; R frees it */
+  blas_restore();
+  const char *why = krr_stop_reason_name(res.reason);
+  SEXP out = PROTECT(Rf_allocVector(VECSXP, 5)), nm = PROTECT(Rf_allocVector(STRSXP, 5));
+  SET_VECTOR_ELT(out, 0, diag_vector(fs->solver));
+  SET_VECTOR_ELT(out, 1, why ? Rf_mkString(why) : Rf_ScalarString(NA_STRING));
+  SET_VECTOR_ELT(out, 2, Rf_ScalarReal(res.exact));
+  SET_VECTOR_ELT(out, 3, Rf_ScalarReal(fs->stop.floor));
+  SEXP pd = Rf_allocVector(REALSXP, 2);
+  SET_VECTOR_ELT(out, 4, pd);
+  REAL(pd)[0] = fs->pd[0];
+  REAL(pd)[1] = fs->pd[1];
+  const char *names[] = {"diag", "reason", "exact", "floor", "objective"};
+  for (int i = 0; i < 5; i++) SET_STRING_ELT(nm, i, Rf_mkChar(names[i]));
+  Rf_setAttrib(out, R_NamesSymbol, nm);
+  UNPROTECT(2);
+  return out;
 }
 
 SEXP ffi_fit_residual(SEXP ptr) {

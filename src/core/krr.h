@@ -396,6 +396,70 @@ krr_status krr_solver_step(krr_solver *s, int64_t iters);
  * length of a slice, so a seed and a thread count give the same fit. */
 krr_status krr_solver_step_until(krr_solver *s, int64_t iters, double stop_below,
                                  int64_t from_iter);
+
+/* --- the stop policy (solvers/stop.c) ---------------------------------------
+ * One rule for every caller (R, each rank of a distributed fit, the C
+ * driver): the loss's criterion at most `tol`, confirmed by an exact check
+ * (when the running estimate is at most tol, at most once a pass; a duality
+ * gap also at passes 1, 2, 4, 8, ...; without exact checks, exact_ok = 0,
+ * the estimate decides), or `max_passes`, or `time_limit` seconds after t0
+ * (the final exact check counted inside it), or the precision floor; an
+ * exact solver ends with "exact".  The checks fall on iterations fixed by
+ * the iteration count, never by the caller's budget or the clock (except
+ * time_limit), so every caller stops at the same iteration. */
+typedef enum krr_stop_reason {
+  KRR_STOP_NONE = 0,       /* go on: the call's budget ended, or it ran a check */
+  KRR_STOP_TOL,
+  KRR_STOP_MAX_PASSES,
+  KRR_STOP_TIME_LIMIT,
+  KRR_STOP_PRECISION,      /* the rounding floor of the working precision */
+  KRR_STOP_EXACT,          /* an exact solver finished */
+  KRR_STOP_NEED_FLOOR      /* not a stop: measure the floor (floor_per_w), call again */
+} krr_stop_reason;
+/* "tol", "max_passes", ... (NULL for KRR_STOP_NONE) */
+const char *krr_stop_reason_name(krr_stop_reason r);
+
+typedef struct krr_stop {
+  /* the rule (krr_stop_init sets tol, max_passes, time_limit, t0 = now and
+   * the defaults; the caller the rest) */
+  double tol;            /* 0: run the budget (max_passes / time_limit) */
+  double max_passes;     /* INFINITY: none */
+  double time_limit;     /* seconds after t0 (INFINITY: none) */
+  double t0;             /* krr_now() when the fit's clock started */
+  int gap;               /* the criterion is a duality gap (checked at passes 1, 2, 4, ...) */
+  int exact_ok;          /* exact checks allowed (else the running estimate decides) */
+  int direct;            /* an exact solver: done means "exact" */
+  /* The precision floor (stop.c): with use_floor, a stalled fit whose
+   * criterion is within floor_factor times floor_per_w ||W||_F stops with
+   * "precision".  floor_per_w is the caller's measurement, NaN until made:
+   * krr_solver_run asks for it with KRR_STOP_NEED_FLOOR. */
+  int use_floor;
+  double floor_factor;   /* 2 */
+  double floor_per_w;
+  /* the exact criterion (NULL: krr_solver_residual); called from
+   * krr_solver_run with the caller's data */
+  krr_status (*exact)(krr_solver *s, void *data, double *crit);
+  void *exact_data;
+  /* kept between calls */
+  int64_t next_exact_iter, due_iter, floor_iter;
+  double best_est, best_pass, t_exact, per_iter, deadline, floor;
+  int final_exact, exact_cut, pending;
+} krr_stop;
+void krr_stop_init(krr_stop *p, double tol, double max_passes, double time_limit);
+
+typedef struct krr_stop_result {
+  krr_stop_reason reason;
+  double exact;          /* the exact criterion computed by the call's last check, else NaN */
+  double elapsed;        /* seconds since t0 at the last check */
+  krr_diag diag;
+} krr_stop_result;
+/* Run the solver under the policy until it gives a reason, or until `iters`
+ * iterations ran, or after a check that computed the exact criterion (one
+ * row of a trace); the divergence of a squared-loss fit (running estimate
+ * above 1e8) also returns, with KRR_STOP_NONE, for the caller to report.
+ * An error in the setup (KRR_ERR_TIME_LIMIT: its deadline) is returned. */
+krr_status krr_solver_run(krr_solver *s, krr_stop *p, int64_t iters, krr_stop_result *r);
+
 void krr_solver_diag(const krr_solver *s, krr_diag *out);
 /* the i-th per-solver extra diagnostic (NaN before it is known) */
 double krr_solver_extra(const krr_solver *s, int i);
