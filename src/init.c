@@ -24,6 +24,9 @@ SEXP ffi_fit_set_weights(SEXP, SEXP);
 SEXP ffi_info(void);
 SEXP ffi_kernel_apply(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_kernel_matrix(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_kernel_deriv(SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_kernel_eval(SEXP, SEXP, SEXP);
+SEXP ffi_kernel_rate(SEXP, SEXP);
 SEXP ffi_pivoted_cholesky(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_threads(SEXP);
 SEXP ffi_devices(void);
@@ -48,6 +51,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_fit_alive, 1),       CALLDEF(ffi_fit_centers, 1),   CALLDEF(ffi_fit_options, 1),
     CALLDEF(ffi_fit_set_targets, 2), CALLDEF(ffi_fit_set_lambda, 2), CALLDEF(ffi_fit_set_weights, 2),
     CALLDEF(ffi_info, 0),            CALLDEF(ffi_kernel_apply, 8),  CALLDEF(ffi_kernel_matrix, 6),
+    CALLDEF(ffi_kernel_deriv, 5),    CALLDEF(ffi_kernel_eval, 3),   CALLDEF(ffi_kernel_rate, 2),
     CALLDEF(ffi_pivoted_cholesky, 8),
     CALLDEF(ffi_fit_objective, 1),   CALLDEF(ffi_fit_features_theta, 1),
     CALLDEF(ffi_features_apply, 8),  CALLDEF(ffi_threads, 1),         CALLDEF(ffi_devices, 0),       CALLDEF(ffi_blas_threads, 1),
