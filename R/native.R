@@ -2,7 +2,7 @@
 # hands its arguments to one registered C entry point (src/init.c) with the
 # types that entry point checks. The codes of precision, device, kernel and
 # reduction are not written here: they are read from the compiled tables
-# (ffi_info(), declared once in src/r_glue.c and src/r_dist.c).
+# (ffi_info(), declared once in src/r_glue.c, src/r_kernel.c and src/r_dist.c).
 
 .askotch_env <- new.env(parent = emptyenv())
 
