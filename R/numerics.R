@@ -26,7 +26,8 @@ precision_limits <- function(precision) {
 # is a(s) = a(1) / s^m (kernel_info(); src/core/kernel_math.h).
 rate_bandwidths <- function(name, lo, hi) {
   ki <- kernel_info(name)
-  root <- function(v) if (ki$rate_power == 2L) sqrt(v) else v^(1 / ki$rate_power)
+  m <- ki$rate_power
+  root <- function(v) if (m == 2L) sqrt(v) else v^(1 / m)
   c(root(ki$rate_unit / hi), root(ki$rate_unit / lo))
 }
 

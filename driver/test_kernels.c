@@ -377,7 +377,8 @@ static void run_derivs(void) {
       for (int c = 0; c < p; c++) x[c] = nrand(), y[c] = nrand();
       const double t = tstat(x, y, p, l1);
       for (int j = 0; j < p; j++) {
-        memcpy(xp, x, sizeof x), memcpy(yp, y, sizeof y), memcpy(xm, x, sizeof x), memcpy(ym, y, sizeof y);
+        memcpy(xp, x, sizeof x), memcpy(yp, y, sizeof y);
+        memcpy(xm, x, sizeof x), memcpy(ym, y, sizeof y);
         xp[j] *= exp(-h), yp[j] *= exp(-h), xm[j] *= exp(h), ym[j] *= exp(h);
         const double fd = (krr_kernel_eval(kp, tstat(xp, yp, p, l1)) -
                            krr_kernel_eval(kp, tstat(xm, ym, p, l1))) / (2 * h);
@@ -414,7 +415,8 @@ static void run_derivs(void) {
           same &= out[(2 + j) * nn + at] == krr_kernel_dlog_ell(kp, t, l1 ? fabs(d) : d * d);
         }
       }
-    check(same && out[0] == 1 && out[N1 * N2] == 0, "deriv-host-ref", "-", type, 1, N1, N2, p, ND, 0);
+    check(same && out[0] == 1 && out[N1 * N2] == 0, "deriv-host-ref", "-", type, 1, N1, N2, p,
+          ND, 0);
     /* bad codes, kernel and bandwidth are input errors */
     const int bad[2] = {-2, p + 1};
     for (int b = 0; b < 2; b++) {
@@ -434,8 +436,8 @@ static void run_derivs(void) {
   memset(&ctx, 0, sizeof ctx);
   st = krr_kernel_deriv_host(&ctx, &neg, x, 2, x, 2, 1, &c0, 1, o);
   check(st == KRR_ERR_INPUT, "deriv-bandwidth", "-", 0, 1, 2, 2, 1, 1, st);
-  check(krr_kernel_rate_power(KRR_N_KERNELS) == 0, "rate-power-unknown", "-", KRR_N_KERNELS, 1, 0, 0,
-        0, 0, 0);
+  check(krr_kernel_rate_power(KRR_N_KERNELS) == 0, "rate-power-unknown", "-", KRR_N_KERNELS, 1,
+        0, 0, 0, 0, 0);
 }
 
 int main(int argc, char **argv) {

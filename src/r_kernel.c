@@ -76,7 +76,8 @@ SEXP ffi_kernel_eval(SEXP kernel, SEXP bandwidth, SEXP t) {
 SEXP ffi_kernel_deriv(SEXP x1, SEXP x2, SEXP kernel, SEXP bandwidth, SEXP deriv) {
   if (!Rf_isReal(x1) || !Rf_isMatrix(x1) || !Rf_isReal(x2) || !Rf_isMatrix(x2))
     askotch_r_raise(KRR_ERR_INPUT, "x1 and x2 must be double matrices");
-  if (Rf_ncols(x1) != Rf_ncols(x2)) askotch_r_raise(KRR_ERR_INPUT, "x1 and x2 must have the same columns");
+  if (Rf_ncols(x1) != Rf_ncols(x2))
+    askotch_r_raise(KRR_ERR_INPUT, "x1 and x2 must have the same columns");
   if (!Rf_isInteger(deriv)) askotch_r_raise(KRR_ERR_INPUT, "deriv must be an integer vector");
   krr_kernel k = kernel_of(kernel, bandwidth);
   const int64_t n1 = Rf_nrows(x1), n2 = Rf_nrows(x2);

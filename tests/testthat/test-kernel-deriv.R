@@ -12,17 +12,20 @@
 # factor, the wrong power of sigma) errs by O(0.1).
 
 kobj <- function(name, s) askotch:::new_kernel(name, s)
+kmat <- function(x1, x2, k) askotch:::native_kernel_matrix(x1, x2, k)
+kder <- function(x1, x2, k, cd) askotch:::native_kernel_deriv(x1, x2, k, cd)
+krate <- function(k) askotch:::native_kernel_rate(k)
 
 fd_sigma <- function(x1, x2, name, s, h = 1e-4) {
-  (askotch:::native_kernel_matrix(x1, x2, kobj(name, s * exp(h))) -
-     askotch:::native_kernel_matrix(x1, x2, kobj(name, s * exp(-h)))) / (2 * h)
+  (kmat(x1, x2, kobj(name, s * exp(h))) -
+     kmat(x1, x2, kobj(name, s * exp(-h)))) / (2 * h)
 }
 
 # coordinate j of both point sets divided by ell_j = exp(+-h)
 fd_ell <- function(x1, x2, name, s, j, h = 1e-4) {
   sc <- function(x, f) { x[, j] <- x[, j] * f; x }
-  (askotch:::native_kernel_matrix(sc(x1, exp(-h)), sc(x2, exp(-h)), kobj(name, s)) -
-     askotch:::native_kernel_matrix(sc(x1, exp(h)), sc(x2, exp(h)), kobj(name, s))) / (2 * h)
+  (kmat(sc(x1, exp(-h)), sc(x2, exp(-h)), kobj(name, s)) -
+     kmat(sc(x1, exp(h)), sc(x2, exp(h)), kobj(name, s))) / (2 * h)
 }
 
 test_that("dK/dlog sigma matches finite differences for every kernel", {
@@ -31,7 +34,7 @@ test_that("dK/dlog sigma matches finite differences for every kernel", {
   x2 <- rbind(x1[1:5, ], matrix(rnorm(25 * 3), 25, 3))  # some pairs at t = 0
   for (k in all_kernels) {
     for (s in c(0.6, 1.7)) {
-      got <- askotch:::native_kernel_deriv(x1, x2, kobj(k, s), -1L)
+      got <- kder(x1, x2, kobj(k, s), -1L)
       expect_equal(dim(got), c(40L, 30L, 1L))
       expect_lt(max(abs(got[, , 1] - fd_sigma(x1, x2, k, s))), 1e-7)
       expect_identical(got[cbind(1:5, 1:5, 1L)], rep(0, 5))
@@ -45,14 +48,14 @@ test_that("dK/dlog ell_j matches finite differences for every kernel", {
   x2 <- matrix(rnorm(20 * 4), 20, 4) * rep(c(0.5, 1, 2, 3), each = 20)
   for (k in all_kernels) {
     for (s in c(1, 1.7)) {  # ARD fits use bandwidth 1; any bandwidth works
-      got <- askotch:::native_kernel_deriv(x1, x2, kobj(k, s), 1:4)
+      got <- kder(x1, x2, kobj(k, s), 1:4)
       expect_equal(dim(got), c(30L, 20L, 4L))
       for (j in 1:4) {
         expect_lt(max(abs(got[, , j] - fd_ell(x1, x2, k, s, j))), 1e-7)
       }
       # every log length scale moved together is the log bandwidth moved
       # (the shares t_j / t sum to 1 up to rounding)
-      iso <- askotch:::native_kernel_deriv(x1, x2, kobj(k, s), -1L)[, , 1]
+      iso <- kder(x1, x2, kobj(k, s), -1L)[, , 1]
       expect_lt(max(abs(apply(got, c(1, 2), sum) - iso)), 1e-14)
     }
   }
@@ -62,15 +65,15 @@ test_that("code 0 is the kernel matrix and codes come back in their order", {
   set.seed(33)
   x <- matrix(rnorm(25 * 3), 25, 3)
   for (k in all_kernels) {
-    got <- askotch:::native_kernel_deriv(x, x, kobj(k, 1.3), c(2L, 0L, -1L))
+    got <- kder(x, x, kobj(k, 1.3), c(2L, 0L, -1L))
     # the reference formula and the backend: rounding in the distance sums
     expect_lt(max(abs(got[, , 2] - oracle_kernel(x, x, k, 1.3))), 1e-12)
-    expect_lt(max(abs(got[, , 2] - askotch:::native_kernel_matrix(x, x, kobj(k, 1.3)))),
+    expect_lt(max(abs(got[, , 2] - kmat(x, x, kobj(k, 1.3)))),
               1e-12)
     expect_identical(got[, , 1],
-                     askotch:::native_kernel_deriv(x, x, kobj(k, 1.3), 2L)[, , 1])
+                     kder(x, x, kobj(k, 1.3), 2L)[, , 1])
     expect_identical(got[, , 3],
-                     askotch:::native_kernel_deriv(x, x, kobj(k, 1.3), -1L)[, , 1])
+                     kder(x, x, kobj(k, 1.3), -1L)[, , 1])
     expect_identical(got[, , 3], t(got[, , 3]))
   }
 })
@@ -79,7 +82,7 @@ test_that("derivatives are 0, not NaN, where the kernel underflows", {
   x1 <- matrix(0, 1, 2)
   x2 <- rbind(c(1e3, 0), c(1e150, 1e-3))
   for (k in all_kernels) {
-    got <- askotch:::native_kernel_deriv(x1, x2, kobj(k, 1), c(0L, -1L, 1L, 2L))
+    got <- kder(x1, x2, kobj(k, 1), c(0L, -1L, 1L, 2L))
     expect_identical(as.vector(got), rep(0, 8), info = k)
   }
 })
@@ -87,12 +90,12 @@ test_that("derivatives are 0, not NaN, where the kernel underflows", {
 test_that("invalid derivative codes are input errors", {
   x <- matrix(rnorm(6), 3, 2)
   for (code in c(-2L, 3L)) {
-    expect_error(askotch:::native_kernel_deriv(x, x, kobj("rbf", 1), code),
+    expect_error(kder(x, x, kobj("rbf", 1), code),
                  class = "askotch_error_input")
   }
-  expect_error(askotch:::native_kernel_deriv(x, matrix(0, 2, 3), kobj("rbf", 1), -1L),
+  expect_error(kder(x, matrix(0, 2, 3), kobj("rbf", 1), -1L),
                class = "askotch_error_input")
-  expect_equal(dim(askotch:::native_kernel_deriv(x, x, kobj("rbf", 1), integer())),
+  expect_equal(dim(kder(x, x, kobj("rbf", 1), integer())),
                c(3L, 3L, 0L))
 })
 
@@ -107,7 +110,7 @@ test_that("the kernel list's text, metric, rate and values reach R", {
     ki <- askotch:::kernel_info(k)
     for (s in c(0.01, 0.7, 3, 1e5)) {
       # the rate as the compiled code forms it: a(1) / s^m up to rounding
-      expect_equal(askotch:::native_kernel_rate(kobj(k, s)),
+      expect_equal(krate(kobj(k, s)),
                    ki$rate_unit / s^ki$rate_power, tolerance = 1e-14)
     }
     expect_output(print(kobj(k, 2)), ki$label, fixed = TRUE)
@@ -117,14 +120,14 @@ test_that("the kernel list's text, metric, rate and values reach R", {
     D <- x[rep(1:8, 8), ] - x[rep(1:8, each = 8), ]
     t <- if (ki$metric == "L1") rowSums(abs(D)) else rowSums(D * D)
     expect_lt(max(abs(askotch:::native_kernel_eval(kobj(k, 0.9), t) -
-                        askotch:::native_kernel_matrix(x, x, kobj(k, 0.9)))), 1e-12)
+                        kmat(x, x, kobj(k, 0.9)))), 1e-12)
   }
 })
 
 test_that("the bandwidth limits invert the rate", {
   for (k in all_kernels) {
     bw <- askotch:::rate_bandwidths(k, 1e-30, 1e30)
-    expect_equal(askotch:::native_kernel_rate(kobj(k, bw[1])), 1e30, tolerance = 1e-12)
-    expect_equal(askotch:::native_kernel_rate(kobj(k, bw[2])), 1e-30, tolerance = 1e-12)
+    expect_equal(krate(kobj(k, bw[1])), 1e30, tolerance = 1e-12)
+    expect_equal(krate(kobj(k, bw[2])), 1e-30, tolerance = 1e-12)
   }
 })

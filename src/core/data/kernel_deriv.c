@@ -24,7 +24,8 @@ static krr_status check_args(krr_ctx *ctx, const krr_kernel *k, int64_t n1, int6
   if (!KRR_KERNEL_LISTED((int)k->type))
     return krr_fail(ctx, KRR_ERR_INPUT, "kernel derivative: unknown kernel code %d", (int)k->type);
   if (!(k->bandwidth > 0) || !isfinite(k->bandwidth))
-    return krr_fail(ctx, KRR_ERR_INPUT, "kernel derivative: the bandwidth must be positive and finite");
+    return krr_fail(ctx, KRR_ERR_INPUT,
+                    "kernel derivative: the bandwidth must be positive and finite");
   if (n1 < 0 || n2 < 0 || p < 0 || nd < 0 || (nd > 0 && !deriv))
     return krr_fail(ctx, KRR_ERR_INPUT, "kernel derivative: invalid sizes");
   for (int c = 0; c < nd; c++)
