@@ -56,8 +56,8 @@ krr_status krr_kernel_deriv_host(krr_ctx *ctx, const krr_kernel *k, const double
   to_rows(X1, n1, p, R1);
   to_rows(X2, n2, p, R2);
   krr_status st = KRR_OK;
-  for (int64_t l = 0; l < n2 && st == KRR_OK; l++) {
-    if (l % KDERIV_POLL_COLS == 0) st = krr_poll(ctx);
+  for (int64_t l = 0; l < n2; l++) {
+    if (l % KDERIV_POLL_COLS == 0 && (st = krr_poll(ctx)) != KRR_OK) break;
     const double *b = R2 + l * p;
     for (int64_t i = 0; i < n1; i++) {
       const double *a = R1 + i * p;
