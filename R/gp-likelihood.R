@@ -93,49 +93,14 @@ gp_eigen_best <- function(eg, criterion = c("ml", "gcv", "loo"),
 #
 # Hyperparameters: the kernel's bandwidth sigma (isotropic), or per-column
 # length scales ell (ARD: x_j / ell_j with bandwidth 1), and lambda; the
-# gradient is with respect to their logarithms. For the Euclidean kernels
-# k = k(r), r = ||D||_2 / sigma with D_j = (x_ij - x_kj) / ell_j,
-#   dK/dlog sigma = g(r) r^2,  dK/dlog ell_j = g(r) D_j^2 / sigma^2,
-# g(r) = -k'(r) / r; for the Laplace kernel, r = ||D||_1 / sigma,
-#   dK/dlog sigma = K r,  dK/dlog ell_j = K |D_j| / sigma.
+# gradient is with respect to their logarithms. The matrices dK/dlog sigma
+# and dK/dlog ell_j are formed in C from the kernel list (its column DLOGS
+# and krr_kernel_dlog_ell in src/core/kernel_math.h, which derive them).
 
-# g(r) = -k'(r)/r of a Euclidean kernel, from K and r (0 where r = 0 for
-# Matern 1/2, whose derivative matrices vanish there).
-kernel_g <- function(name, K, r) {
-  switch(name,
-         rbf = K,
-         matern12 = ifelse(r > 0, K / pmax(r, 1e-300), 0),
-         matern32 = 3 * exp(-sqrt(3) * r),
-         matern52 = 5 / 3 * (1 + sqrt(5) * r) * exp(-sqrt(5) * r))
-}
-
-# dK/dtheta for theta = log sigma (ell = NULL) or log ell_1..p (then sigma
-# is the kernel's bandwidth, 1 for ARD): a list of n x n matrices.
-kernel_grads <- function(xs, kernel, K, ard) {
-  sigma <- kernel$bandwidth
-  p <- ncol(xs)
-  l1 <- kernel$metric == "L1"
-  diffs <- function(j) {
-    d <- outer(xs[, j], xs[, j], "-")
-    if (l1) abs(d) else d^2
-  }
-  if (l1) {
-    if (!ard) {
-      # K r with r = -log K is exact for the Laplace kernel
-      return(list(K * pmax(-log(pmax(K, 1e-300)), 0)))
-    }
-    return(lapply(seq_len(p), function(j) K * diffs(j) / sigma))
-  }
-  D2 <- 0
-  parts <- vector("list", p)
-  for (j in seq_len(p)) {
-    parts[[j]] <- diffs(j)
-    D2 <- D2 + parts[[j]]
-  }
-  r <- sqrt(D2) / sigma
-  g <- kernel_g(kernel$name, K, r)
-  if (!ard) return(list(g * r^2))
-  lapply(parts, function(Dj) g * Dj / sigma^2)
+# dK/dtheta for theta = log sigma (ard = FALSE) or log ell_1..p (then sigma
+# is the kernel's bandwidth, 1 for ARD): an n x n x (1 or p) array.
+kernel_grads <- function(xs, kernel, ard) {
+  native_kernel_deriv(xs, xs, kernel, if (ard) seq_len(ncol(xs)) else -1L)
 }
 
 # Exact profile log likelihood of centred targets Y at the points xs (already
@@ -161,8 +126,8 @@ gp_loglik_exact <- function(xs, Y, kernel, lambda, ard = FALSE,
   Ainv <- chol2inv(R)
   W <- alpha %*% diag(n / (2 * yAy), m) %*% t(alpha)  # sum_c n/2 a a^T / y^T a
   dth <- function(dA) sum(W * dA) - m / 2 * sum(Ainv * dA)
-  dK <- kernel_grads(xs, kernel, K, ard)
-  gk <- vapply(dK, dth, 0)
+  dK <- kernel_grads(xs, kernel, ard)
+  gk <- vapply(seq_len(dim(dK)[3L]), function(c) dth(dK[, , c]), 0)
   glam <- lambda * (sum(diag(W)) - m / 2 * sum(diag(Ainv)))
   out$gradient <- c(gk, glam)
   out

@@ -1,22 +1,23 @@
 # Kernels -------------------------------------------------------------------
 
-# Labels and formulas for printing; the kernels' codes and metrics come from
-# the compiled code's kernel list (kernel_code(), kernel_metric()).
-kernel_table <- data.frame(
-  name = c("rbf", "laplace", "matern12", "matern32", "matern52"),
-  label = c("Gaussian (RBF)", "Laplace (L1 distance)", "Matern 1/2",
-            "Matern 3/2", "Matern 5/2"),
-  formula = c("exp(-||x - x'||^2 / (2 sigma^2))",
-              "exp(-||x - x'||_1 / sigma)",
-              "exp(-d / sigma), d = ||x - x'||",
-              "(1 + sqrt(3) d / sigma) exp(-sqrt(3) d / sigma)",
-              "(1 + sqrt(5) d / sigma + 5 d^2 / (3 sigma^2)) exp(-sqrt(5) d / sigma)"),
-  stringsAsFactors = FALSE
-)
+# What the compiled kernel list (src/core/kernel_math.h) declares of the
+# kernel `name`: a list of name, metric ("L1" or "L2": the distance the
+# kernel is a function of), label and formula (for printing), rate_unit and
+# rate_power (the rate a(s) = rate_unit / s^rate_power of a bandwidth s).
+kernel_info <- function(name) {
+  ks <- askotch_info()$kernels
+  i <- match(name, ks$name)
+  lapply(ks, `[[`, i)
+}
 
-kernel_aliases <- c(rbf = "rbf", gaussian = "rbf", laplace = "laplace",
-                    laplacian = "laplace", matern12 = "matern12",
-                    matern32 = "matern32", matern52 = "matern52")
+# Other names accepted for compiled kernels (every compiled name is accepted
+# as itself).
+kernel_aliases <- c(gaussian = "rbf", laplacian = "laplace")
+
+# The compiled kernels' names, quoted and comma-separated (messages).
+kernel_names_text <- function() {
+  paste0("\"", askotch_info()$kernels$name, "\"", collapse = ", ")
+}
 
 #' Kernel functions
 #'
@@ -79,10 +80,7 @@ new_kernel <- function(name, bandwidth, call = NULL) {
 kernel_code <- function(name) native_code("kernel", name)
 
 # "L1" or "L2": the distance the compiled kernel is a function of
-kernel_metric <- function(name) {
-  info <- askotch_info()
-  info$kernel_metric[match(name, info$kernels)]
-}
+kernel_metric <- function(name) kernel_info(name)$metric
 
 #' @rdname kernels
 #' @export
@@ -125,7 +123,7 @@ kernel_matern52 <- function(bandwidth = "median") new_kernel("matern52", bandwid
 
 #' @export
 format.askotch_kernel <- function(x, ...) {
-  row <- kernel_table[kernel_table$name == x$name, ]
+  row <- kernel_info(x$name)
   bw <- if (is.character(x$bandwidth)) {
     c(median = "median heuristic", ml = "maximum likelihood",
       ard = "maximum likelihood per column")[[x$bandwidth]]
@@ -135,7 +133,7 @@ format.askotch_kernel <- function(x, ...) {
 
 #' @export
 print.askotch_kernel <- function(x, ...) {
-  row <- kernel_table[kernel_table$name == x$name, ]
+  row <- kernel_info(x$name)
   cat("<askotch kernel> ", format(x), "\n", sep = "")
   cat("  k(x, x') = ", row$formula, "\n", sep = "")
   invisible(x)
@@ -150,15 +148,15 @@ as_kernel <- function(kernel, bandwidth, bandwidth_given, call = NULL) {
   }
   if (!is.character(kernel) || length(kernel) != 1L || is.na(kernel)) {
     abort_askotch(sprintf(paste(
-      "`kernel` must be a kernel name (\"rbf\", \"laplace\", \"matern12\",",
-      "\"matern32\", \"matern52\") or a kernel object such as kernel_rbf(),",
-      "not %s."), fmt_value(kernel)), "input", call)
+      "`kernel` must be a kernel name (%s) or a kernel object such as",
+      "kernel_rbf(), not %s."), kernel_names_text(), fmt_value(kernel)),
+      "input", call)
   }
-  key <- kernel_aliases[tolower(kernel)]
+  nm <- askotch_info()$kernels$name
+  key <- c(stats::setNames(nm, nm), kernel_aliases)[tolower(kernel)]
   if (is.na(key)) {
-    abort_askotch(sprintf(paste(
-      "`kernel` must be one of \"rbf\", \"laplace\", \"matern12\",",
-      "\"matern32\", \"matern52\", not \"%s\"."), kernel), "input", call)
+    abort_askotch(sprintf("`kernel` must be one of %s, not \"%s\".",
+                          kernel_names_text(), kernel), "input", call)
   }
   new_kernel(unname(key), bandwidth, call)
 }

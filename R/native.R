@@ -2,7 +2,7 @@
 # hands its arguments to one registered C entry point (src/init.c) with the
 # types that entry point checks. The codes of precision, device, kernel and
 # reduction are not written here: they are read from the compiled tables
-# (ffi_info(), declared once in src/r_glue.c and src/r_dist.c).
+# (ffi_info(), declared once in src/r_glue.c, src/r_kernel.c and src/r_dist.c).
 
 .askotch_env <- new.env(parent = emptyenv())
 
@@ -17,7 +17,7 @@ askotch_info <- function() {
 # "device", "reduce") or the kernel list ("kernel").
 native_code <- function(table, name) {
   info <- askotch_info()
-  code <- if (table == "kernel") match(name, info$kernels) - 1L else
+  code <- if (table == "kernel") match(name, info$kernels$name) - 1L else
     unname(info$codes[[table]][name])
   if (length(code) != 1L || is.na(code)) {
     stop("internal: ", table, " '", name, "' is not compiled in")
@@ -45,6 +45,28 @@ native_kernel_matrix <- function(x1, x2, kernel, precision = "double", threads =
   k <- kernel_args(kernel)
   .Call(ffi_kernel_matrix, x1, x2, k[[1L]], k[[2L]],
         native_code("precision", precision), as.integer(threads))
+}
+
+# K(x1, x2) and its derivatives, formed on the CPU in double from the
+# compiled kernel list: an n1 x n2 x length(deriv) array, slice c for the
+# code deriv[c] (0: the kernel; -1: d/dlog bandwidth; j: d/dlog ell_j, the
+# length scale of column j, the points already divided by their scales)
+native_kernel_deriv <- function(x1, x2, kernel, deriv) {
+  k <- kernel_args(kernel)
+  .Call(ffi_kernel_deriv, x1, x2, k[[1L]], k[[2L]], as.integer(deriv))
+}
+
+# The kernel's rate a of its bandwidth, as the compiled code forms it
+native_kernel_rate <- function(kernel) {
+  k <- kernel_args(kernel)
+  .Call(ffi_kernel_rate, k[[1L]], k[[2L]])
+}
+
+# The kernel's values at the statistics t (squared Euclidean distances, or
+# L1 distances for an L1 kernel), in double
+native_kernel_eval <- function(kernel, t) {
+  k <- kernel_args(kernel)
+  .Call(ffi_kernel_eval, k[[1L]], k[[2L]], as.numeric(t))
 }
 
 # The greedy partial Cholesky factor of K(x, x) (pivot weights pw or NULL)

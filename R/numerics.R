@@ -3,9 +3,9 @@
 # Checks made before the solve, so that a fit the compiled code cannot
 # represent fails with a classed error suggesting a remedy instead of giving
 # constant predictions, NaN or an obscure message from deep inside a solver:
-#   * lambda, the kernel's rate (1 / (2 sigma^2) for the RBF kernel, c / sigma
-#     for the others, as the compiled code forms it) and the squared
-#     distances between rows must lie in the normal range of the precision;
+#   * lambda, the kernel's rate (a(sigma) of src/core/kernel_math.h, as the
+#     compiled code forms it) and the squared distances between rows must
+#     lie in the normal range of the precision;
 #   * the kernel must not be numerically the identity (every k(x_i, x_j),
 #     i != j, underflows to 0) or all ones (every one rounds to 1) for the
 #     data and bandwidth, judged on a sample of pairs of distinct rows;
@@ -22,27 +22,13 @@ precision_limits <- function(precision) {
   }
 }
 
-# The kernel's rate a (k = poly(u) exp(-u), u = a t) and the powers the
-# compiled code uses (src/core/kernel_math.h): t is the squared Euclidean
-# distance (RBF; Matern through its square root) or the L1 distance.
-kernel_rate <- function(name, s) {
-  switch(name, rbf = 1 / (2 * s * s), laplace = 1 / s, matern12 = 1 / s,
-         matern32 = sqrt(3) / s, matern52 = sqrt(5) / s)
-}
-
-# The bandwidths whose rate lies in [lo, hi].
+# The bandwidths whose rate lies in [lo, hi]: every compiled kernel's rate
+# is a(s) = a(1) / s^m (kernel_info(); src/core/kernel_math.h).
 rate_bandwidths <- function(name, lo, hi) {
-  if (name == "rbf") return(c(sqrt(0.5 / hi), sqrt(0.5 / lo)))
-  c0 <- c(laplace = 1, matern12 = 1, matern32 = sqrt(3), matern52 = sqrt(5))[[name]]
-  c(c0 / hi, c0 / lo)
-}
-
-# k(u) from u = a t (t a distance for Laplace / Matern, squared for RBF)
-kernel_of_u <- function(name, a, t) {
-  u <- if (name %in% c("matern12", "matern32", "matern52")) a * sqrt(t) else a * t
-  switch(name, rbf = , laplace = , matern12 = exp(-u),
-         matern32 = (1 + u) * exp(-u),
-         matern52 = (1 + u + u * u / 3) * exp(-u))
+  ki <- kernel_info(name)
+  m <- ki$rate_power
+  root <- function(v) if (m == 2L) sqrt(v) else v^(1 / m)
+  c(root(ki$rate_unit / hi), root(ki$rate_unit / lo))
 }
 
 # `lambda` representable in the working precision.
@@ -114,7 +100,7 @@ check_numerics <- function(dat, set, call = NULL) {
       numeric_remedy(precision, std, "a positive finite `bandwidth`")),
       "input", call)
   }
-  a <- kernel_rate(kern$name, s)
+  a <- native_kernel_rate(kern)
   if (!is.finite(a) || a > lim$max || a < lim$min || s > lim$max ||
       s < lim$min) {
     ok <- rate_bandwidths(kern$name, lim$min, lim$max)
@@ -127,7 +113,7 @@ check_numerics <- function(dat, set, call = NULL) {
         "a numeric `bandwidth`" else "another `bandwidth` (e.g. \"median\")")),
       "input", call)
   }
-  k <- sampled_kernel_values(xs, kern, a, lim, set$seed)
+  k <- sampled_kernel_values(xs, kern, lim, set$seed)
   if (length(k) == 0L) return(invisible(TRUE))  # all sampled rows identical
   if (all(k < lim$min)) {
     abort_askotch(sprintf(paste(
@@ -154,7 +140,7 @@ check_numerics <- function(dat, set, call = NULL) {
 # pairs of distinct rows (all pairs for n <= 64; drawn with `seed`, without
 # touching the user's RNG stream). Distances below the precision's smallest
 # normal number count as 0, as they would in the compiled code.
-sampled_kernel_values <- function(xs, kern, a, lim, seed) {
+sampled_kernel_values <- function(xs, kern, lim, seed) {
   n <- nrow(xs)
   p <- ncol(xs)
   if (n <= 64L) {
@@ -172,5 +158,5 @@ sampled_kernel_values <- function(xs, kern, a, lim, seed) {
   t <- if (kern$metric == "L1") rowSums(abs(D)) else rowSums(D * D)
   t <- t[t > 0]
   t[t < lim$min] <- 0
-  kernel_of_u(kern$name, a, t)
+  native_kernel_eval(kern, t)
 }

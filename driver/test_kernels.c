@@ -4,7 +4,8 @@
  * kernels, both precisions, every instruction-set variant this machine runs
  * (ASKOTCH_CPU_ISA = avx512, avx2, generic) and awkward sizes / leading
  * dimensions.  Also: K(x, x) == 1 exactly, untouched padding of OUT, and
- * bitwise run-to-run determinism for a fixed thread count.
+ * bitwise run-to-run determinism for a fixed thread count.  Also the kernel
+ * list's rate and derivative columns and krr_kernel_deriv_host (run_derivs).
  *
  * Tolerances (justified in the comments at each check):
  *   block, double: |K - Kref| <= 1e-14 Kref (1 + u) + 1e-300, u the exponent
@@ -327,6 +328,118 @@ static void run_errors(void) {
         1, 1, 1, 1, 1, 0);
 }
 
+/* The kernel list's rate and derivative columns (kernel_math.h: A, DLOGS,
+ * krr_kernel_dlog_ell) against the reference kernel value, and
+ * krr_kernel_deriv_host (src/core/data/kernel_deriv.c) against them.
+ * Tolerances:
+ *   rate a(s) s^m vs a(1): 1e-14 relative (a few roundings of s*s, one
+ *     division and the product back);
+ *   derivatives vs central differences in log s (log ell_j) with step
+ *     h = 1e-4: truncation h^2/6 |d^3k/dlog s^3| <= 2e-9 |d^3k/dlog s^3|,
+ *     the third derivative a polynomial in u times exp(-u) of at most a few
+ *     units here, rounding 1e-16 / h = 1e-12; so 1e-7 absolute (values are
+ *     at most about 1);
+ *   the ARD derivatives summed over coordinates vs dK/dlog s: 1e-14
+ *     relative (the shares t_j / t sum to 1 up to rounding);
+ *   krr_kernel_deriv_host vs the reference functions: bitwise (the same
+ *     statistic summed in the same order, the same inline formulas). */
+static double k_at(int type, double s, double t) {
+  krr_kernel k = {(krr_kernel_type)type, s};
+  return krr_kernel_eval(krr_kparams_make(&k), t);
+}
+static void run_derivs(void) {
+  const double h = 1e-4, s = 1.3;
+  const double ts[] = {0.0, 1e-300, 1e-9, 0.04, 0.3, 1.0, 2.5, 7.0, 40.0};
+  for (int type = 0; type < KRR_N_KERNELS; type++) {
+    const int m = krr_kernel_rate_power(type);
+    check(m == 1 || m == 2, "rate-power", "-", type, 1, 0, 0, 0, 0, m);
+    krr_kernel k1 = {(krr_kernel_type)type, 1.0}, ks = {(krr_kernel_type)type, s};
+    const double a1 = krr_kparams_make(&k1).a;
+    const double sv[] = {1e-3, 0.37, 1.0, 3.3, 1e3};
+    for (int i = 0; i < 5; i++) {
+      krr_kernel k = {(krr_kernel_type)type, sv[i]};
+      const double e = fabs(krr_kparams_make(&k).a * pow(sv[i], m) / a1 - 1);
+      check(e <= 1e-14, "rate-form", "-", type, 1, i, 0, 0, 0, e);
+    }
+    const krr_kparams kp = krr_kparams_make(&ks);
+    for (int i = 0; i < (int)(sizeof ts / sizeof *ts); i++) {
+      const double fd = (k_at(type, s * exp(h), ts[i]) - k_at(type, s * exp(-h), ts[i])) / (2 * h);
+      const double e = fabs(krr_kernel_dlog_s(kp, ts[i]) - fd);
+      check(e <= 1e-7, "dlog-s", "-", type, 1, i, 0, 0, 0, e);
+    }
+    check(krr_kernel_dlog_s(kp, 0.0) == 0 && krr_kernel_dlog_s(kp, 1e300) == 0 &&
+              krr_kernel_dlog_s(kp, INFINITY) == 0,
+          "dlog-s-limits", "-", type, 1, 0, 0, 0, 0, 0);
+    /* ARD: coordinate j of both points divided by ell_j = exp(+-h) */
+    const int l1 = krr_kernel_is_l1(type), p = 3;
+    for (int rep = 0; rep < 20; rep++) {
+      double x[3], y[3], xp[3], yp[3], xm[3], ym[3], sum = 0;
+      for (int c = 0; c < p; c++) x[c] = nrand(), y[c] = nrand();
+      const double t = tstat(x, y, p, l1);
+      for (int j = 0; j < p; j++) {
+        memcpy(xp, x, sizeof x), memcpy(yp, y, sizeof y);
+        memcpy(xm, x, sizeof x), memcpy(ym, y, sizeof y);
+        xp[j] *= exp(-h), yp[j] *= exp(-h), xm[j] *= exp(h), ym[j] *= exp(h);
+        const double fd = (krr_kernel_eval(kp, tstat(xp, yp, p, l1)) -
+                           krr_kernel_eval(kp, tstat(xm, ym, p, l1))) / (2 * h);
+        const double d = x[j] - y[j];
+        const double g = krr_kernel_dlog_ell(kp, t, l1 ? fabs(d) : d * d);
+        check(fabs(g - fd) <= 1e-7, "dlog-ell", "-", type, 1, rep, j, p, 0, fabs(g - fd));
+        sum += g;
+      }
+      const double ds = krr_kernel_dlog_s(kp, t);
+      check(fabs(sum - ds) <= 1e-14 * fabs(ds), "dlog-ell-sum", "-", type, 1, rep, 0, p, 0,
+            fabs(sum - ds));
+    }
+    /* the host routine: codes 0, -1, 1..p on column-major points */
+    enum { N1 = 7, N2 = 5, ND = 5 };
+    double X1[N1 * 3], X2[N2 * 3], out[N1 * N2 * ND];
+    const int codes[ND] = {0, -1, 1, 2, 3};
+    for (int i = 0; i < N1 * p; i++) X1[i] = nrand();
+    for (int i = 0; i < N2 * p; i++) X2[i] = nrand();
+    for (int c = 0; c < p; c++) X2[c * N2] = X1[c * N1]; /* row 0 of both equal: t = 0 */
+    krr_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    krr_status st = krr_kernel_deriv_host(&ctx, &ks, X1, N1, X2, N2, p, codes, ND, out);
+    check(st == KRR_OK, "deriv-host", "-", type, 1, N1, N2, p, ND, st);
+    int same = 1;
+    for (int l = 0; l < N2; l++)
+      for (int i = 0; i < N1; i++) {
+        double a[3], b[3];
+        for (int c = 0; c < p; c++) a[c] = X1[c * N1 + i], b[c] = X2[c * N2 + l];
+        const double t = tstat(a, b, p, l1);
+        const int64_t at = (int64_t)l * N1 + i, nn = N1 * N2;
+        same &= out[at] == krr_kernel_eval(kp, t) && out[nn + at] == krr_kernel_dlog_s(kp, t);
+        for (int j = 0; j < p; j++) {
+          const double d = a[j] - b[j];
+          same &= out[(2 + j) * nn + at] == krr_kernel_dlog_ell(kp, t, l1 ? fabs(d) : d * d);
+        }
+      }
+    check(same && out[0] == 1 && out[N1 * N2] == 0, "deriv-host-ref", "-", type, 1, N1, N2, p,
+          ND, 0);
+    /* bad codes, kernel and bandwidth are input errors */
+    const int bad[2] = {-2, p + 1};
+    for (int b = 0; b < 2; b++) {
+      memset(&ctx, 0, sizeof ctx);
+      st = krr_kernel_deriv_host(&ctx, &ks, X1, N1, X2, N2, p, &bad[b], 1, out);
+      check(st == KRR_ERR_INPUT && ctx.msg[0], "deriv-bad-code", "-", type, 1, 0, 0, p, bad[b], st);
+    }
+  }
+  krr_ctx ctx;
+  memset(&ctx, 0, sizeof ctx);
+  double x[2] = {0, 1}, o[4];
+  const int c0 = 0;
+  krr_kernel unk = {(krr_kernel_type)KRR_N_KERNELS, 1.0}, neg = {KRR_RBF, 0.0};
+  krr_status st = krr_kernel_deriv_host(&ctx, &unk, x, 2, x, 2, 1, &c0, 1, o);
+  check(st == KRR_ERR_INPUT && strstr(ctx.msg, "unknown kernel code"), "deriv-unknown", "-",
+        KRR_N_KERNELS, 1, 2, 2, 1, 1, st);
+  memset(&ctx, 0, sizeof ctx);
+  st = krr_kernel_deriv_host(&ctx, &neg, x, 2, x, 2, 1, &c0, 1, o);
+  check(st == KRR_ERR_INPUT, "deriv-bandwidth", "-", 0, 1, 2, 2, 1, 1, st);
+  check(krr_kernel_rate_power(KRR_N_KERNELS) == 0, "rate-power-unknown", "-", KRR_N_KERNELS, 1,
+        0, 0, 0, 0, 0);
+}
+
 int main(int argc, char **argv) {
   (void)argc;
   (void)argv;
@@ -356,6 +469,7 @@ int main(int argc, char **argv) {
   unsetenv("ASKOTCH_CPU_ISA");
   run_team();
   run_errors();
+  run_derivs();
   printf("%d passed, %d failed\n", n_pass, n_fail);
   return n_fail ? 1 : 0;
 }

@@ -25,6 +25,9 @@ SEXP ffi_fit_set_weights(SEXP, SEXP);
 SEXP ffi_info(void);
 SEXP ffi_kernel_apply(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_kernel_matrix(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_kernel_deriv(SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_kernel_eval(SEXP, SEXP, SEXP);
+SEXP ffi_kernel_rate(SEXP, SEXP);
 SEXP ffi_pivoted_cholesky(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_threads(SEXP);
 SEXP ffi_devices(void);
@@ -63,6 +66,9 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_info, 0),
     CALLDEF(ffi_kernel_apply, 8),
     CALLDEF(ffi_kernel_matrix, 6),
+    CALLDEF(ffi_kernel_deriv, 5),
+    CALLDEF(ffi_kernel_eval, 3),
+    CALLDEF(ffi_kernel_rate, 2),
     CALLDEF(ffi_pivoted_cholesky, 8),
     CALLDEF(ffi_fit_objective, 1),
     CALLDEF(ffi_fit_features_theta, 1),

@@ -9,9 +9,9 @@
 #include <R.h>
 #include <Rinternals.h>
 #include "core/krr.h"
-#include "core/kernel_math.h"
 #include "core/loss/loss.h"
 #include "r_dist.h"
+#include "r_glue.h"
 #include "core/solvers/svrg.h"
 
 /* ---- BLAS thread count -------------------------------------------------------
@@ -118,6 +118,11 @@ static void ctx_done(krr_ctx *ctx, krr_status st, int restore) {
   if (restore) blas_restore();
   if (st != KRR_OK || g_jumped) raise_status(st, buf);
 }
+
+/* the error path and poll for the other glue files (r_glue.h) */
+void askotch_r_raise(krr_status st, const char *msg) { raise_status(st, msg); }
+void askotch_r_poll_attach(krr_ctx *ctx) { poll_attach(ctx); }
+void askotch_r_ctx_done(krr_ctx *ctx, krr_status st) { ctx_done(ctx, st, 0); }
 
 /* ---- argument helpers --------------------------------------------------- */
 static double num1(SEXP x, const char *what) {
@@ -885,13 +890,12 @@ static SEXP loss_info(const krr_loss *ls) {
 }
 
 /* What R reads at load: the solvers (options, losses, capabilities), the
- * losses, the kernels (name -> code, metric) and the codes of precision and
- * device. */
+ * losses, the kernels (r_kernel.c: names in code order, metric, text, rate)
+ * and the codes of precision and device. */
 SEXP ffi_info(void) {
-  static const char *fields[] = {"solvers",       "losses", "kernels",
-                                 "kernel_metric", "codes",  "loss_info"};
+  static const char *fields[] = {"solvers", "losses", "kernels", "codes", "loss_info"};
   static const char *cfields[] = {"precision", "device", "reduce"};
-  SEXP out = PROTECT(named_list(6, fields));
+  SEXP out = PROTECT(named_list(5, fields));
   int ns = krr_solver_count();
   const char **snames = (const char **)R_alloc((size_t)(ns > 0 ? ns : 1), sizeof(char *));
   for (int i = 0; i < ns; i++) snames[i] = krr_solver_name(krr_solver_get(i));
@@ -901,14 +905,7 @@ SEXP ffi_info(void) {
   SEXP ls = PROTECT(Rf_allocVector(STRSXP, krr_loss_count()));
   for (int i = 0; i < krr_loss_count(); i++) SET_STRING_ELT(ls, i, Rf_mkChar(krr_loss_name(krr_loss_get(i))));
   SET_VECTOR_ELT(out, 1, ls);
-  SEXP ks = PROTECT(Rf_allocVector(STRSXP, KRR_N_KERNELS));
-  SEXP km = PROTECT(Rf_allocVector(STRSXP, KRR_N_KERNELS));
-  for (int i = 0; i < KRR_N_KERNELS; i++) {
-    SET_STRING_ELT(ks, i, Rf_mkChar(krr_kernel_name((krr_kernel_type)i)));
-    SET_STRING_ELT(km, i, Rf_mkChar(krr_kernel_is_l1(i) ? "L1" : "L2"));
-  }
-  SET_VECTOR_ELT(out, 2, ks);
-  SET_VECTOR_ELT(out, 3, km);
+  SET_VECTOR_ELT(out, 2, askotch_r_kernel_info());
   SEXP codes = PROTECT(named_list(3, cfields));
   code_entry reduce[ASKOTCH_R_N_REDUCE];
   for (int i = 0; i < ASKOTCH_R_N_REDUCE; i++)
@@ -916,14 +913,14 @@ SEXP ffi_info(void) {
   SET_VECTOR_ELT(codes, 0, code_vector(precision_codes, N_CODES(precision_codes)));
   SET_VECTOR_ELT(codes, 1, code_vector(device_codes, N_CODES(device_codes)));
   SET_VECTOR_ELT(codes, 2, code_vector(reduce, ASKOTCH_R_N_REDUCE));
-  SET_VECTOR_ELT(out, 4, codes);
+  SET_VECTOR_ELT(out, 3, codes);
   int nl = krr_loss_count();
   const char **lnames = (const char **)R_alloc((size_t)(nl > 0 ? nl : 1), sizeof(char *));
   for (int i = 0; i < nl; i++) lnames[i] = krr_loss_name(krr_loss_get(i));
   SEXP li = PROTECT(named_list(nl, lnames));
   for (int i = 0; i < nl; i++) SET_VECTOR_ELT(li, i, loss_info(krr_loss_get(i)));
-  SET_VECTOR_ELT(out, 5, li);
-  UNPROTECT(7);
+  SET_VECTOR_ELT(out, 4, li);
+  UNPROTECT(5);
   return out;
 }
 

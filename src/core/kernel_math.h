@@ -26,25 +26,48 @@
  * NaN).  So a kernel is added by adding a row here (and its enum value in
  * krr.h, which is checked below); no backend can fall back to another kernel.
  *
- *   X(NAME, name, A, L1, ROOT, POLY)     (KRR_KERNEL_LIST(X))
- *   X(arg, NAME, name, A, L1, ROOT, POLY) (KRR_KERNEL_LIST_ARG(X, arg))
+ *   X(NAME, name, A, L1, ROOT, POLY, DLOGS, LABEL, FORMULA)
+ *                                        (KRR_KERNEL_LIST(X))
+ *   X(arg, NAME, name, ...)              (KRR_KERNEL_LIST_ARG(X, arg))
  *   NAME : enum constant KRR_##NAME (krr.h); rows are in enum order
  *   name : the R-level name
- *   A    : the scale a as an expression of the bandwidth `s`
+ *   A    : the rate a as an expression of the bandwidth `s`; always of the
+ *          form c / s^m with m = 1 or 2 (krr_kernel_rate_power reads m
+ *          off it, and R's bandwidth limits rely on that form)
  *   L1   : 1 if the statistic t is the L1 distance, 0 if squared L2
  *   ROOT : 1 if u = a sqrt(t), 0 if u = a t
  *   POLY : the kernel is POLY(u) exp(-u); an expression of `u` of type `T`
  *          (each expansion site provides both: T is float, double, a vector
  *          type, ...; `(T)1` multiplies exactly, so the exponential kernels
  *          cost nothing extra).  Written in the operation order the CPU
- *          vector code has always used, so its results are unchanged. */
+ *          vector code has always used, so its results are unchanged.
+ *   DLOGS: the derivative with respect to the log bandwidth is
+ *          dK/dlog s = DLOGS(u) exp(-u), an expression of `u` of type `T`.
+ *          With k(u) = POLY(u) exp(-u) and u proportional to s^-m,
+ *          dK/dlog s = -m u k'(u) = m u (POLY(u) - POLY'(u)) exp(-u)
+ *          (the matrices of the likelihood gradient, Rasmussen and
+ *          Williams 2006, eq. 5.9).  The derivative with respect to the log
+ *          length scale of coordinate j (ARD: the points are x_j / ell_j)
+ *          is dK/dlog s times t_j / t, the share of coordinate j in the
+ *          statistic (t_j = D_j^2, or |D_j| for L1): t is a sum over
+ *          coordinates, each scaling as ell_j^-q (q = 2, or 1 for L1), and
+ *          since the kernel is a function of distance / s, a change of
+ *          log s is the same change of every log ell_j
+ *          (krr_kernel_dlog_ell).
+ *   LABEL, FORMULA: text for printing (R's print method of a kernel). */
 #define KRR_KERNEL_LIST_ARG(X, arg)                                                      \
-  X(arg, RBF, "rbf", 1.0 / (2.0 * s * s), 0, 0, (T)1)                                   \
-  X(arg, LAPLACE, "laplace", 1.0 / s, 1, 0, (T)1)                                       \
-  X(arg, MATERN12, "matern12", 1.0 / s, 0, 1, (T)1)                                     \
-  X(arg, MATERN32, "matern32", 1.7320508075688772 / s, 0, 1, (u + (T)1))               \
+  X(arg, RBF, "rbf", 1.0 / (2.0 * s * s), 0, 0, (T)1, (u * (T)2),                        \
+    "Gaussian (RBF)", "exp(-||x - x'||^2 / (2 sigma^2))")                                \
+  X(arg, LAPLACE, "laplace", 1.0 / s, 1, 0, (T)1, (u),                                   \
+    "Laplace (L1 distance)", "exp(-||x - x'||_1 / sigma)")                               \
+  X(arg, MATERN12, "matern12", 1.0 / s, 0, 1, (T)1, (u),                                 \
+    "Matern 1/2", "exp(-d / sigma), d = ||x - x'||")                                     \
+  X(arg, MATERN32, "matern32", 1.7320508075688772 / s, 0, 1, (u + (T)1), (u * u),        \
+    "Matern 3/2", "(1 + sqrt(3) d / sigma) exp(-sqrt(3) d / sigma)")                     \
   X(arg, MATERN52, "matern52", 2.23606797749979 / s, 0, 1,                              \
-    (u * u * (T)(1.0 / 3.0) + u + (T)1))
+    (u * u * (T)(1.0 / 3.0) + u + (T)1), (u * u * (u + (T)1) * (T)(1.0 / 3.0)),          \
+    "Matern 5/2",                                                                        \
+    "(1 + sqrt(5) d / sigma + 5 d^2 / (3 sigma^2)) exp(-sqrt(5) d / sigma)")
 #define KRR_KERNEL_LIST(X) KRR_KERNEL_LIST_ARG(KRR_KLIST_APPLY_, X)
 #define KRR_KLIST_APPLY_(X, ...) X(__VA_ARGS__)
 
@@ -94,6 +117,20 @@ KRR_HD krr_kparams krr_kparams_make(const krr_kernel *k) {
   return kp;
 }
 
+/* m of the rate a(s) = a(1) / s^m (the list's A: 2 for the RBF kernel, 1
+ * for the others), read off A as log2(a(1) / a(2)), which is exact for that
+ * form; 0 for an unlisted code or an A not of that form with m in 1..4 */
+KRR_HD int krr_kernel_rate_power(int type) {
+  krr_kernel k1, k2;
+  k1.type = k2.type = (krr_kernel_type)type;
+  k1.bandwidth = 1.0;
+  k2.bandwidth = 2.0;
+  const double r = krr_kparams_make(&k1).a / krr_kparams_make(&k2).a;
+  for (int m = 1; m <= 4; m++)
+    if (r == (double)(1 << m)) return m;
+  return 0;
+}
+
 /* 1 if the kernel accumulates the L1 distance, else squared L2 */
 KRR_HD int krr_kernel_is_l1(int type) { return KRR_KERNEL_IS_L1(type); }
 
@@ -102,11 +139,37 @@ KRR_HD double krr_kernel_eval(krr_kparams kp, double t) {
   typedef double T;
   T u;
   switch (kp.type) {
-#define KRR_KLIST_EVAL_(K, n, A, L1, ROOT, POLY) \
+#define KRR_KLIST_EVAL_(K, n, A, L1, ROOT, POLY, ...) \
   case KRR_##K: u = kp.a * ((ROOT) ? sqrt(t) : t); return (POLY) * exp(-u);
     KRR_KERNEL_LIST(KRR_KLIST_EVAL_)
 #undef KRR_KLIST_EVAL_
     default: return NAN;
   }
+}
+
+/* reference (double) dK/dlog s from the statistic t: DLOGS(u) exp(-u), and
+ * 0 where exp(-u) underflows (the limit, with no Inf * 0 for a huge u) */
+KRR_HD double krr_kernel_dlog_s(krr_kparams kp, double t) {
+  typedef double T;
+  T u, e;
+  switch (kp.type) {
+#define KRR_KLIST_DLOGS_(K, n, A, L1, ROOT, POLY, DLOGS, ...) \
+  case KRR_##K:                                              \
+    u = kp.a * ((ROOT) ? sqrt(t) : t);                       \
+    e = exp(-u);                                             \
+    return e == 0 ? 0.0 : (DLOGS) * e;
+    KRR_KERNEL_LIST(KRR_KLIST_DLOGS_)
+#undef KRR_KLIST_DLOGS_
+    default: return NAN;
+  }
+}
+
+/* reference (double) dK/dlog ell_j from the statistic t and coordinate j's
+ * part tj of it (D_j^2, or |D_j| for L1; the points already divided by
+ * their length scales): dK/dlog s times tj / t; 0 where dK/dlog s is 0,
+ * which includes t = 0 (DLOGS(0) = 0 in every row) and an infinite t */
+KRR_HD double krr_kernel_dlog_ell(krr_kparams kp, double t, double tj) {
+  const double d = krr_kernel_dlog_s(kp, t);
+  return d != 0 ? d * (tj / t) : 0.0;
 }
 #endif

@@ -187,6 +187,22 @@ krr_status krr_kernel_pchol_host(krr_ctx *ctx, const krr_kernel *k, const double
                                  int p, const double *pw, int r, double stop_trace, double tiny,
                                  double *L, double *d, int64_t *piv, int *rank);
 const char *krr_kernel_name(krr_kernel_type t); /* "rbf", ...; NULL if unknown */
+/* text for printing: "Gaussian (RBF)", ... and the formula; NULL if unknown */
+const char *krr_kernel_label(krr_kernel_type t);
+const char *krr_kernel_formula(krr_kernel_type t);
+/* Derivatives of the kernel matrix, in double on the host, for the Gaussian
+ * process likelihood's gradient (kernel_math.h, DLOGS).  X1 (n1 x p), X2
+ * (n2 x p) column-major doubles (R layout; for ARD already divided by the
+ * length scales); for each of the nd codes deriv[c], the n1 x n2 matrix
+ * out[c * n1 * n2 + ...] (column-major) is
+ *   deriv = 0 : K(X1, X2);
+ *   deriv = -1: dK/dlog s, s the kernel's bandwidth;
+ *   deriv = j : dK/dlog ell_j (1 <= j <= p), the length scale of column j.
+ * Checks the kernel code, the bandwidth and the codes (KRR_ERR_INPUT);
+ * polls ctx between blocks of the points of X2. */
+krr_status krr_kernel_deriv_host(krr_ctx *ctx, const krr_kernel *k, const double *X1, int64_t n1,
+                                 const double *X2, int64_t n2, int p, const int *deriv, int nd,
+                                 double *out);
 
 /* --- kernel operator (op/) --------------------------------------------------
  * The training-set kernel matrix K = K(X, X) as solvers see it.  The exact

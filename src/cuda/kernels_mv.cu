@@ -91,7 +91,7 @@ __device__ __forceinline__ T keval_acc(T t, T a) {
   static_assert(KRR_KERNEL_LISTED(KT), "kernel code not in KRR_KERNEL_LIST");
   T v = T(0);
   switch (KT) {
-#define KCU_ACC_CASE(K, n, A, L1, ROOT, POLY)            \
+#define KCU_ACC_CASE(K, n, A, L1, ROOT, POLY, ...)      \
   case KRR_##K: {                                       \
     const T u = a * ((ROOT) ? ksqrt(t) : t);            \
     v = (POLY) * kexp(-u);                              \
@@ -110,7 +110,7 @@ __device__ __forceinline__ float keval_fast(float t, float a, float a2) {
   static_assert(KRR_KERNEL_LISTED(KT), "kernel code not in KRR_KERNEL_LIST");
   typedef float T; /* POLY's type */
   switch (KT) {
-#define KCU_FAST_CASE(K, n, A, L1, ROOT, POLY)           \
+#define KCU_FAST_CASE(K, n, A, L1, ROOT, POLY, ...)     \
   case KRR_##K: {                                       \
     const float d = (ROOT) ? sqrt_approx(t) : t;        \
     const float u = a * d;                              \

@@ -13,6 +13,24 @@ const char *krr_kernel_name(krr_kernel_type t) {
 #undef NAME_
 }
 
+/* the label and formula text of the kernel list (printing) */
+const char *krr_kernel_label(krr_kernel_type t) {
+#define LABEL_(K, n, A, L1, ROOT, POLY, DLOGS, LABEL, FORMULA) case KRR_##K: return LABEL;
+  switch (t) {
+    KRR_KERNEL_LIST(LABEL_)
+    default: return NULL;
+  }
+#undef LABEL_
+}
+const char *krr_kernel_formula(krr_kernel_type t) {
+#define FORMULA_(K, n, A, L1, ROOT, POLY, DLOGS, LABEL, FORMULA) case KRR_##K: return FORMULA;
+  switch (t) {
+    KRR_KERNEL_LIST(FORMULA_)
+    default: return NULL;
+  }
+#undef FORMULA_
+}
+
 /* About 2^32 kernel-coordinate units per chunk, a multiple of 256 rows and
  * at least 256.  One core does about 2.6e10-9e10 units per second in
  * kernel_mv (RBF, p = 10 and 784, float and double: inst/bench/RESULTS.md),

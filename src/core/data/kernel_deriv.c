@@ -1,0 +1,87 @@
+/* Derivatives of the kernel matrix with respect to the log bandwidth and the
+ * log length scales, in double on the host (krr.h, krr_kernel_deriv_host).
+ * They are the matrices dK/dtheta of the Gaussian-process likelihood's
+ * gradient (Rasmussen and Williams 2006, eq. 5.9), formed for the exact
+ * likelihood at sizes where K itself is formed.  Every formula comes from
+ * the kernel list (kernel_math.h: krr_kernel_eval, krr_kernel_dlog_s,
+ * krr_kernel_dlog_ell); this file only accumulates the statistic t and
+ * coordinate j's part of it. */
+#include "data.h"
+#include <stdlib.h>
+#include "../kernel_math.h"
+
+/* points of X2 between polls */
+#define KDERIV_POLL_COLS 64
+
+/* n x p column-major into n x p row-major (point-contiguous) */
+static void to_rows(const double *X, int64_t n, int p, double *R) {
+  for (int64_t i = 0; i < n; i++)
+    for (int c = 0; c < p; c++) R[i * p + c] = X[(int64_t)c * n + i];
+}
+
+static krr_status check_args(krr_ctx *ctx, const krr_kernel *k, int64_t n1, int64_t n2, int p,
+                             const int *deriv, int nd) {
+  if (!KRR_KERNEL_LISTED((int)k->type))
+    return krr_fail(ctx, KRR_ERR_INPUT, "kernel derivative: unknown kernel code %d", (int)k->type);
+  if (!(k->bandwidth > 0) || !isfinite(k->bandwidth))
+    return krr_fail(ctx, KRR_ERR_INPUT,
+                    "kernel derivative: the bandwidth must be positive and finite");
+  if (n1 < 0 || n2 < 0 || p < 0 || nd < 0 || (nd > 0 && !deriv))
+    return krr_fail(ctx, KRR_ERR_INPUT, "kernel derivative: invalid sizes");
+  for (int c = 0; c < nd; c++)
+    if (deriv[c] < -1 || deriv[c] > p)
+      return krr_fail(ctx, KRR_ERR_INPUT,
+                      "kernel derivative: code %d is not 0 (the kernel), -1 (log bandwidth) or a "
+                      "column 1..%d (log length scale)",
+                      deriv[c], p);
+  return KRR_OK;
+}
+
+krr_status krr_kernel_deriv_host(krr_ctx *ctx, const krr_kernel *k, const double *X1, int64_t n1,
+                                 const double *X2, int64_t n2, int p, const int *deriv, int nd,
+                                 double *out) {
+  KTRY(check_args(ctx, k, n1, n2, p, deriv, nd));
+  if (n1 == 0 || n2 == 0 || nd == 0) return KRR_OK;
+  const krr_kparams kp = krr_kparams_make(k);
+  const int l1 = krr_kernel_is_l1(kp.type);
+  const int64_t nn = n1 * n2;
+  double *R1 = (double *)malloc(sizeof(double) * (size_t)(n1 * (p > 0 ? p : 1)));
+  double *R2 = (double *)malloc(sizeof(double) * (size_t)(n2 * (p > 0 ? p : 1)));
+  if (!R1 || !R2) {
+    free(R1);
+    free(R2);
+    return krr_fail(ctx, KRR_ERR_MEMORY, "kernel derivative: out of host memory (%lld x %d points)",
+                    (long long)(n1 + n2), p);
+  }
+  to_rows(X1, n1, p, R1);
+  to_rows(X2, n2, p, R2);
+  krr_status st = KRR_OK;
+  for (int64_t l = 0; l < n2; l++) {
+    if (l % KDERIV_POLL_COLS == 0 && (st = krr_poll(ctx)) != KRR_OK) break;
+    const double *b = R2 + l * p;
+    for (int64_t i = 0; i < n1; i++) {
+      const double *a = R1 + i * p;
+      double t = 0;
+      for (int c = 0; c < p; c++) {
+        const double d = a[c] - b[c];
+        t += l1 ? fabs(d) : d * d;
+      }
+      const int64_t at = l * n1 + i;
+      for (int c = 0; c < nd; c++) {
+        double v;
+        if (deriv[c] == 0) {
+          v = krr_kernel_eval(kp, t);
+        } else if (deriv[c] < 0) {
+          v = krr_kernel_dlog_s(kp, t);
+        } else {
+          const double d = a[deriv[c] - 1] - b[deriv[c] - 1];
+          v = krr_kernel_dlog_ell(kp, t, l1 ? fabs(d) : d * d);
+        }
+        out[c * nn + at] = v;
+      }
+    }
+  }
+  free(R1);
+  free(R2);
+  return st;
+}
