@@ -89,14 +89,15 @@ int main(int argc, char **argv) {
     double e = rel_diff(Wr, Wrx, M * m);
     CHECK(e < 1e-9, "random-feature ridge: relative error %g", e);
   }
-  /* on a backend other than the CPU table (a device) the solver runs on a
-   * host context: a copy of the CPU table takes that path on the CPU and must
+  /* on a context whose table is not its host table (a device) the solver
+   * runs on a host context (ctx->host_ops): a copy of the CPU table as the
+   * device table, with the CPU table as host, takes that path on the CPU and must
    * give the direct path's weights bit for bit; its failures, deadline and
    * messages reach the caller's context */
   if (ctx.ops == krr_cpu_ops()) {
     krr_ops alt = *krr_cpu_ops();
     krr_ctx actx;
-    if (krr_ctx_init(&actx, &alt, ctx.threads, 0) == KRR_OK) {
+    if (krr_ctx_init(&actx, &alt, krr_cpu_ops(), ctx.threads, 0) == KRR_OK) {
       krr_status s1 = run(&ctx, Zt, n, p, m, y, lambda, 1, 1, 5, 20, W, &info, s2, obj, grd, sec);
       krr_status s2s = run(&actx, Zt, n, p, m, y, lambda, 1, 1, 5, 20, W2, &info, s2, obj, grd, sec);
       CHECK(s1 == KRR_OK && s2s == KRR_OK && memcmp(W, W2, sizeof(double) * p * m) == 0,

@@ -371,9 +371,9 @@ static krr_status svrg_rff(krr_ctx *ctx, const krr_kernel *k, const double *X, i
 krr_status krr_svrg_solve(krr_ctx *ctx, const double *Zt, int64_t n, int64_t d, int m,
                           const double *Y, double lambda, const krr_svrg_opts *o, double *W,
                           krr_svrg_info *info) {
-  if (ctx->ops == krr_cpu_ops()) return svrg_solve(ctx, Zt, n, d, m, Y, lambda, o, W, info);
+  if (krr_ctx_on_host(ctx)) return svrg_solve(ctx, Zt, n, d, m, Y, lambda, o, W, info);
   krr_ctx h;
-  KTRY(krr_ctx_host_twin(ctx, krr_cpu_ops(), &h));
+  KTRY(krr_ctx_host_twin(ctx, &h));
   krr_status st = krr_ctx_forward(ctx, &h, svrg_solve(&h, Zt, n, d, m, Y, lambda, o, W, info));
   krr_ctx_free(&h);
   return st;
@@ -381,9 +381,9 @@ krr_status krr_svrg_solve(krr_ctx *ctx, const double *Zt, int64_t n, int64_t d, 
 
 krr_status krr_svrg_rff(krr_ctx *ctx, const krr_kernel *k, const double *X, int64_t n, int p,
                         int64_t M, uint64_t seed, double *Zt) {
-  if (ctx->ops == krr_cpu_ops()) return svrg_rff(ctx, k, X, n, p, M, seed, Zt);
+  if (krr_ctx_on_host(ctx)) return svrg_rff(ctx, k, X, n, p, M, seed, Zt);
   krr_ctx h;
-  KTRY(krr_ctx_host_twin(ctx, krr_cpu_ops(), &h));
+  KTRY(krr_ctx_host_twin(ctx, &h));
   krr_status st = krr_ctx_forward(ctx, &h, svrg_rff(&h, k, X, n, p, M, seed, Zt));
   krr_ctx_free(&h);
   return st;
