@@ -1,7 +1,10 @@
 /* test_svrg: the sketched preconditioned SVRG and plain SVRG of
  * src/core/solvers/svrg.c against the exact ridge solution (LAPACKE Cholesky
  * of Z'Z + lambda I), its random Fourier features against the operator's
- * (krr_features_apply with theta = I), reproducibility by seed, input errors. */
+ * (krr_features_apply with theta = I), reproducibility by seed, input errors;
+ * and the registry entry "svrg" on the random-feature operator, driven by the
+ * generic loop: the same oracles, krr_svrg_solve's epochs, solving again,
+ * options, single precision, the host context. */
 #include "test_common.h"
 #include "../src/core/solvers/svrg.h"
 
@@ -117,6 +120,173 @@ int main(int argc, char **argv) {
     } else {
       CHECK(0, "a context on a copy of the CPU table: %s", actx.msg);
     }
+  }
+  /* the registry entry "svrg": the same method on the features of the
+   * random-feature operator (the draws of seed 9, equal to Zr up to
+   * rounding), driven by the generic solver loop, one epoch per step */
+  {
+    tfit f;
+    double *th = malloc(sizeof(double) * M * m), *th2 = malloc(sizeof(double) * M * m),
+           *a = malloc(sizeof(double) * (size_t)(n * m)), *Wl = malloc(sizeof(double) * M * m),
+           *W4 = malloc(sizeof(double) * M * m);
+    char spec[200];
+    if (tfit_make_features(&ctx, KRR_DOUBLE, X, n, p, y, m, k, lambda, M, 9, &f) == KRR_OK) {
+      for (int pc = 0; pc < 2; pc++)
+        for (int smp = 0; smp < 2; smp++) {
+          snprintf(spec, sizeof spec, "rank=3 epoch_length=%lld step=0.25 precondition=%d "
+                   "sampling=%s seed=3", (long long)(2 * (n + M)), pc, smp ? "smoothness" : "uniform");
+          krr_solver *sv = NULL;
+          krr_status st = tinit(&f, "svrg", spec, &sv);
+          if (st == KRR_OK) st = krr_solver_step_until(sv, epochs, 1e-13, 0);
+          krr_diag dg = {0};
+          double crit = INFINITY;
+          if (st == KRR_OK) {
+            krr_solver_diag(sv, &dg);
+            st = krr_solver_theta(sv, th);
+          }
+          if (st == KRR_OK) st = krr_solver_residual(sv, &crit);
+          double e = st == KRR_OK ? rel_diff(th, Wrx, M * m) : INFINITY;
+          CHECK(st == KRR_OK && e < 1e-9, "registry pc=%d sampling=%d: relative error %g after %lld "
+                "epochs (%s)", pc, smp, e, (long long)dg.iter, ctx.msg);
+          CHECK(crit <= 1e-12 && dg.resid_est <= 1e-13,
+                "registry pc=%d sampling=%d: estimate %g, exact criterion %g", pc, smp,
+                dg.resid_est, crit);
+          /* the dual weights a: theta = Z'a */
+          if (st == KRR_OK) st = krr_solver_weights(sv, a);
+          if (st == KRR_OK) st = krr_op_features_theta_host(f.op, a, m, th2);
+          e = st == KRR_OK ? rel_diff(th2, th, M * m) : INFINITY;
+          CHECK(e < 1e-9, "registry pc=%d sampling=%d: Z'a differs from theta by %g", pc, smp, e);
+          CHECK(krr_solver_memory_used(sv) <= krr_solver_memory_estimate(sv),
+                "registry: memory held %.0f > estimate %.0f", krr_solver_memory_used(sv),
+                krr_solver_memory_estimate(sv));
+          /* the same seed and epochs: the same weights, bit for bit, also by slices */
+          krr_solver_free(sv);
+          sv = NULL;
+          st = tinit(&f, "svrg", spec, &sv);
+          for (int64_t i = 0; st == KRR_OK && i < dg.iter; i += 3)
+            st = krr_solver_step(sv, dg.iter - i < 3 ? dg.iter - i : 3);
+          if (st == KRR_OK) st = krr_solver_theta(sv, th2);
+          CHECK(st == KRR_OK && memcmp(th, th2, sizeof(double) * M * m) == 0,
+                "registry reproducible pc=%d sampling=%d (%s)", pc, smp, ctx.msg);
+          krr_solver_free(sv);
+          /* five epochs: krr_svrg_solve's five epochs on Zr (the same draws) */
+          krr_svrg_opts o = {3, 0, 5, 2 * (n + M), 0.25, pc, smp, 0.0, 3};
+          memset(Wl, 0, sizeof(double) * M * m);
+          memset(&info, 0, sizeof info);
+          info.sigma2 = s2; info.objective = obj; info.gradient = grd; info.seconds = sec;
+          st = krr_svrg_solve(&ctx, Zr, n, M, m, y, lambda, &o, Wl, &info);
+          krr_solver *s5 = NULL;
+          if (st == KRR_OK) st = tinit(&f, "svrg", spec, &s5);
+          if (st == KRR_OK) st = krr_solver_step(s5, 5);
+          if (st == KRR_OK) st = krr_solver_theta(s5, th2);
+          e = st == KRR_OK ? rel_diff(th2, Wl, M * m) : INFINITY;
+          CHECK(st == KRR_OK && info.epochs_run == 5 && e < 1e-9 &&
+                    fabs(textra(s5, "gradient") - grd[5]) <= 1e-6 * grd[5],
+                "registry pc=%d sampling=%d: 5 epochs differ from krr_svrg_solve's by %g (%s)", pc,
+                smp, e, ctx.msg);
+          /* the estimate is the exact criterion of the dual weights at an epoch's end */
+          if (st == KRR_OK) {
+            krr_solver_diag(s5, &dg);
+            st = krr_solver_residual(s5, &crit);
+          }
+          CHECK(st == KRR_OK && fabs(dg.resid_est - crit) <= 1e-6 * crit,
+                "registry pc=%d sampling=%d: after 5 epochs estimate %g, exact criterion %g", pc,
+                smp, dg.resid_est, crit);
+          krr_solver_free(s5);
+        }
+      /* solving again: a new lambda (the preconditioner is retuned, the sketch kept) */
+      {
+        krr_solver *sv = NULL;
+        CHECK(exact_ridge(Zr, n, M, m, y, 2 * lambda, W4) == 0, "oracle rff, 2 lambda");
+        krr_status st = tinit(&f, "svrg", "rank=3 step=0.25 seed=3", &sv);
+        if (st == KRR_OK) st = krr_solver_step(sv, 3);
+        if (st == KRR_OK) st = krr_solver_set_lambda(sv, 2 * lambda);
+        if (st == KRR_OK) st = krr_solver_step_until(sv, epochs, 1e-13, 0);
+        if (st == KRR_OK) st = krr_solver_theta(sv, th);
+        double e = st == KRR_OK ? rel_diff(th, W4, M * m) : INFINITY;
+        CHECK(e < 1e-9, "registry, a new lambda: relative error %g (%s)", e, ctx.msg);
+        krr_solver_free(sv);
+      }
+      /* options: the table's ranges and the resolved defaults */
+      {
+        krr_solver *sv = NULL;
+        krr_status st = tinit(&f, "svrg", "seed=3", &sv);
+        CHECK(st == KRR_OK && topt(sv, "rank") == 30 && topt(sv, "epoch_length") == 2 * (n + M) &&
+                  topt(sv, "lanczos_iters") == ceil(log((double)M) / sqrt(0.5)) &&
+                  textra(sv, "rank") == M && textra(sv, "features") == M,
+              "registry defaults: rank %g epoch_length %g lanczos_iters %g, rank used %g",
+              sv ? topt(sv, "rank") : NAN, sv ? topt(sv, "epoch_length") : NAN,
+              sv ? topt(sv, "lanczos_iters") : NAN, sv ? textra(sv, "rank") : NAN);
+        krr_solver_free(sv);
+        const char *bad[] = {"rank=0", "step=0", "precondition=2", "sampling=other", "epochs=3"};
+        for (int i = 0; i < 5; i++) {
+          krr_options *op = topts(&ctx, "svrg", bad[i]);
+          CHECK(op == NULL && ctx.status == KRR_ERR_INPUT, "svrg option \"%s\" must be refused",
+                bad[i]);
+          krr_options_free(op);
+          krr_clear(&ctx);
+        }
+      }
+      tfit_free(&f);
+    }
+    /* single precision: the features in float, the epochs in double */
+    if (tfit_make_features(&ctx, KRR_FLOAT, X, n, p, y, m, k, lambda, M, 9, &f) == KRR_OK) {
+      krr_solver *sv = NULL;
+      krr_status st = tinit(&f, "svrg", "rank=3 step=0.25 seed=3", &sv);
+      if (st == KRR_OK) st = krr_solver_step_until(sv, epochs, 1e-6, 0);
+      if (st == KRR_OK) st = krr_solver_theta(sv, th);
+      double e = st == KRR_OK ? rel_diff(th, Wrx, M * m) : INFINITY;
+      CHECK(e < 1e-5, "registry, float: relative error %g (%s)", e, ctx.msg);
+      krr_solver_free(sv);
+      tfit_free(&f);
+    }
+    /* the exact operator has no features: an input error naming the need */
+    if (tfit_make(&ctx, KRR_DOUBLE, X, n, p, y, m, k, lambda, &f) == KRR_OK) {
+      krr_solver *sv = NULL;
+      krr_status st = tinit(&f, "svrg", "", &sv);
+      CHECK(st == KRR_ERR_INPUT && strstr(ctx.msg, "feature"), "svrg on the exact operator: %d (%s)",
+            st, ctx.msg);
+      krr_solver_free(sv);
+      krr_clear(&ctx);
+      tfit_free(&f);
+    }
+    /* on a context whose table is not its host table the epochs run on a
+     * host context: the direct path's weights bit for bit */
+    if (ctx.ops == krr_cpu_ops()) {
+      krr_ops alt = *krr_cpu_ops();
+      krr_ctx actx;
+      tfit g;
+      if (krr_ctx_init(&actx, &alt, krr_cpu_ops(), ctx.threads, 0) == KRR_OK &&
+          tfit_make_features(&ctx, KRR_DOUBLE, X, n, p, y, m, k, lambda, M, 9, &f) == KRR_OK) {
+        if (tfit_make_features(&actx, KRR_DOUBLE, X, n, p, y, m, k, lambda, M, 9, &g) == KRR_OK) {
+          krr_solver *s1 = NULL, *s2v = NULL;
+          krr_status a1 = tinit(&f, "svrg", "rank=3 step=0.25 seed=3", &s1);
+          krr_status a2 = tinit(&g, "svrg", "rank=3 step=0.25 seed=3", &s2v);
+          if (a1 == KRR_OK) a1 = krr_solver_step(s1, 10);
+          if (a2 == KRR_OK) a2 = krr_solver_step(s2v, 10);
+          if (a1 == KRR_OK) a1 = krr_solver_theta(s1, th);
+          if (a2 == KRR_OK) a2 = krr_solver_theta(s2v, th2);
+          CHECK(a1 == KRR_OK && a2 == KRR_OK && memcmp(th, th2, sizeof(double) * M * m) == 0,
+                "registry, host context: the direct path's weights (%d, %d: %s)", a1, a2, actx.msg);
+          /* the caller's deadline reaches the host context */
+          krr_solver_free(s2v);
+          s2v = NULL;
+          a2 = tinit(&g, "svrg", "rank=3 step=0.25 seed=3", &s2v);
+          actx.deadline = krr_now() - 1;
+          if (a2 == KRR_OK) a2 = krr_solver_step(s2v, 3);
+          CHECK(a2 == KRR_ERR_TIME_LIMIT && actx.status == KRR_ERR_TIME_LIMIT,
+                "registry, host context: the caller's deadline (%d: %s)", a2, actx.msg);
+          actx.deadline = 0;
+          krr_clear(&actx);
+          krr_solver_free(s1);
+          krr_solver_free(s2v);
+          tfit_free(&g);
+        }
+        tfit_free(&f);
+      }
+      krr_ctx_free(&actx);
+    }
+    free(th); free(th2); free(a); free(Wl); free(W4);
   }
   /* input errors */
   krr_clear(&ctx);
