@@ -7,6 +7,7 @@
  * options, single precision, the host context. */
 #include "test_common.h"
 #include "../src/core/solvers/svrg.h"
+#include "../src/core/op/op.h"
 
 static int exact_ridge(const double *Zt, int64_t n, int64_t d, int m, const double *Y, double lambda,
                        double *W) {
@@ -287,6 +288,81 @@ int main(int argc, char **argv) {
       krr_ctx_free(&actx);
     }
     free(th); free(th2); free(a); free(Wl); free(W4);
+  }
+  /* the registry entry on the linear operator (K = X X^T, features x
+   * itself): the linear ridge oracle, and krr_svrg_solve's iterates on
+   * Zt = X' bit for bit (the same features, targets, streams and steps) */
+  {
+    krr_problem pb;
+    krr_op *lop = NULL;
+    krr_objective lobj;
+    krr_status st = krr_problem_create(&ctx, KRR_DOUBLE, X, n, p, &pb);
+    if (st == KRR_OK) st = krr_op_linear_create(&ctx, &pb, &lop);
+    if (st == KRR_OK) st = krr_objective_init(&ctx, lop, krr_loss_lookup("squared"), lambda, y, m, &lobj);
+    CHECK(st == KRR_OK, "linear operator: %s", ctx.msg);
+    if (st == KRR_OK) {
+      /* the operator: K = X X^T, its diagonal, products and features */
+      double *K = malloc(sizeof(double) * (size_t)(n * n)), *dg = malloc(sizeof(double) * (size_t)n),
+             *Kv = malloc(sizeof(double) * (size_t)(n * m)), *Zl = malloc(sizeof(double) * (size_t)(n * p));
+      void *dK = NULL, *dy = NULL, *dKv = NULL, *dZ = NULL;
+      st = krr_upload_vec(&ctx, KRR_DOUBLE, y, n * m, &dy);
+      dK = krr_dalloc(&ctx, n * n, sizeof(double));
+      dKv = krr_dalloc(&ctx, n * m, sizeof(double));
+      dZ = krr_dalloc(&ctx, n * p, sizeof(double));
+      if (st == KRR_OK) st = krr_op_mat(lop, NULL, NULL, dK, n);
+      if (st == KRR_OK) st = krr_op_mv(lop, NULL, NULL, dy, n, m, dKv, n);
+      if (st == KRR_OK) st = krr_op_feature_cols(lop, 1, 2, dZ, n);
+      if (st == KRR_OK) st = krr_op_diag(lop, NULL, dg);
+      if (st == KRR_OK) st = krr_download_vec(&ctx, KRR_DOUBLE, dK, n * n, K);
+      if (st == KRR_OK) st = krr_download_vec(&ctx, KRR_DOUBLE, dKv, n * m, Kv);
+      if (st == KRR_OK) st = krr_download_vec(&ctx, KRR_DOUBLE, dZ, n * 2, Zl);
+      double ek = 0, ev = 0, ed = 0, ez = 0;
+      for (int64_t i = 0; i < n; i++) {
+        for (int64_t j = 0; j < n; j++) {
+          double t = 0;
+          for (int c = 0; c < p; c++) t += X[i + c * n] * X[j + c * n];
+          ek = fmax(ek, fabs(K[i + j * n] - t));
+          if (i == j) ed = fmax(ed, fabs(dg[i] - t));
+        }
+        for (int c = 0; c < m; c++) {
+          double t = 0;
+          for (int64_t j = 0; j < n; j++) t += K[i + j * n] * y[j + c * n];
+          ev = fmax(ev, fabs(Kv[i + c * n] - t) / (1 + fabs(t)));
+        }
+        for (int c = 0; c < 2; c++) ez = fmax(ez, fabs(Zl[i + c * n] - X[i + (c + 1) * n]));
+      }
+      CHECK(st == KRR_OK && ek < 1e-12 && ed < 1e-12 && ev < 1e-12 && ez == 0,
+            "linear operator: K %g, diag %g, K y %g, feature columns %g (%s)", ek, ed, ev, ez, ctx.msg);
+      krr_dfree(&ctx, &dK); krr_dfree(&ctx, &dy); krr_dfree(&ctx, &dKv); krr_dfree(&ctx, &dZ);
+      free(K); free(dg); free(Kv); free(Zl);
+      double *th = malloc(sizeof(double) * p * m);
+      for (int pc = 0; pc < 2; pc++)
+        for (int smp = 0; smp < 2; smp++) {
+          char spec[200];
+          snprintf(spec, sizeof spec, "rank=3 epoch_length=%lld step=0.25 precondition=%d "
+                   "sampling=%s seed=5", (long long)(2 * (n + p)), pc, smp ? "smoothness" : "uniform");
+          krr_options *o = topts(&ctx, "svrg", spec);
+          krr_solver *sv = NULL;
+          st = o ? krr_solver_init(&ctx, lop, &lobj, o, &sv) : ctx.status;
+          krr_options_free(o);
+          if (st == KRR_OK) st = krr_solver_step(sv, 5);
+          if (st == KRR_OK) st = krr_solver_theta(sv, th);
+          run(&ctx, Zt, n, p, m, y, lambda, pc, smp, 5, 5, W, &info, s2, obj, grd, sec);
+          CHECK(st == KRR_OK && memcmp(th, W, sizeof(double) * p * m) == 0,
+                "registry, linear pc=%d sampling=%d: krr_svrg_solve's 5 epochs bit for bit (%g; %s)",
+                pc, smp, rel_diff(th, W, p * m), ctx.msg);
+          if (st == KRR_OK) st = krr_solver_step_until(sv, epochs, 1e-13, 0);
+          if (st == KRR_OK) st = krr_solver_theta(sv, th);
+          double e = st == KRR_OK ? rel_diff(th, Wx, p * m) : INFINITY;
+          CHECK(e < 1e-9, "registry, linear ridge pc=%d sampling=%d: relative error %g (%s)", pc, smp,
+                e, ctx.msg);
+          krr_solver_free(sv);
+        }
+      free(th);
+      krr_objective_free(&ctx, &lobj);
+    }
+    krr_op_free(lop);
+    krr_problem_free(&ctx, &pb);
   }
   /* input errors */
   krr_clear(&ctx);

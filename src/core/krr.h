@@ -235,6 +235,12 @@ krr_status krr_features_apply(krr_ctx *ctx, const krr_kernel *k, int p, int64_t 
                               const double *xnew_host, int64_t nnew, const double *theta_host,
                               int m, double *out_host);
 
+/* The linear operator K = X X^T (op/linear.c): the feature map is the point
+ * itself, psi(x) = x (nfeat = p), so ridge regression in its features is
+ * linear ridge regression (the svrg solver's `features = "linear"`).  The
+ * problem must outlive the operator. */
+krr_status krr_op_linear_create(krr_ctx *ctx, const krr_problem *pb, krr_op **out);
+
 /* A penalised intercept (op/shift.c): the operator K + c 1 1^T (c > 0) over
  * any inner operator, i.e. the model f(x) = sum_i alpha_i k(x, x_i) + b with
  * b = c sum_i alpha_i and penalty b^2 / (2 c) (kernlab's bound-constraint
