@@ -4,10 +4,12 @@
  * (krr_features_apply with theta = I), reproducibility by seed, input errors;
  * and the registry entry "svrg" on the random-feature operator, driven by the
  * generic loop: the same oracles, krr_svrg_solve's epochs, solving again,
- * options, single precision, the host context. */
+ * options, single precision, the host context; on the linear operator (linear
+ * ridge) and on Nystrom features through it (the inducing-point oracle). */
 #include "test_common.h"
 #include "../src/core/solvers/svrg.h"
 #include "../src/core/op/op.h"
+#include <cblas.h>
 
 static int exact_ridge(const double *Zt, int64_t n, int64_t d, int m, const double *Y, double lambda,
                        double *W) {
@@ -363,6 +365,55 @@ int main(int argc, char **argv) {
     }
     krr_op_free(lop);
     krr_problem_free(&ctx, &pb);
+  }
+  /* Nystrom features phi(x) = R^{-T} k(X_I, x), K_II = R^T R, map onto the
+   * linear operator over a problem whose points are the features: svrg in
+   * them solves the inducing-point problem (K_nI^T K_nI + lambda K_II) a =
+   * K_nI^T y with a = R^{-1} w (what R's svrg(features = "nystrom") fits) */
+  {
+    const int64_t mc = 12;
+    int64_t cidx[12];
+    for (int64_t j = 0; j < mc; j++) cidx[j] = j * (n / mc);
+    double *Xc = malloc(sizeof(double) * (size_t)(mc * p)), *Knm = malloc(sizeof(double) * (size_t)(n * mc)),
+           *Rm = malloc(sizeof(double) * (size_t)(mc * mc)), *wn = malloc(sizeof(double) * (size_t)(mc * m)),
+           *ao = malloc(sizeof(double) * (size_t)(mc * m));
+    for (int64_t j = 0; j < mc; j++)
+      for (int c = 0; c < p; c++) Xc[j + c * mc] = X[cidx[j] + c * n];
+    krr_status st = krr_kernel_matrix_host(&ctx, KRR_DOUBLE, &k, X, n, Xc, mc, p, Knm);
+    for (int64_t i = 0; i < mc; i++)
+      for (int64_t j = 0; j < mc; j++) Rm[i + j * mc] = Knm[cidx[i] + j * n];
+    int info = st == KRR_OK ? LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'U', (int)mc, Rm, (int)mc) : -1;
+    /* phi = K_nI R^{-1} (n x mc), in place */
+    if (info == 0)
+      cblas_dtrsm(CblasColMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit, (int)n, (int)mc,
+                  1.0, Rm, (int)mc, Knm, (int)n);
+    CHECK(info == 0 && inducing_oracle(&k, X, n, p, y, m, lambda, cidx, mc, ao) == 0,
+          "Nystrom features: setup (%d, %s)", info, ctx.msg);
+    krr_problem pb;
+    krr_op *nop = NULL;
+    krr_objective nobj;
+    if (info == 0) st = krr_problem_create(&ctx, KRR_DOUBLE, Knm, n, (int)mc, &pb);
+    if (info == 0 && st == KRR_OK) st = krr_op_linear_create(&ctx, &pb, &nop);
+    if (nop) st = krr_objective_init(&ctx, nop, krr_loss_lookup("squared"), lambda, y, m, &nobj);
+    if (nop && st == KRR_OK) {
+      krr_options *o = topts(&ctx, "svrg", "rank=5 step=0.25 seed=2");
+      krr_solver *sv = NULL;
+      st = o ? krr_solver_init(&ctx, nop, &nobj, o, &sv) : ctx.status;
+      krr_options_free(o);
+      if (st == KRR_OK) st = krr_solver_step_until(sv, 200, 1e-12, 0);
+      if (st == KRR_OK) st = krr_solver_theta(sv, wn);
+      if (st == KRR_OK)
+        cblas_dtrsm(CblasColMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, (int)mc, m,
+                    1.0, Rm, (int)mc, wn, (int)mc); /* a = R^{-1} w */
+      double e = st == KRR_OK ? rel_diff(wn, ao, mc * m) : INFINITY;
+      CHECK(e < 1e-8, "registry, Nystrom features: the inducing-point oracle, relative error %g (%s)",
+            e, ctx.msg);
+      krr_solver_free(sv);
+      krr_objective_free(&ctx, &nobj);
+    }
+    krr_op_free(nop);
+    if (info == 0) krr_problem_free(&ctx, &pb);
+    free(Xc); free(Knm); free(Rm); free(wn); free(ao);
   }
   /* input errors */
   krr_clear(&ctx);
