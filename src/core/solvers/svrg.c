@@ -448,9 +448,10 @@ krr_status krr_svrg_rff(krr_ctx *ctx, const krr_kernel *k, const double *X, int6
 
 /* --- the registry entry --------------------------------------------------------
  * SVRG as a solver of the registry, on an operator with a finite feature map
- * K = Z Z^T (op->nfeat = d > 0: random Fourier features, the shifted or
- * weighted forms of them): the ridge problem (Z'Z + lambda I) w = Z'Y of
- * bcd_features, one epoch per iteration.
+ * K = Z Z^T (op->nfeat = d > 0 with feature columns: random Fourier
+ * features, x itself (op/linear.c), or features given as the points of a
+ * linear operator, e.g. Nystrom features): the ridge problem
+ * (Z'Z + lambda I) w = Z'Y of bcd_features, one epoch per iteration.
  *   prepare  Zt (d x n, host doubles) from the operator's feature columns;
  *            the Block Lanczos sketch (lambda-free, kept across lambdas)
  *   tune     the preconditioner of eq. (8), Xp, the smoothness constants
@@ -470,7 +471,7 @@ krr_status krr_svrg_rff(krr_ctx *ctx, const krr_kernel *k, const double *X, int6
  * O(d m) steps on host arrays, so on a device they run on a host context
  * (ctx->host_ops); the operator's features are read once, on the device.
  * Passes: an epoch counts 1 + epoch_length / N (a full gradient and
- * epoch_length of the N = n + d terms), the data held counts as one. */
+ * epoch_length of the N = n + d terms), a start 1 (its full gradient). */
 #define OPTIONS(X)                                                                             \
   X(rank, INT, 30, 1, 1e9, 0, NULL, "sketch rank k of the preconditioner (capped at the features d)") \
   X(lanczos_iters, INT, 0, 1, 1e9, 0, NULL,                                                    \
