@@ -155,8 +155,10 @@ int main(int argc, char **argv) {
     if (tfit_make_features(&ctx, KRR_DOUBLE, X, n, p, y, m, k, lambda, M, 9, &f) == KRR_OK) {
       for (int pc = 0; pc < 2; pc++)
         for (int smp = 0; smp < 2; smp++) {
-          snprintf(spec, sizeof spec, "rank=3 epoch_length=%lld step=0.25 precondition=%d "
-                   "sampling=%s seed=3", (long long)(2 * (n + M)), pc, smp ? "smoothness" : "uniform");
+          snprintf(spec, sizeof spec,
+                   "rank=3 epoch_length=%lld step=0.25 precondition=%d "
+                   "sampling=%s seed=3",
+                   (long long)(2 * (n + M)), pc, smp ? "smoothness" : "uniform");
           krr_solver *sv = NULL;
           krr_status st = tinit(&f, "svrg", spec, &sv);
           if (st == KRR_OK) st = krr_solver_step_until(sv, epochs, 1e-13, 0);
@@ -168,8 +170,10 @@ int main(int argc, char **argv) {
           }
           if (st == KRR_OK) st = krr_solver_residual(sv, &crit);
           double e = st == KRR_OK ? rel_diff(th, Wrx, M * m) : INFINITY;
-          CHECK(st == KRR_OK && e < 1e-9, "registry pc=%d sampling=%d: relative error %g after %lld "
-                "epochs (%s)", pc, smp, e, (long long)dg.iter, ctx.msg);
+          CHECK(st == KRR_OK && e < 1e-9,
+                "registry pc=%d sampling=%d: relative error %g after %lld "
+                "epochs (%s)",
+                pc, smp, e, (long long)dg.iter, ctx.msg);
           CHECK(crit <= 1e-12 && dg.resid_est <= 1e-13,
                 "registry pc=%d sampling=%d: estimate %g, exact criterion %g", pc, smp,
                 dg.resid_est, crit);
@@ -195,7 +199,10 @@ int main(int argc, char **argv) {
           krr_svrg_opts o = {3, 0, 5, 2 * (n + M), 0.25, pc, smp, 0.0, 3};
           memset(Wl, 0, sizeof(double) * M * m);
           memset(&info, 0, sizeof info);
-          info.sigma2 = s2; info.objective = obj; info.gradient = grd; info.seconds = sec;
+          info.sigma2 = s2;
+          info.objective = obj;
+          info.gradient = grd;
+          info.seconds = sec;
           st = krr_svrg_solve(&ctx, Zr, n, M, m, y, lambda, &o, Wl, &info);
           krr_solver *s5 = NULL;
           if (st == KRR_OK) st = tinit(&f, "svrg", spec, &s5);
@@ -266,8 +273,8 @@ int main(int argc, char **argv) {
     if (tfit_make(&ctx, KRR_DOUBLE, X, n, p, y, m, k, lambda, &f) == KRR_OK) {
       krr_solver *sv = NULL;
       krr_status st = tinit(&f, "svrg", "", &sv);
-      CHECK(st == KRR_ERR_INPUT && strstr(ctx.msg, "feature"), "svrg on the exact operator: %d (%s)",
-            st, ctx.msg);
+      CHECK(st == KRR_ERR_INPUT && strstr(ctx.msg, "feature"),
+            "svrg on the exact operator: %d (%s)", st, ctx.msg);
       krr_solver_free(sv);
       krr_clear(&ctx);
       tfit_free(&f);
@@ -308,7 +315,11 @@ int main(int argc, char **argv) {
       }
       krr_ctx_free(&actx);
     }
-    free(th); free(th2); free(a); free(Wl); free(W4);
+    free(th);
+    free(th2);
+    free(a);
+    free(Wl);
+    free(W4);
   }
   /* the registry entry on the linear operator (K = X X^T, features x
    * itself): the linear ridge oracle, and krr_svrg_solve's iterates on
@@ -319,12 +330,15 @@ int main(int argc, char **argv) {
     krr_objective lobj;
     krr_status st = krr_problem_create(&ctx, KRR_DOUBLE, X, n, p, &pb);
     if (st == KRR_OK) st = krr_op_linear_create(&ctx, &pb, &lop);
-    if (st == KRR_OK) st = krr_objective_init(&ctx, lop, krr_loss_lookup("squared"), lambda, y, m, &lobj);
+    if (st == KRR_OK)
+      st = krr_objective_init(&ctx, lop, krr_loss_lookup("squared"), lambda, y, m, &lobj);
     CHECK(st == KRR_OK, "linear operator: %s", ctx.msg);
     if (st == KRR_OK) {
       /* the operator: K = X X^T, its diagonal, products and features */
-      double *K = malloc(sizeof(double) * (size_t)(n * n)), *dg = malloc(sizeof(double) * (size_t)n),
-             *Kv = malloc(sizeof(double) * (size_t)(n * m)), *Zl = malloc(sizeof(double) * (size_t)(n * p));
+      double *K = malloc(sizeof(double) * (size_t)(n * n)),
+             *dg = malloc(sizeof(double) * (size_t)n),
+             *Kv = malloc(sizeof(double) * (size_t)(n * m)),
+             *Zl = malloc(sizeof(double) * (size_t)(n * p));
       void *dK = NULL, *dy = NULL, *dKv = NULL, *dZ = NULL;
       st = krr_upload_vec(&ctx, KRR_DOUBLE, y, n * m, &dy);
       dK = krr_dalloc(&ctx, n * n, sizeof(double));
@@ -353,15 +367,24 @@ int main(int argc, char **argv) {
         for (int c = 0; c < 2; c++) ez = fmax(ez, fabs(Zl[i + c * n] - X[i + (c + 1) * n]));
       }
       CHECK(st == KRR_OK && ek < 1e-12 && ed < 1e-12 && ev < 1e-12 && ez == 0,
-            "linear operator: K %g, diag %g, K y %g, feature columns %g (%s)", ek, ed, ev, ez, ctx.msg);
-      krr_dfree(&ctx, &dK); krr_dfree(&ctx, &dy); krr_dfree(&ctx, &dKv); krr_dfree(&ctx, &dZ);
-      free(K); free(dg); free(Kv); free(Zl);
+            "linear operator: K %g, diag %g, K y %g, feature columns %g (%s)", ek, ed, ev, ez,
+            ctx.msg);
+      krr_dfree(&ctx, &dK);
+      krr_dfree(&ctx, &dy);
+      krr_dfree(&ctx, &dKv);
+      krr_dfree(&ctx, &dZ);
+      free(K);
+      free(dg);
+      free(Kv);
+      free(Zl);
       double *th = malloc(sizeof(double) * p * m);
       for (int pc = 0; pc < 2; pc++)
         for (int smp = 0; smp < 2; smp++) {
           char spec[200];
-          snprintf(spec, sizeof spec, "rank=3 epoch_length=%lld step=0.25 precondition=%d "
-                   "sampling=%s seed=5", (long long)(2 * (n + p)), pc, smp ? "smoothness" : "uniform");
+          snprintf(spec, sizeof spec,
+                   "rank=3 epoch_length=%lld step=0.25 precondition=%d "
+                   "sampling=%s seed=5",
+                   (long long)(2 * (n + p)), pc, smp ? "smoothness" : "uniform");
           krr_options *o = topts(&ctx, "svrg", spec);
           krr_solver *sv = NULL;
           st = o ? krr_solver_init(&ctx, lop, &lobj, o, &sv) : ctx.status;
@@ -369,14 +392,15 @@ int main(int argc, char **argv) {
           if (st == KRR_OK) st = krr_solver_step(sv, 5);
           if (st == KRR_OK) st = krr_solver_theta(sv, th);
           run(&ctx, Zt, n, p, m, y, lambda, pc, smp, 5, 5, W, &info, s2, obj, grd, sec);
-          CHECK(st == KRR_OK && memcmp(th, W, sizeof(double) * p * m) == 0,
-                "registry, linear pc=%d sampling=%d: krr_svrg_solve's 5 epochs bit for bit (%g; %s)",
-                pc, smp, rel_diff(th, W, p * m), ctx.msg);
+          CHECK(
+              st == KRR_OK && memcmp(th, W, sizeof(double) * p * m) == 0,
+              "registry, linear pc=%d sampling=%d: krr_svrg_solve's 5 epochs bit for bit (%g; %s)",
+              pc, smp, rel_diff(th, W, p * m), ctx.msg);
           if (st == KRR_OK) st = krr_solver_step_until(sv, epochs, 1e-13, 0);
           if (st == KRR_OK) st = krr_solver_theta(sv, th);
           double e = st == KRR_OK ? rel_diff(th, Wx, p * m) : INFINITY;
-          CHECK(e < 1e-9, "registry, linear ridge pc=%d sampling=%d: relative error %g (%s)", pc, smp,
-                e, ctx.msg);
+          CHECK(e < 1e-9, "registry, linear ridge pc=%d sampling=%d: relative error %g (%s)", pc,
+                smp, e, ctx.msg);
           krr_solver_free(sv);
         }
       free(th);
@@ -393,8 +417,10 @@ int main(int argc, char **argv) {
     const int64_t mc = 12;
     int64_t cidx[12];
     for (int64_t j = 0; j < mc; j++) cidx[j] = j * (n / mc);
-    double *Xc = malloc(sizeof(double) * (size_t)(mc * p)), *Knm = malloc(sizeof(double) * (size_t)(n * mc)),
-           *Rm = malloc(sizeof(double) * (size_t)(mc * mc)), *wn = malloc(sizeof(double) * (size_t)(mc * m)),
+    double *Xc = malloc(sizeof(double) * (size_t)(mc * p)),
+           *Knm = malloc(sizeof(double) * (size_t)(n * mc)),
+           *Rm = malloc(sizeof(double) * (size_t)(mc * mc)),
+           *wn = malloc(sizeof(double) * (size_t)(mc * m)),
            *ao = malloc(sizeof(double) * (size_t)(mc * m));
     for (int64_t j = 0; j < mc; j++)
       for (int c = 0; c < p; c++) Xc[j + c * mc] = X[cidx[j] + c * n];
@@ -403,8 +429,7 @@ int main(int argc, char **argv) {
       for (int64_t j = 0; j < mc; j++) Rm[i + j * mc] = Knm[cidx[i] + j * n];
     int info = st == KRR_OK ? LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'U', (int)mc, Rm, (int)mc) : -1;
     /* phi = K_nI R^{-1} (n x mc), in place */
-    if (info == 0)
-      trsolve(1, Rm, mc, Knm, n, mc);
+    if (info == 0) trsolve(1, Rm, mc, Knm, n, mc);
     CHECK(info == 0 && inducing_oracle(&k, X, n, p, y, m, lambda, cidx, mc, ao) == 0,
           "Nystrom features: setup (%d, %s)", info, ctx.msg);
     krr_problem pb;
@@ -420,17 +445,21 @@ int main(int argc, char **argv) {
       krr_options_free(o);
       if (st == KRR_OK) st = krr_solver_step_until(sv, 200, 1e-12, 0);
       if (st == KRR_OK) st = krr_solver_theta(sv, wn);
-      if (st == KRR_OK)
-        trsolve(0, Rm, mc, wn, mc, m); /* a = R^{-1} w */
+      if (st == KRR_OK) trsolve(0, Rm, mc, wn, mc, m); /* a = R^{-1} w */
       double e = st == KRR_OK ? rel_diff(wn, ao, mc * m) : INFINITY;
-      CHECK(e < 1e-8, "registry, Nystrom features: the inducing-point oracle, relative error %g (%s)",
-            e, ctx.msg);
+      CHECK(e < 1e-8,
+            "registry, Nystrom features: the inducing-point oracle, relative error %g (%s)", e,
+            ctx.msg);
       krr_solver_free(sv);
       krr_objective_free(&ctx, &nobj);
     }
     krr_op_free(nop);
     if (info == 0) krr_problem_free(&ctx, &pb);
-    free(Xc); free(Knm); free(Rm); free(wn); free(ao);
+    free(Xc);
+    free(Knm);
+    free(Rm);
+    free(wn);
+    free(ao);
   }
   /* input errors */
   krr_clear(&ctx);

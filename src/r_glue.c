@@ -838,7 +838,8 @@ SEXP ffi_pivoted_cholesky(SEXP x, SEXP kernel, SEXP bandwidth, SEXP pw, SEXP ran
   int64_t *piv = (int64_t *)calloc((size_t)(r > 0 ? r : 1), sizeof(int64_t));
   int got = 0;
   blas_save();
-  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), krr_cpu_ops(), threads_or_default(int1(threads, "threads")), 0);
+  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), krr_cpu_ops(),
+                               threads_or_default(int1(threads, "threads")), 0);
   poll_attach(&ctx);
   if (st == KRR_OK && !piv) st = krr_fail(&ctx, KRR_ERR_MEMORY, "out of host memory");
   if (st == KRR_OK)

@@ -16,17 +16,15 @@ typedef struct {
   const void *X; /* n x p, row-major (the problem's points or a block's) */
   void *T;       /* p x q scratch of mv (device), grown on demand */
   int64_t Tcap;
-  void *E;       /* the p x p identity (device), made on first use */
-  double *hx;    /* host rows for the diagonal */
+  void *E;    /* the p x p identity (device), made on first use */
+  double *hx; /* host rows for the diagonal */
   int64_t hxcap;
 } linear_t;
 
 #define LN(op) ((linear_t *)(op)->impl)
 #define XOP(op, name, ...) KOP((op)->ctx, (op)->prec, name, __VA_ARGS__)
 
-static const void *points(const krr_op *op, const krr_block *A) {
-  return A ? A->pts : LN(op)->X;
-}
+static const void *points(const krr_op *op, const krr_block *A) { return A ? A->pts : LN(op)->X; }
 
 static krr_status ln_block_alloc(krr_op *op, krr_arena *a, krr_block *blk) {
   blk->pts = krr_arena_dev(a, blk->cap * (int64_t)op->p, op->es);
@@ -65,8 +63,8 @@ static krr_status ln_mat(krr_op *op, const krr_block *A, const krr_block *B, voi
   const int64_t na = krr_block_rows(op, A), nb = krr_block_rows(op, B);
   if (na <= 0 || nb <= 0) return KRR_OK;
   KTRY(krr_poll(op->ctx));
-  return XOP(op, gemm, 1, 0, na, nb, op->p, 1.0, points(op, A), op->p, points(op, B), op->p,
-             0.0, out, ldo);
+  return XOP(op, gemm, 1, 0, na, nb, op->p, 1.0, points(op, A), op->p, points(op, B), op->p, 0.0,
+             out, ldo);
 }
 
 /* out[i] = ||x_i||^2, from the points downloaded in chunks */
@@ -114,8 +112,8 @@ static krr_status ln_features(krr_op *op, const krr_block *A, void *Z, int64_t l
   const int64_t na = krr_block_rows(op, A);
   KTRY(identity(op));
   if (na <= 0) return KRR_OK;
-  return XOP(op, gemm, 1, 0, na, op->p, op->p, 1.0, points(op, A), op->p, LN(op)->E, op->p, 0.0,
-             Z, ldz);
+  return XOP(op, gemm, 1, 0, na, op->p, op->p, 1.0, points(op, A), op->p, LN(op)->E, op->p, 0.0, Z,
+             ldz);
 }
 
 /* Z (nloc x cnt, ld ldz) = the columns j0 .. j0 + cnt - 1 of X */
@@ -174,6 +172,7 @@ static krr_status make(krr_ctx *ctx, krr_precision prec, const void *X, int64_t 
 
 krr_status krr_op_linear_create(krr_ctx *ctx, const krr_problem *pb, krr_op **out) {
   *out = NULL;
-  if (!pb || pb->n < 1 || pb->p < 1) return krr_fail(ctx, KRR_ERR_INPUT, "linear operator: no points");
+  if (!pb || pb->n < 1 || pb->p < 1)
+    return krr_fail(ctx, KRR_ERR_INPUT, "linear operator: no points");
   return make(ctx, pb->prec, pb->X, pb->n, pb->p, out);
 }

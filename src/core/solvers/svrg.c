@@ -252,9 +252,9 @@ typedef struct {
   double lam, eta;
   const double *beta, *cum;
   double bsum;
-  int sampling;         /* 1: by the smoothness constants */
+  int sampling; /* 1: by the smoothness constants */
   int64_t epoch_length;
-  uint64_t sstream;     /* the epochs' stream of the seed */
+  uint64_t sstream; /* the epochs' stream of the seed */
 } epoch_t;
 
 /* Epoch number s (>= 1) from the snapshot u~ = U, whose W = P^{-1/2} u~, R
@@ -283,7 +283,8 @@ static krr_status svrg_epoch(krr_ctx *ctx, const epoch_t *E, int s, double *U, c
       int64_t lo = 0, hi = N - 1;
       while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
-        if (E->cum[mid] < target) lo = mid + 1; else hi = mid;
+        if (E->cum[mid] < target) lo = mid + 1;
+        else hi = mid;
       }
       i = lo;
       qi = E->beta[i] / bsum;
@@ -382,7 +383,7 @@ static krr_status svrg_solve(krr_ctx *ctx, const double *Zt, int64_t n, int64_t 
   info->seconds[0] = krr_now() - t0;
   info->epochs_run = 0;
   const uint64_t sstream = krr_rng_stream(o->seed, 0x5A46, 2);
-  const epoch_t E = {&P, D, n, m, N, Y, lam, eta, beta, cum, bsum, o->sampling, o->epoch_length,
+  const epoch_t E = {&P,     D, n, m, N, Y, lam, eta, beta, cum, bsum, o->sampling, o->epoch_length,
                      sstream};
   for (int s = 1; s <= o->epochs && !(crit <= o->tol); s++) {
     if ((st = krr_poll(ctx)) != KRR_OK) goto done;
@@ -472,31 +473,35 @@ krr_status krr_svrg_rff(krr_ctx *ctx, const krr_kernel *k, const double *X, int6
  * (ctx->host_ops); the operator's features are read once, on the device.
  * Passes: an epoch counts 1 + epoch_length / N (a full gradient and
  * epoch_length of the N = n + d terms), a start 1 (its full gradient). */
-#define OPTIONS(X)                                                                             \
-  X(rank, INT, 30, 1, 1e9, 0, NULL, "sketch rank k of the preconditioner (capped at the features d)") \
-  X(lanczos_iters, INT, 0, 1, 1e9, 0, NULL,                                                    \
+#define OPTIONS(X)                                                                            \
+  X(rank, INT, 30, 1, 1e9, 0, NULL,                                                           \
+    "sketch rank k of the preconditioner (capped at the features d)")                         \
+  X(lanczos_iters, INT, 0, 1, 1e9, 0, NULL,                                                   \
     "Krylov blocks after the first (0: ceil(log(d) / sqrt(1/2)), the paper's epsilon = 1/2)") \
   X(epoch_length, INT, 0, 1, INFINITY, 0, NULL, "stochastic steps per epoch (0: 2 (n + d))")  \
-  X(step, REAL, 0.1, 0, INFINITY, 1, NULL,                                                     \
+  X(step, REAL, 0.1, 0, INFINITY, 1, NULL,                                                    \
     "step in units of 1 / beta_hat (0.1: the paper's Theorem 2)")                             \
-  X(precondition, FLAG, 1, 0, 1, 0, NULL,                                                      \
+  X(precondition, FLAG, 1, 0, 1, 0, NULL,                                                     \
     "the sketched preconditioner of eq. (8) (1) or plain SVRG (0)")                           \
-  X(sampling, CHOICE, 0, 0, 0, 0, "smoothness|uniform",                                        \
+  X(sampling, CHOICE, 0, 0, 0, 0, "smoothness|uniform",                                       \
     "draw the N = n + d terms by their smoothness constants or uniformly")
-typedef struct { krr_common_opts common; KRR_OPT_FIELDS(OPTIONS) } opts_t;
+typedef struct {
+  krr_common_opts common;
+  KRR_OPT_FIELDS(OPTIONS)
+} opts_t;
 static const krr_optdef optdefs[] = {KRR_OPT_DEFS(OPTIONS)};
 
-static const char *const extras[] = {"gradient", "objective", "beta_hat", "eta", "rank",
-                                     "lanczos_iters", "features", NULL};
+static const char *const extras[] = {"gradient", "objective",     "beta_hat", "eta",
+                                     "rank",     "lanczos_iters", "features", NULL};
 
 typedef struct {
-  krr_ctx *hc;        /* the context of the host work: the fit's, or hctx on a device */
+  krr_ctx *hc; /* the context of the host work: the fit's, or hctx on a device */
   krr_ctx hctx;
   int host;
-  int64_t d, N, len;  /* features, terms, steps per epoch */
-  int k, q, ncols;    /* rank (0: plain SVRG), Krylov blocks, sketch columns */
+  int64_t d, N, len; /* features, terms, steps per epoch */
+  int k, q, ncols;   /* rank (0: plain SVRG), Krylov blocks, sketch columns */
   precond_t P;
-  const double *D;    /* Zt or Xp */
+  const double *D; /* Zt or Xp */
   double *Zt, *Xp, *V, *ZV, *ZVs, *s2, *cm, *cp, *beta, *cum, *Y, *A;
   double *R, *Gd, *T, *G, *mu, *U, *W, *Wt, *b, *zy, *h, *ZG;
   double bsum, eta;
@@ -522,8 +527,10 @@ static krr_status sv_resolve(krr_solver *s) {
   sv_t *v = SV(s);
   if (s->data_free) return KRR_OK;
   if (s->op->nfeat <= 0 || !s->op->vt->feature_cols)
-    return krr_fail(s->ctx, KRR_ERR_INPUT, "svrg solves ridge regression in explicit features: "
-                    "the %s operator has no finite feature map", s->op->vt->name);
+    return krr_fail(s->ctx, KRR_ERR_INPUT,
+                    "svrg solves ridge regression in explicit features: "
+                    "the %s operator has no finite feature map",
+                    s->op->vt->name);
   v->d = s->op->nfeat;
   v->N = s->n + v->d;
   v->k = o->precondition ? (int)KRR_MIN(o->rank, v->d) : 0;
@@ -547,8 +554,8 @@ static double sv_memory(const krr_solver *s) {
   double host = d * n * (v->k > 0 ? 2.0 : 1.0) + 2.0 * n * k + d * k + 3.0 * k + 2.0 * N +
                 4.0 * n * m + 8.0 * d * m + d + m + k * m;
   double lanczos = v->k > 0 ? d * c + n * c + c * k + c * c + c : 0.0; /* block_lanczos's own */
-  double fetch = n * ch * ((double)s->es + 8.0);                      /* features, chunked */
-  return 8.0 * (host + lanczos) + fetch + (double)s->es * n * m;      /* + the dual weights */
+  double fetch = n * ch * ((double)s->es + 8.0);                       /* features, chunked */
+  return 8.0 * (host + lanczos) + fetch + (double)s->es * n * m;       /* + the dual weights */
 }
 
 static krr_status sv_init(krr_solver *s) {
@@ -556,12 +563,12 @@ static krr_status sv_init(krr_solver *s) {
   krr_arena *a = &s->arena;
   const int64_t n = s->n, d = v->d, m = s->m, k1 = v->k > 0 ? v->k : 1;
   KTRY(krr_solver_alloc_weights(s, n, s->prec));
-  double **buf[] = {&v->Zt, &v->V, &v->ZV, &v->ZVs, &v->s2, &v->cm, &v->cp, &v->beta, &v->cum,
-                    &v->Y, &v->A, &v->R, &v->Gd, &v->T, &v->G, &v->mu, &v->U, &v->W, &v->Wt,
-                    &v->b, &v->zy, &v->h, &v->ZG};
-  const int64_t len[] = {d * n, d * k1, n * k1, n * k1, k1, k1, k1, v->N, v->N,
-                         n * m, n * m, n * m, d * m, d * m, d * m, d * m, d * m, d * m, d * m,
-                         d, m, k1 * m, n * m};
+  double **buf[] = {&v->Zt,  &v->V, &v->ZV, &v->ZVs, &v->s2, &v->cm, &v->cp, &v->beta,
+                    &v->cum, &v->Y, &v->A,  &v->R,   &v->Gd, &v->T,  &v->G,  &v->mu,
+                    &v->U,   &v->W, &v->Wt, &v->b,   &v->zy, &v->h,  &v->ZG};
+  const int64_t len[] = {d * n, d * k1, n * k1, n * k1, k1,    k1,     k1,    v->N,
+                         v->N,  n * m,  n * m,  n * m,  d * m, d * m,  d * m, d * m,
+                         d * m, d * m,  d * m,  d,      m,     k1 * m, n * m};
   for (size_t i = 0; i < sizeof buf / sizeof buf[0]; i++)
     if (!(*buf[i] = (double *)krr_arena_host(a, len[i], sizeof(double)))) return s->ctx->status;
   if (v->k > 0 && !(v->Xp = (double *)krr_arena_host(a, d * n, sizeof(double))))
@@ -600,8 +607,8 @@ static krr_status sv_prepare(krr_solver *s) {
   krr_arena_release(&s->arena, hz);
   KTRY(st);
   if (v->k == 0) return KRR_OK;
-  KTRY(sv_status(s, block_lanczos(v->hc, v->Zt, n, d, v->k, v->q, krr_options_seed(s->opts),
-                                  v->V, v->s2, v->ZV)));
+  KTRY(sv_status(s, block_lanczos(v->hc, v->Zt, n, d, v->k, v->q, krr_options_seed(s->opts), v->V,
+                                  v->s2, v->ZV)));
   return KRR_OK;
 }
 
@@ -627,8 +634,8 @@ static krr_status sv_measure(krr_solver *s) {
   const int64_t n = s->n, d = v->d, m = s->m, nm = n * m;
   const double lambda = s->obj->lambda;
   double obj, crit;
-  KTRY(full_gradient(hc, &v->P, v->D, n, (int)m, v->Y, lambda, v->U, v->W, v->R, v->Gd, v->T,
-                     v->h, v->zy, &obj, &crit));
+  KTRY(full_gradient(hc, &v->P, v->D, n, (int)m, v->Y, lambda, v->U, v->W, v->R, v->Gd, v->T, v->h,
+                     v->zy, &obj, &crit));
   /* g = Z'R + lambda W (T holds Z'R), and Z g */
   for (int64_t i = 0; i < d * m; i++) v->G[i] = v->T[i] + lambda * v->W[i];
   KTRY(DOP(hc, gemm, 1, 0, n, m, d, 1.0, v->Zt, d, v->G, d, 0.0, v->ZG, n));
@@ -652,8 +659,10 @@ static krr_status sv_measure(krr_solver *s) {
   krr_solver_set_extra(s, "gradient", crit);
   krr_solver_set_extra(s, "objective", obj);
   if (!isfinite(crit) || !isfinite(s->diag.resid_est))
-    return krr_fail(s->ctx, KRR_ERR_NUMERIC, "svrg diverged at epoch %lld: reduce `step` (now %g "
-                    "/ beta_hat)", (long long)s->diag.iter, SO(s)->step);
+    return krr_fail(s->ctx, KRR_ERR_NUMERIC,
+                    "svrg diverged at epoch %lld: reduce `step` (now %g "
+                    "/ beta_hat)",
+                    (long long)s->diag.iter, SO(s)->step);
   return KRR_OK;
 }
 
@@ -661,8 +670,7 @@ static krr_status sv_start(krr_solver *s) {
   sv_t *v = SV(s);
   krr_ctx *hc = v->hc;
   const int64_t n = s->n, d = v->d, m = s->m;
-  if (s->obj->lcol)
-    return krr_fail(s->ctx, KRR_ERR_INPUT, "svrg solves one `lambda` at a time");
+  if (s->obj->lcol) return krr_fail(s->ctx, KRR_ERR_INPUT, "svrg solves one `lambda` at a time");
   KTRY(krr_download_vec(s->ctx, s->prec, s->obj->y, n * m, v->Y));
   /* ||Z'y_j|| for the paper's criterion */
   KTRY(sv_status(s, DOP(hc, gemm, 0, 0, d, m, n, 1.0, v->Zt, d, v->Y, n, 0.0, v->Gd, d)));
@@ -687,12 +695,23 @@ static krr_status sv_start(krr_solver *s) {
 static krr_status sv_iterate(krr_solver *s) {
   sv_t *v = SV(s);
   const opts_t *o = SO(s);
-  const epoch_t E = {&v->P, v->D, s->n, s->m, v->N, v->Y, s->obj->lambda / (double)s->n, v->eta,
-                     v->beta, v->cum, v->bsum, o->sampling == 0, v->len,
+  const epoch_t E = {&v->P,
+                     v->D,
+                     s->n,
+                     s->m,
+                     v->N,
+                     v->Y,
+                     s->obj->lambda / (double)s->n,
+                     v->eta,
+                     v->beta,
+                     v->cum,
+                     v->bsum,
+                     o->sampling == 0,
+                     v->len,
                      krr_rng_stream(krr_options_seed(s->opts), 0x5A46, 2)};
   krr_solver_tick(s);
-  KTRY(sv_status(s, svrg_epoch(v->hc, &E, (int)s->diag.iter, v->U, v->W, v->Wt, v->R, v->Gd,
-                               v->mu, v->h, v->b)));
+  KTRY(sv_status(s, svrg_epoch(v->hc, &E, (int)s->diag.iter, v->U, v->W, v->Wt, v->R, v->Gd, v->mu,
+                               v->h, v->b)));
   s->diag.passes += 1.0 + (double)v->len / (double)v->N;
   return sv_status(s, sv_measure(s));
 }
