@@ -49,7 +49,10 @@ typedef struct { const char *label, *solver, *spec; } tcase;
 static int cmd_test(const args_t *a) {
   const krr_ops *ops = backend(a->backend);
   krr_ctx ctx;
-  if (krr_ctx_init(&ctx, ops, a->threads, 0) != KRR_OK) { printf("ctx: %s\n", ctx.msg); return 1; }
+  if (krr_ctx_init(&ctx, ops, krr_cpu_ops(), a->threads, 0) != KRR_OK) {
+    printf("ctx: %s\n", ctx.msg);
+    return 1;
+  }
   int64_t n = 600;
   int p = 4, m = 2;
   double *X = malloc(sizeof(double) * n * p), *y = malloc(sizeof(double) * n * m);
@@ -188,8 +191,8 @@ static void par_steps(tfit *fc, tfit *fd, const char *label, const char *solver,
 static int cmd_parity(const args_t *a) {
   const krr_ops *dev_ops = backend(a->backend);
   krr_ctx cpu, dev;
-  if (krr_ctx_init(&cpu, krr_cpu_ops(), a->threads, 0) != KRR_OK ||
-      krr_ctx_init(&dev, dev_ops, a->threads, 0) != KRR_OK) {
+  if (krr_ctx_init(&cpu, krr_cpu_ops(), krr_cpu_ops(), a->threads, 0) != KRR_OK ||
+      krr_ctx_init(&dev, dev_ops, krr_cpu_ops(), a->threads, 0) != KRR_OK) {
     printf("ctx: %s %s\n", cpu.msg, dev.msg);
     return 1;
   }
@@ -315,7 +318,10 @@ static int cmd_bench(const args_t *a, int to_tol) {
   krr_ctx ctx;
   krr_comm *comm = NULL;
   int dev = a->distributed && !strcmp(a->backend, "cuda") ? local_rank() : 0;
-  if (krr_ctx_init(&ctx, ops, a->threads, dev) != KRR_OK) { printf("ctx: %s\n", ctx.msg); return 1; }
+  if (krr_ctx_init(&ctx, ops, krr_cpu_ops(), a->threads, dev) != KRR_OK) {
+    printf("ctx: %s\n", ctx.msg);
+    return 1;
+  }
   if (a->distributed && krr_comm_mpi_create(&ctx, &comm) != KRR_OK) { printf("mpi: %s\n", ctx.msg); return 1; }
   int64_t n = a->n;
   int p = a->p;

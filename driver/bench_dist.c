@@ -24,7 +24,7 @@ int main(int argc, char **argv) {
   }
   krr_ctx ctx;
   krr_comm *comm = NULL;
-  if (krr_ctx_init(&ctx, krr_cpu_ops(), threads, 0) != KRR_OK) return 1;
+  if (krr_ctx_init(&ctx, krr_cpu_ops(), krr_cpu_ops(), threads, 0) != KRR_OK) return 1;
   if (krr_comm_mpi_built()) {
     if (krr_comm_mpi_create(&ctx, &comm) != KRR_OK) { printf("mpi: %s\n", ctx.msg); return 1; }
   } else {

@@ -69,7 +69,10 @@ static inline int test_start(int argc, char **argv, int64_t n_default, krr_ctx *
   *n = n_default;
   parse_test_args(argc, argv, &be, &threads, n);
   const krr_ops *ops = backend(be);
-  if (krr_ctx_init(ctx, ops, threads, 0) != KRR_OK) { printf("ctx: %s\n", ctx->msg); return 1; }
+  if (krr_ctx_init(ctx, ops, krr_cpu_ops(), threads, 0) != KRR_OK) {
+    printf("ctx: %s\n", ctx->msg);
+    return 1;
+  }
   *X = malloc(sizeof(double) * *n * 3);
   *y = malloc(sizeof(double) * *n * 2);
   make_data(*n, 3, 2, 42, *X, *y);

@@ -450,7 +450,10 @@ int main(int argc, char **argv) {
   int threads = 1;
   int64_t n_unused = 0;
   parse_test_args(argc, argv, &be, &threads, &n_unused);
-  if (krr_ctx_init(&ctx, backend(be), threads, 0) != KRR_OK) { printf("ctx: %s\n", ctx.msg); return 1; }
+  if (krr_ctx_init(&ctx, backend(be), krr_cpu_ops(), threads, 0) != KRR_OK) {
+    printf("ctx: %s\n", ctx.msg);
+    return 1;
+  }
   if (krr_comm_mpi_built()) {
     if (krr_comm_mpi_create(&ctx, &comm) != KRR_OK) { printf("mpi: %s\n", ctx.msg); return 1; }
   } else {

@@ -325,7 +325,8 @@ static void test_determinism(const krr_ops *ops, const double *X, int64_t n, int
   double *Z1 = malloc(sizeof(double) * n * M), *Z2 = malloc(sizeof(double) * n * M),
          *o1 = malloc(sizeof(double) * n), *o2 = malloc(sizeof(double) * n);
   krr_ctx c1, c2;
-  int ok = krr_ctx_init(&c1, ops, 1, 0) == KRR_OK && krr_ctx_init(&c2, ops, 2, 0) == KRR_OK;
+  int ok = krr_ctx_init(&c1, ops, krr_cpu_ops(), 1, 0) == KRR_OK &&
+           krr_ctx_init(&c2, ops, krr_cpu_ops(), 2, 0) == KRR_OK;
   ok = ok && run_det(&c1, X, n, p, 17, M, Z1, o1) && run_det(&c2, X, n, p, 17, M, Z2, o2);
   CHECK(ok && memcmp(Z1, Z2, sizeof(double) * n * M) == 0 && memcmp(o1, o2, sizeof(double) * n) == 0,
         "features and mv must be bitwise equal with 1 and 2 threads (threads %d, %d)", c1.threads, c2.threads);

@@ -376,15 +376,16 @@ int main(int argc, char **argv) {
     free(y2);
   }
 
-  /* (i) on a backend other than the CPU table (a device) the trust-region
-   * loops run on a host context, on copies of K_BB and the block's vectors:
-   * a copy of the CPU table takes that path on the CPU, and must give the
+  /* (i) on a context whose table is not its host table (a device) the
+   * trust-region loops run on a host context (ctx->host_ops), on copies of
+   * K_BB and the block's vectors: a copy of the CPU table as the device
+   * table, with the CPU table as host, takes that path on the CPU, and must give the
    * weights of the direct path up to rounding (the same operations, the
    * block data passing through download / upload) */
   if (ctx.ops == krr_cpu_ops()) {
     krr_ops alt = *krr_cpu_ops();
     krr_ctx actx;
-    if (krr_ctx_init(&actx, &alt, ctx.threads, 0) == KRR_OK) {
+    if (krr_ctx_init(&actx, &alt, krr_cpu_ops(), ctx.threads, 0) == KRR_OK) {
       const int ls[] = {SVR, HINGE, LOGIT};
       for (int t = 0; t < 6; t++) {
         int l = ls[t % 3];

@@ -849,11 +849,11 @@ static void test_memory(const krr_ops *cuda, int dev) {
   char w[300];
   /* warm-up cycle: lazy module loading of library kernels is one-off */
   krr_ctx c0;
-  if (krr_ctx_init(&c0, cuda, 1, dev) == KRR_OK) exercise(&c0);
+  if (krr_ctx_init(&c0, cuda, krr_cpu_ops(), 1, dev) == KRR_OK) exercise(&c0);
   krr_ctx_free(&c0);
   size_t f0 = dev_free_bytes();
   krr_ctx c1;
-  krr_status st = krr_ctx_init(&c1, cuda, 1, dev);
+  krr_status st = krr_ctx_init(&c1, cuda, krr_cpu_ops(), 1, dev);
   check_true("memory: context init", st == KRR_OK);
   if (st == KRR_OK) {
     exercise(&c1);
@@ -883,7 +883,7 @@ static void test_memory(const krr_ops *cuda, int dev) {
   check_true(w, f1 >= f0 && f0 > 0);
   /* invalid device id */
   krr_ctx c2;
-  st = krr_ctx_init(&c2, cuda, 1, 9999);
+  st = krr_ctx_init(&c2, cuda, krr_cpu_ops(), 1, 9999);
   snprintf(w, sizeof w, "ctx_init device 9999 fails with KRR_ERR_INPUT (\"%.100s\")", c2.msg);
   check_true(w, st == KRR_ERR_INPUT);
   krr_ctx_free(&c2);
@@ -920,11 +920,11 @@ int main(int argc, char **argv) {
            krr_cuda_device_count());
 
   krr_ctx cpu_ctx, gpu_ctx;
-  if (krr_ctx_init(&cpu_ctx, krr_cpu_ops(), 0, 0) != KRR_OK) {
+  if (krr_ctx_init(&cpu_ctx, krr_cpu_ops(), krr_cpu_ops(), 0, 0) != KRR_OK) {
     printf("FAIL: cpu ctx_init: %s\n", cpu_ctx.msg);
     return 1;
   }
-  if (krr_ctx_init(&gpu_ctx, cuda, 1, dev) != KRR_OK) {
+  if (krr_ctx_init(&gpu_ctx, cuda, krr_cpu_ops(), 1, dev) != KRR_OK) {
     printf("FAIL: cuda ctx_init: %s\n", gpu_ctx.msg);
     return 1;
   }

@@ -457,6 +457,16 @@ static void test_failures(krr_ctx *ctx, const double *X, int64_t n, int p) {
   krr_solver_free(s);
   tfit_free(&f);
   free(Xd); free(yd);
+  /* a context needs both tables: the device's and the host's (the core
+   * never names a backend) */
+  krr_ctx c0;
+  CHECK(krr_ctx_init(&c0, ctx->ops, NULL, 1, 0) == KRR_ERR_INPUT && c0.status == KRR_ERR_INPUT &&
+            strstr(c0.msg, "host_ops"),
+        "a context without a host table must be an input error (%d: %s)", c0.status, c0.msg);
+  krr_ctx_free(&c0);
+  CHECK(krr_ctx_init(&c0, NULL, krr_cpu_ops(), 1, 0) == KRR_ERR_NOT_BUILT,
+        "a context without a device table must be not-built (%s)", c0.msg);
+  krr_ctx_free(&c0);
 }
 
 /* krr_overlap: a side task runs inside the first kernel product of `main`

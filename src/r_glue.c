@@ -408,7 +408,8 @@ SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP
   }
   krr_options *o = NULL;
   blas_save();
-  krr_status st = krr_ctx_init(&fs->ctx, ops, nth, dev == DEVICE_CUDA ? askotch_r_device_id() : 0);
+  krr_status st =
+      krr_ctx_init(&fs->ctx, ops, krr_cpu_ops(), nth, dev == DEVICE_CUDA ? askotch_r_device_id() : 0);
   fs->ctx_ok = 1;
   poll_attach(&fs->ctx);
   if (st == KRR_OK) st = krr_options_new(&fs->ctx, def, &o);
@@ -447,7 +448,7 @@ SEXP ffi_check_options(SEXP solver, SEXP options) {
   const krr_solver_def *def = solver_def(solver);
   krr_ctx ctx;
   krr_options *o = NULL;
-  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), 1, 0);
+  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), krr_cpu_ops(), 1, 0);
   if (st == KRR_OK) st = krr_options_new(&ctx, def, &o);
   if (st == KRR_OK) st = set_options(&ctx, o, options);
   if (st == KRR_OK) st = krr_options_check(&ctx, o);
@@ -464,7 +465,7 @@ SEXP ffi_options_caps(SEXP solver, SEXP options) {
   const krr_solver_def *def = solver_def(solver);
   krr_ctx ctx;
   krr_options *o = NULL;
-  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), 1, 0);
+  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), krr_cpu_ops(), 1, 0);
   if (st == KRR_OK) st = krr_options_new(&ctx, def, &o);
   if (st == KRR_OK) st = set_options(&ctx, o, options);
   int path = st == KRR_OK && krr_options_lambda_path(o);
@@ -658,7 +659,7 @@ SEXP ffi_features_apply(SEXP xnew, SEXP theta, SEXP kernel, SEXP bandwidth, SEXP
   krr_ctx ctx;
   int nth = threads_or_default(int1(threads, "threads"));
   blas_save();
-  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), nth, 0);
+  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), krr_cpu_ops(), nth, 0);
   poll_attach(&ctx);
   if (st == KRR_OK)
     st = krr_features_apply(&ctx, &k, Rf_ncols(xnew), (int64_t)M, (uint64_t)sd, REAL(xnew), nn,
@@ -943,7 +944,8 @@ SEXP ffi_kernel_apply(SEXP x1, SEXP x2, SEXP v, SEXP kernel, SEXP bandwidth, SEX
   krr_ctx ctx;
   int nth = threads_or_default(int1(threads, "threads"));
   blas_save();
-  krr_status st = krr_ctx_init(&ctx, ops, nth, dev == DEVICE_CUDA ? askotch_r_device_id() : 0);
+  krr_status st =
+      krr_ctx_init(&ctx, ops, krr_cpu_ops(), nth, dev == DEVICE_CUDA ? askotch_r_device_id() : 0);
   poll_attach(&ctx);
   if (st == KRR_OK)
     st = krr_kernel_apply_host(&ctx, prec, &k, REAL(x1), n1, REAL(x2), n2, Rf_ncols(x1), REAL(v), q,
@@ -965,7 +967,7 @@ SEXP ffi_kernel_matrix(SEXP x1, SEXP x2, SEXP kernel, SEXP bandwidth, SEXP preci
   krr_ctx ctx;
   int nth = threads_or_default(int1(threads, "threads"));
   blas_save();
-  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), nth, 0);
+  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), krr_cpu_ops(), nth, 0);
   poll_attach(&ctx);
   if (st == KRR_OK)
     st = krr_kernel_matrix_host(&ctx, prec, &k, REAL(x1), n1, REAL(x2), n2, Rf_ncols(x1), REAL(out));
@@ -995,7 +997,8 @@ SEXP ffi_pivoted_cholesky(SEXP x, SEXP kernel, SEXP bandwidth, SEXP pw, SEXP ran
   int64_t *piv = (int64_t *)calloc((size_t)(r > 0 ? r : 1), sizeof(int64_t));
   int got = 0;
   blas_save();
-  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), threads_or_default(int1(threads, "threads")), 0);
+  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), krr_cpu_ops(),
+                               threads_or_default(int1(threads, "threads")), 0);
   poll_attach(&ctx);
   if (st == KRR_OK && !piv) st = krr_fail(&ctx, KRR_ERR_MEMORY, "out of host memory");
   if (st == KRR_OK)
@@ -1112,7 +1115,7 @@ SEXP ffi_svrg(SEXP x, SEXP y, SEXP lambda, SEXP features, SEXP kernel, SEXP band
   krr_ctx ctx;
   int nth = threads_or_default(int1(threads, "threads"));
   blas_save();
-  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), nth, 0);
+  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), krr_cpu_ops(), nth, 0);
   poll_attach(&ctx);
   double *Zt = NULL;
   if (st == KRR_OK) {

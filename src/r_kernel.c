@@ -91,7 +91,7 @@ SEXP ffi_kernel_deriv(SEXP x1, SEXP x2, SEXP kernel, SEXP bandwidth, SEXP deriv)
   SEXP out = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)(n1 * n2 * nd)));
   Rf_setAttrib(out, R_DimSymbol, dim);
   krr_ctx ctx;
-  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), 1, 0);
+  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), krr_cpu_ops(), 1, 0);
   askotch_r_poll_attach(&ctx);
   if (st == KRR_OK)
     st = krr_kernel_deriv_host(&ctx, &k, REAL(x1), n1, REAL(x2), n2, Rf_ncols(x1), INTEGER(deriv),

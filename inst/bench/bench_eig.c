@@ -30,7 +30,7 @@ int main(int argc, char **argv) {
   if (argc < 4) { fprintf(stderr, "usage: bench_eig THREADS REPS N...\n"); return 2; }
   const int threads = atoi(argv[1]), reps = atoi(argv[2]);
   krr_ctx c, *ctx = &c;
-  if (krr_ctx_init(ctx, krr_cpu_ops(), threads, 0) != KRR_OK) return 1;
+  if (krr_ctx_init(ctx, krr_cpu_ops(), krr_cpu_ops(), threads, 0) != KRR_OK) return 1;
   printf("n,precision,what,route,rep,seconds,status\n");
   for (int a = 3; a < argc; a++) {
     const int64_t n = atoll(argv[a]), k = 101;

@@ -32,7 +32,10 @@ int main(int argc, char **argv) {
   const char *only = argc > 8 && !strchr(argv[8], '=') ? argv[8] : NULL;
   int custom = argc > 8 && !only, nspec = custom ? argc - 8 : 6;
   krr_ctx ctx;
-  if (krr_ctx_init(&ctx, krr_cpu_ops(), threads, 0) != KRR_OK) { printf("ctx: %s\n", ctx.msg); return 1; }
+  if (krr_ctx_init(&ctx, krr_cpu_ops(), krr_cpu_ops(), threads, 0) != KRR_OK) {
+    printf("ctx: %s\n", ctx.msg);
+    return 1;
+  }
   tfit f;
   if (tfit_make(&ctx, KRR_DOUBLE, X, n, p, y, 1, k, lambda, &f) != KRR_OK) return 1;
   static const char *lab[] = {"askotch_none", "askotch_auto", "skotch", "nsap_none", "nsap_auto", "sap"};

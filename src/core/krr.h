@@ -77,6 +77,11 @@ typedef krr_status (*krr_task)(struct krr_ctx *ctx, void *arg);
  * and the resource policy. */
 typedef struct krr_ctx {
   const krr_ops *ops;
+  /* The table of the host (CPU) backend, for the work a solver keeps on the
+   * host whatever the device (Joker's trust-region loops, SVRG's epochs): the
+   * core never names a backend, so whoever creates the context supplies it
+   * (krr_ctx_init).  On a CPU context it is ops itself. */
+  const krr_ops *host_ops;
   void *dev;           /* backend state (stream, handles, workspace) */
   krr_status status;   /* last error */
   char msg[1024];      /* human-readable detail of the last error */
@@ -110,8 +115,12 @@ typedef struct krr_ctx {
   int side_busy;
 } krr_ctx;
 
-/* --- context (base/ctx.c) --------------------------------------------------*/
-krr_status krr_ctx_init(krr_ctx *ctx, const krr_ops *ops, int threads, int device_id);
+/* --- context (base/ctx.c) --------------------------------------------------
+ * ops: the device's table; host_ops: the host backend's (krr_cpu_ops(); the
+ * same table as ops on the CPU).  A missing table is KRR_ERR_NOT_BUILT (no
+ * ops) or KRR_ERR_INPUT (no host_ops). */
+krr_status krr_ctx_init(krr_ctx *ctx, const krr_ops *ops, const krr_ops *host_ops, int threads,
+                        int device_id);
 void krr_ctx_free(krr_ctx *ctx);
 /* Record an error (printf-style detail) and return it; the first error of a
  * chain is kept. */
@@ -241,6 +250,12 @@ int64_t krr_op_nfeat(const krr_op *op);
 krr_status krr_features_apply(krr_ctx *ctx, const krr_kernel *k, int p, int64_t M, uint64_t seed,
                               const double *xnew_host, int64_t nnew, const double *theta_host,
                               int m, double *out_host);
+
+/* The linear operator K = X X^T (op/linear.c): the feature map is the point
+ * itself, psi(x) = x (nfeat = p), so ridge regression in its features is
+ * linear ridge regression (the svrg solver's `features = "linear"`).  The
+ * problem must outlive the operator. */
+krr_status krr_op_linear_create(krr_ctx *ctx, const krr_problem *pb, krr_op **out);
 
 /* A penalised intercept (op/shift.c): the operator K + c 1 1^T (c > 0) over
  * any inner operator, i.e. the model f(x) = sum_i alpha_i k(x, x_i) + b with

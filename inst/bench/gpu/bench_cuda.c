@@ -141,7 +141,7 @@ int main(int argc, char **argv) {
   gemm_rate(1, quick ? 2048 : 4096, p64);
 
   krr_ctx ctx;
-  if (krr_ctx_init(&ctx, ops, 1, dev) != KRR_OK) die(&ctx, "ctx_init");
+  if (krr_ctx_init(&ctx, ops, krr_cpu_ops(), 1, dev) != KRR_OK) die(&ctx, "ctx_init");
   static const char *kn[] = {"rbf", "laplace", "matern12", "matern32", "matern52"};
   const int ps[] = {3, 10, 28, 100, 784};
   printf("\n== kernel_mv, q = 1, n1 = n2 = N (flops/pair = 3p + 10) ==\n");

@@ -87,13 +87,15 @@ krr_status krr_arena_check(krr_arena *a, const void *const *ptrs, size_t count);
 /* the memory budget: mem_limit bytes if > 0, else 90% of the device's free memory */
 krr_status krr_memory_budget(krr_ctx *ctx, double mem_limit, double *avail);
 
-/* A context h on the host backend host_ops (the caller passes the CPU
- * table: base/ does not link a backend) for the host part of work on ctx (a
- * device's latency-bound loops): ctx's threads, polling and deadline.  On
- * failure the reason is on ctx and h needs no freeing.  krr_ctx_forward
- * reports a failure st of work on h on ctx (message, interrupt) and clears
- * h; returns st. */
-krr_status krr_ctx_host_twin(krr_ctx *ctx, const krr_ops *host_ops, krr_ctx *h);
+/* Whether ctx's device memory is host memory (its table is the host table),
+ * so host work can run on ctx itself. */
+static inline int krr_ctx_on_host(const krr_ctx *ctx) { return ctx->ops == ctx->host_ops; }
+/* A context h on ctx's host table (ctx->host_ops) for the host part of work
+ * on ctx (a device's latency-bound loops): ctx's threads, polling and
+ * deadline.  On failure the reason is on ctx and h needs no freeing.
+ * krr_ctx_forward reports a failure st of work on h on ctx (message,
+ * interrupt) and clears h; returns st. */
+krr_status krr_ctx_host_twin(krr_ctx *ctx, krr_ctx *h);
 krr_status krr_ctx_forward(krr_ctx *ctx, krr_ctx *h, krr_status st);
 
 /* --- option tables (options.c) ----------------------------------------------

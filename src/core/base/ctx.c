@@ -39,8 +39,8 @@ void krr_clear(krr_ctx *ctx) {
   ctx->msg[0] = '\0';
 }
 
-krr_status krr_ctx_host_twin(krr_ctx *ctx, const krr_ops *host_ops, krr_ctx *h) {
-  if (krr_ctx_init(h, host_ops, ctx->threads, 0) != KRR_OK) {
+krr_status krr_ctx_host_twin(krr_ctx *ctx, krr_ctx *h) {
+  if (krr_ctx_init(h, ctx->host_ops, ctx->host_ops, ctx->threads, 0) != KRR_OK) {
     krr_status st = krr_fail(ctx, h->status, "host context: %s", h->msg);
     krr_ctx_free(h);
     return st;
@@ -123,12 +123,16 @@ krr_status krr_overlap(krr_ctx *ctx, krr_task side, void *side_arg, double side_
   return ctx->side_status;
 }
 
-krr_status krr_ctx_init(krr_ctx *ctx, const krr_ops *ops, int threads, int device_id) {
+krr_status krr_ctx_init(krr_ctx *ctx, const krr_ops *ops, const krr_ops *host_ops, int threads,
+                        int device_id) {
   memset(ctx, 0, sizeof *ctx);
   ctx->ops = ops;
+  ctx->host_ops = host_ops;
   ctx->threads = threads > 0 ? threads : 0; /* 0: the backend's default (its ctx_init) */
   ctx->device_id = device_id;
   if (!ops) return krr_fail(ctx, KRR_ERR_NOT_BUILT, "no backend");
+  if (!host_ops)
+    return krr_fail(ctx, KRR_ERR_INPUT, "no host backend table (krr_ctx_init's host_ops)");
   return ops->ctx_init ? ops->ctx_init(ctx) : KRR_OK;
 }
 

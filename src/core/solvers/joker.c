@@ -163,7 +163,7 @@ static double jk_memory(const krr_solver *s) {
                         (double)s->n
                   : 0.0;
   /* on a device: the host copies of K_BB, gbar, a_B and y_B (jk_init) */
-  double hcopy = s->ctx && s->ctx->ops != krr_cpu_ops() ? b * b + 3.0 * b * (double)s->m : 0.0;
+  double hcopy = s->ctx && !krr_ctx_on_host(s->ctx) ? b * b + 3.0 * b * (double)s->m : 0.0;
   return (double)s->es * (nm + b * b + 4.0 * b * (double)s->m + 15.0 * b + nf * ((double)s->m + b) + hcopy) +
          krr_block_bytes(s->op, o->block_size) + 8.0 * (double)s->n + sup;
 }
@@ -206,8 +206,8 @@ static krr_status jk_init(krr_solver *s) {
    * K_BB and the block's b x m vectors; the O(b n) products stay on the device. */
   j->tc = s->ctx;
   j->tKB = j->KB;
-  if (s->ctx->ops != krr_cpu_ops()) {
-    KTRY(krr_ctx_host_twin(s->ctx, krr_cpu_ops(), &j->hctx));
+  if (!krr_ctx_on_host(s->ctx)) {
+    KTRY(krr_ctx_host_twin(s->ctx, &j->hctx));
     j->host = 1;
     j->tc = &j->hctx;
     j->hKB = krr_arena_host(ar, b * b, es);
@@ -273,7 +273,7 @@ static krr_status support_reset(krr_solver *s) {
   size_t bytes = s->es * (size_t)(n * (int64_t)s->m);
   const void *w = s->w;
   void *tmp = NULL;
-  if (s->ctx->ops != krr_cpu_ops()) { /* device weights: one download */
+  if (!krr_ctx_on_host(s->ctx)) { /* device weights: one download */
     if (!(tmp = malloc(bytes))) return krr_fail(s->ctx, KRR_ERR_MEMORY, "joker: out of host memory");
     krr_status st = s->ctx->ops->download(s->ctx, tmp, s->w, bytes);
     if (st != KRR_OK) { free(tmp); return st; }

@@ -14,7 +14,8 @@
   X(cholesky)      \
   X(joker)         \
   X(bcd_nystrom)   \
-  X(bcd_features)
+  X(bcd_features)  \
+  X(svrg)
 
 #define DECLARE(name) extern const krr_solver_def krr_solver_##name;
 SOLVERS(DECLARE)
