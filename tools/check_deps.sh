@@ -7,7 +7,8 @@
 #  - inside solvers/, solver files may use common.c only; only registry.c
 #    uses the solver files; nothing uses registry.c;
 #  - there is no dependency circle between files;
-#  - no core file includes a backend (src/cpu, src/cuda) or R.
+#  - no core file includes a backend (src/cpu, src/cuda) or R;
+#  - only the R glue (src/glue/) and src/init.c include R headers.
 # Prints the file graph's violations; exit status 1 if any.
 set -e
 cd "$(dirname "$0")/.."
@@ -20,6 +21,12 @@ for f in $(find src/core -name '*.c' | sort); do
 done
 if grep -rnE '#include *[<"](\.\./)*(cpu|cuda)/|#include *<R[.>_]|#include *<Rinternals' src/core; then
   echo "check_deps: a core file includes a backend or R"; fail=1
+fi
+# R headers: only the glue (src/glue/) and the registration table (src/init.c)
+if grep -rnE '#include *<R[.>_]|#include *<Rinternals|#include *<Rmath' src driver \
+     --include='*.c' --include='*.h' --include='*.inc' --include='*.cu' --include='*.cuh' |
+   grep -vE '^src/glue/|^src/init\.c:'; then
+  echo "check_deps: a file outside src/glue/ and src/init.c includes R"; fail=1
 fi
 # headers: a file includes headers of its own folder, earlier folders and the
 # public ones only (types, macros and inline helpers are dependencies too)
