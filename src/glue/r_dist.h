@@ -3,7 +3,7 @@
  * set up). */
 #ifndef ASKOTCH_R_DIST_H
 #define ASKOTCH_R_DIST_H
-#include "core/krr.h"
+#include "../core/krr.h"
 struct krr_comm;
 struct krr_comm *askotch_r_dist_comm(void);
 /* The CUDA device of this process: in an SPMD session, its rank among the

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <R.h>
 #include <Rinternals.h>
-#include "core/krr.h"
-#include "core/dist/dist.h"
+#include "../core/krr.h"
+#include "../core/dist/dist.h"
 #include "r_dist.h"
 
 static krr_comm *g_comm = NULL;
@@ -79,7 +79,8 @@ SEXP ffi_mpi_allreduce(SEXP x, SEXP op) {
     st = krr_fail(&ctx, KRR_ERR_INPUT, "unknown reduction code %d", code);
   if (st != KRR_OK) return failure(&ctx, st);
   SEXP out = PROTECT(Rf_duplicate(Rf_coerceVector(x, REALSXP)));
-  st = krr_comm_allreduce(g_comm, &ctx, REAL(out), XLENGTH(out), KRR_DT_DOUBLE, (krr_redop)code);
+  st = krr_comm_allreduce(g_comm, &ctx, REAL(out), XLENGTH(out), KRR_DT_DOUBLE,
+                          (krr_redop)code);
   UNPROTECT(1);
   return st == KRR_OK ? out : failure(&ctx, st);
 }
