@@ -1,7 +1,9 @@
 /* The R glue (src/glue/): SEXP <-> core views, core status -> classed R
  * condition, interrupts, the solver state in an external pointer, and the
  * registry's info for R.  The glue and src/init.c (the registration table of
- * the .Call entry points) are the only files that include R headers.
+ * the .Call entry points) are the only files that include R headers; the
+ * glue holds no domain logic (the operator a fit uses is composed by the
+ * core, krr_op_compose).
  *
  *   r_util.c    the helpers below (errors, interrupts, BLAS threads,
  *               arguments, codes, thread count)

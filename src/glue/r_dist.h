@@ -14,5 +14,4 @@ int askotch_r_device_id(void);
  * code (read by R through ffi_info()$codes$reduce). */
 #define ASKOTCH_R_N_REDUCE 3
 extern const char *const askotch_r_reduce_names[ASKOTCH_R_N_REDUCE];
-krr_status krr_op_sharded_create(krr_op *local, struct krr_comm *comm, krr_op **out);
 #endif

@@ -27,7 +27,7 @@ static double list_num(SEXP list, const char *nm, double dflt) {
 typedef struct {
   krr_ctx ctx;
   krr_problem pb;
-  krr_op *op;       /* what the solver sees (the exact or feature operator, maybe shifted) */
+  krr_op *op;       /* what the solver sees (krr_op_compose) */
   int64_t features; /* random features M (0: the exact kernel) */
   double *obsd;     /* observation weights: d = sqrt(w) per training row (host), or NULL */
   krr_objective obj;
@@ -69,40 +69,8 @@ static fit_state *get_state(SEXP ptr) {
   return fs;
 }
 
-/* The training-set operator: the exact kernel, or M random features drawn
- * from seed; with c > 0 wrapped as K + c 11^T (a penalised intercept), with
- * observation weights as D (.) D, D = diag(fs->obsd) (each wrapper owns its
- * inner operator, also when its creation fails). */
-static krr_status make_operator(fit_state *fs, krr_kernel k, double M, double seed, double c) {
-  krr_op *inner = NULL, *mid = NULL;
-  krr_status st = M > 0 ? krr_op_features_create(&fs->ctx, &fs->pb, &k, (int64_t)M,
-                                                 (uint64_t)seed, &inner)
-                        : krr_op_exact_create(&fs->ctx, &fs->pb, k, &inner);
-  if (st != KRR_OK) return st;
-  struct krr_comm *comm = askotch_r_dist_comm(); /* a distributed fit: rows sharded */
-  if (comm) {
-    krr_op *local = inner;
-    if (M > 0 || c > 0 || fs->obsd) {
-      krr_op_free(local);
-      return krr_fail(&fs->ctx, KRR_ERR_INPUT, "a distributed fit takes the exact kernel without "
-                      "features, intercept or observation weights");
-    }
-    st = krr_op_sharded_create(local, comm, &inner);
-    if (st != KRR_OK) return st;
-  }
-  if (c > 0) {
-    st = krr_op_shift_create(inner, c, &mid);
-    if (st != KRR_OK) return st;
-  } else {
-    mid = inner;
-  }
-  if (fs->obsd) return krr_op_scale_create(mid, fs->obsd, &fs->op);
-  fs->op = mid;
-  return KRR_OK;
-}
-
 /* Observation weights: the solver works on v = D^{-1} alpha (scaled
- * system, op/scale.c).  Multiply (inverse = 0) or divide (inverse = 1) the
+ * system, op/compose.c).  Multiply (inverse = 0) or divide (inverse = 1) the
  * rows of W (rows x m, host) by the scalings of the rows the weights live
  * on (the training rows, or an inducing-point solver's centres). */
 static krr_status obs_rescale(fit_state *fs, double *W, int m, int inverse) {
@@ -116,11 +84,7 @@ static krr_status obs_rescale(fit_state *fs, double *W, int m, int inverse) {
     krr_status st = krr_solver_centers(fs->solver, idx);
     if (st != KRR_OK) return st;
   }
-  for (int64_t i = 0; i < rows; i++) {
-    double di = fs->obsd[idx ? idx[i] : i];
-    for (int c = 0; c < m; c++) W[i + (int64_t)c * rows] = inverse ? W[i + (int64_t)c * rows] / di
-                                                                   : W[i + (int64_t)c * rows] * di;
-  }
+  krr_obs_scale_rows(fs->obsd, idx, rows, m, W, inverse);
   return KRR_OK;
 }
 
@@ -131,8 +95,7 @@ static const double *obs_targets(fit_state *fs, SEXP y) {
   int64_t n = Rf_nrows(y);
   int m = Rf_ncols(y);
   double *ys = (double *)R_alloc((size_t)(n * m > 0 ? n * m : 1), sizeof(double));
-  for (int c = 0; c < m; c++)
-    for (int64_t i = 0; i < n; i++) ys[i + c * n] = REAL(y)[i + c * n] * fs->obsd[i];
+  krr_obs_targets(fs->obsd, REAL(y), n, m, ys);
   return ys;
 }
 
@@ -189,7 +152,11 @@ SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP
   if (st == KRR_OK) st = krr_options_new(&fs->ctx, def, &o);
   if (st == KRR_OK) st = askotch_glue_set_options(&fs->ctx, o, options);
   if (st == KRR_OK) st = krr_problem_create(&fs->ctx, prec, REAL(x), n, p, &fs->pb);
-  if (st == KRR_OK) st = make_operator(fs, k, M, list_num(options, "seed", 0.0), cshift);
+  /* the exact kernel or features -> sharded (a distributed fit) -> intercept
+   * -> observation weights */
+  if (st == KRR_OK)
+    st = krr_op_compose(&fs->ctx, &fs->pb, k, (int64_t)M, (uint64_t)list_num(options, "seed", 0.0),
+                        cshift, fs->obsd, askotch_r_dist_comm(), &fs->op);
   fs->features = (int64_t)M;
   if (st == KRR_OK) st = krr_objective_init(&fs->ctx, fs->op, ls, lam, obs_targets(fs, y), m, &fs->obj);
   if (st == KRR_OK && krr_loss_param_name(ls)) st = krr_objective_set_param(&fs->ctx, &fs->obj, lparam);
