@@ -2,7 +2,8 @@
 # hands its arguments to one registered C entry point (src/init.c) with the
 # types that entry point checks. The codes of precision, device, kernel and
 # reduction are not written here: they are read from the compiled tables
-# (ffi_info(), declared once in src/r_glue.c, src/r_kernel.c and src/r_dist.c).
+# (ffi_info(), declared once in src/glue/r_util.c, src/glue/r_kernel.c and
+# src/glue/r_dist.c).
 
 .askotch_env <- new.env(parent = emptyenv())
 
@@ -135,7 +136,7 @@ native_fit_set_lambda <- function(state, lambda) {
 }
 
 # Sketched preconditioned SVRG on explicit features (opts: the nine numbers
-# of src/r_glue.c's ffi_svrg, in its order).
+# of src/glue/r_svrg.c's ffi_svrg, in its order).
 native_svrg <- function(x, y, lambda, features, kernel, opts, threads, w0 = NULL) {
   k <- kernel_args(kernel)
   .Call(ffi_svrg, x, y, as.numeric(lambda), as.numeric(features), k[[1L]], k[[2L]],

@@ -336,12 +336,11 @@ static int cmd_bench(const args_t *a, int to_tol) {
     int64_t r0 = n / P * rk + (rk < n % P ? rk : n % P), nl = n / P + (rk < n % P);
     keep_rows(X, n, p, r0, nl);
     keep_rows(y, n, 1, r0, nl);
-    krr_op *loc = NULL;
     memset(&f, 0, sizeof f);
     f.ctx = &ctx;
     krr_status st = krr_problem_create(&ctx, prec, X, nl, p, &f.pb);
-    if (st == KRR_OK) st = krr_op_exact_create(&ctx, &f.pb, k, &loc);
-    if (st == KRR_OK) st = krr_op_sharded_create(loc, comm, &f.op);
+    /* the exact kernel sharded over the ranks, as a distributed fit in R */
+    if (st == KRR_OK) st = krr_op_compose(&ctx, &f.pb, k, 0, 0, 0.0, NULL, comm, &f.op);
     if (st == KRR_OK)
       st = krr_objective_init(&ctx, f.op, krr_loss_lookup("squared"), a->lambda_unsc * n, y, 1, &f.obj);
     if (st != KRR_OK) { printf("rank %d: %s\n", rk, ctx.msg); return 1; }

@@ -10,7 +10,8 @@
 #  - no core file includes a backend (src/cpu, src/cuda) or R, and no core
 #    object uses a symbol of a backend (krr_cpu_*, krr_cuda_*: the core
 #    reaches the host table through ctx->host_ops) or of R's API (Rf_*, R_*,
-#    Rprintf, REprintf), defined or not.
+#    Rprintf, REprintf), defined or not;
+#  - only the R glue (src/glue/) and src/init.c include R headers.
 # The object checks run twice: on the serial build (gcc) and on the MPI build
 # (mpicc -DKRR_HAVE_MPI, where dist/mpi.c has its MPI code), skipped with the
 # reason when mpicc is absent.
@@ -22,6 +23,12 @@ trap 'rm -rf "$tmp"' EXIT
 fail=0
 if grep -rnE '#include *[<"](\.\./)*(cpu|cuda)/|#include *<R[.>_]|#include *<Rinternals' src/core; then
   echo "check_deps: a core file includes a backend or R"; fail=1
+fi
+# R headers: only the glue (src/glue/) and the registration table (src/init.c)
+if grep -rnE '#include *<R[.>_]|#include *<Rinternals|#include *<Rmath' src driver \
+     --include='*.c' --include='*.h' --include='*.inc' --include='*.cu' --include='*.cuh' |
+   grep -vE '^src/glue/|^src/init\.c:'; then
+  echo "check_deps: a file outside src/glue/ and src/init.c includes R"; fail=1
 fi
 # headers: a file includes headers of its own folder, earlier folders and the
 # public ones only (types, macros and inline helpers are dependencies too)

@@ -17,7 +17,7 @@ make -s -C driver clean progs >/dev/null
 make -s -f driver/Makefile.kernels driver/build/kernels/test_kernels >/dev/null
 : > /tmp/askotch-driver.log
 crashed=$deps_fail
-for prog in "askotch_driver test" "test_solvers" "test_solvers2" "test_seams" "test_features" "test_joker" "test_restart" "test_dist" "test_svrg" "test_bcd" "test_stop" "kernels/test_kernels"; do
+for prog in "askotch_driver test" "test_solvers" "test_solvers2" "test_seams" "test_features" "test_joker" "test_restart" "test_dist" "test_svrg" "test_bcd" "test_stop" "test_compose" "kernels/test_kernels"; do
   # a program that dies without its summary line counts as one failure
   ./driver/build/$prog > /tmp/askotch-prog.log 2>&1 || {
     grep -qE "^[0-9]+ passed, [0-9]+ failed" /tmp/askotch-prog.log || crashed=$((crashed + 1)); }

@@ -24,10 +24,12 @@
  *   solvers/   one file per solver, common.c (the shared skeleton) and
  *              registry.c (the table of solvers: one line each)
  *
- * A fit: krr_problem_create (data) -> krr_op_exact_create (operator) ->
- * krr_objective_init (loss, lambda, targets) -> krr_options_new (a solver's
- * options, by name) -> krr_solver_init -> krr_solver_step ... ->
- * krr_solver_weights -> krr_solver_free.  A solver state can solve again:
+ * A fit: krr_problem_create (data) -> krr_op_compose (operator: the exact
+ * kernel or features, sharded, intercept, observation weights; or one
+ * constructor such as krr_op_exact_create) -> krr_objective_init (loss,
+ * lambda, targets) -> krr_options_new (a solver's options, by name) ->
+ * krr_solver_init -> krr_solver_step ... -> krr_solver_weights ->
+ * krr_solver_free.  A solver state can solve again:
  * krr_solver_set_targets / krr_solver_set_lambda / krr_solver_set_weights. */
 #ifndef KRR_H
 #define KRR_H
@@ -273,6 +275,39 @@ krr_status krr_op_shift_create(krr_op *inner, double c, krr_op **out);
  * ownership of `inner` in every case (freed also when creation fails).  A
  * features inner gives the features D Z (nfeat unchanged). */
 krr_status krr_op_scale_create(krr_op *inner, const double *d, krr_op **out);
+
+/* The MPI-sharded operator (op/sharded.c) over the exact operator `local` on
+ * this rank's rows (contiguous ranges in rank order); comm from dist/ (not
+ * owned, must outlive the operator).  Collective: every rank calls it; the
+ * shapes (p, at least one row each), kernel and precision are checked on
+ * all and the same error returned on every rank.  Owns `local` (freed also
+ * on failure). */
+struct krr_comm;
+krr_status krr_op_sharded_create(krr_op *local, struct krr_comm *comm, krr_op **out);
+
+/* The training-set operator of a fit (op/compose.c), composed as every front
+ * end (the R glue, MPI ranks, the C driver) composes it: the exact kernel
+ * on the problem's points, or M > 0 random features drawn from `seed`
+ * (krr_op_features_create); sharded over the ranks of `comm` when it is not
+ * NULL (the exact kernel only: with features, an intercept or observation
+ * weights it is an input error); K + c 1 1^T when c > 0 (a penalised
+ * intercept, krr_op_shift_create); D K D when obsd is not NULL (observation
+ * weights w = obsd^2, one per row; krr_op_scale_create).  *out is NULL on
+ * failure.  The problem and comm must outlive the operator. */
+krr_status krr_op_compose(krr_ctx *ctx, const krr_problem *pb, krr_kernel kernel, int64_t M,
+                          uint64_t seed, double c, const double *obsd, struct krr_comm *comm,
+                          krr_op **out);
+/* Observation weights, D = diag(d): weighted KRR (K + lambda W^{-1}) alpha
+ * = y, W = D^2, is solved on a composed operator with obsd = d as
+ * (D K D + lambda I) v = D y, alpha = D v.  krr_obs_targets: ys (n x m) =
+ * D y.  krr_obs_scale_rows: multiply (inverse = 0: v -> alpha) or divide
+ * (inverse = 1: alpha -> v, a warm start) the rows of W (rows x m, host,
+ * column-major) by d of the rows the weights live on: row i of W is row
+ * idx[i] (an inducing-point solver's centres, krr_solver_centers), or row i
+ * when idx is NULL. */
+void krr_obs_targets(const double *d, const double *y, int64_t n, int m, double *ys);
+void krr_obs_scale_rows(const double *d, const int64_t *idx, int64_t rows, int m, double *W,
+                        int inverse);
 
 /* --- losses and the objective (loss/) ----------------------------------------
  * The package fits  min_theta 1/2 ||theta||^2 + (1/lambda) sum_i l(y_i, f_i)

@@ -162,15 +162,8 @@ krr_status krr_features_draw(krr_ctx *ctx, const krr_kernel *k, int p, int64_t M
  * any other operator. */
 const void *krr_op_exact_points(const krr_op *op);
 
-/* The MPI-sharded operator (sharded.c) over the exact operator `local` on
- * this rank's rows (contiguous ranges in rank order); comm from dist/ (not
- * owned, must outlive the operator).  Collective: every rank calls it; the
- * shapes (p, at least one row each), kernel and precision are checked on
- * all and the same error returned on every rank.  Owns `local` (freed also
- * on failure). */
-struct krr_comm;
-krr_status krr_op_sharded_create(krr_op *local, struct krr_comm *comm, krr_op **out);
-/* the communicator and first global row of a sharded operator; NULL, 0 for
- * any other */
+/* The communicator and first global row of a sharded operator (sharded.c;
+ * its constructor, krr_op_sharded_create, is in krr.h); NULL, 0 for any
+ * other */
 struct krr_comm *krr_op_comm(const krr_op *op, int64_t *row0);
 #endif

@@ -7,14 +7,16 @@
 #include <string.h>
 #include <R.h>
 #include <Rinternals.h>
-#include "core/krr.h"
-#include "core/dist/dist.h"
+#include "../core/krr.h"
+#include "../core/dist/dist.h"
 #include "r_dist.h"
 
 static krr_comm *g_comm = NULL;
 static int g_use = 0;
 
-struct krr_comm *askotch_r_dist_comm(void) { return g_use ? g_comm : NULL; }
+struct krr_comm *askotch_r_dist_comm(void) {
+  return g_use ? g_comm : NULL;
+}
 
 int askotch_r_device_id(void) {
   int nd = g_comm ? krr_cuda_device_count() : 0;

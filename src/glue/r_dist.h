@@ -3,7 +3,7 @@
  * set up). */
 #ifndef ASKOTCH_R_DIST_H
 #define ASKOTCH_R_DIST_H
-#include "core/krr.h"
+#include "../core/krr.h"
 struct krr_comm;
 struct krr_comm *askotch_r_dist_comm(void);
 /* The CUDA device of this process: in an SPMD session, its rank among the
@@ -14,5 +14,4 @@ int askotch_r_device_id(void);
  * code (read by R through ffi_info()$codes$reduce). */
 #define ASKOTCH_R_N_REDUCE 3
 extern const char *const askotch_r_reduce_names[ASKOTCH_R_N_REDUCE];
-krr_status krr_op_sharded_create(krr_op *local, struct krr_comm *comm, krr_op **out);
 #endif

@@ -1,0 +1,249 @@
+/* The R glue of the kernels: products on host data (K(x1, x2) v, the kernel
+ * matrix, the greedy pivoted Cholesky of K(x, x), the predictions of a
+ * random-features model) and the kernel list (what R reads of each kernel,
+ * its rate, values and derivatives). */
+#include <string.h>
+#include <math.h>
+#include "glue.h"
+#include "r_dist.h"
+#include "../core/kernel_math.h"
+
+/* ---- kernel products on host data ----------------------------------------*/
+SEXP ffi_kernel_apply(SEXP x1, SEXP x2, SEXP v, SEXP kernel, SEXP bandwidth, SEXP precision,
+                      SEXP device, SEXP threads) {
+  askotch_glue_check_matrix(x1, "x1");
+  askotch_glue_check_matrix(x2, "x2");
+  askotch_glue_check_matrix(v, "v");
+  if (Rf_ncols(x1) != Rf_ncols(x2))
+    askotch_glue_raise_status(KRR_ERR_INPUT, "x1 and x2 must have the same columns");
+  if (Rf_nrows(v) != Rf_nrows(x2))
+    askotch_glue_raise_status(KRR_ERR_INPUT, "v must have nrow(x2) rows");
+  krr_kernel k = {(krr_kernel_type)askotch_glue_int1(kernel, "kernel"),
+                  askotch_glue_num1(bandwidth, "bandwidth")};
+  krr_precision prec = askotch_glue_precision_of(precision);
+  int dev = askotch_glue_device_of(device);
+  const krr_ops *ops = askotch_glue_pick_ops(dev);
+  int64_t n1 = Rf_nrows(x1), n2 = Rf_nrows(x2);
+  int q = Rf_ncols(v);
+  SEXP out = PROTECT(Rf_allocMatrix(REALSXP, (int)n1, q));
+  if (n1 == 0 || q == 0) {
+    UNPROTECT(1);
+    return out;
+  }
+  krr_ctx ctx;
+  int nth = askotch_glue_threads(askotch_glue_int1(threads, "threads"));
+  askotch_glue_blas_save();
+  krr_status st =
+      krr_ctx_init(&ctx, ops, krr_cpu_ops(), nth, dev == DEVICE_CUDA ? askotch_r_device_id() : 0);
+  askotch_glue_poll_attach(&ctx);
+  if (st == KRR_OK)
+    st = krr_kernel_apply_host(&ctx, prec, &k, REAL(x1), n1, REAL(x2), n2, Rf_ncols(x1), REAL(v), q,
+                               REAL(out));
+  askotch_glue_ctx_done(&ctx, st, 1);
+  UNPROTECT(1);
+  return out;
+}
+
+SEXP ffi_kernel_matrix(SEXP x1, SEXP x2, SEXP kernel, SEXP bandwidth, SEXP precision,
+                       SEXP threads) {
+  askotch_glue_check_matrix(x1, "x1");
+  askotch_glue_check_matrix(x2, "x2");
+  if (Rf_ncols(x1) != Rf_ncols(x2))
+    askotch_glue_raise_status(KRR_ERR_INPUT, "x1 and x2 must have the same columns");
+  krr_kernel k = {(krr_kernel_type)askotch_glue_int1(kernel, "kernel"),
+                  askotch_glue_num1(bandwidth, "bandwidth")};
+  krr_precision prec = askotch_glue_precision_of(precision);
+  int64_t n1 = Rf_nrows(x1), n2 = Rf_nrows(x2);
+  SEXP out = PROTECT(Rf_allocMatrix(REALSXP, (int)n1, (int)n2));
+  if (n1 == 0 || n2 == 0) {
+    UNPROTECT(1);
+    return out;
+  }
+  krr_ctx ctx;
+  int nth = askotch_glue_threads(askotch_glue_int1(threads, "threads"));
+  askotch_glue_blas_save();
+  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), krr_cpu_ops(), nth, 0);
+  askotch_glue_poll_attach(&ctx);
+  if (st == KRR_OK)
+    st =
+        krr_kernel_matrix_host(&ctx, prec, &k, REAL(x1), n1, REAL(x2), n2, Rf_ncols(x1), REAL(out));
+  askotch_glue_ctx_done(&ctx, st, 1);
+  UNPROTECT(1);
+  return out;
+}
+
+/* Greedy partial Cholesky of K(x, x) (linalg/pchol.c) in double on the CPU:
+ * list(L = n x r (columns past rank unused), d = diag(K - L L^T), rank,
+ * pivots = 1-based).  pw: pivot weights (length n) or NULL. */
+SEXP ffi_pivoted_cholesky(SEXP x, SEXP kernel, SEXP bandwidth, SEXP pw, SEXP rank, SEXP stop_trace,
+                          SEXP tiny, SEXP threads) {
+  askotch_glue_check_matrix(x, "x");
+  krr_kernel k = {(krr_kernel_type)askotch_glue_int1(kernel, "kernel"),
+                  askotch_glue_num1(bandwidth, "bandwidth")};
+  int64_t n = Rf_nrows(x);
+  int p = Rf_ncols(x);
+  int r = askotch_glue_int1(rank, "rank must be a number");
+  if (r < 0 || r > n) askotch_glue_raise_status(KRR_ERR_INPUT, "rank must lie in [0, nrow(x)]");
+  if (!Rf_isNull(pw) && (!Rf_isReal(pw) || XLENGTH(pw) != n))
+    askotch_glue_raise_status(KRR_ERR_INPUT,
+                              "pivot weights must be a double vector of length nrow(x)");
+  double stop = askotch_glue_num1(stop_trace, "stop_trace must be a number"),
+         tn = askotch_glue_num1(tiny, "tiny must be a number");
+  SEXP Lr = PROTECT(Rf_allocMatrix(REALSXP, (int)n, r));
+  SEXP d = PROTECT(Rf_allocVector(REALSXP, n));
+  SEXP pv = PROTECT(Rf_allocVector(REALSXP, r));
+  krr_ctx ctx;
+  int64_t *piv = (int64_t *)calloc((size_t)(r > 0 ? r : 1), sizeof(int64_t));
+  int got = 0;
+  askotch_glue_blas_save();
+  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), krr_cpu_ops(),
+                               askotch_glue_threads(askotch_glue_int1(threads, "threads")), 0);
+  askotch_glue_poll_attach(&ctx);
+  if (st == KRR_OK && !piv) st = krr_fail(&ctx, KRR_ERR_MEMORY, "out of host memory");
+  if (st == KRR_OK)
+    st = krr_kernel_pchol_host(&ctx, &k, REAL(x), n, p, Rf_isNull(pw) ? NULL : REAL(pw), r, stop,
+                               tn, REAL(Lr), REAL(d), piv, &got);
+  for (int j = 0; j < got; j++) REAL(pv)[j] = (double)piv[j] + 1.0;
+  free(piv);
+  askotch_glue_ctx_done(&ctx, st, 1);
+  SEXP out = PROTECT(Rf_allocVector(VECSXP, 4));
+  SEXP nm = PROTECT(Rf_allocVector(STRSXP, 4));
+  const char *names[] = {"L", "d", "rank", "pivots"};
+  for (int i = 0; i < 4; i++) SET_STRING_ELT(nm, i, Rf_mkChar(names[i]));
+  Rf_setAttrib(out, R_NamesSymbol, nm);
+  SET_VECTOR_ELT(out, 0, Lr);
+  SET_VECTOR_ELT(out, 1, d);
+  SET_VECTOR_ELT(out, 2, Rf_ScalarInteger(got));
+  SET_VECTOR_ELT(out, 3, Rf_lengthgets(pv, got));
+  UNPROTECT(5);
+  return out;
+}
+
+
+/* predictions psi(xnew)^T theta of a random-features model (host data, CPU) */
+SEXP ffi_features_apply(SEXP xnew, SEXP theta, SEXP kernel, SEXP bandwidth, SEXP features,
+                        SEXP seed, SEXP precision, SEXP threads) {
+  askotch_glue_check_matrix(xnew, "xnew");
+  askotch_glue_check_matrix(theta, "theta");
+  krr_kernel k = {(krr_kernel_type)askotch_glue_int1(kernel, "kernel"),
+                  askotch_glue_num1(bandwidth, "bandwidth")};
+  double M = askotch_glue_num1(features, "features"), sd = askotch_glue_num1(seed, "seed");
+  (void)precision; /* krr_features_apply works in double */
+  if (!(M >= 1) || (double)Rf_nrows(theta) != M)
+    askotch_glue_raise_status(KRR_ERR_INPUT, "theta must have one row per random feature");
+  int64_t nn = Rf_nrows(xnew);
+  int m = Rf_ncols(theta);
+  SEXP out = PROTECT(Rf_allocMatrix(REALSXP, (int)nn, m));
+  if (nn == 0 || m == 0) {
+    UNPROTECT(1);
+    return out;
+  }
+  krr_ctx ctx;
+  int nth = askotch_glue_threads(askotch_glue_int1(threads, "threads"));
+  askotch_glue_blas_save();
+  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), krr_cpu_ops(), nth, 0);
+  askotch_glue_poll_attach(&ctx);
+  if (st == KRR_OK)
+    st = krr_features_apply(&ctx, &k, Rf_ncols(xnew), (int64_t)M, (uint64_t)sd, REAL(xnew), nn,
+                            REAL(theta), m, REAL(out));
+  askotch_glue_ctx_done(&ctx, st, 1);
+  UNPROTECT(1);
+  return out;
+}
+
+/* ---- the kernel list (core/kernel_math.h) ---------------------------------
+ * What R reads of each kernel (ffi_info()$kernels), and the kernel's rate,
+ * values and matrix derivatives that R's numeric checks and Gaussian-process
+ * likelihood use, so that no kernel formula is written in R. */
+/* list(name, metric, label, formula, rate_unit, rate_power): one element
+ * per kernel in code order (code = position - 1); the rate of a bandwidth s
+ * is rate_unit / s^rate_power */
+SEXP askotch_glue_kernel_info(void) {
+  static const char *fields[] = {"name", "metric", "label", "formula", "rate_unit", "rate_power"};
+  const int nf = (int)(sizeof fields / sizeof *fields), nk = KRR_N_KERNELS;
+  SEXP out = PROTECT(Rf_allocVector(VECSXP, nf));
+  SEXP nm = PROTECT(Rf_allocVector(STRSXP, nf));
+  for (int i = 0; i < nf; i++) SET_STRING_ELT(nm, i, Rf_mkChar(fields[i]));
+  Rf_setAttrib(out, R_NamesSymbol, nm);
+  SEXP name = PROTECT(Rf_allocVector(STRSXP, nk)), metric = PROTECT(Rf_allocVector(STRSXP, nk));
+  SEXP label = PROTECT(Rf_allocVector(STRSXP, nk)), formula = PROTECT(Rf_allocVector(STRSXP, nk));
+  SEXP unit = PROTECT(Rf_allocVector(REALSXP, nk)), power = PROTECT(Rf_allocVector(INTSXP, nk));
+  for (int i = 0; i < nk; i++) {
+    const krr_kernel k1 = {(krr_kernel_type)i, 1.0};
+    SET_STRING_ELT(name, i, Rf_mkChar(krr_kernel_name(k1.type)));
+    SET_STRING_ELT(metric, i, Rf_mkChar(krr_kernel_is_l1(i) ? "L1" : "L2"));
+    SET_STRING_ELT(label, i, Rf_mkChar(krr_kernel_label(k1.type)));
+    SET_STRING_ELT(formula, i, Rf_mkChar(krr_kernel_formula(k1.type)));
+    REAL(unit)[i] = krr_kparams_make(&k1).a;
+    INTEGER(power)[i] = krr_kernel_rate_power(k1.type);
+  }
+  SEXP cols[] = {name, metric, label, formula, unit, power};
+  for (int i = 0; i < nf; i++) SET_VECTOR_ELT(out, i, cols[i]);
+  UNPROTECT(8);
+  return out;
+}
+
+/* a listed kernel code and a positive finite bandwidth, or an input error */
+static krr_kernel kernel_of(SEXP kernel, SEXP bandwidth) {
+  if (!Rf_isNumeric(kernel) || XLENGTH(kernel) != 1 || !Rf_isNumeric(bandwidth) ||
+      XLENGTH(bandwidth) != 1)
+    askotch_glue_raise_status(KRR_ERR_INPUT, "kernel and bandwidth must be single numbers");
+  krr_kernel k = {(krr_kernel_type)Rf_asInteger(kernel), Rf_asReal(bandwidth)};
+  if (!KRR_KERNEL_LISTED((int)k.type))
+    askotch_glue_raise_status(KRR_ERR_INPUT, "unknown kernel code");
+  if (!(k.bandwidth > 0) || !isfinite(k.bandwidth))
+    askotch_glue_raise_status(KRR_ERR_INPUT, "the bandwidth must be positive and finite");
+  return k;
+}
+
+/* The kernel's rate a (kernel_math.h: k = POLY(u) exp(-u), u = a t or
+ * a sqrt(t)) as the compiled code forms it from the bandwidth. */
+SEXP ffi_kernel_rate(SEXP kernel, SEXP bandwidth) {
+  krr_kernel k = kernel_of(kernel, bandwidth);
+  return Rf_ScalarReal(krr_kparams_make(&k).a);
+}
+
+/* The kernel's values (double) at the statistics t: squared Euclidean
+ * distances, or L1 distances for an L1 kernel (ffi_info()$kernels$metric). */
+SEXP ffi_kernel_eval(SEXP kernel, SEXP bandwidth, SEXP t) {
+  krr_kernel k = kernel_of(kernel, bandwidth);
+  if (!Rf_isReal(t)) askotch_glue_raise_status(KRR_ERR_INPUT, "t must be a double vector");
+  const krr_kparams kp = krr_kparams_make(&k);
+  const R_xlen_t n = XLENGTH(t);
+  SEXP out = PROTECT(Rf_allocVector(REALSXP, n));
+  for (R_xlen_t i = 0; i < n; i++) REAL(out)[i] = krr_kernel_eval(kp, REAL(t)[i]);
+  UNPROTECT(1);
+  return out;
+}
+
+/* K(x1, x2) and its derivatives (krr_kernel_deriv_host): an n1 x n2 x
+ * length(deriv) array, slice c for the code deriv[c] (0 the kernel, -1
+ * d/dlog bandwidth, j d/dlog ell_j). */
+SEXP ffi_kernel_deriv(SEXP x1, SEXP x2, SEXP kernel, SEXP bandwidth, SEXP deriv) {
+  if (!Rf_isReal(x1) || !Rf_isMatrix(x1) || !Rf_isReal(x2) || !Rf_isMatrix(x2))
+    askotch_glue_raise_status(KRR_ERR_INPUT, "x1 and x2 must be double matrices");
+  if (Rf_ncols(x1) != Rf_ncols(x2))
+    askotch_glue_raise_status(KRR_ERR_INPUT, "x1 and x2 must have the same columns");
+  if (!Rf_isInteger(deriv))
+    askotch_glue_raise_status(KRR_ERR_INPUT, "deriv must be an integer vector");
+  krr_kernel k = kernel_of(kernel, bandwidth);
+  const int64_t n1 = Rf_nrows(x1), n2 = Rf_nrows(x2);
+  const int nd = (int)XLENGTH(deriv);
+  if ((double)n1 * (double)n2 * (double)nd > (double)R_XLEN_T_MAX)
+    askotch_glue_raise_status(KRR_ERR_MEMORY, "kernel derivative: the result is too large for R");
+  SEXP dim = PROTECT(Rf_allocVector(INTSXP, 3));
+  INTEGER(dim)[0] = (int)n1;
+  INTEGER(dim)[1] = (int)n2;
+  INTEGER(dim)[2] = nd;
+  SEXP out = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)(n1 * n2 * nd)));
+  Rf_setAttrib(out, R_DimSymbol, dim);
+  krr_ctx ctx;
+  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), krr_cpu_ops(), 1, 0);
+  askotch_glue_poll_attach(&ctx);
+  if (st == KRR_OK)
+    st = krr_kernel_deriv_host(&ctx, &k, REAL(x1), n1, REAL(x2), n2, Rf_ncols(x1), INTEGER(deriv),
+                               nd, REAL(out));
+  askotch_glue_ctx_done(&ctx, st, 0);
+  UNPROTECT(2);
+  return out;
+}
