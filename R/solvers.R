@@ -377,15 +377,17 @@ as_solver <- function(solver, call = NULL) {
   if (inherits(solver, "askotch_solver")) return(valid_spec(solver, call))
   ns <- environment(as_solver)
   if (is.function(solver)) {
-    # only the package's own constructors may be passed uncalled
-    ctors <- c("askotch", "skotch", "sap", "pcg", "falkon", "eigenpro",
-               "cholesky", "joker", "svrg", "bcd")
+    # only the package's own constructors may be passed uncalled: the
+    # solver names of the spec_<name>() functions that are constructors
+    ctors <- sub("^spec_", "", ls(ns, pattern = "^spec_", all.names = TRUE))
+    ctors <- ctors[vapply(ctors, exists, TRUE, envir = ns, mode = "function",
+                          inherits = FALSE)]
     hit <- Filter(function(f) identical(solver, get(f, envir = ns)), ctors)
     if (length(hit) == 0L) {
       abort_askotch(paste(
         "`solver` must be a solver specification such as askotch(), or one",
-        "of the constructors askotch, skotch, sap, pcg, falkon, eigenpro,",
-        "cholesky, joker, svrg, bcd; not another function."), "input", call)
+        sprintf("of the constructors %s;", paste(ctors, collapse = ", ")),
+        "not another function."), "input", call)
     }
     return(get(hit[[1L]], envir = ns)())
   }
