@@ -120,8 +120,6 @@ native_fit_run <- function(state, iters, floor_per_w = NA_real_) {
   .Call(ffi_fit_run, state, as.integer(iters), as.numeric(floor_per_w))
 }
 
-native_fit_residual <- function(state) .Call(ffi_fit_residual, state)
-native_fit_objective <- function(state) .Call(ffi_fit_objective, state)
 native_fit_weights <- function(state) .Call(ffi_fit_weights, state)
 native_fit_centers <- function(state) .Call(ffi_fit_centers, state)
 native_fit_options <- function(state) .Call(ffi_fit_options, state)

@@ -5,13 +5,11 @@
 
 SEXP ffi_fit_init(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP,
                   SEXP, SEXP);
-SEXP ffi_fit_objective(SEXP);
 SEXP ffi_fit_features_theta(SEXP);
 SEXP ffi_features_apply(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_check_options(SEXP, SEXP);
 SEXP ffi_options_caps(SEXP, SEXP);
 SEXP ffi_fit_run(SEXP, SEXP, SEXP);
-SEXP ffi_fit_residual(SEXP);
 SEXP ffi_fit_stop(SEXP, SEXP);
 void askotch_glue_init(void);
 SEXP ffi_fit_weights(SEXP);
@@ -54,7 +52,6 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_fit_init, 15),
     CALLDEF(ffi_check_options, 2),
     CALLDEF(ffi_fit_run, 3),
-    CALLDEF(ffi_fit_residual, 1),
     CALLDEF(ffi_fit_weights, 1),
     CALLDEF(ffi_fit_free, 1),
     CALLDEF(ffi_fit_alive, 1),
@@ -70,7 +67,6 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_kernel_eval, 3),
     CALLDEF(ffi_kernel_rate, 2),
     CALLDEF(ffi_pivoted_cholesky, 8),
-    CALLDEF(ffi_fit_objective, 1),
     CALLDEF(ffi_fit_features_theta, 1),
     CALLDEF(ffi_features_apply, 8),
     CALLDEF(ffi_threads, 1),

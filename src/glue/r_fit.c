@@ -306,39 +306,6 @@ SEXP ffi_fit_run(SEXP ptr, SEXP iters, SEXP floor_per_w) {
   return out;
 }
 
-SEXP ffi_fit_residual(SEXP ptr) {
-  fit_state *fs = get_state(ptr);
-  double r = NAN;
-  askotch_glue_blas_save();
-  krr_status st = krr_solver_residual(fs->solver, &r);
-  if (st != KRR_OK) askotch_glue_raise_ctx(&fs->ctx, st);
-  askotch_glue_blas_restore();
-  return Rf_ScalarReal(r);
-}
-
-/* c(P, D) at the current weights: the primal and the dual the solver
- * minimises (P + D >= 0); for operators whose weights are one per training
- * row (not the inducing-point solvers) */
-SEXP ffi_fit_objective(SEXP ptr) {
-  fit_state *fs = get_state(ptr);
-  int64_t rows = krr_solver_weights_rows(fs->solver);
-  if (rows != fs->pb.n)
-    askotch_glue_raise_status(KRR_ERR_INPUT,
-                              "the objective values need one weight per training point");
-  double *w = (double *)R_alloc((size_t)(rows * fs->obj.m), sizeof(double));
-  double P = NAN, D = NAN;
-  askotch_glue_blas_save();
-  krr_status st = krr_solver_weights(fs->solver, w);
-  if (st == KRR_OK) st = krr_objective_values_host(fs->op, &fs->obj, w, &P, &D);
-  if (st != KRR_OK) askotch_glue_raise_ctx(&fs->ctx, st);
-  askotch_glue_blas_restore();
-  SEXP out = PROTECT(Rf_allocVector(REALSXP, 2));
-  REAL(out)[0] = P;
-  REAL(out)[1] = D;
-  UNPROTECT(1);
-  return out;
-}
-
 /* theta = Z^T alpha of a random-features fit: M x m, or (M + 1) x m with
  * an intercept (the last row is sqrt(c) colSums(alpha)) */
 SEXP ffi_fit_features_theta(SEXP ptr) {
