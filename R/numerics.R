@@ -57,7 +57,7 @@ numeric_remedy <- function(precision, standardize, what) {
 }
 
 # Everything above, for a fit's data `dat` (krr_data()) and settings `set`
-# (krr_settings()). Cheap: O(n p) for the magnitudes (min_max(), no copy) and
+# (settings_from_args()). Cheap: O(n p) for the magnitudes (min_max(), no copy) and
 # at most 2000 sampled pairs of rows for the kernel values.
 check_numerics <- function(dat, set, call = NULL) {
   precision <- set$precision
