@@ -17,7 +17,7 @@
 set -e
 cd "$(dirname "$0")/.."
 SAN="-fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer -fno-sanitize-recover=undefined,float-cast-overflow"
-PROGS="askotch_driver:test test_solvers test_solvers2 test_seams test_features test_joker test_svrg test_bcd test_dist test_compose"
+PROGS="askotch_driver:test test_solvers test_solvers2 test_seams test_features test_joker test_svrg test_bcd test_dist test_compose test_stop"
 ASAN_SUPP="$(pwd)/tools/asan.supp"
 t_all=$(date +%s)
 stage_t=$t_all
