@@ -23,7 +23,10 @@ fd_sigma <- function(x1, x2, name, s, h = 1e-4) {
 
 # coordinate j of both point sets divided by ell_j = exp(+-h)
 fd_ell <- function(x1, x2, name, s, j, h = 1e-4) {
-  sc <- function(x, f) { x[, j] <- x[, j] * f; x }
+  sc <- function(x, f) {
+    x[, j] <- x[, j] * f
+    x
+  }
   (kmat(sc(x1, exp(-h)), sc(x2, exp(-h)), kobj(name, s)) -
      kmat(sc(x1, exp(h)), sc(x2, exp(h)), kobj(name, s))) / (2 * h)
 }
