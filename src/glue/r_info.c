@@ -10,17 +10,26 @@
 
 #define N_CODES(tab) ((int)(sizeof tab / sizeof tab[0]))
 
-/* check a solver's options without data (the constructors' early check) */
-SEXP ffi_check_options(SEXP solver, SEXP options) {
+/* A solver's options set from R's list, then (check) its data-free rules
+ * checked; returns whether the options take a lambda path.  Errors are
+ * raised as classed R conditions. */
+static int options_eval(SEXP solver, SEXP options, int check) {
   const krr_solver_def *def = askotch_glue_solver_def(solver);
   krr_ctx ctx;
   krr_options *o = NULL;
   krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), krr_cpu_ops(), 1, 0);
   if (st == KRR_OK) st = krr_options_new(&ctx, def, &o);
   if (st == KRR_OK) st = askotch_glue_set_options(&ctx, o, options);
-  if (st == KRR_OK) st = krr_options_check(&ctx, o);
+  if (st == KRR_OK && check) st = krr_options_check(&ctx, o);
+  int path = st == KRR_OK && krr_options_lambda_path(o);
   krr_options_free(o);
   askotch_glue_ctx_done(&ctx, st, 0);
+  return path;
+}
+
+/* check a solver's options without data (the constructors' early check) */
+SEXP ffi_check_options(SEXP solver, SEXP options) {
+  options_eval(solver, options, 1);
   return R_NilValue;
 }
 
@@ -29,15 +38,7 @@ static SEXP named_list(int k, const char **names);
 /* What a solver with these options can do: list(lambda_path) (the rule of
  * the compiled solver, which R reads instead of knowing it). */
 SEXP ffi_options_caps(SEXP solver, SEXP options) {
-  const krr_solver_def *def = askotch_glue_solver_def(solver);
-  krr_ctx ctx;
-  krr_options *o = NULL;
-  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), krr_cpu_ops(), 1, 0);
-  if (st == KRR_OK) st = krr_options_new(&ctx, def, &o);
-  if (st == KRR_OK) st = askotch_glue_set_options(&ctx, o, options);
-  int path = st == KRR_OK && krr_options_lambda_path(o);
-  krr_options_free(o);
-  askotch_glue_ctx_done(&ctx, st, 0);
+  int path = options_eval(solver, options, 0);
   static const char *fields[] = {"lambda_path"};
   SEXP out = PROTECT(named_list(1, fields));
   SET_VECTOR_ELT(out, 0, Rf_ScalarLogical(path));
