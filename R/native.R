@@ -51,10 +51,13 @@ native_kernel_matrix <- function(x1, x2, kernel, precision = "double", threads =
 # K(x1, x2) and its derivatives, formed on the CPU in double from the
 # compiled kernel list: an n1 x n2 x length(deriv) array, slice c for the
 # code deriv[c] (0: the kernel; -1: d/dlog bandwidth; j: d/dlog ell_j, the
-# length scale of column j, the points already divided by their scales)
+# length scale of column j, the points already divided by their scales);
+# deriv a two-column matrix: slice c the second derivative of row c's codes
 native_kernel_deriv <- function(x1, x2, kernel, deriv) {
   k <- kernel_args(kernel)
-  .Call(ffi_kernel_deriv, x1, x2, k[[1L]], k[[2L]], as.integer(deriv))
+  d <- if (is.matrix(deriv)) matrix(as.integer(deriv), ncol = ncol(deriv)) else
+    as.integer(deriv)
+  .Call(ffi_kernel_deriv, x1, x2, k[[1L]], k[[2L]], d)
 }
 
 # The kernel's rate a of its bandwidth, as the compiled code forms it

@@ -31,8 +31,8 @@ static void check(int ok, const char *fmt, const char *isa, int kern, int prec, 
     n_pass++;
   } else {
     n_fail++;
-    printf("FAIL %-14s isa=%-7s kernel=%d %s n1=%ld n2=%ld p=%d q=%d value=%.3e\n", fmt, isa,
-           kern, prec ? "double" : "float", n1, n2, p, q, val);
+    printf("FAIL %-14s isa=%-7s kernel=%d %s n1=%ld n2=%ld p=%d q=%d value=%.3e\n", fmt, isa, kern,
+           prec ? "double" : "float", n1, n2, p, q, val);
   }
 }
 
@@ -47,9 +47,9 @@ static double nrand(void) { return sqrt(-2 * log(urand())) * cos(6.2831853071795
 
 static double bw_for(int type, int p) {
   switch (type) {
-    case KRR_RBF: return sqrt((double)p);         /* a t ~ 1 on average */
-    case KRR_LAPLACE: return (double)p;           /* E|x - y|_1 ~ 1.13 p */
-    default: return sqrt(2.0 * p);                /* d ~ sqrt(2 p) */
+    case KRR_RBF: return sqrt((double)p); /* a t ~ 1 on average */
+    case KRR_LAPLACE: return (double)p;   /* E|x - y|_1 ~ 1.13 p */
+    default: return sqrt(2.0 * p);        /* d ~ sqrt(2 p) */
   }
 }
 
@@ -138,10 +138,15 @@ static void run_case(const char *isa, int type, int prec, long n1, long n2, int 
       outd2[i] = o2[i];
     }
     for (long i = 0; i < ldb * n2; i++) Kd[i] = Kf[i];
-    free(X1f); free(X2f); free(Vf); free(o1); free(o2); free(Kf);
+    free(X1f);
+    free(X2f);
+    free(Vf);
+    free(o1);
+    free(o2);
+    free(Kf);
   }
-  check(st1 == KRR_OK && st2 == KRR_OK && st3 == KRR_OK && st4 == KRR_OK, "status", isa, type,
-        prec, n1, n2, p, q, 0);
+  check(st1 == KRR_OK && st2 == KRR_OK && st3 == KRR_OK && st4 == KRR_OK, "status", isa, type, prec,
+        n1, n2, p, q, 0);
 
   /* block: per-entry accuracy, exact diagonal, untouched padding */
   double worst = 0;
@@ -181,10 +186,19 @@ static void run_case(const char *isa, int type, int prec, long n1, long n2, int 
   check(mvpad, "mv-ldo-pad", isa, type, prec, n1, n2, p, q, 0);
   check(det, "mv-determinism", isa, type, prec, n1, n2, p, q, 0);
   if (getenv("KTEST_VERBOSE"))
-    printf("  %-7s k=%d %s n1=%5ld n2=%5ld p=%3d q=%3d thr=%d  block err/tol %.2f  mv rel err %.2e\n",
-           isa, type, prec ? "d" : "s", n1, n2, p, q, threads, worst, mverr);
+    printf(
+        "  %-7s k=%d %s n1=%5ld n2=%5ld p=%3d q=%3d thr=%d  block err/tol %.2f  mv rel err %.2e\n",
+        isa, type, prec ? "d" : "s", n1, n2, p, q, threads, worst, mverr);
 
-  free(X1); free(X2); free(V); free(Kr); free(U); free(ref); free(outd); free(outd2); free(Kd);
+  free(X1);
+  free(X2);
+  free(V);
+  free(Kr);
+  free(U);
+  free(ref);
+  free(outd);
+  free(outd2);
+  free(Kd);
 }
 
 /* Same call with 2 threads, repeated, and with 1 thread: bitwise identical
@@ -210,7 +224,8 @@ static void run_determinism(const char *isa, int prec) {
             krr_cpu_kernel_mv_d(&ctx, &kern, X, n, X, n, p, V, n, q, rep ? b : a, n);
             if (rep && memcmp(a, b, sizeof(double) * n * q)) same = 0;
           }
-          free(a); free(b);
+          free(a);
+          free(b);
         } else {
           float *Xf = malloc(sizeof(float) * n * p), *Vf = malloc(sizeof(float) * n * q);
           float *a = malloc(sizeof(float) * n * q), *b = malloc(sizeof(float) * n * q);
@@ -229,12 +244,17 @@ static void run_determinism(const char *isa, int prec) {
           krr_cpu_kernel_block_s(&ctx, &kern, Xf, 300, Xf, 300, p, K, 300);
           for (long i = 0; i < 300; i++)
             if (K[i * 300 + i] != 1.0f) selfdiag = 0;
-          free(K); free(Xf); free(Vf); free(a); free(b);
+          free(K);
+          free(Xf);
+          free(Vf);
+          free(a);
+          free(b);
         }
       }
       check(same, "thread-determinism", isa, KRR_MATERN32, prec, n, n, p, q, 0);
       check(selfdiag, "self-diag==1", isa, KRR_MATERN32, prec, n, n, p, q, 0);
-      free(X); free(V);
+      free(X);
+      free(V);
     }
   }
 }
@@ -281,8 +301,8 @@ static void run_team(void) {
     err += (a[i] - o1[i]) * (a[i] - o1[i]);
     nrm += o1[i] * o1[i];
   }
-  check(W <= 0 || krr_cpu_team(&ctx, krr_cpu_work_kernel(n1, n2, p, 1)) == 2, "team-2-threads",
-        "-", KRR_RBF, 1, n1, n2, p, 1, 0);
+  check(W <= 0 || krr_cpu_team(&ctx, krr_cpu_work_kernel(n1, n2, p, 1)) == 2, "team-2-threads", "-",
+        KRR_RBF, 1, n1, n2, p, 1, 0);
   check(same, "team-determinism", "-", KRR_RBF, 1, n1, n2, p, 1, 0);
   check(sqrt(err / nrm) <= 1e-13, "team-vs-1-thread", "-", KRR_RBF, 1, n1, n2, p, 1,
         sqrt(err / nrm));
@@ -324,8 +344,8 @@ static void run_errors(void) {
   /* the reference never falls back to another kernel either */
   krr_kernel unk = {(krr_kernel_type)KRR_N_KERNELS, 1.0};
   krr_kparams kp = krr_kparams_make(&unk);
-  check(isnan(kp.a) && isnan(krr_kernel_eval(kp, 1.0)), "unknown-kernel-ref", "-", KRR_N_KERNELS,
-        1, 1, 1, 1, 1, 0);
+  check(isnan(kp.a) && isnan(krr_kernel_eval(kp, 1.0)), "unknown-kernel-ref", "-", KRR_N_KERNELS, 1,
+        1, 1, 1, 1, 0);
 }
 
 /* The kernel list's rate and derivative columns (kernel_math.h: A, DLOGS,
@@ -347,6 +367,84 @@ static double k_at(int type, double s, double t) {
   krr_kernel k = {(krr_kernel_type)type, s};
   return krr_kernel_eval(krr_kparams_make(&k), t);
 }
+/* The second derivatives (kernel_math.h: DDLOGS, krr_kernel_d2log_ell,
+ * krr_kernel_d2log_s_ell; krr_kernel_deriv2_host).  Tolerances as for the
+ * first derivatives: central differences of the first derivative in log s
+ * (log ell_i) with step h, 1e-7 absolute; the ARD second derivatives summed
+ * over i, j vs d^2K/dlog s^2, and over i vs d^2K/dlog s dlog ell_j: 1e-13
+ * relative; the host routine bitwise against the reference functions. */
+static void run_derivs2(int type, krr_kparams kp, krr_kernel ks, double h) {
+  const double ts[] = {0.0, 1e-9, 0.04, 0.3, 1.0, 2.5, 7.0, 40.0};
+  const double s = ks.bandwidth;
+  for (int i = 0; i < (int)(sizeof ts / sizeof *ts); i++) {
+    krr_kernel kp1 = {(krr_kernel_type)type, s * exp(h)},
+               km1 = {(krr_kernel_type)type, s * exp(-h)};
+    const double fd = (krr_kernel_dlog_s(krr_kparams_make(&kp1), ts[i]) -
+                       krr_kernel_dlog_s(krr_kparams_make(&km1), ts[i])) /
+                      (2 * h);
+    const double e = fabs(krr_kernel_d2log_s(kp, ts[i]) - fd);
+    check(e <= 1e-7, "d2log-s", "-", type, 1, i, 0, 0, 0, e);
+  }
+  check(krr_kernel_d2log_s(kp, 0.0) == 0 && krr_kernel_d2log_s(kp, INFINITY) == 0, "d2log-s-limits",
+        "-", type, 1, 0, 0, 0, 0, 0);
+  const int l1 = krr_kernel_is_l1(type), p = 3;
+  for (int rep = 0; rep < 20; rep++) {
+    double x[3], y[3], xp[3], yp[3], xm[3], ym[3], tp[3], tot = 0, err = 0;
+    for (int c = 0; c < p; c++) x[c] = nrand(), y[c] = nrand();
+    const double t = tstat(x, y, p, l1);
+    for (int c = 0; c < p; c++) tp[c] = l1 ? fabs(x[c] - y[c]) : (x[c] - y[c]) * (x[c] - y[c]);
+    for (int i = 0; i < p; i++) {
+      memcpy(xp, x, sizeof x), memcpy(yp, y, sizeof y);
+      memcpy(xm, x, sizeof x), memcpy(ym, y, sizeof y);
+      xp[i] *= exp(-h), yp[i] *= exp(-h), xm[i] *= exp(h), ym[i] *= exp(h);
+      double row = 0;
+      for (int j = 0; j < p; j++) {
+        const double dp = xp[j] - yp[j], dm = xm[j] - ym[j];
+        const double fd = (krr_kernel_dlog_ell(kp, tstat(xp, yp, p, l1), l1 ? fabs(dp) : dp * dp) -
+                           krr_kernel_dlog_ell(kp, tstat(xm, ym, p, l1), l1 ? fabs(dm) : dm * dm)) /
+                          (2 * h);
+        const double g = krr_kernel_d2log_ell(kp, t, tp[i], tp[j], i == j);
+        err = fmax(err, fabs(g - fd));
+        row += g;
+      }
+      const double sj = krr_kernel_d2log_s_ell(kp, t, tp[i]);
+      check(fabs(row - sj) <= 1e-13 * fmax(fabs(sj), 1e-300) + 1e-300, "d2log-s-ell-sum", "-", type,
+            1, rep, i, p, 0, fabs(row - sj));
+      tot += row;
+    }
+    check(err <= 1e-7, "d2log-ell", "-", type, 1, rep, 0, p, 0, err);
+    const double hs = krr_kernel_d2log_s(kp, t);
+    check(fabs(tot - hs) <= 1e-13 * fmax(fabs(hs), 1e-300) + 1e-300, "d2log-ell-sum", "-", type, 1,
+          rep, 0, p, 0, fabs(tot - hs));
+  }
+  /* the host routine on pairs of codes */
+  enum { N1 = 6, N2 = 4, ND = 6 };
+  double X1[N1 * 3], X2[N2 * 3], out[N1 * N2 * ND];
+  const int c1[ND] = {0, -1, -1, 1, 2, 0}, c2[ND] = {0, 0, -1, 1, 3, 2};
+  for (int i = 0; i < N1 * p; i++) X1[i] = nrand();
+  for (int i = 0; i < N2 * p; i++) X2[i] = nrand();
+  krr_ctx ctx;
+  memset(&ctx, 0, sizeof ctx);
+  krr_status st = krr_kernel_deriv2_host(&ctx, &ks, X1, N1, X2, N2, p, c1, c2, ND, out);
+  int same = st == KRR_OK;
+  for (int l = 0; same && l < N2; l++)
+    for (int i = 0; i < N1; i++) {
+      double a[3], b[3], tq[3];
+      for (int c = 0; c < p; c++) {
+        a[c] = X1[c * N1 + i], b[c] = X2[c * N2 + l];
+        tq[c] = l1 ? fabs(a[c] - b[c]) : (a[c] - b[c]) * (a[c] - b[c]);
+      }
+      const double t = tstat(a, b, p, l1);
+      const int64_t at = (int64_t)l * N1 + i, nn = N1 * N2;
+      same &= out[at] == krr_kernel_eval(kp, t) && out[nn + at] == krr_kernel_dlog_s(kp, t) &&
+              out[2 * nn + at] == krr_kernel_d2log_s(kp, t) &&
+              out[3 * nn + at] == krr_kernel_d2log_ell(kp, t, tq[0], tq[0], 1) &&
+              out[4 * nn + at] == krr_kernel_d2log_ell(kp, t, tq[1], tq[2], 0) &&
+              out[5 * nn + at] == krr_kernel_dlog_ell(kp, t, tq[1]);
+    }
+  check(same, "deriv2-host-ref", "-", type, 1, N1, N2, p, ND, st);
+}
+
 static void run_derivs(void) {
   const double h = 1e-4, s = 1.3;
   const double ts[] = {0.0, 1e-300, 1e-9, 0.04, 0.3, 1.0, 2.5, 7.0, 40.0};
@@ -381,7 +479,8 @@ static void run_derivs(void) {
         memcpy(xm, x, sizeof x), memcpy(ym, y, sizeof y);
         xp[j] *= exp(-h), yp[j] *= exp(-h), xm[j] *= exp(h), ym[j] *= exp(h);
         const double fd = (krr_kernel_eval(kp, tstat(xp, yp, p, l1)) -
-                           krr_kernel_eval(kp, tstat(xm, ym, p, l1))) / (2 * h);
+                           krr_kernel_eval(kp, tstat(xm, ym, p, l1))) /
+                          (2 * h);
         const double d = x[j] - y[j];
         const double g = krr_kernel_dlog_ell(kp, t, l1 ? fabs(d) : d * d);
         check(fabs(g - fd) <= 1e-7, "dlog-ell", "-", type, 1, rep, j, p, 0, fabs(g - fd));
@@ -415,8 +514,9 @@ static void run_derivs(void) {
           same &= out[(2 + j) * nn + at] == krr_kernel_dlog_ell(kp, t, l1 ? fabs(d) : d * d);
         }
       }
-    check(same && out[0] == 1 && out[N1 * N2] == 0, "deriv-host-ref", "-", type, 1, N1, N2, p,
-          ND, 0);
+    check(same && out[0] == 1 && out[N1 * N2] == 0, "deriv-host-ref", "-", type, 1, N1, N2, p, ND,
+          0);
+    run_derivs2(type, kp, ks, h);
     /* bad codes, kernel and bandwidth are input errors */
     const int bad[2] = {-2, p + 1};
     for (int b = 0; b < 2; b++) {
@@ -436,8 +536,8 @@ static void run_derivs(void) {
   memset(&ctx, 0, sizeof ctx);
   st = krr_kernel_deriv_host(&ctx, &neg, x, 2, x, 2, 1, &c0, 1, o);
   check(st == KRR_ERR_INPUT, "deriv-bandwidth", "-", 0, 1, 2, 2, 1, 1, st);
-  check(krr_kernel_rate_power(KRR_N_KERNELS) == 0, "rate-power-unknown", "-", KRR_N_KERNELS, 1,
-        0, 0, 0, 0, 0);
+  check(krr_kernel_rate_power(KRR_N_KERNELS) == 0, "rate-power-unknown", "-", KRR_N_KERNELS, 1, 0,
+        0, 0, 0, 0);
 }
 
 int main(int argc, char **argv) {
@@ -446,16 +546,30 @@ int main(int argc, char **argv) {
   const char *isas[3] = {"avx512", "avx2", "generic"};
   static const long sizes[][4] = {
       /* n1, n2, p, q */
-      {1, 1, 1, 1},     {7, 33, 3, 3},      {33, 7, 10, 1},    {1, 1000, 10, 1},
-      {1000, 7, 1, 3},  {33, 1000, 3, 100}, {1000, 33, 10, 1}, {7, 1000, 100, 3},
-      {33, 33, 784, 1}, {1000, 7, 784, 100}, {200, 1000, 100, 1}, {300, 600, 32, 5},
-      {129, 513, 33, 1}, {7, 7, 784, 3},
+      {1, 1, 1, 1},
+      {7, 33, 3, 3},
+      {33, 7, 10, 1},
+      {1, 1000, 10, 1},
+      {1000, 7, 1, 3},
+      {33, 1000, 3, 100},
+      {1000, 33, 10, 1},
+      {7, 1000, 100, 3},
+      {33, 33, 784, 1},
+      {1000, 7, 784, 100},
+      {200, 1000, 100, 1},
+      {300, 600, 32, 5},
+      {129, 513, 33, 1},
+      {7, 7, 784, 3},
       /* tile_dot's four-column blocks with remainder columns and an odd row */
-      {65, 777, 10, 10}, {31, 200, 4, 16},
+      {65, 777, 10, 10},
+      {31, 200, 4, 16},
       /* odd positions run with 2 threads: these two are large enough for a
        * 2-thread team under KRR_WORK_PER_THREAD (cpu.h); the first has 2 row
        * tiles, so its columns are split in 2 groups (fixed-order reduction) */
-      {64, 64, 3, 2},    {128, 8000, 10, 3}, {3, 3, 2, 1},      {800, 1500, 5, 1}};
+      {64, 64, 3, 2},
+      {128, 8000, 10, 3},
+      {3, 3, 2, 1},
+      {800, 1500, 5, 1}};
   const int nsizes = (int)(sizeof sizes / sizeof sizes[0]);
   for (int s = 0; s < 3; s++) {
     setenv("ASKOTCH_CPU_ISA", isas[s], 1);

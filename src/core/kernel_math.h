@@ -26,7 +26,7 @@
  * NaN).  So a kernel is added by adding a row here (and its enum value in
  * krr.h, which is checked below); no backend can fall back to another kernel.
  *
- *   X(NAME, name, A, L1, ROOT, POLY, DLOGS, LABEL, FORMULA)
+ *   X(NAME, name, A, L1, ROOT, POLY, DLOGS, DDLOGS, LABEL, FORMULA)
  *                                        (KRR_KERNEL_LIST(X))
  *   X(arg, NAME, name, ...)              (KRR_KERNEL_LIST_ARG(X, arg))
  *   NAME : enum constant KRR_##NAME (krr.h); rows are in enum order
@@ -54,19 +54,24 @@
  *          since the kernel is a function of distance / s, a change of
  *          log s is the same change of every log ell_j
  *          (krr_kernel_dlog_ell).
+ *   DDLOGS: the second derivative, d^2K/dlog s^2 = DDLOGS(u) exp(-u):
+ *          with dK/dlog s = D(u) exp(-u) and du/dlog s = -m u,
+ *          d^2K/dlog s^2 = -m u (D'(u) - D(u)) exp(-u) (the matrices of the
+ *          likelihood's Hessian; krr_kernel_d2log_ell derives the length
+ *          scales' second derivatives from it).
  *   LABEL, FORMULA: text for printing (R's print method of a kernel). */
-#define KRR_KERNEL_LIST_ARG(X, arg)                                                      \
-  X(arg, RBF, "rbf", 1.0 / (2.0 * s * s), 0, 0, (T)1, (u * (T)2),                        \
-    "Gaussian (RBF)", "exp(-||x - x'||^2 / (2 sigma^2))")                                \
-  X(arg, LAPLACE, "laplace", 1.0 / s, 1, 0, (T)1, (u),                                   \
-    "Laplace (L1 distance)", "exp(-||x - x'||_1 / sigma)")                               \
-  X(arg, MATERN12, "matern12", 1.0 / s, 0, 1, (T)1, (u),                                 \
-    "Matern 1/2", "exp(-d / sigma), d = ||x - x'||")                                     \
-  X(arg, MATERN32, "matern32", 1.7320508075688772 / s, 0, 1, (u + (T)1), (u * u),        \
-    "Matern 3/2", "(1 + sqrt(3) d / sigma) exp(-sqrt(3) d / sigma)")                     \
-  X(arg, MATERN52, "matern52", 2.23606797749979 / s, 0, 1,                              \
-    (u * u * (T)(1.0 / 3.0) + u + (T)1), (u * u * (u + (T)1) * (T)(1.0 / 3.0)),          \
-    "Matern 5/2",                                                                        \
+#define KRR_KERNEL_LIST_ARG(X, arg)                                                           \
+  X(arg, RBF, "rbf", 1.0 / (2.0 * s * s), 0, 0, (T)1, (u * (T)2), (u * (T)4 * (u - (T)1)),   \
+    "Gaussian (RBF)", "exp(-||x - x'||^2 / (2 sigma^2))")                                     \
+  X(arg, LAPLACE, "laplace", 1.0 / s, 1, 0, (T)1, (u), (u * (u - (T)1)),                      \
+    "Laplace (L1 distance)", "exp(-||x - x'||_1 / sigma)")                                    \
+  X(arg, MATERN12, "matern12", 1.0 / s, 0, 1, (T)1, (u), (u * (u - (T)1)), "Matern 1/2",      \
+    "exp(-d / sigma), d = ||x - x'||")                                                        \
+  X(arg, MATERN32, "matern32", 1.7320508075688772 / s, 0, 1, (u + (T)1), (u * u),             \
+    (u * u * (u - (T)2)), "Matern 3/2", "(1 + sqrt(3) d / sigma) exp(-sqrt(3) d / sigma)")    \
+  X(arg, MATERN52, "matern52", 2.23606797749979 / s, 0, 1,                                    \
+    (u * u * (T)(1.0 / 3.0) + u + (T)1), (u * u * (u + (T)1) * (T)(1.0 / 3.0)),               \
+    (u * u * (u * u - (T)2 * u - (T)2) * (T)(1.0 / 3.0)), "Matern 5/2",                       \
     "(1 + sqrt(5) d / sigma + 5 d^2 / (3 sigma^2)) exp(-sqrt(5) d / sigma)")
 #define KRR_KERNEL_LIST(X) KRR_KERNEL_LIST_ARG(KRR_KLIST_APPLY_, X)
 #define KRR_KLIST_APPLY_(X, ...) X(__VA_ARGS__)
@@ -164,6 +169,23 @@ KRR_HD double krr_kernel_dlog_s(krr_kparams kp, double t) {
   }
 }
 
+/* reference (double) d^2K/dlog s^2 from the statistic t: DDLOGS(u) exp(-u),
+ * 0 where exp(-u) underflows */
+KRR_HD double krr_kernel_d2log_s(krr_kparams kp, double t) {
+  typedef double T;
+  T u, e;
+  switch (kp.type) {
+#define KRR_KLIST_DDLOGS_(K, n, A, L1, ROOT, POLY, DLOGS, DDLOGS, ...) \
+  case KRR_##K:                                                       \
+    u = kp.a * ((ROOT) ? sqrt(t) : t);                                \
+    e = exp(-u);                                                      \
+    return e == 0 ? 0.0 : (DDLOGS) * e;
+    KRR_KERNEL_LIST(KRR_KLIST_DDLOGS_)
+#undef KRR_KLIST_DDLOGS_
+    default: return NAN;
+  }
+}
+
 /* reference (double) dK/dlog ell_j from the statistic t and coordinate j's
  * part tj of it (D_j^2, or |D_j| for L1; the points already divided by
  * their length scales): dK/dlog s times tj / t; 0 where dK/dlog s is 0,
@@ -171,5 +193,26 @@ KRR_HD double krr_kernel_dlog_s(krr_kparams kp, double t) {
 KRR_HD double krr_kernel_dlog_ell(krr_kparams kp, double t, double tj) {
   const double d = krr_kernel_dlog_s(kp, t);
   return d != 0 ? d * (tj / t) : 0.0;
+}
+
+/* reference (double) d^2K/dlog ell_i dlog ell_j (same: i == j) from t and
+ * the coordinates' parts ti, tj.  K = k(t), t = sum_j t_j, t_j scaling as
+ * ell_j^-q (q = 2 for squared L2, 1 for L1); with g = dK/dlog s = -q t k'(t)
+ * and h = d^2K/dlog s^2 = q^2 (t k' + t^2 k''):
+ *   d^2K/dlog ell_i dlog ell_j = (h + q g) t_i t_j / t^2 - q g t_j / t [i == j],
+ * whose sum over all i, j is h (a change of log s is one of every log ell_j);
+ * 0 where g and h are (t = 0, underflow) */
+KRR_HD double krr_kernel_d2log_ell(krr_kparams kp, double t, double ti, double tj, int same) {
+  const double g = krr_kernel_dlog_s(kp, t), h = krr_kernel_d2log_s(kp, t);
+  if (g == 0 && h == 0) return 0.0;
+  const double q = krr_kernel_is_l1(kp.type) ? 1.0 : 2.0, si = ti / t, sj = tj / t;
+  return (h + q * g) * si * sj - (same ? q * g * sj : 0.0);
+}
+
+/* reference (double) d^2K/dlog s dlog ell_j: h t_j / t (the sum over i of
+ * the above) */
+KRR_HD double krr_kernel_d2log_s_ell(krr_kparams kp, double t, double tj) {
+  const double h = krr_kernel_d2log_s(kp, t);
+  return h != 0 ? h * (tj / t) : 0.0;
 }
 #endif

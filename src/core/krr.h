@@ -214,6 +214,12 @@ const char *krr_kernel_formula(krr_kernel_type t);
 krr_status krr_kernel_deriv_host(krr_ctx *ctx, const krr_kernel *k, const double *X1, int64_t n1,
                                  const double *X2, int64_t n2, int p, const int *deriv, int nd,
                                  double *out);
+/* The second derivatives: slice c is d^2K/dtheta_a dtheta_b for the codes
+ * a = deriv[c], b = deriv2[c] (each 0, -1 or 1..p as above; a code 0 leaves
+ * the other's first derivative, (0, 0) the kernel). */
+krr_status krr_kernel_deriv2_host(krr_ctx *ctx, const krr_kernel *k, const double *X1, int64_t n1,
+                                  const double *X2, int64_t n2, int p, const int *deriv,
+                                  const int *deriv2, int nd, double *out);
 
 /* --- kernel operator (op/) --------------------------------------------------
  * The training-set kernel matrix K = K(X, X) as solvers see it.  The exact

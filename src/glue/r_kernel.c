@@ -216,19 +216,22 @@ SEXP ffi_kernel_eval(SEXP kernel, SEXP bandwidth, SEXP t) {
   return out;
 }
 
-/* K(x1, x2) and its derivatives (krr_kernel_deriv_host): an n1 x n2 x
- * length(deriv) array, slice c for the code deriv[c] (0 the kernel, -1
- * d/dlog bandwidth, j d/dlog ell_j). */
+/* K(x1, x2) and its derivatives (krr_kernel_deriv2_host): an n1 x n2 x nd
+ * array, slice c for the code deriv[c] (0 the kernel, -1 d/dlog bandwidth,
+ * j d/dlog ell_j), or with deriv an nd x 2 matrix the second derivative of
+ * row c's two codes. */
 SEXP ffi_kernel_deriv(SEXP x1, SEXP x2, SEXP kernel, SEXP bandwidth, SEXP deriv) {
   if (!Rf_isReal(x1) || !Rf_isMatrix(x1) || !Rf_isReal(x2) || !Rf_isMatrix(x2))
     askotch_glue_raise_status(KRR_ERR_INPUT, "x1 and x2 must be double matrices");
   if (Rf_ncols(x1) != Rf_ncols(x2))
     askotch_glue_raise_status(KRR_ERR_INPUT, "x1 and x2 must have the same columns");
-  if (!Rf_isInteger(deriv))
-    askotch_glue_raise_status(KRR_ERR_INPUT, "deriv must be an integer vector");
+  const int pairs = Rf_isMatrix(deriv) && Rf_ncols(deriv) == 2;
+  if (!Rf_isInteger(deriv) || (Rf_isMatrix(deriv) && !pairs))
+    askotch_glue_raise_status(KRR_ERR_INPUT,
+                              "deriv must be an integer vector or a two-column integer matrix");
   krr_kernel k = kernel_of(kernel, bandwidth);
   const int64_t n1 = Rf_nrows(x1), n2 = Rf_nrows(x2);
-  const int nd = (int)XLENGTH(deriv);
+  const int nd = pairs ? Rf_nrows(deriv) : (int)XLENGTH(deriv);
   if ((double)n1 * (double)n2 * (double)nd > (double)R_XLEN_T_MAX)
     askotch_glue_raise_status(KRR_ERR_MEMORY, "kernel derivative: the result is too large for R");
   SEXP dim = PROTECT(Rf_allocVector(INTSXP, 3));
@@ -241,8 +244,8 @@ SEXP ffi_kernel_deriv(SEXP x1, SEXP x2, SEXP kernel, SEXP bandwidth, SEXP deriv)
   krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), krr_cpu_ops(), 1, 0);
   askotch_glue_poll_attach(&ctx);
   if (st == KRR_OK)
-    st = krr_kernel_deriv_host(&ctx, &k, REAL(x1), n1, REAL(x2), n2, Rf_ncols(x1), INTEGER(deriv),
-                               nd, REAL(out));
+    st = krr_kernel_deriv2_host(&ctx, &k, REAL(x1), n1, REAL(x2), n2, Rf_ncols(x1),
+                                INTEGER(deriv), pairs ? INTEGER(deriv) + nd : NULL, nd, REAL(out));
   askotch_glue_ctx_done(&ctx, st, 0);
   UNPROTECT(2);
   return out;

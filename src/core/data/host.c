@@ -15,7 +15,7 @@ const char *krr_kernel_name(krr_kernel_type t) {
 
 /* the label and formula text of the kernel list (printing) */
 const char *krr_kernel_label(krr_kernel_type t) {
-#define LABEL_(K, n, A, L1, ROOT, POLY, DLOGS, LABEL, FORMULA) case KRR_##K: return LABEL;
+#define LABEL_(K, n, A, L1, ROOT, POLY, DLOGS, DDLOGS, LABEL, FORMULA) case KRR_##K: return LABEL;
   switch (t) {
     KRR_KERNEL_LIST(LABEL_)
     default: return NULL;
@@ -23,7 +23,7 @@ const char *krr_kernel_label(krr_kernel_type t) {
 #undef LABEL_
 }
 const char *krr_kernel_formula(krr_kernel_type t) {
-#define FORMULA_(K, n, A, L1, ROOT, POLY, DLOGS, LABEL, FORMULA) case KRR_##K: return FORMULA;
+#define FORMULA_(K, n, A, L1, ROOT, POLY, DLOGS, DDLOGS, LABEL, FORMULA) case KRR_##K: return FORMULA;
   switch (t) {
     KRR_KERNEL_LIST(FORMULA_)
     default: return NULL;

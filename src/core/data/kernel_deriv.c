@@ -1,11 +1,12 @@
 /* Derivatives of the kernel matrix with respect to the log bandwidth and the
  * log length scales, in double on the host (krr.h, krr_kernel_deriv_host).
  * They are the matrices dK/dtheta of the Gaussian-process likelihood's
- * gradient (Rasmussen and Williams 2006, eq. 5.9), formed for the exact
- * likelihood at sizes where K itself is formed.  Every formula comes from
- * the kernel list (kernel_math.h: krr_kernel_eval, krr_kernel_dlog_s,
- * krr_kernel_dlog_ell); this file only accumulates the statistic t and
- * coordinate j's part of it. */
+ * gradient (Rasmussen and Williams 2006, eq. 5.9) and d^2K/dtheta dtheta' of
+ * its Hessian, formed for the exact likelihood at sizes where K itself is
+ * formed.  Every formula comes from the kernel list (kernel_math.h:
+ * krr_kernel_eval, krr_kernel_dlog_s, krr_kernel_d2log_s and the length
+ * scales' forms derived from them); this file only accumulates the
+ * statistic t and the coordinates' parts of it. */
 #include "data.h"
 #include <stdlib.h>
 #include "../kernel_math.h"
@@ -19,8 +20,11 @@ static void to_rows(const double *X, int64_t n, int p, double *R) {
     for (int c = 0; c < p; c++) R[i * p + c] = X[(int64_t)c * n + i];
 }
 
+/* one derivative code: 0 (none), -1 (log bandwidth) or 1..p (log ell_j) */
+static int code_ok(int c, int p) { return c >= -1 && c <= p; }
+
 static krr_status check_args(krr_ctx *ctx, const krr_kernel *k, int64_t n1, int64_t n2, int p,
-                             const int *deriv, int nd) {
+                             const int *deriv, const int *deriv2, int nd) {
   if (!KRR_KERNEL_LISTED((int)k->type))
     return krr_fail(ctx, KRR_ERR_INPUT, "kernel derivative: unknown kernel code %d", (int)k->type);
   if (!(k->bandwidth > 0) || !isfinite(k->bandwidth))
@@ -29,18 +33,36 @@ static krr_status check_args(krr_ctx *ctx, const krr_kernel *k, int64_t n1, int6
   if (n1 < 0 || n2 < 0 || p < 0 || nd < 0 || (nd > 0 && !deriv))
     return krr_fail(ctx, KRR_ERR_INPUT, "kernel derivative: invalid sizes");
   for (int c = 0; c < nd; c++)
-    if (deriv[c] < -1 || deriv[c] > p)
+    if (!code_ok(deriv[c], p) || (deriv2 && !code_ok(deriv2[c], p)))
       return krr_fail(ctx, KRR_ERR_INPUT,
                       "kernel derivative: code %d is not 0 (the kernel), -1 (log bandwidth) or a "
                       "column 1..%d (log length scale)",
-                      deriv[c], p);
+                      code_ok(deriv[c], p) ? deriv2[c] : deriv[c], p);
   return KRR_OK;
 }
 
-krr_status krr_kernel_deriv_host(krr_ctx *ctx, const krr_kernel *k, const double *X1, int64_t n1,
-                                 const double *X2, int64_t n2, int p, const int *deriv, int nd,
-                                 double *out) {
-  KTRY(check_args(ctx, k, n1, n2, p, deriv, nd));
+/* coordinate j's part of the statistic (j >= 1) */
+static double t_part(const double *a, const double *b, int j, int l1) {
+  const double d = a[j - 1] - b[j - 1];
+  return l1 ? fabs(d) : d * d;
+}
+
+/* the derivative (c1, c2) of one pair of points at statistic t */
+static double deriv_at(krr_kparams kp, double t, const double *a, const double *b, int c1, int c2,
+                       int l1) {
+  if (c1 == 0) c1 = c2, c2 = 0;
+  if (c1 == 0) return krr_kernel_eval(kp, t);
+  if (c2 == 0)
+    return c1 < 0 ? krr_kernel_dlog_s(kp, t) : krr_kernel_dlog_ell(kp, t, t_part(a, b, c1, l1));
+  if (c1 < 0 && c2 < 0) return krr_kernel_d2log_s(kp, t);
+  if (c1 < 0 || c2 < 0) return krr_kernel_d2log_s_ell(kp, t, t_part(a, b, c1 < 0 ? c2 : c1, l1));
+  return krr_kernel_d2log_ell(kp, t, t_part(a, b, c1, l1), t_part(a, b, c2, l1), c1 == c2);
+}
+
+static krr_status deriv_host(krr_ctx *ctx, const krr_kernel *k, const double *X1, int64_t n1,
+                             const double *X2, int64_t n2, int p, const int *deriv,
+                             const int *deriv2, int nd, double *out) {
+  KTRY(check_args(ctx, k, n1, n2, p, deriv, deriv2, nd));
   if (n1 == 0 || n2 == 0 || nd == 0) return KRR_OK;
   const krr_kparams kp = krr_kparams_make(k);
   const int l1 = krr_kernel_is_l1(kp.type);
@@ -67,21 +89,23 @@ krr_status krr_kernel_deriv_host(krr_ctx *ctx, const krr_kernel *k, const double
         t += l1 ? fabs(d) : d * d;
       }
       const int64_t at = l * n1 + i;
-      for (int c = 0; c < nd; c++) {
-        double v;
-        if (deriv[c] == 0) {
-          v = krr_kernel_eval(kp, t);
-        } else if (deriv[c] < 0) {
-          v = krr_kernel_dlog_s(kp, t);
-        } else {
-          const double d = a[deriv[c] - 1] - b[deriv[c] - 1];
-          v = krr_kernel_dlog_ell(kp, t, l1 ? fabs(d) : d * d);
-        }
-        out[c * nn + at] = v;
-      }
+      for (int c = 0; c < nd; c++)
+        out[c * nn + at] = deriv_at(kp, t, a, b, deriv[c], deriv2 ? deriv2[c] : 0, l1);
     }
   }
   free(R1);
   free(R2);
   return st;
+}
+
+krr_status krr_kernel_deriv_host(krr_ctx *ctx, const krr_kernel *k, const double *X1, int64_t n1,
+                                 const double *X2, int64_t n2, int p, const int *deriv, int nd,
+                                 double *out) {
+  return deriv_host(ctx, k, X1, n1, X2, n2, p, deriv, NULL, nd, out);
+}
+
+krr_status krr_kernel_deriv2_host(krr_ctx *ctx, const krr_kernel *k, const double *X1, int64_t n1,
+                                  const double *X2, int64_t n2, int p, const int *deriv,
+                                  const int *deriv2, int nd, double *out) {
+  return deriv_host(ctx, k, X1, n1, X2, n2, p, deriv, deriv2, nd, out);
 }
