@@ -31,10 +31,19 @@ generics::augment
 #'   `.resid` when it holds the (numeric) response.
 #' @param newdata New data to augment instead of `data`.
 #' @param se_fit Add the standard errors of the fitted values (`.se.fit`)?
+#' @param conf.int For `tidy()`: add the hyperparameters' standard errors
+#'   and confidence intervals (see [confint.krr()]; Gaussian-process fits
+#'   only)?
+#' @param conf.level The intervals' confidence level.
 #' @param ... Unused.
 #' @return A data frame. `tidy()`: columns `term` (`"bandwidth"`,
 #'   `"lambda"`, and `"intercept"` / `"features"` for kernel machines that
-#'   have them) and `estimate`. `glance()`: `kernel`, `bandwidth`, `lambda`,
+#'   have them) and `estimate`; with `conf.int = TRUE` also the rows
+#'   `length_scale:<column>` (ARD fits), `signal_var` and `noise_var` and
+#'   the columns `std.error` (of each estimated hyperparameter, by the delta
+#'   method from the standard error of its logarithm; `NA` for those not
+#'   estimated by maximum likelihood), `conf.low` and `conf.high` (Wald
+#'   intervals of the logarithms, as [confint.krr()]). `glance()`: `kernel`, `bandwidth`, `lambda`,
 #'   `task`, `nobs`, `p`, `solver`, `converged`, `iterations`, `passes`,
 #'   `seconds`, `r.squared` (regression: \eqn{1 - \sum w_i r_i^2 / \sum w_i
 #'   (y_i - \bar y_w)^2} on the training points, with the observation
@@ -53,13 +62,41 @@ NULL
 
 #' @rdname krr-tidiers
 #' @export
-tidy.krr <- function(x, ...) {
-  validate_krr(x, sys.call(), "x")
+tidy.krr <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {
+  call <- sys.call()
+  validate_krr(x, call, "x")
+  check_flag(conf.int, "conf.int", call)
   terms <- c(bandwidth = x$kernel$bandwidth, lambda = x$lambda)
   if (fit_intercept(x) > 0) terms <- c(terms, intercept = fit_intercept(x))
   if (fit_features(x) > 0) terms <- c(terms, features = fit_features(x))
-  data.frame(term = names(terms), estimate = unname(as.numeric(terms)),
-             stringsAsFactors = FALSE)
+  out <- data.frame(term = names(terms), estimate = unname(as.numeric(terms)),
+                    stringsAsFactors = FALSE)
+  if (conf.int) {
+    check_level(conf.level, "conf.level", call)
+    gp_hyper_check(x, "tidy(conf.int = TRUE)", call)
+    out <- tidy_conf_int(x, out, conf.level)
+  }
+  out
+}
+
+# tidy()'s standard errors and intervals (confint.krr()): rows for the
+# length scales, signal and noise variances added
+tidy_conf_int <- function(x, out, level) {
+  h <- gp_hyper(x)
+  ls <- gp_log_se(x, h)
+  ci <- gp_wald(ls, level)
+  est <- stats::setNames(gp_hyper_values(x, h), h$names)
+  s2 <- gp_signal_var(x)
+  extra <- c(est[!names(est) %in% out$term],
+             stats::setNames(x$lambda * s2, sub("^signal_var", "noise_var",
+                                                grep("^signal_var", h$names, value = TRUE))))
+  out <- rbind(out, data.frame(term = names(extra), estimate = unname(extra),
+                               stringsAsFactors = FALSE))
+  out$std.error <- unname(out$estimate * ls$se[out$term])
+  at <- match(out$term, rownames(ci))
+  out$conf.low <- unname(ci[at, 1L])
+  out$conf.high <- unname(ci[at, 2L])
+  out
 }
 
 #' @rdname krr-tidiers

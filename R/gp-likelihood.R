@@ -66,11 +66,10 @@ gp_eigen_criteria <- function(eg, lambda, loo = TRUE) {
 }
 
 # The lambda maximising the likelihood (or minimising GCV / LOO) of one
-# eigendecomposition: a log grid over [1e-8, 1e4] (the kernel has unit
-# diagonal, so the eigenvalues sum to n), then Brent's method around the best
-# grid point.
+# eigendecomposition: a log grid over ml_lambda_range, then Brent's method
+# around the best grid point.
 gp_eigen_best <- function(eg, criterion = c("ml", "gcv", "loo"),
-                          range = c(1e-8, 1e4), grid = 61L) {
+                          range = ml_lambda_range, grid = 61L) {
   criterion <- match.arg(criterion)
   # constant targets: every lambda fits them exactly (w = 0); keep 1
   if (all(eg$Z == 0)) return(1)

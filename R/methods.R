@@ -292,7 +292,11 @@ print.krr <- function(x, ...) {
 #'   \lambda I)^{-1})}, the log marginal likelihood and the GCV and
 #'   leave-one-out errors: exact for \eqn{n \le} 2000, above by the
 #'   stochastic estimates of [krr_loglik()] (no LOO) up to \eqn{n =} 5000
-#'   (option `askotch.gp_summary_max_n`).
+#'   (option `askotch.gp_summary_max_n`); and `hyper`: the hyperparameters
+#'   estimated by maximum likelihood with their standard errors and 95%
+#'   intervals ([tidy.krr()] with `conf.int = TRUE`), for fits where the
+#'   exact observed information costs at most about \eqn{2 \times 10^{10}}
+#'   operations (\eqn{q n^3} for \eqn{q} hyperparameters), else `NULL`.
 #' @examples
 #' fit <- krr(mpg ~ ., data = mtcars, lambda = 1, threads = 1)
 #' summary(fit)
@@ -316,7 +320,7 @@ summary.krr <- function(object, ...) {
     converged = object$converged, reason = object$reason,
     validation_metric = object$validation_metric, validation = vm,
     tol_auto = isTRUE(object$tol_auto), accuracy = accuracy_bound(object),
-    model = model_stats(object)
+    model = model_stats(object), hyper = gp_hyper_table(object)
   ), class = "summary.krr")
 }
 
@@ -437,6 +441,10 @@ print.summary.krr <- function(x, ...) {
   if (length(mod) > 0L) {
     cat("\nModel:\n")
     cat(sprintf("%-*s : %s", w, names(mod), mod), sep = "\n")
+  }
+  if (!is.null(x$hyper)) {
+    cat("\nHyperparameters (maximum likelihood; 95% intervals, see confint()):\n")
+    print(x$hyper, digits = 4)
   }
   invisible(x)
 }

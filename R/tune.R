@@ -8,6 +8,10 @@
 
 lambda_rules <- c("ml", "gcv", "loo", "cv", "paper")
 
+# The search range of lambda by maximum likelihood, GCV and LOO (the kernel
+# has unit diagonal, so the eigenvalues of K sum to n).
+ml_lambda_range <- c(1e-8, 1e4)
+
 # The default lambda path for lambda = "cv": noise-to-signal ratios.
 default_lambda_path <- function() 10^seq(-6, 1, by = 0.5)
 
@@ -191,8 +195,8 @@ gp_optimise <- function(xs, Y, kernel, ard = FALSE, lambda = NULL,
   } else lambda
   nk <- if (ard) p else 1L
   th0 <- c(rep(log(sig0), nk), if (fit_lambda) log(lam0))
-  lower <- c(rep(log(sig0 / 100), nk), if (fit_lambda) log(1e-8))
-  upper <- c(rep(log(sig0 * 1000), nk), if (fit_lambda) log(1e4))
+  lower <- c(rep(log(sig0 / 100), nk), if (fit_lambda) log(ml_lambda_range[1L]))
+  upper <- c(rep(log(sig0 * 1000), nk), if (fit_lambda) log(ml_lambda_range[2L]))
   decode <- function(th) {
     k <- kernel
     if (ard) {
@@ -247,8 +251,8 @@ gp_refine_stochastic <- function(xs, Y, kernel, lambda, ell, fit_kernel,
   nk <- if (!fit_kernel) 0L else if (ard) p else 1L
   scale0 <- if (ard) ell else kernel$bandwidth
   th0 <- c(if (nk > 0L) log(scale0), log(lambda))
-  lower <- pmax(th0 - log(100), c(rep(-Inf, nk), log(1e-8)))
-  upper <- pmin(th0 + log(100), c(rep(Inf, nk), log(1e4)))
+  lower <- pmax(th0 - log(100), c(rep(-Inf, nk), log(ml_lambda_range[1L])))
+  upper <- pmin(th0 + log(100), c(rep(Inf, nk), log(ml_lambda_range[2L])))
   decode <- function(th) {
     k <- kernel
     e <- ell

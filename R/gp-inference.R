@@ -1,0 +1,364 @@
+# Uncertainty about the hyperparameters: the observed information of the
+# Gaussian-process likelihood, vcov() and confint() ---------------------------
+#
+# The model of logLik.krr(): each centred output column y_c ~ N(0, s_c^2 A),
+# A = K + lambda I (with observation weights, D K D + lambda I and D y_c). The
+# parameters are the logarithms of the hyperparameters estimated by maximum
+# likelihood: the bandwidth (bandwidth = "ml") or the length scales ("ard"),
+# lambda (lambda = "ml", the default), and the signal variances s_c^2 (always
+# at their maximum-likelihood values). With alpha_c = A^{-1} y_c, A_i = dA /
+# dtheta_i and A_ij its second derivative, the full log likelihood
+#   l = sum_c -n/2 log(2 pi s_c^2) - 1/2 log det A - y_c^T alpha_c / (2 s_c^2)
+# has the Hessian (Rasmussen and Williams 2006, sec. 5.4.1, differentiated
+# once more)
+#   d2l/dth_i dth_j = -m/2 [tr(A^{-1} A_ij) - tr(A^{-1} A_i A^{-1} A_j)]
+#                     - sum_c [2 a_c^T A_i A^{-1} A_j a_c - a_c^T A_ij a_c]
+#                       / (2 s_c^2),
+#   d2l/dth_i dlog s_c^2 = -a_c^T A_i a_c / (2 s_c^2),
+#   d2l/dlog s_c^2 ^2 = -y_c^T a_c / (2 s_c^2)  (= -n/2 at the estimate),
+# A_i = dK/dth_i (from the kernel list in C) or lambda I, A_ij = d2K/dth_i
+# dth_j, lambda I (i = j = lambda) or 0. The covariance of the estimates is
+# the inverse of the observed information -H at the estimate (its
+# signal-variance block is that of the profile likelihood's curvature).
+
+# The hyperparameters of a fit estimated by maximum likelihood: kernel codes
+# (-1: log bandwidth; j: log length scale j), whether lambda is, and names.
+gp_hyper <- function(object) {
+  tn <- object$tuning
+  bw <- if (is.null(tn)) "given" else tn$bandwidth_rule
+  codes <- switch(bw, ml = -1L, ard = seq_len(object$p), integer(0))
+  est_lambda <- !is.null(tn) && identical(tn$lambda_rule, "ml")
+  s2 <- if (object$m > 1L) paste0("signal_var:", object$y_names) else "signal_var"
+  xn <- object$xnames
+  if (length(xn) != object$p) xn <- paste0("x", seq_len(object$p))
+  nm <- c(if (bw == "ml") "bandwidth",
+          if (bw == "ard") paste0("length_scale:", xn),
+          if (est_lambda) "lambda", s2)
+  list(codes = codes, est_lambda = est_lambda, names = nm)
+}
+
+# The point estimates (natural scale) in the order of gp_hyper()'s names
+gp_hyper_values <- function(object, h) {
+  c(if (identical(h$codes, -1L)) object$kernel$bandwidth,
+    if (length(h$codes) && !identical(h$codes, -1L)) object$length_scales,
+    if (h$est_lambda) object$lambda, gp_signal_var(object))
+}
+
+# The full log likelihood's value, gradient and Hessian in (kernel codes,
+# log lambda if est_lambda, log s_c^2) at the points xs (as the kernel sees
+# them), centred targets Y, signal variances s2 (their estimates when NULL)
+# and observation-weight roots d (NULL: none). Exact, by one Cholesky.
+gp_hessian_exact <- function(xs, Y, kernel, lambda, codes, est_lambda,
+                             s2 = NULL, d = NULL, threads = 0L) {
+  n <- nrow(xs)
+  m <- ncol(Y)
+  if (!is.null(d)) Y <- d * Y
+  A <- kernel_mat(xs, xs, kernel, threads)
+  if (!is.null(d)) A <- A * outer(d, d)
+  diag(A) <- diag(A) + lambda
+  R <- chol(A)
+  alpha <- backsolve(R, forwardsolve(t(R), Y))
+  yAy <- colSums(Y * alpha)
+  if (is.null(s2)) s2 <- yAy / n
+  Ainv <- chol2inv(R)
+  dA <- gp_hyper_dA(xs, kernel, lambda, codes, est_lambda, d)
+  q <- length(dA)
+  AiA <- lapply(dA, function(M) Ainv %*% M)
+  g <- c(vapply(seq_len(q), function(i) {
+    sum(colSums(alpha * (dA[[i]] %*% alpha)) / (2 * s2)) - m / 2 * sum(diag(AiA[[i]]))
+  }, 0), -n / 2 + yAy / (2 * s2))
+  H <- matrix(0, q + m, q + m)
+  for (i in seq_len(q)) {
+    Aa_i <- dA[[i]] %*% alpha
+    for (j in seq_len(i)) {
+      Aij <- gp_hyper_d2A(xs, kernel, lambda, codes, est_lambda, d, i, j)
+      Aa_j <- dA[[j]] %*% alpha
+      tr2 <- sum(AiA[[i]] * t(AiA[[j]]))
+      tr1 <- if (is.null(Aij)) 0 else sum(Ainv * Aij)
+      quad <- 2 * colSums(Aa_i * (Ainv %*% Aa_j)) -
+        (if (is.null(Aij)) 0 else colSums(alpha * (Aij %*% alpha)))
+      H[i, j] <- H[j, i] <- -m / 2 * (tr1 - tr2) - sum(quad / (2 * s2))
+    }
+    H[i, q + seq_len(m)] <- H[q + seq_len(m), i] <- -colSums(alpha * Aa_i) / (2 * s2)
+  }
+  H[cbind(q + seq_len(m), q + seq_len(m))] <- -yAy / (2 * s2)
+  ll <- sum(-n / 2 * log(2 * pi * s2) - yAy / (2 * s2)) - m * sum(log(diag(R)))
+  if (!is.null(d)) ll <- ll + m * sum(log(d))
+  list(loglik = ll, gradient = g, hessian = H, signal_var = s2)
+}
+
+# dA/dtheta_i: the kernel's derivatives (times d d^T with weights), lambda I
+gp_hyper_dA <- function(xs, kernel, lambda, codes, est_lambda, d) {
+  out <- list()
+  if (length(codes)) {
+    dK <- native_kernel_deriv(xs, xs, kernel, codes)
+    out <- lapply(seq_along(codes), function(c) {
+      M <- dK[, , c]
+      if (is.null(d)) M else M * outer(d, d)
+    })
+  }
+  if (est_lambda) out[[length(out) + 1L]] <- diag(lambda, nrow(xs))
+  out
+}
+
+# d2A/dtheta_i dtheta_j (NULL for zero)
+gp_hyper_d2A <- function(xs, kernel, lambda, codes, est_lambda, d, i, j) {
+  k <- length(codes)
+  if (i > k || j > k) {
+    return(if (i > k && j > k) diag(lambda, nrow(xs)) else NULL)
+  }
+  M <- native_kernel_deriv(xs, xs, kernel, cbind(codes[i], codes[j]))[, , 1L]
+  if (is.null(d)) M else M * outer(d, d)
+}
+
+#' Covariance and confidence intervals of the estimated hyperparameters
+#'
+#' For a Gaussian-process regression fit (a squared-loss [krr()] fit on the
+#' full kernel), the uncertainty about the hyperparameters estimated by
+#' maximum likelihood: the bandwidth (`bandwidth = "ml"`) or the length
+#' scales (`bandwidth = "ard"`), \eqn{\lambda} (`lambda = "ml"` or the
+#' default) and the signal variance \eqn{s^2} of each output (always its
+#' maximum-likelihood value; see [logLik.krr()]). Hyperparameters that were
+#' given, or chosen otherwise (the median heuristic, GCV, cross-validation),
+#' are held fixed and left out.
+#'
+#' `vcov()` is the inverse of the observed information \eqn{-\nabla^2 \ell}
+#' of the log likelihood at the estimate, in the parameters' logarithms (on
+#' which the likelihood is closer to quadratic), computed exactly from the
+#' kernel's first and second derivatives (one Cholesky factorisation and
+#' \eqn{O(q n^3)} work for \eqn{q} hyperparameters) for \eqn{n \le} 2000
+#' (option `askotch.tune_exact_max_n`). An estimate at a bound of its search
+#' range, or a likelihood that is flat in some direction, has no finite
+#' covariance: `vcov()` then warns (class `askotch_warning_hyper`) and
+#' returns `NA`s.
+#'
+#' `confint()` gives, with `method = "wald"`, the intervals
+#' \eqn{\exp(\hat\theta \pm z \, \mathrm{se})} of the logarithms, and for the
+#' noise variance \eqn{\lambda s^2} (when \eqn{\lambda} was estimated) the same
+#' from the delta method on \eqn{\log\lambda + \log s^2}. With `method =
+#' "profile"` the intervals of \eqn{\lambda} and of an isotropic bandwidth are
+#' the sets where the profile likelihood ratio statistic stays below the
+#' \eqn{\chi^2_1} quantile (as `fields` reports for the range and the
+#' nugget); the other rows stay Wald intervals.
+#'
+#' @param object A `"krr"` fit.
+#' @param parm Names (or indices) of the rows to return; all by default.
+#' @param level The confidence level.
+#' @param method `"wald"` or `"profile"`.
+#' @param ... Unused.
+#' @return `vcov()`: a symmetric matrix with one row and column per
+#'   estimated hyperparameter, named `bandwidth` or `length_scale:<column>`,
+#'   `lambda`, `signal_var` (`signal_var:<output>` for several outputs), of
+#'   the estimates' logarithms. `confint()`: a matrix with the lower and upper
+#'   limits on the hyperparameters' own scale, one row per estimated
+#'   hyperparameter plus `noise_var`.
+#' @seealso [logLik.krr()], [tidy.krr()], [summary.krr()]
+#' @examples
+#' fit <- krr(dist ~ speed, data = cars, bandwidth = "ml",
+#'            threads = 1)
+#' sqrt(diag(vcov(fit)))   # standard errors of the log hyperparameters
+#' confint(fit)
+#' @name krr-vcov
+NULL
+
+#' @rdname krr-vcov
+#' @export
+vcov.krr <- function(object, ...) {
+  call <- sys.call()
+  validate_krr(object, call, "object")
+  gp_hyper_check(object, "vcov()", call)
+  h <- gp_hyper(object)
+  H <- gp_hessian_exact(object$x, gp_yc(object), object$kernel, object$lambda,
+                        h$codes, h$est_lambda, d = gp_dw(object),
+                        threads = gp_threads(object))$hessian
+  V <- tryCatch({
+    R <- chol(-H)
+    chol2inv(R)
+  }, error = function(e) NULL)
+  if (is.null(V)) {
+    warn_askotch(paste(
+      "The observed information of the hyperparameters is not positive",
+      "definite (an estimate at a bound of its range, or a flat likelihood):",
+      "no covariance. Try fixing that hyperparameter (a number) or another",
+      "kernel."), "hyper")
+    V <- matrix(NA_real_, nrow(H), ncol(H))
+  }
+  dimnames(V) <- list(h$names, h$names)
+  V
+}
+
+check_level <- function(level, arg, call) {
+  if (!is.numeric(level) || length(level) != 1L || !is.finite(level) ||
+      level <= 0 || level >= 1) {
+    abort_askotch(sprintf("`%s` must be one number in (0, 1).", arg), "input", call)
+  }
+}
+
+# vcov() and confint() apply to the GP fits at exact sizes
+gp_hyper_check <- function(object, what, call) {
+  gp_check(object, what, call)
+  if (!gp_applicable(object)) {
+    abort_askotch(sprintf("%s needs a fit on the exact kernel without an intercept.", what),
+                  "input", call)
+  }
+  if (object$n > tune_exact_max_n()) {
+    abort_askotch(sprintf(paste(
+      "%s computes the observed information exactly, for n <= %d",
+      "(option askotch.tune_exact_max_n); this fit has n = %d."),
+      what, tune_exact_max_n(), object$n), "input", call)
+  }
+  if (is.null(object$x)) {
+    abort_askotch(sprintf("%s needs the training points, which this fit does not keep.", what),
+                  "input", call)
+  }
+  invisible(TRUE)
+}
+
+#' @rdname krr-vcov
+#' @export
+confint.krr <- function(object, parm, level = 0.95, method = c("wald", "profile"),
+                        ...) {
+  call <- sys.call()
+  validate_krr(object, call, "object")
+  method <- check_choice(method[1L], c("wald", "profile"), "method", call)
+  check_level(level, "level", call)
+  gp_hyper_check(object, "confint()", call)
+  h <- gp_hyper(object)
+  ci <- gp_wald(gp_log_se(object, h), level)
+  if (method == "profile") ci <- gp_profile_rows(object, h, ci, level)
+  colnames(ci) <- sprintf("%s %%", format(100 * c(1 - level, 1 + level) / 2,
+                                          trim = TRUE, digits = 3))
+  if (!missing(parm)) ci <- ci[parm, , drop = FALSE]
+  ci
+}
+
+# The estimates' logarithms and their standard errors (vcov()), with the
+# noise variances lambda s_c^2 (log lambda + log s_c^2) when lambda was
+# estimated: list(log, se), named vectors
+gp_log_se <- function(object, h) {
+  V <- vcov(object)
+  lv <- stats::setNames(log(gp_hyper_values(object, h)), h$names)
+  se <- sqrt(diag(V))
+  if (h$est_lambda) {
+    s2 <- grep("^signal_var", h$names)
+    il <- match("lambda", h$names)
+    nv <- sub("^signal_var", "noise_var", h$names[s2])
+    lv[nv] <- lv[il] + lv[s2]
+    se[nv] <- sqrt(V[il, il] + diag(V)[s2] + 2 * V[il, s2])
+  }
+  list(log = lv, se = se)
+}
+
+# Wald intervals exp(log +- z se) of gp_log_se()'s estimates, one row each
+gp_wald <- function(ls, level) {
+  z <- stats::qnorm((1 + level) / 2)
+  ci <- cbind(exp(ls$log - z * ls$se), exp(ls$log + z * ls$se))
+  rownames(ci) <- names(ls$log)
+  ci
+}
+
+# The profile-likelihood intervals of lambda and an isotropic bandwidth
+# (rows of ci replaced; exact likelihood, no observation weights)
+gp_profile_rows <- function(object, h, ci, level) {
+  if (!is.null(gp_dw(object)) || object$m > 1L) {
+    abort_askotch(paste("method = \"profile\" needs a single-output fit without",
+                        "observation weights; use method = \"wald\"."), "input")
+  }
+  top <- gp_loglik_exact(object$x, gp_yc(object), object$kernel, object$lambda,
+                         gradient = FALSE, threads = gp_threads(object))$loglik
+  cut <- top - stats::qchisq(level, 1) / 2
+  for (what in intersect(c("lambda", "bandwidth"), rownames(ci))) {
+    f <- gp_profile_fun(object, h, what)
+    at <- log(if (what == "lambda") object$lambda else object$kernel$bandwidth)
+    ci[what, ] <- exp(c(gp_profile_end(f, at, cut, -1), gp_profile_end(f, at, cut, 1)))
+  }
+  ci
+}
+
+# The profile log likelihood of log lambda (the bandwidth re-estimated when
+# it was) or of the log bandwidth (lambda re-estimated when it was)
+gp_profile_fun <- function(object, h, what) {
+  xs <- object$x
+  Y <- gp_yc(object)
+  th <- gp_threads(object)
+  kern <- object$kernel
+  if (what == "lambda") {
+    return(function(t) {
+      if (identical(h$codes, -1L)) {
+        gp_optimise(xs, Y, kern, lambda = exp(t), threads = th)$optim$loglik
+      } else gp_loglik_exact(xs, Y, kern, exp(t), gradient = FALSE, threads = th)$loglik
+    })
+  }
+  function(t) {
+    kern$bandwidth <- exp(t)
+    lam <- if (h$est_lambda) gp_eigen_best(gp_eigen(kernel_mat(xs, xs, kern, th), Y), "ml") else
+      object$lambda
+    gp_loglik_exact(xs, Y, kern, lam, gradient = FALSE, threads = th)$loglik
+  }
+}
+
+# Where the profile log likelihood f falls to `cut`, from the estimate `at`
+# in direction dir (log scale): steps of 0.25 doubling out to a factor 1e4,
+# then a root search; NA (an open end) when it never falls that far.
+gp_profile_end <- function(f, at, cut, dir) {
+  step <- 0.25
+  inner <- at
+  repeat {
+    outer <- at + dir * step
+    if (f(outer) < cut) break
+    inner <- outer
+    if (step > log(1e4)) return(if (dir < 0) -Inf else Inf)
+    step <- 2 * step
+  }
+  stats::uniroot(function(t) f(t) - cut, sort(c(inner, outer)), tol = 1e-4)$root
+}
+
+# summary()'s table of the estimated hyperparameters (tidy(conf.int = TRUE)'s
+# rows with a standard error), NULL where it does not apply or would cost
+# more than about 2e10 operations
+gp_hyper_table <- function(object) {
+  if (!gp_applicable(object) || !object$task %in% c("regression", "multioutput") ||
+      inherits(object, "kernel_machine") || is.null(object$x) ||
+      object$n > tune_exact_max_n()) return(NULL)
+  q <- length(gp_hyper(object)$names)
+  if (q * as.numeric(object$n)^3 > 2e10) return(NULL)
+  td <- tryCatch(suppressWarnings(tidy(object, conf.int = TRUE)), error = function(e) NULL)
+  if (is.null(td)) return(NULL)
+  td <- td[!is.na(td$std.error), , drop = FALSE]
+  if (nrow(td) == 0L) return(NULL)
+  data.frame(estimate = td$estimate, std.error = td$std.error, lower = td$conf.low,
+             upper = td$conf.high, row.names = td$term)
+}
+
+# A fit whose lambda was chosen by maximum likelihood warns (class
+# askotch_warning_hyper) when the estimate sits at a bound of its search
+# range, or when the signal variance it implies is over 100 times the
+# response's variance (the kernel interpolates the data: a bandwidth far too
+# small for them), saying what to try.
+warn_hyper <- function(fit, call = NULL) {
+  tn <- fit$tuning
+  if (is.null(tn) || !identical(tn$lambda_rule, "ml") || !gp_applicable(fit) ||
+      inherits(fit, "kernel_machine") || !fit$task %in% c("regression", "multioutput")) {
+    return(invisible(NULL))
+  }
+  lam <- fit$lambda
+  vy <- apply(as.matrix(fit$y), 2L, stats::var)
+  ratio <- max(gp_signal_var(fit) / pmax(vy, .Machine$double.xmin))
+  try_bw <- if (identical(tn$bandwidth_rule, "median")) "bandwidth = \"ml\", " else ""
+  msg <- if (lam <= ml_lambda_range[1L] * 1.01) {
+    sprintf(paste("lambda = %s is at the lower end of its maximum-likelihood range:",
+                  "the model interpolates the data. Try %skernel = \"matern32\" or a",
+                  "given `lambda`."), format(signif(lam, 3)), try_bw)
+  } else if (lam >= ml_lambda_range[2L] / 1.01) {
+    sprintf(paste("lambda = %s is at the upper end of its maximum-likelihood range:",
+                  "the data show no signal at this bandwidth. Try %sa larger",
+                  "`bandwidth`."), format(signif(lam, 3)), try_bw)
+  } else if (is.finite(ratio) && ratio > 100) {
+    sprintf(paste("The maximum-likelihood signal variance is %s times var(y)",
+                  "(lambda = %s): the kernel is too narrow for these data. Try",
+                  "%skernel = \"matern32\", or check the scaling of `x`."),
+            format(signif(ratio, 3)), format(signif(lam, 3)), try_bw)
+  }
+  if (!is.null(msg)) warn_askotch(msg, "hyper", call)
+  invisible(NULL)
+}
