@@ -41,7 +41,9 @@ test_that("the Hessian equals the closed form (RBF, base R) to 1e-8", {
   x <- matrix(runif(2 * n), n, 2)
   y <- sin(5 * x[, 1]) + x[, 2] + rnorm(n, sd = 0.1)
   y <- y - mean(y)
-  sig <- 0.4; lam <- 0.03; s2 <- 0.7
+  sig <- 0.4
+  lam <- 0.03
+  s2 <- 0.7
   cf <- rbf_closed_form(as.matrix(dist(x))^2, y, sig, lam, s2)
   ours <- askotch:::gp_hessian_exact(x, matrix(y), list(name = "rbf", bandwidth = sig),
                                      lam, -1L, TRUE, s2 = s2, threads = 1L)
@@ -100,7 +102,8 @@ test_that("vcov() inverts the observed information at the estimate", {
   # given hyperparameters are left out
   f2 <- krr(x, y, bandwidth = 0.5, lambda = 0.1, threads = 1)
   expect_identical(rownames(vcov(f2)), "signal_var")
-  expect_equal(unname(vcov(f2)), matrix(2 / 100), tolerance = 1e-12)  # 2 / n
+  # the information of log s2 is n / 2
+  expect_equal(unname(vcov(f2)), matrix(2 / 100), tolerance = 1e-12)
 })
 
 test_that("profile intervals end where the likelihood ratio is chi^2_1", {
