@@ -28,7 +28,7 @@ tune_exact_max_n <- function() getOption("askotch.tune_exact_max_n", 2000)
 # so the likelihood, edf and GCV cost O(n) per lambda and the exact LOO
 # O(n^2) (Golub, Heath and Wahba 1979; Wahba 1990, ch. 4).
 gp_eigen <- function(K, Y) {
-  e <- eigen(K, symmetric = TRUE)
+  e <- native_sym_eigen(K)
   l <- pmax(e$values, 0)
   list(values = l, vectors = e$vectors, Z = crossprod(e$vectors, Y),
        n = nrow(K), m = ncol(Y))

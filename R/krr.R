@@ -230,8 +230,12 @@
 #'   standard deviations of the response of the exact solution at every
 #'   point (see Stopping). Use `0` to run until `max_passes` or
 #'   `time_limit`.
-#' @param time_limit Maximum solve time in seconds (`Inf` for none),
-#'   including the solver's setup and the final exact residual check. A
+#' @param time_limit Maximum time in seconds (`Inf` for none) of the
+#'   hyperparameter search and the solve together, including the solver's
+#'   setup and the final exact residual check. The search stops at its best
+#'   point so far once it has used half of it (after the likelihood
+#'   evaluation under way; `fit$tuning$optim$message` is then
+#'   `"time_limit"`) and the solve gets the rest (at least a tenth). A
 #'   setup that cannot finish within it (preconditioner, factorisation)
 #'   stops with an error of class `askotch_error_time_limit`; Ctrl-C and
 #'   [setTimeLimit()] are honoured within about a second in every phase.

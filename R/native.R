@@ -73,6 +73,12 @@ native_kernel_eval <- function(kernel, t) {
   .Call(ffi_kernel_eval, k[[1L]], k[[2L]], as.numeric(t))
 }
 
+# eigen(A, symmetric = TRUE) by the compiled, interruptible eigensolver:
+# list(values (decreasing), vectors)
+native_sym_eigen <- function(A, threads = 0L) {
+  .Call(ffi_sym_eigen, A, as.integer(threads))
+}
+
 # The greedy partial Cholesky factor of K(x, x) (pivot weights pw or NULL)
 native_pivoted_cholesky <- function(x, kernel, pw, rank, stop_trace, tiny,
                                     threads = 0L) {

@@ -48,7 +48,8 @@ tune_hyper <- function(dat, set, call = NULL) {
     return(list(dat = dat, set = set, tuning = NULL))
   }
   sub <- tune_data(dat, set, call)
-  ml <- tune_ml(dat, set, sub)
+  clock <- tune_clock(set)
+  ml <- tune_ml(dat, set, sub, clock)
   kern <- ml$kernel
   ell <- ml$length_scales
   lambda <- ml$lambda
@@ -79,6 +80,9 @@ tune_hyper <- function(dat, set, call = NULL) {
   }
   set$lambda <- lambda
   set$kernel <- kern
+  # time_limit bounds the tuning and the solve together
+  set$rule$time_limit <- max(set$rule$time_limit - clock$seconds(),
+                             set$rule$time_limit / 10)
   if (isTRUE(set$tol_auto)) set$rule$tol <- lambda_tol(set, dat$Yc, lambda)
   tuning <- list(
     lambda_rule = if (by_validation) "validation" else if (ls$rule == "default") "ml" else ls$rule,
@@ -124,7 +128,7 @@ tune_data <- function(dat, set, call) {
 # by the likelihood, GCV or LOO on the eigendecomposition of the
 # subsample's kernel, refined on all points by the stochastic likelihood
 # when asked (option askotch.ml_method = "stochastic").
-tune_ml <- function(dat, set, sub) {
+tune_ml <- function(dat, set, sub, clock = tune_clock(set)) {
   ls <- set$lambda_spec
   bw_rule <- set$kernel$bandwidth_rule
   kern <- set$kernel
@@ -135,7 +139,7 @@ tune_ml <- function(dat, set, sub) {
   if (bw_rule %in% c("ml", "ard")) {
     opt <- gp_optimise(xs, sub$Y, kern, ard = bw_rule == "ard",
                        lambda = if (ls$rule == "fixed") ls$value,
-                       threads = set$threads)
+                       threads = set$threads, clock = clock)
     kern <- opt$kernel
     ell <- opt$length_scales
     if (!is.null(ell)) xs <- sweep(xs, 2L, ell, "/", check.margin = FALSE)
@@ -154,7 +158,7 @@ tune_ml <- function(dat, set, sub) {
     refined <- gp_refine_stochastic(
       dat$xs, dat$Yc, kern, lambda, ell,
       fit_kernel = bw_rule %in% c("ml", "ard") && kern$name == "rbf",
-      seed = set$seed, threads = set$threads)
+      seed = set$seed, threads = set$threads, clock = clock)
     kern <- refined$kernel
     ell <- refined$length_scales
     lambda <- refined$lambda
@@ -186,7 +190,7 @@ tune_path_record <- function(path, lambda, ml, sub, set, by_validation) {
 # the kernel's scale is optimised. Starting values: the median-heuristic
 # bandwidth and the ML lambda there.
 gp_optimise <- function(xs, Y, kernel, ard = FALSE, lambda = NULL,
-                        threads = 0L) {
+                        threads = 0L, clock = NULL) {
   p <- ncol(xs)
   sig0 <- kernel$bandwidth
   fit_lambda <- is.null(lambda)
@@ -221,13 +225,13 @@ gp_optimise <- function(xs, Y, kernel, ard = FALSE, lambda = NULL,
     if (!is.null(g) && !fit_lambda) g <- g[seq_len(nk)]
     memo$th <- th
     memo$val <- list(f = -v$loglik, g = if (is.null(g)) rep(0, length(th)) else -g)
+    tune_best(memo, th, -v$loglik, clock, "maximum likelihood")
     memo$val
   }
   scale_f <- nrow(xs) * ncol(Y)
-  res <- stats::optim(th0, function(th) eval_at(th)$f / scale_f,
-                      function(th) eval_at(th)$g / scale_f,
-                      method = "L-BFGS-B", lower = lower, upper = upper,
-                      control = list(maxit = 200))
+  res <- tune_optim(th0, function(th) eval_at(th)$f / scale_f,
+                    function(th) eval_at(th)$g / scale_f, lower, upper,
+                    list(maxit = 200), memo, scale_f)
   d <- decode(res$par)
   list(kernel = d$kernel, length_scales = d$ell, lambda = d$lambda,
        optim = list(loglik = -res$value * scale_f, convergence = res$convergence,
@@ -243,7 +247,7 @@ gp_optimise <- function(xs, Y, kernel, ard = FALSE, lambda = NULL,
 # askotch.ml_stochastic_maxit, 20). The kernel's scale is refined for the
 # Gaussian kernel only (its gradient products are kernel products).
 gp_refine_stochastic <- function(xs, Y, kernel, lambda, ell, fit_kernel,
-                                 seed, threads = 0L,
+                                 seed, threads = 0L, clock = NULL,
                                  maxit = getOption("askotch.ml_stochastic_maxit",
                                                    20L)) {
   ard <- !is.null(ell)
@@ -271,21 +275,73 @@ gp_refine_stochastic <- function(xs, Y, kernel, lambda, ell, fit_kernel,
     memo$th <- th
     memo$val <- list(f = -v$loglik, se = v$se,
                      g = -c(if (nk > 0L) g[seq_len(nk)], g[length(g)]))
+    tune_best(memo, th, -v$loglik, clock, "stochastic likelihood, all points")
     memo$val
   }
   sc <- nrow(xs) * ncol(Y)
-  res <- stats::optim(th0, function(th) eval_at(th)$f / sc,
-                      function(th) eval_at(th)$g / sc, method = "L-BFGS-B",
-                      lower = lower, upper = upper,
-                      # stop at a relative change of about 2e-6: below the
-                      # estimate's own precision at large n
-                      control = list(maxit = maxit, factr = 1e10))
+  # stop at a relative change of about 2e-6: below the estimate's own
+  # precision at large n
+  res <- tune_optim(th0, function(th) eval_at(th)$f / sc,
+                    function(th) eval_at(th)$g / sc, lower, upper,
+                    list(maxit = maxit, factr = 1e10), memo, sc)
   d <- decode(res$par)
   v <- eval_at(res$par)
   list(kernel = d$kernel, length_scales = d$ell, lambda = d$lambda,
        optim = list(loglik = -v$f, se = v$se, convergence = res$convergence,
                     evaluations = unname(res$counts[1L]),
                     message = res$message))
+}
+
+# The clock and progress display of the hyperparameter search: tick(what,
+# loglik) after each likelihood evaluation updates the status line (the
+# step, the log likelihood, the seconds) and, once the fit's time_limit has
+# passed, signals askotch_tune_time, on which the search keeps its best point.
+# The tuning takes at most half the time_limit: the solve gets the rest.
+tune_clock <- function(set, envir = parent.frame()) {
+  t0 <- now()
+  k <- 0L
+  limit <- set$rule$time_limit / 2
+  pb <- if (isTRUE(set$progress)) {
+    cli::cli_progress_bar(name = "tuning", total = NA, clear = TRUE,
+                          format = "{cli::pb_name} {cli::pb_spin} {cli::pb_status}",
+                          .envir = envir)
+  }
+  tick <- function(what, loglik) {
+    k <<- k + 1L
+    if (!is.null(pb)) {
+      cli::cli_progress_update(id = pb, status = sprintf(
+        "%s: step %d, log-likelihood %s, %.1f s", what, k,
+        format(signif(loglik, 7)), now() - t0), .envir = envir)
+    }
+    if (is.finite(limit) && now() - t0 > limit) {
+      stop(structure(class = c("askotch_tune_time", "condition"),
+                     list(message = "time_limit reached while tuning", call = NULL)))
+    }
+  }
+  list(tick = tick, seconds = function() now() - t0)
+}
+
+# Keep the best point of a search in memo (best_th, best_f), then tick the clock
+tune_best <- function(memo, th, f, clock, what) {
+  if (is.finite(f) && (is.null(memo$best_f) || f < memo$best_f)) {
+    memo$best_th <- th
+    memo$best_f <- f
+  }
+  if (!is.null(clock)) clock$tick(what, -f)
+}
+
+# L-BFGS-B on the log scale; stopped by the tuning clock, the best point so
+# far (memo) with convergence code 1 and message "time_limit"
+tune_optim <- function(th0, fn, gr, lower, upper, control, memo, scale) {
+  tryCatch(
+    stats::optim(th0, fn, gr, method = "L-BFGS-B", lower = lower, upper = upper,
+                 control = control),
+    askotch_tune_time = function(e) {
+      list(par = if (is.null(memo$best_th)) th0 else memo$best_th,
+           value = if (is.null(memo$best_f)) NA_real_ else memo$best_f / scale,
+           counts = c("function" = NA_integer_, gradient = NA_integer_),
+           convergence = 1L, message = "time_limit")
+    })
 }
 
 # K-fold cross-validation over a lambda path (decreasing). Exact (one

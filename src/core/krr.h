@@ -221,6 +221,12 @@ krr_status krr_kernel_deriv2_host(krr_ctx *ctx, const krr_kernel *k, const doubl
                                   const double *X2, int64_t n2, int p, const int *deriv,
                                   const int *deriv2, int nd, double *out);
 
+/* The eigendecomposition of the symmetric n x n host matrix A (lower
+ * triangle read; column-major doubles): A <- its eigenvectors, w <- the
+ * eigenvalues ascending, by the host backend's eigensolver, which polls the
+ * context between steps (linalg/eigsys.c). */
+krr_status krr_sym_eigen_host(krr_ctx *ctx, int64_t n, double *A, double *w);
+
 /* --- kernel operator (op/) --------------------------------------------------
  * The training-set kernel matrix K = K(X, X) as solvers see it.  The exact
  * operator evaluates the kernel on the points of a problem (which must outlive

@@ -120,6 +120,44 @@ SEXP ffi_pivoted_cholesky(SEXP x, SEXP kernel, SEXP bandwidth, SEXP pw, SEXP ran
 }
 
 
+/* The eigendecomposition of a symmetric matrix (its lower triangle read) by
+ * the CPU backend's polled eigensolver, so that R's interrupt reaches it
+ * between steps (the GP likelihood's eigendecomposition of a kernel
+ * matrix): list(values, vectors), the values decreasing as R's eigen(). */
+SEXP ffi_sym_eigen(SEXP a, SEXP threads) {
+  askotch_glue_check_matrix(a, "A");
+  const int n = Rf_nrows(a);
+  if (Rf_ncols(a) != n) askotch_glue_raise_status(KRR_ERR_INPUT, "A must be square");
+  SEXP V = PROTECT(Rf_allocMatrix(REALSXP, n, n));
+  SEXP w = PROTECT(Rf_allocVector(REALSXP, n));
+  memcpy(REAL(V), REAL(a), sizeof(double) * (size_t)n * (size_t)n);
+  krr_ctx ctx;
+  askotch_glue_blas_save();
+  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), krr_cpu_ops(),
+                               askotch_glue_threads(askotch_glue_int1(threads, "threads")), 0);
+  askotch_glue_poll_attach(&ctx);
+  if (st == KRR_OK) st = krr_sym_eigen_host(&ctx, n, REAL(V), REAL(w));
+  askotch_glue_ctx_done(&ctx, st, 1);
+  /* ascending -> decreasing: reverse the values and the vectors' columns */
+  double *v = REAL(V), *x = REAL(w);
+  for (int i = 0, j = n - 1; i < j; i++, j--) {
+    const double t = x[i];
+    x[i] = x[j];
+    x[j] = t;
+    for (int r = 0; r < n; r++) {
+      const double u = v[r + (int64_t)i * n];
+      v[r + (int64_t)i * n] = v[r + (int64_t)j * n];
+      v[r + (int64_t)j * n] = u;
+    }
+  }
+  const char *nm[] = {"values", "vectors", ""};
+  SEXP out = PROTECT(Rf_mkNamed(VECSXP, nm));
+  SET_VECTOR_ELT(out, 0, w);
+  SET_VECTOR_ELT(out, 1, V);
+  UNPROTECT(3);
+  return out;
+}
+
 /* predictions psi(xnew)^T theta of a random-features model (host data, CPU) */
 SEXP ffi_features_apply(SEXP xnew, SEXP theta, SEXP kernel, SEXP bandwidth, SEXP features,
                         SEXP seed, SEXP precision, SEXP threads) {
@@ -244,8 +282,8 @@ SEXP ffi_kernel_deriv(SEXP x1, SEXP x2, SEXP kernel, SEXP bandwidth, SEXP deriv)
   krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), krr_cpu_ops(), 1, 0);
   askotch_glue_poll_attach(&ctx);
   if (st == KRR_OK)
-    st = krr_kernel_deriv2_host(&ctx, &k, REAL(x1), n1, REAL(x2), n2, Rf_ncols(x1),
-                                INTEGER(deriv), pairs ? INTEGER(deriv) + nd : NULL, nd, REAL(out));
+    st = krr_kernel_deriv2_host(&ctx, &k, REAL(x1), n1, REAL(x2), n2, Rf_ncols(x1), INTEGER(deriv),
+                                pairs ? INTEGER(deriv) + nd : NULL, nd, REAL(out));
   askotch_glue_ctx_done(&ctx, st, 0);
   UNPROTECT(2);
   return out;

@@ -200,3 +200,20 @@ test_that("a default fit with an implausible signal variance warns", {
   expect_no_warning(krr(x[1:600, ], y[1:600], kernel = "matern32", bandwidth = "ml",
                         threads = 1))
 })
+
+test_that("time_limit stops the hyperparameter search at its best point", {
+  set.seed(18)
+  x <- matrix(runif(600), 300, 2)
+  y <- sin(5 * x[, 1]) + rnorm(300, sd = 0.1)
+  # a clock whose limit has passed stops the search after its first
+  # evaluation, which is then the best point
+  clock <- askotch:::tune_clock(list(rule = list(time_limit = 0), progress = FALSE))
+  k <- list(name = "rbf", bandwidth = 0.5)
+  opt <- askotch:::gp_optimise(x, matrix(y - mean(y)), k, threads = 1L, clock = clock)
+  expect_identical(opt$optim$message, "time_limit")
+  expect_identical(opt$optim$convergence, 1L)
+  expect_equal(opt$kernel$bandwidth, 0.5)
+  full <- askotch:::gp_optimise(x, matrix(y - mean(y)), k, threads = 1L)
+  expect_identical(full$optim$convergence, 0L)
+  expect_gt(full$optim$loglik, opt$optim$loglik)
+})

@@ -28,7 +28,8 @@ static krr_status top_subspace(krr_ctx *ctx, krr_precision prec, int64_t n, cons
   const size_t es = krr_sizeof(prec);
   const double eps = krr_precision_eps(prec);
   void *Q = krr_dalloc(ctx, n * L, es), *Y = krr_dalloc(ctx, n * L, es),
-       *T = krr_dalloc(ctx, L * L, es), *Tw = krr_dalloc(ctx, L, es), *R = krr_dalloc(ctx, n * k, es);
+       *T = krr_dalloc(ctx, L * L, es), *Tw = krr_dalloc(ctx, L, es),
+       *R = krr_dalloc(ctx, n * k, es);
   double *th = (double *)malloc(sizeof(double) * (size_t)L);
   krr_status st = (Q && Y && T && Tw && R) ? KRR_OK : (ctx->status ? ctx->status : KRR_ERR_MEMORY);
   if (st == KRR_OK && !th) st = krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
@@ -47,13 +48,15 @@ static krr_status top_subspace(krr_ctx *ctx, krr_precision prec, int64_t n, cons
     if (st != KRR_OK) break;
     const double *tk = th + (L - k), top = th[L - 1];
     if (!isfinite(top) || !isfinite(tk[0])) {
-      st = krr_fail(ctx, KRR_ERR_NUMERIC, "the subsample's kernel matrix has non-finite eigenvalues");
+      st = krr_fail(ctx, KRR_ERR_NUMERIC,
+                    "the subsample's kernel matrix has non-finite eigenvalues");
       break;
     }
     const void *Vk = KAT(T, (L - k) * L, es);
     st = krr_gemm_polled(ctx, prec, 0, 0, n, k, L, 1.0, Q, n, Vk, L, 0.0, Z, n);
     if (st == KRR_OK) st = krr_gemm_polled(ctx, prec, 0, 0, n, k, L, 1.0, Y, n, Vk, L, 0.0, R, n);
-    const double bound = fmax(EIG_TOL * (tk[0] > 0 ? tk[0] : 0.0), 8.0 * sqrt((double)n) * eps * fabs(top));
+    const double bound =
+        fmax(EIG_TOL * (tk[0] > 0 ? tk[0] : 0.0), 8.0 * sqrt((double)n) * eps * fabs(top));
     int conv = 1;
     double r0 = 0; /* the residual of the smallest (slowest) pair */
     for (int64_t j = 0; st == KRR_OK && conv && j < k; j++) {
@@ -76,7 +79,9 @@ static krr_status top_subspace(krr_ctx *ctx, krr_precision prec, int64_t n, cons
       st = krr_upload_vec_into(ctx, prec, tk, k, W);
       ok = st == KRR_OK;
     } else if (st == KRR_OK) { /* Q <- qr(K Q) */
-      void *t = Q; Q = Y; Y = t;
+      void *t = Q;
+      Q = Y;
+      Y = t;
       st = KOP(ctx, prec, qr_q, n, L, Q, n);
     }
   }
@@ -94,9 +99,9 @@ static int64_t subspace_width(int64_t k) { return 2 * k > k + 16 ? 2 * k : k + 1
 
 double krr_sym_top_bytes(int64_t n, int64_t k, size_t es) {
   const int64_t L = subspace_width(k);
-  return (double)es * ((double)n * (double)n + (double)n + (double)n * (double)k +
-                       2.0 * (double)n * (double)L + (double)L * (double)L + (double)L +
-                       (double)n * (double)k);
+  return (double)es *
+         ((double)n * (double)n + (double)n + (double)n * (double)k + 2.0 * (double)n * (double)L +
+          (double)L * (double)L + (double)L + (double)n * (double)k);
 }
 
 krr_status krr_sym_top(krr_ctx *ctx, krr_precision prec, int64_t n, void *K, int64_t k,
@@ -108,7 +113,8 @@ krr_status krr_sym_top(krr_ctx *ctx, krr_precision prec, int64_t n, void *K, int
    * about LAPACK's time at most, at n = 4000, k = 101 on 2 cores) */
   const int64_t L = subspace_width(k);
   const double lapack = (4.0 / 3.0 * (double)n + 2.0 * (double)k) * (double)n * (double)n;
-  const double per_it = 2.0 * (double)n * (double)n * (double)L + 10.0 * (double)n * (double)L * (double)L;
+  const double per_it =
+      2.0 * (double)n * (double)n * (double)L + 10.0 * (double)n * (double)L * (double)L;
   const int maxit = (int)fmin(3.0 * lapack / per_it, 1000.0);
   int it = 0;
   if (iters) *iters = 0;
@@ -129,7 +135,8 @@ krr_status krr_kernel_eigsys(krr_op *op, const krr_block *S, int q, uint64_t see
   int64_t n = S->b, k = (int64_t)q + 1 < n ? (int64_t)q + 1 : n;
   size_t es = op->es;
   /* the top k = q + 1 eigenpairs: the q corrected directions and the tail */
-  void *K = krr_dalloc(ctx, n * n, es), *W = krr_dalloc(ctx, n, es), *Z = krr_dalloc(ctx, n * k, es);
+  void *K = krr_dalloc(ctx, n * n, es), *W = krr_dalloc(ctx, n, es),
+       *Z = krr_dalloc(ctx, n * k, es);
   double *wk = (double *)malloc(sizeof(double) * (size_t)n);
   krr_status st = (K && W && Z) ? KRR_OK : (ctx->status ? ctx->status : KRR_ERR_MEMORY);
   if (st == KRR_OK && !wk) st = krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
@@ -142,7 +149,8 @@ krr_status krr_kernel_eigsys(krr_op *op, const krr_block *S, int q, uint64_t see
    * (the rest NaN); U: the top q vectors, largest first */
   for (int64_t i = 0; st == KRR_OK && i < n; i++) w[i] = i < n - k ? NAN : wk[i - (n - k)];
   for (int j = 0; st == KRR_OK && j < q; j++)
-    st = ctx->ops->copy(ctx, KAT(U, (int64_t)j * n, es), KAT(Z, (k - 1 - j) * n, es), es * (size_t)n);
+    st = ctx->ops->copy(ctx, KAT(U, (int64_t)j * n, es), KAT(Z, (k - 1 - j) * n, es),
+                        es * (size_t)n);
   free(wk);
   krr_dfree(ctx, &K);
   krr_dfree(ctx, &W);
@@ -165,4 +173,20 @@ krr_status krr_block_gradient(krr_op *op, const krr_objective *obj, const krr_bl
   if (!isfinite(*gnorm))
     return krr_fail(op->ctx, KRR_ERR_NUMERIC, "the iterate diverged (non-finite residual)");
   return KRR_OK;
+}
+
+/* The eigendecomposition of a symmetric host matrix (krr.h): the context's
+ * host backend's eigensolver, which polls between steps (the CPU backend's
+ * is interruptible). */
+krr_status krr_sym_eigen_host(krr_ctx *ctx, int64_t n, double *A, double *w) {
+  if (n < 0) return krr_fail(ctx, KRR_ERR_INPUT, "eigen: negative size");
+  if (n == 0) return KRR_OK;
+  const krr_ops *h = ctx->host_ops;
+  if (!h) return krr_fail(ctx, KRR_ERR_INPUT, "eigen: the context has no host backend");
+  if (krr_ctx_on_host(ctx)) return h->syev_d(ctx, n, A, n, w);
+  krr_ctx hc;
+  KTRY(krr_ctx_host_twin(ctx, &hc));
+  const krr_status st = krr_ctx_forward(ctx, &hc, h->syev_d(&hc, n, A, n, w));
+  krr_ctx_free(&hc);
+  return st;
 }
