@@ -73,8 +73,8 @@ native_kernel_eval <- function(kernel, t) {
   .Call(ffi_kernel_eval, k[[1L]], k[[2L]], as.numeric(t))
 }
 
-# eigen(A, symmetric = TRUE) by the compiled, interruptible eigensolver:
-# list(values (decreasing), vectors)
+# The symmetric eigendecomposition as R's eigen() returns it (values
+# decreasing, vectors), by the compiled, interruptible eigensolver
 native_sym_eigen <- function(A, threads = 0L) {
   .Call(ffi_sym_eigen, A, as.integer(threads))
 }
