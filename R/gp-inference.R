@@ -162,6 +162,7 @@ gp_hyper_d2A <- function(xs, kernel, lambda, codes, est_lambda, d, i, j) {
 NULL
 
 #' @rdname krr-vcov
+#' @importFrom stats vcov confint
 #' @export
 vcov.krr <- function(object, ...) {
   call <- sys.call()
