@@ -146,9 +146,10 @@ min_max <- function(x) c(min(x), max(x))
 compute_scaling <- function(x, standardize) {
   n <- nrow(x)
   p <- ncol(x)
-  if (!standardize) return(list(center = rep(0, p), scale = rep(1, p)))
+  if (isFALSE(standardize)) return(list(center = rep(0, p), scale = rep(1, p)))
   center <- numeric(p)
   scale <- rep(1, p)
+  varying <- logical(p)
   for (j in seq_len(p)) {
     xj <- x[, j]
     r <- min_max(xj)
@@ -161,10 +162,30 @@ compute_scaling <- function(x, standardize) {
     center[j] <- mean(xj) * u
     if (n > 1L && r[2L] - r[1L] > 4 * .Machine$double.eps * m) {
       s <- sqrt(stats::var(xj)) * u
-      if (is.finite(s) && s > 0) scale[j] <- s
+      if (is.finite(s) && s > 0) {
+        scale[j] <- s
+        varying[j] <- TRUE
+      }
     }
   }
-  list(center = center, scale = scale)
+  joint_scaling(list(center = center, scale = scale), varying, standardize)
+}
+
+# standardize = "joint": one scale for every column, the root mean square
+# of the non-constant columns' standard deviations, so that distances keep
+# their directions (coordinates stay isotropic) at the per-column scaling's
+# typical size
+joint_scaling <- function(sc, varying, standardize) {
+  if (!identical(standardize, "joint")) return(sc)
+  sc$scale[] <- if (any(varying)) sqrt(mean(sc$scale[varying]^2)) else 1
+  sc
+}
+
+# TRUE, FALSE or "joint" (an input error naming the argument otherwise)
+check_standardize <- function(x, call = NULL) {
+  if (identical(x, "joint") || isTRUE(x) || isFALSE(x)) return(invisible(x))
+  abort_askotch(sprintf("`standardize` must be TRUE, FALSE or \"joint\", not %s.",
+                        fmt_value(x)), "input", call)
 }
 
 # The power of two at or below m > 0 (dividing by it is exact).

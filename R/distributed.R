@@ -181,7 +181,7 @@ dist_local_data <- function(x, y, args, rank, ecall) {
       abort_askotch("A distributed fit is for one numeric response (regression).",
                     "input", ecall)
     }
-    check_flag(args$standardize, "standardize", ecall)
+    check_standardize(args$standardize, ecall)
     check_flag(args$progress, "progress", ecall)
     list(x = xl, tgt = tgt)
   }, rank, ecall)
@@ -332,7 +332,7 @@ dist_new_fit <- function(g, loc, set, res, ses, call) {
 # center / scale of compute_scaling() from the ranks' sums
 dist_scaling <- function(x, n, standardize) {
   p <- ncol(x)
-  if (!standardize) return(list(center = rep(0, p), scale = rep(1, p)))
+  if (isFALSE(standardize)) return(list(center = rep(0, p), scale = rep(1, p)))
   r <- apply(x, 2L, min_max)
   lo <- mpi_reduce(r[1L, ], "min")
   hi <- mpi_reduce(r[2L, ], "max")
@@ -344,7 +344,7 @@ dist_scaling <- function(x, n, standardize) {
   ok <- m > 0 & hi - lo > 4 * .Machine$double.eps * m & is.finite(s) & s > 0
   scale[ok] <- s[ok]
   center[m == 0] <- 0
-  list(center = center, scale = scale)
+  joint_scaling(list(center = center, scale = scale), ok, standardize)
 }
 
 #' @export

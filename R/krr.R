@@ -33,7 +33,9 @@
 #' by 1e-13 is not constant) are only centred. The computation is safe for
 #' data of any magnitude (`x * 1e200` gives the same fit as `x`). The same
 #' transformation is applied to new data in [predict()][predict.krr]. The
-#' bandwidth is chosen *after* standardisation.
+#' bandwidth is chosen *after* standardisation. With `standardize = "joint"`
+#' the columns are centred and divided by one common scale, which keeps the
+#' geometry of spatial coordinates (an isotropic kernel stays isotropic).
 #'
 #' Before the solve, settings the working precision cannot represent are
 #' refused with an error of class `askotch_error_input` that suggests a
@@ -243,7 +245,10 @@
 #'   formula method also a data frame with the response); the trace then
 #'   records the validation RMSE (regression) or accuracy (classification),
 #'   at most once per pass and at the end.
-#' @param standardize Centre and scale the columns of `x`?
+#' @param standardize Centre and scale the columns of `x`: `TRUE` (each
+#'   column by its own standard deviation), `"joint"` (every column by one
+#'   scale, the root mean square of their standard deviations, so that
+#'   coordinates such as longitude and latitude stay isotropic) or `FALSE`.
 #' @param seed Seed for the solver's random numbers and the bandwidth
 #'   subsample; `NULL` draws one from R's random number generator, so
 #'   [set.seed()] makes fits reproducible (for a fixed number of threads).

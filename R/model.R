@@ -201,7 +201,7 @@ krr_data <- function(x, y, standardize, loss, call = NULL, center = TRUE,
                   "input", call)
   }
   tgt <- loss_check_targets(loss, prepare_targets(y, n, call), call)
-  check_flag(standardize, "standardize", call)
+  check_standardize(standardize, call)
   scaling <- compute_scaling(x, standardize)
   xs <- apply_scaling(x, scaling$center, scaling$scale)
   xnames <- colnames(x)

@@ -269,3 +269,23 @@ test_that("a character response that looks numeric is a classed error", {
   f2 <- fitf(x, factor((y > 1) + 1))
   expect_equal(f2$levels, c("1", "2"))
 })
+
+test_that("standardize = \"joint\" divides every column by one scale", {
+  set.seed(21)
+  x <- cbind(runif(60, 0, 10), runif(60, 0, 2), 5)  # a constant third column
+  y <- sin(x[, 1]) + x[, 2] + rnorm(60, sd = 0.1)
+  fit_with <- function(xx, st) {
+    krr(xx, y, standardize = st, lambda = 0.1, bandwidth = 1.3, solver = cholesky(),
+        threads = 1)
+  }
+  fj <- fit_with(x, "joint")
+  s <- sqrt(mean(apply(x[, 1:2], 2L, sd)^2))  # the non-constant columns' rms sd
+  by_hand <- function(z) sweep(z, 2L, colMeans(x)) / s
+  fm <- fit_with(by_hand(x), FALSE)
+  expect_equal(unname(fj$weights), unname(fm$weights), tolerance = 1e-12)
+  xn <- cbind(runif(10, 0, 10), runif(10, 0, 2), 5)
+  expect_equal(unname(predict(fj, xn)), unname(predict(fm, by_hand(xn))),
+               tolerance = 1e-12)
+  expect_error(krr(x, y, standardize = "yes"), "`standardize`",
+               class = "askotch_error_input")
+})
