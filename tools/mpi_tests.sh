@@ -1,7 +1,9 @@
 #!/bin/sh
 # The distributed checks of the C driver: builds driver/build/mpi/test_dist
 # with mpicc and runs it under mpirun over shared memory only (btl self,vader)
-# for np = 1..4, each bounded by `timeout` (a hang fails, it does not block).
+# for np = 1..4, each bounded by `timeout` (a hang fails, it does not block;
+# ASKOTCH_MPI_TIMEOUT seconds, 600 by default: oversubscribed ranks on a busy
+# 2-core machine run many times slower than alone).
 # Prints each run's "N passed, M failed" line (and FAIL lines); skipped with
 # the reason when MPI is missing.  Usage: sh tools/mpi_tests.sh [max_np]
 cd "$(dirname "$0")/.."
@@ -18,7 +20,7 @@ make -s -C driver mpi >/tmp/askotch-mpi-build.log 2>&1 || {
 status=0
 np=1
 while [ "$np" -le "$maxnp" ]; do
-  out=$(timeout 120 mpirun --oversubscribe --mca btl self,vader -np "$np" \
+  out=$(timeout "${ASKOTCH_MPI_TIMEOUT:-600}" mpirun --oversubscribe --mca btl self,vader -np "$np" \
           driver/build/mpi/test_dist 2>&1)
   rc=$?
   echo "$out" | grep -E "^FAIL|^ranks"
