@@ -197,6 +197,9 @@ check_level <- function(level, arg, call) {
 
 # vcov() and confint() apply to the GP fits at exact sizes
 gp_hyper_check <- function(object, what, call) {
+  if (!is.null(object$distributed)) {
+    abort_askotch(sprintf("%s is not available for a distributed fit.", what), "input", call)
+  }
   gp_check(object, what, call)
   if (!gp_applicable(object)) {
     abort_askotch(sprintf("%s needs a fit on the exact kernel without an intercept.", what),
@@ -316,13 +319,14 @@ gp_profile_end <- function(f, at, cut, dir) {
 
 # summary()'s table of the estimated hyperparameters (tidy(conf.int = TRUE)'s
 # rows with a standard error), NULL where it does not apply or would cost
-# more than about 2e10 operations
+# more than about 5e9 operations
 gp_hyper_table <- function(object) {
-  if (!gp_applicable(object) || !object$task %in% c("regression", "multioutput") ||
+  if (!is.null(object$distributed) || !gp_applicable(object) ||
+      !object$task %in% c("regression", "multioutput") ||
       inherits(object, "kernel_machine") || is.null(object$x) ||
       object$n > tune_exact_max_n()) return(NULL)
   q <- length(gp_hyper(object)$names)
-  if (q * as.numeric(object$n)^3 > 2e10) return(NULL)
+  if (q * as.numeric(object$n)^3 > 5e9) return(NULL)
   td <- tryCatch(suppressWarnings(tidy(object, conf.int = TRUE)), error = function(e) NULL)
   if (is.null(td)) return(NULL)
   td <- td[!is.na(td$std.error), , drop = FALSE]

@@ -295,7 +295,7 @@ print.krr <- function(x, ...) {
 #'   (option `askotch.gp_summary_max_n`); and `hyper`: the hyperparameters
 #'   estimated by maximum likelihood with their standard errors and 95%
 #'   intervals ([tidy.krr()] with `conf.int = TRUE`), for fits where the
-#'   exact observed information costs at most about \eqn{2 \times 10^{10}}
+#'   exact observed information costs at most about \eqn{5 \times 10^{9}}
 #'   operations (\eqn{q n^3} for \eqn{q} hyperparameters), else `NULL`.
 #' @examples
 #' fit <- krr(mpg ~ ., data = mtcars, lambda = 1, threads = 1)
