@@ -99,6 +99,12 @@ native_fit_init <- function(x, y, kernel, lambda, precision, device, solver,
         as.numeric(intercept), as.numeric(obs_weights), as.integer(threads))
 }
 
+# The bound of the dual box |alpha_i| <= bound of a loss at lambda (Inf:
+# unbounded; NA: a loss without support vectors to count)
+native_loss_bound <- function(loss, param, lambda) {
+  .Call(ffi_loss_bound, loss, as.numeric(param), as.numeric(lambda))
+}
+
 native_check_options <- function(solver, options) {
   .Call(ffi_check_options, solver, options)
 }

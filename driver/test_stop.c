@@ -15,7 +15,10 @@
  *     (KRR_STOP_NEED_FLOOR) without running further; a floor above the
  *     criterion then stops the fit with "precision" at that iteration.
  *  5. The duality gap of the logistic loss (Joker, block 40, lambda 1e-3 n)
- *     is checked at passes 1, 2, 4, 8, and the fit ends at max_passes = 9. */
+ *     is checked at passes 1, 2, 4, 8, and the fit ends at max_passes = 9.
+ *  6. The loss table's closed forms: krr_duality_gap (P + D) / max(|P|, |D|,
+ *     1e-300) and krr_loss_dual_bound (hinge and SVR 1 / lambda, Huber
+ *     delta / lambda, squared hinge Inf, NaN for squared and logistic). */
 #include "test_common.h"
 
 static krr_solver *make(tfit *f, const char *name, const char *spec) {
@@ -155,6 +158,24 @@ static void test_gap(krr_ctx *ctx, const double *X, const double *y, int64_t n) 
   free(yc);
 }
 
+static void test_loss_closed(void) {
+  double g[5] = {krr_duality_gap(3, -1), krr_duality_gap(-1, 3), krr_duality_gap(2, -2),
+                 krr_duality_gap(0, 0), krr_duality_gap(1e-310, 0)};
+  CHECK(fabs(g[0] - 2.0 / 3) < 1e-15 && fabs(g[1] - 2.0 / 3) < 1e-15 && g[2] == 0 && g[3] == 0 &&
+            fabs(g[4] - 1e-10) < 1e-20,
+        "duality gap: %g %g %g %g %g", g[0], g[1], g[2], g[3], g[4]);
+  double b[6] = {krr_loss_dual_bound(krr_loss_lookup("hinge"), 0.5, 0),
+                 krr_loss_dual_bound(krr_loss_lookup("svr"), 4, 0.3),
+                 krr_loss_dual_bound(krr_loss_lookup("huber"), 2, 3),
+                 krr_loss_dual_bound(krr_loss_lookup("squared_hinge"), 2, 0),
+                 krr_loss_dual_bound(krr_loss_lookup("squared"), 2, 0),
+                 krr_loss_dual_bound(krr_loss_lookup("logistic"), 2, 0)};
+  CHECK(b[0] == 2 && b[1] == 0.25 && b[2] == 1.5 && isinf(b[3]) && b[3] > 0 && isnan(b[4]) &&
+            isnan(b[5]),
+        "dual bounds: hinge %g svr %g huber %g squared_hinge %g squared %g logistic %g", b[0], b[1],
+        b[2], b[3], b[4], b[5]);
+}
+
 int main(int argc, char **argv) {
   krr_ctx ctx;
   int64_t n;
@@ -170,6 +191,7 @@ int main(int argc, char **argv) {
     tfit_free(&f);
   }
   test_gap(&ctx, X, y, n);
+  test_loss_closed();
   free(X);
   free(y);
   krr_ctx_free(&ctx);

@@ -361,6 +361,18 @@ static inline double krr_objective_lambda(const krr_objective *obj, int j) {
 krr_status krr_objective_set_param(krr_ctx *ctx, krr_objective *obj, double param);
 /* the name of a loss's parameter ("delta", "epsilon"), NULL if it has none */
 const char *krr_loss_param_name(const krr_loss *loss);
+/* The bound b of the dual box |alpha_i| <= b at lambda and the loss
+ * parameter (ignored by a loss without one), from the box the solvers use
+ * (+INFINITY: unbounded, squared hinge), for the losses whose dual solution
+ * has support vectors to count -- exact zeros or points at the bound (hinge,
+ * SVR, squared hinge, Huber); NaN for the others (squared: no box;
+ * logistic: its solution stays inside its box). */
+double krr_loss_dual_bound(const krr_loss *loss, double lambda, double param);
+/* The relative duality gap (P + D) / max(|P|, |D|, 1e-300) of the primal P
+ * and the dual D the solvers minimise (P + D >= 0, zero at the solution):
+ * the criterion of the losses other than the squared one, and what R's
+ * trace reports at each exact check. */
+double krr_duality_gap(double primal, double dual);
 
 /* --- solver options (base/options.c; each solver declares its own table) ----
  * Options are declared once, in the solver's file, with their default, range
