@@ -119,11 +119,10 @@ native_fit_stop <- function(state, rule) {
   .Call(ffi_fit_stop, state, as.numeric(rule))
 }
 
-# Up to `iters` iterations under the state's stop policy (floor_per_w: the
-# precision floor it asked for, else NA): list(diag, reason, exact, floor,
-# objective)
-native_fit_run <- function(state, iters, floor_per_w = NA_real_) {
-  .Call(ffi_fit_run, state, as.integer(iters), as.numeric(floor_per_w))
+# Up to `iters` iterations under the state's stop policy: list(diag, reason,
+# exact, floor, objective)
+native_fit_run <- function(state, iters) {
+  .Call(ffi_fit_run, state, as.integer(iters))
 }
 
 native_fit_weights <- function(state) .Call(ffi_fit_weights, state)

@@ -9,7 +9,7 @@ SEXP ffi_fit_features_theta(SEXP);
 SEXP ffi_features_apply(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_check_options(SEXP, SEXP);
 SEXP ffi_options_caps(SEXP, SEXP);
-SEXP ffi_fit_run(SEXP, SEXP, SEXP);
+SEXP ffi_fit_run(SEXP, SEXP);
 SEXP ffi_fit_stop(SEXP, SEXP);
 void askotch_glue_init(void);
 SEXP ffi_fit_weights(SEXP);
@@ -52,7 +52,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_mpi_bytes, 0),
     CALLDEF(ffi_fit_init, 15),
     CALLDEF(ffi_check_options, 2),
-    CALLDEF(ffi_fit_run, 3),
+    CALLDEF(ffi_fit_run, 2),
     CALLDEF(ffi_fit_weights, 1),
     CALLDEF(ffi_fit_free, 1),
     CALLDEF(ffi_fit_alive, 1),

@@ -34,6 +34,8 @@ typedef struct {
   krr_solver *solver;
   int ctx_ok;
   krr_stop stop; /* the stop policy of the current solve (ffi_fit_stop) */
+  SEXP x;        /* the training points (R's x, preserved while the state lives): the
+                  * precision floor's measurement (krr_stop.floor_X) */
   double pd[3];  /* P, D and their relative gap at the last exact check (NaN: none) */
 } fit_state;
 
@@ -51,6 +53,8 @@ static void state_release(fit_state *fs) {
   free(fs->obsd);
   fs->obsd = NULL;
   fs->ctx_ok = 0;
+  if (fs->x) R_ReleaseObject(fs->x);
+  fs->x = NULL;
 }
 
 static void state_finalizer(SEXP ptr) {
@@ -194,6 +198,11 @@ SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP
     askotch_glue_raise_status(st, buf);
   }
   askotch_glue_blas_restore();
+  /* x stays with the state, unchanged (R copies it before any change); not
+   * in the pointer's protected slot, which saveRDS() would write out */
+  MARK_NOT_MUTABLE(x);
+  R_PreserveObject(x);
+  fs->x = x;
   SEXP ptr = PROTECT(R_MakeExternalPtr(fs, Rf_install("askotch_state"), R_NilValue));
   R_RegisterCFinalizerEx(ptr, state_finalizer, TRUE);
   UNPROTECT(1);
@@ -251,7 +260,9 @@ static krr_status objective_exact(krr_solver *s, void *data, double *crit) {
 /* A new stop policy for the next solve (krr_stop in krr.h): rule =
  * c(tol, max_passes, time_limit, elapsed, gap, exact_ok, direct, use_floor,
  * objective), `elapsed` the seconds the fit's clock has run already;
- * objective = 1 records P and D at each exact check. */
+ * use_floor = 1 lets the solve stop at the precision floor where it applies
+ * (measured by the policy on the state's points); objective = 1 records P
+ * and D at each exact check. */
 SEXP ffi_fit_stop(SEXP ptr, SEXP rule) {
   fit_state *fs = get_state(ptr);
   if (!Rf_isReal(rule) || XLENGTH(rule) != 9)
@@ -264,6 +275,7 @@ SEXP ffi_fit_stop(SEXP ptr, SEXP rule) {
   p->exact_ok = r[5] != 0;
   p->direct = r[6] != 0;
   p->use_floor = r[7] != 0;
+  p->floor_X = REAL(fs->x);
   if (r[8] != 0) {
     if (krr_solver_weights_rows(fs->solver) != fs->pb.n)
       askotch_glue_raise_status(KRR_ERR_INPUT,
@@ -274,15 +286,13 @@ SEXP ffi_fit_stop(SEXP ptr, SEXP rule) {
   return R_NilValue;
 }
 
-/* Up to `iters` iterations under the stop policy (krr_solver_run);
- * floor_per_w (not NA) is the precision floor per unit ||W||_F that the
- * last call asked for.  list(diag, reason (NA: go on), exact, floor,
- * objective = c(P, D, gap) of an exact check of this call, or NAs). */
-SEXP ffi_fit_run(SEXP ptr, SEXP iters, SEXP floor_per_w) {
+/* Up to `iters` iterations under the stop policy (krr_solver_run):
+ * list(diag, reason (NA: go on), exact, floor (the precision floor, NaN
+ * until measured), objective = c(P, D, gap) of an exact check of this
+ * call, or NAs). */
+SEXP ffi_fit_run(SEXP ptr, SEXP iters) {
   fit_state *fs = get_state(ptr);
   int it = askotch_glue_int1(iters, "iters must be a number");
-  double fw = askotch_glue_num1(floor_per_w, "floor_per_w must be a number");
-  if (!ISNAN(fw)) fs->stop.floor_per_w = fw;
   fs->pd[0] = fs->pd[1] = fs->pd[2] = NAN;
   krr_stop_result res;
   askotch_glue_blas_save();
