@@ -14,69 +14,13 @@ stop_numbers <- function(rule, t0, use_floor, objective) {
 }
 
 # The precision floor. A solver in floating point computes with a kernel
-# matrix K~ whose entries carry rounding errors (of relative size u times the
-# squared distances over the bandwidth, u the unit roundoff, and more from
-# the sums over p), so it solves (K~ + lambda I) w = y: its iterates reach
-# the true relative residual ||(K~ - K) W||_F / ||Y||_F and no lower, whatever
-# `tol` asks. In single precision this is often above 1e-5 (Fashion-MNIST at
-# n = 5000: 4.7e-5, where every solver levels off at 3e-5 to 4.2e-5). It is
-# measured once, at the first stall, as the difference between the
-# single- and double-precision products K W, and scaled with ||W|| after
-# that. In double precision the model u (||K||_F / sqrt(n) + lambda) ||W||_F
-# stands in for it (a double product cannot be checked against a better
-# one). Once a pass (at fixed iterations, so the stopping iteration stays
-# independent of the machine's speed) the running estimate is compared with
-# its best value; when it has not improved by 10% over max(3 passes, 10% of
-# the passes) and the exact residual is within twice the floor, the fit
-# stops with reason "precision". A budget fit (tol = 0) runs its budget.
-# The compiled policy applies this rule (src/core/solvers/stop.c); R
-# measures the floor when the policy asks for it (floor_measure()).
-
-# K(x1, x2) v for the fit's kernel: in the fit's precision and device
-# (double = FALSE) or in double precision on the CPU
-set_kernel_apply <- function(set) {
-  function(x1, x2, v, double) {
-    if (double) native_kernel_apply(x1, x2, v, set$kernel, threads = set$threads) else
-      native_kernel_apply(x1, x2, v, set$kernel, set$precision, set$device, set$threads)
-  }
-}
-
-# ||(K~ - K) W||_F, K~ the kernel of the fit's precision and device; in
-# double precision the model above.
-rounding_floor <- function(xs, W, set) {
-  if (set$precision == "double") {
-    krms <- kernel_rms_norm(xs, set$kernel, as.integer(set$threads), set$seed)
-    return(2^-53 * (krms + set$lambda) * sqrt(sum(W^2)))
-  }
-  kapp <- set_kernel_apply(set)
-  sqrt(sum((kapp(xs, xs, W, FALSE) - kapp(xs, xs, W, TRUE))^2))
-}
-# Falkon in single precision: its criterion is the residual of the normal
-# equations H a = b, H = K_nm^T K_nm + lambda K_mm, b = K_nm^T y, whose
-# products K_nm a and K_nm^T u run in single precision (everything m x m in
-# double): the floor is ||K~_nm^T (K~_nm a) - K_nm^T (K_nm a)|| / ||b||,
-# measured the same way (Friedman 1 at n = 2e4, 1401 centres: about 1e-3,
-# where single-precision Falkon levelled off and ran to max_passes).
-falkon_floor <- function(xs, centers, A, Yc, set) {
-  kapp <- set_kernel_apply(set)
-  xc <- xs[centers, , drop = FALSE]
-  vf <- kapp(xc, xs, kapp(xs, xc, A, FALSE), FALSE)
-  vd <- kapp(xc, xs, kapp(xs, xc, A, TRUE), TRUE)
-  bn <- sqrt(sum(kapp(xc, xs, Yc, TRUE)^2))
-  sqrt(sum((vf - vd)^2)) / max(bn, 1e-300)
-}
-
-# The floor's constant ||K||_F / sqrt(n) = sqrt(n mean(K_ij^2)), estimated on
-# at most 1000 of the standardised points.
-kernel_rms_norm <- function(xs, kernel, threads, seed) {
-  n <- nrow(xs)
-  s <- if (n > 1000L) {
-    idx <- with_seed(seed, sample.int(n, 1000L))
-    xs[idx, , drop = FALSE]
-  } else xs
-  K <- native_kernel_matrix(s, s, kernel, threads = threads)
-  sqrt(n * mean(K^2))
-}
+# matrix K~ whose entries carry rounding errors, so its true relative
+# residual levels off at ||(K~ - K) W||_F / ||Y||_F and no lower, whatever
+# `tol` asks. The compiled policy (src/core/solvers/stop.c) decides where
+# this applies, measures the floor on the state's own points at the first
+# stall and stops the fit with reason "precision" when the exact residual
+# is within twice the floor; R only says whether a solve may stop there
+# (stop_numbers()'s use_floor) and reads the floor back (resid_floor).
 
 # The bound on |f(x) - f*(x)| (response units, every x) of each output that
 # a relative residual `resid` gives (see auto_tol()): the worst column's
@@ -90,10 +34,6 @@ pred_error_bound <- function(resid, Yc, lambda, kdiag = 1, per_column = TRUE,
 
 # iterations per pass of a solver's diagnostics (n / b for block methods)
 iters_per_pass <- function(d) d[["iter"]] / max(d[["passes"]], 1e-12)
-
-# The relative duality gap (P + D) / max(|P|, |D|) of the compiled loss
-# table (D: the dual objective the solver minimises, so P + D >= 0).
-gap_of <- function(P, D) (P + D) / pmax(abs(P), abs(D), 1e-300)
 
 # A compiled solver state for standardised points xs and targets Yc.
 state_new <- function(xs, Yc, set) {
@@ -124,7 +64,7 @@ fit_solver <- function(xs, Yc, set, tgt) {
   }
   keep <- FALSE
   on.exit(if (!keep) native_fit_free(state), add = TRUE)
-  res <- drive_solver(state, set, tgt, xs, t0, ynorm = sqrt(sum(Yc^2)))
+  res <- drive_solver(state, set, tgt, xs, t0, use_floor = TRUE)
   keep <- isTRUE(set$keep_state)
   if (keep) res$state <- state
   if (!is.null(min_rank)) res$solver <- set$solver
@@ -216,49 +156,21 @@ diverged <- function(d, solver) {
     "numeric")
 }
 
-# The measurement of the precision floor the compiled policy asks for: a
-# function of the weights W giving the floor per unit ||W||_F (see
-# rounding_floor, falkon_floor), or NULL where the rule does not apply.
-floor_measure <- function(state, set, tgt, xs, centers, ynorm) {
-  rule <- set$rule
-  if (!(is.finite(ynorm) && ynorm > 0 && !rule$direct && rule$tol > 0 &&
-        rule$criterion == "relative residual" && set_intercept(set) == 0 &&
-        length(set$obs_weights) == 0L)) return(NULL)
-  floor_of <- NULL
-  if (length(centers) == 0L && set_features(set) == 0) {
-    floor_of <- function(W) rounding_floor(xs, W, set) / ynorm
-  } else if (length(centers) > 0L && set$precision == "single" &&
-             solver_c(set$solver)$name == "falkon" &&
-             (!is.null(tgt$Y) || !is.null(tgt$Yc))) {
-    # the tuning loops pass the fold's (centred) targets as tgt$Yc
-    Yc <- if (!is.null(tgt$Yc)) tgt$Yc else loss_targets(set$loss, tgt, TRUE)$Yc
-    floor_of <- function(W) falkon_floor(xs, centers, W, Yc, set)
-  }
-  if (is.null(floor_of)) return(NULL)
-  function(W) floor_of(W) / max(sqrt(sum(W^2)), 1e-300)
-}
-
 # One call of the compiled loop (krr_solver_run): up to `slice` iterations,
-# ending at a check that ran or at the policy's reason; a floor measurement
-# the policy asks for is made here and handed back.
-run_slice <- function(state, set, slice, floor_fn) {
+# ending at a check that ran or at the policy's reason.
+run_slice <- function(state, set, slice) {
   rule <- set$rule
-  fw <- NA_real_
-  repeat {
-    r <- tryCatch(
-      native_fit_run(state, slice, fw),
-      askotch_error_time_limit = function(e) {
-        abort_askotch(c(
-          sprintf(paste("The setup of solver `%s` did not finish within `time_limit` =",
-                        "%g s: %s."), solver_c(set$solver)$name, rule$time_limit,
-                  conditionMessage(e)),
-          paste("Use a larger `time_limit`, or a smaller problem (fewer",
-                "points, or a smaller block size, rank or number of",
-                "centres).")), "time_limit")
-      })
-    if (!identical(r$reason, "need_floor")) break
-    fw <- floor_fn(native_fit_weights(state))
-  }
+  r <- tryCatch(
+    native_fit_run(state, slice),
+    askotch_error_time_limit = function(e) {
+      abort_askotch(c(
+        sprintf(paste("The setup of solver `%s` did not finish within `time_limit` =",
+                      "%g s: %s."), solver_c(set$solver)$name, rule$time_limit,
+                conditionMessage(e)),
+        paste("Use a larger `time_limit`, or a smaller problem (fewer",
+              "points, or a smaller block size, rank or number of",
+              "centres).")), "time_limit")
+    })
   for (k in c("exact", "floor")) if (is.nan(r[[k]])) r[[k]] <- NA_real_
   r$objective[is.nan(r$objective)] <- NA_real_
   r
@@ -267,11 +179,12 @@ run_slice <- function(state, set, slice, floor_fn) {
 # Run a state until its stop rule says so (the compiled policy decides:
 # stop_rule()); R runs slices of about half a second (at most a pass) and
 # between them checks for interrupts, updates the progress bar, computes the
-# validation metric (at most once a pass) and records the trace.
-drive_solver <- function(state, set, tgt, xs, t0 = now(), ynorm = NA_real_) {
+# validation metric (at most once a pass) and records the trace. use_floor =
+# TRUE lets the solve stop at the precision floor where the compiled policy
+# finds that it applies.
+drive_solver <- function(state, set, tgt, xs, t0 = now(), use_floor = FALSE) {
   rule <- set$rule
   centers <- native_fit_centers(state)  # inducing-point solvers; else integer(0)
-  floor_fn <- floor_measure(state, set, tgt, xs, centers, ynorm)
   # (a promise: read only with a validation set -- a distributed fit's
   # centres are global rows, not rows of this rank's xs)
   val_metric <- validation_fn(state, set, tgt,
@@ -282,7 +195,7 @@ drive_solver <- function(state, set, tgt, xs, t0 = now(), ynorm = NA_real_) {
   # kernel_machine() fits record the primal and dual objectives at each
   # exact check (krr() fits keep their trace as it was)
   objective <- isTRUE(set$objective) && length(centers) == 0L
-  native_fit_stop(state, stop_numbers(rule, t0, !is.null(floor_fn), objective))
+  native_fit_stop(state, stop_numbers(rule, t0, use_floor, objective))
   pb <- progress_start(set)
   tr <- trace_rows()
   slice <- 1
@@ -294,7 +207,7 @@ drive_solver <- function(state, set, tgt, xs, t0 = now(), ynorm = NA_real_) {
   iter0 <- 0
   repeat {
     ts <- now()
-    r <- run_slice(state, set, slice, floor_fn)
+    r <- run_slice(state, set, slice)
     d <- r$diag
     if (rule$criterion == "relative residual" && is.finite(d[["resid_est"]]) &&
         d[["resid_est"]] > 1e8) {
@@ -375,10 +288,11 @@ trace_rows <- function() {
                         validation = tr[, 7L])
     if (objective) {
       # P, and the dual objective -D (D is the dual the solver minimises):
-      # primal >= dual, both equal at the solution
+      # primal >= dual, both equal at the solution; the relative duality
+      # gap as the compiled loss table computes it (krr_duality_gap)
       trace$primal <- tr[, 8L]
       trace$dual <- -tr[, 9L]
-      trace$gap <- gap_of(tr[, 8L], tr[, 9L])
+      trace$gap <- tr[, 10L]
     }
     trace
   }

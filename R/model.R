@@ -422,11 +422,11 @@ km_fields <- function(fit, res) {
 }
 
 # Support vectors (alpha_i != 0) and those at the bound of the dual box, per
-# column, for the losses that have them (NULL otherwise).
+# column, for the losses that have them (NULL otherwise); the bound is the
+# compiled loss table's (krr_loss_dual_bound).
 support_vectors <- function(loss, alpha, lambda) {
-  bound <- switch(loss$name, hinge = 1 / lambda, svr = 1 / lambda,
-                  huber = loss$param / lambda, squared_hinge = Inf, NULL)
-  if (is.null(bound)) return(NULL)
+  bound <- native_loss_bound(loss$name, loss_param(loss), lambda)
+  if (is.na(bound)) return(NULL)
   a <- abs(alpha)
   scale <- max(a, if (is.finite(bound)) bound else 0, .Machine$double.xmin)
   nz <- a > 1e-12 * scale

@@ -108,6 +108,12 @@ native_fit_init <- function(x, y, kernel, lambda, precision, device, solver,
         as.numeric(intercept), as.numeric(obs_weights), as.integer(threads))
 }
 
+# The bound of the dual box |alpha_i| <= bound of a loss at lambda (Inf:
+# unbounded; NA: a loss without support vectors to count)
+native_loss_bound <- function(loss, param, lambda) {
+  .Call(ffi_loss_bound, loss, as.numeric(param), as.numeric(lambda))
+}
+
 native_check_options <- function(solver, options) {
   .Call(ffi_check_options, solver, options)
 }
@@ -122,11 +128,10 @@ native_fit_stop <- function(state, rule) {
   .Call(ffi_fit_stop, state, as.numeric(rule))
 }
 
-# Up to `iters` iterations under the state's stop policy (floor_per_w: the
-# precision floor it asked for, else NA): list(diag, reason, exact, floor,
-# objective)
-native_fit_run <- function(state, iters, floor_per_w = NA_real_) {
-  .Call(ffi_fit_run, state, as.integer(iters), as.numeric(floor_per_w))
+# Up to `iters` iterations under the state's stop policy: list(diag, reason,
+# exact, floor, objective)
+native_fit_run <- function(state, iters) {
+  .Call(ffi_fit_run, state, as.integer(iters))
 }
 
 native_fit_weights <- function(state) .Call(ffi_fit_weights, state)

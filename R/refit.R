@@ -88,7 +88,7 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
     dimnames(W) <- NULL
     native_fit_set_weights(state, W)
   }
-  res <- drive_solver(state, set, tgt, xs, t0, ynorm = sqrt(sum(cen$Yc^2)))
+  res <- drive_solver(state, set, tgt, xs, t0, use_floor = TRUE)
   keep <- keep_state
   fit <- refit_fields(object, res, tgt, cen, lambda, rs)
   fit$state <- if (keep_state) state else NULL

@@ -415,8 +415,7 @@ cv_fold_path <- function(fd, kernel, lambdas, set) {
   Yp <- path_targets(fd$Yt, length(lambdas))
   state <- state_new(fd$xt, Yp, fs)
   on.exit(native_fit_free(state), add = TRUE)
-  res <- drive_solver(state, fs, list(task = fd$task), fd$xt, now(),
-                      ynorm = sqrt(sum(Yp^2)))
+  res <- drive_solver(state, fs, list(task = fd$task), fd$xt, now(), use_floor = TRUE)
   P <- state_scores(state, fs, fd$xv, state_points(state, fd$xt))
   cols <- path_columns(ncol(fd$Yt), length(lambdas))
   sse <- vapply(seq_along(lambdas), function(i) {
@@ -433,7 +432,7 @@ cv_fold_iterative <- function(fd, kernel, lambdas, set) {
   t0 <- now()
   state <- state_new(fd$xt, fd$Yt, fs)
   on.exit(native_fit_free(state), add = TRUE)
-  tgt <- list(task = fd$task, Yc = fd$Yt) # the fold's targets (Falkon's floor)
+  tgt <- list(task = fd$task)
   sse <- numeric(length(lambdas))
   not_conv <- 0L
   for (i in seq_along(lambdas)) {
@@ -444,7 +443,7 @@ cv_fold_iterative <- function(fd, kernel, lambdas, set) {
       native_fit_set_weights(state, W)
       t0 <- now()
     }
-    res <- drive_solver(state, fs, tgt, fd$xt, t0, ynorm = sqrt(sum(fd$Yt^2)))
+    res <- drive_solver(state, fs, tgt, fd$xt, t0, use_floor = TRUE)
     if (!solve_reached(res$reason)) not_conv <- not_conv + 1L
     P <- state_scores(state, fs, fd$xv, state_points(state, fd$xt))
     P <- sweep(P, 2L, fd$mu, "+", check.margin = FALSE)

@@ -9,7 +9,7 @@ SEXP ffi_fit_features_theta(SEXP);
 SEXP ffi_features_apply(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_check_options(SEXP, SEXP);
 SEXP ffi_options_caps(SEXP, SEXP);
-SEXP ffi_fit_run(SEXP, SEXP, SEXP);
+SEXP ffi_fit_run(SEXP, SEXP);
 SEXP ffi_fit_stop(SEXP, SEXP);
 void askotch_glue_init(void);
 SEXP ffi_fit_weights(SEXP);
@@ -21,6 +21,7 @@ SEXP ffi_fit_set_targets(SEXP, SEXP);
 SEXP ffi_fit_set_lambda(SEXP, SEXP);
 SEXP ffi_fit_set_weights(SEXP, SEXP);
 SEXP ffi_info(void);
+SEXP ffi_loss_bound(SEXP, SEXP, SEXP);
 SEXP ffi_kernel_apply(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_kernel_matrix(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_kernel_deriv(SEXP, SEXP, SEXP, SEXP, SEXP);
@@ -52,7 +53,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_mpi_bytes, 0),
     CALLDEF(ffi_fit_init, 15),
     CALLDEF(ffi_check_options, 2),
-    CALLDEF(ffi_fit_run, 3),
+    CALLDEF(ffi_fit_run, 2),
     CALLDEF(ffi_fit_weights, 1),
     CALLDEF(ffi_fit_free, 1),
     CALLDEF(ffi_fit_alive, 1),
@@ -62,6 +63,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_fit_set_lambda, 2),
     CALLDEF(ffi_fit_set_weights, 2),
     CALLDEF(ffi_info, 0),
+    CALLDEF(ffi_loss_bound, 3),
     CALLDEF(ffi_kernel_apply, 8),
     CALLDEF(ffi_kernel_matrix, 6),
     CALLDEF(ffi_kernel_deriv, 5),

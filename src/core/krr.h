@@ -373,6 +373,18 @@ static inline double krr_objective_lambda(const krr_objective *obj, int j) {
 krr_status krr_objective_set_param(krr_ctx *ctx, krr_objective *obj, double param);
 /* the name of a loss's parameter ("delta", "epsilon"), NULL if it has none */
 const char *krr_loss_param_name(const krr_loss *loss);
+/* The bound b of the dual box |alpha_i| <= b at lambda and the loss
+ * parameter (ignored by a loss without one), from the box the solvers use
+ * (+INFINITY: unbounded, squared hinge), for the losses whose dual solution
+ * has support vectors to count -- exact zeros or points at the bound (hinge,
+ * SVR, squared hinge, Huber); NaN for the others (squared: no box;
+ * logistic: its solution stays inside its box). */
+double krr_loss_dual_bound(const krr_loss *loss, double lambda, double param);
+/* The relative duality gap (P + D) / max(|P|, |D|, 1e-300) of the primal P
+ * and the dual D the solvers minimise (P + D >= 0, zero at the solution):
+ * the criterion of the losses other than the squared one, and what R's
+ * trace reports at each exact check. */
+double krr_duality_gap(double primal, double dual);
 
 /* --- solver options (base/options.c; each solver declares its own table) ----
  * Options are declared once, in the solver's file, with their default, range
@@ -486,13 +498,12 @@ krr_status krr_solver_step_until(krr_solver *s, int64_t iters, double stop_below
  * the iteration count, never by the caller's budget or the clock (except
  * time_limit), so every caller stops at the same iteration. */
 typedef enum krr_stop_reason {
-  KRR_STOP_NONE = 0,       /* go on: the call's budget ended, or it ran a check */
+  KRR_STOP_NONE = 0, /* go on: the call's budget ended, or it ran a check */
   KRR_STOP_TOL,
   KRR_STOP_MAX_PASSES,
   KRR_STOP_TIME_LIMIT,
-  KRR_STOP_PRECISION,      /* the rounding floor of the working precision */
-  KRR_STOP_EXACT,          /* an exact solver finished */
-  KRR_STOP_NEED_FLOOR      /* not a stop: measure the floor (floor_per_w), call again */
+  KRR_STOP_PRECISION, /* the rounding floor of the working precision */
+  KRR_STOP_EXACT      /* an exact solver finished */
 } krr_stop_reason;
 /* "tol", "max_passes", ... (NULL for KRR_STOP_NONE) */
 const char *krr_stop_reason_name(krr_stop_reason r);
@@ -507,13 +518,17 @@ typedef struct krr_stop {
   int gap;               /* the criterion is a duality gap (checked at passes 1, 2, 4, ...) */
   int exact_ok;          /* exact checks allowed (else the running estimate decides) */
   int direct;            /* an exact solver: done means "exact" */
-  /* The precision floor (stop.c): with use_floor, a stalled fit whose
-   * criterion is within floor_factor times floor_per_w ||W||_F stops with
-   * "precision".  floor_per_w is the caller's measurement, NaN until made:
-   * krr_solver_run asks for it with KRR_STOP_NEED_FLOOR. */
+  /* The precision floor (stop.c): with use_floor, where the floor applies
+   * (a squared-loss fit with tol > 0 on the plain exact kernel: stop.c's
+   * floor_kind), a stalled fit whose criterion is within floor_factor times
+   * floor_per_w ||W||_F stops with "precision".  floor_per_w is measured by
+   * the policy at the first stall (NaN until then; a caller may set it
+   * instead) from floor_X: the training points as the problem got them
+   * (host, column-major n x p doubles, borrowed; NULL: not measured). */
   int use_floor;
   double floor_factor;   /* 2 */
   double floor_per_w;
+  const double *floor_X;
   /* the exact criterion (NULL: krr_solver_residual); called from
    * krr_solver_run with the caller's data */
   krr_status (*exact)(krr_solver *s, void *data, double *crit);
@@ -521,9 +536,13 @@ typedef struct krr_stop {
   /* kept between calls */
   int64_t next_exact_iter, due_iter, floor_iter;
   double best_est, best_pass, t_exact, per_iter, deadline, floor;
-  int final_exact, exact_cut, pending;
+  int final_exact, exact_cut;
 } krr_stop;
 void krr_stop_init(krr_stop *p, double tol, double max_passes, double time_limit);
+/* The precision floor per unit ||W||_F at the solver's current weights, as
+ * the policy measures it for a solve under p (stop.c); NaN where the floor
+ * does not apply to that solve or p->floor_X is NULL. */
+krr_status krr_stop_floor(krr_solver *s, const krr_stop *p, double *per_w);
 
 typedef struct krr_stop_result {
   krr_stop_reason reason;

@@ -34,7 +34,9 @@ typedef struct {
   krr_solver *solver;
   int ctx_ok;
   krr_stop stop; /* the stop policy of the current solve (ffi_fit_stop) */
-  double pd[2];  /* the objective values of the last exact check (NaN: none) */
+  SEXP x;        /* the training points (R's x, preserved while the state lives): the
+                  * precision floor's measurement (krr_stop.floor_X) */
+  double pd[3];  /* P, D and their relative gap at the last exact check (NaN: none) */
 } fit_state;
 
 static void state_release(fit_state *fs) {
@@ -51,6 +53,8 @@ static void state_release(fit_state *fs) {
   free(fs->obsd);
   fs->obsd = NULL;
   fs->ctx_ok = 0;
+  if (fs->x) R_ReleaseObject(fs->x);
+  fs->x = NULL;
 }
 
 static void state_finalizer(SEXP ptr) {
@@ -194,6 +198,11 @@ SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP
     askotch_glue_raise_status(st, buf);
   }
   askotch_glue_blas_restore();
+  /* x stays with the state, unchanged (R copies it before any change); not
+   * in the pointer's protected slot, which saveRDS() would write out */
+  MARK_NOT_MUTABLE(x);
+  R_PreserveObject(x);
+  fs->x = x;
   SEXP ptr = PROTECT(R_MakeExternalPtr(fs, Rf_install("askotch_state"), R_NilValue));
   R_RegisterCFinalizerEx(ptr, state_finalizer, TRUE);
   UNPROTECT(1);
@@ -228,9 +237,9 @@ static SEXP diag_vector(krr_solver *s) {
 }
 
 /* The exact check of a fit that records the objective values: P and D at
- * the weights (one per training row), and the criterion -- the relative
- * residual for the squared loss, else the relative duality gap
- * (P + D) / max(|P|, |D|) of P and D. */
+ * the weights (one per training row) and their relative duality gap
+ * (krr_duality_gap), and the criterion -- the relative residual for the
+ * squared loss, else that gap. */
 static krr_status objective_exact(krr_solver *s, void *data, double *crit) {
   fit_state *fs = (fit_state *)data;
   int64_t len = krr_solver_weights_rows(s) * (int64_t)fs->obj.m;
@@ -242,16 +251,18 @@ static krr_status objective_exact(krr_solver *s, void *data, double *crit) {
   if (st != KRR_OK) return st;
   fs->pd[0] = P;
   fs->pd[1] = D;
+  fs->pd[2] = krr_duality_gap(P, D);
   if (!strcmp(krr_loss_name(fs->obj.loss), "squared")) return krr_solver_residual(s, crit);
-  double sc = fmax(fmax(fabs(P), fabs(D)), 1e-300);
-  *crit = (P + D) / sc;
+  *crit = fs->pd[2];
   return KRR_OK;
 }
 
 /* A new stop policy for the next solve (krr_stop in krr.h): rule =
  * c(tol, max_passes, time_limit, elapsed, gap, exact_ok, direct, use_floor,
  * objective), `elapsed` the seconds the fit's clock has run already;
- * objective = 1 records P and D at each exact check. */
+ * use_floor = 1 lets the solve stop at the precision floor where it applies
+ * (measured by the policy on the state's points); objective = 1 records P
+ * and D at each exact check. */
 SEXP ffi_fit_stop(SEXP ptr, SEXP rule) {
   fit_state *fs = get_state(ptr);
   if (!Rf_isReal(rule) || XLENGTH(rule) != 9)
@@ -264,6 +275,7 @@ SEXP ffi_fit_stop(SEXP ptr, SEXP rule) {
   p->exact_ok = r[5] != 0;
   p->direct = r[6] != 0;
   p->use_floor = r[7] != 0;
+  p->floor_X = REAL(fs->x);
   if (r[8] != 0) {
     if (krr_solver_weights_rows(fs->solver) != fs->pb.n)
       askotch_glue_raise_status(KRR_ERR_INPUT,
@@ -274,16 +286,14 @@ SEXP ffi_fit_stop(SEXP ptr, SEXP rule) {
   return R_NilValue;
 }
 
-/* Up to `iters` iterations under the stop policy (krr_solver_run);
- * floor_per_w (not NA) is the precision floor per unit ||W||_F that the
- * last call asked for.  list(diag, reason (NA: go on), exact, floor,
- * objective = c(P, D) of an exact check of this call, or NAs). */
-SEXP ffi_fit_run(SEXP ptr, SEXP iters, SEXP floor_per_w) {
+/* Up to `iters` iterations under the stop policy (krr_solver_run):
+ * list(diag, reason (NA: go on), exact, floor (the precision floor, NaN
+ * until measured), objective = c(P, D, gap) of an exact check of this
+ * call, or NAs). */
+SEXP ffi_fit_run(SEXP ptr, SEXP iters) {
   fit_state *fs = get_state(ptr);
   int it = askotch_glue_int1(iters, "iters must be a number");
-  double fw = askotch_glue_num1(floor_per_w, "floor_per_w must be a number");
-  if (!ISNAN(fw)) fs->stop.floor_per_w = fw;
-  fs->pd[0] = fs->pd[1] = NAN;
+  fs->pd[0] = fs->pd[1] = fs->pd[2] = NAN;
   krr_stop_result res;
   askotch_glue_blas_save();
   krr_status st = krr_solver_run(fs->solver, &fs->stop, it < 1 ? 1 : it, &res);
@@ -295,10 +305,9 @@ SEXP ffi_fit_run(SEXP ptr, SEXP iters, SEXP floor_per_w) {
   SET_VECTOR_ELT(out, 1, why ? Rf_mkString(why) : Rf_ScalarString(NA_STRING));
   SET_VECTOR_ELT(out, 2, Rf_ScalarReal(res.exact));
   SET_VECTOR_ELT(out, 3, Rf_ScalarReal(fs->stop.floor));
-  SEXP pd = Rf_allocVector(REALSXP, 2);
+  SEXP pd = Rf_allocVector(REALSXP, 3);
   SET_VECTOR_ELT(out, 4, pd);
-  REAL(pd)[0] = fs->pd[0];
-  REAL(pd)[1] = fs->pd[1];
+  for (int i = 0; i < 3; i++) REAL(pd)[i] = fs->pd[i];
   const char *names[] = {"diag", "reason", "exact", "floor", "objective"};
   for (int i = 0; i < 5; i++) SET_STRING_ELT(nm, i, Rf_mkChar(names[i]));
   Rf_setAttrib(out, R_NamesSymbol, nm);

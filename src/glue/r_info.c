@@ -139,6 +139,17 @@ static SEXP loss_info(const krr_loss *ls) {
   return out;
 }
 
+/* The bound of the dual box |alpha_i| <= bound of a loss at lambda and its
+ * parameter (krr_loss_dual_bound): Inf when unbounded, NA for a loss
+ * without support vectors to count. */
+SEXP ffi_loss_bound(SEXP loss, SEXP param, SEXP lambda) {
+  const krr_loss *ls = krr_loss_lookup(askotch_glue_str1(loss, "`loss` must be a loss name"));
+  if (!ls) askotch_glue_raise_status(KRR_ERR_INPUT, "unknown loss");
+  double b = krr_loss_dual_bound(ls, askotch_glue_num1(lambda, "lambda must be a number"),
+                                 askotch_glue_num1(param, "param must be a number"));
+  return Rf_ScalarReal(isnan(b) ? NA_REAL : b);
+}
+
 /* What R reads at load: the solvers (options, losses, capabilities), the
  * losses, the kernels (r_kernel.c: names in code order, metric, text, rate)
  * and the codes of precision and device. */

@@ -12,6 +12,7 @@ const krr_loss krr_loss_hinge = {
     .linear = 0,
     .sparse = 1,
     .code = KRR_LOSS_HINGE,
+    .at_bound = 1,
     .classification = 1,
     .grad = krr_loss_map_grad,
     .curv = krr_loss_map_curv,

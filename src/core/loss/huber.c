@@ -12,6 +12,7 @@ const krr_loss krr_loss_huber = {
     .crit = KRR_CRIT_GAP,
     .linear = 0,
     .code = KRR_LOSS_HUBER,
+    .at_bound = 1,
     .param_name = "delta",
     .param_default = 1.0,
     .param_lo = 0.0,

@@ -80,6 +80,19 @@ krr_status krr_objective_init(krr_ctx *ctx, const krr_op *op, const krr_loss *lo
 
 const char *krr_loss_param_name(const krr_loss *loss) { return loss ? loss->param_name : NULL; }
 
+double krr_loss_dual_bound(const krr_loss *loss, double lambda, double param) {
+  if (!loss || !(loss->sparse || loss->at_bound)) return NAN;
+  krr_objective obj = {.loss = loss, .lambda = lambda, .prec = KRR_DOUBLE};
+  obj.param = loss->param_name ? param : 0.0;
+  double b = 0;
+  for (int s = -1; s <= 1; s += 2) { /* both targets' boxes (hinge: [0, b] and [-b, 0]) */
+    double lo = 0, hi = 0;
+    loss->box(&obj, (double)s, &lo, &hi);
+    b = fmax(b, fmax(-lo, hi));
+  }
+  return b;
+}
+
 krr_status krr_objective_set_param(krr_ctx *ctx, krr_objective *obj, double param) {
   const krr_loss *loss = obj ? obj->loss : NULL;
   if (!loss) return krr_fail(ctx, KRR_ERR_INPUT, "no objective");
@@ -133,6 +146,10 @@ krr_status krr_objective_values(krr_op *op, const krr_objective *obj, const void
   return KRR_OK;
 }
 
+double krr_duality_gap(double primal, double dual) {
+  return (primal + dual) / fmax(fmax(fabs(primal), fabs(dual)), 1e-300);
+}
+
 krr_status krr_objective_criterion(krr_op *op, const krr_objective *obj, const void *a,
                                    const void *F, void *work, double *crit) {
   int64_t len = op->nloc * (int64_t)obj->m;
@@ -159,8 +176,7 @@ krr_status krr_objective_criterion(krr_op *op, const krr_objective *obj, const v
   } else {
     double P = 0, D = 0;
     KTRY(krr_objective_values(op, obj, a, F, work, &P, &D));
-    double sc = fabs(P) > fabs(D) ? fabs(P) : fabs(D);
-    *crit = (P + D) / (sc > 1e-300 ? sc : 1e-300);
+    *crit = krr_duality_gap(P, D);
   }
   if (!isfinite(*crit))
     return krr_fail(op->ctx, KRR_ERR_NUMERIC, "the iterate diverged (non-finite criterion)");

@@ -37,6 +37,8 @@ struct krr_loss {
   int classification; /* targets must be -1 or +1 */
   int sparse;         /* the dual solution has exact zeros (the points inside the margin or
                        * the tube: hinge, squared hinge, SVR), which kernel products may skip */
+  int at_bound;       /* the dual solution has points at the bound of its box (the margin
+                       * errors of hinge and SVR, Huber's outliers): krr_loss_dual_bound */
   /* the loss parameter (krr_objective.param): its name (NULL: none), default
    * and lower bound (> lo when lo_open, else >= lo; finite) */
   const char *param_name;

@@ -23,6 +23,7 @@ const krr_loss krr_loss_svr = {
     .linear = 0,
     .sparse = 1,
     .code = KRR_LOSS_SVR,
+    .at_bound = 1,
     .param_name = "epsilon",
     .param_default = 0.1,
     .param_lo = 0.0,

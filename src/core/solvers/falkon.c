@@ -261,6 +261,7 @@ const krr_solver_def krr_solver_falkon = {
     .state_size = sizeof(falkon_t),
     .mem_advice = "use fewer centres",
     .distributed = 1, /* K_nm^T K_nm u: local products + an allreduce of m-vectors */
+    .normal_floor = 1,
     .resolve = fk_resolve,
     .memory = fk_memory,
     .init = fk_init,

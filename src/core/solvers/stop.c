@@ -15,11 +15,10 @@
 #include "solver.h"
 #include "../dist/dist.h"
 
-static const char *reason_names[] = {NULL, "tol", "max_passes", "time_limit", "precision",
-                                     "exact", "need_floor"};
+static const char *reason_names[] = {NULL, "tol", "max_passes", "time_limit", "precision", "exact"};
 
 const char *krr_stop_reason_name(krr_stop_reason r) {
-  return r > KRR_STOP_NONE && r <= KRR_STOP_NEED_FLOOR ? reason_names[r] : NULL;
+  return r > KRR_STOP_NONE && r <= KRR_STOP_EXACT ? reason_names[r] : NULL;
 }
 
 void krr_stop_init(krr_stop *p, double tol, double max_passes, double time_limit) {
@@ -96,6 +95,165 @@ static krr_status weights_norm(krr_solver *s, double *out) {
   return st;
 }
 
+/* --- the precision floor's measurement ----------------------------------------
+ * Which floor a solve has (floor_kind): none unless the criterion is the
+ * relative residual of a squared-loss fit with tol > 0 (not an exact
+ * solver), nonzero targets and the plain exact kernel of the training points
+ * (no features, intercept, observation weights or sharding); then
+ *   FLOOR_MODEL   double precision, weights on the training points: the
+ *                 model u (||K||_F / sqrt(n) + lambda) ||W||_F / ||Y||_F,
+ *                 u = 2^-53 (a double product cannot be checked against a
+ *                 better one);
+ *   FLOOR_KERNEL  single precision, weights on the training points: the
+ *                 measured ||(K~ - K) W||_F / ||Y||_F, K~ the kernel product
+ *                 in single precision, K the one in double;
+ *   FLOOR_NORMAL  single precision, a solver whose criterion is the residual
+ *                 of the normal equations H a = b, H = K_nm^T K_nm + lambda
+ *                 K_mm, b = K_nm^T y (normal_floor: Falkon), whose products
+ *                 with K_nm run in single precision (everything m x m in
+ *                 double): ||K~_nm^T (K~_nm a) - K_nm^T (K_nm a)|| / ||b||.
+ * The measurements use the host points p->floor_X (double, the points the
+ * problem was made from: the single-precision product sees them rounded, as
+ * the solver does). */
+enum { FLOOR_NONE, FLOOR_MODEL, FLOOR_KERNEL, FLOOR_NORMAL };
+
+static int floor_kind(const krr_solver *s, const krr_stop *p) {
+  const krr_objective *o = s->obj;
+  if (!(p->tol > 0) || p->direct || o->loss->crit != KRR_CRIT_RESIDUAL ||
+      !(o->ynorm > 0 && isfinite(o->ynorm)) || !krr_op_exact_points(s->op))
+    return FLOOR_NONE;
+  if (s->ncenters == 0) return s->prec == KRR_DOUBLE ? FLOOR_MODEL : FLOOR_KERNEL;
+  return s->prec == KRR_FLOAT && s->def->normal_floor ? FLOOR_NORMAL : FLOOR_NONE;
+}
+
+/* the floor rule is on for this solve: asked for, applicable, and measurable
+ * (the host points given) or measured already by the caller */
+static int floor_on(const krr_solver *s, const krr_stop *p) {
+  return p->use_floor && floor_kind(s, p) != FLOOR_NONE && (p->floor_X || !isnan(p->floor_per_w));
+}
+
+/* rows idx (n_idx of them) of the column-major n x p matrix X, into out */
+static void rows_of(const double *X, int64_t n, int p, const int64_t *idx, int64_t n_idx,
+                    double *out) {
+  for (int j = 0; j < p; j++)
+    for (int64_t i = 0; i < n_idx; i++) out[i + j * n_idx] = X[idx[i] + j * n];
+}
+
+static double sum_sq(const double *v, int64_t len) {
+  double ss = 0;
+  for (int64_t i = 0; i < len; i++) ss += v[i] * v[i];
+  return ss;
+}
+
+/* ||K||_F / sqrt(n) = sqrt(n mean(K_ij^2)), estimated on at most 1000 of the
+ * points, drawn from the solver's seed */
+static krr_status kernel_rms(krr_solver *s, const double *X, double *out) {
+  int64_t n = s->op->n, ns = n > 1000 ? 1000 : n;
+  int p = s->op->p;
+  int64_t *idx = malloc(sizeof(int64_t) * (size_t)ns);
+  uint64_t *mark = calloc((size_t)(n + 63) / 64, sizeof(uint64_t));
+  double *xs = malloc(sizeof(double) * (size_t)(ns * p > 0 ? ns * p : 1));
+  double *K = malloc(sizeof(double) * (size_t)(ns * ns));
+  krr_status st = idx && mark && xs && K
+                      ? KRR_OK
+                      : krr_fail(s->ctx, KRR_ERR_MEMORY, "the precision floor: out of host memory");
+  if (st == KRR_OK) {
+    if (ns < n)
+      krr_sample_uniform(krr_rng_stream(krr_options_seed(s->opts), 0x666c6f6f72ULL, 0), n, ns, mark,
+                         idx);
+    else
+      for (int64_t i = 0; i < n; i++) idx[i] = i;
+    rows_of(X, n, p, idx, ns, xs);
+    st = krr_kernel_matrix_host(s->ctx, KRR_DOUBLE, &s->op->kernel, xs, ns, xs, ns, p, K);
+  }
+  if (st == KRR_OK) *out = sqrt((double)n * sum_sq(K, ns * ns) / ((double)ns * (double)ns));
+  free(idx);
+  free(mark);
+  free(xs);
+  free(K);
+  return st;
+}
+
+/* out (n1 x q) = K(X1, X2) V, in single (precision 0) or double precision */
+static krr_status host_mv(krr_solver *s, int dbl, const double *X1, int64_t n1, const double *X2,
+                          int64_t n2, const double *V, int q, double *out) {
+  return krr_kernel_apply_host(s->ctx, dbl ? KRR_DOUBLE : KRR_FLOAT, &s->op->kernel, X1, n1, X2, n2,
+                               s->op->p, V, q, out);
+}
+
+/* ||K~ W - K W||_F over the training points (W: n x m) */
+static krr_status kernel_diff(krr_solver *s, const double *X, const double *W, double *out) {
+  int64_t n = s->op->n, len = n * (int64_t)s->m;
+  double *f = malloc(sizeof(double) * (size_t)len), *d = malloc(sizeof(double) * (size_t)len);
+  krr_status st =
+      f && d ? KRR_OK : krr_fail(s->ctx, KRR_ERR_MEMORY, "the precision floor: out of host memory");
+  if (st == KRR_OK) st = host_mv(s, 0, X, n, X, n, W, s->m, f);
+  if (st == KRR_OK) st = host_mv(s, 1, X, n, X, n, W, s->m, d);
+  for (int64_t i = 0; st == KRR_OK && i < len; i++) f[i] -= d[i];
+  if (st == KRR_OK) *out = sqrt(sum_sq(f, len));
+  free(f);
+  free(d);
+  return st;
+}
+
+/* Falkon's floor ||K~_nm^T (K~_nm A) - K_nm^T (K_nm A)|| / ||K_nm^T Y|| (A:
+ * mc x m on the centres, Y the targets) */
+static krr_status normal_diff(krr_solver *s, const double *X, const double *A, double *out) {
+  int64_t n = s->op->n, mc = s->ncenters, m = s->m;
+  int p = s->op->p;
+  int64_t *idx = malloc(sizeof(int64_t) * (size_t)mc);
+  double *xc = malloc(sizeof(double) * (size_t)(mc * p)),
+         *u = malloc(sizeof(double) * (size_t)(n * m));
+  double *vf = malloc(sizeof(double) * (size_t)(mc * m)),
+         *vd = malloc(sizeof(double) * (size_t)(mc * m));
+  krr_status st = idx && xc && u && vf && vd
+                      ? KRR_OK
+                      : krr_fail(s->ctx, KRR_ERR_MEMORY, "the precision floor: out of host memory");
+  if (st == KRR_OK) st = krr_solver_centers(s, idx);
+  if (st == KRR_OK) rows_of(X, n, p, idx, mc, xc);
+  for (int dbl = 0; dbl < 2 && st == KRR_OK; dbl++) {
+    st = host_mv(s, dbl, X, n, xc, mc, A, (int)m, u);
+    if (st == KRR_OK) st = host_mv(s, dbl, xc, mc, X, n, u, (int)m, dbl ? vd : vf);
+  }
+  for (int64_t i = 0; st == KRR_OK && i < mc * m; i++) vf[i] -= vd[i];
+  /* b = K_nm^T y in double, y the targets the solver holds */
+  if (st == KRR_OK) st = krr_download_vec(s->ctx, s->prec, s->obj->y, n * m, u);
+  if (st == KRR_OK) st = host_mv(s, 1, xc, mc, X, n, u, (int)m, vd);
+  if (st == KRR_OK) *out = sqrt(sum_sq(vf, mc * m)) / fmax(sqrt(sum_sq(vd, mc * m)), 1e-300);
+  free(idx);
+  free(xc);
+  free(u);
+  free(vf);
+  free(vd);
+  return st;
+}
+
+krr_status krr_stop_floor(krr_solver *s, const krr_stop *p, double *per_w) {
+  int kind = floor_kind(s, p);
+  const krr_objective *o = s->obj;
+  *per_w = NAN;
+  if (kind == FLOOR_NONE || !p->floor_X) return KRR_OK;
+  if (kind == FLOOR_MODEL) {
+    double krms = 0;
+    KTRY(kernel_rms(s, p->floor_X, &krms));
+    *per_w = 0x1p-53 * (krms + o->lambda) / o->ynorm;
+    return KRR_OK;
+  }
+  int64_t len = s->wrows * (int64_t)s->m;
+  double *w = malloc(sizeof(double) * (size_t)(len > 0 ? len : 1)), fl = 0;
+  krr_status st =
+      w ? krr_solver_weights(s, w) : krr_fail(s->ctx, KRR_ERR_MEMORY, "the weights: out of memory");
+  if (st == KRR_OK && kind == FLOOR_KERNEL) {
+    st = kernel_diff(s, p->floor_X, w, &fl);
+    fl /= o->ynorm;
+  } else if (st == KRR_OK) {
+    st = normal_diff(s, p->floor_X, w, &fl);
+  }
+  if (st == KRR_OK) *per_w = fl / fmax(sqrt(sum_sq(w, len)), 1e-300);
+  free(w);
+  return st;
+}
+
 /* The precision floor (Higham, "Accuracy and Stability of Numerical
  * Algorithms", 2002, ch. 3: a product computed in precision u carries an
  * error of order u times the sizes involved): a solver iterating with the
@@ -105,10 +263,9 @@ static krr_status weights_norm(krr_solver *s, double *out) {
  * has not improved by 10% over max(3 passes, 10% of the passes) and is
  * within floor_factor times the floor, the exact criterion decides: at most
  * tol is "tol", at most floor_factor times the floor is "precision".  The
- * floor per unit ||W|| is the caller's measurement (floor_per_w; NaN until
- * measured: the call returns KRR_STOP_NEED_FLOOR at the first stall, before
- * changing anything, and the next call repeats the check).  *exact: the
- * exact criterion when it was computed. */
+ * floor per unit ||W|| is measured at the first stall (krr_stop_floor) and
+ * kept for the rest of the solve.  *exact: the exact criterion when it was
+ * computed. */
 static krr_status floor_check(krr_solver *s, krr_stop *p, const krr_diag *d,
                               krr_stop_reason *reason, double *exact) {
   double est = d->resid_est, passes = d->passes;
@@ -127,10 +284,7 @@ static krr_status floor_check(krr_solver *s, krr_stop *p, const krr_diag *d,
     double left = p->deadline - (krr_now() - p->t0);
     if (agree_any(s, isnan(p->t_exact) || left < 4 * p->t_exact)) goto next;
   }
-  if (isnan(p->floor_per_w)) { /* the caller measures it; nothing has changed */
-    *reason = KRR_STOP_NEED_FLOOR;
-    return KRR_OK;
-  }
+  if (isnan(p->floor_per_w)) KTRY(krr_stop_floor(s, p, &p->floor_per_w));
   double wn = 0;
   KTRY(weights_norm(s, &wn));
   p->floor = p->floor_per_w * wn;
@@ -160,12 +314,8 @@ static krr_status check(krr_solver *s, krr_stop *p, const krr_diag *d, krr_stop_
   r->exact = NAN;
   if (p->gap && p->due_iter < 0) p->due_iter = pass_iters(d); /* the first gap check: pass 1 */
   int due = p->gap && iter >= p->due_iter;
-  int floor_due = !d->done && p->use_floor && iter >= p->floor_iter;
+  int floor_due = !d->done && floor_on(s, p) && iter >= p->floor_iter;
   if (floor_due) KTRY(floor_check(s, p, d, &reason, &fexact));
-  if (reason == KRR_STOP_NEED_FLOOR) {
-    r->reason = reason;
-    return KRR_OK;
-  }
   if (d->done) {
     reason = p->direct ? KRR_STOP_EXACT : KRR_STOP_TOL;
   } else if (reason != KRR_STOP_NONE) {
@@ -222,7 +372,7 @@ static int64_t chunk(krr_solver *s, const krr_stop *p, const krr_diag *d, int64_
   if (d->iter == 0 || !(d->passes > 0)) return 1; /* the first one measures a pass */
   double ipp = ipp_of(d), k = (double)left;
   if (p->gap && p->due_iter >= 0) k = fmin(k, fmax(1, (double)(p->due_iter - d->iter)));
-  if (p->use_floor) k = fmin(k, fmax(1, (double)(p->floor_iter - d->iter)));
+  if (floor_on(s, p)) k = fmin(k, fmax(1, (double)(p->floor_iter - d->iter)));
   if (isfinite(p->max_passes))
     k = fmin(k, fmax(1, ceil((p->max_passes - d->passes) * ipp - 1e-9)));
   if (isfinite(p->deadline) && p->per_iter > 0)
@@ -242,12 +392,6 @@ krr_status krr_solver_run(krr_solver *s, krr_stop *p, int64_t iters, krr_stop_re
   r->exact = NAN;
   r->elapsed = krr_now() - p->t0;
   krr_solver_diag(s, &r->diag);
-  if (p->pending) { /* a floor check waiting for the floor's measurement */
-    p->pending = 0;
-    KTRY(check(s, p, &r->diag, r));
-    if (r->reason == KRR_STOP_NEED_FLOOR) p->pending = 1;
-    if (r->reason != KRR_STOP_NONE || !isnan(r->exact)) return KRR_OK;
-  }
   krr_ctx *ctx = s->ctx;
   int64_t left = iters < 1 ? 1 : iters;
   krr_comm *c = comm_of(s);
@@ -272,7 +416,6 @@ krr_status krr_solver_run(krr_solver *s, krr_stop *p, int64_t iters, krr_stop_re
     if (!p->gap && isfinite(r->diag.resid_est) && r->diag.resid_est > 1e8) return KRR_OK;
     plan_deadline(s, p, &r->diag);
     KTRY(check(s, p, &r->diag, r));
-    if (r->reason == KRR_STOP_NEED_FLOOR) p->pending = 1;
     if (r->reason != KRR_STOP_NONE || !isnan(r->exact)) return KRR_OK;
   }
   return KRR_OK;
