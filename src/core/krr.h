@@ -479,14 +479,14 @@ krr_status krr_solver_step_until(krr_solver *s, int64_t iters, double stop_below
  * the iteration count, never by the caller's budget or the clock (except
  * time_limit), so every caller stops at the same iteration. */
 typedef enum krr_stop_reason {
-  KRR_STOP_NONE = 0,       /* go on: the call's budget ended, or it ran a check */
+  KRR_STOP_NONE = 0, /* go on: the call's budget ended, or it ran a check */
   KRR_STOP_TOL,
   KRR_STOP_MAX_PASSES,
   KRR_STOP_TIME_LIMIT,
-  KRR_STOP_PRECISION,      /* the rounding floor of the working precision */
-  KRR_STOP_EXACT,          /* an exact solver finished */
-  KRR_STOP_MAX_ITER,       /* max_iter iterations ran (svrg: epochs) */
-  KRR_STOP_NEED_FLOOR      /* not a stop: measure the floor (floor_per_w), call again */
+  KRR_STOP_PRECISION, /* the rounding floor of the working precision */
+  KRR_STOP_EXACT,     /* an exact solver finished */
+  KRR_STOP_MAX_ITER,  /* max_iter iterations ran (svrg: epochs) */
+  KRR_STOP_NEED_FLOOR /* not a stop: measure the floor (floor_per_w), call again */
 } krr_stop_reason;
 /* "tol", "max_passes", ... (NULL for KRR_STOP_NONE) */
 const char *krr_stop_reason_name(krr_stop_reason r);

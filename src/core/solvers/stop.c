@@ -203,8 +203,7 @@ static krr_status check(krr_solver *s, krr_stop *p, const krr_diag *d, krr_stop_
      * converged, not "max_passes" with a criterion below tol */
     if ((reason == KRR_STOP_MAX_PASSES || reason == KRR_STOP_MAX_ITER ||
          reason == KRR_STOP_TIME_LIMIT) &&
-        !isnan(r->exact) &&
-        r->exact <= p->tol)
+        !isnan(r->exact) && r->exact <= p->tol)
       reason = KRR_STOP_TOL;
   }
   r->reason = reason;
@@ -273,12 +272,13 @@ krr_status krr_solver_run(krr_solver *s, krr_stop *p, int64_t iters, krr_stop_re
       p->per_iter = isnan(p->per_iter) ? pi : 0.5 * p->per_iter + 0.5 * pi;
     }
     left -= ran > 0 ? ran : 1;
-    /* iterations that diverge: the caller's error to raise */
-    if (!p->gap && isfinite(r->diag.resid_est) && r->diag.resid_est > 1e8) return KRR_OK;
     plan_deadline(s, p, &r->diag);
     KTRY(check(s, p, &r->diag, r));
     if (r->reason == KRR_STOP_NEED_FLOOR) p->pending = 1;
     if (r->reason != KRR_STOP_NONE || !isnan(r->exact)) return KRR_OK;
+    /* iterations that may diverge: the caller's to judge (after the check,
+     * so that a bound on the iterations or passes holds) */
+    if (!p->gap && isfinite(r->diag.resid_est) && r->diag.resid_est > 1e8) return KRR_OK;
   }
   return KRR_OK;
 }
