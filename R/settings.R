@@ -184,8 +184,8 @@ settings_solver <- function(args, n, precision, mem_limit, loss, device, lspec,
   if (Mb != 0) { # bcd("random"), svrg(): the spec's features are the fit's
     if (M > 0 && M != Mb) {
       abort_askotch(sprintf(paste(
-        "`features` (%s) and the random features of `solver` (bcd(p = %s))",
-        "disagree; give the number once."), format(M), format(Mb)), "input", call)
+        "`features` (%s) and the features of `solver` (%s) disagree; give",
+        "the number once."), format(M), format(solver)), "input", call)
     }
     M <- Mb
   }
