@@ -10,7 +10,7 @@ stop_numbers <- function(rule, t0, use_floor, objective) {
   gap <- rule$criterion != "relative residual"
   as.numeric(c(rule$tol, rule$max_passes, rule$time_limit, now() - t0, gap,
                gap || rule$n <= rule$exact_max_n, rule$direct, use_floor,
-               objective))
+               objective, rule$max_iter %||% Inf))
 }
 
 # The precision floor. A solver in floating point computes with a kernel
@@ -46,6 +46,12 @@ state_new <- function(xs, Yc, set) {
                   set$threads)
 }
 
+# The solve of a fit's settings: fit_solver(), or a spec's own steps around
+# it (svrg(): its Nystrom features, its trace of one row per epoch).
+solve_spec <- function(spec, xs, Yc, set, tgt) UseMethod("solve_spec")
+#' @export
+solve_spec.default <- function(spec, xs, Yc, set, tgt) fit_solver(xs, Yc, set, tgt)
+
 # Fit: a new state, the loop, the results (the state freed unless kept).
 # The clock starts before the data are uploaded (time_limit counts it).
 fit_solver <- function(xs, Yc, set, tgt) {
@@ -71,8 +77,9 @@ fit_solver <- function(xs, Yc, set, tgt) {
   res
 }
 
-# theta = Z^T alpha (M x m) of a random-features state; with an intercept
-# the compiled operator has one more feature, sqrt(c), whose row
+# theta = Z^T alpha (M x m) of a state in features (M random features, or
+# the M columns of the linear operator's points); with an intercept the
+# compiled operator has one more feature, sqrt(c), whose row
 # (sqrt(c) colSums(alpha)) gives the bias, added separately
 features_theta <- function(state, M) {
   theta <- native_fit_features_theta(state)
@@ -139,6 +146,13 @@ validation_fn <- function(state, set, tgt, xpred, y_center) {
     vapply(path_columns(ncol(s) / L, L), function(j) metric(s[, j, drop = FALSE]), 0)
   }
 }
+
+# The relative residual above which a spec's iterations diverge (1e8; the
+# methods: svrg(), whose dual residual starts at ||Z Z^T y|| / (lambda ||y||)
+# and whose compiled solver reports a non-finite criterion itself)
+diverge_level <- function(spec) UseMethod("diverge_level")
+#' @export
+diverge_level.default <- function(spec) 1e8
 
 # A relative residual above 1e8 (it is 1 at the zero start): the iterations
 # diverge, which only a step size too large for the problem does (EigenPro's
@@ -210,7 +224,7 @@ drive_solver <- function(state, set, tgt, xs, t0 = now(), use_floor = FALSE) {
     r <- run_slice(state, set, slice)
     d <- r$diag
     if (rule$criterion == "relative residual" && is.finite(d[["resid_est"]]) &&
-        d[["resid_est"]] > 1e8) {
+        d[["resid_est"]] > diverge_level(set$solver)) {
       diverged(d, solver_c(set$solver)$name)
     }
     pi_new <- max(now() - ts, 1e-4) / max(1, d[["iter"]] - iter0)
@@ -235,7 +249,8 @@ drive_solver <- function(state, set, tgt, xs, t0 = now(), use_floor = FALSE) {
        resid_exact = r$exact, resid_floor = r$floor,
        centers = centers,
        options = native_fit_options(state), extras = d,
-       theta = if (set_features(set) > 0) features_theta(state, set_features(set)),
+       theta = if (set_features(set) != 0) features_theta(state, feature_count(set, xs)),
+       vectors = native_fit_vectors(state),
        path_validation = if (length(set$path) > 1L && !is.null(val_metric)) tr$path())
 }
 

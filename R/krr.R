@@ -146,6 +146,8 @@
 #'   kernel pass, to fit in the limit, or that check is skipped when it would
 #'   take more than half of it); or
 #' * a direct solver ([cholesky()]) has finished (reason `"exact"`); or
+#' * [svrg()] has run its `epochs` epochs (reason `"max_iter"`; one epoch
+#'   is one iteration of its compiled solver); or
 #' * the residual has reached the rounding floor of the precision (reason
 #'   `"precision"`; full-kernel iterative solvers and [falkon()] in single
 #'   precision, unweighted squared loss, `tol > 0`): a solver computing with a kernel matrix \eqn{\tilde K}

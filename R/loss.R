@@ -215,3 +215,5 @@ fit_intercept <- function(object) {
 
 # random features M of a fit (0: exact kernel)
 fit_features <- function(object) if (is.null(object$features)) 0 else object$features
+# a fit on the linear operator (features code -1: svrg("linear")): x^T w
+is_linear_fit <- function(object) fit_features(object) < 0

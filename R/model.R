@@ -20,7 +20,7 @@ krr_scores <- function(object, xs, device = NULL) {
   dimnames(W) <- NULL
   threads <- as.integer(if (is.null(object$threads)) 0L else object$threads)
   if (is_linear_fit(object)) {
-    s <- xs %*% W  # svrg(features = "linear"): x^T w
+    s <- xs %*% W  # the linear operator's features (svrg("linear")): x^T w
   } else if (fit_features(object) > 0) {
     # random features: z(x)^T theta (on the CPU)
     s <- native_features_apply(xs, W, object$kernel, object$features, object$seed,
@@ -159,24 +159,20 @@ fit_model <- function(x, y, loss, args, machine, call, ecall) {
                             call = ecall)
   check_numerics(dat, set, ecall)
   set$obs_weights <- check_weights_model(ow$w, set, ecall)
-  if (is_svrg(set$solver) && length(set$obs_weights) > 0L) {
-    abort_askotch("`solver`: svrg() does not take observation `weights`.",
-                  "input", ecall)
-  }
   set$zero_weight <- ow$dropped
   tn <- tune_hyper(dat, set, ecall)
   check_lambda_numeric(tn$set$lambda, tn$set$precision, ecall)
   path <- tn$set$lambda_spec$rule == "path" && path_solver(tn$set$solver)
-  res <- if (is_svrg(tn$set$solver)) fit_svrg(tn$dat$xs, tn$dat$Yc, tn$set) else
-    if (path) fit_path(tn$dat$xs, tn$dat$Yc, tn$set, tn$dat$tgt) else
-      fit_solver(tn$dat$xs, tn$dat$Yc, tn$set, tn$dat$tgt)
+  res <- if (path) fit_path(tn$dat$xs, tn$dat$Yc, tn$set, tn$dat$tgt) else
+    solve_spec(tn$set$solver, tn$dat$xs, tn$dat$Yc, tn$set, tn$dat$tgt)
   if (!is.null(res$solver)) tn$set$solver <- res$solver # "auto"'s choice, made at the start
   # a path keeps its stop rule: every lambda to the tightest of their tolerances
   if (path) tn$set$lambda <- res$lambda
   fit <- new_krr(tn$dat, tn$set, res, call = call)
-  if (is_svrg(tn$set$solver)) fit <- svrg_fields(fit, res)
-  if (!set$objective && set_features(tn$set) > 0) {
-    # random features (bcd("random")): predictions z(x)^T theta
+  fit[names(res$fields)] <- res$fields  # a spec's own fields (svrg(): epochs)
+  if (!set$objective && !is.null(res$theta)) {
+    # features (bcd("random"), svrg()): predictions z(x)^T theta, or x^T w
+    # for the linear operator (features code -1)
     fit$features <- set_features(tn$set)
     theta <- res$theta
     colnames(theta) <- colnames(fit$weights)
@@ -410,7 +406,7 @@ km_fields <- function(fit, res) {
   fit$primal <- last(tr$primal)
   fit$dual <- last(tr$dual)
   fit$gap <- last(tr$gap)
-  if (fit_features(fit) > 0) {
+  if (fit_features(fit) != 0) {
     theta <- res$theta
     colnames(theta) <- colnames(fit$weights)
     fit$weights <- theta

@@ -138,6 +138,8 @@ native_fit_weights <- function(state) .Call(ffi_fit_weights, state)
 native_fit_centers <- function(state) .Call(ffi_fit_centers, state)
 native_fit_options <- function(state) .Call(ffi_fit_options, state)
 native_fit_features_theta <- function(state) .Call(ffi_fit_features_theta, state)
+# the solver's own result vectors (a named list; svrg: sigma2, objective, gradient)
+native_fit_vectors <- function(state) .Call(ffi_fit_vectors, state)
 native_fit_free <- function(state) .Call(ffi_fit_free, state)
 native_fit_alive <- function(state) .Call(ffi_fit_alive, state)
 
@@ -145,14 +147,6 @@ native_fit_set_targets <- function(state, y) .Call(ffi_fit_set_targets, state, y
 native_fit_set_weights <- function(state, w) .Call(ffi_fit_set_weights, state, w)
 native_fit_set_lambda <- function(state, lambda) {
   .Call(ffi_fit_set_lambda, state, as.numeric(lambda))
-}
-
-# Sketched preconditioned SVRG on explicit features (opts: the nine numbers
-# of src/glue/r_svrg.c's ffi_svrg, in its order).
-native_svrg <- function(x, y, lambda, features, kernel, opts, threads, w0 = NULL) {
-  k <- kernel_args(kernel)
-  .Call(ffi_svrg, x, y, as.numeric(lambda), as.numeric(features), k[[1L]], k[[2L]],
-        as.numeric(opts), as.integer(threads), w0)
 }
 
 # Threads and devices --------------------------------------------------------

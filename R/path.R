@@ -8,7 +8,6 @@
 # solver's rule for these options: bcd(), and sap()'s exact blocks with one
 # factor of K_BB + lambda I per lambda)
 path_solver <- function(solver) {
-  if (is_svrg(solver)) return(FALSE)
   sc <- solver_c(solver)
   isTRUE(native_options_caps(sc$name, sc$options)$lambda_path)
 }

@@ -68,11 +68,15 @@ settings_from_args <- function(dat, loss, args, intercept = 0, objective = FALSE
     val <- prepare_validation(args$validation, dat$p, dat$xnames, dat$scaling,
                               dat$tgt, call)
   }
-  rule <- stop_rule(tl$tol, args$max_passes, args$time_limit, n,
+  # a solver that bounds its iterations itself (svrg()'s epochs) is not
+  # bounded by max_passes
+  max_iter <- solver_max_iter(sv$solver)
+  rule <- stop_rule(tl$tol, if (is.finite(max_iter)) Inf else args$max_passes,
+                    args$time_limit, n,
                     direct = inherits(sv$solver, "askotch_solver_cholesky"),
-                    criterion = loss$criterion)
-  if (!is.finite(args$max_passes) && !is.finite(args$time_limit) && tl$tol == 0 &&
-      !rule$direct) {
+                    criterion = loss$criterion, max_iter = max_iter)
+  if (!is.finite(rule$max_passes) && !is.finite(args$time_limit) && tl$tol == 0 &&
+      !rule$direct && !is.finite(max_iter)) {
     abort_askotch(paste(
       "With `tol = 0`, at least one of `max_passes` and `time_limit` must",
       "be finite."), "input", call)
@@ -172,17 +176,16 @@ settings_solver <- function(args, n, precision, mem_limit, loss, device, lspec,
       auto_solver(n, precision, mem_limit, loss, args$features, device)
     } else as_solver(solver, call)
   check_solver_loss(solver, loss, call)
-  if (is_svrg(solver)) {
-    # (SVRG refuses "cuda" asked for, not "auto")
-    check_svrg_settings(lspec, kern, precision, args$device, args$validation, call)
-  }
+  # what the spec's fits cannot do (svrg(): refuses "cuda" asked for, not "auto")
+  check_solver_settings(solver, lspec, kern, precision, args$device,
+                        args$validation, call)
   M <- check_features(args$features, n, call)
-  Mb <- bcd_features_count(solver, n)
-  if (Mb > 0) { # bcd(features = "random"): its features are the fit's
+  Mb <- spec_features(solver, n)
+  if (Mb != 0) { # bcd("random"), svrg(): the spec's features are the fit's
     if (M > 0 && M != Mb) {
       abort_askotch(sprintf(paste(
-        "`features` (%s) and the random features of `solver` (bcd(p = %s))",
-        "disagree; give the number once."), format(M), format(Mb)), "input", call)
+        "`features` (%s) and the features of `solver` (%s) disagree; give",
+        "the number once."), format(M), format(solver)), "input", call)
     }
     M <- Mb
   }
@@ -293,12 +296,6 @@ check_solver_loss <- function(solver, loss, call = NULL) {
       "%s)."), loss$name, paste(info$losses, collapse = ", ")),
       "not_built", call)
   }
-  if (is_svrg(solver)) {
-    if (loss$name == "squared") return(invisible(solver))
-    abort_askotch(sprintf(paste(
-      "`solver`: svrg() supports the squared loss only, not the %s loss;",
-      "use joker()."), loss$name), "input", call)
-  }
   name <- solver_c(solver)$name
   def <- info$solvers[[name]]
   if (is.null(def)) {
@@ -370,13 +367,15 @@ lambda_spec <- function(lambda, loss, n, call = NULL) {
 # for the squared loss only for n <= option askotch.exact_max_n, above which
 # the running estimate decides; the gap is always computed), or
 # `max_passes`, or `time_limit` seconds; an exact solver ends with reason
-# "exact". The compiled policy decides (krr_stop, src/core/krr.h), at
+# "exact"; or `max_iter` iterations (reason "max_iter"; svrg()'s epochs).
+# The compiled policy decides (krr_stop, src/core/krr.h), at
 # iterations fixed by the iteration count alone, so that R, every rank of a
 # distributed fit and the C driver stop at the same iteration whatever the
 # machine's speed.
 stop_rule <- function(tol, max_passes, time_limit, n, direct = FALSE,
-                      criterion = "relative residual") {
+                      criterion = "relative residual", max_iter = Inf) {
   structure(list(tol = tol, max_passes = max_passes, time_limit = time_limit,
+                 max_iter = max_iter,
                  exact_max_n = getOption("askotch.exact_max_n", 50000),
                  n = n, direct = direct, criterion = criterion),
             class = "askotch_stop_rule")
@@ -384,9 +383,16 @@ stop_rule <- function(tol, max_passes, time_limit, n, direct = FALSE,
 
 set_intercept <- function(set) if (is.null(set$intercept)) 0 else set$intercept
 
-# random features M (0: the exact kernel) and intercept constant c (0: none)
-# of a fit's settings (krr() sets neither)
+# the features code of a fit's settings (krr_op_compose): M > 0 random
+# features, -1 the linear operator on the points (svrg()'s linear and
+# Nystrom features), 0 the exact kernel (krr() sets none)
 set_features <- function(set) if (is.null(set$features)) 0 else set$features
+
+# the features of a fit in features: M, or the columns of the points xs
+feature_count <- function(set, xs) {
+  M <- set_features(set)
+  if (M < 0) ncol(xs) else M
+}
 
 # Per output column of centred targets: the (population) sd and the norm.
 target_scales <- function(Yc) {

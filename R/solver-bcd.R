@@ -138,9 +138,10 @@ check_bcd_centers <- function(p) {
   })
 }
 
-# random features of a bcd() spec for n points (0: not a random-feature spec)
-bcd_features_count <- function(spec, n) {
-  if (!inherits(spec, "askotch_solver_bcd") || spec$features != "random") return(0)
+# random features of a bcd() spec for n points (0: bcd("nystrom"))
+#' @export
+spec_features.askotch_solver_bcd <- function(spec, n) {
+  if (spec$features != "random") return(0)
   if (is.null(spec$p)) min(n, 1000) else as.numeric(spec$p)
 }
 

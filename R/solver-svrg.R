@@ -1,6 +1,7 @@
-# SVRG and sketched preconditioned SVRG on explicit features -- the
-# compiled routine of src/core/solvers/svrg.c (called directly, not through
-# the iterative solver skeleton: it solves a problem in feature space) ------
+# SVRG and sketched preconditioned SVRG on explicit features: the spec of
+# the compiled solver "svrg" (src/core/solvers/svrg.c), which runs on an
+# operator with a finite feature map; its fit's own steps are in
+# fit-svrg.R ------------------------------------------------------------
 
 #' Sketched preconditioned SVRG on explicit features
 #'
@@ -48,21 +49,33 @@
 #' smoothness; each epoch computes the full gradient once and takes
 #' `epoch_length` stochastic steps (each \eqn{O(d m)} for \eqn{m} outputs,
 #' \eqn{O(d k)} for a regulariser term); an epoch starts from the last
-#' iterate (Johnson and Zhang's option I). The fit stops when
-#' \eqn{\|\Phi^T(\Phi w - y) + \lambda w\| \le} `tol`
-#' \eqn{\|\Phi^T y\|} (worst output; `tol` of [krr()], \eqn{10^{-6}} when
-#' automatic) or after `epochs` epochs (`max_passes` of [krr()] does not
-#' apply). Memory: the \eqn{n \times d} feature matrix, and with the
+#' iterate (Johnson and Zhang's option I).
+#'
+#' **Stopping.** The fit stops by the rule of every solver of [krr()]: the
+#' relative residual of the dual system, \eqn{\|(\Phi\Phi^T + \lambda I)
+#' a - y\| / \|y\|} for the dual weights \eqn{a = (y - \Phi w) / \lambda},
+#' at most `tol` (the automatic tolerance of [krr()] unless given), which
+#' bounds the error of the fitted function as for any solver; it is
+#' computed exactly at the end of every epoch. The paper's criterion
+#' \eqn{\|\Phi^T(\Phi w - y) + \lambda w\| / \|\Phi^T y\|} (worst output)
+#' is reported in the trace (`gradient`), not used to stop. The fit also
+#' stops after `epochs` epochs (reason `"max_iter"`, with a warning);
+#' `max_passes` of [krr()] does not apply. Memory: the \eqn{n \times d} feature matrix, and with the
 #' preconditioner its preconditioned copy \eqn{P^{-1/2}\phi(x_i)} (the
 #' paper's preprocessing, which makes a step \eqn{O(d)} as in plain SVRG).
 #'
 #' An svrg() fit needs a numeric `lambda` and a fixed or median bandwidth,
 #' runs in double precision on the CPU, and does not take observation
 #' `weights` or a `validation` set; [refit()] does not apply to it.
-#' The trace (`fit$trace`) has one row per epoch with the objective and
-#' the criterion.
+#' The trace (`fit$trace`) has one row per epoch (`epoch` 0: the start)
+#' with the paper's objective and criterion (`objective`, `gradient`) and
+#' the columns of every solver's trace; `fit$solver` holds the resolved
+#' options, the feature count `d`, the sketch's eigenvalue estimates
+#' `sigma2` of \eqn{\Phi^T\Phi / n}, \eqn{\hat\beta} (`beta_hat`) and the
+#' step `eta`; `fit$epochs` the epochs run.
 #'
-#' @param rank Sketch rank \eqn{k} (the paper: 30), capped at \eqn{d}.
+#' @param rank Sketch rank \eqn{k} (`NULL`: 30, the paper's), capped at
+#'   \eqn{d}.
 #' @param epochs Most epochs (`NULL`: 60, the paper's horizon).
 #' @param epoch_length Stochastic steps per epoch (`NULL`: \eqn{2N},
 #'   \eqn{N = n + d}; the paper takes it proportional to \eqn{n}).
@@ -89,11 +102,11 @@
 #' coef(fit)
 #' fit$epochs
 #' # random Fourier features of the RBF kernel
-#' fit2 <- krr(x, sin(x[, 1]), lambda = 1e-2, solver = svrg(p = 100),
+#' fit2 <- krr(x, sin(x[, 1]), lambda = 0.1, solver = svrg(p = 100),
 #'             seed = 1, threads = 1)
 #' predict(fit2, x[1:3, ])
 #' @export
-svrg <- function(rank = 30, epochs = NULL, epoch_length = NULL, step = NULL,
+svrg <- function(rank = NULL, epochs = NULL, epoch_length = NULL, step = NULL,
                  precondition = TRUE, features = c("random", "linear", "nystrom"),
                  p = NULL, sampling = NULL, lanczos_iters = NULL) {
   call <- sys.call()
@@ -107,7 +120,7 @@ svrg <- function(rank = 30, epochs = NULL, epoch_length = NULL, step = NULL,
     }
     as.numeric(v)
   }
-  rank <- int_opt(rank, "rank", null_ok = FALSE)
+  rank <- int_opt(rank, "rank")
   epochs <- int_opt(epochs, "epochs")
   epoch_length <- int_opt(epoch_length, "epoch_length")
   p <- int_opt(p, "p")
@@ -128,22 +141,54 @@ svrg <- function(rank = 30, epochs = NULL, epoch_length = NULL, step = NULL,
     sampling <- check_choice(lower_choice(sampling), c("smoothness", "uniform"),
                              "sampling", call)
   }
-  new_solver_spec("svrg", list(rank = rank, epochs = epochs,
-                               epoch_length = epoch_length, step = step,
-                               precondition = precondition,
-                               features = features, p = p,
-                               sampling = sampling,
-                               lanczos_iters = lanczos_iters))
+  check_spec(new_solver_spec("svrg", list(rank = rank, epochs = epochs,
+                                          epoch_length = epoch_length, step = step,
+                                          precondition = precondition,
+                                          features = features, p = p,
+                                          sampling = sampling,
+                                          lanczos_iters = lanczos_iters)))
 }
 
 spec_svrg <- function() svrg()
 
 #' @export
-solver_c.askotch_solver_svrg <- function(spec) list(name = "svrg", options = list())
+solver_c.askotch_solver_svrg <- function(spec) {
+  list(name = "svrg", options = compact(list(
+    rank = spec$rank, lanczos_iters = spec$lanczos_iters,
+    epoch_length = spec$epoch_length, step = spec$step,
+    precondition = spec$precondition, sampling = spec$sampling)))
+}
 
+# the features of the fit's operator: M random features (p, at most n:
+# min(n, 1000) by default), else the linear operator on the points (x, or
+# the Nystrom features fit-svrg.R makes)
+#' @export
+spec_features.askotch_solver_svrg <- function(spec, n) {
+  if (spec$features != "random") return(-1)
+  min(spec$p %||% 1000, n)
+}
+
+# the epochs: one an iteration of the compiled solver (60: the paper's horizon)
+#' @export
+solver_max_iter.askotch_solver_svrg <- function(spec) spec$epochs %||% 60
+
+# the resolved options (from the compiled table), the feature count, the
+# step's constants and the sketch's eigenvalues (extras$sigma2)
 #' @export
 solver_resolved.askotch_solver_svrg <- function(spec, options, extras) {
-  for (nm in names(options)) spec[[nm]] <- options[[nm]]
+  pc <- isTRUE(options$precondition)
+  spec$precondition <- pc
+  spec$rank <- if (pc) extras[["rank"]] else NULL
+  spec$lanczos_iters <- if (pc) as.integer(extras[["lanczos_iters"]]) else NULL
+  spec$epochs <- solver_max_iter(spec)
+  spec$epoch_length <- options$epoch_length
+  spec$step <- options$step
+  spec$sampling <- options$sampling
+  spec$d <- extras[["features"]]
+  spec$p <- if (spec$features == "linear") NULL else spec$d
+  spec$beta_hat <- extras[["beta_hat"]]
+  spec$eta <- extras[["eta"]]
+  spec$sigma2 <- if (pc) extras[["sigma2"]] else NULL
   spec
 }
 
@@ -155,94 +200,13 @@ format.askotch_solver_svrg <- function(x, ...) {
           if (isTRUE(x$precondition)) paste0(", rank ", auto(x$rank)) else "")
 }
 
-# The fit: options resolved, features built and solved in C, the results in
-# the shape of fit_solver()'s.
-fit_svrg <- function(xs, Yc, set) {
-  sp <- set$solver
-  n <- nrow(xs)
-  linear <- sp$features == "linear"
-  d <- if (linear) ncol(xs) else min(sp$p %||% 1000, n)
-  nys <- if (sp$features == "nystrom") nystrom_features(xs, d, set)
-  N <- n + d
-  opts <- list(rank = min(sp$rank, d), epochs = sp$epochs %||% 60,
-               epoch_length = sp$epoch_length %||% (2 * N),
-               step = sp$step %||% 0.1, sampling = sp$sampling %||% "smoothness",
-               tol = if (isTRUE(set$tol_auto)) 1e-6 else set$rule$tol)
-  t0 <- now()
-  r <- native_svrg(if (is.null(nys)) xs else nys$phi, Yc, set$lambda,
-                   if (linear || !is.null(nys)) 0 else d, set$kernel,
-                   c(opts$rank, sp$lanczos_iters %||% 0, opts$epochs,
-                     opts$epoch_length, opts$step, sp$precondition,
-                     opts$sampling == "smoothness", opts$tol, set$seed),
-                   set$threads)
-  secs <- now() - t0
-  e <- r$epochs
-  crit <- r$gradient[e + 1L]
-  reason <- if (crit <= opts$tol) "tol" else "epochs"
-  # one epoch: a full gradient (one pass) and epoch_length steps (each
-  # touches one of the N terms)
-  passes <- e * (1 + opts$epoch_length / N)
-  resolved <- c(opts[c("rank", "epochs", "epoch_length", "step", "sampling")],
-                list(d = d, p = if (linear) NULL else d,
-                     lanczos_iters = if (sp$precondition) r$lanczos_iters else NULL,
-                     eta = r$eta, beta_hat = r$beta_hat,
-                     sigma2 = if (sp$precondition) r$sigma2 else NULL))
-  if (!sp$precondition) resolved$rank <- NULL
-  # Nystrom features: the centre coefficients a = R^{-1} w, phi(x)^T w = k(x, X_I) a
-  list(weights = if (is.null(nys)) r$weights else backsolve(nys$R, r$weights),
-       trace = data.frame(epoch = 0:e, passes = (0:e) * (1 + opts$epoch_length / N),
-                          seconds = r$seconds[seq_len(e + 1L)],
-                          objective = r$objective[seq_len(e + 1L)],
-                          resid_est = r$gradient[seq_len(e + 1L)],
-                          resid_exact = r$gradient[seq_len(e + 1L)]),
-       reason = reason, iterations = e, passes = passes, seconds = secs,
-       resid_est = crit, resid_exact = crit, resid_floor = NA_real_,
-       centers = if (is.null(nys)) integer(0) else nys$centers, options = resolved,
-       extras = list(), features = if (linear || !is.null(nys)) NULL else d, tol = opts$tol)
-}
-
-# Nystrom features of d centres (uniform rows, from the fit's seed):
-# phi(x) = R^{-T} k(X_I, x) with K_II + delta I = R^T R (delta = 0, or the
-# smallest jitter from 1e-14 tr(K_II) up that makes the Cholesky succeed),
-# so that phi(x)^T phi(x') = k(x, X_I) K_II^{-1} k(X_I, x'): ridge regression
-# in these features is the inducing-point (Falkon) problem on the centres.
-nystrom_features <- function(xs, d, set) {
-  n <- nrow(xs)
-  centers <- with_seed(set$seed + 20, sort(sample.int(n, d)))
-  Knm <- kernel_mat(xs, xs[centers, , drop = FALSE], set$kernel, set$threads)
-  Kmm <- Knm[centers, , drop = FALSE]
-  R <- NULL
-  jitter <- 0
-  while (is.null(R)) {
-    R <- tryCatch(chol(Kmm + jitter * diag(d)), error = function(e) NULL)
-    jitter <- if (jitter == 0) 1e-14 * sum(diag(Kmm)) else jitter * 10
-    if (is.null(R) && jitter > 1e-2 * sum(diag(Kmm))) {
-      abort_askotch("`solver`: the Nystrom features' K_II is not positive definite; use fewer centres (`p`).",
-                    "numeric")
-    }
-  }
-  list(phi = t(backsolve(R, t(Knm), transpose = TRUE)), R = R, centers = centers)
-}
-
-# the fields of an svrg fit beyond new_krr()'s: the feature count (random
-# features predict through it, as kernel_machine(features = p) fits do), the
-# epochs and the stopping tolerance used
-svrg_fields <- function(fit, res) {
-  fit$features <- res$features
-  fit$epochs <- res$iterations
-  fit$tol <- res$tol
-  fit
-}
-
-# a linear-ridge fit of svrg(features = "linear"): predictions x^T w
-is_linear_fit <- function(object) {
-  is_svrg(object$solver) && identical(object$solver$features, "linear")
-}
-
 # What an svrg() fit cannot do, refused when the settings are made (the
-# iterative solvers' options that do not apply to it).
-check_svrg_settings <- function(lspec, kern, precision, device, validation,
-                                call = NULL) {
+# automatic lambda and bandwidth tuning use the exact kernel; the validation
+# metric predicts through the exact kernel or random features only).
+#' @export
+check_solver_settings.askotch_solver_svrg <- function(spec, lspec, kern, precision,
+                                                      device, validation,
+                                                      call = NULL) {
   refuse <- function(what) {
     abort_askotch(sprintf("`solver`: svrg() %s.", what), "input", call)
   }
@@ -254,7 +218,7 @@ check_svrg_settings <- function(lspec, kern, precision, device, validation,
                    kern$bandwidth_rule))
   }
   if (precision != "double") refuse("works in double precision: use `precision = \"double\"`")
-  if (device == "cuda") refuse("runs on the CPU: use `device = \"cpu\"` or \"auto\"")
+  if (identical(device, "cuda")) refuse("runs on the CPU: use `device = \"cpu\"` or \"auto\"")
   if (!is.null(validation)) refuse("does not track a `validation` set")
   invisible(TRUE)
 }

@@ -373,7 +373,6 @@ auto <- function(v, digits = 4) {
 }
 
 as_solver <- function(solver, call = NULL) {
-  if (is_svrg(solver)) return(solver)  # runs outside the compiled skeleton
   if (inherits(solver, "askotch_solver")) return(valid_spec(solver, call))
   ns <- environment(as_solver)
   if (is.function(solver)) {
@@ -430,6 +429,29 @@ valid_spec <- function(solver, call = NULL) {
 }
 
 is_svrg <- function(spec) inherits(spec, "askotch_solver_svrg")
+
+# What a spec brings to a fit's settings (methods in the solver files):
+# spec_features() the features code of the operator for n points (0: the
+# exact kernel; M > 0 random features; -1 the linear operator, see
+# set_features()); solver_max_iter() a bound on the iterations the spec
+# sets itself (Inf: none, max_passes bounds the fit); check_solver_settings()
+# refuses the settings its fits cannot take (classed input errors naming the
+# argument).
+spec_features <- function(spec, n) UseMethod("spec_features")
+#' @export
+spec_features.default <- function(spec, n) 0
+solver_max_iter <- function(spec) UseMethod("solver_max_iter")
+#' @export
+solver_max_iter.default <- function(spec) Inf
+check_solver_settings <- function(spec, lspec, kern, precision, device,
+                                  validation, call = NULL) {
+  UseMethod("check_solver_settings")
+}
+#' @export
+check_solver_settings.default <- function(spec, lspec, kern, precision, device,
+                                          validation, call = NULL) {
+  invisible(TRUE)
+}
 
 # The choices of a compiled solver's choice option (its option table's
 # "a|b|c"), so that R checks an argument against the rule C applies.

@@ -67,8 +67,8 @@ check_fit_weights <- function(fit, bad) {
   p <- fit$p
   m <- fit$m
   features <- fit$features
-  if (!is.null(features) && (!whole(features) || features < 0)) {
-    bad("features", "must be 0 or a positive whole number")
+  if (!is.null(features) && (!whole(features) || features < -1)) {
+    bad("features", "must be 0, -1 (linear) or a positive whole number")
   }
   M <- if (is.null(features)) 0 else features
   W <- fit$weights
@@ -77,8 +77,8 @@ check_fit_weights <- function(fit, bad) {
   }
   if (!finite_all(W)) bad("weights", "contains NA, NaN or infinite values")
   # prediction points
-  if (M > 0 || is_linear_fit(fit)) {
-    if (M == 0) M <- p
+  if (M != 0) {
+    if (M < 0) M <- p  # the linear operator: one weight per column of x
     if (nrow(W) != M) bad("weights", sprintf("must have %d rows (the features)", M))
   } else {
     X <- fit$x
@@ -210,7 +210,7 @@ check_fit_model <- function(fit, bad) {
 check_fit_record <- function(fit, bad) {
   if (!is.data.frame(fit$trace)) bad("trace", "must be a data frame")
   reasons <- c("tol", "exact", "precision", "max_passes", "time_limit",
-               "epochs")  # epochs: svrg()
+               "max_iter")  # max_iter: svrg()'s epochs
   if (!is.character(fit$reason) || length(fit$reason) != 1L ||
       !fit$reason %in% reasons) {
     bad("reason", sprintf("must be one of %s",
@@ -263,10 +263,10 @@ warn_not_converged <- function(fit, call = NULL) {
     "passes. %s"),
     switch(fit$reason, max_passes = "`max_passes` reached",
            time_limit = "`time_limit` reached",
-           epochs = "the `epochs` of svrg() reached", fit$reason),
+           max_iter = "the `epochs` of svrg() reached", fit$reason),
     fit_loss(fit)$criterion, format(signif(r, 3)), est, format(fit$tol),
     format(signif(fit$passes, 3)),
-    if (identical(fit$reason, "epochs"))
+    if (identical(fit$reason, "max_iter"))
       "Raise `epochs` (or tune `step`) of svrg()." else
     if (fit_loss(fit)$name == "squared")
       paste("Raise `max_passes` or `time_limit`, or use a direct solver",

@@ -56,6 +56,10 @@ check_weights_model <- function(w, set, call = NULL) {
       "`weights` (observation weights as per-point noise) are supported for",
       "the squared loss only, not the %s loss."), set$loss$name), "input", call)
   }
+  if (solver_c(set$solver)$name == "svrg") {
+    abort_askotch("`solver`: svrg() does not take observation `weights`.",
+                  "input", call)
+  }
   if (solver_c(set$solver)$name == "eigenpro3") {
     abort_askotch(paste(
       "`weights` are not supported by eigenpro(version = 3); use falkon()",

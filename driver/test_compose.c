@@ -24,7 +24,12 @@
  *     (K + c 1 1^T + lambda W^{-1}) alpha = y, W = D^2 (1e-9: a Cholesky
  *     solve of a system whose condition number is below 1e4); dividing
  *     back (inverse = 1) gives v again (1e-15), and rows picked by an index
- *     list take the scalings of those rows. */
+ *     list take the scalings of those rows.
+ *  5. The linear operator (features code M < 0, K = X X^T): named
+ *     "linear" with nfeat = p (p + 1 with an intercept); with an intercept
+ *     and observation weights the product equals the hand-made chain
+ *     linear -> shift -> scale bit for bit, and the host matrix
+ *     D (X X^T + c 1 1^T) D V to 1e-12; refused with a communicator. */
 #include "test_common.h"
 #include "../src/core/dist/dist.h"
 #include "../src/core/op/op.h"
@@ -213,6 +218,65 @@ static void test_comm(krr_ctx *ctx, const double *X, int64_t n, int p, const dou
   free(o2);
 }
 
+/* 5. the linear operator: M < 0 */
+static void test_linear(krr_ctx *ctx, const double *X, int64_t n, int p, const double *d) {
+  const int q = 2;
+  const double c = 0.3;
+  krr_kernel k = {KRR_RBF, 1.0}; /* not used by the linear operator */
+  double *V = malloc(sizeof(double) * n * q), *o1 = malloc(sizeof(double) * n * q),
+         *o2 = malloc(sizeof(double) * n * q), *o3 = malloc(sizeof(double) * n * q);
+  for (int64_t i = 0; i < n * q; i++) V[i] = krr_rng_normal(101, (uint64_t)i);
+  krr_problem pb;
+  krr_op *op = NULL, *lin = NULL, *sh = NULL, *hand = NULL, *plain = NULL;
+  krr_clear(ctx);
+  krr_status st = krr_problem_create(ctx, KRR_DOUBLE, X, n, p, &pb);
+  if (st == KRR_OK) st = krr_op_compose(ctx, &pb, k, -1, 0, 0.0, NULL, NULL, &plain);
+  CHECK(st == KRR_OK && plain && !strcmp(plain->vt->name, "linear") && plain->nfeat == p,
+        "compose linear: operator %s, nfeat %lld: %s", plain ? plain->vt->name : "none",
+        (long long)(plain ? plain->nfeat : -1), ctx->msg);
+  if (st == KRR_OK) st = krr_op_compose(ctx, &pb, k, -1, 0, c, d, NULL, &op);
+  CHECK(st == KRR_OK && op && op->nfeat == p + 1, "compose linear + intercept: nfeat %lld: %s",
+        (long long)(op ? op->nfeat : -1), ctx->msg);
+  if (st == KRR_OK) st = krr_op_linear_create(ctx, &pb, &lin);
+  if (st == KRR_OK) st = krr_op_shift_create(lin, c, &sh);
+  if (st == KRR_OK) st = krr_op_scale_create(sh, d, &hand);
+  int same = 0;
+  double e = INFINITY;
+  if (st == KRR_OK && op_product(ctx, op, KRR_DOUBLE, NULL, 0, V, q, o1) == KRR_OK &&
+      op_product(ctx, hand, KRR_DOUBLE, NULL, 0, V, q, o2) == KRR_OK) {
+    same = memcmp(o1, o2, sizeof(double) * n * q) == 0;
+    for (int j = 0; j < q; j++)
+      for (int64_t i = 0; i < n; i++) {
+        double s = 0;
+        for (int64_t l = 0; l < n; l++) {
+          double t = c;
+          for (int a = 0; a < p; a++) t += X[i + a * n] * X[l + a * n];
+          s += d[i] * t * d[l] * V[l + j * n];
+        }
+        o3[i + j * n] = s;
+      }
+    e = rel_diff(o1, o3, n * q);
+  }
+  CHECK(same && e <= 1e-12,
+        "compose linear + intercept + weights: hand-made chain %s, host matrix %.2e: %s",
+        same ? "equal" : "differs", e, ctx->msg);
+  krr_op_free(op);
+  krr_op_free(hand);
+  krr_op_free(plain);
+  /* a communicator: refused */
+  krr_clear(ctx);
+  op = (krr_op *)&pb;
+  krr_status s2 = krr_op_compose(ctx, &pb, k, -1, 0, 0.0, NULL, krr_comm_serial(), &op);
+  CHECK(s2 == KRR_ERR_INPUT && op == NULL && strstr(ctx->msg, "distributed fit"),
+        "compose linear with a communicator: status %d, msg \"%s\"", (int)s2, ctx->msg);
+  krr_clear(ctx);
+  krr_problem_free(ctx, &pb);
+  free(V);
+  free(o1);
+  free(o2);
+  free(o3);
+}
+
 /* 4. a weighted fit with an intercept, end to end */
 static void test_weighted_fit(krr_ctx *ctx, const double *X, const double *y, int64_t n, int p,
                               const double *d) {
@@ -291,6 +355,7 @@ int main(int argc, char **argv) {
   test_features_chain(&ctx, X, n, p, d);
   test_comm(&ctx, X, n, p, d);
   test_weighted_fit(&ctx, X, y, n, p, d);
+  test_linear(&ctx, X, n, p, d);
   free(d);
   free(X);
   free(y);

@@ -27,7 +27,10 @@
  *     is checked at passes 1, 2, 4, 8, and the fit ends at max_passes = 9.
  *  7. The loss table's closed forms: krr_duality_gap (P + D) / max(|P|, |D|,
  *     1e-300) and krr_loss_dual_bound (hinge and SVR 1 / lambda, Huber
- *     delta / lambda, squared hinge Inf, NaN for squared and logistic). */
+ *     delta / lambda, squared hinge Inf, NaN for squared and logistic).
+ *  8. max_iter: reason "max_iter" at exactly that iteration, whatever the
+ *     caller's budget (1 or 1000 a call); a final exact criterion is
+ *     reported; max_passes still applies when it comes first. */
 #include "test_common.h"
 
 static krr_solver *make(tfit *f, const char *name, const char *spec) {
@@ -85,6 +88,26 @@ static void test_max_passes(tfit *f) {
         "max_passes: reason %s after %.3f passes, exact %.3g", krr_stop_reason_name(r.reason),
         r.diag.passes, r.exact);
   krr_solver_free(s);
+}
+
+static void test_max_iter(tfit *f) {
+  for (int k = 0; k < 3; k++) {
+    krr_solver *s = make(f, "askotch", "block_size=40 rank=20 seed=5");
+    if (!s) return;
+    krr_stop p;
+    krr_stop_init(&p, 0, k == 2 ? 0.5 : INFINITY, INFINITY);
+    p.exact_ok = 1;
+    p.max_iter = 13;
+    krr_stop_result r = run_to_end(s, &p, k == 0 ? 1 : 1000, 1000, NULL);
+    krr_stop_reason want = k == 2 ? KRR_STOP_MAX_PASSES : KRR_STOP_MAX_ITER;
+    /* max_passes = 0.5: before 13 iterations (10 of block 40 make a pass) */
+    int iter_ok = k == 2 ? r.diag.iter < 13 : r.diag.iter == 13;
+    CHECK(r.reason == want && iter_ok && !isnan(r.exact),
+          "max_iter (budget %d, max_passes %g): reason %s at iteration %lld, exact %.3g",
+          k == 0 ? 1 : 1000, p.max_passes, krr_stop_reason_name(r.reason), (long long)r.diag.iter,
+          r.exact);
+    krr_solver_free(s);
+  }
 }
 
 static void test_exact(tfit *f) {
@@ -330,6 +353,7 @@ int main(int argc, char **argv) {
   if (tfit_make(&ctx, KRR_DOUBLE, X, n, 3, y, 2, k, 1e-3 * (double)n, &f) == KRR_OK) {
     test_tol(&f, n);
     test_max_passes(&f);
+    test_max_iter(&f);
     test_exact(&f);
     test_floor(&f, X);
     tfit_free(&f);

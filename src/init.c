@@ -17,6 +17,7 @@ SEXP ffi_fit_free(SEXP);
 SEXP ffi_fit_alive(SEXP);
 SEXP ffi_fit_centers(SEXP);
 SEXP ffi_fit_options(SEXP);
+SEXP ffi_fit_vectors(SEXP);
 SEXP ffi_fit_set_targets(SEXP, SEXP);
 SEXP ffi_fit_set_lambda(SEXP, SEXP);
 SEXP ffi_fit_set_weights(SEXP, SEXP);
@@ -32,7 +33,6 @@ SEXP ffi_pivoted_cholesky(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_threads(SEXP);
 SEXP ffi_devices(void);
 SEXP ffi_blas_threads(SEXP);
-SEXP ffi_svrg(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 
 SEXP ffi_mpi_built(void);
 SEXP ffi_mpi_init(void);
@@ -59,6 +59,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_fit_alive, 1),
     CALLDEF(ffi_fit_centers, 1),
     CALLDEF(ffi_fit_options, 1),
+    CALLDEF(ffi_fit_vectors, 1),
     CALLDEF(ffi_fit_set_targets, 2),
     CALLDEF(ffi_fit_set_lambda, 2),
     CALLDEF(ffi_fit_set_weights, 2),
@@ -77,7 +78,6 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_devices, 0),
     CALLDEF(ffi_blas_threads, 1),
     CALLDEF(ffi_fit_stop, 2),
-    CALLDEF(ffi_svrg, 9),
     CALLDEF(ffi_options_caps, 2),
     {NULL, NULL, 0},
 };

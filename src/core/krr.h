@@ -300,8 +300,9 @@ krr_status krr_op_sharded_create(krr_op *local, struct krr_comm *comm, krr_op **
 /* The training-set operator of a fit (op/compose.c), composed as every front
  * end (the R glue, MPI ranks, the C driver) composes it: the exact kernel
  * on the problem's points, or M > 0 random features drawn from `seed`
- * (krr_op_features_create); sharded over the ranks of `comm` when it is not
- * NULL (the exact kernel only: with features, an intercept or observation
+ * (krr_op_features_create), or for M < 0 the linear operator K = X X^T
+ * whose features are the points (krr_op_linear_create); sharded over the ranks of `comm` when it is not
+ * NULL (the exact kernel only: with features, a linear operator, an intercept or observation
  * weights it is an input error); K + c 1 1^T when c > 0 (a penalised
  * intercept, krr_op_shift_create); D K D when obsd is not NULL (observation
  * weights w = obsd^2, one per row; krr_op_scale_create).  *out is NULL on
@@ -453,6 +454,10 @@ int krr_solver_supports(const krr_solver_def *def, const krr_loss *loss);
 /* per-solver diagnostics beyond the generic ones: count and names */
 int krr_solver_extra_count(const krr_solver_def *def);
 const char *krr_solver_extra_name(const krr_solver_def *def, int i);
+/* per-solver result vectors (svrg: the sketch's eigenvalues, the objective
+ * per epoch): count and names (krr_solver_vector reads them) */
+int krr_solver_vector_count(const krr_solver_def *def);
+const char *krr_solver_vector_name(const krr_solver_def *def, int i);
 
 /* Generic diagnostics of every solver.  The criterion is the loss's: the
  * relative residual ||(K + lambda I) w - y||_F / ||y||_F for the squared loss
@@ -492,7 +497,7 @@ krr_status krr_solver_step_until(krr_solver *s, int64_t iters, double stop_below
  * driver): the loss's criterion at most `tol`, confirmed by an exact check
  * (when the running estimate is at most tol, at most once a pass; a duality
  * gap also at passes 1, 2, 4, 8, ...; without exact checks, exact_ok = 0,
- * the estimate decides), or `max_passes`, or `time_limit` seconds after t0
+ * the estimate decides), or `max_passes`, or `max_iter` iterations, or `time_limit` seconds after t0
  * (the final exact check counted inside it), or the precision floor; an
  * exact solver ends with "exact".  The checks fall on iterations fixed by
  * the iteration count, never by the caller's budget or the clock (except
@@ -503,7 +508,8 @@ typedef enum krr_stop_reason {
   KRR_STOP_MAX_PASSES,
   KRR_STOP_TIME_LIMIT,
   KRR_STOP_PRECISION, /* the rounding floor of the working precision */
-  KRR_STOP_EXACT      /* an exact solver finished */
+  KRR_STOP_EXACT,    /* an exact solver finished */
+  KRR_STOP_MAX_ITER  /* max_iter iterations ran (svrg: epochs) */
 } krr_stop_reason;
 /* "tol", "max_passes", ... (NULL for KRR_STOP_NONE) */
 const char *krr_stop_reason_name(krr_stop_reason r);
@@ -514,6 +520,7 @@ typedef struct krr_stop {
   double tol;            /* 0: run the budget (max_passes / time_limit) */
   double max_passes;     /* INFINITY: none */
   double time_limit;     /* seconds after t0 (INFINITY: none) */
+  double max_iter;       /* iterations of the state's solve (INFINITY: none) */
   double t0;             /* krr_now() when the fit's clock started */
   int gap;               /* the criterion is a duality gap (checked at passes 1, 2, 4, ...) */
   int exact_ok;          /* exact checks allowed (else the running estimate decides) */
@@ -558,6 +565,9 @@ typedef struct krr_stop_result {
 krr_status krr_solver_run(krr_solver *s, krr_stop *p, int64_t iters, krr_stop_result *r);
 
 void krr_solver_diag(const krr_solver *s, krr_diag *out);
+/* the i-th result vector of a solver: its length, written into out (host)
+ * unless out is NULL */
+int64_t krr_solver_vector(krr_solver *s, int i, double *out);
 /* the i-th per-solver extra diagnostic (NaN before it is known) */
 double krr_solver_extra(const krr_solver *s, int i);
 /* The resolved options (data-dependent defaults filled in).  Choices made

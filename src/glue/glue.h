@@ -13,7 +13,6 @@
  *               the kernel list, rate, values and derivatives
  *   r_info.c    ffi_info, ffi_check_options, ffi_options_caps, devices,
  *               threads
- *   r_svrg.c    ffi_svrg
  *   r_dist.c    the distributed (SPMD) front end (r_dist.h) */
 #ifndef ASKOTCH_GLUE_H
 #define ASKOTCH_GLUE_H

@@ -28,7 +28,7 @@ typedef struct {
   krr_ctx ctx;
   krr_problem pb;
   krr_op *op;       /* what the solver sees (krr_op_compose) */
-  int64_t features; /* random features M (0: the exact kernel) */
+  int64_t features; /* the features code of krr_op_compose (0: the exact kernel) */
   double *obsd;     /* observation weights: d = sqrt(w) per training row (host), or NULL */
   krr_objective obj;
   krr_solver *solver;
@@ -106,6 +106,15 @@ static const double *obs_targets(fit_state *fs, SEXP y) {
   return ys;
 }
 
+/* A new solver state: x (n x p, standardised points), y (n x m targets),
+ * the kernel's code and bandwidth, lambda (one, or one per column of y: a
+ * path), the precision and device codes, the solver's name and options
+ * (an R list), the loss's name and parameter; features: the operator's
+ * features code (krr_op_compose): 0 the exact kernel, M > 0 M random
+ * Fourier features, -1 the linear operator K = x x^T whose features are the
+ * columns of x (linear ridge regression, or any explicit features given as
+ * x, e.g. svrg()'s Nystrom features); intercept: the constant c of
+ * K + c 1 1^T (0: none); obs_weights: one per row or none; threads. */
 SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP precision,
                   SEXP device, SEXP solver, SEXP options, SEXP loss, SEXP loss_param, SEXP features,
                   SEXP intercept, SEXP obs_weights, SEXP threads) {
@@ -132,8 +141,9 @@ SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP
   double lparam = askotch_glue_num1(loss_param, "the loss parameter must be a number");
   double M = askotch_glue_num1(features, "features must be a number");
   double cshift = askotch_glue_num1(intercept, "intercept must be a number");
-  if (!(M >= 0) || M != floor(M) || M > 9007199254740992.0)
-    askotch_glue_raise_status(KRR_ERR_INPUT, "`features` must be NULL or a positive whole number");
+  if (!(M >= -1) || M != floor(M) || M > 9007199254740992.0)
+    askotch_glue_raise_status(KRR_ERR_INPUT,
+                              "`features` must be NULL or a positive whole number (-1: linear)");
   if (!(cshift >= 0) || !isfinite(cshift))
     askotch_glue_raise_status(KRR_ERR_INPUT,
                               "`intercept` must be TRUE, FALSE or a positive number");
@@ -183,7 +193,7 @@ SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP
   if (st == KRR_OK) st = krr_solver_init(&fs->ctx, fs->op, &fs->obj, o, &fs->solver);
   /* a random-features model is theta = Z^T w over the training rows: the
    * inducing-point solvers' weights live on their centres */
-  if (st == KRR_OK && M > 0 && krr_solver_weights_rows(fs->solver) != n)
+  if (st == KRR_OK && M != 0 && krr_solver_weights_rows(fs->solver) != n)
     st = krr_fail(&fs->ctx, KRR_ERR_INPUT,
                   "`features`: the solver `%s` fits weights on inducing points, not on the "
                   "training points; use random features with joker(), askotch(), pcg() or "
@@ -259,14 +269,15 @@ static krr_status objective_exact(krr_solver *s, void *data, double *crit) {
 
 /* A new stop policy for the next solve (krr_stop in krr.h): rule =
  * c(tol, max_passes, time_limit, elapsed, gap, exact_ok, direct, use_floor,
- * objective), `elapsed` the seconds the fit's clock has run already;
- * use_floor = 1 lets the solve stop at the precision floor where it applies
- * (measured by the policy on the state's points); objective = 1 records P
- * and D at each exact check. */
+ * objective, max_iter), `elapsed` the seconds the fit's clock has run
+ * already; use_floor = 1 lets the solve stop at the precision floor where it
+ * applies (measured by the policy on the state's points); objective = 1
+ * records P and D at each exact check; max_iter (Inf: none) bounds the
+ * iterations (svrg()'s epochs). */
 SEXP ffi_fit_stop(SEXP ptr, SEXP rule) {
   fit_state *fs = get_state(ptr);
-  if (!Rf_isReal(rule) || XLENGTH(rule) != 9)
-    askotch_glue_raise_status(KRR_ERR_INPUT, "rule must be 9 numbers");
+  if (!Rf_isReal(rule) || XLENGTH(rule) != 10)
+    askotch_glue_raise_status(KRR_ERR_INPUT, "rule must be 10 numbers");
   const double *r = REAL(rule);
   krr_stop *p = &fs->stop;
   krr_stop_init(p, r[0], r[1], r[2]);
@@ -276,6 +287,7 @@ SEXP ffi_fit_stop(SEXP ptr, SEXP rule) {
   p->direct = r[6] != 0;
   p->use_floor = r[7] != 0;
   p->floor_X = REAL(fs->x);
+  if (r[9] >= 1) p->max_iter = r[9];
   if (r[8] != 0) {
     if (krr_solver_weights_rows(fs->solver) != fs->pb.n)
       askotch_glue_raise_status(KRR_ERR_INPUT,
@@ -315,11 +327,12 @@ SEXP ffi_fit_run(SEXP ptr, SEXP iters) {
   return out;
 }
 
-/* theta = Z^T alpha of a random-features fit: M x m, or (M + 1) x m with
- * an intercept (the last row is sqrt(c) colSums(alpha)) */
+/* theta = Z^T alpha of a fit in features (random features, or the linear
+ * operator's): nfeat x m, with an intercept one more row, the last
+ * sqrt(c) colSums(alpha); a solver with a theta hook gives its own */
 SEXP ffi_fit_features_theta(SEXP ptr) {
   fit_state *fs = get_state(ptr);
-  if (fs->features <= 0) askotch_glue_raise_status(KRR_ERR_INPUT, "not a random-features fit");
+  if (fs->features == 0) askotch_glue_raise_status(KRR_ERR_INPUT, "not a fit in features");
   int64_t n = fs->pb.n, nf = krr_op_nfeat(fs->op);
   int m = fs->obj.m;
   if (krr_solver_weights_rows(fs->solver) != n)
@@ -342,6 +355,23 @@ SEXP ffi_fit_features_theta(SEXP ptr) {
   askotch_glue_blas_restore();
   UNPROTECT(1);
   return theta;
+}
+
+/* the solver's result vectors (krr_solver_vector): a named list */
+SEXP ffi_fit_vectors(SEXP ptr) {
+  fit_state *fs = get_state(ptr);
+  const krr_solver_def *def = krr_options_solver(krr_solver_options(fs->solver));
+  int k = krr_solver_vector_count(def);
+  SEXP out = PROTECT(Rf_allocVector(VECSXP, k)), nm = PROTECT(Rf_allocVector(STRSXP, k));
+  for (int i = 0; i < k; i++) {
+    SEXP v = Rf_allocVector(REALSXP, (R_xlen_t)krr_solver_vector(fs->solver, i, NULL));
+    SET_VECTOR_ELT(out, i, v);
+    if (XLENGTH(v) > 0) krr_solver_vector(fs->solver, i, REAL(v));
+    SET_STRING_ELT(nm, i, Rf_mkChar(krr_solver_vector_name(def, i)));
+  }
+  Rf_setAttrib(out, R_NamesSymbol, nm);
+  UNPROTECT(2);
+  return out;
 }
 
 SEXP ffi_fit_weights(SEXP ptr) {

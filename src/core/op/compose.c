@@ -1,10 +1,17 @@
 /* The training-set operator of a fit, composed in one order for every front
  * end (the R glue, the MPI ranks, the C driver):
  *
- *   exact kernel | M random features       (exact.c | features.c)
+ *   exact kernel | M random features | linear   (exact.c | features.c | linear.c)
  *     -> sharded over the ranks of comm     (sharded.c; exact kernel only)
  *     -> K + c 1 1^T, c > 0                 (shift.c; a penalised intercept)
  *     -> D K D, D = diag(d), d = sqrt(w)    (scale.c; observation weights w)
+ *
+ * The features code M selects the innermost operator: M = 0 the exact
+ * kernel, M > 0 M random Fourier features of the kernel, M < 0 the linear
+ * operator K = X X^T, whose features are the points themselves (the kernel
+ * is not used): linear ridge regression in the feature-space solvers, or
+ * ridge regression in any explicit features given as the points (R's
+ * svrg(features = "nystrom") passes its Nystrom features so).
  *
  * Weighted KRR (K + lambda W^{-1}) alpha = y, W = D^2, is solved as
  * (D K D + lambda I) v = D y with alpha = D v: krr_obs_targets scales the
@@ -16,12 +23,13 @@ krr_status krr_op_compose(krr_ctx *ctx, const krr_problem *pb, krr_kernel kernel
                           krr_op **out) {
   krr_op *inner = NULL, *mid = NULL;
   *out = NULL;
-  krr_status st = M > 0 ? krr_op_features_create(ctx, pb, &kernel, M, seed, &inner)
-                        : krr_op_exact_create(ctx, pb, kernel, &inner);
+  krr_status st = M > 0   ? krr_op_features_create(ctx, pb, &kernel, M, seed, &inner)
+                  : M < 0 ? krr_op_linear_create(ctx, pb, &inner)
+                          : krr_op_exact_create(ctx, pb, kernel, &inner);
   if (st != KRR_OK) return st;
   if (comm) { /* a distributed fit: rows sharded */
     krr_op *local = inner;
-    if (M > 0 || c > 0 || obsd) {
+    if (M != 0 || c > 0 || obsd) {
       krr_op_free(local);
       return krr_fail(ctx, KRR_ERR_INPUT,
                       "a distributed fit takes the exact kernel without "

@@ -34,6 +34,18 @@ int krr_solver_extra_count(const krr_solver_def *def) {
 const char *krr_solver_extra_name(const krr_solver_def *def, int i) {
   return i >= 0 && i < krr_solver_extra_count(def) ? def->extras[i] : NULL;
 }
+int krr_solver_vector_count(const krr_solver_def *def) {
+  int k = 0;
+  while (def->vectors && def->vectors[k]) k++;
+  return k;
+}
+const char *krr_solver_vector_name(const krr_solver_def *def, int i) {
+  return i >= 0 && i < krr_solver_vector_count(def) ? def->vectors[i] : NULL;
+}
+int64_t krr_solver_vector(krr_solver *s, int i, double *out) {
+  if (!s || !s->def->vector || i < 0 || i >= krr_solver_vector_count(s->def)) return 0;
+  return s->def->vector(s, i, out);
+}
 
 krr_status krr_options_new(krr_ctx *ctx, const krr_solver_def *def, krr_options **out) {
   return krr_options_make(ctx, &def->options, def, out);

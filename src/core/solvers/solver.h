@@ -63,6 +63,10 @@ struct krr_solver_def {
   krr_status (*apply_k)(krr_solver *s, void *F);
   krr_status (*centers)(krr_solver *s, int64_t *idx);
   krr_status (*theta)(krr_solver *s, double *host); /* primal weights in feature space */
+  /* optional: result vectors of the solver's own (names NULL-terminated):
+   * the length of the i-th, written into out (host) unless out is NULL */
+  const char *const *vectors;
+  int64_t (*vector)(krr_solver *s, int i, double *out);
   void (*release)(krr_solver *s); /* what is not in the arena */
 };
 

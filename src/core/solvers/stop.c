@@ -15,16 +15,18 @@
 #include "solver.h"
 #include "../dist/dist.h"
 
-static const char *reason_names[] = {NULL, "tol", "max_passes", "time_limit", "precision", "exact"};
+static const char *reason_names[] = {NULL,        "tol",   "max_passes", "time_limit",
+                                     "precision", "exact", "max_iter"};
 
 const char *krr_stop_reason_name(krr_stop_reason r) {
-  return r > KRR_STOP_NONE && r <= KRR_STOP_EXACT ? reason_names[r] : NULL;
+  return r > KRR_STOP_NONE && r <= KRR_STOP_MAX_ITER ? reason_names[r] : NULL;
 }
 
 void krr_stop_init(krr_stop *p, double tol, double max_passes, double time_limit) {
   *p = (krr_stop){0};
   p->tol = tol;
   p->max_passes = max_passes;
+  p->max_iter = INFINITY;
   p->time_limit = time_limit;
   p->t0 = krr_now();
   p->floor_factor = 2;
@@ -341,6 +343,7 @@ static krr_status check(krr_solver *s, krr_stop *p, const krr_diag *d, krr_stop_
   if (reason == KRR_STOP_NONE) {
     if (p->exact_cut) reason = KRR_STOP_TIME_LIMIT; /* the exact check ran out of time */
     else if (d->passes >= p->max_passes - 1e-9) reason = KRR_STOP_MAX_PASSES;
+    else if ((double)iter >= p->max_iter) reason = KRR_STOP_MAX_ITER;
     else if (isfinite(p->deadline) && agree_any(s, r->elapsed >= p->deadline))
       reason = KRR_STOP_TIME_LIMIT;
   }
@@ -349,8 +352,9 @@ static krr_status check(krr_solver *s, krr_stop *p, const krr_diag *d, krr_stop_
     KTRY(exact_check(s, p, &r->exact));
     /* the last iterate meets tol (the running estimate lagged behind):
      * converged, not "max_passes" with a criterion below tol */
-    if ((reason == KRR_STOP_MAX_PASSES || reason == KRR_STOP_TIME_LIMIT) && !isnan(r->exact) &&
-        r->exact <= p->tol)
+    if ((reason == KRR_STOP_MAX_PASSES || reason == KRR_STOP_MAX_ITER ||
+         reason == KRR_STOP_TIME_LIMIT) &&
+        !isnan(r->exact) && r->exact <= p->tol)
       reason = KRR_STOP_TOL;
   }
   r->reason = reason;
@@ -375,6 +379,7 @@ static int64_t chunk(krr_solver *s, const krr_stop *p, const krr_diag *d, int64_
   if (floor_on(s, p)) k = fmin(k, fmax(1, (double)(p->floor_iter - d->iter)));
   if (isfinite(p->max_passes))
     k = fmin(k, fmax(1, ceil((p->max_passes - d->passes) * ipp - 1e-9)));
+  if (isfinite(p->max_iter)) k = fmin(k, fmax(1, p->max_iter - (double)d->iter));
   if (isfinite(p->deadline) && p->per_iter > 0)
     k = fmin(k, fmax(1, floor((p->deadline - (krr_now() - p->t0)) / p->per_iter)));
   int64_t out = (int64_t)fmin(k, 1e6);
@@ -412,11 +417,12 @@ krr_status krr_solver_run(krr_solver *s, krr_stop *p, int64_t iters, krr_stop_re
       p->per_iter = isnan(p->per_iter) ? pi : 0.5 * p->per_iter + 0.5 * pi;
     }
     left -= ran > 0 ? ran : 1;
-    /* iterations that diverge: the caller's error to raise */
-    if (!p->gap && isfinite(r->diag.resid_est) && r->diag.resid_est > 1e8) return KRR_OK;
     plan_deadline(s, p, &r->diag);
     KTRY(check(s, p, &r->diag, r));
     if (r->reason != KRR_STOP_NONE || !isnan(r->exact)) return KRR_OK;
+    /* iterations that may diverge: the caller's to judge (after the check,
+     * so that a bound on the iterations or passes holds) */
+    if (!p->gap && isfinite(r->diag.resid_est) && r->diag.resid_est > 1e8) return KRR_OK;
   }
   return KRR_OK;
 }

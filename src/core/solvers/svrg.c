@@ -467,6 +467,16 @@ krr_status krr_svrg_rff(krr_ctx *ctx, const krr_kernel *k, const double *X, int6
  * end of every epoch: (Z Z' + lambda I) a - Y = -Z g / lambda with
  * g = Z'(Z w - Y) + lambda w, one n x d x m product; the paper's
  * criterion max_j ||g_j|| / ||Z'y_j|| is the extra diagnostic "gradient".
+ * The stop is the one policy of every solver (stop.c) on that generic
+ * criterion: it bounds the error of the fitted function as for any solver
+ * (R's automatic tolerance), and it is exact at the end of each epoch, so
+ * a stop at "tol" needs no second rule; the paper's criterion (the
+ * generic one is at most ||Z||^2 / lambda times it) is reported, not used
+ * to stop.
+ * A bound on the epochs is the policy's max_iter (one epoch an iteration).
+ * The result vectors: "sigma2" (the sketch's eigenvalues), "objective"
+ * and "gradient" (the paper's objective and criterion at the start and
+ * after each epoch of the solve: a trace of one row per epoch).
  * Epoch s draws from the seed's stream s, as krr_svrg_solve's epoch s: from
  * zero weights both give the same iterates.  The epochs are sequential
  * O(d m) steps on host arrays, so on a device they run on a host context
@@ -505,6 +515,8 @@ typedef struct {
   double *Zt, *Xp, *V, *ZV, *ZVs, *s2, *cm, *cp, *beta, *cum, *Y, *A;
   double *R, *Gd, *T, *G, *mu, *U, *W, *Wt, *b, *zy, *h, *ZG;
   double bsum, eta;
+  double *hist; /* (objective, gradient) at the start and after each epoch of the solve */
+  int64_t hlen, hcap;
 } sv_t;
 
 #define SV(s) ((sv_t *)(s)->st)
@@ -517,6 +529,9 @@ static krr_status sv_status(krr_solver *s, krr_status st) {
 
 static void sv_release(krr_solver *s) {
   sv_t *v = SV(s);
+  free(v->hist);
+  v->hist = NULL;
+  v->hlen = v->hcap = 0;
   if (v->host) krr_ctx_free(&v->hctx);
   v->host = 0;
   v->hc = NULL;
@@ -658,6 +673,16 @@ static krr_status sv_measure(krr_solver *s) {
   s->diag.resid_est = est;
   krr_solver_set_extra(s, "gradient", crit);
   krr_solver_set_extra(s, "objective", obj);
+  if (v->hlen == v->hcap) { /* the history: two numbers an epoch */
+    int64_t cap = v->hcap > 0 ? 2 * v->hcap : 64;
+    double *h = (double *)realloc(v->hist, sizeof(double) * (size_t)(2 * cap));
+    if (!h) return krr_fail(s->ctx, KRR_ERR_MEMORY, "svrg: out of host memory");
+    v->hist = h;
+    v->hcap = cap;
+  }
+  v->hist[2 * v->hlen] = obj;
+  v->hist[2 * v->hlen + 1] = crit;
+  v->hlen++;
   if (!isfinite(crit) || !isfinite(s->diag.resid_est))
     return krr_fail(s->ctx, KRR_ERR_NUMERIC,
                     "svrg diverged at epoch %lld: reduce `step` (now %g "
@@ -671,6 +696,7 @@ static krr_status sv_start(krr_solver *s) {
   krr_ctx *hc = v->hc;
   const int64_t n = s->n, d = v->d, m = s->m;
   if (s->obj->lcol) return krr_fail(s->ctx, KRR_ERR_INPUT, "svrg solves one `lambda` at a time");
+  v->hlen = 0; /* a new solve: a new history */
   KTRY(krr_download_vec(s->ctx, s->prec, s->obj->y, n * m, v->Y));
   /* ||Z'y_j|| for the paper's criterion */
   KTRY(sv_status(s, DOP(hc, gemm, 0, 0, d, m, n, 1.0, v->Zt, d, v->Y, n, 0.0, v->Gd, d)));
@@ -722,6 +748,23 @@ static krr_status sv_theta(krr_solver *s, double *host) {
   return KRR_OK;
 }
 
+static const char *const vectors[] = {"sigma2", "objective", "gradient", NULL};
+
+/* sigma2: the sketch's eigenvalue estimates of C = Z'Z / n (k, descending;
+ * empty before the sketch or without preconditioner); objective, gradient:
+ * the paper's objective and criterion at the start (epoch 0) and after each
+ * epoch of the current solve */
+static int64_t sv_vector(krr_solver *s, int i, double *out) {
+  const sv_t *v = SV(s);
+  if (i == 0) {
+    const int64_t k = s->prepared ? v->k : 0;
+    if (out && k > 0) memcpy(out, v->s2, sizeof(double) * (size_t)k);
+    return k;
+  }
+  for (int64_t e = 0; out && e < v->hlen; e++) out[e] = v->hist[2 * e + (i - 1)];
+  return v->hlen;
+}
+
 const krr_solver_def krr_solver_svrg = {
     .name = "svrg",
     .title = "Sketched preconditioned SVRG",
@@ -738,5 +781,7 @@ const krr_solver_def krr_solver_svrg = {
     .start = sv_start,
     .iterate = sv_iterate,
     .theta = sv_theta,
+    .vectors = vectors,
+    .vector = sv_vector,
     .release = sv_release,
 };

@@ -4,11 +4,12 @@
  * Section 5.1), and plain SVRG (Johnson and Zhang 2013; Xiao and Zhang
  * 2014) as its baseline.  See svrg.c.
  *
- * The direct entry point on a host feature matrix, used by the R glue's
- * ffi_svrg; the same method is the registry solver "svrg" (options by name,
+ * The direct entry point on a host feature matrix (the C driver's reference
+ * for the registry entry); the same method is the registry solver "svrg" (options by name,
  * the generic step loop) on any operator with a finite feature map: random
  * features (krr_op_features_create), x itself (krr_op_linear_create) or
- * Nystrom features as the points of a linear operator. */
+ * Nystrom features as the points of a linear operator; R fits through the
+ * registry entry. */
 #ifndef KRR_SVRG_H
 #define KRR_SVRG_H
 #include "../krr.h"
