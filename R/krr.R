@@ -349,7 +349,9 @@ krr.default <- function(x, y, kernel = "rbf", bandwidth = "median",
   args <- fit_args(environment(), bandwidth_given = !missing(bandwidth))
   call <- tryCatch(match.call(krr.default, ecall), error = function(e) ecall)
   if (distributed) return(fit_distributed(x, y, args, call, ecall))
-  fit_model(x, y, loss_squared(), args, machine = FALSE, call = call, ecall = ecall)
+  fit <- fit_model(x, y, loss_squared(), args, machine = FALSE, call = call, ecall = ecall)
+  warn_hyper(fit, ecall)
+  fit
 }
 
 #' @rdname krr

@@ -182,7 +182,6 @@ fit_model <- function(x, y, loss, args, machine, call, ecall) {
   fit$tuning <- tn$tuning
   if (path) fit <- path_fields(fit, res)
   if (set$objective) fit <- as_kernel_machine(fit, tn$dat, tn$set, res)
-  warn_hyper(fit, ecall)
   warn_not_converged(validate_krr(fit), ecall)
 }
 
