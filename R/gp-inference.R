@@ -64,22 +64,24 @@ gp_hessian_exact <- function(xs, Y, kernel, lambda, codes, est_lambda,
   dA <- gp_hyper_dA(xs, kernel, lambda, codes, est_lambda, d)
   q <- length(dA)
   AiA <- lapply(dA, function(M) Ainv %*% M)
+  Aa <- lapply(dA, function(M) M %*% alpha)       # A_i alpha
+  AAa <- lapply(Aa, function(v) Ainv %*% v)       # A^{-1} A_i alpha
+  aAa <- vapply(Aa, function(v) colSums(alpha * v), numeric(m))  # alpha_c^T A_i alpha_c
+  aAa <- matrix(aAa, nrow = m)
   g <- c(vapply(seq_len(q), function(i) {
-    sum(colSums(alpha * (dA[[i]] %*% alpha)) / (2 * s2)) - m / 2 * sum(diag(AiA[[i]]))
+    sum(aAa[, i] / (2 * s2)) - m / 2 * sum(diag(AiA[[i]]))
   }, 0), -n / 2 + yAy / (2 * s2))
   H <- matrix(0, q + m, q + m)
   for (i in seq_len(q)) {
-    Aa_i <- dA[[i]] %*% alpha
     for (j in seq_len(i)) {
       Aij <- gp_hyper_d2A(xs, kernel, lambda, codes, est_lambda, d, i, j)
-      Aa_j <- dA[[j]] %*% alpha
       tr2 <- sum(AiA[[i]] * t(AiA[[j]]))
       tr1 <- if (is.null(Aij)) 0 else sum(Ainv * Aij)
-      quad <- 2 * colSums(Aa_i * (Ainv %*% Aa_j)) -
+      quad <- 2 * colSums(Aa[[i]] * AAa[[j]]) -
         (if (is.null(Aij)) 0 else colSums(alpha * (Aij %*% alpha)))
       H[i, j] <- H[j, i] <- -m / 2 * (tr1 - tr2) - sum(quad / (2 * s2))
     }
-    H[i, q + seq_len(m)] <- H[q + seq_len(m), i] <- -colSums(alpha * Aa_i) / (2 * s2)
+    H[i, q + seq_len(m)] <- H[q + seq_len(m), i] <- -aAa[, i] / (2 * s2)
   }
   H[cbind(q + seq_len(m), q + seq_len(m))] <- -yAy / (2 * s2)
   ll <- sum(-n / 2 * log(2 * pi * s2) - yAy / (2 * s2)) - m * sum(log(diag(R)))
