@@ -112,6 +112,10 @@ for stage in $STAGES; do
         run parity 600 "$PARITY"
         note parity "$RUN_ST" "$RUN_DT" "$(grep -E '^[0-9]+ passed' "$LOG/parity.log" | tail -n 1)"
         grep '^FAIL' "$LOG/parity.log" | head -n 40
+        # again with every L2 kernel product on the GEMM route
+        run parity_gemm 600 env ASKOTCH_CUDA_GEMM_MIN_P=1 "$PARITY"
+        note parity_gemm "$RUN_ST" "$RUN_DT" "$(grep -E '^[0-9]+ passed' "$LOG/parity_gemm.log" | tail -n 1)"
+        grep '^FAIL' "$LOG/parity_gemm.log" | head -n 40
       else
         note parity skip - "test_parity not built"
       fi

@@ -168,8 +168,14 @@ static void test_kernel_mv(backends *B, krr_precision prec, int kt, int64_t n1, 
   int64_t ldv = n2 + pad, ldo = n1 + pad;
   double *X2 = hrandn(n2 * p);
   double *X1 = hrandn(n1 * p);
-  if (dup) /* X1 rows copied from X2: exact zero distances occur */
-    for (int64_t i = 0; i < n1 && i < n2; i += 2) memcpy(X1 + i * p, X2 + i * p, sizeof(double) * p);
+  if (dup) /* X1 rows copied from X2: exact zero distances occur; dup = 2:
+             * every other copy moved by 1e-3 (near duplicates, where the GEMM
+             * route's |x|^2 + |y|^2 - 2 x.y loses t to cancellation) */
+    for (int64_t i = 0; i < n1 && i < n2; i += 2) {
+      memcpy(X1 + i * p, X2 + i * p, sizeof(double) * p);
+      if (dup == 2 && i % 4 == 2)
+        for (int d = 0; d < p; d++) X1[i * p + d] += 1e-3 * X1[((i + 1) % n1) * p + d];
+    }
   double *V = hrandn(ldv * (q > 0 ? q : 1));
   hround(prec, X1, n1 * p);
   hround(prec, X2, n2 * p);
@@ -947,6 +953,14 @@ int main(int argc, char **argv) {
     test_kernel_mv(&B, prec, KRR_RBF, 40, 0, 3, 2, 0, 0);  /* n2 = 0: out = 0 */
     test_kernel_mv(&B, prec, KRR_RBF, 40, 50, 3, 0, 0, 0); /* q = 0: no-op */
     if (!small_mode) test_kernel_mv(&B, prec, KRR_MATERN32, 2000, 3000, 100, 1, 0, 0);
+    /* large p: the L2 kernels take the GEMM route on the GPU (p >= its
+     * threshold; run with ASKOTCH_CUDA_GEMM_MIN_P=1 for every product) */
+    for (int kt = 0; kt < KRR_N_KERNELS; kt++) {
+      test_kernel_mv(&B, prec, kt, 300, 1000, 200, 1, 3, 2);
+      test_kernel_mv(&B, prec, kt, 3, small_mode ? 3000 : 9000, 150, 2, 0, 1);
+      test_kernel_mv(&B, prec, kt, 257, 600, 784, 20, 1, 2);
+      test_kernel_block(&B, prec, kt, 70, 130, 130);
+    }
     test_vector_ops(&B, prec);
     test_diag_scale_randn(&B, prec);
     test_rff_map(&B, prec);

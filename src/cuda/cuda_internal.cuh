@@ -38,6 +38,7 @@ enum {
   KCU_WS_TAU,        /* geqrf tau */
   KCU_WS_U,          /* svd U / R scratch */
   KCU_WS_U2,         /* svd second scratch */
+  KCU_WS_NORM,       /* kernel_block GEMM route: squared row norms */
   KCU_WS_N
 };
 
@@ -49,6 +50,7 @@ typedef struct krr_cuda_state {
   cusolverDnParams_t params;
   int sm_count;
   int cc_major, cc_minor;
+  int gemm_min_p[2]; /* L2 kernel products take the GEMM route from this p: [float, double] */
   void *ws[KCU_WS_N];
   size_t ws_size[KCU_WS_N];
   void *host_ws; /* cuSOLVER 64-bit API host workspace */
@@ -99,6 +101,15 @@ krr_status kcu_enter(krr_ctx *ctx);
     krr_status kcu_t_ = (expr);       \
     if (kcu_t_ != KRR_OK) return kcu_t_; \
   } while (0)
+
+/* The smallest p at which the L2 kernels' products take the GEMM route
+ * (kernels_mv.cu), at the crossover of the two routes measured on an H200
+ * (src/cuda/NOTES.md): in float the routes tie at p = 64, in double the GEMM
+ * route (FP64 tensor cores) ties at p = 32 and is 1.3x faster at 48.  The
+ * environment variable ASKOTCH_CUDA_GEMM_MIN_P overrides both for a context
+ * (benchmarks and tests of either route). */
+#define KCU_GEMM_MIN_P_FLOAT 64
+#define KCU_GEMM_MIN_P_DOUBLE 40
 
 /* threads per block and a grid for an elementwise grid-stride loop over n */
 #define KCU_NT 256

@@ -11,8 +11,23 @@
  *   broadcast) and issues 16 x (sub, fma) = 32 FP instructions, so the loop is
  *   issue bound, not shared-memory bound.
  *
- * Distances are formed directly (x_k - x'_k), never as |x|^2 + |x'|^2 - 2 x.x',
- * so t = 0 exactly for identical points and K(x, x) = 1.
+ * Distances are formed directly (x_k - x'_k), so t = 0 exactly for identical
+ * points and K(x, x) = 1 -- except on the GEMM route below.
+ *
+ * GEMM route (L2 kernels, p >= the context's gemm_min_p, by default
+ * KCU_GEMM_MIN_P_FLOAT / _DOUBLE): the direct loop issues 2 FP instructions per dimension and
+ * pair without tensor-core or cuBLAS-grade blocking, so at large p the
+ * product X1 X2^T runs faster through cuBLAS (2 flops per dimension at GEMM
+ * efficiency).  kernel_block then forms t = |x|^2 + |x'|^2 - 2 x.x' per
+ * tile: cuBLAS writes -2 X1 X2^T into the output, and one elementwise pass
+ * adds the squared row norms and applies the kernel.  Cancellation guard:
+ * where t <= |x|^2 + |x'|^2 divided by GEMM_GUARD_INV (near-duplicate points,
+ * where the rounding of the three terms is no longer small against t) the
+ * pair's distance is recomputed directly, so identical points still give
+ * t = 0 and K = 1; elsewhere the relative error of t is at most about
+ * GEMM_GUARD_INV times that of the GEMM's dot products.  kernel_mv takes the
+ * tile + gemm route with such tiles.  The L1 (Laplace) kernel always runs
+ * the direct loop.
  *
  * kernel_mv epilogue per X2 tile: kernel values (float: ex2.approx /
  * sqrt.approx with log2(e) folded into the scale; double: exp / sqrt), then
@@ -46,6 +61,7 @@ constexpr int BN = TXN * RN;                         /* 64 X2 points per tile */
 constexpr int PADS = 4;                              /* smem row padding */
 constexpr int QFUSED_MAX = 16;                       /* q above this: tile + gemm */
 constexpr double LOG2E = 1.4426950408889634;
+constexpr int GEMM_GUARD_INV = 32; /* recompute t directly below (|x|^2+|x'|^2)/32 */
 
 template <typename T> struct kc_of { static constexpr int v = 32; };
 template <> struct kc_of<double> { static constexpr int v = 16; };
@@ -332,6 +348,112 @@ kblock_kernel(const T *__restrict__ X1, int64_t n1, const T *__restrict__ X2, in
   }
 }
 
+/* ---- GEMM route: squared row norms and the elementwise epilogue ------------*/
+/* nrm[i] = sum_k X[i, k]^2 (X n x p row-major), one warp per row, summed in
+ * double */
+template <typename T>
+__global__ void rownorm2_kernel(const T *__restrict__ X, int64_t n, int p, T *__restrict__ nrm) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = ((int64_t)gridDim.x * blockDim.x) >> 5;
+  for (int64_t i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < n; i += warps) {
+    const T *x = X + i * (int64_t)p;
+    double sum = 0.0;
+    for (int k = lane; k < p; k += 32) sum += (double)x[k] * (double)x[k];
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    if (lane == 0) nrm[i] = (T)sum;
+  }
+}
+
+/* out[i + j ldo] holds -2 x_i.x'_j on entry and K(x_i, x'_j) on exit; t by
+ * the norms, or directly where the guard says the norms' form lost t */
+template <typename T, int KT>
+__global__ void gemm_epilogue_kernel(const T *__restrict__ X1, const T *__restrict__ X2, int p,
+                                     const T *__restrict__ n1v, const T *__restrict__ n2v,
+                                     int64_t m, int64_t nn, T *__restrict__ out, int64_t ldo, T a) {
+  for (int64_t j = blockIdx.y; j < nn; j += gridDim.y) {
+    const T nj = n2v[j];
+    const T *y = X2 + j * (int64_t)p;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < m;
+         i += (int64_t)gridDim.x * blockDim.x) {
+      T *o = out + i + j * ldo;
+      const T s = n1v[i] + nj;
+      T t = *o + s;
+      if (!(t * (T)GEMM_GUARD_INV > s)) {
+        const T *x = X1 + i * (int64_t)p;
+        T d2 = T(0);
+        for (int k = 0; k < p; ++k) {
+          const T df = x[k] - y[k];
+          d2 = fma(df, df, d2);
+        }
+        t = d2;
+      }
+      *o = keval_acc<T, KT>(t, a);
+    }
+  }
+}
+
+/* GEMM route of kernel_mv (q <= QFUSED_MAX, columns c0 .. c0+q-1 of V):
+ * G (m x nn, ld ldg) holds -2 X1 X2^T of one tile; block (x, s) forms the K
+ * entries of rows x*256 .. and of the s-th chunk of columns from G and the
+ * norms (guarded as in gemm_epilogue_kernel) and writes that chunk's K V
+ * to part[(s q + c) m + i] in double.  The K tile itself is never stored. */
+template <typename T, int KT, int Q>
+__global__ void __launch_bounds__(KCU_NT)
+    gemm_mv_epilogue_kernel(const T *__restrict__ X1, const T *__restrict__ X2, int p,
+                            const T *__restrict__ n1v, const T *__restrict__ n2v, int64_t m,
+                            int64_t nn, const T *__restrict__ G, int64_t ldg,
+                            const T *__restrict__ V, int64_t ldv, int q, int64_t chunk,
+                            double *__restrict__ part, T a) {
+  const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t s = blockIdx.y;
+  if (i >= m) return;
+  const int64_t j0 = s * chunk, j1 = j0 + chunk < nn ? j0 + chunk : nn;
+  const T ni = n1v[i];
+  double acc[Q];
+#pragma unroll
+  for (int c = 0; c < Q; ++c) acc[c] = 0.0;
+  for (int64_t jb = j0; jb < j1; jb += 32) {
+    const int64_t je = jb + 32 < j1 ? jb + 32 : j1;
+    T pa[Q];
+#pragma unroll
+    for (int c = 0; c < Q; ++c) pa[c] = T(0);
+    for (int64_t j = jb; j < je; ++j) {
+      const T sn = ni + n2v[j];
+      T t = G[i + j * ldg] + sn;
+      if (!(t * (T)GEMM_GUARD_INV > sn)) {
+        const T *x = X1 + i * (int64_t)p, *y = X2 + j * (int64_t)p;
+        T d2 = T(0);
+        for (int k = 0; k < p; ++k) {
+          const T df = x[k] - y[k];
+          d2 = fma(df, df, d2);
+        }
+        t = d2;
+      }
+      const T kv = keval_acc<T, KT>(t, a);
+#pragma unroll
+      for (int c = 0; c < Q; ++c)
+        if (c < q) pa[c] = fma(kv, V[j + c * ldv], pa[c]);
+    }
+#pragma unroll
+    for (int c = 0; c < Q; ++c) acc[c] += (double)pa[c];
+  }
+#pragma unroll
+  for (int c = 0; c < Q; ++c)
+    if (c < q) part[(s * q + c) * m + i] = acc[c];
+}
+
+/* acc[i + c m] (+)= sum_s part[(s q + c) m + i], s in order (deterministic) */
+__global__ void part_acc_kernel(const double *__restrict__ part, int64_t m, int q, int64_t ns,
+                                double *__restrict__ acc, int first) {
+  const int64_t total = m * (int64_t)q;
+  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
+       e += (int64_t)gridDim.x * blockDim.x) {
+    double sum = first ? 0.0 : acc[e];
+    for (int64_t s = 0; s < ns; ++s) sum += part[s * total + e];
+    acc[e] = sum;
+  }
+}
+
 /* acc (m x q, ld m) (+)= P (m x q, ld m) */
 __global__ void acc_add_kernel(double *__restrict__ acc, const float *__restrict__ P, int64_t len,
                                int first) {
@@ -340,13 +462,14 @@ __global__ void acc_add_kernel(double *__restrict__ acc, const float *__restrict
     acc[e] = first ? (double)P[e] : acc[e] + (double)P[e];
 }
 /* out[i + j ldo] = acc[i + j m] */
+template <typename T>
 __global__ void acc_store_kernel(const double *__restrict__ acc, int64_t m, int q,
-                                 float *__restrict__ out, int64_t ldo) {
+                                 T *__restrict__ out, int64_t ldo) {
   const int64_t total = m * (int64_t)q;
   for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
        e += (int64_t)gridDim.x * blockDim.x) {
     const int64_t j = e / m, i = e - j * m;
-    out[i + j * ldo] = (float)acc[e];
+    out[i + j * ldo] = (T)acc[e];
   }
 }
 
@@ -431,6 +554,68 @@ krr_status launch_mv(krr_ctx *ctx, int kt, const T *X1, int64_t n1, const T *X2,
   }
 }
 
+/* cuBLAS gemm, no transposes, 64-bit API */
+inline cublasStatus_t gemm_nn(cublasHandle_t h, int64_t m, int64_t n, int64_t k, const float *al,
+                              const float *A, int64_t lda, const float *B, int64_t ldb,
+                              const float *be, float *C, int64_t ldc) {
+  return cublasSgemm_64(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, al, A, lda, B, ldb, be, C, ldc);
+}
+inline cublasStatus_t gemm_nn(cublasHandle_t h, int64_t m, int64_t n, int64_t k, const double *al,
+                              const double *A, int64_t lda, const double *B, int64_t ldb,
+                              const double *be, double *C, int64_t ldc) {
+  return cublasDgemm_64(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, al, A, lda, B, ldb, be, C, ldc);
+}
+
+/* C (m x n) = alpha A^T B + beta C with A k x m and B k x n (column-major):
+ * for row-major X1 (m x p) and X2 (n x p), A = X1, B = X2 give X1 X2^T */
+inline cublasStatus_t gemm_tn(cublasHandle_t h, int64_t m, int64_t n, int64_t k, const float *al,
+                              const float *A, int64_t lda, const float *B, int64_t ldb,
+                              const float *be, float *C, int64_t ldc) {
+  return cublasSgemm_64(h, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, al, A, lda, B, ldb, be, C, ldc);
+}
+inline cublasStatus_t gemm_tn(cublasHandle_t h, int64_t m, int64_t n, int64_t k, const double *al,
+                              const double *A, int64_t lda, const double *B, int64_t ldb,
+                              const double *be, double *C, int64_t ldc) {
+  return cublasDgemm_64(h, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, al, A, lda, B, ldb, be, C, ldc);
+}
+
+/* the GEMM route applies: an L2 kernel and p at or above the precision's threshold */
+template <typename T>
+inline bool use_gemm_route(krr_ctx *ctx, int kt, int p) {
+  return !krr_kernel_is_l1(kt) && p >= kcu_state(ctx)->gemm_min_p[sizeof(T) == sizeof(double)];
+}
+
+/* K(X1, X2) into out (n1 x n2, ld ldo) by the GEMM route */
+template <typename T>
+krr_status block_via_gemm(krr_ctx *ctx, int kt, const T *X1, int64_t n1, const T *X2, int64_t n2,
+                          int p, T *out, int64_t ldo, double a) {
+  krr_cuda_state *st = kcu_state(ctx);
+  T *nv = (T *)kcu_ws(ctx, KCU_WS_NORM, (size_t)(n1 + n2) * sizeof(T));
+  if (!nv) return ctx->status;
+  rownorm2_kernel<T><<<kcu_grid(st, 32 * n1), KCU_NT, 0, st->stream>>>(X1, n1, p, nv);
+  KCU_LAUNCHED(ctx, "kernel_block (row norms launch)");
+  rownorm2_kernel<T><<<kcu_grid(st, 32 * n2), KCU_NT, 0, st->stream>>>(X2, n2, p, nv + n1);
+  KCU_LAUNCHED(ctx, "kernel_block (row norms launch)");
+  const T m2 = T(-2), zero = T(0);
+  KCU_BLAS(ctx, "cublas gemm (kernel_block GEMM route)",
+           gemm_tn(st->blas, n1, n2, p, &m2, X1, p, X2, p, &zero, out, ldo));
+  const T ta = (T)a;
+  const int64_t gx = (n1 + KCU_NT - 1) / KCU_NT;
+  const dim3 g((unsigned)(gx < 64 ? gx : 64), (unsigned)(n2 < 256 ? n2 : 256));
+  switch (kt) {
+#define KCU_EPI_CASE(K, ...)                                                          \
+  case KRR_##K:                                                                       \
+    gemm_epilogue_kernel<T, KRR_##K>                                                  \
+        <<<g, KCU_NT, 0, st->stream>>>(X1, X2, p, nv, nv + n1, n1, n2, out, ldo, ta); \
+    break;
+    KRR_KERNEL_LIST(KCU_EPI_CASE)
+#undef KCU_EPI_CASE
+    default: return krr_fail(ctx, KRR_ERR_INPUT, "kernel_block: unknown kernel code %d", kt);
+  }
+  KCU_LAUNCHED(ctx, "kernel_block (GEMM epilogue launch)");
+  return KRR_OK;
+}
+
 template <typename T>
 krr_status launch_block(krr_ctx *ctx, int kt, const T *X1, int64_t n1, const T *X2, int64_t n2,
                         int p, T *out, int64_t ldo, double a) {
@@ -439,6 +624,8 @@ krr_status launch_block(krr_ctx *ctx, int kt, const T *X1, int64_t n1, const T *
   const int64_t ntiles2 = (n2 + BN - 1) / BN;
   if (n1tiles > 2147483647LL)
     return krr_fail(ctx, KRR_ERR_INPUT, "kernel_block: n1 = %lld too large", (long long)n1);
+  if (use_gemm_route<T>(ctx, kt, p))
+    return block_via_gemm<T>(ctx, kt, X1, n1, X2, n2, p, out, ldo, a);
   dim3 grid((unsigned)n1tiles, (unsigned)(ntiles2 < 65535 ? ntiles2 : 65535));
   const T ta = (T)a;
   switch (kt) {
@@ -454,27 +641,17 @@ krr_status launch_block(krr_ctx *ctx, int kt, const T *X1, int64_t n1, const T *
   return KRR_OK;
 }
 
-/* cuBLAS gemm, no transposes, 64-bit API */
-inline cublasStatus_t gemm_nn(cublasHandle_t h, int64_t m, int64_t n, int64_t k, const float *al,
-                              const float *A, int64_t lda, const float *B, int64_t ldb,
-                              const float *be, float *C, int64_t ldc) {
-  return cublasSgemm_64(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, al, A, lda, B, ldb, be, C, ldc);
-}
-inline cublasStatus_t gemm_nn(cublasHandle_t h, int64_t m, int64_t n, int64_t k, const double *al,
-                              const double *A, int64_t lda, const double *B, int64_t ldb,
-                              const double *be, double *C, int64_t ldc) {
-  return cublasDgemm_64(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, al, A, lda, B, ldb, be, C, ldc);
-}
-
-/* q > QFUSED_MAX: K tile (T1 x T2, <= 2^24 entries) + gemm */
+/* q > QFUSED_MAX, or the GEMM route: K tile (T1 x T2, <= 2^24 entries) + gemm */
 template <typename T>
 krr_status mv_via_gemm(krr_ctx *ctx, int kt, const T *X1, int64_t n1, const T *X2, int64_t n2,
                        int p, const T *V, int64_t ldv, int q, T *out, int64_t ldo, double a) {
   krr_cuda_state *st = kcu_state(ctx);
   constexpr bool is_float = sizeof(T) == sizeof(float);
-  const int64_t T2 = n2 < 4096 ? n2 : 4096;
-  int64_t T1 = ((int64_t)1 << 24) / T2;
-  if (T1 > n1) T1 = n1;
+  /* square tiles of 4096 at most; a few rows (prediction at few points)
+   * take longer X2 tiles, so that each gemm stays large */
+  const int64_t T1 = n1 < 4096 ? n1 : 4096;
+  int64_t T2 = ((int64_t)1 << 24) / T1;
+  if (T2 > n2) T2 = n2;
   T *Kt = (T *)kcu_ws(ctx, KCU_WS_TILE, (size_t)T1 * (size_t)T2 * sizeof(T));
   if (!Kt) return ctx->status;
   float *P = NULL;
@@ -504,12 +681,95 @@ krr_status mv_via_gemm(krr_ctx *ctx, int kt, const T *X1, int64_t n1, const T *X
       }
     }
     if constexpr (is_float) {
-      acc_store_kernel<<<kcu_grid(st, m * (int64_t)q), KCU_NT, 0, st->stream>>>(acc, m, q,
-                                                                              out + i0, ldo);
+      acc_store_kernel<float>
+          <<<kcu_grid(st, m * (int64_t)q), KCU_NT, 0, st->stream>>>(acc, m, q, out + i0, ldo);
       KCU_LAUNCHED(ctx, "kernel_mv (store launch)");
     }
   }
   return KRR_OK;
+}
+
+/* GEMM route of kernel_mv for q <= QFUSED_MAX: per tile of T1 x T2 pairs,
+ * G = -2 X1 X2^T by cuBLAS, then gemm_mv_epilogue_kernel per chunk of <= 8
+ * columns of V; double sums across chunks of columns and tiles */
+template <typename T, int KT>
+krr_status mv_gemm_fused_kt(krr_ctx *ctx, const T *X1, int64_t n1, const T *X2, int64_t n2, int p,
+                            const T *V, int64_t ldv, int q, T *out, int64_t ldo, double a) {
+  krr_cuda_state *st = kcu_state(ctx);
+  const int64_t T1 = n1 < 4096 ? n1 : 4096;
+  int64_t T2 = ((int64_t)1 << 24) / T1;
+  if (T2 > n2) T2 = n2;
+  /* column chunks: >= 8 resident blocks per SM over the tile, >= 32 columns each */
+  const int64_t bx = (T1 + KCU_NT - 1) / KCU_NT;
+  int64_t ns = ((int64_t)st->sm_count * 8 + bx - 1) / bx;
+  if (ns > (T2 + 31) / 32) ns = (T2 + 31) / 32;
+  if (ns > 65535) ns = 65535;
+  if (ns < 1) ns = 1;
+  const int64_t chunk = (T2 + ns - 1) / ns;
+  T *nv = (T *)kcu_ws(ctx, KCU_WS_NORM, (size_t)(n1 + n2) * sizeof(T));
+  if (!nv) return ctx->status;
+  T *G = (T *)kcu_ws(ctx, KCU_WS_TILE, (size_t)T1 * (size_t)T2 * sizeof(T));
+  if (!G) return ctx->status;
+  double *part =
+      (double *)kcu_ws(ctx, KCU_WS_SPLIT, (size_t)ns * (size_t)q * (size_t)T1 * sizeof(double));
+  if (!part) return ctx->status;
+  double *acc = (double *)kcu_ws(ctx, KCU_WS_ACC, (size_t)T1 * (size_t)q * sizeof(double));
+  if (!acc) return ctx->status;
+  rownorm2_kernel<T><<<kcu_grid(st, 32 * n1), KCU_NT, 0, st->stream>>>(X1, n1, p, nv);
+  KCU_LAUNCHED(ctx, "kernel_mv (row norms launch)");
+  rownorm2_kernel<T><<<kcu_grid(st, 32 * n2), KCU_NT, 0, st->stream>>>(X2, n2, p, nv + n1);
+  KCU_LAUNCHED(ctx, "kernel_mv (row norms launch)");
+  const T m2 = T(-2), zero = T(0), ta = (T)a;
+  for (int64_t i0 = 0; i0 < n1; i0 += T1) {
+    const int64_t m = n1 - i0 < T1 ? n1 - i0 : T1;
+    for (int64_t j0 = 0; j0 < n2; j0 += T2) {
+      const int64_t nn = n2 - j0 < T2 ? n2 - j0 : T2;
+      const int64_t nsj = (nn + chunk - 1) / chunk;
+      KCU_BLAS(ctx, "cublas gemm (kernel_mv GEMM route)",
+               gemm_tn(st->blas, m, nn, p, &m2, X1 + i0 * (int64_t)p, p, X2 + j0 * (int64_t)p, p,
+                       &zero, G, m));
+      const dim3 g((unsigned)((m + KCU_NT - 1) / KCU_NT), (unsigned)nsj);
+      for (int c0 = 0; c0 < q; c0 += 8) {
+        const int qc = q - c0 < 8 ? q - c0 : 8;
+        const T *Vc = V + j0 + (int64_t)c0 * ldv;
+        const T *Xa = X1 + i0 * (int64_t)p, *Xb = X2 + j0 * (int64_t)p;
+        const T *na = nv + i0, *nb = nv + n1 + j0;
+        double *pc = part, *ac = acc + (int64_t)c0 * m;
+        if (qc == 1)
+          gemm_mv_epilogue_kernel<T, KT, 1><<<g, KCU_NT, 0, st->stream>>>(
+              Xa, Xb, p, na, nb, m, nn, G, m, Vc, ldv, qc, chunk, pc, ta);
+        else if (qc <= 2)
+          gemm_mv_epilogue_kernel<T, KT, 2><<<g, KCU_NT, 0, st->stream>>>(
+              Xa, Xb, p, na, nb, m, nn, G, m, Vc, ldv, qc, chunk, pc, ta);
+        else if (qc <= 4)
+          gemm_mv_epilogue_kernel<T, KT, 4><<<g, KCU_NT, 0, st->stream>>>(
+              Xa, Xb, p, na, nb, m, nn, G, m, Vc, ldv, qc, chunk, pc, ta);
+        else
+          gemm_mv_epilogue_kernel<T, KT, 8><<<g, KCU_NT, 0, st->stream>>>(
+              Xa, Xb, p, na, nb, m, nn, G, m, Vc, ldv, qc, chunk, pc, ta);
+        KCU_LAUNCHED(ctx, "kernel_mv (GEMM route epilogue launch)");
+        part_acc_kernel<<<kcu_grid(st, m * (int64_t)qc), KCU_NT, 0, st->stream>>>(pc, m, qc, nsj,
+                                                                                  ac, j0 == 0);
+        KCU_LAUNCHED(ctx, "kernel_mv (GEMM route sum launch)");
+      }
+    }
+    acc_store_kernel<T>
+        <<<kcu_grid(st, m * (int64_t)q), KCU_NT, 0, st->stream>>>(acc, m, q, out + i0, ldo);
+    KCU_LAUNCHED(ctx, "kernel_mv (GEMM route store launch)");
+  }
+  return KRR_OK;
+}
+
+template <typename T>
+krr_status mv_gemm_fused(krr_ctx *ctx, int kt, const T *X1, int64_t n1, const T *X2, int64_t n2,
+                         int p, const T *V, int64_t ldv, int q, T *out, int64_t ldo, double a) {
+  switch (kt) {
+#define KCU_MVG_CASE(K, ...) \
+  case KRR_##K: return mv_gemm_fused_kt<T, KRR_##K>(ctx, X1, n1, X2, n2, p, V, ldv, q, out, ldo, a);
+    KRR_KERNEL_LIST(KCU_MVG_CASE)
+#undef KCU_MVG_CASE
+    default: return krr_fail(ctx, KRR_ERR_INPUT, "kernel_mv: unknown kernel code %d", kt);
+  }
 }
 
 template <typename T>
@@ -530,6 +790,8 @@ krr_status kernel_mv_impl(krr_ctx *ctx, const krr_kernel *k, const T *X1, int64_
   if (!X1 || !X2 || !V || !out) return krr_fail(ctx, KRR_ERR_INPUT, "kernel_mv: NULL array");
   const krr_kparams kp = krr_kparams_make(k);
   if (q > QFUSED_MAX) return mv_via_gemm<T>(ctx, kp.type, X1, n1, X2, n2, p, V, ldv, q, out, ldo, kp.a);
+  if (use_gemm_route<T>(ctx, kp.type, p))
+    return mv_gemm_fused<T>(ctx, kp.type, X1, n1, X2, n2, p, V, ldv, q, out, ldo, kp.a);
   for (int c0 = 0; c0 < q; c0 += 8) {
     const int qc = q - c0 < 8 ? q - c0 : 8;
     KCU_TRY(launch_mv<T>(ctx, kp.type, X1, n1, X2, n2, p, V + (int64_t)c0 * ldv, ldv, qc,

@@ -168,6 +168,15 @@ static krr_status cuda_ctx_init_impl(krr_ctx *ctx) {
             cudaDeviceGetAttribute(&st->cc_major, cudaDevAttrComputeCapabilityMajor, st->device));
   KCU_CHECK(ctx, "cudaDeviceGetAttribute",
             cudaDeviceGetAttribute(&st->cc_minor, cudaDevAttrComputeCapabilityMinor, st->device));
+  st->gemm_min_p[0] = KCU_GEMM_MIN_P_FLOAT;
+  st->gemm_min_p[1] = KCU_GEMM_MIN_P_DOUBLE;
+  const char *gp = getenv("ASKOTCH_CUDA_GEMM_MIN_P");
+  if (gp && *gp) {
+    char *end = NULL;
+    long v = strtol(gp, &end, 10);
+    if (end && *end == '\0' && v >= 1 && v <= 1000000000L)
+      st->gemm_min_p[0] = st->gemm_min_p[1] = (int)v;
+  }
   KCU_CHECK(ctx, "cudaStreamCreateWithFlags",
             cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
   KCU_BLAS(ctx, "cublasCreate", cublasCreate(&st->blas));
