@@ -10,6 +10,9 @@
  *    the K.V multiply-add).  The fused kernel issues 2 FP instructions per
  *    dimension (sub + fma), so at perfect issue this count reaches 75% of peak.
  * 3. kernel_mv with q = 8 and q = 100 (Nystrom sketch route) at p = 28.
+ * 4. The two routes of the L2 kernels side by side (the fused direct loop and
+ *    the GEMM route, src/cuda/kernels_mv.cu) over p, for the crossover that
+ *    sets KCU_GEMM_MIN_P: one context per route (ASKOTCH_CUDA_GEMM_MIN_P).
  * Prints tables; timings are the best of 3 runs after a warm-up.
  */
 #include <math.h>
@@ -25,6 +28,11 @@ static int quick = 0;
 #ifdef KRR_BENCH_STUB
 /* ctx.c asks the CPU thread policy for a default; no CPU backend here */
 int krr_cpu_threads_default(void) { return 1; }
+/* ctx_init requires a host table; the kernel products timed here never call it */
+const krr_ops *krr_cpu_ops(void) {
+  static krr_ops none;
+  return &none;
+}
 #endif
 
 static double peak_lanes(int major, int minor, int fp64) {
@@ -175,6 +183,38 @@ int main(int argc, char **argv) {
       printf("%-6s %5d %7lld %7lld %10.2f %12.2f\n", pr ? "double" : "float", qs[iq], (long long)n1,
              (long long)n2, t * 1e3, (double)n1 * n2 / t / 1e9);
     }
+  printf("\n== kernel_mv routes, q = 1, n1 = n2 = N: direct loop vs GEMM route ==\n");
+  printf("%-6s %-9s %5s %7s %12s %12s %8s %9s\n", "prec", "kernel", "p", "N", "direct Gp/s",
+         "GEMM Gp/s", "ratio", "GEMM %pk");
+  {
+    krr_ctx cd, cg;
+    setenv("ASKOTCH_CUDA_GEMM_MIN_P", "1000000000", 1);
+    if (krr_ctx_init(&cd, ops, krr_cpu_ops(), 1, dev) != KRR_OK) die(&cd, "ctx_init (direct)");
+    setenv("ASKOTCH_CUDA_GEMM_MIN_P", "1", 1);
+    if (krr_ctx_init(&cg, ops, krr_cpu_ops(), 1, dev) != KRR_OK) die(&cg, "ctx_init (GEMM)");
+    unsetenv("ASKOTCH_CUDA_GEMM_MIN_P");
+    const int rp[] = {10, 16, 24, 32, 48, 64, 100, 200, 784};
+    const int rk[] = {0, 3};
+    for (int pr = 0; pr < 2; pr++) {
+      krr_precision prec = pr ? KRR_DOUBLE : KRR_FLOAT;
+      for (int ik = 0; ik < 2; ik++)
+        for (int ip = 0; ip < 9; ip++) {
+          int p = rp[ip];
+          int64_t N = p <= 32 ? 32768 : p <= 100 ? 24576 : 12288;
+          if (quick) N /= 2;
+          double td = time_mv(&cd, prec, rk[ik], N, N, p, 1);
+          double tg = time_mv(&cg, prec, rk[ik], N, N, p, 1);
+          double pk = prec == KRR_DOUBLE ? p64 : p32;
+          double gp = (double)N * N / tg;
+          printf("%-6s %-9s %5d %7lld %12.2f %12.2f %8.2f %8.1f%%\n", pr ? "double" : "float",
+                 kn[rk[ik]], p, (long long)N, (double)N * N / td / 1e9, gp / 1e9, td / tg,
+                 100 * gp * (3.0 * p + 10) / pk);
+          fflush(stdout);
+        }
+    }
+    krr_ctx_free(&cd);
+    krr_ctx_free(&cg);
+  }
   printf("\n== kernel_mv, small n1 (split over X2): rbf float p = 10, q = 1 ==\n");
   printf("%7s %8s %10s %12s\n", "n1", "n2", "ms", "Gpairs/s");
   const int64_t n1s[] = {100, 1000, 10000};
