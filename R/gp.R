@@ -655,20 +655,20 @@ gp_pathwise <- function(object, xnew, q, M, noise, noise_w = 1, fresh = FALSE) {
   lam <- object$lambda
   fseed <- floor(stats::runif(if (fresh) q else 1L) * 2^31)
   theta <- matrix(stats::rnorm(M * q), M, q)
-  feat <- function(x, th, sd) {
-    native_features_apply(x, th, object$kernel, M, sd, threads = gp_threads(object))
-  }
+  # the prior draws and the kernel product on the fit's device ("auto": by
+  # the product's size, q columns of nrow(xnew) points against n); with
+  # fresh frequencies every draw has its own features (one seed per column)
+  dev <- score_device(object, as.numeric(nrow(xnew)) * q)
   prior <- function(x) {
-    if (!fresh) return(feat(x, theta, fseed))
-    out <- matrix(0, nrow(x), q)
-    for (k in seq_len(q)) out[, k] <- feat(x, theta[, k, drop = FALSE], fseed[k])
-    out
+    native_features_apply(x, theta, object$kernel, M, fseed,
+                          threads = gp_threads(object), device = dev)
   }
   w <- fit_obs_weights(object)
   r <- prior(xs) + sqrt(lam / w) * matrix(stats::rnorm(n * q), n, q)
   rbar <- colSums(w * r) / sum(w)  # the fit's centring: the weighted mean
   V <- gp_solve(object, sweep(r, 2L, rbar, check.margin = FALSE))
-  fit_r <- native_kernel_apply(xnew, xs, V, object$kernel, threads = gp_threads(object))
+  fit_r <- native_kernel_apply(xnew, xs, V, object$kernel, device = dev,
+                               threads = gp_threads(object))
   U <- prior(xnew) - sweep(fit_r, 2L, rbar, "+", check.margin = FALSE)
   if (noise) U <- U + sqrt(lam * noise_w) * matrix(stats::rnorm(nrow(xnew) * q),
                                                    nrow(xnew), q)

@@ -2,20 +2,24 @@
 # the fit (settings, tuning, the solve), the fitted object, the formula
 # interface and the kernel scores of a fitted object.
 
-# Kernel scores K(xnew, xtrain) %*% w for standardised new points.
-krr_scores <- function(object, xs, device = NULL) {
+# The device of a kernel product between nnew new points and the fit's
+# points: the fit's device (or `device`), "auto" resolved by the product's
+# size; "cpu" for random-feature fits.
+score_device <- function(object, nnew, device = NULL) {
   dev <- if (is.null(device)) object$device else device
   dev <- check_choice(dev, c("auto", "cpu", "cuda"), "device")
-  if (dev != "cpu" && fit_features(object) == 0) {
-    info <- native_devices()
-    have <- length(info$name) > 0L
-    if (dev == "cuda" && !have && !is.null(device)) {
-      resolve_device("cuda", nrow(object$x))  # signals the classed error
-    }
-    dev <- if (have && (dev == "cuda" ||
-                        auto_uses_cuda(as.numeric(nrow(xs)) * nrow(object$x))))
-      "cuda" else "cpu"
+  if (dev == "cpu" || fit_features(object) > 0) return("cpu")
+  have <- length(native_devices()$name) > 0L
+  if (dev == "cuda" && !have && !is.null(device)) {
+    resolve_device("cuda", nrow(object$x))  # signals the classed error
   }
+  if (have && (dev == "cuda" ||
+               auto_uses_cuda(as.numeric(nnew) * nrow(object$x)))) "cuda" else "cpu"
+}
+
+# Kernel scores K(xnew, xtrain) %*% w for standardised new points.
+krr_scores <- function(object, xs, device = NULL) {
+  dev <- score_device(object, nrow(xs), device)
   W <- object$weights
   dimnames(W) <- NULL
   threads <- as.integer(if (is.null(object$threads)) 0L else object$threads)

@@ -89,10 +89,12 @@ native_pivoted_cholesky <- function(x, kernel, pw, rank, stop_trace, tiny,
 
 # z(x)^T theta for the M random features of a kernel drawn from seed
 native_features_apply <- function(x, theta, kernel, features, seed,
-                                  precision = "double", threads = 0L) {
+                                  precision = "double", threads = 0L,
+                                  device = "cpu") {
   k <- kernel_args(kernel)
   .Call(ffi_features_apply, x, theta, k[[1L]], k[[2L]], as.numeric(features),
-        as.numeric(seed), native_code("precision", precision), as.integer(threads))
+        as.numeric(seed), native_code("precision", precision),
+        native_code("device", device), as.integer(threads))
 }
 
 # Solver states ------------------------------------------------------------

@@ -6,7 +6,7 @@
 SEXP ffi_fit_init(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP,
                   SEXP, SEXP);
 SEXP ffi_fit_features_theta(SEXP);
-SEXP ffi_features_apply(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_features_apply(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_check_options(SEXP, SEXP);
 SEXP ffi_options_caps(SEXP, SEXP);
 SEXP ffi_fit_run(SEXP, SEXP);
@@ -73,7 +73,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_sym_eigen, 2),
     CALLDEF(ffi_pivoted_cholesky, 8),
     CALLDEF(ffi_fit_features_theta, 1),
-    CALLDEF(ffi_features_apply, 8),
+    CALLDEF(ffi_features_apply, 9),
     CALLDEF(ffi_threads, 1),
     CALLDEF(ffi_devices, 0),
     CALLDEF(ffi_blas_threads, 1),

@@ -264,6 +264,12 @@ int64_t krr_op_nfeat(const krr_op *op);
 krr_status krr_features_apply(krr_ctx *ctx, const krr_kernel *k, int p, int64_t M, uint64_t seed,
                               const double *xnew_host, int64_t nnew, const double *theta_host,
                               int m, double *out_host);
+/* The same with one draw of the features per column: column j of out is
+ * psi_j(xnew) theta[, j], psi_j the features of seeds[j] (pathwise
+ * posterior draws with fresh frequencies, R/gp.R). */
+krr_status krr_features_draws(krr_ctx *ctx, const krr_kernel *k, int p, int64_t M,
+                              const uint64_t *seeds, const double *xnew_host, int64_t nnew,
+                              const double *theta_host, int m, double *out_host);
 
 /* The linear operator K = X X^T (op/linear.c): the feature map is the point
  * itself, psi(x) = x (nfeat = p), so ridge regression in its features is

@@ -160,29 +160,40 @@ SEXP ffi_sym_eigen(SEXP a, SEXP threads) {
 
 /* predictions psi(xnew)^T theta of a random-features model (host data, CPU) */
 SEXP ffi_features_apply(SEXP xnew, SEXP theta, SEXP kernel, SEXP bandwidth, SEXP features,
-                        SEXP seed, SEXP precision, SEXP threads) {
+                        SEXP seed, SEXP precision, SEXP device, SEXP threads) {
   askotch_glue_check_matrix(xnew, "xnew");
   askotch_glue_check_matrix(theta, "theta");
   krr_kernel k = {(krr_kernel_type)askotch_glue_int1(kernel, "kernel"),
                   askotch_glue_num1(bandwidth, "bandwidth")};
-  double M = askotch_glue_num1(features, "features"), sd = askotch_glue_num1(seed, "seed");
+  double M = askotch_glue_num1(features, "features");
   (void)precision; /* krr_features_apply works in double */
+  int dev = askotch_glue_device_of(device);
+  const krr_ops *ops = askotch_glue_pick_ops(dev);
   if (!(M >= 1) || (double)Rf_nrows(theta) != M)
     askotch_glue_raise_status(KRR_ERR_INPUT, "theta must have one row per random feature");
   int64_t nn = Rf_nrows(xnew);
   int m = Rf_ncols(theta);
+  /* one seed for every column, or one per column (a draw of the features each) */
+  if (TYPEOF(seed) != REALSXP || (XLENGTH(seed) != 1 && XLENGTH(seed) != m))
+    askotch_glue_raise_status(KRR_ERR_INPUT, "seed must be one number or one per column of theta");
   SEXP out = PROTECT(Rf_allocMatrix(REALSXP, (int)nn, m));
   if (nn == 0 || m == 0) {
     UNPROTECT(1);
     return out;
   }
+  uint64_t *seeds = (uint64_t *)R_alloc((size_t)XLENGTH(seed), sizeof(uint64_t));
+  for (R_xlen_t j = 0; j < XLENGTH(seed); j++) seeds[j] = (uint64_t)REAL(seed)[j];
   krr_ctx ctx;
   int nth = askotch_glue_threads(askotch_glue_int1(threads, "threads"));
   askotch_glue_blas_save();
-  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), krr_cpu_ops(), nth, 0);
+  krr_status st =
+      krr_ctx_init(&ctx, ops, krr_cpu_ops(), nth, dev == DEVICE_CUDA ? askotch_r_device_id() : 0);
   askotch_glue_poll_attach(&ctx);
-  if (st == KRR_OK)
-    st = krr_features_apply(&ctx, &k, Rf_ncols(xnew), (int64_t)M, (uint64_t)sd, REAL(xnew), nn,
+  if (st == KRR_OK && XLENGTH(seed) == 1)
+    st = krr_features_apply(&ctx, &k, Rf_ncols(xnew), (int64_t)M, seeds[0], REAL(xnew), nn,
+                            REAL(theta), m, REAL(out));
+  else if (st == KRR_OK)
+    st = krr_features_draws(&ctx, &k, Rf_ncols(xnew), (int64_t)M, seeds, REAL(xnew), nn,
                             REAL(theta), m, REAL(out));
   askotch_glue_ctx_done(&ctx, st, 1);
   UNPROTECT(1);

@@ -80,7 +80,7 @@ test_that("random-feature BCD converges to ridge regression in the same features
     xs <- askotch:::apply_scaling(d$x, fit$center, fit$scale)
     Z <- .Call(askotch:::ffi_features_apply, xs, diag(M),
                as.integer(fit$kernel$code), as.numeric(fit$kernel$bandwidth),
-               M, as.numeric(fit$seed), 1L, 1L)
+               M, as.numeric(fit$seed), 1L, 0L, 1L)
     Yc <- sweep(d$y, 2L, colMeans(d$y))
     w <- solve(crossprod(Z) + lam * diag(M), crossprod(Z, Yc))
     expect_equal(dim(fit$weights), c(M, 2L))
@@ -267,7 +267,7 @@ test_that("observation weights: bcd() solves the weighted problems", {
             threads = 1, seed = 1, tol = 1e-12, max_passes = 1e4)
   xs <- askotch:::apply_scaling(x, rf$center, rf$scale)
   Z <- .Call(askotch:::ffi_features_apply, xs, diag(M), as.integer(rf$kernel$code),
-             as.numeric(rf$kernel$bandwidth), M, as.numeric(rf$seed), 1L, 1L)
+             as.numeric(rf$kernel$bandwidth), M, as.numeric(rf$seed), 1L, 0L, 1L)
   th <- solve(crossprod(Z, w * Z) + diag(M), crossprod(Z, w * (y - rf$y_center)))
   expect_lt(rel_err(rf$weights, th), 1e-8)
 })

@@ -86,7 +86,7 @@ test_that("kernel_machine: weights with the squared loss, an intercept, random f
                         solver = cholesky(), features = M, threads = 1,
                         seed = 4)
   Z <- .Call(askotch:::ffi_features_apply, unname(xs), diag(M),
-             as.integer(fit$kernel$code), bw, as.numeric(M), fit$seed, 1L, 1L)
+             as.integer(fit$kernel$code), bw, as.numeric(M), fit$seed, 1L, 0L, 1L)
   mu <- sum(w * y) / sum(w)
   theta <- crossprod(Z, solve(tcrossprod(Z) + lam * diag(1 / w), y - mu))
   expect_lt(reld(coef(fit), theta[, 1]), 1e-8)

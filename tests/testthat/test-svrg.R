@@ -50,7 +50,7 @@ test_that("svrg on random features reaches the exact ridge solution in those fea
   # the features of the same seed, from the package's random-feature map
   Z <- .Call(askotch:::ffi_features_apply, xs, diag(M),
              as.integer(fit$kernel$code), as.numeric(fit$kernel$bandwidth),
-             M, as.numeric(fit$seed), 1L, 1L)
+             M, as.numeric(fit$seed), 1L, 0L, 1L)
   Yc <- sweep(y, 2L, colMeans(y))
   w <- solve(crossprod(Z) + lam * diag(M), crossprod(Z, Yc))
   expect_equal(dim(fit$weights), c(M, 2L))

@@ -457,3 +457,14 @@ krr_status krr_features_apply(krr_ctx *ctx, const krr_kernel *k, int p, int64_t 
   free(hx); free(ho);
   return st;
 }
+
+krr_status krr_features_draws(krr_ctx *ctx, const krr_kernel *k, int p, int64_t M,
+                              const uint64_t *seeds, const double *xnew, int64_t nnew,
+                              const double *theta, int m, double *out) {
+  if (m < 1 || !seeds) return krr_fail(ctx, KRR_ERR_INPUT, "features draws: need m >= 1 seeds");
+  krr_status st = KRR_OK;
+  for (int j = 0; st == KRR_OK && j < m; j++)
+    st = krr_features_apply(ctx, k, p, M, seeds[j], xnew, nnew, theta + (int64_t)j * M, 1,
+                            out + (int64_t)j * nnew);
+  return st;
+}
