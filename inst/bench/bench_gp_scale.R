@@ -32,12 +32,20 @@ t1 <- el()
 # when it is tight; the exact variance up to 1e4 points, else the pathwise
 # Monte Carlo estimate (100 draws) when it is not
 loose_msg <- NULL
+# ASKOTCH_BENCH_PROFILE=file: R's sampling profiler over the standard errors
+prof <- Sys.getenv("ASKOTCH_BENCH_PROFILE")
+if (nzchar(prof)) Rprof(prof, interval = 0.05)
 pr <- withCallingHandlers(predict(fit, te$x, se.fit = TRUE),
   askotch_warning_accuracy = function(w) {
     loose_msg <<- conditionMessage(w)
     invokeRestart("muffleWarning")
   })
 t_se <- el() - t1
+if (nzchar(prof)) {
+  Rprof(NULL)
+  cat("standard errors, profile (seconds by function, total time):\n")
+  print(utils::head(summaryRprof(prof)$by.total[, c("total.time", "self.time")], 25))
+}
 rng <- attr(pr$se.fit, "var_range")
 mcse <- attr(pr$se.fit, "var_mc_se")
 se_method <- if (!is.null(mcse)) {
@@ -56,6 +64,9 @@ rmse <- sqrt(mean((mu - yt)^2))
 # coverage of the 95% prediction intervals on the test set
 half <- qnorm(0.975) * sqrt(pr$se.fit^2 + pr$residual.scale^2)
 cover <- mean(abs(yt - pr$fit) <= half)
+# held-out negative log predictive density (Gaussian, the noise included)
+sd_pred <- sqrt(pr$se.fit^2 + pr$residual.scale^2)
+nlpd <- mean(-dnorm(yt, pr$fit, sd_pred, log = TRUE))
 tab <- data.frame(
   step = c("fit (ML lambda on a subsample + solve)", "predict, 1e4 points",
            "standard errors, 1e4 points", "total"),
@@ -63,12 +74,12 @@ tab <- data.frame(
 note <- sprintf(paste0(
   "\n\nn = %d, p = 10, %s; lambda = %.3g (noise-to-signal; true 1/var(f) ~ %.3g), ",
   "%s, %.1f passes, converged: %s; test RMSE %.3f (noise sd 1); ",
-  "95%% prediction intervals cover %.1f%% of the test responses; ",
+  "95%% prediction intervals cover %.1f%% of the test responses; NLPD %.4f; ",
   "standard errors: %s. ",
   "Device: %s. Machine: %s, %d threads; load: %s.\n"),
   as.integer(n), format(Sys.time(), "%Y-%m-%d %H:%M UTC", tz = "UTC"),
   fit$lambda, 1 / var(tr$f), format(fit$solver), fit$passes,
-  if (fit$converged) "yes" else fit$reason, rmse, 100 * cover, se_method,
+  if (fit$converged) "yes" else fit$reason, rmse, 100 * cover, nlpd, se_method,
   fit$device, cpu,
   askotch_threads(), sub(".*load", "load", up))
 print(tab)

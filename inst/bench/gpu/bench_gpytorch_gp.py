@@ -101,9 +101,11 @@ def run(n, a):
     rmse = math.sqrt(np.mean((mu - yt) ** 2))
     rmse_f = math.sqrt(np.mean((mu - ft) ** 2))
     cover = np.mean(np.abs(yt - mu) <= 1.959964 * sd)
+    # held-out negative log predictive density (Gaussian, the likelihood's noise included)
+    nlpd = float(np.mean(0.5 * np.log(2 * math.pi * sd ** 2) + 0.5 * ((yt - mu) / sd) ** 2))
     print(f"RESULT n={n} ntest={a.ntest} iters={it} fit_s={t_fit:.1f} predict_s={t_pred:.2f} "
           f"predict_again_s={t_pred2:.3f} rmse={rmse:.4f} rmse_vs_f={rmse_f:.4f} mean_sd={sd.mean():.4f} "
-          f"cover95={cover:.3f} lengthscale={model.covar_module.base_kernel.lengthscale.item():.4f} "
+          f"cover95={cover:.3f} nlpd={nlpd:.4f} lengthscale={model.covar_module.base_kernel.lengthscale.item():.4f} "
           f"outputscale={model.covar_module.outputscale.item():.3f} noise={lik.noise.item():.4f} "
           f"peak_mem_GiB={torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() else 0:.1f}", flush=True)
 
