@@ -106,8 +106,14 @@ gp_method <- function(method, object, choices, arg, call) {
 }
 
 # Exact method: the Cholesky factor R of A = K + lambda W^{-1} (R^T R = A),
-# u = A^{-1} 1 and c0 = n^2 pi^T A pi (1^T K 1 + n lambda without weights).
+# u = A^{-1} 1 and c0 = n^2 pi^T A pi (1^T K 1 + n lambda without weights),
+# kept in the fit's cache.
 gp_exact_factor <- function(object) {
+  gp_cached(object, list("exact"), function() gp_exact_factor_make(object),
+            size = function(f) length(f$R))
+}
+
+gp_exact_factor_make <- function(object) {
   xs <- gp_xs(object)
   n <- nrow(xs)
   K <- gp_kmat(object, xs, xs)
@@ -240,8 +246,11 @@ gp_pdiff <- function(px, py, ev, rr, lam, e) {
 # give_up: return list(gave_up = TRUE) without the bracket when the trace
 # error exceeds lambda
 gp_var_nystrom <- function(object, xnew, give_up = FALSE) {
-  fac <- gp_nystrom_factor(object, give_up)
-  if (is.null(fac)) return(list(gave_up = TRUE))
+  # kept in the fit's cache: NULL (gave up) serves only calls that give up
+  fac <- gp_cached(object, list("nystrom", gp_rank(object$n)),
+                   function() gp_nystrom_factor(object, give_up),
+                   size = function(f) length(f$U), use = function(f) give_up || !is.null(f))
+  if (is.null(fac) || (give_up && fac$e > fac$lam)) return(list(gave_up = TRUE))
   n <- fac$n
   lam <- fac$lam
   e <- fac$e
@@ -304,9 +313,43 @@ gp_var_nystrom <- function(object, xnew, give_up = FALSE) {
 # the random features of one pathwise draw
 gp_pathwise_features <- function() getOption("askotch.gp_pathwise_features", 256)
 
+# The fit's cache of what its standard errors reuse (the pathwise draws, the
+# exact and the Nystrom factors): an environment made by new_krr(), so that copies of the
+# fit share it.  An entry is keyed by `what` and by the fields it depends on
+# (lambda, kernel, tolerance, the points and the observation weights, by
+# their sums), so a fit whose fields were changed never reads a stale entry;
+# one entry per `what`; an entry of more than option askotch.gp_cache_max
+# numbers (default 2^24, 128 MiB; size(value)) is not kept.  use(value): whether
+# a kept value serves this call.  Without a cache (a fit made some other
+# way) make() is simply called.
+gp_cached <- function(object, what, make, size = function(v) 0,
+                      use = function(v) TRUE) {
+  cache <- object$gp_cache
+  if (!is.environment(cache)) return(make())
+  xs <- gp_xs(object)
+  key <- list(what, object$lambda, object$kernel, object$tol, dim(xs),
+              sum(xs), sum(xs^2), if (!is.null(object$obs_weights))
+                c(sum(object$obs_weights), sum(object$obs_weights^2)))
+  hit <- Filter(function(e) identical(e$key, key), cache$entries)
+  if (length(hit) && use(hit[[1L]]$value)) return(hit[[1L]]$value)
+  value <- make()
+  if (size(value) <= getOption("askotch.gp_cache_max", 2^24)) {
+    keep <- Filter(function(e) !identical(e$key[[1L]], what), cache$entries)
+    cache$entries <- c(keep, list(list(key = key, value = value)))
+  }
+  value
+}
+
+# The draws are kept in the fit's cache (gp_cached()) and reused at any new
+# points: after the first call the variance costs one kernel product with
+# `draws` columns and the prior's features at the new points, no solve.
 gp_var_pathwise <- function(object, xnew, draws) {
-  U <- gp_pathwise(object, xnew, as.integer(draws),
-                   as.numeric(gp_pathwise_features()), FALSE, fresh = TRUE)
+  draws <- as.integer(draws)
+  M <- as.numeric(gp_pathwise_features())
+  dr <- gp_cached(object, list("pathwise", draws, M), function() {
+    gp_pathwise_draws(object, draws, M, TRUE)
+  }, size = function(v) as.numeric(object$n) * draws)
+  U <- gp_pathwise_eval(object, dr, xnew)
   U2 <- U^2
   v <- rowMeans(U2)
   mc <- if (draws > 1L) sqrt(pmax(rowSums((U2 - v)^2), 0) / (draws - 1L) / draws) else
@@ -650,29 +693,45 @@ simulate_frame <- function(object, mu, U, nsim, rn) {
 # fresh: new random frequencies for every draw (unbiased covariance, see
 # gp_var_pathwise()), else one set shared by the draws (one feature map)
 gp_pathwise <- function(object, xnew, q, M, noise, noise_w = 1, fresh = FALSE) {
+  U <- gp_pathwise_eval(object, gp_pathwise_draws(object, q, M, fresh), xnew)
+  if (noise) U <- U + sqrt(object$lambda * noise_w) *
+      matrix(stats::rnorm(nrow(xnew) * q), nrow(xnew), q)
+  U
+}
+
+# The part of q pathwise draws that does not depend on the new points: the
+# prior's feature seeds and coefficients, the centring rbar and the solve
+# V = A^{-1} (r - rbar) of the pseudo-data r = g(X) + e.  A draw is then a
+# function that gp_pathwise_eval() evaluates at any points.
+gp_pathwise_draws <- function(object, q, M, fresh) {
   xs <- gp_xs(object)
   n <- nrow(xs)
-  lam <- object$lambda
   fseed <- floor(stats::runif(if (fresh) q else 1L) * 2^31)
   theta <- matrix(stats::rnorm(M * q), M, q)
-  # the prior draws and the kernel product on the fit's device ("auto": by
-  # the product's size, q columns of nrow(xnew) points against n); with
-  # fresh frequencies every draw has its own features (one seed per column)
-  dev <- score_device(object, as.numeric(nrow(xnew)) * q)
-  prior <- function(x) {
-    native_features_apply(x, theta, object$kernel, M, fseed,
-                          threads = gp_threads(object), device = dev)
-  }
+  # with fresh frequencies every draw has its own features (one seed per
+  # column)
+  dr <- list(fseed = fseed, theta = theta, M = M)
   w <- fit_obs_weights(object)
-  r <- prior(xs) + sqrt(lam / w) * matrix(stats::rnorm(n * q), n, q)
-  rbar <- colSums(w * r) / sum(w)  # the fit's centring: the weighted mean
-  V <- gp_solve(object, sweep(r, 2L, rbar, check.margin = FALSE))
-  fit_r <- native_kernel_apply(xnew, xs, V, object$kernel, device = dev,
-                               threads = gp_threads(object))
-  U <- prior(xnew) - sweep(fit_r, 2L, rbar, "+", check.margin = FALSE)
-  if (noise) U <- U + sqrt(lam * noise_w) * matrix(stats::rnorm(nrow(xnew) * q),
-                                                   nrow(xnew), q)
-  U
+  r <- gp_prior_at(object, dr, xs, score_device(object, as.numeric(n) * q)) +
+    sqrt(object$lambda / w) * matrix(stats::rnorm(n * q), n, q)
+  dr$rbar <- colSums(w * r) / sum(w)  # the fit's centring: the weighted mean
+  dr$V <- gp_solve(object, sweep(r, 2L, dr$rbar, check.margin = FALSE))
+  dr
+}
+
+gp_prior_at <- function(object, dr, x, dev) {
+  native_features_apply(x, dr$theta, object$kernel, dr$M, dr$fseed,
+                        threads = gp_threads(object), device = dev)
+}
+
+# The draws' errors d(x) = g(x) - rbar - k_x^T V at the rows of xnew, on the
+# fit's device ("auto": by the size of the product, ncol(V) columns of
+# nrow(xnew) points against n)
+gp_pathwise_eval <- function(object, dr, xnew) {
+  dev <- score_device(object, as.numeric(nrow(xnew)) * ncol(dr$V))
+  fit_r <- native_kernel_apply(xnew, gp_xs(object), dr$V, object$kernel,
+                               device = dev, threads = gp_threads(object))
+  gp_prior_at(object, dr, xnew, dev) - sweep(fit_r, 2L, dr$rbar, "+", check.margin = FALSE)
 }
 
 lambda_rule_label <- function(tn) {

@@ -118,8 +118,22 @@
 #' warning when it is loose. At \eqn{n = 2 \times 10^4}, \eqn{p = 10} the estimates' relative
 #' errors against the exact variance had the spread the draws predict and
 #' no visible bias (`inst/bench/bench_gp_se_pathwise.R`). The results
-#' depend on R's random number generator: call [set.seed()] first to
-#' reproduce them.
+#' depend on R's random number generator at the first such call: call
+#' [set.seed()] first to reproduce them.
+#'
+#' **Reuse.** The draws are functions of \eqn{x}: the fit keeps them (the
+#' prior's frequencies and coefficients and the solves' \eqn{n \times}
+#' `draws` solution) and evaluates them at the new points of every later
+#' call with the same `draws`, so that standard errors at further points
+#' cost one kernel product with `draws` columns and no solve, and agree
+#' point by point with the earlier ones. The exact and the Nystrom factors
+#' are kept the same way. What is kept lives in an environment in the fit
+#' (`fit$gp_cache`, shared by copies of the fit), keyed by the fields it
+#' depends on (\eqn{\lambda}, the kernel, the tolerance, the points and the
+#' observation weights), so a fit whose fields were changed computes afresh;
+#' nothing of more than `getOption("askotch.gp_cache_max", 2^24)` numbers is
+#' kept (the draws are \eqn{n \times} `draws`). It is saved with the fit by
+#' [saveRDS()]; `rm(list = ls(fit$gp_cache), envir = fit$gp_cache)` empties it.
 #'
 #' **Observation weights.** A fit with `weights` \eqn{w_i} has noise
 #' variance \eqn{\lambda s^2 / w_i} at training point \eqn{i}; everything

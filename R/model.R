@@ -251,7 +251,9 @@ new_krr <- function(dat, set, res, call) {
     list(n = dat$n, p = dat$p, m = ncol(dat$Y), task = dat$tgt$task,
          levels = dat$tgt$levels, obs_weights = set$obs_weights,
          zero_weight = set$zero_weight, terms = NULL, call = call,
-         state = res$state)
+         state = res$state,
+         # what the standard errors reuse (R/gp.R, gp_cached())
+         gp_cache = new.env(parent = emptyenv()))
   ), class = "krr")
 }
 

@@ -271,6 +271,59 @@ test_that("pathwise standard errors: unbiased Monte Carlo estimates of the exact
                class = "askotch_error_input")
 })
 
+test_that("the pathwise draws are kept by the fit and reused; changed fields miss", {
+  d <- set_gp(n = 300, nnew = 30, seed = 21)
+  fit <- krr(d$x, d$y, bandwidth = 1, lambda = 0.1, solver = cholesky(),
+             threads = 1)
+  set.seed(3)
+  p1 <- predict(fit, d$xnew, se.fit = TRUE, method = "pathwise", draws = 50)
+  keys <- function(f) vapply(f$gp_cache$entries, function(e) e$key[[1L]][[1L]], "")
+  expect_identical(keys(fit), "pathwise")
+  # the same draws at any points, whatever the RNG: the same variances at
+  # the same points, and a subset's are the subset of them
+  set.seed(99)
+  p2 <- predict(fit, d$xnew, se.fit = TRUE, method = "pathwise", draws = 50)
+  expect_identical(p2$se.fit, p1$se.fit)
+  p3 <- predict(fit, d$xnew[5:9, ], se.fit = TRUE, method = "pathwise", draws = 50)
+  expect_equal(as.numeric(p3$se.fit), as.numeric(p1$se.fit[5:9]), tolerance = 1e-12)
+  # a copy of the fit shares the cache; one whose lambda or points were
+  # changed does not read it: its draws are those a fresh fit with that
+  # lambda makes from the same RNG state
+  f2 <- fit
+  f2$lambda <- 0.3
+  set.seed(3)
+  p4 <- predict(f2, d$xnew, se.fit = TRUE, method = "pathwise", draws = 50)
+  fresh <- krr(d$x, d$y, bandwidth = 1, lambda = 0.3, solver = cholesky(),
+               threads = 1)
+  set.seed(3)
+  p5 <- predict(fresh, d$xnew, se.fit = TRUE, method = "pathwise", draws = 50)
+  expect_equal(as.numeric(p4$se.fit / sqrt(askotch:::gp_signal_var(f2))),
+               as.numeric(p5$se.fit / sqrt(askotch:::gp_signal_var(fresh))),
+               tolerance = 1e-8)
+  f3 <- fit
+  f3$x[1, 1] <- f3$x[1, 1] + 0.5
+  set.seed(3)
+  p6 <- predict(f3, d$xnew, se.fit = TRUE, method = "pathwise", draws = 50)
+  expect_false(isTRUE(all.equal(as.numeric(p6$se.fit), as.numeric(p1$se.fit))))
+  # one entry per kind: other draws replace it; the exact factor is kept
+  # beside it; above askotch.gp_cache_max numbers nothing is kept
+  predict(fit, d$xnew, se.fit = TRUE, method = "pathwise", draws = 20)
+  predict(fit, d$xnew, se.fit = TRUE, method = "exact")
+  expect_setequal(keys(fit), c("pathwise", "exact"))
+  old <- options(askotch.gp_cache_max = 1000)
+  on.exit(options(old))
+  f4 <- krr(d$x, d$y, bandwidth = 1, lambda = 0.1, solver = cholesky(),
+            threads = 1)
+  predict(f4, d$xnew, se.fit = TRUE, method = "pathwise", draws = 50)
+  expect_length(f4$gp_cache$entries, 0L)
+  # a fit without a cache (or a corrupted one) computes as before
+  f5 <- fit
+  f5$gp_cache <- "not an environment"
+  set.seed(3)
+  p7 <- predict(f5, d$xnew, se.fit = TRUE, method = "pathwise", draws = 50)
+  expect_equal(as.numeric(p7$se.fit), as.numeric(p1$se.fit), tolerance = 1e-10)
+})
+
 test_that("the Nystrom factor with repeated points: pivots stop at the distinct ones", {
   # each of 40 points three times: K has rank 40, the factor must stop
   # there (the repeats are dependent candidates), the bracket still hold
