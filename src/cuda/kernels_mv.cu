@@ -579,6 +579,14 @@ inline cublasStatus_t gemm_tn(cublasHandle_t h, int64_t m, int64_t n, int64_t k,
   return cublasDgemm_64(h, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, al, A, lda, B, ldb, be, C, ldc);
 }
 
+/* The kernel a GEMM-route instantiation is made for: the L1 kernels never
+ * take the route (use_gemm_route), so they map to RBF's instantiation and
+ * compile none of their own. */
+template <int KT>
+constexpr int gemm_kt() {
+  return KRR_KERNEL_IS_L1(KT) ? (int)KRR_RBF : KT;
+}
+
 /* the GEMM route applies: an L2 kernel and p at or above the precision's threshold */
 template <typename T>
 inline bool use_gemm_route(krr_ctx *ctx, int kt, int p) {
@@ -605,7 +613,7 @@ krr_status block_via_gemm(krr_ctx *ctx, int kt, const T *X1, int64_t n1, const T
   switch (kt) {
 #define KCU_EPI_CASE(K, ...)                                                          \
   case KRR_##K:                                                                       \
-    gemm_epilogue_kernel<T, KRR_##K>                                                  \
+    gemm_epilogue_kernel<T, gemm_kt<KRR_##K>()>                                       \
         <<<g, KCU_NT, 0, st->stream>>>(X1, X2, p, nv, nv + n1, n1, n2, out, ldo, ta); \
     break;
     KRR_KERNEL_LIST(KCU_EPI_CASE)
@@ -735,14 +743,9 @@ krr_status mv_gemm_fused_kt(krr_ctx *ctx, const T *X1, int64_t n1, const T *X2, 
         const T *Xa = X1 + i0 * (int64_t)p, *Xb = X2 + j0 * (int64_t)p;
         const T *na = nv + i0, *nb = nv + n1 + j0;
         double *pc = part, *ac = acc + (int64_t)c0 * m;
+        /* one column (the usual case) or up to 8 (multi-output fits) */
         if (qc == 1)
           gemm_mv_epilogue_kernel<T, KT, 1><<<g, KCU_NT, 0, st->stream>>>(
-              Xa, Xb, p, na, nb, m, nn, G, m, Vc, ldv, qc, chunk, pc, ta);
-        else if (qc <= 2)
-          gemm_mv_epilogue_kernel<T, KT, 2><<<g, KCU_NT, 0, st->stream>>>(
-              Xa, Xb, p, na, nb, m, nn, G, m, Vc, ldv, qc, chunk, pc, ta);
-        else if (qc <= 4)
-          gemm_mv_epilogue_kernel<T, KT, 4><<<g, KCU_NT, 0, st->stream>>>(
               Xa, Xb, p, na, nb, m, nn, G, m, Vc, ldv, qc, chunk, pc, ta);
         else
           gemm_mv_epilogue_kernel<T, KT, 8><<<g, KCU_NT, 0, st->stream>>>(
@@ -765,7 +768,8 @@ krr_status mv_gemm_fused(krr_ctx *ctx, int kt, const T *X1, int64_t n1, const T 
                          int p, const T *V, int64_t ldv, int q, T *out, int64_t ldo, double a) {
   switch (kt) {
 #define KCU_MVG_CASE(K, ...) \
-  case KRR_##K: return mv_gemm_fused_kt<T, KRR_##K>(ctx, X1, n1, X2, n2, p, V, ldv, q, out, ldo, a);
+  case KRR_##K:              \
+    return mv_gemm_fused_kt<T, gemm_kt<KRR_##K>()>(ctx, X1, n1, X2, n2, p, V, ldv, q, out, ldo, a);
     KRR_KERNEL_LIST(KCU_MVG_CASE)
 #undef KCU_MVG_CASE
     default: return krr_fail(ctx, KRR_ERR_INPUT, "kernel_mv: unknown kernel code %d", kt);

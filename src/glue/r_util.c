@@ -184,6 +184,17 @@ const krr_solver_def *askotch_glue_solver_def(SEXP name) {
 /* Fill o from a named R list: NULL skipped, strings are choices, numbers and
  * logicals values, numeric vectors of length > 1 row indices (1-based in
  * R).  Returns KRR_OK or an error in ctx (the caller frees, then raises). */
+/* the declared type of a solver's option (-1: no such option; the setter
+ * then names it) */
+static int option_type(const krr_solver_def *def, const char *name) {
+  for (int i = 0; i < krr_options_count(def); i++) {
+    krr_optinfo in;
+    krr_options_info(def, i, &in);
+    if (!strcmp(in.name, name)) return (int)in.type;
+  }
+  return -1;
+}
+
 krr_status askotch_glue_set_options(krr_ctx *ctx, krr_options *o, SEXP opts) {
   if (opts == R_NilValue) return KRR_OK;
   if (TYPEOF(opts) != VECSXP) return krr_fail(ctx, KRR_ERR_INPUT, "solver options must be a list");
@@ -197,7 +208,19 @@ krr_status askotch_glue_set_options(krr_ctx *ctx, krr_options *o, SEXP opts) {
     krr_status st = KRR_OK;
     if (!*nm) return krr_fail(ctx, KRR_ERR_INPUT, "solver options must be named");
     if (v == R_NilValue) continue;
+    if (!Rf_isVectorAtomic(v))
+      return krr_fail(ctx, KRR_ERR_INPUT,
+                      "`%s` must be a single number, a name or a vector of row indices; "
+                      "found a %s",
+                      nm, Rf_type2char(TYPEOF(v)));
     R_xlen_t len = XLENGTH(v);
+    const int type = option_type(krr_options_solver(o), nm);
+    if (Rf_isLogical(v) && type >= 0 && type != KRR_OPT_FLAG)
+      return krr_fail(ctx, KRR_ERR_INPUT, "`%s` takes %s, not TRUE or FALSE", nm,
+                      type == KRR_OPT_CHOICE    ? "a name"
+                      : type == KRR_OPT_RHO     ? "a number or a name"
+                      : type == KRR_OPT_INDICES ? "row indices"
+                                                : "a number");
     if (Rf_isString(v) && len == 1) {
       if (STRING_ELT(v, 0) == NA_STRING)
         return krr_fail(ctx, KRR_ERR_INPUT, "`%s` must not be NA", nm);
