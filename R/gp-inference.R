@@ -257,7 +257,7 @@ gp_log_se <- function(object, h) {
 
 # Wald intervals exp(log +- z se) of gp_log_se()'s estimates, one row each
 gp_wald <- function(ls, level) {
-  z <- stats::qnorm((1 + level) / 2)
+  z <- stats::qnorm((1 - level) / 2, lower.tail = FALSE)
   ci <- cbind(exp(ls$log - z * ls$se), exp(ls$log + z * ls$se))
   rownames(ci) <- names(ls$log)
   ci

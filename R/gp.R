@@ -497,7 +497,7 @@ gp_se_attributes <- function(se, v, s2, rn, y_names, one) {
 # fit and its bounds (the prediction interval adds the noise variance).
 gp_intervals <- function(fit, se, noise_sd, interval, level, rn, y_names, one) {
   if (interval != "none") {
-    z <- stats::qnorm((1 + level) / 2)
+    z <- stats::qnorm((1 - level) / 2, lower.tail = FALSE)
     sd <- if (interval == "confidence") se else
       sqrt(sweep(se^2, 2L, noise_sd^2, "+", check.margin = FALSE))
     out <- array(c(fit, fit - z * sd, fit + z * sd),
@@ -608,6 +608,14 @@ simulate.krr <- function(object, nsim = 1, seed = NULL, newdata = NULL,
     xs <- nf$xs
     rn <- nf$rownames
     noise_w <- 1
+  }
+  # the draws are a nrow(xs) x (nsim m) matrix (and n x (nsim m) solves)
+  cells <- as.numeric(max(nrow(xs), object$n)) * nsim * object$m
+  if (cells > .Machine$integer.max) {
+    abort_askotch(sprintf(paste(
+      "`nsim` = %s draws of %d points (%d outputs) would need %.3g numbers,",
+      "more than one matrix holds; simulate fewer at a time."),
+      format(nsim), max(nrow(xs), object$n), object$m, cells), "input", ecall)
   }
   if (!is.character(method) || length(method) < 1L) method <- NA_character_
   method <- check_choice(method[1L], c("auto", "exact", "pathwise"), "method",

@@ -77,9 +77,10 @@
 #'   [krr()] (which also takes `"ml"`, `"gcv"`, `"loo"`, `"cv"`, a path and
 #'   `"paper"` for \eqn{10^{-6} n}); `1` (LIBSVM's and kernlab's default
 #'   \eqn{C = 1}) for the others.
-#' @param solver A solver specification or name; `NULL` (default) uses
-#'   [askotch()] for the squared loss and [joker()] for the others. The
-#'   solver must support the loss ([solver_info()] lists them).
+#' @param solver A solver specification or name; `NULL` (default) or
+#'   `"auto"` choose as [krr()] does for the squared loss ([cholesky()] up to
+#'   5000 points, then PCG, then ASkotch) and use [joker()] for the others.
+#'   The solver must support the loss ([solver_info()] lists them).
 #' @param tol Tolerance on the loss's criterion; see *Stopping and trace*.
 #' @param features `NULL` (the exact kernel) or a number \eqn{M} of random
 #'   Fourier features (inexact mode).

@@ -143,8 +143,18 @@ print.askotch_kernel <- function(x, ...) {
 # An explicitly supplied `bandwidth` overrides the one of a kernel object.
 as_kernel <- function(kernel, bandwidth, bandwidth_given, call = NULL) {
   if (inherits(kernel, "askotch_kernel")) {
-    if (bandwidth_given) kernel <- new_kernel(kernel$name, bandwidth, call)
-    return(kernel)
+    # a kernel object is rebuilt from its name and bandwidth, so that one not
+    # made by a constructor is checked like one given by name
+    nm <- kernel$name
+    if (!is.character(nm) || length(nm) != 1L || !nm %in% askotch_info()$kernels$name) {
+      abort_askotch(sprintf(paste(
+        "`kernel` is a kernel object with no known kernel name (%s): make it",
+        "with kernel_rbf() and the like."), fmt_value(nm)), "input", call)
+    }
+    k <- new_kernel(nm, if (bandwidth_given) bandwidth else kernel$bandwidth, call)
+    extra <- setdiff(names(kernel), names(k))
+    k[extra] <- unclass(kernel)[extra]
+    return(k)
   }
   if (!is.character(kernel) || length(kernel) != 1L || is.na(kernel)) {
     abort_askotch(sprintf(paste(

@@ -68,7 +68,7 @@ new_loss <- function(name, param = NULL) {
   if (is.null(info)) stop("internal: loss '", name, "' is not compiled in")
   pname <- if (is.na(info$param_name)) NULL else info$param_name
   if (!is.null(pname)) param <- check_loss_param(param, pname, info)
-  structure(list(name = name, param = param, param_name = pname,
+  structure(list(name = name, param = if (is.null(pname)) NULL else param, param_name = pname,
                  type = if (info$classification) "classification" else "regression",
                  criterion = info$criterion),
             class = c(paste0("askotch_loss_", name), "askotch_loss"))
@@ -130,7 +130,18 @@ print.askotch_loss <- function(x, ...) {
 # A `loss` argument: a loss object, a constructor, or a name.
 as_loss <- function(loss, call = NULL) {
   if (is.function(loss)) loss <- tryCatch(loss(), error = function(e) loss)
-  if (inherits(loss, "askotch_loss")) return(loss)
+  if (inherits(loss, "askotch_loss")) {
+    # rebuilt from its name and parameter: one not made by a constructor is
+    # checked like one given by name
+    nm <- loss$name
+    if (!is.character(nm) || length(nm) != 1L ||
+        is.null(askotch_info()$loss_info[[nm]])) {
+      abort_askotch(sprintf(paste(
+        "`loss` is a loss object with no known loss name (%s): make it with",
+        "loss_huber() and the like."), fmt_value(nm)), "input", call)
+    }
+    return(new_loss(nm, loss$param))
+  }
   if (is.character(loss) && length(loss) == 1L && !is.na(loss)) {
     key <- gsub("[-. ]", "_", tolower(loss))
     f <- switch(key, squared = loss_squared, huber = loss_huber, svr = ,

@@ -271,6 +271,26 @@ solve_fields <- function(res, tol_auto = FALSE) {
        resid_exact = res$resid_exact, resid_floor = res$resid_floor)
 }
 
+# A predictor column of characters or a factor with a level for most rows
+# (an identifier, say) becomes that many indicator columns: a warning, so
+# that it is not done silently (lm() does the same expansion).
+warn_many_levels <- function(mf, tt, call) {
+  vars <- attr(tt, "term.labels")
+  n <- nrow(mf)
+  for (v in intersect(vars, names(mf))) {
+    col <- mf[[v]]
+    if (!(is.character(col) || is.factor(col))) next
+    k <- length(unique(col))
+    if (n >= 10 && k > n / 2) {
+      warn_askotch(sprintf(paste(
+        "Predictor `%s` is %s with %d distinct values in %d rows: it becomes",
+        "%d indicator columns. If it identifies rows, leave it out of the",
+        "formula."), v, if (is.character(col)) "character" else "a factor", k, n,
+        k), "input", call)
+    }
+  }
+}
+
 # The formula methods of krr() and kernel_machine(): the model frame (built
 # the standard way, like lm(): `subset`, `weights`, `na.action` and `offset`
 # evaluated in `data`, then in the caller's frame `env`), then the default
@@ -294,6 +314,7 @@ formula_fit <- function(mfcall, env, validation, fit_fun, ecall, mcall, ...) {
   w <- stats::model.weights(mf)
   off <- stats::model.offset(mf)
   if (!is.null(off)) y <- subtract_offset(y, off, ecall)
+  warn_many_levels(mf, tt, ecall)
   X <- stats::model.matrix(tt, mf)
   contr <- attr(X, "contrasts")
   attr(X, "assign") <- NULL

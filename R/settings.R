@@ -167,14 +167,14 @@ settings_kernel <- function(args, xs, seed, loss, call) {
   kern
 }
 
-# The solver spec ("auto" and NULL resolved) and the random features M.
+# The solver spec ("auto" and NULL, the same, resolved) and the random
+# features M.
 settings_solver <- function(args, n, precision, mem_limit, loss, device, lspec,
                             kern, call) {
   solver <- args$solver
-  solver <- if (is.null(solver)) default_solver(loss) else
-    if (identical(solver, "auto")) {
-      auto_solver(n, precision, mem_limit, loss, args$features, device)
-    } else as_solver(solver, call)
+  solver <- if (is.null(solver) || identical(solver, "auto")) {
+    auto_solver(n, precision, mem_limit, loss, args$features, device)
+  } else as_solver(solver, call)
   check_solver_loss(solver, loss, call)
   # what the spec's fits cannot do (svrg(): refuses "cuda" asked for, not "auto")
   check_solver_settings(solver, lspec, kern, precision, args$device,

@@ -19,7 +19,14 @@ default_lambda_path <- function() 10^seq(-6, 1, by = 0.5)
 # tune_exact_max_n(): a uniform subsample of this size.
 tune_subsample <- function() getOption("askotch.tune_subsample", 2000)
 
-cv_folds <- function() getOption("askotch.cv_folds", 5L)
+cv_folds <- function() {
+  k <- getOption("askotch.cv_folds", 5L)
+  if (!is.numeric(k) || length(k) != 1L || !is.finite(k) || k < 2 || k != round(k)) {
+    abort_askotch(paste("option `askotch.cv_folds` must be a whole number of",
+                        "folds, at least 2."), "input")
+  }
+  as.integer(k)
+}
 
 # The smallest lambda chosen from the data in single precision.
 single_lambda_floor <- 1e-5
@@ -137,6 +144,15 @@ tune_ml <- function(dat, set, sub, clock = tune_clock(set)) {
   lambda <- if (ls$rule == "fixed") ls$value else NA_real_
   opt <- NULL
   if (bw_rule %in% c("ml", "ard")) {
+    # a constant response carries no information on the bandwidth: its
+    # likelihood is flat at s^2 = 0
+    if (all(apply(as.matrix(sub$Y), 2L, function(v) max(v) - min(v)) == 0)) {
+      abort_askotch(sprintf(paste(
+        "`y` is constant (on the points used for tuning), so `bandwidth = \"%s\"`",
+        "has no likelihood to",
+        "maximise; give `bandwidth` a number (or keep the default)."), bw_rule),
+        "input")
+    }
     opt <- gp_optimise(xs, sub$Y, kern, ard = bw_rule == "ard",
                        lambda = if (ls$rule == "fixed") ls$value,
                        threads = set$threads, clock = clock)

@@ -570,7 +570,52 @@ cases <- list(
   val("tidy lists bandwidth and lambda", tidy(FIT),
       function(t) close(t$estimate, c(BW, LAM), 1e-15)),
   err("caret_krr(loss = \"foo\")", caret_krr(loss = "foo"), "`loss`"),
-  err("caret_krr(lambda = 1)", caret_krr(lambda = 1), "`lambda`")
+  err("caret_krr(lambda = 1)", caret_krr(lambda = 1), "`lambda`"),
+  # the smaller cases of the third reliability round
+  err("bandwidth = \"ml\" with a constant y", krr(X, rep(2, n), bandwidth = "ml"),
+      "`y` is constant.*`bandwidth"),
+  err("bandwidth = \"ard\" with a constant y", krr(X, rep(2, n), bandwidth = "ard"),
+      "`y` is constant.*`bandwidth"),
+  err("options(askotch.cv_folds = 1)", {
+    old <- options(askotch.cv_folds = 1)
+    on.exit(options(old))
+    krr(X, Y, lambda = "cv", threads = 1)
+  }, "askotch.cv_folds"),
+  err("block_size a function", krr(X, Y, solver = askotch(block_size = function(n) 10)),
+      "`block_size`.*closure"),
+  err("preconditioner a function", krr(X, Y, solver = pcg(preconditioner = identity)),
+      "`preconditioner`"),
+  err("block_size = TRUE", krr(X, Y, solver = askotch(block_size = TRUE)),
+      "`block_size` takes a number, not TRUE"),
+  err("rho = TRUE", krr(X, Y, solver = askotch(rho = TRUE)),
+      "`rho` takes a number or a name"),
+  val("solver = NULL is \"auto\"", krr(X, Y, lambda = LAM, solver = NULL, threads = 1),
+      function(f) if (inherits(f$solver, "askotch_solver_cholesky")) TRUE else format(f$solver)),
+  val("kernel_machine() squared loss: solver \"auto\" by default",
+      kernel_machine(X, Y, lambda = LAM, threads = 1),
+      function(f) if (inherits(f$solver, "askotch_solver_cholesky")) TRUE else format(f$solver)),
+  val("level = 1 - eps / 2 gives finite bounds",
+      predict(FIT, XT, interval = "confidence", level = 1 - .Machine$double.eps / 2),
+      function(v) if (all(is.finite(v))) TRUE else "non-finite bounds"),
+  err("simulate(nsim = .Machine$integer.max)",
+      simulate(FIT, nsim = .Machine$integer.max), "`nsim`"),
+  err("a hand-made kernel object",
+      krr(X, Y, kernel = structure(list(name = "foo"), class = "askotch_kernel")),
+      "`kernel`.*no known kernel name"),
+  err("a hand-made kernel object with a bad bandwidth",
+      krr(X, Y, kernel = structure(list(name = "rbf", bandwidth = -1),
+                                   class = "askotch_kernel")), "`bandwidth`"),
+  err("a hand-made loss object",
+      kernel_machine(X, CL, loss = structure(list(name = "foo"), class = "askotch_loss")),
+      "`loss`.*no known loss name"),
+  err("a hand-made Huber loss with delta = -1",
+      kernel_machine(X, Y, loss = structure(list(name = "huber", param = -1),
+                                            class = "askotch_loss")), "`delta`"),
+  val("an identifier column in a formula warns", {
+    d <- data.frame(y = Y, a = X[, 1], id = paste0("r", seq_len(n)))
+    tryCatch(krr(y ~ ., data = d, lambda = LAM, solver = cholesky(), threads = 1),
+             askotch_warning_input = function(w) conditionMessage(w))
+  }, function(v) if (is.character(v) && grepl("`id`.*40 distinct", v)) TRUE else "no warning")
 )
 cases <- Filter(Negate(is.null), cases)
 
