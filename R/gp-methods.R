@@ -61,6 +61,7 @@ NULL
 #' @rdname krr-loglik
 #' @export
 logLik.krr <- function(object, ...) {
+  validate_krr(object, sys.call(), "object")
   if (!gp_applicable(object)) {
     abort_askotch(paste(
       "logLik() needs a squared-loss fit on the exact kernel at the training",
@@ -75,7 +76,10 @@ logLik.krr <- function(object, ...) {
 #' @rdname krr-loglik
 #' @importFrom stats nobs
 #' @export
-nobs.krr <- function(object, ...) object$n
+nobs.krr <- function(object, ...) {
+  validate_krr(object, sys.call(), "object")
+  object$n
+}
 
 #' @rdname krr-loglik
 #' @export

@@ -37,9 +37,10 @@ gp_check <- function(object, what, call = NULL) {
     why <- paste("a regression fit (a classification fit's scores are a",
                  "least-squares fit to +1/-1 codes, not a Gaussian model of",
                  "the classes)")
-  } else if (!is.null(object$centers) || fit_features(object) > 0) {
+  } else if (!is.null(object$centers) || fit_features(object) != 0) {
     why <- paste("a fit on the full kernel (an inducing-point solver such as",
-                 "falkon() fits a different, low-rank model)")
+                 "falkon() fits a different, low-rank model; random or linear",
+                 "features another kernel)")
   }
   if (!is.null(why)) {
     abort_askotch(sprintf("%s needs %s.", what, why), "input", call)

@@ -27,7 +27,11 @@
 #'   `object` had one).
 #' @param ... Unused.
 #' @return A `"krr"` fit like `object`, with the new weights, `lambda`,
-#'   responses, trace and convergence information.
+#'   responses, trace and convergence information. It is a fit at one
+#'   \eqn{\lambda} (the fit's selected one unless `lambda` is given): the
+#'   other fits of a \eqn{\lambda} path are dropped, so
+#'   `predict(lambda = )` on it is an error rather than a mix of old weights
+#'   and new responses.
 #' @seealso [krr()]
 #' @examples
 #' set.seed(1)
@@ -147,6 +151,10 @@ refit_fields <- function(object, res, tgt, cen, lambda, rs) {
     fit$tuning$path <- NULL
   }
   fit$lambda <- as.numeric(lambda)
+  # a refit is a fit at one lambda: the other fits of a lambda path belong
+  # to the old responses and are dropped (predict(lambda = ) then refuses)
+  fit$path_weights <- NULL
+  fit$lambda_path <- NULL
   fit$y <- tgt$Y
   fit$y_center <- cen$y_center
   fit$solver <- solver_resolved(object$solver, res$options, res$extras)

@@ -198,10 +198,42 @@ check_fit_model <- function(fit, bad) {
                              !finite_all(fit$bias))) {
     bad("bias", sprintf("must be %d finite number(s)", m))
   }
+  ic <- fit$intercept
+  if (!is.null(ic) && (!(is.numeric(ic) || is.logical(ic)) || length(ic) != 1L ||
+                       is.na(ic) || ic < 0)) {
+    bad("intercept", "must be FALSE or a non-negative number")
+  }
+  if (isTRUE(as.numeric(ic) > 0) && is.null(fit$bias)) {
+    bad("bias", "is missing (the fit has an intercept)")
+  }
+  check_fit_path(fit, bad)
   if (!is.null(fit$obs_weights)) {
     ow <- fit$obs_weights
     if (!is.numeric(ow) || length(ow) != n || !finite_all(ow) || any(ow <= 0)) {
       bad("obs_weights", sprintf("must be %d positive finite numbers", n))
+    }
+  }
+}
+
+# a lambda path's fits: one weight matrix like `weights` per lambda of
+# `lambda_path`
+check_fit_path <- function(fit, bad) {
+  pw <- fit$path_weights
+  lp <- fit$lambda_path
+  if (is.null(pw) && is.null(lp)) return(invisible())
+  if (!is.data.frame(lp) || !is.numeric(lp$lambda) || !finite_all(lp$lambda) ||
+      any(lp$lambda <= 0)) {
+    bad("lambda_path", "must be a data frame with a column of positive `lambda`")
+  }
+  if (!is.list(pw) || length(pw) != nrow(lp)) {
+    bad("path_weights", sprintf("must be a list of %d weight matrices", nrow(lp)))
+  }
+  for (W in pw) {
+    if (!is.matrix(W) || !is.numeric(W) || !identical(dim(W), dim(fit$weights)) ||
+        !finite_all(W)) {
+      bad("path_weights", sprintf(
+        "must hold finite numeric matrices of the weights' size (%d x %d)",
+        nrow(fit$weights), ncol(fit$weights)))
     }
   }
 }

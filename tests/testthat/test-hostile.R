@@ -30,6 +30,10 @@ FITF <- krr(mpg ~ wt + hp, data = mtcars, lambda = 1, solver = cholesky(),
             threads = 1, seed = 1)
 FITK <- kernel_machine(X, CL, loss = loss_hinge(), lambda = 0.1, threads = 1,
                        seed = 1, max_passes = 20)
+FITI <- kernel_machine(X, CL, loss = loss_hinge(), lambda = 0.1, threads = 1,
+                       seed = 1, max_passes = 20, intercept = TRUE)
+FITP <- krr(X, Y, lambda = c(1, 0.1, 0.01), solver = bcd(p = 20), threads = 1, seed = 1)
+FITL <- krr(X, Y, lambda = 1, solver = svrg(features = "linear"), threads = 1, seed = 1)
 
 # the exact predictions at XT for data (x, y) (standardised like krr())
 exact <- function(x = X, y = Y, xt = XT, kernel = "rbf", bw = BW, lambda = LAM) {
@@ -75,7 +79,13 @@ corruptions <- list(
   "negative scale" = list(corrupt(FIT, scale = -FIT$scale), "`scale`"),
   "NaN in x" = list(corrupt(FIT, x = FIT$x * NaN), "`x`"),
   "unknown task" = list(corrupt(FIT, task = "ranking"), "`task`"),
-  "solver not a spec" = list(corrupt(FIT, solver = "cholesky"), "`solver`")
+  "solver not a spec" = list(corrupt(FIT, solver = "cholesky"), "`solver`"),
+  "negative lambda" = list(corrupt(FIT, lambda = -1), "`lambda`"),
+  "bias removed from an intercept fit" = list(corrupt(FITI, bias = NULL), "`bias`"),
+  "NaN in a path's weights" = list(corrupt(FITP, path_weights = lapply(
+    FITP$path_weights, function(W) W * NaN)), "`path_weights`"),
+  "path weights without their lambdas" = list(corrupt(FITP, lambda_path = NULL),
+                                             "`lambda_path`")
 )
 methods <- list(
   predict = function(f) predict(f, XT), print = function(f) print(f),
@@ -84,7 +94,8 @@ methods <- list(
   plot = function(f) plot(f), refit = function(f) refit(f, lambda = 1),
   simulate = function(f) simulate(f, nsim = 1, seed = 1),
   tidy = function(f) tidy(f), glance = function(f) glance(f),
-  augment = function(f) augment(f), weights = function(f) stats::weights(f)
+  augment = function(f) augment(f), weights = function(f) stats::weights(f),
+  logLik = function(f) stats::logLik(f), nobs = function(f) stats::nobs(f)
 )
 
 no_gpu <- nrow(askotch_devices(quiet = TRUE)) == 0L
@@ -571,6 +582,18 @@ cases <- list(
       function(t) close(t$estimate, c(BW, LAM), 1e-15)),
   err("caret_krr(loss = \"foo\")", caret_krr(loss = "foo"), "`loss`"),
   err("caret_krr(lambda = 1)", caret_krr(lambda = 1), "`lambda`"),
+  # a refit is a fit at one lambda: the old path is not mixed with new responses
+  err("predict(lambda =) after refit(newresp =) of a path fit",
+      predict(refit(FITP, newresp = Y + 5), XT, lambda = 0.1), "no lambda path"),
+  val("refit(newresp =) of a path fit at its lambda equals a fresh fit",
+      refit(FITP, newresp = Y + 5, tol = 1e-10),
+      pred_close(XT, predict(krr(X, Y + 5, lambda = FITP$lambda, solver = bcd(p = 20),
+                                 threads = 1, seed = 1, tol = 1e-10), XT), 1e-6)),
+  # the linear-features fit is not a Gaussian process with the kernel
+  err("se.fit of a linear-features fit", predict(FITL, XT, se.fit = TRUE),
+      "linear features"),
+  err("simulate() of a linear-features fit", simulate(FITL), "linear features"),
+  err("logLik() of a linear-features fit", logLik(FITL), "logLik"),
   # the smaller cases of the third reliability round
   err("bandwidth = \"ml\" with a constant y", krr(X, rep(2, n), bandwidth = "ml"),
       "`y` is constant.*`bandwidth"),
