@@ -76,7 +76,14 @@
 #'   Default: for the squared loss chosen by maximum likelihood as in
 #'   [krr()] (which also takes `"ml"`, `"gcv"`, `"loo"`, `"cv"`, a path and
 #'   `"paper"` for \eqn{10^{-6} n}); `1` (LIBSVM's and kernlab's default
-#'   \eqn{C = 1}) for the others.
+#'   \eqn{C = 1}) for the others. For every loss `"cv"` chooses
+#'   \eqn{\lambda} by 5-fold cross-validation (option `askotch.cv_folds`)
+#'   and a vector of values is a path to choose from the same way: for the
+#'   losses other than the squared, the held-out share of misclassified
+#'   points (classification) or mean squared error (regression), each
+#'   fold's path solved from the largest \eqn{\lambda} down, warm-started;
+#'   `"cv"`'s path is \eqn{C = 1/\lambda} from 0.1 to 1000 (nine values).
+#'   The table is `fit$tuning$path`.
 #' @param solver A solver specification or name; `NULL` (default) or
 #'   `"auto"` choose as [krr()] does for the squared loss ([cholesky()] up to
 #'   5000 points, then PCG, then ASkotch) and use [joker()] for the others.

@@ -336,10 +336,11 @@ lambda_spec <- function(lambda, loss, n, call = NULL) {
         "input", call)
     }
     if (key == "paper") return(list(value = 1e-6 * n, rule = "fixed"))
-    if (!squared) {
+    if (!squared && key != "cv") {
       abort_askotch(sprintf(paste(
         "`lambda = \"%s\"` is only available for the squared loss; give a",
-        "number for the %s loss."), key, loss$name), "input", call)
+        "number, a vector of numbers or \"cv\" for the %s loss."), key, loss$name),
+        "input", call)
     }
     return(list(value = NA_real_, rule = key))
   }
@@ -348,11 +349,6 @@ lambda_spec <- function(lambda, loss, n, call = NULL) {
       abort_askotch(sprintf(
         "Every value of the `lambda` path must be a finite positive number, not %s.",
         paste(format(lambda), collapse = ", ")), "input", call)
-    }
-    if (!squared) {
-      abort_askotch(paste(
-        "A `lambda` path is only available for the squared loss."),
-        "input", call)
     }
     return(list(value = NA_real_, rule = "path",
                 path = sort(unique(as.numeric(lambda)), decreasing = TRUE)))

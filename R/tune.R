@@ -45,6 +45,30 @@ centre_rows <- function(Y, task) {
   } else Y
 }
 
+# The default lambda path of lambda = "cv" for the losses other than the
+# squared: C = 1 / lambda from 0.1 to 1000, LIBSVM's usual range (Hsu, Chang
+# and Lin's guide), where Joker converges in a few passes.
+default_loss_lambda_path <- function() 10^seq(1, -3, by = -0.5)
+
+# lambda = "cv" or a path for the other losses: K-fold cross-validation of
+# the held-out classification error (regression losses: squared error),
+# each fold's path warm-started from the largest lambda (cv_path()).
+tune_loss_cv <- function(dat, set) {
+  ls <- set$lambda_spec
+  lams <- sort(if (ls$rule == "cv") default_loss_lambda_path() else ls$path,
+               decreasing = TRUE)
+  t0 <- now()
+  path <- cv_path(dat$xs, dat$Yc, dat$tgt$task, set$kernel, lams, set)
+  lambda <- path$lambda[which.min(path$cv)]
+  path$selected <- path$lambda == lambda
+  set$lambda <- lambda
+  set$rule$time_limit <- max(set$rule$time_limit - (now() - t0),
+                             set$rule$time_limit / 10)
+  tuning <- list(lambda_rule = ls$rule, bandwidth_rule = set$kernel$bandwidth_rule,
+                 n_used = dat$n, n_total = dat$n, path = path)
+  list(dat = dat, set = set, tuning = tuning)
+}
+
 # Hyperparameter selection before the solve: returns dat (with the length
 # scales folded into the scaling), set (with lambda and the kernel's
 # bandwidth) and the tuning record.
@@ -54,6 +78,7 @@ tune_hyper <- function(dat, set, call = NULL) {
   if (ls$rule == "fixed" && !bw_rule %in% c("ml", "ard")) {
     return(list(dat = dat, set = set, tuning = NULL))
   }
+  if (set$loss$name != "squared") return(tune_loss_cv(dat, set))
   sub <- tune_data(dat, set, call)
   clock <- tune_clock(set)
   ml <- tune_ml(dat, set, sub, clock)
@@ -366,7 +391,9 @@ tune_optim <- function(th0, fn, gr, lower, upper, control, memo, scale) {
 # state kept, each lambda warm-started from the previous one (Tu et al.
 # 2016: the solver's lambda-free setup is reused along the path). Returns
 # data.frame(lambda, cv): the mean squared error of the held-out
-# predictions (of the +1/-1 targets for classification).
+# predictions (of the +1/-1 targets for classification); for the other
+# losses (always the fit's solver) the share of misclassified held-out
+# points (classification) or their mean squared error.
 cv_path <- function(xs, Yc, task, kernel, lambdas, set) {
   n <- nrow(xs)
   k <- min(cv_folds(), n)
@@ -382,7 +409,9 @@ cv_path <- function(xs, Yc, task, kernel, lambdas, set) {
     Yt <- sweep(Yt, 2L, mu, "-", check.margin = FALSE)
     fd <- list(xt = xs[tr, , drop = FALSE], Yt = Yt, xv = xs[va, , drop = FALSE],
                Yv = Yc[va, , drop = FALSE], mu = mu, task = task)
-    r <- if (length(tr) <= tune_exact_max_n()) {
+    r <- if (set$loss$name != "squared") {
+      cv_fold_iterative(fd, kernel, lambdas, set)
+    } else if (length(tr) <= tune_exact_max_n()) {
       cv_fold_exact(fd, kernel, lambdas, set)
     } else if (path_solver(set$solver)) {
       cv_fold_path(fd, kernel, lambdas, set)
@@ -398,7 +427,23 @@ cv_path <- function(xs, Yc, task, kernel, lambdas, set) {
       "the CV errors may be inaccurate (raise `max_passes` or `time_limit`)."),
       not_conv, k * length(lambdas)), "convergence")
   }
-  data.frame(lambda = lambdas, cv = sse / (n * ncol(Yc)))
+  data.frame(lambda = lambdas,
+             cv = sse / (n * (if (cv_counts_errors(set, task)) 1 else ncol(Yc))))
+}
+
+# Whether a fold's criterion counts misclassified points (the classification
+# losses) rather than summing squared errors.
+cv_counts_errors <- function(set, task) {
+  set$loss$name != "squared" && task %in% c("binary", "multiclass")
+}
+
+# The fold's criterion for predictions P (validation rows x outputs) of the
+# targets Yv: misclassified points (see cv_counts_errors()), else the sum of
+# squared errors.
+cv_fold_error <- function(P, Yv, set, task) {
+  if (!cv_counts_errors(set, task)) return(sum((P - Yv)^2))
+  if (ncol(Yv) == 1L) return(sum(sign(P[, 1L]) != sign(Yv[, 1L])))
+  sum(max.col(P, ties.method = "first") != max.col(Yv, ties.method = "first"))
 }
 
 # One fold's squared validation errors along the path (list(sse, not_conv)),
@@ -463,7 +508,7 @@ cv_fold_iterative <- function(fd, kernel, lambdas, set) {
     if (!solve_reached(res$reason)) not_conv <- not_conv + 1L
     P <- state_scores(state, fs, fd$xv, state_points(state, fd$xt))
     P <- sweep(P, 2L, fd$mu, "+", check.margin = FALSE)
-    sse[i] <- sum((P - fd$Yv)^2)
+    sse[i] <- cv_fold_error(P, fd$Yv, set, fd$task)
   }
   list(sse = sse, not_conv = not_conv)
 }

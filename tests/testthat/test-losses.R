@@ -562,6 +562,49 @@ test_that("single-precision logistic on separable data stays finite", {
   expect_identical(predict(fit, x), y)
 })
 
+test_that("lambda = \"cv\" and paths for the other losses: each fold's held-out error", {
+  skip_if_no_loss("hinge")
+  d <- loss_data(n = 120, seed = 3)
+  lams <- c(0.01, 1, 0.1)
+  fit_at <- function(x, y, l, loss = loss_hinge()) {
+    kernel_machine(x, y, loss = loss, lambda = l, kernel = kernel_rbf(BW),
+                   standardize = FALSE, tol = 1e-9, threads = 1, seed = 5)
+  }
+  f <- fit_at(d$x, d$yc, lams)
+  tab <- f$tuning$path
+  expect_equal(tab$lambda, sort(lams, decreasing = TRUE))
+  # the same folds (drawn from the fit's seed + 11), each fold fitted from
+  # zero at each lambda: the share of misclassified held-out points
+  fold <- getFromNamespace("with_seed", "askotch")(5 + 11, sample(rep_len(1:5, 120)))
+  held_out <- function(l, loss, err) {
+    sum(vapply(1:5, function(k) {
+      tr <- fold != k
+      g <- fit_at(d$x[tr, ], if (identical(err, "class")) d$yc[tr] else d$yr[tr], l, loss)
+      xv <- d$x[!tr, , drop = FALSE]
+      if (identical(err, "class")) sum(as.character(predict(g, xv)) != as.character(d$yc[!tr]))
+      else sum((predict(g, xv) - d$yr[!tr])^2)
+    }, 0)) / 120
+  }
+  err <- vapply(tab$lambda, held_out, 0, loss = loss_hinge(), err = "class")
+  # warm-started and cold fits agree to the tolerance: at most one point of
+  # 120 may fall on the other side
+  expect_true(all(abs(tab$cv - err) <= 1 / 120 + 1e-12))
+  expect_equal(f$lambda, tab$lambda[which.min(tab$cv)])
+  expect_identical(tab$selected, tab$lambda == f$lambda)
+  # a regression loss: the held-out mean squared error
+  skip_if_no_loss("huber")
+  fh <- fit_at(d$x, d$yr, c(1, 0.01), loss_huber())
+  mse <- vapply(fh$tuning$path$lambda, held_out, 0, loss = loss_huber(), err = "mse")
+  expect_equal(fh$tuning$path$cv, mse, tolerance = 1e-4)
+  # lambda = "cv": the default path, C = 1 / lambda from 0.1 to 1000
+  fc <- kernel_machine(d$x, d$yc, loss = loss_hinge(), lambda = "cv", threads = 1,
+                       seed = 1, max_passes = 50)
+  expect_equal(fc$tuning$path$lambda, 10^seq(1, -3, by = -0.5))
+  expect_equal(fc$tuning$lambda_rule, "cv")
+  expect_error(kernel_machine(d$x, d$yc, loss = loss_hinge(), lambda = "ml"),
+               "\"cv\" for the hinge loss", class = "askotch_error_input")
+})
+
 test_that("bad input: classed errors naming the argument", {
   d0 <- loss_data()
   # random features need weights on the training points (not inducing points)
