@@ -400,7 +400,12 @@ cv_path <- function(xs, Yc, task, kernel, lambdas, set) {
   fold <- with_seed(set$seed + 11, sample(rep_len(seq_len(k), n)))
   sse <- numeric(length(lambdas))
   not_conv <- 0L
+  # time_limit bounds the whole call: the folds share half of it (the
+  # final fit gets the rest), each fold an equal part of what is left
+  deadline <- now() + set$rule$time_limit / 2
   for (f in seq_len(k)) {
+    set$rule$time_limit <- budget_share(deadline, k - f + 1L)
+    set$cv_deadline <- now() + set$rule$time_limit
     tr <- which(fold != f)
     va <- which(fold == f)
     Yt <- Yc[tr, , drop = FALSE]
@@ -429,6 +434,14 @@ cv_path <- function(xs, Yc, task, kernel, lambdas, set) {
   }
   data.frame(lambda = lambdas,
              cv = sse / (n * (if (cv_counts_errors(set, task)) 1 else ncol(Yc))))
+}
+
+# An equal share of the time left until `deadline` for each of `parts`
+# (Inf without a limit; never below a hundredth of a second, so that a
+# share that is used up stops its solve at once with a result).
+budget_share <- function(deadline, parts) {
+  if (!is.finite(deadline)) return(Inf)
+  max((deadline - now()) / parts, 0.01)
 }
 
 # Whether a fold's criterion counts misclassified points (the classification
@@ -498,6 +511,9 @@ cv_fold_iterative <- function(fd, kernel, lambdas, set) {
   not_conv <- 0L
   for (i in seq_along(lambdas)) {
     if (isTRUE(set$tol_auto)) fs$rule$tol <- lambda_tol(set, fd$Yt, lambdas[i])
+    if (!is.null(set$cv_deadline)) {
+      fs$rule$time_limit <- budget_share(set$cv_deadline, length(lambdas) - i + 1L)
+    }
     if (i > 1L) {
       W <- native_fit_weights(state)
       native_fit_set_lambda(state, lambdas[i])

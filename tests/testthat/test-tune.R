@@ -334,3 +334,20 @@ test_that("askotch.ml_method = 'stochastic' refines the subsample's ML choice on
   expect_lt(ll(ex) - ll(st), 0.1 * (ll(ex) - ll(sub)))
   expect_gte(ll(st), ll(sub) - 1e-6 * abs(ll(sub)))
 })
+
+test_that("cross-validation shares the time limit: half of it over the folds", {
+  share <- getFromNamespace("budget_share", "askotch")
+  now <- getFromNamespace("now", "askotch")
+  expect_identical(share(Inf, 3L), Inf)
+  # an equal part of what is left (a busy machine moves the clock a little)
+  s <- share(now() + 1e6, 5L)
+  expect_true(s <= 2e5 && s > 2e5 - 100)
+  # a deadline already passed leaves each part a hundredth of a second
+  expect_identical(share(now() - 5, 2L), 0.01)
+  # folds whose solver cannot even set up in their share: the fit's classed
+  # time-limit error, as for a single fit
+  d <- make_regression(3000, p = 3, seed = 4)
+  expect_error(krr(d$x, d$y, lambda = "cv", solver = pcg(), time_limit = 1e-3,
+                   threads = 1, seed = 1), "time_limit",
+               class = "askotch_error_time_limit")
+})
