@@ -108,7 +108,7 @@ gp_method <- function(method, object, choices, arg, call) {
 
 # Exact method: the Cholesky factor R of A = K + lambda W^{-1} (R^T R = A),
 # u = A^{-1} 1 and c0 = n^2 pi^T A pi (1^T K 1 + n lambda without weights),
-# kept in the fit's cache.
+# kept by gp_cached().
 gp_exact_factor <- function(object) {
   gp_cached(object, list("exact"), function() gp_exact_factor_make(object),
             size = function(f) length(f$R))
@@ -247,7 +247,7 @@ gp_pdiff <- function(px, py, ev, rr, lam, e) {
 # give_up: return list(gave_up = TRUE) without the bracket when the trace
 # error exceeds lambda
 gp_var_nystrom <- function(object, xnew, give_up = FALSE) {
-  # kept in the fit's cache: NULL (gave up) serves only calls that give up
+  # kept by gp_cached(): NULL (gave up) serves only calls that give up
   fac <- gp_cached(object, list("nystrom", gp_rank(object$n)),
                    function() gp_nystrom_factor(object, give_up),
                    size = function(f) length(f$U), use = function(f) give_up || !is.null(f))
@@ -314,34 +314,59 @@ gp_var_nystrom <- function(object, xnew, give_up = FALSE) {
 # the random features of one pathwise draw
 gp_pathwise_features <- function() getOption("askotch.gp_pathwise_features", 256)
 
-# The fit's cache of what its standard errors reuse (the pathwise draws, the
-# exact and the Nystrom factors): an environment made by new_krr(), so that copies of the
-# fit share it.  An entry is keyed by `what` and by the fields it depends on
+# What the standard errors reuse (the pathwise draws, the exact and the
+# Nystrom factors) is kept in the session, not in the fit (which stays plain
+# data): in gp_store, under the fit's `gp_id` (made by new_krr(), so copies
+# of a fit share its entries) and a key of the fields the entry depends on
 # (lambda, kernel, tolerance, the points and the observation weights, by
-# their sums), so a fit whose fields were changed never reads a stale entry;
-# one entry per `what`; an entry of more than option askotch.gp_cache_max
-# numbers (default 2^24, 128 MiB; size(value)) is not kept.  use(value): whether
-# a kept value serves this call.  Without a cache (a fit made some other
-# way) make() is simply called.
+# their sums), so a fit whose fields were changed never reads a stale entry.
+# One entry per fit and `what`; all entries together hold at most option
+# askotch.gp_cache_max numbers (default 2^24, 128 MiB; size(value)), the
+# oldest dropped first.  use(value): whether a kept value serves this call.
+# A fit without an id (made some other way) simply calls make().
+gp_store <- new.env(parent = emptyenv())
+
 gp_cached <- function(object, what, make, size = function(v) 0,
                       use = function(v) TRUE) {
-  cache <- object$gp_cache
-  if (!is.environment(cache)) return(make())
+  id <- object$gp_id
+  if (!is.character(id) || length(id) != 1L || is.na(id)) return(make())
   xs <- gp_xs(object)
-  key <- list(what, object$lambda, object$kernel, object$tol, dim(xs),
+  key <- list(id, what, object$lambda, object$kernel, object$tol, dim(xs),
               sum(xs), sum(xs^2), if (!is.null(object$obs_weights))
                 c(sum(object$obs_weights), sum(object$obs_weights^2)))
-  hit <- Filter(function(e) identical(e$key, key), cache$entries)
+  entries <- gp_store$entries
+  hit <- Filter(function(e) identical(e$key, key), entries)
   if (length(hit) && use(hit[[1L]]$value)) return(hit[[1L]]$value)
   value <- make()
-  if (size(value) <= getOption("askotch.gp_cache_max", 2^24)) {
-    keep <- Filter(function(e) !identical(e$key[[1L]], what), cache$entries)
-    cache$entries <- c(keep, list(list(key = key, value = value)))
+  cap <- getOption("askotch.gp_cache_max", 2^24)
+  sz <- size(value)
+  if (sz <= cap) {
+    # the same fit's entry of this kind is replaced; the oldest go first
+    # while the total exceeds the cap
+    keep <- Filter(function(e) !(identical(e$key[[1L]], id) &&
+                                   identical(e$key[[2L]], what)), entries)
+    keep <- c(keep, list(list(key = key, value = value, size = sz)))
+    while (sum(vapply(keep, function(e) e$size, 0)) > cap) keep <- keep[-1L]
+    gp_store$entries <- keep
   }
   value
 }
 
-# The draws are kept in the fit's cache (gp_cached()) and reused at any new
+# The kinds of entry kept for a fit (tests and diagnostics)
+gp_cached_kinds <- function(object) {
+  mine <- Filter(function(e) identical(e$key[[1L]], object$gp_id), gp_store$entries)
+  vapply(mine, function(e) e$key[[2L]][[1L]], "")
+}
+
+# A fit's id for gp_cached(): unique in the session and across sessions
+# (process, time, counter); drawn without the user's random numbers.
+gp_new_id <- function() {
+  gp_store$counter <- (if (is.null(gp_store$counter)) 0 else gp_store$counter) + 1
+  sprintf("%d-%s-%.0f", Sys.getpid(), format(Sys.time(), "%Y%m%d%H%M%OS6"),
+          gp_store$counter)
+}
+
+# The draws are kept (gp_cached()) and reused at any new
 # points: after the first call the variance costs one kernel product with
 # `draws` columns and the prior's features at the new points, no solve.
 gp_var_pathwise <- function(object, xnew, draws) {

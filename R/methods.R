@@ -127,13 +127,13 @@
 #' call with the same `draws`, so that standard errors at further points
 #' cost one kernel product with `draws` columns and no solve, and agree
 #' point by point with the earlier ones. The exact and the Nystrom factors
-#' are kept the same way. What is kept lives in an environment in the fit
-#' (`fit$gp_cache`, shared by copies of the fit), keyed by the fields it
-#' depends on (\eqn{\lambda}, the kernel, the tolerance, the points and the
-#' observation weights), so a fit whose fields were changed computes afresh;
-#' nothing of more than `getOption("askotch.gp_cache_max", 2^24)` numbers is
-#' kept (the draws are \eqn{n \times} `draws`). It is saved with the fit by
-#' [saveRDS()]; `rm(list = ls(fit$gp_cache), envir = fit$gp_cache)` empties it.
+#' are kept the same way. What is kept lives in the R session, not in the
+#' fit (which stays plain data, and is saved without it): under the fit's
+#' identity (copies of a fit share it) and the fields it depends on
+#' (\eqn{\lambda}, the kernel, the tolerance, the points and the observation
+#' weights), so a fit whose fields were changed computes afresh; all kept
+#' entries together hold at most `getOption("askotch.gp_cache_max", 2^24)`
+#' numbers (the draws are \eqn{n \times} `draws`), the oldest dropped first.
 #'
 #' **Observation weights.** A fit with `weights` \eqn{w_i} has noise
 #' variance \eqn{\lambda s^2 / w_i} at training point \eqn{i}; everything

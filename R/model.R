@@ -252,8 +252,8 @@ new_krr <- function(dat, set, res, call) {
          levels = dat$tgt$levels, obs_weights = set$obs_weights,
          zero_weight = set$zero_weight, terms = NULL, call = call,
          state = res$state,
-         # what the standard errors reuse (R/gp.R, gp_cached())
-         gp_cache = new.env(parent = emptyenv()))
+         # the key of what the standard errors reuse (R/gp.R, gp_cached())
+         gp_id = gp_new_id())
   ), class = "krr")
 }
 
