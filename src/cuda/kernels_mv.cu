@@ -554,29 +554,19 @@ krr_status launch_mv(krr_ctx *ctx, int kt, const T *X1, int64_t n1, const T *X2,
   }
 }
 
-/* cuBLAS gemm, no transposes, 64-bit API */
-inline cublasStatus_t gemm_nn(cublasHandle_t h, int64_t m, int64_t n, int64_t k, const float *al,
-                              const float *A, int64_t lda, const float *B, int64_t ldb,
-                              const float *be, float *C, int64_t ldc) {
-  return cublasSgemm_64(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, al, A, lda, B, ldb, be, C, ldc);
+/* cuBLAS gemm (64-bit API), C (m x n) = alpha op(A) B + beta C, column-major;
+ * op(A) = A (CUBLAS_OP_N, A m x k) or A^T (CUBLAS_OP_T, A k x m: for
+ * row-major X1 (m x p) and X2 (n x p), A = X1, B = X2 give X1 X2^T) */
+inline cublasStatus_t gemm_xn(cublasHandle_t h, cublasOperation_t opa, int64_t m, int64_t n,
+                              int64_t k, const float *al, const float *A, int64_t lda,
+                              const float *B, int64_t ldb, const float *be, float *C, int64_t ldc) {
+  return cublasSgemm_64(h, opa, CUBLAS_OP_N, m, n, k, al, A, lda, B, ldb, be, C, ldc);
 }
-inline cublasStatus_t gemm_nn(cublasHandle_t h, int64_t m, int64_t n, int64_t k, const double *al,
-                              const double *A, int64_t lda, const double *B, int64_t ldb,
-                              const double *be, double *C, int64_t ldc) {
-  return cublasDgemm_64(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, al, A, lda, B, ldb, be, C, ldc);
-}
-
-/* C (m x n) = alpha A^T B + beta C with A k x m and B k x n (column-major):
- * for row-major X1 (m x p) and X2 (n x p), A = X1, B = X2 give X1 X2^T */
-inline cublasStatus_t gemm_tn(cublasHandle_t h, int64_t m, int64_t n, int64_t k, const float *al,
-                              const float *A, int64_t lda, const float *B, int64_t ldb,
-                              const float *be, float *C, int64_t ldc) {
-  return cublasSgemm_64(h, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, al, A, lda, B, ldb, be, C, ldc);
-}
-inline cublasStatus_t gemm_tn(cublasHandle_t h, int64_t m, int64_t n, int64_t k, const double *al,
-                              const double *A, int64_t lda, const double *B, int64_t ldb,
-                              const double *be, double *C, int64_t ldc) {
-  return cublasDgemm_64(h, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, al, A, lda, B, ldb, be, C, ldc);
+inline cublasStatus_t gemm_xn(cublasHandle_t h, cublasOperation_t opa, int64_t m, int64_t n,
+                              int64_t k, const double *al, const double *A, int64_t lda,
+                              const double *B, int64_t ldb, const double *be, double *C,
+                              int64_t ldc) {
+  return cublasDgemm_64(h, opa, CUBLAS_OP_N, m, n, k, al, A, lda, B, ldb, be, C, ldc);
 }
 
 /* The kernel a GEMM-route instantiation is made for: the L1 kernels never
@@ -606,7 +596,7 @@ krr_status block_via_gemm(krr_ctx *ctx, int kt, const T *X1, int64_t n1, const T
   KCU_LAUNCHED(ctx, "kernel_block (row norms launch)");
   const T m2 = T(-2), zero = T(0);
   KCU_BLAS(ctx, "cublas gemm (kernel_block GEMM route)",
-           gemm_tn(st->blas, n1, n2, p, &m2, X1, p, X2, p, &zero, out, ldo));
+           gemm_xn(st->blas, CUBLAS_OP_T, n1, n2, p, &m2, X1, p, X2, p, &zero, out, ldo));
   const T ta = (T)a;
   const int64_t gx = (n1 + KCU_NT - 1) / KCU_NT;
   const dim3 g((unsigned)(gx < 64 ? gx : 64), (unsigned)(n2 < 256 ? n2 : 256));
@@ -678,11 +668,11 @@ krr_status mv_via_gemm(krr_ctx *ctx, int kt, const T *X1, int64_t n1, const T *X
       KCU_TRY(launch_block<T>(ctx, kt, X1 + i0 * (int64_t)p, m, X2 + j0 * (int64_t)p, nn, p, Kt, m, a));
       if constexpr (!is_float) {
         KCU_BLAS(ctx, "cublasDgemm_64",
-                 gemm_nn(st->blas, m, q, nn, &one, Kt, m, V + j0, ldv, j0 == 0 ? &zero : &one,
-                         out + i0, ldo));
+                 gemm_xn(st->blas, CUBLAS_OP_N, m, q, nn, &one, Kt, m, V + j0, ldv,
+                         j0 == 0 ? &zero : &one, out + i0, ldo));
       } else {
         KCU_BLAS(ctx, "cublasSgemm_64",
-                 gemm_nn(st->blas, m, q, nn, &one, Kt, m, V + j0, ldv, &zero, P, m));
+                 gemm_xn(st->blas, CUBLAS_OP_N, m, q, nn, &one, Kt, m, V + j0, ldv, &zero, P, m));
         acc_add_kernel<<<kcu_grid(st, m * (int64_t)q), KCU_NT, 0, st->stream>>>(acc, P, m * (int64_t)q,
                                                                               j0 == 0);
         KCU_LAUNCHED(ctx, "kernel_mv (accumulate launch)");
@@ -734,8 +724,8 @@ krr_status mv_gemm_fused_kt(krr_ctx *ctx, const T *X1, int64_t n1, const T *X2, 
       const int64_t nn = n2 - j0 < T2 ? n2 - j0 : T2;
       const int64_t nsj = (nn + chunk - 1) / chunk;
       KCU_BLAS(ctx, "cublas gemm (kernel_mv GEMM route)",
-               gemm_tn(st->blas, m, nn, p, &m2, X1 + i0 * (int64_t)p, p, X2 + j0 * (int64_t)p, p,
-                       &zero, G, m));
+               gemm_xn(st->blas, CUBLAS_OP_T, m, nn, p, &m2, X1 + i0 * (int64_t)p, p,
+                       X2 + j0 * (int64_t)p, p, &zero, G, m));
       const dim3 g((unsigned)((m + KCU_NT - 1) / KCU_NT), (unsigned)nsj);
       for (int c0 = 0; c0 < q; c0 += 8) {
         const int qc = q - c0 < 8 ? q - c0 : 8;
