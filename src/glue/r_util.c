@@ -181,9 +181,6 @@ const krr_solver_def *askotch_glue_solver_def(SEXP name) {
   return def;
 }
 
-/* Fill o from a named R list: NULL skipped, strings are choices, numbers and
- * logicals values, numeric vectors of length > 1 row indices (1-based in
- * R).  Returns KRR_OK or an error in ctx (the caller frees, then raises). */
 /* the declared type of a solver's option (-1: no such option; the setter
  * then names it) */
 static int option_type(const krr_solver_def *def, const char *name) {
@@ -195,6 +192,11 @@ static int option_type(const krr_solver_def *def, const char *name) {
   return -1;
 }
 
+/* Fill o from a named R list: NULL skipped, strings are choices, numbers
+ * values, logicals the values of flag options (of other options an error),
+ * numeric vectors of length > 1 row indices (1-based in R); anything not an
+ * atomic vector an error.  Returns KRR_OK or an error in ctx (the caller
+ * frees, then raises). */
 krr_status askotch_glue_set_options(krr_ctx *ctx, krr_options *o, SEXP opts) {
   if (opts == R_NilValue) return KRR_OK;
   if (TYPEOF(opts) != VECSXP) return krr_fail(ctx, KRR_ERR_INPUT, "solver options must be a list");
