@@ -583,17 +583,30 @@ inline bool use_gemm_route(krr_ctx *ctx, int kt, int p) {
   return !krr_kernel_is_l1(kt) && p >= kcu_state(ctx)->gemm_min_p[sizeof(T) == sizeof(double)];
 }
 
+/* the squared row norms of X1 then X2 (n1 + n2 numbers) in KCU_WS_NORM;
+ * NULL after krr_fail */
+template <typename T>
+T *row_norms(krr_ctx *ctx, const T *X1, int64_t n1, const T *X2, int64_t n2, int p) {
+  krr_cuda_state *st = kcu_state(ctx);
+  T *nv = (T *)kcu_ws(ctx, KCU_WS_NORM, (size_t)(n1 + n2) * sizeof(T));
+  if (!nv) return NULL;
+  rownorm2_kernel<T><<<kcu_grid(st, 32 * n1), KCU_NT, 0, st->stream>>>(X1, n1, p, nv);
+  rownorm2_kernel<T><<<kcu_grid(st, 32 * n2), KCU_NT, 0, st->stream>>>(X2, n2, p, nv + n1);
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) {
+    kcu_fail_cuda(ctx, "row norms (kernel launch)", e);
+    return NULL;
+  }
+  return nv;
+}
+
 /* K(X1, X2) into out (n1 x n2, ld ldo) by the GEMM route */
 template <typename T>
 krr_status block_via_gemm(krr_ctx *ctx, int kt, const T *X1, int64_t n1, const T *X2, int64_t n2,
                           int p, T *out, int64_t ldo, double a) {
   krr_cuda_state *st = kcu_state(ctx);
-  T *nv = (T *)kcu_ws(ctx, KCU_WS_NORM, (size_t)(n1 + n2) * sizeof(T));
+  T *nv = row_norms<T>(ctx, X1, n1, X2, n2, p);
   if (!nv) return ctx->status;
-  rownorm2_kernel<T><<<kcu_grid(st, 32 * n1), KCU_NT, 0, st->stream>>>(X1, n1, p, nv);
-  KCU_LAUNCHED(ctx, "kernel_block (row norms launch)");
-  rownorm2_kernel<T><<<kcu_grid(st, 32 * n2), KCU_NT, 0, st->stream>>>(X2, n2, p, nv + n1);
-  KCU_LAUNCHED(ctx, "kernel_block (row norms launch)");
   const T m2 = T(-2), zero = T(0);
   KCU_BLAS(ctx, "cublas gemm (kernel_block GEMM route)",
            gemm_xn(st->blas, CUBLAS_OP_T, n1, n2, p, &m2, X1, p, X2, p, &zero, out, ldo));
@@ -704,7 +717,7 @@ krr_status mv_gemm_fused_kt(krr_ctx *ctx, const T *X1, int64_t n1, const T *X2, 
   if (ns > 65535) ns = 65535;
   if (ns < 1) ns = 1;
   const int64_t chunk = (T2 + ns - 1) / ns;
-  T *nv = (T *)kcu_ws(ctx, KCU_WS_NORM, (size_t)(n1 + n2) * sizeof(T));
+  T *nv = row_norms<T>(ctx, X1, n1, X2, n2, p);
   if (!nv) return ctx->status;
   T *G = (T *)kcu_ws(ctx, KCU_WS_TILE, (size_t)T1 * (size_t)T2 * sizeof(T));
   if (!G) return ctx->status;
@@ -713,10 +726,6 @@ krr_status mv_gemm_fused_kt(krr_ctx *ctx, const T *X1, int64_t n1, const T *X2, 
   if (!part) return ctx->status;
   double *acc = (double *)kcu_ws(ctx, KCU_WS_ACC, (size_t)T1 * (size_t)q * sizeof(double));
   if (!acc) return ctx->status;
-  rownorm2_kernel<T><<<kcu_grid(st, 32 * n1), KCU_NT, 0, st->stream>>>(X1, n1, p, nv);
-  KCU_LAUNCHED(ctx, "kernel_mv (row norms launch)");
-  rownorm2_kernel<T><<<kcu_grid(st, 32 * n2), KCU_NT, 0, st->stream>>>(X2, n2, p, nv + n1);
-  KCU_LAUNCHED(ctx, "kernel_mv (row norms launch)");
   const T m2 = T(-2), zero = T(0), ta = (T)a;
   for (int64_t i0 = 0; i0 < n1; i0 += T1) {
     const int64_t m = n1 - i0 < T1 ? n1 - i0 : T1;
