@@ -15,6 +15,10 @@
 
 # Size limits (options) ----------------------------------------------------------
 
+# The search range of lambda by maximum likelihood, GCV and LOO (the kernel
+# has unit diagonal, so the eigenvalues of K sum to n).
+ml_lambda_range <- c(1e-8, 1e4)
+
 # exact (eigendecomposition / Cholesky) criteria up to this n; above it the
 # stochastic estimators (or a subsample, for the default lambda)
 tune_exact_max_n <- function() getOption("askotch.tune_exact_max_n", 2000)
@@ -96,39 +100,55 @@ gp_eigen_best <- function(eg, criterion = c("ml", "gcv", "loo"),
 # and dK/dlog ell_j are formed in C from the kernel list (its column DLOGS
 # and krr_kernel_dlog_ell in src/core/kernel_math.h, which derive them).
 
-# dK/dtheta for theta = log sigma (ard = FALSE) or log ell_1..p (then sigma
-# is the kernel's bandwidth, 1 for ARD): an n x n x (1 or p) array.
-kernel_grads <- function(xs, kernel, ard) {
-  native_kernel_deriv(xs, xs, kernel, if (ard) seq_len(ncol(xs)) else -1L)
+# The codes of dK/dtheta for theta = log sigma (ard = FALSE) or log
+# ell_1..p (then sigma is the kernel's bandwidth, 1 for ARD).
+kernel_grad_codes <- function(xs, ard) if (ard) seq_len(ncol(xs)) else -1L
+
+# The kernel's statistics between every pair of rows of xs: squared
+# Euclidean distances (from one cross product) for an L2 kernel, L1
+# distances for an L1 kernel; the kernel matrix of any bandwidth is the
+# kernel of them (native_kernel_eval()).
+kernel_stat_matrix <- function(xs, metric) {
+  if (metric == "L1") return(as.matrix(stats::dist(xs, method = "manhattan")))
+  r <- rowSums(xs^2)
+  T <- -2 * tcrossprod(xs)
+  T <- T + r[col(T)] + r
+  T[T < 0] <- 0
+  diag(T) <- 0
+  T
 }
 
 # Exact profile log likelihood of centred targets Y at the points xs (already
 # standardised and, for ARD, divided by the length scales), kernel with its
 # bandwidth, noise ratio lambda; with the gradient w.r.t. (log bandwidth or
-# log length scales, log lambda).
+# log length scales, log lambda). With M = sum_c n/(2 y_c^T alpha_c) alpha_c
+# alpha_c^T - m/2 A^{-1} the gradient in theta is tr(M dA/dtheta): the
+# kernel's parts are contracted in C without forming dK, lambda's is
+# lambda tr(M). T: the statistics of xs (kernel_stat_matrix(), isotropic
+# kernels), from which K and dK/dlog bandwidth are formed elementwise.
 gp_loglik_exact <- function(xs, Y, kernel, lambda, ard = FALSE,
-                            gradient = TRUE, threads = 0L) {
+                            gradient = TRUE, threads = 0L, T = NULL) {
   n <- nrow(xs)
   m <- ncol(Y)
-  K <- kernel_mat(xs, xs, kernel, threads)
-  A <- K
+  A <- if (is.null(T)) kernel_mat(xs, xs, kernel, threads) else native_kernel_eval(kernel, T)
   diag(A) <- diag(A) + lambda
   R <- tryCatch(chol(A), error = function(e) NULL)
   if (is.null(R)) return(list(loglik = -Inf, gradient = NULL))
-  alpha <- backsolve(R, forwardsolve(t(R), Y))
+  rm(A)
+  alpha <- backsolve(R, backsolve(R, Y, transpose = TRUE))
   yAy <- colSums(Y * alpha)
   s2 <- yAy / n
   logdet <- 2 * sum(log(diag(R)))
   ll <- sum(-n / 2 * (log(2 * pi * s2) + 1)) - m / 2 * logdet
   out <- list(loglik = ll, signal_var = s2, logdet = logdet, yAy = yAy)
   if (!gradient) return(out)
-  Ainv <- chol2inv(R)
-  W <- alpha %*% diag(n / (2 * yAy), m) %*% t(alpha)  # sum_c n/2 a a^T / y^T a
-  dth <- function(dA) sum(W * dA) - m / 2 * sum(Ainv * dA)
-  dK <- kernel_grads(xs, kernel, ard)
-  gk <- vapply(seq_len(dim(dK)[3L]), function(c) dth(dK[, , c]), 0)
-  glam <- lambda * (sum(diag(W)) - m / 2 * sum(diag(Ainv)))
-  out$gradient <- c(gk, glam)
+  M <- chol2inv(R) * (-m / 2)
+  rm(R)
+  M <- M + tcrossprod(sweep(alpha, 2L, sqrt(n / (2 * yAy)), "*", check.margin = FALSE))
+  gk <- if (is.null(T)) {
+    native_kernel_deriv_dot(xs, kernel, kernel_grad_codes(xs, ard), M)
+  } else sum(M * native_kernel_eval(kernel, T, -1L))
+  out$gradient <- c(gk, lambda * sum(diag(M)))
   out
 }
 

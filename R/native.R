@@ -60,6 +60,15 @@ native_kernel_deriv <- function(x1, x2, kernel, deriv) {
   .Call(ffi_kernel_deriv, x1, x2, k[[1L]], k[[2L]], d)
 }
 
+# sum(W * dK_c) for each code deriv[c] (as above) of the points x against
+# themselves, without forming the derivative matrices: tr(W dK_c) for a
+# symmetric n x n W
+native_kernel_deriv_dot <- function(x, kernel, deriv, W) {
+  k <- kernel_args(kernel)
+  storage.mode(W) <- "double"
+  .Call(ffi_kernel_deriv_dot, x, k[[1L]], k[[2L]], as.integer(deriv), W)
+}
+
 # The kernel's rate a of its bandwidth, as the compiled code forms it
 native_kernel_rate <- function(kernel) {
   k <- kernel_args(kernel)
@@ -67,10 +76,12 @@ native_kernel_rate <- function(kernel) {
 }
 
 # The kernel's values at the statistics t (squared Euclidean distances, or
-# L1 distances for an L1 kernel), in double
-native_kernel_eval <- function(kernel, t) {
+# L1 distances for an L1 kernel), in double, t's dimensions kept; deriv = -1:
+# the derivative in the log bandwidth
+native_kernel_eval <- function(kernel, t, deriv = 0L) {
   k <- kernel_args(kernel)
-  .Call(ffi_kernel_eval, k[[1L]], k[[2L]], as.numeric(t))
+  if (!is.double(t)) storage.mode(t) <- "double"
+  .Call(ffi_kernel_eval, k[[1L]], k[[2L]], t, as.integer(deriv))
 }
 
 # The symmetric eigendecomposition as R's eigen() returns it (values

@@ -26,7 +26,8 @@ SEXP ffi_loss_bound(SEXP, SEXP, SEXP);
 SEXP ffi_kernel_apply(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_kernel_matrix(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_kernel_deriv(SEXP, SEXP, SEXP, SEXP, SEXP);
-SEXP ffi_kernel_eval(SEXP, SEXP, SEXP);
+SEXP ffi_kernel_deriv_dot(SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_kernel_eval(SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_kernel_rate(SEXP, SEXP);
 SEXP ffi_sym_eigen(SEXP, SEXP);
 SEXP ffi_pivoted_cholesky(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
@@ -68,7 +69,8 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_kernel_apply, 8),
     CALLDEF(ffi_kernel_matrix, 6),
     CALLDEF(ffi_kernel_deriv, 5),
-    CALLDEF(ffi_kernel_eval, 3),
+    CALLDEF(ffi_kernel_deriv_dot, 5),
+    CALLDEF(ffi_kernel_eval, 4),
     CALLDEF(ffi_kernel_rate, 2),
     CALLDEF(ffi_sym_eigen, 2),
     CALLDEF(ffi_pivoted_cholesky, 8),

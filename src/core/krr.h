@@ -221,6 +221,14 @@ krr_status krr_kernel_deriv2_host(krr_ctx *ctx, const krr_kernel *k, const doubl
                                   const double *X2, int64_t n2, int p, const int *deriv,
                                   const int *deriv2, int nd, double *out);
 
+/* The contractions out[c] = sum_{i,l} W_il dK_c(x_i, x_l) of the n x n
+ * column-major weights W with the derivative matrices of the points X
+ * (n x p) against themselves, codes as above (first derivatives), without
+ * forming the matrices: the likelihood's gradient tr(M dK) for a symmetric
+ * M.  Checks as above; polls ctx between blocks of points. */
+krr_status krr_kernel_deriv_dot_host(krr_ctx *ctx, const krr_kernel *k, const double *X, int64_t n,
+                                     int p, const int *deriv, int nd, const double *W, double *out);
+
 /* The eigendecomposition of the symmetric n x n host matrix A (lower
  * triangle read; column-major doubles): A <- its eigenvectors, w <- the
  * eigenvalues ascending, by the host backend's eigensolver, which polls the

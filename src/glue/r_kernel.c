@@ -253,14 +253,24 @@ SEXP ffi_kernel_rate(SEXP kernel, SEXP bandwidth) {
 }
 
 /* The kernel's values (double) at the statistics t: squared Euclidean
- * distances, or L1 distances for an L1 kernel (ffi_info()$kernels$metric). */
-SEXP ffi_kernel_eval(SEXP kernel, SEXP bandwidth, SEXP t) {
+ * distances, or L1 distances for an L1 kernel (ffi_info()$kernels$metric);
+ * with deriv = -1 its derivative in the log bandwidth (deriv 0: the values).
+ * The result keeps t's dimensions. */
+SEXP ffi_kernel_eval(SEXP kernel, SEXP bandwidth, SEXP t, SEXP deriv) {
   krr_kernel k = kernel_of(kernel, bandwidth);
   if (!Rf_isReal(t)) askotch_glue_raise_status(KRR_ERR_INPUT, "t must be a double vector");
+  const int d = Rf_asInteger(deriv);
+  if (d != 0 && d != -1) askotch_glue_raise_status(KRR_ERR_INPUT, "deriv must be 0 or -1");
   const krr_kparams kp = krr_kparams_make(&k);
   const R_xlen_t n = XLENGTH(t);
   SEXP out = PROTECT(Rf_allocVector(REALSXP, n));
-  for (R_xlen_t i = 0; i < n; i++) REAL(out)[i] = krr_kernel_eval(kp, REAL(t)[i]);
+  const double *tv = REAL(t);
+  double *o = REAL(out);
+  if (d == 0)
+    for (R_xlen_t i = 0; i < n; i++) o[i] = krr_kernel_eval(kp, tv[i]);
+  else
+    for (R_xlen_t i = 0; i < n; i++) o[i] = krr_kernel_dlog_s(kp, tv[i]);
+  Rf_setAttrib(out, R_DimSymbol, Rf_getAttrib(t, R_DimSymbol));
   UNPROTECT(1);
   return out;
 }
@@ -297,5 +307,30 @@ SEXP ffi_kernel_deriv(SEXP x1, SEXP x2, SEXP kernel, SEXP bandwidth, SEXP deriv)
                                 pairs ? INTEGER(deriv) + nd : NULL, nd, REAL(out));
   askotch_glue_ctx_done(&ctx, st, 0);
   UNPROTECT(2);
+  return out;
+}
+
+/* sum_{i,l} W_il dK_c(x_i, x_l) for each code deriv[c] (0, -1 or 1..p, as
+ * for ffi_kernel_deriv): the likelihood gradient's traces tr(W dK_c) for a
+ * symmetric W, without forming the derivative matrices. */
+SEXP ffi_kernel_deriv_dot(SEXP x, SEXP kernel, SEXP bandwidth, SEXP deriv, SEXP w) {
+  if (!Rf_isReal(x) || !Rf_isMatrix(x))
+    askotch_glue_raise_status(KRR_ERR_INPUT, "x must be a double matrix");
+  if (!Rf_isInteger(deriv))
+    askotch_glue_raise_status(KRR_ERR_INPUT, "deriv must be an integer vector");
+  const int64_t n = Rf_nrows(x);
+  if (!Rf_isReal(w) || !Rf_isMatrix(w) || Rf_nrows(w) != n || Rf_ncols(w) != n)
+    askotch_glue_raise_status(KRR_ERR_INPUT, "w must be an n x n double matrix");
+  krr_kernel k = kernel_of(kernel, bandwidth);
+  const int nd = (int)XLENGTH(deriv);
+  SEXP out = PROTECT(Rf_allocVector(REALSXP, nd));
+  krr_ctx ctx;
+  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), krr_cpu_ops(), 1, 0);
+  askotch_glue_poll_attach(&ctx);
+  if (st == KRR_OK)
+    st = krr_kernel_deriv_dot_host(&ctx, &k, REAL(x), n, Rf_ncols(x), INTEGER(deriv), nd, REAL(w),
+                                   REAL(out));
+  askotch_glue_ctx_done(&ctx, st, 0);
+  UNPROTECT(1);
   return out;
 }

@@ -134,3 +134,28 @@ test_that("the bandwidth limits invert the rate", {
     expect_equal(krate(kobj(k, bw[2])), 1e-30, tolerance = 1e-12)
   }
 })
+
+test_that("the contracted derivatives equal sums over the formed matrices", {
+  set.seed(35)
+  x <- matrix(rnorm(30 * 3), 30, 3)
+  W <- matrix(rnorm(30 * 30), 30, 30)  # not symmetric: every pair counts
+  codes <- c(0L, -1L, 1L, 2L, 3L)
+  for (k in all_kernels) {
+    kk <- kobj(k, 1.3)
+    D <- kder(x, x, kk, codes)
+    want <- vapply(seq_along(codes), function(c) sum(W * D[, , c]), 0)
+    got <- askotch:::native_kernel_deriv_dot(x, kk, codes, W)
+    expect_equal(got, want, tolerance = 1e-12, info = k)
+    # the elementwise forms from the statistics: the values and d/dlog s
+    t <- askotch:::kernel_stat_matrix(x, askotch:::kernel_metric(k))
+    expect_lt(max(abs(askotch:::native_kernel_eval(kk, t) - D[, , 1])), 1e-12)
+    expect_lt(max(abs(askotch:::native_kernel_eval(kk, t, -1L) - D[, , 2])), 1e-12)
+    expect_identical(dim(askotch:::native_kernel_eval(kk, t)), dim(t))
+  }
+  expect_error(askotch:::native_kernel_deriv_dot(x, kobj("rbf", 1), 5L, W),
+               class = "askotch_error_input")
+  expect_error(askotch:::native_kernel_deriv_dot(x, kobj("rbf", 1), 1L, W[, -1]),
+               class = "askotch_error_input")
+  expect_error(askotch:::native_kernel_eval(kobj("rbf", 1), 1, 2L),
+               class = "askotch_error_input")
+})

@@ -98,6 +98,46 @@ static krr_status deriv_host(krr_ctx *ctx, const krr_kernel *k, const double *X1
   return st;
 }
 
+/* sum_{i,l} W_il dK_c(x_i, x_l) for each code: each unordered pair once,
+ * weighted by W_il + W_li, the diagonal by W_ii (dK(x, x) need not vanish
+ * for a code 0). */
+static void deriv_dot_pairs(krr_kparams kp, const double *R, int64_t n, int p, const int *deriv,
+                            int nd, const double *W, int l1, int64_t l, double *acc) {
+  const double *b = R + l * p;
+  for (int64_t i = 0; i <= l; i++) {
+    const double *a = R + i * p;
+    double t = 0;
+    for (int c = 0; c < p; c++) {
+      const double d = a[c] - b[c];
+      t += l1 ? fabs(d) : d * d;
+    }
+    const double w = i == l ? W[l * n + i] : W[l * n + i] + W[i * n + l];
+    if (w == 0) continue;
+    for (int c = 0; c < nd; c++) acc[c] += w * deriv_at(kp, t, a, b, deriv[c], 0, l1);
+  }
+}
+
+krr_status krr_kernel_deriv_dot_host(krr_ctx *ctx, const krr_kernel *k, const double *X, int64_t n,
+                                     int p, const int *deriv, int nd, const double *W,
+                                     double *out) {
+  KTRY(check_args(ctx, k, n, n, p, deriv, NULL, nd));
+  for (int c = 0; c < nd; c++) out[c] = 0;
+  if (n == 0 || nd == 0) return KRR_OK;
+  const krr_kparams kp = krr_kparams_make(k);
+  double *R = (double *)malloc(sizeof(double) * (size_t)(n * (p > 0 ? p : 1)));
+  if (!R)
+    return krr_fail(ctx, KRR_ERR_MEMORY, "kernel derivative: out of host memory (%lld x %d points)",
+                    (long long)n, p);
+  to_rows(X, n, p, R);
+  krr_status st = KRR_OK;
+  for (int64_t l = 0; l < n; l++) {
+    if (l % KDERIV_POLL_COLS == 0 && (st = krr_poll(ctx)) != KRR_OK) break;
+    deriv_dot_pairs(kp, R, n, p, deriv, nd, W, krr_kernel_is_l1(kp.type), l, out);
+  }
+  free(R);
+  return st;
+}
+
 krr_status krr_kernel_deriv_host(krr_ctx *ctx, const krr_kernel *k, const double *X1, int64_t n1,
                                  const double *X2, int64_t n2, int p, const int *deriv, int nd,
                                  double *out) {
