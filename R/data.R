@@ -168,7 +168,8 @@ compute_scaling <- function(x, standardize) {
       }
     }
   }
-  joint_scaling(list(center = center, scale = scale), varying, standardize)
+  joint_scaling(list(center = center, scale = scale, varying = varying), varying,
+                standardize)
 }
 
 # standardize = "joint": one scale for every column, the root mean square
@@ -177,15 +178,29 @@ compute_scaling <- function(x, standardize) {
 # typical size
 joint_scaling <- function(sc, varying, standardize) {
   if (!identical(standardize, "joint")) return(sc)
-  sc$scale[] <- if (any(varying)) sqrt(mean(sc$scale[varying]^2)) else 1
+  s <- sc$scale[varying]
+  # the root mean square relative to the largest, so that no square
+  # overflows or underflows for data far from unit scale
+  sc$scale[] <- if (any(varying)) max(s) * sqrt(mean((s / max(s))^2)) else 1
   sc
 }
 
-# TRUE, FALSE or "joint" (an input error naming the argument otherwise)
+# Whether one scale for every column differs from the per-column scaling:
+# at least two non-constant columns of different spread
+joint_differs <- function(scaling) {
+  s <- scaling$scale[scaling$varying]
+  length(s) >= 2L && max(s) > min(s) * (1 + 1e-8)
+}
+
+# "auto", TRUE, FALSE or "joint" (an input error naming the argument
+# otherwise)
 check_standardize <- function(x, call = NULL) {
-  if (identical(x, "joint") || isTRUE(x) || isFALSE(x)) return(invisible(x))
-  abort_askotch(sprintf("`standardize` must be TRUE, FALSE or \"joint\", not %s.",
-                        fmt_value(x)), "input", call)
+  if (identical(x, "auto") || identical(x, "joint") || isTRUE(x) || isFALSE(x)) {
+    return(invisible(x))
+  }
+  abort_askotch(sprintf(
+    "`standardize` must be \"auto\", TRUE, FALSE or \"joint\", not %s.",
+    fmt_value(x)), "input", call)
 }
 
 # The power of two at or below m > 0 (dividing by it is exact).

@@ -131,6 +131,12 @@ fit_distributed <- function(x, y, args, call, ecall) {
   }
   ses <- askotch_mpi_init()
   dist_same_args(args, ecall)
+  # by default the median bandwidth, the Gaussian kernel and per-column
+  # scaling: the bandwidth's likelihood and the choice of kernel and scaling
+  # by it need the kernel on one process
+  if (!isTRUE(args$bandwidth_given)) args$bandwidth <- "median"
+  if (identical(args$standardize, "auto")) args$standardize <- TRUE
+  args$kernel <- resolve_auto_kernel(args$kernel, args$bandwidth)
   loc <- dist_local_data(x, y, args, ses$rank, ecall)
   g <- dist_global_data(loc, args, ses, ecall)
   set <- dist_settings(g, args, ses$rank, ecall)

@@ -732,6 +732,14 @@ lambda_rule_label <- function(tn) {
   what
 }
 
+# How the kernel and scaling were chosen (tune_select()'s table)
+model_choice_label <- function(models) {
+  ch <- models[models$chosen %in% TRUE, , drop = FALSE]
+  sprintf("kernel%s chosen by likelihood among %d candidates on %s points (fit$tuning$models)",
+          if (ch$scaling[1L] == "joint") " and one scale for all columns" else "",
+          nrow(models), format(models$n_used[1L]))
+}
+
 # The Gaussian-process entries of summary()'s "Model" section (after
 # model_stats()'s), in order; NULL entries are left out.
 gp_model_stats <- function(object) {

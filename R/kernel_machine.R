@@ -129,12 +129,12 @@ kernel_machine <- function(x, ...) UseMethod("kernel_machine")
 
 #' @rdname kernel_machine
 #' @export
-kernel_machine.default <- function(x, y, loss = loss_squared(), kernel = "rbf",
-                                   bandwidth = "median", lambda = NULL,
+kernel_machine.default <- function(x, y, loss = loss_squared(), kernel = "auto",
+                                   bandwidth = "ml", lambda = NULL,
                                    solver = NULL, precision = "double",
                                    device = "auto", max_passes = 100,
                                    tol = NULL, time_limit = Inf,
-                                   validation = NULL, standardize = TRUE,
+                                   validation = NULL, standardize = "auto",
                                    seed = NULL, progress = interactive(),
                                    threads = NULL, mem_limit = NULL,
                                    keep_state = FALSE, features = NULL,

@@ -276,6 +276,7 @@ print.krr <- function(x, ...) {
   cat("  ", format(x$kernel), ", lambda = ", format(signif(x$lambda, 4)),
       if (!is.null(x$tuning)) paste0(" (", lambda_rule_label(x$tuning), ")"),
       "\n", sep = "")
+  if (!is.null(x$tuning$models)) cat("  ", model_choice_label(x$tuning$models), "\n", sep = "")
   cat("  solver: ", format(x$solver), ", ", x$precision, " precision on ",
       x$device, "\n", sep = "")
   cat(sprintf("  %s after %d iterations (%.3g passes, %.3g s); %s\n",
@@ -326,6 +327,7 @@ summary.krr <- function(object, ...) {
     levels = object$levels, kernel = format(object$kernel),
     bandwidth = object$kernel$bandwidth,
     bandwidth_rule = object$kernel$bandwidth_rule,
+    kernel_choice = if (!is.null(object$tuning$models)) model_choice_label(object$tuning$models),
     lambda = object$lambda, solver = format(object$solver),
     precision = object$precision, device = object$device,
     iterations = object$iterations, passes = object$passes,
@@ -413,7 +415,8 @@ print.summary.krr <- function(x, ...) {
     "Data" = sprintf("n = %d points, p = %d features", x$n, x$p),
     "Task" = x$task_label,
     "Kernel" = paste0(x$kernel, if (identical(x$bandwidth_rule, "median"))
-      " (median heuristic)" else ""),
+      " (median heuristic)" else "", if (!is.null(x$kernel_choice))
+        paste0("; ", x$kernel_choice) else ""),
     "Lambda" = format(signif(x$lambda, 6)),
     "Solver" = x$solver,
     "Precision" = x$precision,

@@ -206,9 +206,11 @@ krr_data <- function(x, y, standardize, loss, call = NULL, center = TRUE,
   xnames <- colnames(x)
   dimnames(xs) <- NULL
   cen <- loss_targets(loss, tgt, center, w)
+  # "auto": per column until tune_select() chooses by likelihood
+  auto <- identical(standardize, "auto")
   list(xs = xs, n = n, p = ncol(x), xnames = xnames, scaling = scaling,
-       standardize = standardize, tgt = tgt, Y = tgt$Y, Yc = cen$Yc,
-       y_center = cen$y_center)
+       standardize = if (auto) TRUE else standardize, scaling_auto = auto,
+       tgt = tgt, Y = tgt$Y, Yc = cen$Yc, y_center = cen$y_center)
 }
 
 # The "krr" object: plain R data only (but the optional solver state).

@@ -113,6 +113,14 @@ check_numerics <- function(dat, set, call = NULL) {
         "a numeric `bandwidth`" else "another `bandwidth` (e.g. \"median\")")),
       "input", call)
   }
+  # the largest squared distance above the normal range (else every
+  # squared distance underflows and the kernel matrix is all ones)
+  if (!l1 && M > 0 && logT < log(lim$min)) {
+    abort_askotch(sprintf(paste(
+      "`x` has values of at most %s (after preprocessing): squared distances",
+      "between rows underflow in %s precision. Use %s."), format(signif(M, 3)),
+      precision, numeric_remedy(precision, std, "rescaled data")), "input", call)
+  }
   k <- sampled_kernel_values(xs, kern, lim, set$seed)
   if (length(k) == 0L) return(invisible(TRUE))  # all sampled rows identical
   if (all(k < lim$min)) {

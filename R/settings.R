@@ -16,6 +16,8 @@
 #   validation  NULL or the prepared validation set
 #   seed, threads, mem_limit, progress, keep_state
 #   obs_weights observation weights (NULL: none)
+#   select      what tune_select() chooses by likelihood (kernels, scaling)
+#   bandwidth_given  whether the bandwidth rule was the user's
 
 # The user's arguments of a fit (krr(), kernel_machine()) as one list: the
 # values of the settings' arguments in `env`, and the extras given.
@@ -59,7 +61,7 @@ settings_from_args <- function(dat, loss, args, intercept = 0, objective = FALSE
   tl <- settings_tol(args$tol, lspec$value, dat$Yc, precision, loss, intercept, call)
   res <- check_resources(args, call)
   seed <- check_seed(args$seed, call)
-  kern <- settings_kernel(args, dat$xs, seed, loss, call)
+  kern <- settings_kernel(args, dat$xs, seed, loss, dat$tgt$task, call)
   device <- resolve_device(args$device, n, call)
   sv <- settings_solver(args, n, precision, res$mem_limit, loss, device, lspec,
                         kern, call)
@@ -81,9 +83,12 @@ settings_from_args <- function(dat, loss, args, intercept = 0, objective = FALSE
       "With `tol = 0`, at least one of `max_passes` and `time_limit` must",
       "be finite."), "input", call)
   }
-  new_settings(kern, lspec$value, sv$solver, precision, device, rule, loss, seed,
-               res$threads, res$mem_limit, args$progress, args$keep_state, val,
-               lspec, tl$tol_auto, sv$features, intercept, objective)
+  set <- new_settings(kern, lspec$value, sv$solver, precision, device, rule, loss, seed,
+                      res$threads, res$mem_limit, args$progress, args$keep_state, val,
+                      lspec, tl$tol_auto, sv$features, intercept, objective)
+  set$select <- settings_select(args, kern, dat, loss)
+  set$bandwidth_given <- isTRUE(args$bandwidth_given)
+  set
 }
 
 # Settings from a fitted object, for the compiled state's solves after the
@@ -150,9 +155,24 @@ check_seed <- function(seed, call) {
 }
 
 # The kernel object with a numeric bandwidth: "median" resolved here, "ml"
-# and "ard" started from it (tune_hyper() chooses them).
-settings_kernel <- function(args, xs, seed, loss, call) {
-  kern <- as_kernel(args$kernel, args$bandwidth, isTRUE(args$bandwidth_given), call)
+# and "ard" started from it (tune_hyper() chooses them). The default
+# bandwidth rule is "median" where maximum likelihood is not available
+# (losses other than the squared, observation weights, svrg()) and for
+# classification, whose +1/-1 targets the Gaussian likelihood does not
+# model (on Fashion-MNIST the likelihood's choice matched the median
+# heuristic's accuracy, with a near-interpolating lambda that makes large
+# solves slow); kernel = "auto" is resolved by resolve_auto_kernel().
+settings_kernel <- function(args, xs, seed, loss, task, call) {
+  bw <- args$bandwidth
+  w <- args$weights
+  if (!isTRUE(args$bandwidth_given) &&
+      (loss$name != "squared" || isTRUE(task %in% c("binary", "multiclass")) ||
+       (is.numeric(w) && any(w != 1, na.rm = TRUE)) ||
+       is_svrg_spec(args$solver))) {
+    bw <- "median"
+  }
+  kern <- as_kernel(resolve_auto_kernel(args$kernel, bw), bw,
+                    isTRUE(args$bandwidth_given), call)
   if (!is.character(kern$bandwidth)) {
     kern$bandwidth_rule <- "fixed"
     return(kern)
@@ -165,6 +185,41 @@ settings_kernel <- function(args, xs, seed, loss, call) {
   kern$bandwidth_rule <- kern$bandwidth
   kern$bandwidth <- median_bandwidth(xs, kern$metric, seed)
   kern
+}
+
+# kernel = "auto": chosen by likelihood among auto_kernels (tune_select())
+# when the bandwidth is too ("ml" or "ard"); with a given or
+# median-heuristic bandwidth there is no likelihood to choose by, and
+# "auto" is the Gaussian kernel (the papers' setting).
+resolve_auto_kernel <- function(kernel, bandwidth) {
+  if (!is_auto_kernel(kernel)) return(kernel)
+  ml <- is.character(bandwidth) && length(bandwidth) == 1L &&
+    tolower(bandwidth) %in% c("ml", "ard")
+  if (ml) auto_kernels[1L] else "rbf"
+}
+
+# whether a `solver` argument asks for svrg() (a spec, the constructor or
+# its name), which cannot tune the bandwidth
+is_svrg_spec <- function(solver) {
+  inherits(solver, "askotch_solver_svrg") || identical(solver, svrg) ||
+    (is.character(solver) && length(solver) == 1L && identical(tolower(solver), "svrg"))
+}
+
+is_auto_kernel <- function(kernel) {
+  is.character(kernel) && length(kernel) == 1L && !is.na(kernel) &&
+    tolower(kernel) == "auto"
+}
+
+# What tune_select() chooses among: the kernels (kernel = "auto") and the
+# scaling (standardize = "auto", an isotropic bandwidth and columns of
+# different spread); NULL when nothing is to be chosen.
+settings_select <- function(args, kern, dat, loss) {
+  if (loss$name != "squared" || !kern$bandwidth_rule %in% c("ml", "ard")) return(NULL)
+  auto <- is_auto_kernel(args$kernel)
+  scaling <- isTRUE(dat$scaling_auto) && kern$bandwidth_rule == "ml" &&
+    joint_differs(dat$scaling)
+  if (!auto && !scaling) return(NULL)
+  list(kernels = if (auto) auto_kernels, scaling = scaling)
 }
 
 # The solver spec ("auto" and NULL, the same, resolved) and the random

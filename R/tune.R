@@ -8,10 +8,6 @@
 
 lambda_rules <- c("ml", "gcv", "loo", "cv", "paper")
 
-# The search range of lambda by maximum likelihood, GCV and LOO (the kernel
-# has unit diagonal, so the eigenvalues of K sum to n).
-ml_lambda_range <- c(1e-8, 1e4)
-
 # The default lambda path for lambda = "cv": noise-to-signal ratios.
 default_lambda_path <- function() 10^seq(-6, 1, by = 0.5)
 
@@ -30,20 +26,6 @@ cv_folds <- function() {
 
 # The smallest lambda chosen from the data in single precision.
 single_lambda_floor <- 1e-5
-
-# A random subsample of at most `size` rows (all when n <= size), drawn from
-# the fit's seed without touching the user's random numbers.
-subsample_rows <- function(n, size, seed) {
-  if (n <= size) return(seq_len(n))
-  with_seed(seed + 7, sort(sample.int(n, size)))
-}
-
-# Centre the regression targets of a subsample (classification: +1/-1 as is).
-centre_rows <- function(Y, task) {
-  if (task %in% c("regression", "multioutput")) {
-    sweep(Y, 2L, colMeans(Y), "-", check.margin = FALSE)
-  } else Y
-}
 
 # The default lambda path of lambda = "cv" for the losses other than the
 # squared: C = 1 / lambda from 0.1 to 1000, LIBSVM's usual range (Hsu, Chang
@@ -79,9 +61,14 @@ tune_hyper <- function(dat, set, call = NULL) {
     return(list(dat = dat, set = set, tuning = NULL))
   }
   if (set$loss$name != "squared") return(tune_loss_cv(dat, set))
+  scale0 <- dat$scaling$scale
   sub <- tune_data(dat, set, call)
   clock <- tune_clock(set)
-  ml <- tune_ml(dat, set, sub, clock)
+  sl <- tune_select(dat, set, sub, clock)
+  dat <- sl$dat
+  set <- sl$set
+  sub <- sl$sub
+  ml <- tune_ml(dat, set, sub, clock, sl)
   kern <- ml$kernel
   ell <- ml$length_scales
   lambda <- ml$lambda
@@ -99,7 +86,8 @@ tune_hyper <- function(dat, set, call = NULL) {
     path <- cv_path(xs_all, dat$Yc, dat$tgt$task, kern, lams, set)
     lambda <- path$lambda[which.min(path$cv)]
   }
-  path <- tune_path_record(path, lambda, ml, sub, set, by_validation)
+  # the record's eigendecomposition is skipped once time_limit has stopped the tuning
+  if (!clock$expired()) path <- tune_path_record(path, lambda, ml, sub, set, by_validation)
   if (set$precision == "single" && ls$rule != "path") {
     # single precision cannot factor or solve K + lambda I reliably below
     # its rounding level
@@ -112,16 +100,22 @@ tune_hyper <- function(dat, set, call = NULL) {
   }
   set$lambda <- lambda
   set$kernel <- kern
+  # the validation points in the chosen scaling (joint, length scales)
+  if (!is.null(set$validation)) {
+    set$validation$x <- sweep(set$validation$x, 2L, scale0 / dat$scaling$scale, "*",
+                              check.margin = FALSE)
+  }
   # time_limit bounds the tuning and the solve together
   set$rule$time_limit <- max(set$rule$time_limit - clock$seconds(),
                              set$rule$time_limit / 10)
   if (isTRUE(set$tol_auto)) set$rule$tol <- lambda_tol(set, dat$Yc, lambda)
   tuning <- list(
     lambda_rule = if (by_validation) "validation" else if (ls$rule == "default") "ml" else ls$rule,
-    bandwidth_rule = bw_rule,
+    bandwidth_rule = ml$bandwidth_rule,
     n_used = length(sub$rows),
     n_total = dat$n,
     length_scales = ell,
+    models = sl$models,
     optim = if (!is.null(ml$opt)) ml$opt$optim,
     stochastic = if (!is.null(ml$refined)) ml$refined$optim,
     path = path)
@@ -156,11 +150,15 @@ tune_data <- function(dat, set, call) {
        weighted = weighted, all = length(rows) == n)
 }
 
-# Maximum likelihood: the bandwidth or length scales (gp_optimise()), lambda
-# by the likelihood, GCV or LOO on the eigendecomposition of the
-# subsample's kernel, refined on all points by the stochastic likelihood
-# when asked (option askotch.ml_method = "stochastic").
-tune_ml <- function(dat, set, sub, clock = tune_clock(set)) {
+# Maximum likelihood: the bandwidth or length scales (gp_optimise(), from
+# the kernel choice's estimates `sl$start`, or its search `sl$opt` itself
+# when it ran on these rows), lambda by the likelihood, GCV or LOO on the
+# eigendecomposition of the subsample's kernel, refined on all points by the
+# stochastic likelihood when asked (option askotch.ml_method =
+# "stochastic"). Constant targets have no likelihood to maximise: the
+# default bandwidth rule keeps the median heuristic, a requested one is an
+# error.
+tune_ml <- function(dat, set, sub, clock = tune_clock(set), sl = list()) {
   ls <- set$lambda_spec
   bw_rule <- set$kernel$bandwidth_rule
   kern <- set$kernel
@@ -168,19 +166,28 @@ tune_ml <- function(dat, set, sub, clock = tune_clock(set)) {
   ell <- NULL
   lambda <- if (ls$rule == "fixed") ls$value else NA_real_
   opt <- NULL
+  if (bw_rule %in% c("ml", "ard") && constant_targets(sub$Y) && !isTRUE(set$bandwidth_given)) {
+    bw_rule <- "median"
+    kern$bandwidth_rule <- bw_rule
+  }
   if (bw_rule %in% c("ml", "ard")) {
     # a constant response carries no information on the bandwidth: its
     # likelihood is flat at s^2 = 0
-    if (all(apply(as.matrix(sub$Y), 2L, function(v) max(v) - min(v)) == 0)) {
+    if (constant_targets(sub$Y)) {
       abort_askotch(sprintf(paste(
         "`y` is constant (on the points used for tuning), so `bandwidth = \"%s\"`",
         "has no likelihood to",
         "maximise; give `bandwidth` a number (or keep the default)."), bw_rule),
         "input")
     }
-    opt <- gp_optimise(xs, sub$Y, kern, ard = bw_rule == "ard",
-                       lambda = if (ls$rule == "fixed") ls$value,
-                       threads = set$threads, clock = clock)
+    # the kernel choice's search stands for this one when it ran on these
+    # rows, or when time_limit has stopped the tuning
+    if (is.null(sl$opt) && !is.null(sl$start) && clock$expired()) sl$opt <- sl$start
+    opt <- if (!is.null(sl$opt)) sl$opt else {
+      gp_optimise(xs, sub$Y, kern, ard = bw_rule == "ard",
+                  lambda = if (ls$rule == "fixed") ls$value,
+                  threads = set$threads, clock = clock, start = sl$start)
+    }
     kern <- opt$kernel
     ell <- opt$length_scales
     if (!is.null(ell)) xs <- sweep(xs, 2L, ell, "/", check.margin = FALSE)
@@ -205,7 +212,7 @@ tune_ml <- function(dat, set, sub, clock = tune_clock(set)) {
     lambda <- refined$lambda
   }
   list(kernel = kern, length_scales = ell, lambda = lambda, xs = xs, eg = eg,
-       opt = opt, refined = refined)
+       opt = opt, refined = refined, bandwidth_rule = bw_rule)
 }
 
 # The criteria (likelihood, GCV, LOO; CV where computed) on a path of lambdas
@@ -224,165 +231,6 @@ tune_path_record <- function(path, lambda, ml, sub, set, by_validation) {
     path <- cbind(gp_eigen_criteria(eg(), path$lambda, loo = TRUE), cv = path$cv)
   }
   path
-}
-
-# Maximum likelihood bandwidth (or ARD length scales) and lambda by L-BFGS-B
-# on the log scale with the exact gradient (Cholesky); `lambda` given: only
-# the kernel's scale is optimised. Starting values: the median-heuristic
-# bandwidth and the ML lambda there.
-gp_optimise <- function(xs, Y, kernel, ard = FALSE, lambda = NULL,
-                        threads = 0L, clock = NULL) {
-  p <- ncol(xs)
-  sig0 <- kernel$bandwidth
-  fit_lambda <- is.null(lambda)
-  lam0 <- if (fit_lambda) {
-    gp_eigen_best(gp_eigen(kernel_mat(xs, xs, kernel, threads), Y), "ml")
-  } else lambda
-  nk <- if (ard) p else 1L
-  th0 <- c(rep(log(sig0), nk), if (fit_lambda) log(lam0))
-  lower <- c(rep(log(sig0 / 100), nk), if (fit_lambda) log(ml_lambda_range[1L]))
-  upper <- c(rep(log(sig0 * 1000), nk), if (fit_lambda) log(ml_lambda_range[2L]))
-  decode <- function(th) {
-    k <- kernel
-    if (ard) {
-      k$bandwidth <- 1
-      ell <- exp(th[seq_len(p)])
-      x <- sweep(xs, 2L, ell, "/", check.margin = FALSE)
-    } else {
-      k$bandwidth <- exp(th[1L])
-      ell <- NULL
-      x <- xs
-    }
-    lam <- if (fit_lambda) exp(th[nk + 1L]) else lambda
-    list(kernel = k, ell = ell, x = x, lambda = lam)
-  }
-  memo <- new.env(parent = emptyenv())
-  eval_at <- function(th) {
-    if (!is.null(memo$th) && identical(memo$th, th)) return(memo$val)
-    d <- decode(th)
-    v <- gp_loglik_exact(d$x, Y, d$kernel, d$lambda, ard = ard,
-                         threads = threads)
-    g <- v$gradient
-    if (!is.null(g) && !fit_lambda) g <- g[seq_len(nk)]
-    memo$th <- th
-    memo$val <- list(f = -v$loglik, g = if (is.null(g)) rep(0, length(th)) else -g)
-    tune_best(memo, th, -v$loglik, clock, "maximum likelihood")
-    memo$val
-  }
-  scale_f <- nrow(xs) * ncol(Y)
-  res <- tune_optim(th0, function(th) eval_at(th)$f / scale_f,
-                    function(th) eval_at(th)$g / scale_f, lower, upper,
-                    list(maxit = 200), memo, scale_f)
-  d <- decode(res$par)
-  list(kernel = d$kernel, length_scales = d$ell, lambda = d$lambda,
-       optim = list(loglik = -res$value * scale_f, convergence = res$convergence,
-                    evaluations = unname(res$counts[1L]), message = res$message))
-}
-
-# Refine maximum-likelihood hyperparameters on all n points (option
-# askotch.ml_method = "stochastic", n above tune_exact_max_n()): L-BFGS-B on
-# the stochastic profile likelihood and its gradient (gp_loglik_stochastic()
-# with the probes and landmarks fixed by `seed`, so the objective is a fixed
-# function of the hyperparameters), from the subsample's estimate, within a
-# factor 100 of it, at most `maxit` iterations (option
-# askotch.ml_stochastic_maxit, 20). The kernel's scale is refined for the
-# Gaussian kernel only (its gradient products are kernel products).
-gp_refine_stochastic <- function(xs, Y, kernel, lambda, ell, fit_kernel,
-                                 seed, threads = 0L, clock = NULL,
-                                 maxit = getOption("askotch.ml_stochastic_maxit",
-                                                   20L)) {
-  ard <- !is.null(ell)
-  p <- ncol(xs)
-  nk <- if (!fit_kernel) 0L else if (ard) p else 1L
-  scale0 <- if (ard) ell else kernel$bandwidth
-  th0 <- c(if (nk > 0L) log(scale0), log(lambda))
-  lower <- pmax(th0 - log(100), c(rep(-Inf, nk), log(ml_lambda_range[1L])))
-  upper <- pmin(th0 + log(100), c(rep(Inf, nk), log(ml_lambda_range[2L])))
-  decode <- function(th) {
-    k <- kernel
-    e <- ell
-    if (nk > 0L && ard) e <- exp(th[seq_len(p)])
-    if (nk > 0L && !ard) k$bandwidth <- exp(th[1L])
-    x <- if (ard) sweep(xs, 2L, e, "/", check.margin = FALSE) else xs
-    list(kernel = k, ell = e, x = x, lambda = exp(th[nk + 1L]))
-  }
-  memo <- new.env(parent = emptyenv())
-  eval_at <- function(th) {
-    if (!is.null(memo$th) && identical(memo$th, th)) return(memo$val)
-    d <- decode(th)
-    v <- gp_loglik_stochastic(d$x, Y, d$kernel, d$lambda, ard = ard,
-                              gradient = TRUE, seed = seed, threads = threads)
-    g <- v$gradient
-    memo$th <- th
-    memo$val <- list(f = -v$loglik, se = v$se,
-                     g = -c(if (nk > 0L) g[seq_len(nk)], g[length(g)]))
-    tune_best(memo, th, -v$loglik, clock, "stochastic likelihood, all points")
-    memo$val
-  }
-  sc <- nrow(xs) * ncol(Y)
-  # stop at a relative change of about 2e-6: below the estimate's own
-  # precision at large n
-  res <- tune_optim(th0, function(th) eval_at(th)$f / sc,
-                    function(th) eval_at(th)$g / sc, lower, upper,
-                    list(maxit = maxit, factr = 1e10), memo, sc)
-  d <- decode(res$par)
-  v <- eval_at(res$par)
-  list(kernel = d$kernel, length_scales = d$ell, lambda = d$lambda,
-       optim = list(loglik = -v$f, se = v$se, convergence = res$convergence,
-                    evaluations = unname(res$counts[1L]),
-                    message = res$message))
-}
-
-# The clock and progress display of the hyperparameter search: tick(what,
-# loglik) after each likelihood evaluation updates the status line (the
-# step, the log likelihood, the seconds) and, once the fit's time_limit has
-# passed, signals askotch_tune_time, on which the search keeps its best point.
-# The tuning takes at most half the time_limit: the solve gets the rest.
-tune_clock <- function(set, envir = parent.frame()) {
-  t0 <- now()
-  k <- 0L
-  limit <- set$rule$time_limit / 2
-  pb <- if (isTRUE(set$progress)) {
-    cli::cli_progress_bar(name = "tuning", total = NA, clear = TRUE,
-                          format = "{cli::pb_name} {cli::pb_spin} {cli::pb_status}",
-                          .envir = envir)
-  }
-  tick <- function(what, loglik) {
-    k <<- k + 1L
-    if (!is.null(pb)) {
-      cli::cli_progress_update(id = pb, status = sprintf(
-        "%s: step %d, log-likelihood %s, %.1f s", what, k,
-        format(signif(loglik, 7)), now() - t0), .envir = envir)
-    }
-    if (is.finite(limit) && now() - t0 > limit) {
-      stop(structure(class = c("askotch_tune_time", "condition"),
-                     list(message = "time_limit reached while tuning", call = NULL)))
-    }
-  }
-  list(tick = tick, seconds = function() now() - t0)
-}
-
-# Keep the best point of a search in memo (best_th, best_f), then tick the clock
-tune_best <- function(memo, th, f, clock, what) {
-  if (is.finite(f) && (is.null(memo$best_f) || f < memo$best_f)) {
-    memo$best_th <- th
-    memo$best_f <- f
-  }
-  if (!is.null(clock)) clock$tick(what, -f)
-}
-
-# L-BFGS-B on the log scale; stopped by the tuning clock, the best point so
-# far (memo) with convergence code 1 and message "time_limit"
-tune_optim <- function(th0, fn, gr, lower, upper, control, memo, scale) {
-  tryCatch(
-    stats::optim(th0, fn, gr, method = "L-BFGS-B", lower = lower, upper = upper,
-                 control = control),
-    askotch_tune_time = function(e) {
-      list(par = if (is.null(memo$best_th)) th0 else memo$best_th,
-           value = if (is.null(memo$best_f)) NA_real_ else memo$best_f / scale,
-           counts = c("function" = NA_integer_, gradient = NA_integer_),
-           convergence = 1L, message = "time_limit")
-    })
 }
 
 # K-fold cross-validation over a lambda path (decreasing). Exact (one

@@ -26,7 +26,25 @@ validate_krr <- function(fit, call = NULL, arg = "object") {
   check_fit_scaling(fit, bad)
   check_fit_model(fit, bad)
   check_fit_record(fit, bad)
+  check_fit_tuning(fit$tuning, bad)
   fit
+}
+
+# the record of the hyperparameter choice (NULL: none), as the methods read it
+check_fit_tuning <- function(tn, bad) {
+  if (is.null(tn)) return(invisible())
+  rules <- c("ml", "gcv", "loo", "cv", "path", "validation", "fixed")
+  if (!is.list(tn) || !is.character(tn$lambda_rule) || length(tn$lambda_rule) != 1L ||
+      !tn$lambda_rule %in% rules) {
+    bad("tuning", sprintf("must be a list whose `lambda_rule` is one of %s",
+                          paste0("\"", rules, "\"", collapse = ", ")))
+  }
+  ms <- tn$models
+  if (!is.null(ms) && (!is.data.frame(ms) ||
+                       !all(c("kernel", "scaling", "loglik", "chosen") %in% names(ms)) ||
+                       !is.logical(ms$chosen) || sum(ms$chosen %in% TRUE) != 1L)) {
+    bad("tuning", "has a `models` table without one chosen kernel")
+  }
 }
 
 # a whole finite number; no NA, NaN or Inf (an empty vector passes)

@@ -24,9 +24,12 @@
 #               every column: coordinates stay isotropic)
 #   m12_ml      matern12, bandwidth = "ml"
 #   m12_joint   matern12, bandwidth = "ml", scale = "joint"
-#   default     krr(x, y) with every default (whatever the package's are)
+#   default     krr(x, y) with every default (whatever the package's are:
+#               the kernel and scaling chosen by likelihood)
 #
 # Usage: Rscript inst/bench/bench_defaults_study.R [data set names...]
+# ASKOTCH_STUDY_FITS=default,median,m32_ml limits the candidates (the peer
+# always runs).
 # Needs fields, MASS, mgcv, mlbench, modeldata (Debian: r-cran-modeldata).
 
 suppressPackageStartupMessages({
@@ -87,6 +90,9 @@ candidates <- list(
   default = list()
 )
 
+only <- Sys.getenv("ASKOTCH_STUDY_FITS", "")
+if (nzchar(only)) candidates <- candidates[intersect(strsplit(only, ",")[[1L]], names(candidates))]
+
 score <- function(mu, sd, y) {
   z <- (y - mu) / sd
   c(rmse = sqrt(mean((y - mu)^2)),
@@ -102,6 +108,8 @@ fit_krr <- function(cand, xtr, ytr, xte) {
     xtr <- js$f(xtr)
     xte <- js$f(xte)
     cand$standardize <- FALSE
+  } else if (length(cand) > 0L) {
+    cand$standardize <- TRUE  # the named candidates scale each column
   }
   fit <- do.call(krr, c(list(xtr, ytr, seed = 1, threads = 1), cand))
   p <- predict(fit, xte, interval = "prediction", level = 0.95)

@@ -94,7 +94,8 @@ test_that("several outputs: the worst column's residual, and each output's bound
   Y <- cbind(big = 100 * d$y, small = 0.01 * sin(3 * d$x[, 2]) +
                stats::rnorm(500, sd = 0.001))
   lam <- 0.05
-  fit <- krr(d$x, Y, lambda = lam, solver = pcg(), seed = 1, threads = 1)
+  fit <- krr(d$x, Y, lambda = lam, bandwidth = "median", solver = pcg(), seed = 1,
+             threads = 1)
   Yc <- sweep(Y, 2, colMeans(Y))
   sds <- sqrt(colMeans(Yc^2))
   want <- 2 * sqrt(lam) * 1e-3 * min(sds / sqrt(colSums(Yc^2)))

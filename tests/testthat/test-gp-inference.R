@@ -143,7 +143,7 @@ test_that("Wald intervals cover simulated GP hyperparameters at their rate", {
     x <- runif(n, 0, 20)
     K <- exp(-outer(x, x, "-")^2 / 2)
     y <- drop(t(chol(truth[3] * (K + diag(truth[2], n)))) %*% rnorm(n)) + 3
-    fit <- krr(x, y, bandwidth = "ml", standardize = FALSE, threads = 1)
+    fit <- krr(x, y, kernel = "rbf", bandwidth = "ml", standardize = FALSE, threads = 1)
     ci <- confint(fit)
     cover <- cover + (ci[names(truth), 1] <= truth & truth <= ci[names(truth), 2])
   }
@@ -186,14 +186,14 @@ test_that("inference on fits without the model is a classed error", {
   expect_error(vcov(fit), "askotch.tune_exact_max_n", class = "askotch_error_input")
 })
 
-test_that("a default fit with an implausible signal variance warns", {
+test_that("a median-bandwidth fit with an implausible signal variance warns", {
   skip_if_not_installed("fields")
   e <- new.env()
   utils::data("NorthAmericanRainfall", package = "fields", envir = e)
   r <- e$NorthAmericanRainfall
   x <- cbind(r$longitude, r$latitude)
   y <- log(r$precip)
-  expect_warning(fit <- krr(x, y, threads = 1), "signal variance",
+  expect_warning(fit <- krr(x, y, bandwidth = "median", threads = 1), "signal variance",
                  class = "askotch_warning_hyper")
   expect_gt(askotch:::gp_signal_var(fit) / var(y), 100)
   # the fit the warning points to does not warn
@@ -208,7 +208,7 @@ test_that("time_limit stops the hyperparameter search at its best point", {
   # a clock whose limit has passed stops the search after its first
   # evaluation, which is then the best point
   clock <- askotch:::tune_clock(list(rule = list(time_limit = 0), progress = FALSE))
-  k <- list(name = "rbf", bandwidth = 0.5)
+  k <- kernel_rbf(0.5)
   opt <- askotch:::gp_optimise(x, matrix(y - mean(y)), k, threads = 1L, clock = clock)
   expect_identical(opt$optim$message, "time_limit")
   expect_identical(opt$optim$convergence, 1L)

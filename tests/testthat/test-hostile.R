@@ -20,8 +20,32 @@ LAM <- 0.5
 CL <- factor(ifelse(X[, 1] + X[, 3] > 0, "up", "down"))
 C3 <- factor(c("a", "b", "c")[1L + (X[, 1] > 0) + (X[, 2] > 0.5)])
 
-fit0 <- function(x = X, y = Y, ...) {
-  krr(x, y, lambda = LAM, solver = cholesky(), threads = 1, seed = 1, ...)
+# the Gaussian kernel and the median heuristic (the oracles' model); the
+# default model (kernel and scaling by likelihood) has its own cases
+fit0 <- function(x = X, y = Y, bandwidth, ...) {
+  if (missing(bandwidth)) {
+    # a kernel object brings its own bandwidth
+    if (inherits(list(...)$kernel, "askotch_kernel")) {
+      return(krr(x, y, lambda = LAM, solver = cholesky(), threads = 1, seed = 1, ...))
+    }
+    bandwidth <- "median"
+  }
+  krr(x, y, lambda = LAM, bandwidth = bandwidth, solver = cholesky(), threads = 1,
+      seed = 1, ...)
+}
+fitd <- function(x = X, y = Y, ...) krr(x, y, threads = 1, seed = 1, ...)
+# a default fit equals the chosen model refitted by hand (the same kernel,
+# scaling and maximum-likelihood estimates)
+same_as_chosen <- function(x, y, xt, tol = 1e-6) {
+  force(x)
+  force(y)
+  force(xt)
+  function(f) {
+    if (is.null(f$tuning$models)) return("no model choice recorded")
+    g <- krr(x, y, kernel = f$kernel$name, standardize = f$standardize, threads = 1,
+             seed = 1)
+    close(predict(f, xt), predict(g, xt), tol)
+  }
 }
 FIT <- fit0()
 BW <- FIT$kernel$bandwidth
@@ -32,7 +56,8 @@ FITK <- kernel_machine(X, CL, loss = loss_hinge(), lambda = 0.1, threads = 1,
                        seed = 1, max_passes = 20)
 FITI <- kernel_machine(X, CL, loss = loss_hinge(), lambda = 0.1, threads = 1,
                        seed = 1, max_passes = 20, intercept = TRUE)
-FITP <- krr(X, Y, lambda = c(1, 0.1, 0.01), solver = bcd(p = 20), threads = 1, seed = 1)
+FITP <- krr(X, Y, lambda = c(1, 0.1, 0.01), bandwidth = "median", solver = bcd(p = 20),
+            threads = 1, seed = 1)
 FITL <- krr(X, Y, lambda = 1, solver = svrg(features = "linear"), threads = 1, seed = 1)
 
 # the exact predictions at XT for data (x, y) (standardised like krr())
@@ -162,6 +187,21 @@ cases <- list(
       "`bandwidth`.*single.*standardize = TRUE"),
   err("x * 1e-200 unstandardised in double", fit0(X * 1e-200, standardize = FALSE),
       "`bandwidth`.*standardize = TRUE"),
+  err("x * 1e-200 unstandardised, default model", fitd(X * 1e-200, standardize = FALSE),
+      "`x`.*underflow.*standardize = TRUE"),
+  val("x * 1e200, default model", fitd(X * 1e200),
+      same_as_chosen(X * 1e200, Y, XT * 1e200)),
+  val("x * 1e-200, default model", fitd(X * 1e-200),
+      same_as_chosen(X * 1e-200, Y, XT * 1e-200)),
+  val("x near .Machine$double.xmax, default model", fitd(X * 4e307),
+      same_as_chosen(X * 4e307, Y, XT * 4e307)),
+  val("columns of very different magnitude, default model",
+      fitd(X %*% diag(c(1e150, 1, 1e-150))),
+      same_as_chosen(X %*% diag(c(1e150, 1, 1e-150)), Y, XT %*% diag(c(1e150, 1, 1e-150)))),
+  val("y * 1e-200, default model", fitd(y = Y * 1e-200),
+      function(f) close(predict(f, XT) * 1e200, predict(fitd(), XT), 1e-6)),
+  val("y * 1e150, default model", fitd(y = Y * 1e150),
+      function(f) close(predict(f, XT) / 1e150, predict(fitd(), XT), 1e-6)),
   val("x * 1e25 in single (standardised)", fit0(X * 1e25, precision = "single"),
       pred_close(XT * 1e25, exact(), 1e-3)),
   val("x * 1e-25 in single (standardised)", fit0(X * 1e-25, precision = "single"),
@@ -196,24 +236,24 @@ cases <- list(
       function(f) if (identical(f$levels, c("down", "up"))) TRUE else "levels"),
 
   # --- lambda ----------------------------------------------------------------
-  err("lambda 0", krr(X, Y, lambda = 0), "`lambda`"),
-  err("lambda negative", krr(X, Y, lambda = -1), "`lambda`"),
-  err("lambda NA", krr(X, Y, lambda = NA), "`lambda`"),
-  err("lambda NaN", krr(X, Y, lambda = NaN), "`lambda`"),
-  err("lambda Inf", krr(X, Y, lambda = Inf), "`lambda`"),
-  err("lambda text", krr(X, Y, lambda = "1"), "`lambda`"),
-  err("lambda path with NA", krr(X, Y, lambda = c(1, NA)), "`lambda`"),
-  err("lambda TRUE", krr(X, Y, lambda = TRUE), "`lambda`"),
-  err("lambda 1e39 in single", krr(X, Y, lambda = 1e39, precision = "single", threads = 1),
+  err("lambda 0", krr(X, Y, bandwidth = "median", lambda = 0), "`lambda`"),
+  err("lambda negative", krr(X, Y, bandwidth = "median", lambda = -1), "`lambda`"),
+  err("lambda NA", krr(X, Y, bandwidth = "median", lambda = NA), "`lambda`"),
+  err("lambda NaN", krr(X, Y, bandwidth = "median", lambda = NaN), "`lambda`"),
+  err("lambda Inf", krr(X, Y, bandwidth = "median", lambda = Inf), "`lambda`"),
+  err("lambda text", krr(X, Y, bandwidth = "median", lambda = "1"), "`lambda`"),
+  err("lambda path with NA", krr(X, Y, bandwidth = "median", lambda = c(1, NA)), "`lambda`"),
+  err("lambda TRUE", krr(X, Y, bandwidth = "median", lambda = TRUE), "`lambda`"),
+  err("lambda 1e39 in single", krr(X, Y, bandwidth = "median", lambda = 1e39, precision = "single", threads = 1),
       "`lambda`.*single.*precision = \"double\""),
-  err("lambda 1e-39 in single", krr(X, Y, lambda = 1e-39, precision = "single", threads = 1),
+  err("lambda 1e-39 in single", krr(X, Y, bandwidth = "median", lambda = 1e-39, precision = "single", threads = 1),
       "`lambda`.*single"),
-  err("lambda subnormal in double", krr(X, Y, lambda = 1e-310, threads = 1), "`lambda`"),
-  val("lambda 1e300: the mean", krr(X, Y, lambda = 1e300, threads = 1, solver = cholesky()),
+  err("lambda subnormal in double", krr(X, Y, bandwidth = "median", lambda = 1e-310, threads = 1), "`lambda`"),
+  val("lambda 1e300: the mean", krr(X, Y, bandwidth = "median", lambda = 1e300, threads = 1, solver = cholesky()),
       pred_close(XT, rep(mean(Y), 5), 1e-12)),
-  val("lambda 1e300 (askotch): the mean", krr(X, Y, lambda = 1e300, threads = 1, seed = 1),
+  val("lambda 1e300 (askotch): the mean", krr(X, Y, bandwidth = "median", lambda = 1e300, threads = 1, seed = 1),
       pred_close(XT, rep(mean(Y), 5), 1e-12)),
-  val("lambda integer 1L", krr(X, Y, lambda = 1L, solver = cholesky(), threads = 1, seed = 1),
+  val("lambda integer 1L", krr(X, Y, bandwidth = "median", lambda = 1L, solver = cholesky(), threads = 1, seed = 1),
       pred_close(XT, exact(lambda = 1), 1e-8)),
 
   # --- bandwidth and kernels ---------------------------------------------------
@@ -275,10 +315,10 @@ cases <- list(
       "`rank`"),
   err("solver a number", krr(X, Y, solver = 1), "`solver`"),
   err("solver NA", krr(X, Y, solver = NA), "`solver`"),
-  val("solver = pcg (uncalled constructor)", krr(X, Y, lambda = LAM, solver = pcg, tol = 1e-12,
+  val("solver = pcg (uncalled constructor)", krr(X, Y, bandwidth = "median", lambda = LAM, solver = pcg, tol = 1e-12,
                                                  threads = 1, seed = 1),
       pred_close(XT, exact(), 1e-6)),
-  val("solver = \"CHOLESKY\"", krr(X, Y, lambda = LAM, solver = "CHOLESKY", threads = 1, seed = 1),
+  val("solver = \"CHOLESKY\"", krr(X, Y, bandwidth = "median", lambda = LAM, solver = "CHOLESKY", threads = 1, seed = 1),
       pred_close(XT, exact(), 1e-8)),
   err("askotch(rank = 1e10)", krr(X, Y, solver = askotch(rank = 1e10), threads = 1), "`rank`"),
   err("pcg(rank = 1e10)", krr(X, Y, solver = pcg(rank = 1e10), threads = 1), "`rank`"),
@@ -325,36 +365,36 @@ cases <- list(
   err("bcd(\"random\", p = Inf)", bcd("random", p = Inf), "`p`"),
   err("bcd(\"random\", p = 2^31)", bcd("random", p = 2^31), "`p`"),
   err("bcd(block_size = -1)", bcd(block_size = -1), "`block_size`"),
-  err("bcd(block_size = 1e10) in a fit", krr(X, Y, lambda = LAM, threads = 1,
+  err("bcd(block_size = 1e10) in a fit", krr(X, Y, bandwidth = "median", lambda = LAM, threads = 1,
                                              solver = bcd(p = 10, block_size = 1e10)),
       "`block_size`"),
   err("bcd(gamma = NaN)", bcd(gamma = NaN), "`gamma`"),
   err("bcd(\"random\", cache = TRUE)", bcd("random", cache = TRUE), "`cache`"),
-  err("bcd(\"random\") with the linear kernel", krr(X, Y, lambda = LAM, kernel = "linear",
+  err("bcd(\"random\") with the linear kernel", krr(X, Y, bandwidth = "median", lambda = LAM, kernel = "linear",
                                                      threads = 1, solver = bcd("random", p = 10)),
       "kernel"),
-  err("a lambda path with NA", krr(X, Y, lambda = c(1, NA), solver = bcd(p = 10), threads = 1),
+  err("a lambda path with NA", krr(X, Y, bandwidth = "median", lambda = c(1, NA), solver = bcd(p = 10), threads = 1),
       "`lambda`"),
-  err("predict(lambda =) off the path", predict(krr(X, Y, lambda = c(1, 2), threads = 1, seed = 1,
+  err("predict(lambda =) off the path", predict(krr(X, Y, bandwidth = "median", lambda = c(1, 2), threads = 1, seed = 1,
                                                     solver = bcd(p = 10)), XT, lambda = 3),
       "`lambda`"),
-  err("predict(lambda = \"a\") on a path", predict(krr(X, Y, lambda = c(1, 2), threads = 1,
+  err("predict(lambda = \"a\") on a path", predict(krr(X, Y, bandwidth = "median", lambda = c(1, 2), threads = 1,
                                                         seed = 1, solver = bcd(p = 10)), XT,
                                                     lambda = "a"), "`lambda`"),
   val("bcd(\"nystrom\") with all points as centres agrees with solve()",
-      krr(X, Y, lambda = LAM, threads = 1, seed = 1, tol = 1e-12, solver = bcd(p = n)),
+      krr(X, Y, bandwidth = "median", lambda = LAM, threads = 1, seed = 1, tol = 1e-12, solver = bcd(p = n)),
       pred_close(XT, exact(), 1e-6)),
   val("bcd(\"random\") in single precision is finite",
-      krr(X, Y, lambda = LAM, threads = 1, seed = 1, precision = "single",
+      krr(X, Y, bandwidth = "median", lambda = LAM, threads = 1, seed = 1, precision = "single",
           solver = bcd("random", p = 30, block_size = 10), max_passes = 500),
       function(f) all(is.finite(predict(f, XT))) || "non-finite predictions"),
-  val("askotch() agrees with solve()", krr(X, Y, lambda = LAM, tol = 1e-11, threads = 1, seed = 1,
+  val("askotch() agrees with solve()", krr(X, Y, bandwidth = "median", lambda = LAM, tol = 1e-11, threads = 1, seed = 1,
                                           solver = askotch(block_size = 10, rank = 5)),
       pred_close(XT, exact(), 1e-6)),
-  val("skotch() agrees with solve()", krr(X, Y, lambda = LAM, tol = 1e-11, threads = 1, seed = 1,
+  val("skotch() agrees with solve()", krr(X, Y, bandwidth = "median", lambda = LAM, tol = 1e-11, threads = 1, seed = 1,
                                          solver = skotch(block_size = 20), max_passes = 2000),
       pred_close(XT, exact(), 1e-6)),
-  val("sap() agrees with solve()", krr(X, Y, lambda = LAM, tol = 1e-11, threads = 1, seed = 1,
+  val("sap() agrees with solve()", krr(X, Y, bandwidth = "median", lambda = LAM, tol = 1e-11, threads = 1, seed = 1,
                                       solver = sap(block_size = 10), max_passes = 2000),
       pred_close(XT, exact(), 1e-6)),
   val("cholesky() in single precision", fit0(precision = "single"),
@@ -391,10 +431,10 @@ cases <- list(
   err("threads 1.5", krr(X, Y, threads = 1.5), "`threads`"),
   err("threads NA", krr(X, Y, threads = NA), "`threads`"),
   val("threads .Machine$integer.max (capped)",
-      krr(X, Y, lambda = LAM, solver = cholesky(), threads = .Machine$integer.max, seed = 1),
+      krr(X, Y, bandwidth = "median", lambda = LAM, solver = cholesky(), threads = .Machine$integer.max, seed = 1),
       pred_close(XT, exact(), 1e-8)),
   val("threads 1e10 (capped)",
-      krr(X, Y, lambda = LAM, solver = cholesky(), threads = 1e10, seed = 1),
+      krr(X, Y, bandwidth = "median", lambda = LAM, solver = cholesky(), threads = 1e10, seed = 1),
       pred_close(XT, exact(), 1e-8)),
   err("mem_limit -1", fit0(mem_limit = -1), "`mem_limit`"),
   err("mem_limit NA", fit0(mem_limit = NA), "`mem_limit`"),
@@ -501,7 +541,7 @@ cases <- list(
                         as.numeric(determinant(A, logarithm = TRUE)$modulus))
         close(c(v, as.numeric(logLik(FIT))), c(ll, ll), 1e-8)
       }),
-  err("lambda \"foo\"", krr(X, Y, lambda = "foo", threads = 1), "`lambda`"),
+  err("lambda \"foo\"", krr(X, Y, bandwidth = "median", lambda = "foo", threads = 1), "`lambda`"),
   err("lambda \"ml\" with bandwidth \"foo\"", krr(X, Y, lambda = "ml", bandwidth = "foo", threads = 1),
       "`bandwidth`"),
   err("lambda \"gcv\" for the hinge loss",
@@ -587,7 +627,8 @@ cases <- list(
       predict(refit(FITP, newresp = Y + 5), XT, lambda = 0.1), "no lambda path"),
   val("refit(newresp =) of a path fit at its lambda equals a fresh fit",
       refit(FITP, newresp = Y + 5, tol = 1e-10),
-      pred_close(XT, predict(krr(X, Y + 5, lambda = FITP$lambda, solver = bcd(p = 20),
+      pred_close(XT, predict(krr(X, Y + 5, lambda = FITP$lambda, bandwidth = "median",
+                                 solver = bcd(p = 20),
                                  threads = 1, seed = 1, tol = 1e-10), XT), 1e-6)),
   # the linear-features fit is not a Gaussian process with the kernel
   err("se.fit of a linear-features fit", predict(FITL, XT, se.fit = TRUE),
@@ -602,7 +643,7 @@ cases <- list(
   err("options(askotch.cv_folds = 1)", {
     old <- options(askotch.cv_folds = 1)
     on.exit(options(old))
-    krr(X, Y, lambda = "cv", threads = 1)
+    krr(X, Y, bandwidth = "median", lambda = "cv", threads = 1)
   }, "askotch.cv_folds"),
   err("block_size a function", krr(X, Y, solver = askotch(block_size = function(n) 10)),
       "`block_size`.*closure"),
@@ -612,7 +653,7 @@ cases <- list(
       "`block_size` takes a number, not TRUE"),
   err("rho = TRUE", krr(X, Y, solver = askotch(rho = TRUE)),
       "`rho` takes a number or a name"),
-  val("solver = NULL is \"auto\"", krr(X, Y, lambda = LAM, solver = NULL, threads = 1),
+  val("solver = NULL is \"auto\"", krr(X, Y, bandwidth = "median", lambda = LAM, solver = NULL, threads = 1),
       function(f) if (inherits(f$solver, "askotch_solver_cholesky")) TRUE else format(f$solver)),
   val("kernel_machine() squared loss: solver \"auto\" by default",
       kernel_machine(X, Y, lambda = LAM, threads = 1),

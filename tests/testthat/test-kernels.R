@@ -72,11 +72,11 @@ test_that("median bandwidth is the median pairwise distance in the kernel metric
   d <- make_regression(150, p = 4)
   sc <- oracle_scale(d$x)
   xs <- scale(d$x, sc$center, sc$scale)
-  fit2 <- krr(d$x, d$y, kernel = "matern32", lambda = 1, solver = cholesky(),
-              threads = 1, seed = 1)
+  fit2 <- krr(d$x, d$y, kernel = "matern32", bandwidth = "median", lambda = 1,
+              solver = cholesky(), threads = 1, seed = 1)
   expect_equal(fit2$kernel$bandwidth, median(dist(xs)), tolerance = 1e-12)
-  fit1 <- krr(d$x, d$y, kernel = "laplace", lambda = 1, solver = cholesky(),
-              threads = 1, seed = 1)
+  fit1 <- krr(d$x, d$y, kernel = "laplace", bandwidth = "median", lambda = 1,
+              solver = cholesky(), threads = 1, seed = 1)
   expect_equal(fit1$kernel$bandwidth, median(dist(xs, "manhattan")),
                tolerance = 1e-12)
   # numeric bandwidth is kept, and an explicit `bandwidth` overrides the object's

@@ -255,9 +255,10 @@ check_against_oracle <- function(loss_obj, y, lambda, tol = 1e-12,
 test_that("squared loss is krr() exactly", {
   d <- make_regression(200, seed = 3)
   for (s in list(askotch(), cholesky(), pcg())) {
-    f1 <- krr(d$x, d$y, lambda = 0.5, solver = s, seed = 2, threads = 1)
+    f1 <- krr(d$x, d$y, lambda = 0.5, bandwidth = "median", solver = s, seed = 2,
+              threads = 1)
     f2 <- kernel_machine(d$x, d$y, loss = loss_squared(), lambda = 0.5,
-                         solver = s, seed = 2, threads = 1)
+                         bandwidth = "median", solver = s, seed = 2, threads = 1)
     expect_s3_class(f2, "kernel_machine")
     expect_equal(unname(f2$weights), unname(f1$weights), tolerance = 1e-10)
     expect_equal(predict(f2, d$x[1:20, ]), predict(f1, d$x[1:20, ]),
@@ -271,6 +272,10 @@ test_that("squared loss is krr() exactly", {
   f4 <- kernel_machine(d$x, d$y, loss = loss_squared, lambda = 0.5,
                        solver = cholesky(), threads = 1, seed = 2)
   expect_equal(f3$weights, f4$weights)
+  # with every default the same model is chosen (the kernel by likelihood)
+  f5 <- krr(d$x, d$y, lambda = 0.5, solver = cholesky(), threads = 1, seed = 2)
+  expect_identical(f3$kernel, f5$kernel)
+  expect_equal(unname(f3$weights), unname(f5$weights), tolerance = 1e-10)
   # classification with the squared loss is krr()'s
   y <- factor(ifelse(d$x[, 1] > 0, "p", "n"))
   g1 <- krr(d$x, y, lambda = 1, solver = cholesky(), threads = 1, seed = 1)

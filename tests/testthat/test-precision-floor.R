@@ -9,8 +9,8 @@ floor_data <- function(n = 3000, seed = 7) {
 
 test_that("single precision stops at its floor, with a warning that says so", {
   d <- floor_data()
-  args <- list(d$x, d$y, lambda = 0.05, precision = "single", solver = sap(),
-               max_passes = 300, threads = 1, seed = 3)
+  args <- list(d$x, d$y, lambda = 0.05, bandwidth = "median", precision = "single",
+               solver = sap(), max_passes = 300, threads = 1, seed = 3)
   expect_warning(fit <- do.call(krr, c(args, tol = 1e-7)),
                  "rounding floor of single precision",
                  class = "askotch_warning_convergence")

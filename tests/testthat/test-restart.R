@@ -71,7 +71,7 @@ test_that("small lambda: with restart ASkotch and NSAP reach solve()'s answer", 
   d <- make_regression(n, p = 3, seed = 2)
   lambda <- 1e-6 * n
   run <- function(s, passes) {
-    krr(d$x, d$y, lambda = lambda, solver = s, tol = 1e-8,
+    krr(d$x, d$y, lambda = lambda, bandwidth = "median", solver = s, tol = 1e-8,
         max_passes = passes, seed = 3, threads = 1)
   }
   for (acc in list(list(askotch(block_size = 150), skotch(block_size = 150),

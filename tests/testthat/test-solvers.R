@@ -52,7 +52,7 @@ local({
 test_that("ASkotch reaches relative residual 1e-10 in double precision (n = 2000)", {
   d <- make_regression(2000, p = 4, seed = 5)
   lambda <- 1e-3 * 2000
-  fit <- krr(d$x, d$y, kernel = "rbf", lambda = lambda, tol = 1e-10,
+  fit <- krr(d$x, d$y, kernel = "rbf", bandwidth = "median", lambda = lambda, tol = 1e-10,
              solver = askotch(), max_passes = 300, seed = 1, threads = 2)
   expect_true(fit$converged)
   expect_identical(fit$reason, "tol")

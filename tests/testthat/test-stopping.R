@@ -189,7 +189,7 @@ test_that("eigenpro(version = 3) corrects at most subsample / 12 directions", {
   x <- matrix(stats::rnorm(1000 * 5), 1000)
   y <- sin(rowSums(x[, 1:3])) + 0.1 * stats::rnorm(1000)
   run <- function(rank) {
-    suppressWarnings(krr(x, y, lambda = 0.01, threads = 1, seed = 1,
+    suppressWarnings(krr(x, y, lambda = 0.01, bandwidth = "median", threads = 1, seed = 1,
                          solver = eigenpro(version = 3, rank = rank),
                          max_passes = 20, tol = 0))
   }

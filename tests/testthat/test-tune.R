@@ -139,12 +139,12 @@ test_that("bandwidth = 'ml' and 'ard' maximise the likelihood; predict applies t
 
 test_that("solver = 'auto' is Cholesky for small n, PCG (greedy) in the middle, ASkotch above", {
   d <- make_regression(100, p = 2, seed = 1)
-  fit <- krr(d$x, d$y, lambda = 0.1, threads = 1)
+  fit <- krr(d$x, d$y, lambda = 0.1, bandwidth = "median", threads = 1)
   expect_s3_class(fit$solver, "askotch_solver_cholesky")
   expect_identical(fit$reason, "exact")
   old <- options(askotch.auto_exact_max_n = 50)
   on.exit(options(old), add = TRUE)
-  fit2 <- krr(d$x, d$y, lambda = 0.1, seed = 1, threads = 1)
+  fit2 <- krr(d$x, d$y, lambda = 0.1, bandwidth = "median", seed = 1, threads = 1)
   expect_s3_class(fit2$solver, "askotch_solver_pcg")
   expect_identical(fit2$solver$preconditioner, "greedy_cholesky")
   expect_true(fit2$converged)
@@ -153,12 +153,12 @@ test_that("solver = 'auto' is Cholesky for small n, PCG (greedy) in the middle, 
   # above askotch.auto_pcg_max_n: ASkotch
   old2 <- options(askotch.auto_pcg_max_n = 80)
   on.exit(options(old2), add = TRUE)
-  fit3 <- krr(d$x, d$y, lambda = 0.1, seed = 1, threads = 1)
+  fit3 <- krr(d$x, d$y, lambda = 0.1, bandwidth = "median", seed = 1, threads = 1)
   expect_s3_class(fit3$solver, "askotch_solver_askotch")
   options(old)
   options(old2)
   # a memory limit below the n x n factor also leaves the exact solve
-  fit4 <- krr(d$x, d$y, lambda = 0.1, mem_limit = 8 * 100^2 - 1, seed = 1,
+  fit4 <- krr(d$x, d$y, lambda = 0.1, bandwidth = "median", mem_limit = 8 * 100^2 - 1, seed = 1,
               threads = 1)
   expect_s3_class(fit4$solver, "askotch_solver_pcg")
   expect_lt(rel_err(predict(fit3, d$x), predict(fit, d$x)), 1e-5)
@@ -167,33 +167,33 @@ test_that("solver = 'auto' is Cholesky for small n, PCG (greedy) in the middle, 
 
 test_that("solver = 'auto' above auto_pcg_max_n: PCG while its memory allows the least rank, else ASkotch", {
   d <- make_regression(100, p = 2, seed = 1)
-  exact <- krr(d$x, d$y, lambda = 0.1, threads = 1)
+  exact <- krr(d$x, d$y, lambda = 0.1, bandwidth = "median", threads = 1)
   old <- options(askotch.auto_exact_max_n = 50, askotch.auto_pcg_max_n = 80,
                  askotch.auto_pcg_large = c(max_n = 1000, min_rank = 40))
   on.exit(options(old), add = TRUE)
   # the automatic rank's cap: 98 (all n = 100 rows but the cost cap), 77
   # within half of 1e6 bytes (the compiled solver's own estimate): PCG
   for (ml in list(NULL, 1e6)) {
-    f <- krr(d$x, d$y, lambda = 0.1, seed = 1, threads = 1, mem_limit = ml)
+    f <- krr(d$x, d$y, lambda = 0.1, bandwidth = "median", seed = 1, threads = 1, mem_limit = ml)
     expect_s3_class(f$solver, "askotch_solver_pcg")
     expect_gte(f$solver$rank_cap, 40)
     expect_null(attr(f$solver, "auto_min_rank"))
     expect_lt(rel_err(predict(f, d$x), predict(exact, d$x)), 1e-5)
   }
   # 4e5 bytes afford a rank below 40: ASkotch, which converges to the same fit
-  f <- krr(d$x, d$y, lambda = 0.1, seed = 1, threads = 1, mem_limit = 4e5)
+  f <- krr(d$x, d$y, lambda = 0.1, bandwidth = "median", seed = 1, threads = 1, mem_limit = 4e5)
   expect_s3_class(f$solver, "askotch_solver_askotch")
   expect_match(format(f$solver), "^ASkotch")
-  expect_lt(pcg_rank_cap <- krr(d$x, d$y, lambda = 0.1, seed = 1, threads = 1, mem_limit = 4e5,
+  expect_lt(pcg_rank_cap <- krr(d$x, d$y, lambda = 0.1, bandwidth = "median", seed = 1, threads = 1, mem_limit = 4e5,
                                 solver = pcg("greedy_cholesky"))$solver$rank_cap, 40)
   expect_true(f$converged)
   expect_lt(rel_err(predict(f, d$x), predict(exact, d$x)), 1e-5)
   # a larger least rank, or n above max_n: ASkotch at any memory
   options(askotch.auto_pcg_large = c(max_n = 1000, min_rank = 99))
-  expect_s3_class(krr(d$x, d$y, lambda = 0.1, seed = 1, threads = 1, max_passes = 2)$solver,
+  expect_s3_class(krr(d$x, d$y, lambda = 0.1, bandwidth = "median", seed = 1, threads = 1, max_passes = 2)$solver,
                   "askotch_solver_askotch")
   options(askotch.auto_pcg_large = c(max_n = 99, min_rank = 1))
-  expect_s3_class(krr(d$x, d$y, lambda = 0.1, seed = 1, threads = 1, max_passes = 2)$solver,
+  expect_s3_class(krr(d$x, d$y, lambda = 0.1, bandwidth = "median", seed = 1, threads = 1, max_passes = 2)$solver,
                   "askotch_solver_askotch")
 })
 
@@ -215,8 +215,9 @@ test_that("solver = 'auto' keeps PCG up to 1e6 points on a GPU, 5e5 on the CPU",
 
 test_that("the default lambda is the ML one; on a subsample for large n; 'paper' is 1e-6 n", {
   d <- make_regression(300, p = 2, seed = 4)
-  fit <- krr(d$x, d$y, threads = 1)
-  ml <- krr(d$x, d$y, lambda = "ml", seed = fit$seed, threads = 1)
+  # the Gaussian kernel at its median bandwidth: lambda is the only estimate
+  fit <- krr(d$x, d$y, bandwidth = "median", threads = 1)
+  ml <- krr(d$x, d$y, bandwidth = "median", lambda = "ml", seed = fit$seed, threads = 1)
   expect_equal(fit$lambda, ml$lambda)
   expect_identical(fit$tuning$lambda_rule, "ml")
   expect_equal(attr(logLik(fit), "df"), 3)  # mean, s^2, lambda
@@ -233,18 +234,18 @@ test_that("the default lambda is the ML one; on a subsample for large n; 'paper'
   expect_lte(nll(fit$lambda), min(nll(fit$lambda * 1.01),
                                   nll(fit$lambda / 1.01)))
   # lambda is a noise-to-signal ratio: rescaling y does not change it
-  fit_s <- krr(d$x, 1000 * d$y, seed = fit$seed, threads = 1)
+  fit_s <- krr(d$x, 1000 * d$y, bandwidth = "median", seed = fit$seed, threads = 1)
   expect_equal(fit_s$lambda, fit$lambda, tolerance = 1e-6)
   # above the exact size: ML on a subsample of `askotch.tune_subsample` points
   old <- options(askotch.tune_exact_max_n = 100, askotch.tune_subsample = 100)
   on.exit(options(old), add = TRUE)
-  fit_sub <- krr(d$x, d$y, seed = 2, threads = 1)
+  fit_sub <- krr(d$x, d$y, bandwidth = "median", seed = 2, threads = 1)
   expect_equal(fit_sub$tuning$n_used, 100)
   expect_equal(fit_sub$tuning$n_total, 300)
   expect_lt(abs(log10(fit_sub$lambda / fit$lambda)), 1)
   expect_output(print(summary(fit_sub)), "subsample of 100 points")
   options(old)
-  fit_p <- krr(d$x, d$y, lambda = "paper", threads = 1)
+  fit_p <- krr(d$x, d$y, bandwidth = "median", lambda = "paper", threads = 1)
   expect_equal(fit_p$lambda, 1e-6 * 300)
   expect_null(fit_p$tuning)
 })
@@ -308,7 +309,7 @@ test_that("defaults are close to the tuned fit on mtcars (sanity; see inst/bench
                       grid$lambda, grid$bandwidth))
   expect_lt(def, 1.15 * tuned)
   # the papers' setting interpolates this noisy response
-  expect_lt(def, rmse(lambda = "paper"))
+  expect_lt(def, rmse(lambda = "paper", bandwidth = "median"))
 })
 
 test_that("askotch.ml_method = 'stochastic' refines the subsample's ML choice on all points", {

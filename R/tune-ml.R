@@ -1,0 +1,321 @@
+# Maximum likelihood for the kernel's scale and lambda, the choice of the
+# kernel and of the input scaling by likelihood, and the clock of the search
+# -------------------------------------------------------------------------
+
+# A random subsample of at most `size` rows (all when n <= size), drawn from
+# the fit's seed without touching the user's random numbers.
+subsample_rows <- function(n, size, seed) {
+  if (n <= size) return(seq_len(n))
+  with_seed(seed + 7, sort(sample.int(n, size)))
+}
+
+# Centre the regression targets of a subsample (classification: +1/-1 as is).
+centre_rows <- function(Y, task) {
+  if (task %in% c("regression", "multioutput")) {
+    sweep(Y, 2L, colMeans(Y), "-", check.margin = FALSE)
+  } else Y
+}
+
+# Maximum likelihood bandwidth (or ARD length scales) and lambda by L-BFGS-B
+# on the log scale with the exact gradient (Cholesky); `lambda` given: only
+# the kernel's scale is optimised. Starting values: `start` (list(theta),
+# the log scales and log lambda of an earlier search), else the
+# median-heuristic bandwidth and the ML lambda there. The search range is
+# the median bandwidth / 100 to x 1000 whatever the start. An isotropic
+# kernel's statistics (distances) are formed once for every evaluation.
+gp_optimise <- function(xs, Y, kernel, ard = FALSE, lambda = NULL,
+                        threads = 0L, clock = NULL, start = NULL,
+                        what = "maximum likelihood") {
+  # targets near unit scale (powers of two: exact); the likelihood of c y is
+  # that of y less n log c per column
+  u <- apply(abs(as.matrix(Y)), 2L, function(v) {
+    m <- max(v)
+    if (m > 0) pow2_unit(m) else 1
+  })
+  Y <- sweep(as.matrix(Y), 2L, u, "/", check.margin = FALSE)
+  ll_shift <- -nrow(Y) * sum(log(u))
+  p <- ncol(xs)
+  sig0 <- kernel$bandwidth
+  fit_lambda <- is.null(lambda)
+  T <- if (!ard) kernel_stat_matrix(xs, kernel$metric)
+  nk <- if (ard) p else 1L
+  th0 <- if (!is.null(start)) start$theta[seq_len(nk + fit_lambda)] else {
+    lam0 <- if (fit_lambda) {
+      K0 <- if (is.null(T)) kernel_mat(xs, xs, kernel, threads) else native_kernel_eval(kernel, T)
+      gp_eigen_best(gp_eigen(K0, Y), "ml")
+    } else lambda
+    c(rep(log(sig0), nk), if (fit_lambda) log(lam0))
+  }
+  lower <- c(rep(log(sig0 / 100), nk), if (fit_lambda) log(ml_lambda_range[1L]))
+  upper <- c(rep(log(sig0 * 1000), nk), if (fit_lambda) log(ml_lambda_range[2L]))
+  th0 <- pmin(pmax(th0, lower), upper)
+  decode <- function(th) {
+    k <- kernel
+    if (ard) {
+      k$bandwidth <- 1
+      ell <- exp(th[seq_len(p)])
+      x <- sweep(xs, 2L, ell, "/", check.margin = FALSE)
+    } else {
+      k$bandwidth <- exp(th[1L])
+      ell <- NULL
+      x <- xs
+    }
+    lam <- if (fit_lambda) exp(th[nk + 1L]) else lambda
+    list(kernel = k, ell = ell, x = x, lambda = lam)
+  }
+  memo <- new.env(parent = emptyenv())
+  eval_at <- function(th) {
+    if (!is.null(memo$th) && identical(memo$th, th)) return(memo$val)
+    d <- decode(th)
+    v <- gp_loglik_exact(d$x, Y, d$kernel, d$lambda, ard = ard,
+                         threads = threads, T = T)
+    g <- v$gradient
+    if (!is.null(g) && !fit_lambda) g <- g[seq_len(nk)]
+    memo$th <- th
+    # a point where K + lambda I is not numerically positive definite is
+    # worse than any other (L-BFGS-B needs finite values)
+    f <- if (is.finite(v$loglik)) -v$loglik else .Machine$double.xmax / 4
+    memo$val <- list(f = f, g = if (is.null(g) || !all(is.finite(g))) rep(0, length(th)) else -g)
+    tune_best(memo, th, -v$loglik, clock, what)
+    memo$val
+  }
+  scale_f <- nrow(xs) * ncol(Y)
+  res <- tune_optim(th0, function(th) eval_at(th)$f / scale_f,
+                    function(th) eval_at(th)$g / scale_f, lower, upper,
+                    list(maxit = 200), memo, scale_f)
+  if (!is.finite(memo$best_f %||% Inf)) {
+    abort_askotch(paste(
+      "The kernel matrix of the tuning points is not numerically positive",
+      "definite at any bandwidth tried: the likelihood cannot be maximised.",
+      "Give `bandwidth` and `lambda` numbers, or rescale `x` (standardize = TRUE)."),
+      "input")
+  }
+  d <- decode(res$par)
+  list(kernel = d$kernel, length_scales = d$ell, lambda = d$lambda,
+       theta = c(res$par, if (!fit_lambda) log(lambda)),
+       optim = list(loglik = -res$value * scale_f + ll_shift,
+                    convergence = res$convergence,
+                    evaluations = unname(res$counts[1L]), message = res$message))
+}
+
+# Refine maximum-likelihood hyperparameters on all n points (option
+# askotch.ml_method = "stochastic", n above tune_exact_max_n()): L-BFGS-B on
+# the stochastic profile likelihood and its gradient (gp_loglik_stochastic()
+# with the probes and landmarks fixed by `seed`, so the objective is a fixed
+# function of the hyperparameters), from the subsample's estimate, within a
+# factor 100 of it, at most `maxit` iterations (option
+# askotch.ml_stochastic_maxit, 20). The kernel's scale is refined for the
+# Gaussian kernel only (its gradient products are kernel products).
+gp_refine_stochastic <- function(xs, Y, kernel, lambda, ell, fit_kernel,
+                                 seed, threads = 0L, clock = NULL,
+                                 maxit = getOption("askotch.ml_stochastic_maxit",
+                                                   20L)) {
+  ard <- !is.null(ell)
+  p <- ncol(xs)
+  nk <- if (!fit_kernel) 0L else if (ard) p else 1L
+  scale0 <- if (ard) ell else kernel$bandwidth
+  th0 <- c(if (nk > 0L) log(scale0), log(lambda))
+  lower <- pmax(th0 - log(100), c(rep(-Inf, nk), log(ml_lambda_range[1L])))
+  upper <- pmin(th0 + log(100), c(rep(Inf, nk), log(ml_lambda_range[2L])))
+  decode <- function(th) {
+    k <- kernel
+    e <- ell
+    if (nk > 0L && ard) e <- exp(th[seq_len(p)])
+    if (nk > 0L && !ard) k$bandwidth <- exp(th[1L])
+    x <- if (ard) sweep(xs, 2L, e, "/", check.margin = FALSE) else xs
+    list(kernel = k, ell = e, x = x, lambda = exp(th[nk + 1L]))
+  }
+  memo <- new.env(parent = emptyenv())
+  eval_at <- function(th) {
+    if (!is.null(memo$th) && identical(memo$th, th)) return(memo$val)
+    d <- decode(th)
+    v <- gp_loglik_stochastic(d$x, Y, d$kernel, d$lambda, ard = ard,
+                              gradient = TRUE, seed = seed, threads = threads)
+    g <- v$gradient
+    memo$th <- th
+    memo$val <- list(f = -v$loglik, se = v$se,
+                     g = -c(if (nk > 0L) g[seq_len(nk)], g[length(g)]))
+    tune_best(memo, th, -v$loglik, clock, "stochastic likelihood, all points")
+    memo$val
+  }
+  sc <- nrow(xs) * ncol(Y)
+  # stop at a relative change of about 2e-6: below the estimate's own
+  # precision at large n
+  res <- tune_optim(th0, function(th) eval_at(th)$f / sc,
+                    function(th) eval_at(th)$g / sc, lower, upper,
+                    list(maxit = maxit, factr = 1e10), memo, sc)
+  d <- decode(res$par)
+  v <- eval_at(res$par)
+  list(kernel = d$kernel, length_scales = d$ell, lambda = d$lambda,
+       optim = list(loglik = -v$f, se = v$se, convergence = res$convergence,
+                    evaluations = unname(res$counts[1L]),
+                    message = res$message))
+}
+
+# The clock and progress display of the hyperparameter search: tick(what,
+# loglik) after each likelihood evaluation updates the status line (the
+# step, the log likelihood, the seconds) and, once the fit's time_limit has
+# passed, signals askotch_tune_time, on which the search keeps its best point.
+# The tuning takes at most half the time_limit: the solve gets the rest.
+tune_clock <- function(set, envir = parent.frame()) {
+  t0 <- now()
+  k <- 0L
+  limit <- set$rule$time_limit / 2
+  pb <- if (isTRUE(set$progress)) {
+    cli::cli_progress_bar(name = "tuning", total = NA, clear = TRUE,
+                          format = "{cli::pb_name} {cli::pb_spin} {cli::pb_status}",
+                          .envir = envir)
+  }
+  tick <- function(what, loglik) {
+    k <<- k + 1L
+    if (!is.null(pb)) {
+      cli::cli_progress_update(id = pb, status = sprintf(
+        "%s: step %d, log-likelihood %s, %.1f s", what, k,
+        format(signif(loglik, 7)), now() - t0), .envir = envir)
+    }
+    if (is.finite(limit) && now() - t0 > limit) {
+      stop(structure(class = c("askotch_tune_time", "condition"),
+                     list(message = "time_limit reached while tuning", call = NULL)))
+    }
+  }
+  list(tick = tick, seconds = function() now() - t0,
+       expired = function() is.finite(limit) && now() - t0 > limit)
+}
+
+# Keep the best point of a search in memo (best_th, best_f), then tick the clock
+tune_best <- function(memo, th, f, clock, what) {
+  if (is.finite(f) && (is.null(memo$best_f) || f < memo$best_f)) {
+    memo$best_th <- th
+    memo$best_f <- f
+  }
+  if (!is.null(clock)) clock$tick(what, -f)
+}
+
+# L-BFGS-B on the log scale; stopped by the tuning clock, the best point so
+# far (memo) with convergence code 1 and message "time_limit"
+tune_optim <- function(th0, fn, gr, lower, upper, control, memo, scale) {
+  tryCatch(
+    stats::optim(th0, fn, gr, method = "L-BFGS-B", lower = lower, upper = upper,
+                 control = control),
+    askotch_tune_time = function(e) {
+      list(par = if (is.null(memo$best_th)) th0 else memo$best_th,
+           value = if (is.null(memo$best_f)) NA_real_ else memo$best_f / scale,
+           counts = c("function" = NA_integer_, gradient = NA_integer_),
+           convergence = 1L, message = "time_limit")
+    })
+}
+
+# Choosing the kernel and the input scaling by likelihood --------------------------
+
+# The kernels krr(kernel = "auto") chooses among by maximum likelihood: the
+# Matern family from the smoothness the defaults study favours (3/2), the
+# rougher and smoother members, and the Gaussian kernel, their limit.
+auto_kernels <- c("matern32", "matern12", "matern52", "rbf")
+
+# The points the kernel and the scaling are chosen on: at most this many of
+# the tuning rows (option askotch.select_subsample).
+select_subsample <- function() getOption("askotch.select_subsample", 500)
+
+# The kernel (kernel = "auto") and the input scaling (standardize = "auto")
+# by maximum likelihood on a subsample of the tuning rows: first the scaling
+# (each column by its own sd, or all by one scale) with the first kernel,
+# then the other kernels at the chosen scaling. Each candidate's bandwidth
+# (or length scales) and lambda are estimated by gp_optimise(); the largest
+# maximised likelihood wins (every candidate has the same hyperparameters,
+# so this is also the choice by AIC or BIC). Returns dat and sub with the
+# chosen scaling, set with the chosen kernel, the record `models` and
+# `start`, the winner's estimates (tune_ml() starts from them, or reuses
+# the search, `opt`, when it ran on every tuning row).
+tune_select <- function(dat, set, sub, clock) {
+  sel <- set$select
+  if (is.null(sel) || constant_targets(sub$Y)) return(list(dat = dat, set = set, sub = sub))
+  rows <- subsample_rows(length(sub$rows), select_subsample(), set$seed + 3)
+  Y <- if (length(rows) == length(sub$rows)) sub$Y else
+    centre_rows(sub$Y[rows, , drop = FALSE], dat$tgt$task)
+  ard <- set$kernel$bandwidth_rule == "ard"
+  lam <- if (set$lambda_spec$rule == "fixed") set$lambda_spec$value
+  # each search starts at the median bandwidth and the first search's lambda
+  try_one <- function(name, ratio, prev = NULL) {
+    xs <- scale_columns(sub$xs[rows, , drop = FALSE], ratio)
+    k <- new_kernel(name, set$kernel$bandwidth_rule)
+    k$bandwidth <- median_bandwidth(xs, k$metric, set$seed)
+    k$bandwidth_rule <- set$kernel$bandwidth_rule
+    nk <- if (ard) ncol(xs) else 1L
+    start <- if (!is.null(prev)) {
+      list(theta = c(rep(log(k$bandwidth), nk), if (is.null(lam)) log(prev$opt$lambda)))
+    }
+    o <- gp_optimise(xs, Y, k, ard, lam, set$threads, clock, start = start,
+                     what = sprintf("choosing the kernel (%s)", name))
+    list(name = name, ratio = ratio, opt = o, loglik = o$optim$loglik)
+  }
+  first <- if (is.null(sel$kernels)) set$kernel$name else sel$kernels[1L]
+  tried <- list(try_one(first, NULL))
+  if (sel$scaling && !clock$expired()) {
+    tried <- c(tried, list(try_one(first, joint_ratio(dat$scaling), tried[[1L]])))
+  }
+  best <- pick_best(tried)
+  # a search stopped by time_limit leaves the other candidates untried
+  for (nm in setdiff(sel$kernels, first)) {
+    if (clock$expired()) break
+    tried <- c(tried, list(try_one(nm, best$ratio, tried[[1L]])))
+  }
+  best <- pick_best(tried)
+  out <- select_apply(dat, set, sub, best)
+  out$models <- select_record(tried, best, length(rows))
+  out$start <- best$opt
+  if (length(rows) == length(sub$rows)) out$opt <- best$opt
+  out
+}
+
+# Whether every target column is constant (no likelihood to maximise)
+constant_targets <- function(Y) {
+  all(apply(as.matrix(Y), 2L, function(v) max(v) - min(v)) == 0)
+}
+
+# The candidate of the largest likelihood (the first among equals)
+pick_best <- function(tried) {
+  ll <- vapply(tried, function(t) t$loglik, 0)
+  ll[!is.finite(ll)] <- -Inf
+  tried[[which.max(ll)]]
+}
+
+# Per-column scaling to one scale: the factors s_j / s applied to the
+# per-column standardised points (joint_scaling()'s scale s)
+joint_ratio <- function(scaling) {
+  js <- joint_scaling(scaling, scaling$varying, "joint")
+  scaling$scale / js$scale
+}
+
+scale_columns <- function(xs, ratio) {
+  if (is.null(ratio)) xs else sweep(xs, 2L, ratio, "*", check.margin = FALSE)
+}
+
+# dat, sub and set with the chosen kernel and scaling
+select_apply <- function(dat, set, sub, best) {
+  if (!is.null(best$ratio)) {
+    dat$xs <- scale_columns(dat$xs, best$ratio)
+    sub$xs <- scale_columns(sub$xs, best$ratio)
+    dat$scaling$scale <- dat$scaling$scale / best$ratio
+    dat$standardize <- "joint"
+  }
+  k <- new_kernel(best$name, set$kernel$bandwidth_rule)
+  k$bandwidth <- median_bandwidth(sub$xs, k$metric, set$seed)
+  k$bandwidth_rule <- set$kernel$bandwidth_rule
+  set$kernel <- k
+  list(dat = dat, set = set, sub = sub)
+}
+
+# One row per candidate: kernel, scaling, maximised log likelihood on the
+# selection points, the estimates, and which was chosen
+select_record <- function(tried, best, n_used) {
+  data.frame(
+    kernel = vapply(tried, function(t) t$name, ""),
+    scaling = vapply(tried, function(t) if (is.null(t$ratio)) "columns" else "joint", ""),
+    loglik = vapply(tried, function(t) t$loglik, 0),
+    bandwidth = vapply(tried, function(t) {
+      if (is.null(t$opt$length_scales)) t$opt$kernel$bandwidth else NA_real_
+    }, 0),
+    lambda = vapply(tried, function(t) t$opt$lambda, 0),
+    chosen = vapply(tried, function(t) identical(t, best), FALSE),
+    n_used = n_used)
+}
