@@ -111,11 +111,11 @@ kernel_grad_codes <- function(xs, ard) if (ard) seq_len(ncol(xs)) else -1L
 kernel_stat_matrix <- function(xs, metric) {
   if (metric == "L1") return(as.matrix(stats::dist(xs, method = "manhattan")))
   r <- rowSums(xs^2)
-  T <- -2 * tcrossprod(xs)
-  T <- T + r[col(T)] + r
-  T[T < 0] <- 0
-  diag(T) <- 0
-  T
+  tstat <- -2 * tcrossprod(xs)
+  tstat <- tstat + r[col(tstat)] + r
+  tstat[tstat < 0] <- 0
+  diag(tstat) <- 0
+  tstat
 }
 
 # Exact profile log likelihood of centred targets Y at the points xs (already
@@ -124,17 +124,24 @@ kernel_stat_matrix <- function(xs, metric) {
 # log length scales, log lambda). With M = sum_c n/(2 y_c^T alpha_c) alpha_c
 # alpha_c^T - m/2 A^{-1} the gradient in theta is tr(M dA/dtheta): the
 # kernel's parts are contracted in C without forming dK, lambda's is
-# lambda tr(M). T: the statistics of xs (kernel_stat_matrix(), isotropic
+# lambda tr(M). tstat: the statistics of xs (kernel_stat_matrix(), isotropic
 # kernels), from which K and dK/dlog bandwidth are formed elementwise.
+# The factor is pivoted (A[piv, piv] = R^T R), so that a matrix that is not
+# numerically positive definite shows as a rank below n rather than as an
+# error (a handler for chol()'s error would also catch an interrupt's), and
+# everything after it is in the pivot order.
 gp_loglik_exact <- function(xs, Y, kernel, lambda, ard = FALSE,
-                            gradient = TRUE, threads = 0L, T = NULL) {
+                            gradient = TRUE, threads = 0L, tstat = NULL) {
   n <- nrow(xs)
   m <- ncol(Y)
-  A <- if (is.null(T)) kernel_mat(xs, xs, kernel, threads) else native_kernel_eval(kernel, T)
+  A <- if (is.null(tstat)) kernel_mat(xs, xs, kernel, threads) else
+    native_kernel_eval(kernel, tstat)
   diag(A) <- diag(A) + lambda
-  R <- tryCatch(chol(A), error = function(e) NULL)
-  if (is.null(R)) return(list(loglik = -Inf, gradient = NULL))
+  R <- suppressWarnings(chol(A, pivot = TRUE))
   rm(A)
+  if (attr(R, "rank") < n) return(list(loglik = -Inf, gradient = NULL))
+  piv <- attr(R, "pivot")
+  Y <- Y[piv, , drop = FALSE]
   alpha <- backsolve(R, backsolve(R, Y, transpose = TRUE))
   yAy <- colSums(Y * alpha)
   s2 <- yAy / n
@@ -145,9 +152,9 @@ gp_loglik_exact <- function(xs, Y, kernel, lambda, ard = FALSE,
   M <- chol2inv(R) * (-m / 2)
   rm(R)
   M <- M + tcrossprod(sweep(alpha, 2L, sqrt(n / (2 * yAy)), "*", check.margin = FALSE))
-  gk <- if (is.null(T)) {
-    native_kernel_deriv_dot(xs, kernel, kernel_grad_codes(xs, ard), M)
-  } else sum(M * native_kernel_eval(kernel, T, -1L))
+  gk <- if (is.null(tstat)) {
+    native_kernel_deriv_dot(xs[piv, , drop = FALSE], kernel, kernel_grad_codes(xs, ard), M)
+  } else sum(M * native_kernel_eval(kernel, tstat[piv, piv], -1L))
   out$gradient <- c(gk, lambda * sum(diag(M)))
   out
 }

@@ -37,11 +37,12 @@ gp_optimise <- function(xs, Y, kernel, ard = FALSE, lambda = NULL,
   p <- ncol(xs)
   sig0 <- kernel$bandwidth
   fit_lambda <- is.null(lambda)
-  T <- if (!ard) kernel_stat_matrix(xs, kernel$metric)
+  tstat <- if (!ard) kernel_stat_matrix(xs, kernel$metric)
   nk <- if (ard) p else 1L
   th0 <- if (!is.null(start)) start$theta[seq_len(nk + fit_lambda)] else {
     lam0 <- if (fit_lambda) {
-      K0 <- if (is.null(T)) kernel_mat(xs, xs, kernel, threads) else native_kernel_eval(kernel, T)
+      K0 <- if (is.null(tstat)) kernel_mat(xs, xs, kernel, threads) else
+        native_kernel_eval(kernel, tstat)
       gp_eigen_best(gp_eigen(K0, Y), "ml")
     } else lambda
     c(rep(log(sig0), nk), if (fit_lambda) log(lam0))
@@ -68,7 +69,7 @@ gp_optimise <- function(xs, Y, kernel, ard = FALSE, lambda = NULL,
     if (!is.null(memo$th) && identical(memo$th, th)) return(memo$val)
     d <- decode(th)
     v <- gp_loglik_exact(d$x, Y, d$kernel, d$lambda, ard = ard,
-                         threads = threads, T = T)
+                         threads = threads, tstat = tstat)
     g <- v$gradient
     if (!is.null(g) && !fit_lambda) g <- g[seq_len(nk)]
     memo$th <- th

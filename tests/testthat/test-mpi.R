@@ -111,7 +111,8 @@ test_that("np = 2: distributed Falkon equals the one-process fit and is whole on
   list2env(spmd_data()[c("x", "y", "xnew")], environment())
   for (nm in c("falkon", "falkon_idx")) {
     sv <- if (nm == "falkon") falkon(centers = 30) else falkon(centers = c(5, 17, 60, 101, 119, 121, 150, 180, 200, 239))
-    one <- krr(x, y, lambda = 0.05, bandwidth = "median", solver = sv, seed = 3, max_passes = if (nm == "falkon") 10 else 3, tol = 0,
+    one <- krr(x, y, lambda = 0.05, bandwidth = "median",
+               solver = sv, seed = 3, max_passes = if (nm == "falkon") 10 else 3, tol = 0,
                threads = 1)
     for (k in r$ranks) {
       f <- k[[nm]]
@@ -224,7 +225,8 @@ test_that("with Rmpi loaded first, askotch joins its MPI session; loaded after, 
   r <- run_spmd(2L, "first", "rmpi.R")
   expect_equal(r$status, 0L, info = paste(utils::tail(r$log, 20), collapse = "\n"))
   list2env(spmd_data()[c("x", "y")], environment())
-  one <- krr(x, y, lambda = 0.05, bandwidth = "median", solver = askotch(block_size = 40, rank = 10), seed = 3,
+  one <- krr(x, y, lambda = 0.05, bandwidth = "median",
+             solver = askotch(block_size = 40, rank = 10), seed = 3,
              max_passes = 4, tol = 0, threads = 1)
   for (k in 0:1) {
     rk <- r$ranks[[k + 1L]]

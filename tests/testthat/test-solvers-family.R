@@ -114,21 +114,25 @@ test_that("EigenPro 2.0 halves a diverging automatic step and converges", {
   x <- matrix(rnorm(4000 * 5), 4000)
   y <- sin(x[, 1]) + 0.1 * rnorm(4000)
   sv <- eigenpro(version = 2, subsample = 1000)
-  f <- krr(x, y, bandwidth = "median", solver = sv, lambda = 0.1, tol = 1e-3, max_passes = 300, threads = 1, seed = 1)
+  f <- krr(x, y, bandwidth = "median",
+           solver = sv, lambda = 0.1, tol = 1e-3, max_passes = 300, threads = 1, seed = 1)
   expect_gte(f$solver$step_halvings, 1L)
   expect_true(f$converged)
   expect_lt(f$resid_exact, 1e-3)
   expect_true(isTRUE(f$solver$auto_step))
   # the same bits again (the halving is decided by the iterates, not the clock)
-  f2 <- krr(x, y, bandwidth = "median", solver = sv, lambda = 0.1, tol = 1e-3, max_passes = 300, threads = 1, seed = 1)
+  f2 <- krr(x, y, bandwidth = "median",
+            solver = sv, lambda = 0.1, tol = 1e-3, max_passes = 300, threads = 1, seed = 1)
   expect_identical(f2$weights, f$weights)
   # small lambda: slow (as with any subsample), but no longer an error
-  f3 <- krr(x, y, bandwidth = "median", solver = sv, lambda = 1e-4, tol = 0, max_passes = 40, threads = 1, seed = 1)
+  f3 <- krr(x, y, bandwidth = "median",
+            solver = sv, lambda = 1e-4, tol = 0, max_passes = 40, threads = 1, seed = 1)
   expect_gte(f3$solver$step_halvings, 1L)
   expect_true(all(is.finite(f3$weights)))
   expect_lt(f3$resid_exact, 0.5)
   # a step the user gives is kept: the divergence is then reported
-  expect_error(krr(x, y, bandwidth = "median", solver = eigenpro(version = 2, subsample = 1000, step = 5e4),
+  expect_error(krr(x, y, bandwidth = "median",
+                   solver = eigenpro(version = 2, subsample = 1000, step = 5e4),
                    lambda = 1e-4, tol = 0, max_passes = 50, threads = 1, seed = 1),
                class = "askotch_error_numeric")
 })

@@ -184,16 +184,19 @@ test_that("solver = 'auto' above auto_pcg_max_n: PCG while its memory allows the
   f <- krr(d$x, d$y, lambda = 0.1, bandwidth = "median", seed = 1, threads = 1, mem_limit = 4e5)
   expect_s3_class(f$solver, "askotch_solver_askotch")
   expect_match(format(f$solver), "^ASkotch")
-  expect_lt(pcg_rank_cap <- krr(d$x, d$y, lambda = 0.1, bandwidth = "median", seed = 1, threads = 1, mem_limit = 4e5,
+  expect_lt(pcg_rank_cap <- krr(d$x, d$y, lambda = 0.1, bandwidth = "median",
+                                seed = 1, threads = 1, mem_limit = 4e5,
                                 solver = pcg("greedy_cholesky"))$solver$rank_cap, 40)
   expect_true(f$converged)
   expect_lt(rel_err(predict(f, d$x), predict(exact, d$x)), 1e-5)
   # a larger least rank, or n above max_n: ASkotch at any memory
   options(askotch.auto_pcg_large = c(max_n = 1000, min_rank = 99))
-  expect_s3_class(krr(d$x, d$y, lambda = 0.1, bandwidth = "median", seed = 1, threads = 1, max_passes = 2)$solver,
+  expect_s3_class(krr(d$x, d$y, lambda = 0.1, bandwidth = "median",
+                      seed = 1, threads = 1, max_passes = 2)$solver,
                   "askotch_solver_askotch")
   options(askotch.auto_pcg_large = c(max_n = 99, min_rank = 1))
-  expect_s3_class(krr(d$x, d$y, lambda = 0.1, bandwidth = "median", seed = 1, threads = 1, max_passes = 2)$solver,
+  expect_s3_class(krr(d$x, d$y, lambda = 0.1, bandwidth = "median",
+                      seed = 1, threads = 1, max_passes = 2)$solver,
                   "askotch_solver_askotch")
 })
 
