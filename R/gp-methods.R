@@ -112,8 +112,14 @@ deviance.krr <- function(object, ...) sum(residuals.krr(object)^2)
 #' @param y A numeric response (vector or matrix; each column its own
 #'   signal variance, the same \eqn{K} and \eqn{\lambda}), or a factor (+1/-1
 #'   targets, one column per class for more than two classes).
+#' @param kernel A kernel name (`"rbf"`, the default, `"laplace"`,
+#'   `"matern12"`, `"matern32"`, `"matern52"`) or a kernel object such as
+#'   [kernel_rbf()]: the likelihood is evaluated at the given kernel.
 #' @param bandwidth A positive number or `"median"` (the default; with
 #'   `length_scales`, 1).
+#' @param standardize Centre and scale the columns of `x`: `TRUE` (the
+#'   default, each column by its own standard deviation), `"joint"` (every
+#'   column by one scale) or `FALSE`.
 #' @param lambda The noise-to-signal variance ratio \eqn{\lambda > 0}.
 #' @param length_scales `NULL`, or one positive length scale per column of
 #'   `x` (applied after standardisation: the kernel sees \eqn{x_j /
@@ -148,6 +154,11 @@ krr_loglik <- function(x, y, kernel = "rbf", bandwidth = "median", lambda,
   if (probes < 2) abort_askotch("`probes` must be at least 2.", "input", ecall)
   check_positive(rank, "rank", integerish = TRUE, call = ecall,
                  max = .Machine$integer.max)
+  if (identical(standardize, "auto")) {
+    abort_askotch(paste(
+      "`standardize` must be TRUE, FALSE or \"joint\" here: krr_loglik()",
+      "evaluates the likelihood of one model and chooses nothing."), "input", ecall)
+  }
   dat <- krr_data(x, y, standardize, loss_squared(), ecall)
   threads <- if (is.null(threads)) 0L else {
     check_positive(threads, "threads", integerish = TRUE, call = ecall)

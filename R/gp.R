@@ -735,9 +735,12 @@ lambda_rule_label <- function(tn) {
 # How the kernel and scaling were chosen (tune_select()'s table)
 model_choice_label <- function(models) {
   ch <- models[models$chosen %in% TRUE, , drop = FALSE]
-  sprintf("kernel%s chosen by likelihood among %d candidates on %s points (fit$tuning$models)",
+  nu <- models$n_used[1L]
+  na <- if (is.null(models$n_all)) nu else models$n_all[1L]
+  sprintf("kernel%s chosen by likelihood among %d candidates%s (fit$tuning$models)",
           if (ch$scaling[1L] == "joint") " and one scale for all columns" else "",
-          nrow(models), format(models$n_used[1L]))
+          nrow(models), if (isTRUE(nu < na)) sprintf(", screened on %s of %s points",
+                                                     format(nu), format(na)) else "")
 }
 
 # The Gaussian-process entries of summary()'s "Model" section (after

@@ -113,14 +113,7 @@ check_numerics <- function(dat, set, call = NULL) {
         "a numeric `bandwidth`" else "another `bandwidth` (e.g. \"median\")")),
       "input", call)
   }
-  # the largest squared distance above the normal range (else every
-  # squared distance underflows and the kernel matrix is all ones)
-  if (!l1 && M > 0 && logT < log(lim$min)) {
-    abort_askotch(sprintf(paste(
-      "`x` has values of at most %s (after preprocessing): squared distances",
-      "between rows underflow in %s precision. Use %s."), format(signif(M, 3)),
-      precision, numeric_remedy(precision, std, "rescaled data")), "input", call)
-  }
+  check_distance_underflow(M, logT, l1, lim, precision, std, call)
   k <- sampled_kernel_values(xs, kern, lim, set$seed)
   if (length(k) == 0L) return(invisible(TRUE))  # all sampled rows identical
   if (all(k < lim$min)) {
@@ -142,6 +135,17 @@ check_numerics <- function(dat, set, call = NULL) {
                      "a smaller `bandwidth` (e.g. \"median\")")), "input", call)
   }
   invisible(TRUE)
+}
+
+# The largest squared distance (log bound logT, values up to M) must reach
+# the normal range: else every squared distance underflows and the kernel
+# matrix is all ones, whatever the bandwidth
+check_distance_underflow <- function(M, logT, l1, lim, precision, std, call) {
+  if (l1 || M == 0 || logT >= log(lim$min)) return(invisible(TRUE))
+  abort_askotch(sprintf(paste(
+    "`x` has values of at most %s (after preprocessing): squared distances",
+    "between rows underflow in %s precision. Use %s."), format(signif(M, 3)),
+    precision, numeric_remedy(precision, std, "rescaled data")), "input", call)
 }
 
 # Kernel values, as the working precision would give them, at up to 2000

@@ -221,12 +221,13 @@ select_subsample <- function() getOption("askotch.select_subsample", 500)
 # by maximum likelihood on a subsample of the tuning rows: first the scaling
 # (each column by its own sd, or all by one scale) with the first kernel,
 # then the other kernels at the chosen scaling. Each candidate's bandwidth
-# (or length scales) and lambda are estimated by gp_optimise(); the largest
-# maximised likelihood wins (every candidate has the same hyperparameters,
-# so this is also the choice by AIC or BIC). Returns dat and sub with the
-# chosen scaling, set with the chosen kernel, the record `models` and
-# `start`, the winner's estimates (tune_ml() starts from them, or reuses
-# the search, `opt`, when it ran on every tuning row).
+# (or length scales) and lambda are estimated by gp_optimise(); the two of
+# the largest likelihoods are then estimated on all tuning rows, and the
+# larger likelihood there wins (every candidate has the same
+# hyperparameters, so this is also the choice by AIC or BIC). Returns dat
+# and sub with the chosen scaling, set with the chosen kernel, the record
+# `models` and `opt`, the winner's search on all tuning rows (tune_ml()
+# reuses it).
 tune_select <- function(dat, set, sub, clock) {
   sel <- set$select
   if (is.null(sel) || constant_targets(sub$Y)) return(list(dat = dat, set = set, sub = sub))
@@ -254,18 +255,42 @@ tune_select <- function(dat, set, sub, clock) {
   if (sel$scaling && !clock$expired()) {
     tried <- c(tried, list(try_one(first, joint_ratio(dat$scaling), tried[[1L]])))
   }
-  best <- pick_best(tried)
+  best <- tried[[best_index(tried, "loglik")]]
   # a search stopped by time_limit leaves the other candidates untried
   for (nm in setdiff(sel$kernels, first)) {
     if (clock$expired()) break
     tried <- c(tried, list(try_one(nm, best$ratio, tried[[1L]])))
   }
-  best <- pick_best(tried)
-  out <- select_apply(dat, set, sub, best)
-  out$models <- select_record(tried, best, length(rows))
-  out$start <- best$opt
-  if (length(rows) == length(sub$rows)) out$opt <- best$opt
+  tried <- if (length(rows) < length(sub$rows)) {
+    select_finalists(tried, sub, set, clock, ard, lam)
+  } else lapply(tried, function(t) c(t, list(loglik_all = t$loglik, opt_all = t$opt)))
+  i <- best_index(tried, "loglik_all")
+  out <- select_apply(dat, set, sub, tried[[i]])
+  out$models <- select_record(tried, i, length(rows), length(sub$rows))
+  out$opt <- tried[[i]]$opt_all
   out
+}
+
+# The two candidates of the largest likelihoods on the subsample, estimated
+# again on all tuning rows from their subsample estimates: the subsample
+# screens, all tuning rows decide (loglik_all, opt_all; the others keep
+# loglik_all = NA).
+select_finalists <- function(tried, sub, set, clock, ard, lam) {
+  top <- order(-vapply(tried, function(t) if (is.finite(t$loglik)) t$loglik else -Inf, 0))
+  for (i in seq_along(tried)) tried[[i]]$loglik_all <- NA_real_
+  for (i in top[seq_len(min(2L, length(top)))]) {
+    if (i != top[1L] && clock$expired()) break
+    t <- tried[[i]]
+    xs <- scale_columns(sub$xs, t$ratio)
+    k <- new_kernel(t$name, set$kernel$bandwidth_rule)
+    k$bandwidth <- median_bandwidth(xs, k$metric, set$seed)
+    k$bandwidth_rule <- set$kernel$bandwidth_rule
+    o <- gp_optimise(xs, sub$Y, k, ard, lam, set$threads, clock, start = t$opt,
+                     what = sprintf("choosing the kernel (%s, all tuning points)", t$name))
+    tried[[i]]$opt_all <- o
+    tried[[i]]$loglik_all <- o$optim$loglik
+  }
+  tried
 }
 
 # Whether every target column is constant (no likelihood to maximise)
@@ -273,11 +298,11 @@ constant_targets <- function(Y) {
   all(apply(as.matrix(Y), 2L, function(v) max(v) - min(v)) == 0)
 }
 
-# The candidate of the largest likelihood (the first among equals)
-pick_best <- function(tried) {
-  ll <- vapply(tried, function(t) t$loglik, 0)
+# The candidate of the largest likelihood `field` (the first among equals)
+best_index <- function(tried, field) {
+  ll <- vapply(tried, function(t) t[[field]], 0)
   ll[!is.finite(ll)] <- -Inf
-  tried[[which.max(ll)]]
+  which.max(ll)
 }
 
 # Per-column scaling to one scale: the factors s_j / s applied to the
@@ -307,16 +332,18 @@ select_apply <- function(dat, set, sub, best) {
 }
 
 # One row per candidate: kernel, scaling, maximised log likelihood on the
-# selection points, the estimates, and which was chosen
-select_record <- function(tried, best, n_used) {
+# selection points and (finalists) on all tuning points, the subsample's
+# estimates, and which was chosen (candidate i)
+select_record <- function(tried, i, n_used, n_all) {
   data.frame(
     kernel = vapply(tried, function(t) t$name, ""),
     scaling = vapply(tried, function(t) if (is.null(t$ratio)) "columns" else "joint", ""),
     loglik = vapply(tried, function(t) t$loglik, 0),
+    loglik_all = vapply(tried, function(t) t$loglik_all, 0),
     bandwidth = vapply(tried, function(t) {
       if (is.null(t$opt$length_scales)) t$opt$kernel$bandwidth else NA_real_
     }, 0),
     lambda = vapply(tried, function(t) t$opt$lambda, 0),
-    chosen = vapply(tried, function(t) identical(t, best), FALSE),
-    n_used = n_used)
+    chosen = seq_along(tried) == i,
+    n_used = n_used, n_all = n_all)
 }

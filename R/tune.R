@@ -150,9 +150,8 @@ tune_data <- function(dat, set, call) {
        weighted = weighted, all = length(rows) == n)
 }
 
-# Maximum likelihood: the bandwidth or length scales (gp_optimise(), from
-# the kernel choice's estimates `sl$start`, or its search `sl$opt` itself
-# when it ran on these rows), lambda by the likelihood, GCV or LOO on the
+# Maximum likelihood: the bandwidth or length scales (gp_optimise(), or the
+# chosen kernel's search on these rows `sl$opt`), lambda by the likelihood, GCV or LOO on the
 # eigendecomposition of the subsample's kernel, refined on all points by the
 # stochastic likelihood when asked (option askotch.ml_method =
 # "stochastic"). Constant targets have no likelihood to maximise: the
@@ -180,13 +179,10 @@ tune_ml <- function(dat, set, sub, clock = tune_clock(set), sl = list()) {
         "maximise; give `bandwidth` a number (or keep the default)."), bw_rule),
         "input")
     }
-    # the kernel choice's search stands for this one when it ran on these
-    # rows, or when time_limit has stopped the tuning
-    if (is.null(sl$opt) && !is.null(sl$start) && clock$expired()) sl$opt <- sl$start
     opt <- if (!is.null(sl$opt)) sl$opt else {
       gp_optimise(xs, sub$Y, kern, ard = bw_rule == "ard",
                   lambda = if (ls$rule == "fixed") ls$value,
-                  threads = set$threads, clock = clock, start = sl$start)
+                  threads = set$threads, clock = clock)
     }
     kern <- opt$kernel
     ell <- opt$length_scales

@@ -33,6 +33,9 @@ test_that("the default fit chooses scaling and kernel by the likelihood", {
   expect_equal(ms$scaling[1:2], c("columns", "joint"))
   expect_equal(sum(ms$chosen), 1L)
   expect_equal(which(ms$chosen), which.max(ms$loglik))
+  # all tuning points were the subsample: the same likelihoods
+  expect_equal(ms$loglik_all, ms$loglik)
+  expect_equal(ms$n_used, rep(240, 5))
   # on isotropic coordinates one scale wins, and the rough kernel
   expect_identical(fit$standardize, "joint")
   expect_identical(fit$kernel$name, "matern12")
@@ -72,8 +75,16 @@ test_that("a subsample chooses, all tuning points estimate", {
   d <- sim_field(300, 3)
   withr::local_options(askotch.select_subsample = 120)
   fit <- krr(d$x, d$y, seed = 2, threads = 1)
-  expect_equal(fit$tuning$models$n_used[1L], 120)
+  ms <- fit$tuning$models
+  expect_equal(ms$n_used[1L], 120)
+  expect_equal(ms$n_all[1L], 300)
   expect_equal(fit$tuning$n_used, 300)
+  # the two best on the subsample are estimated on all points, which decide
+  top2 <- order(ms$loglik, decreasing = TRUE)[1:2]
+  expect_true(all(is.finite(ms$loglik_all[top2])))
+  expect_true(all(is.na(ms$loglik_all[-top2])))
+  expect_equal(which(ms$chosen), which.max(ms$loglik_all))
+  expect_equal(as.numeric(logLik(fit)), max(ms$loglik_all, na.rm = TRUE), tolerance = 1e-8)
   # the estimates are the chosen model's on all 300 points
   direct <- krr(d$x, d$y, kernel = fit$kernel$name, standardize = fit$standardize,
                 seed = 2, threads = 1)
@@ -128,6 +139,8 @@ test_that("bad standardize values and corrupted choice records are refused", {
   d <- sim_field(60, 6)
   expect_error(krr(d$x, d$y, standardize = "both"), class = "askotch_error_input")
   expect_error(krr(d$x, d$y, kernel = "automatic"), class = "askotch_error_input")
+  expect_error(krr_loglik(d$x, d$y, lambda = 1, standardize = "auto"), "`standardize`",
+               class = "askotch_error_input")
   fit <- krr(d$x, d$y, seed = 1, threads = 1)
   bad <- fit
   bad$tuning$models$chosen <- FALSE
