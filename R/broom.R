@@ -106,8 +106,11 @@ glance.krr <- function(x, ...) {
   ll <- tryCatch(stats::logLik(x), error = function(e) NULL)
   ic <- function(f) if (is.null(ll)) NA_real_ else
     tryCatch(as.numeric(f(ll)), error = function(e) NA_real_)
+  # the linear-features fit (svrg(features = "linear")) has no kernel
+  linear <- fit_features(x) < 0
   out <- data.frame(
-    kernel = x$kernel$name, bandwidth = x$kernel$bandwidth, lambda = x$lambda,
+    kernel = if (linear) "linear" else x$kernel$name,
+    bandwidth = if (linear) NA_real_ else x$kernel$bandwidth, lambda = x$lambda,
     task = x$task, nobs = x$n, p = x$p, solver = x$solver$name,
     converged = x$converged, iterations = x$iterations, passes = x$passes,
     seconds = x$seconds, stringsAsFactors = FALSE)

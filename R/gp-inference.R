@@ -352,10 +352,14 @@ warn_hyper <- function(fit, call = NULL) {
   vy <- apply(as.matrix(fit$y), 2L, stats::var)
   ratio <- max(gp_signal_var(fit) / pmax(vy, .Machine$double.xmin))
   try_bw <- if (identical(tn$bandwidth_rule, "median")) "bandwidth = \"ml\", " else ""
+  # a kernel chosen by likelihood (tuning$models) is not second-guessed
+  try_k <- if (is.null(tn$models) && identical(fit$kernel$name, "rbf")) {
+    "kernel = \"matern32\", "
+  } else ""
   msg <- if (lam <= ml_lambda_range[1L] * 1.01) {
     sprintf(paste("lambda = %s is at the lower end of its maximum-likelihood range:",
-                  "the model interpolates the data. Try %skernel = \"matern32\" or a",
-                  "given `lambda`."), format(signif(lam, 3)), try_bw)
+                  "the model interpolates the data. Try %s%sa given `lambda`."),
+            format(signif(lam, 3)), try_bw, try_k)
   } else if (lam >= ml_lambda_range[2L] / 1.01) {
     sprintf(paste("lambda = %s is at the upper end of its maximum-likelihood range:",
                   "the data show no signal at this bandwidth. Try %sa larger",
@@ -363,8 +367,8 @@ warn_hyper <- function(fit, call = NULL) {
   } else if (is.finite(ratio) && ratio > 100) {
     sprintf(paste("The maximum-likelihood signal variance is %s times var(y)",
                   "(lambda = %s): the kernel is too narrow for these data. Try",
-                  "%skernel = \"matern32\", or check the scaling of `x`."),
-            format(signif(ratio, 3)), format(signif(lam, 3)), try_bw)
+                  "%s%sor check the scaling of `x`."),
+            format(signif(ratio, 3)), format(signif(lam, 3)), try_bw, try_k)
   }
   if (!is.null(msg)) warn_askotch(msg, "hyper", call)
   invisible(NULL)

@@ -608,7 +608,8 @@ cases <- list(
   err("kernel_machine solver for another loss",
       kernel_machine(X, CL, loss = loss_hinge(), solver = cholesky(), threads = 1), "`solver`"),
   val("kernel_machine squared loss agrees with solve()",
-      kernel_machine(X, Y, lambda = LAM, solver = cholesky(), threads = 1, seed = 1),
+      kernel_machine(X, Y, lambda = LAM, bandwidth = "median", solver = cholesky(), threads = 1,
+                     seed = 1),
       pred_close(XT, exact(), 1e-8)),
   val("kernel_machine hinge: finite decision values", predict(FITK, XT, type = "decision"),
       function(v) if (length(v) == 5L && all(is.finite(v))) TRUE else "decision values"),
@@ -652,6 +653,13 @@ cases <- list(
       "linear features"),
   err("simulate() of a linear-features fit", simulate(FITL), "linear features"),
   err("logLik() of a linear-features fit", logLik(FITL), "logLik"),
+  val("glance() of a linear-features fit names no kernel", glance(FITL),
+      function(g) if (identical(g$kernel, "linear") && is.na(g$bandwidth) &&
+                      is.na(g$logLik)) TRUE else paste(g$kernel, g$bandwidth, g$logLik)),
+  val("a default fit with a constant y", krr(X, rep(2, n), threads = 1, seed = 1),
+      function(f) if (identical(f$kernel$bandwidth_rule, "median")) {
+        close(predict(f, XT), rep(2, nrow(XT)), 1e-10)
+      } else "not the median heuristic"),
   # the smaller cases of the third reliability round
   err("bandwidth = \"ml\" with a constant y", krr(X, rep(2, n), bandwidth = "ml"),
       "`y` is constant.*`bandwidth"),
