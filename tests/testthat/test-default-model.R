@@ -73,7 +73,8 @@ test_that("columns in different units keep their own scales", {
 
 test_that("a subsample chooses, all tuning points estimate", {
   d <- sim_field(300, 3)
-  withr::local_options(askotch.select_subsample = 120)
+  old <- options(askotch.select_subsample = 120)
+  on.exit(options(old), add = TRUE)
   fit <- krr(d$x, d$y, seed = 2, threads = 1)
   ms <- fit$tuning$models
   expect_equal(ms$n_used[1L], 120)
