@@ -120,11 +120,12 @@ test_that("newdata with wrong columns is rejected", {
 
 test_that("a problem too large for the memory limit is a memory error", {
   big <- make_regression(3000, p = 5, seed = 1)
-  expect_error(krr(big$x, big$y, solver = askotch(block_size = 3000),
+  # (the median bandwidth: no likelihood search before the solver's estimate)
+  expect_error(krr(big$x, big$y, bandwidth = "median", solver = askotch(block_size = 3000),
                    mem_limit = 1e5, threads = 1),
                class = "askotch_error_memory")
-  e <- tryCatch(krr(big$x, big$y, solver = cholesky(), mem_limit = 1e5,
-                    threads = 1), error = identity)
+  e <- tryCatch(krr(big$x, big$y, bandwidth = "median", solver = cholesky(),
+                    mem_limit = 1e5, threads = 1), error = identity)
   expect_s3_class(e, "askotch_error_memory")
 })
 

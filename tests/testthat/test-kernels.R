@@ -93,7 +93,8 @@ test_that("median bandwidth subsample is deterministic given the seed", {
   x <- matrix(rnorm(1500 * 2), 1500, 2)
   y <- rnorm(1500)
   bw <- function(seed) {
-    krr(x, y, lambda = 1, max_passes = 1, seed = seed, threads = 1)$kernel$bandwidth
+    krr(x, y, lambda = 1, bandwidth = "median", max_passes = 1, seed = seed,
+        threads = 1)$kernel$bandwidth
   }
   expect_identical(bw(5), bw(5))
   expect_false(identical(bw(5), bw(6)))
