@@ -236,30 +236,28 @@ tune_select <- function(dat, set, sub, clock) {
     centre_rows(sub$Y[rows, , drop = FALSE], dat$tgt$task)
   ard <- set$kernel$bandwidth_rule == "ard"
   lam <- if (set$lambda_spec$rule == "fixed") set$lambda_spec$value
-  # each search starts at the median bandwidth and the first search's lambda
-  try_one <- function(name, ratio, prev = NULL) {
+  # each search starts at its own median bandwidth and the ML lambda there
+  # (another candidate's lambda can sit at a bound of its range, where a
+  # search started from it stays)
+  try_one <- function(name, ratio) {
     xs <- scale_columns(sub$xs[rows, , drop = FALSE], ratio)
     k <- new_kernel(name, set$kernel$bandwidth_rule)
     k$bandwidth <- median_bandwidth(xs, k$metric, set$seed)
     k$bandwidth_rule <- set$kernel$bandwidth_rule
-    nk <- if (ard) ncol(xs) else 1L
-    start <- if (!is.null(prev)) {
-      list(theta = c(rep(log(k$bandwidth), nk), if (is.null(lam)) log(prev$opt$lambda)))
-    }
-    o <- gp_optimise(xs, Y, k, ard, lam, set$threads, clock, start = start,
+    o <- gp_optimise(xs, Y, k, ard, lam, set$threads, clock,
                      what = sprintf("choosing the kernel (%s)", name))
     list(name = name, ratio = ratio, opt = o, loglik = o$optim$loglik)
   }
   first <- if (is.null(sel$kernels)) set$kernel$name else sel$kernels[1L]
   tried <- list(try_one(first, NULL))
   if (sel$scaling && !clock$expired()) {
-    tried <- c(tried, list(try_one(first, joint_ratio(dat$scaling), tried[[1L]])))
+    tried <- c(tried, list(try_one(first, joint_ratio(dat$scaling))))
   }
   best <- tried[[best_index(tried, "loglik")]]
   # a search stopped by time_limit leaves the other candidates untried
   for (nm in setdiff(sel$kernels, first)) {
     if (clock$expired()) break
-    tried <- c(tried, list(try_one(nm, best$ratio, tried[[1L]])))
+    tried <- c(tried, list(try_one(nm, best$ratio)))
   }
   tried <- if (length(rows) < length(sub$rows)) {
     select_finalists(tried, sub, set, clock, ard, lam)
