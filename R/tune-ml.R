@@ -241,10 +241,7 @@ tune_select <- function(dat, set, sub, clock) {
   # search started from it stays)
   try_one <- function(name, ratio) {
     xs <- scale_columns(sub$xs[rows, , drop = FALSE], ratio)
-    k <- new_kernel(name, set$kernel$bandwidth_rule)
-    k$bandwidth <- median_bandwidth(xs, k$metric, set$seed)
-    k$bandwidth_rule <- set$kernel$bandwidth_rule
-    o <- gp_optimise(xs, Y, k, ard, lam, set$threads, clock,
+    o <- gp_optimise(xs, Y, candidate_kernel(name, xs, set), ard, lam, set$threads, clock,
                      what = sprintf("choosing the kernel (%s)", name))
     list(name = name, ratio = ratio, opt = o, loglik = o$optim$loglik)
   }
@@ -274,16 +271,14 @@ tune_select <- function(dat, set, sub, clock) {
 # screens, all tuning rows decide (loglik_all, opt_all; the others keep
 # loglik_all = NA).
 select_finalists <- function(tried, sub, set, clock, ard, lam) {
-  top <- order(-vapply(tried, function(t) if (is.finite(t$loglik)) t$loglik else -Inf, 0))
+  top <- order(-candidate_lls(tried, "loglik"))
   for (i in seq_along(tried)) tried[[i]]$loglik_all <- NA_real_
   for (i in top[seq_len(min(2L, length(top)))]) {
     if (i != top[1L] && clock$expired()) break
     t <- tried[[i]]
     xs <- scale_columns(sub$xs, t$ratio)
-    k <- new_kernel(t$name, set$kernel$bandwidth_rule)
-    k$bandwidth <- median_bandwidth(xs, k$metric, set$seed)
-    k$bandwidth_rule <- set$kernel$bandwidth_rule
-    o <- gp_optimise(xs, sub$Y, k, ard, lam, set$threads, clock, start = t$opt,
+    o <- gp_optimise(xs, sub$Y, candidate_kernel(t$name, xs, set), ard, lam, set$threads,
+                     clock, start = t$opt,
                      what = sprintf("choosing the kernel (%s, all tuning points)", t$name))
     tried[[i]]$opt_all <- o
     tried[[i]]$loglik_all <- o$optim$loglik
@@ -296,11 +291,23 @@ constant_targets <- function(Y) {
   all(apply(as.matrix(Y), 2L, function(v) max(v) - min(v)) == 0)
 }
 
-# The candidate of the largest likelihood `field` (the first among equals)
-best_index <- function(tried, field) {
+# The candidates' likelihoods `field` (-Inf where not finite or not computed)
+candidate_lls <- function(tried, field) {
   ll <- vapply(tried, function(t) t[[field]], 0)
   ll[!is.finite(ll)] <- -Inf
-  which.max(ll)
+  ll
+}
+
+# The candidate of the largest likelihood `field` (the first among equals)
+best_index <- function(tried, field) which.max(candidate_lls(tried, field))
+
+# The kernel `name` with the fit's bandwidth rule, its search started from
+# the median bandwidth of the points xs
+candidate_kernel <- function(name, xs, set) {
+  k <- new_kernel(name, set$kernel$bandwidth_rule)
+  k$bandwidth <- median_bandwidth(xs, k$metric, set$seed)
+  k$bandwidth_rule <- set$kernel$bandwidth_rule
+  k
 }
 
 # Per-column scaling to one scale: the factors s_j / s applied to the
@@ -314,7 +321,8 @@ scale_columns <- function(xs, ratio) {
   if (is.null(ratio)) xs else sweep(xs, 2L, ratio, "*", check.margin = FALSE)
 }
 
-# dat, sub and set with the chosen kernel and scaling
+# dat, sub and set with the chosen kernel (its search on all tuning rows) and
+# scaling
 select_apply <- function(dat, set, sub, best) {
   if (!is.null(best$ratio)) {
     dat$xs <- scale_columns(dat$xs, best$ratio)
@@ -322,10 +330,7 @@ select_apply <- function(dat, set, sub, best) {
     dat$scaling$scale <- dat$scaling$scale / best$ratio
     dat$standardize <- "joint"
   }
-  k <- new_kernel(best$name, set$kernel$bandwidth_rule)
-  k$bandwidth <- median_bandwidth(sub$xs, k$metric, set$seed)
-  k$bandwidth_rule <- set$kernel$bandwidth_rule
-  set$kernel <- k
+  set$kernel <- best$opt_all$kernel
   list(dat = dat, set = set, sub = sub)
 }
 
