@@ -15,7 +15,7 @@ fi
 if [ "$(id -u)" -eq 0 ]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
-make -s -C driver mpi >/tmp/askotch-mpi-build.log 2>&1 || {
+make -s -j"$(nproc 2>/dev/null || echo 2)" -C driver mpi >/tmp/askotch-mpi-build.log 2>&1 || {
   tail -30 /tmp/askotch-mpi-build.log; echo "0 passed, 1 failed"; exit 1; }
 status=0
 np=1

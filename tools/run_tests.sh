@@ -12,7 +12,9 @@ echo "== core layering (tools/check_deps.sh)"
 deps_fail=0
 sh tools/check_deps.sh || deps_fail=1
 echo "== C driver (core + CPU backend, no R)"
-make -s -C driver clean progs >/dev/null
+jobs=$(nproc 2>/dev/null || echo 2)
+make -s -C driver clean
+make -s -j"$jobs" -C driver progs >/dev/null
 # the kernel primitives on every instruction set this CPU runs (AVX-512, AVX2, generic)
 make -s -f driver/Makefile.kernels driver/build/kernels/test_kernels >/dev/null
 : > /tmp/askotch-driver.log

@@ -37,7 +37,8 @@ run_progs() { # $1: build dir, $2: prefix command, $3: programs (default all)
 }
 
 echo "== sanitize: C driver with ASan + UBSan (leak checking on)"
-make -s -C driver B=build-asan CFLAGS="-O1 -g -Wall $SAN" progs >/dev/null
+JOBS=$(nproc 2>/dev/null || echo 2)
+make -s -j"$JOBS" -C driver B=build-asan CFLAGS="-O1 -g -Wall $SAN" progs >/dev/null
 ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=0:suppressions=$ASAN_SUPP" \
 LSAN_OPTIONS="suppressions=$(pwd)/tools/lsan.supp:print_suppressions=0" \
 UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" OMP_NUM_THREADS=2 \
@@ -46,7 +47,8 @@ stage "ASan/UBSan driver"
 
 echo "== sanitize: C driver under valgrind"
 if ! command -v valgrind >/dev/null 2>&1; then echo "valgrind missing (tools/install_deps.sh installs it)"; exit 1; fi
-make -s -C driver B=build-vg CFLAGS="-O1 -g" progs >/dev/null
+VG_PROGS="test_solvers test_seams"
+make -s -j"$JOBS" -C driver B=build-vg CFLAGS="-O1 -g" $(for p in $VG_PROGS; do printf "build-vg/%s " "$p"; done) >/dev/null
 # A subset under valgrind: the solver family on every operator path
 # (test_solvers) and the seams -- operators, losses, state reuse, failure
 # injection (test_seams); about 3 minutes on 2 cores. All six programs took
@@ -54,7 +56,7 @@ make -s -C driver B=build-vg CFLAGS="-O1 -g" progs >/dev/null
 # ASan/UBSan run above covers all six with leak checking.
 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
   run_progs build-vg "valgrind -q --error-exitcode=1 --suppressions=$(pwd)/tools/valgrind.supp" \
-  "test_solvers test_seams"
+  "$VG_PROGS"
 stage "valgrind driver"
 
 echo "== sanitize: R package with ASan + UBSan"
