@@ -183,3 +183,15 @@ native_mpi_allreduce <- function(x, op) {
   .Call(ffi_mpi_allreduce, as.numeric(x), native_code("reduce", op))
 }
 native_mpi_bcast <- function(raw, root) .Call(ffi_mpi_bcast, raw, as.integer(root))
+
+# The stochastic Gaussian-process likelihood on all points (krr_gp_slq):
+# nk = 0, 1 or ncol(x) kernel gradients (-1: none), pc a kept
+# preconditioner list(U, s) or NULL, alpha a warm start or NULL
+native_gp_slq <- function(x, Y, kernel, lambda, nk, probes, rank, maxit, tol,
+                          seed, fd_step = 2e-5, pc = NULL, alpha = NULL,
+                          device = "cpu", threads = 0L) {
+  k <- kernel_args(kernel)
+  .Call(ffi_gp_slq, x, Y, k[[1L]], k[[2L]], as.numeric(lambda), as.integer(nk),
+        as.numeric(c(probes, rank, maxit, tol, seed, fd_step)), pc, alpha,
+        native_code("device", device), as.integer(threads))
+}

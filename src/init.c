@@ -27,6 +27,7 @@ SEXP ffi_kernel_apply(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_kernel_matrix(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_kernel_deriv(SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_kernel_deriv_dot(SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_gp_slq(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_kernel_eval(SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_kernel_rate(SEXP, SEXP);
 SEXP ffi_sym_eigen(SEXP, SEXP);
@@ -70,6 +71,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_kernel_matrix, 6),
     CALLDEF(ffi_kernel_deriv, 5),
     CALLDEF(ffi_kernel_deriv_dot, 5),
+    CALLDEF(ffi_gp_slq, 11),
     CALLDEF(ffi_kernel_eval, 4),
     CALLDEF(ffi_kernel_rate, 2),
     CALLDEF(ffi_sym_eigen, 2),

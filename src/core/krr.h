@@ -235,6 +235,41 @@ krr_status krr_kernel_deriv_dot_host(krr_ctx *ctx, const krr_kernel *k, const do
  * context between steps (linalg/eigsys.c). */
 krr_status krr_sym_eigen_host(krr_ctx *ctx, int64_t n, double *A, double *w);
 
+/* The Gaussian-process profile log likelihood of the m columns of Y ~ N(0,
+ * s_k^2 (K + lambda I)) (K = K(X, X), s_k^2 profiled) on all n points without
+ * forming K, by stochastic Lanczos quadrature and Hutchinson estimates from
+ * one preconditioned CG run on [Y, probes] (linalg/slq.c has the method and
+ * its references).  X host column-major n x p (for ARD already divided by
+ * the length scales), Y host n x m; in double precision on ctx's device.
+ * nk: 0 (no kernel gradient), 1 (d/dlog bandwidth) or p (d/dlog ell_j);
+ * grad and grad_se (nk + 1, or NULL for none) get the gradient in those
+ * and then log lambda, and the standard errors of its stochastic parts.
+ * The preconditioner P = U diag(s) U^T + lambda I (host pcU n x rank, pcs
+ * rank): with *pcr > 0 the caller's (kept across calls), else built here
+ * from a rank-`rank` pivoted Cholesky factor and, with pcU, returned with
+ * its rank in *pcr.  alpha (host n x m, or NULL) returns (K + lambda I)^{-1}
+ * Y and, with warm, is the solve's start.  yAy (m) gets y_k^T alpha_k;
+ * terms (probes, or NULL) the probes' log-determinant terms (their
+ * differences between two calls with the same seed give the standard error
+ * of a change in the estimate). */
+typedef struct {
+  int probes;     /* >= 2 */
+  int rank;       /* preconditioner rank built here (0: none) */
+  int maxit;      /* CG iterations at most */
+  double tol;     /* relative residual of each column */
+  uint64_t seed;  /* the probes' stream */
+  double fd_step; /* h of the central differences dK V (log scale) */
+} krr_slq_opts;
+typedef struct {
+  double loglik, loglik_se, logdet, logdet_se, edf, edf_se;
+  int iterations, converged, rank;
+} krr_slq_result;
+krr_status krr_gp_slq(krr_ctx *ctx, const double *X, int64_t n, int p, krr_kernel kernel,
+                      const double *Y, int m, double lambda, int nk, const krr_slq_opts *o,
+                      double *pcU, double *pcs, int *pcr, double *alpha, int warm,
+                      krr_slq_result *res, double *yAy, double *grad, double *grad_se,
+                      double *terms);
+
 /* --- kernel operator (op/) --------------------------------------------------
  * The training-set kernel matrix K = K(X, X) as solvers see it.  The exact
  * operator evaluates the kernel on the points of a problem (which must outlive

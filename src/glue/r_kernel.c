@@ -334,3 +334,95 @@ SEXP ffi_kernel_deriv_dot(SEXP x, SEXP kernel, SEXP bandwidth, SEXP deriv, SEXP 
   UNPROTECT(1);
   return out;
 }
+
+/* ---- the stochastic GP likelihood on all points (krr_gp_slq) ------------ */
+static SEXP slq_result(const krr_slq_result *r, SEXP yaa, SEXP grad, SEXP gse, SEXP alpha, SEXP pc,
+                       SEXP terms) {
+  const char *nm[] = {"loglik",      "se",         "logdet",    "logdet_se", "edf",
+                      "edf_se",      "iterations", "converged", "yAy",       "gradient",
+                      "gradient_se", "alpha",      "precond",   "terms",     ""};
+  SEXP out = PROTECT(Rf_mkNamed(VECSXP, nm));
+  const double v[] = {r->loglik, r->loglik_se, r->logdet, r->logdet_se, r->edf, r->edf_se};
+  for (int i = 0; i < 6; i++) SET_VECTOR_ELT(out, i, Rf_ScalarReal(v[i]));
+  SET_VECTOR_ELT(out, 6, Rf_ScalarInteger(r->iterations));
+  SET_VECTOR_ELT(out, 7, Rf_ScalarLogical(r->converged));
+  SET_VECTOR_ELT(out, 8, yaa);
+  SET_VECTOR_ELT(out, 9, grad);
+  SET_VECTOR_ELT(out, 10, gse);
+  SET_VECTOR_ELT(out, 11, alpha);
+  SET_VECTOR_ELT(out, 12, pc);
+  SET_VECTOR_ELT(out, 13, terms);
+  UNPROTECT(1);
+  return out;
+}
+
+/* x (n x p double), y (n x m double), lambda, nk (0, 1 or p), opts =
+ * c(probes, rank, maxit, tol, seed, fd_step), pc = list(U, s) or NULL (a
+ * kept preconditioner), alpha (n x m warm start) or NULL.  The result:
+ * the estimates, the gradient (nk + 1, log lambda last; NULL for nk < 0),
+ * the solve alpha and the preconditioner list(U, s) used. */
+SEXP ffi_gp_slq(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP nk, SEXP opts,
+                SEXP pc, SEXP alpha, SEXP device, SEXP threads) {
+  askotch_glue_check_matrix(x, "x");
+  askotch_glue_check_matrix(y, "y");
+  const int64_t n = Rf_nrows(x);
+  const int p = Rf_ncols(x), m = Rf_ncols(y), g = askotch_glue_int1(nk, "nk");
+  if (Rf_nrows(y) != n) askotch_glue_raise_status(KRR_ERR_INPUT, "y must have nrow(x) rows");
+  if (!Rf_isReal(opts) || XLENGTH(opts) != 6)
+    askotch_glue_raise_status(KRR_ERR_INPUT, "opts must be 6 numbers");
+  const double *ov = REAL(opts);
+  krr_slq_opts o = {(int)ov[0], (int)ov[1], (int)ov[2], ov[3], (uint64_t)ov[4], ov[5]};
+  int pcr = 0;
+  if (!Rf_isNull(pc)) {
+    SEXP U = VECTOR_ELT(pc, 0), s = VECTOR_ELT(pc, 1);
+    askotch_glue_check_matrix(U, "pc$U");
+    if (Rf_nrows(U) != n || !Rf_isReal(s) || XLENGTH(s) != Rf_ncols(U))
+      askotch_glue_raise_status(KRR_ERR_INPUT, "pc must be list(U (n x r), s (r))");
+    pcr = Rf_ncols(U);
+  }
+  const int r = pcr > 0 ? pcr : (o.rank > 0 && o.rank <= n ? o.rank : 0);
+  const char *pcn[] = {"U", "s", ""};
+  SEXP pco = PROTECT(Rf_mkNamed(VECSXP, pcn));
+  SET_VECTOR_ELT(pco, 0, pcr > 0 ? VECTOR_ELT(pc, 0) : Rf_allocMatrix(REALSXP, (int)n, r));
+  SET_VECTOR_ELT(pco, 1, pcr > 0 ? VECTOR_ELT(pc, 1) : Rf_allocVector(REALSXP, r));
+  SEXP al = PROTECT(Rf_allocMatrix(REALSXP, (int)n, m));
+  int warm = !Rf_isNull(alpha);
+  if (warm) {
+    askotch_glue_check_matrix(alpha, "alpha");
+    if (Rf_nrows(alpha) != n || Rf_ncols(alpha) != m)
+      askotch_glue_raise_status(KRR_ERR_INPUT, "alpha must be n x m");
+    memcpy(REAL(al), REAL(alpha), sizeof(double) * (size_t)(n * m));
+  }
+  SEXP yaa = PROTECT(Rf_allocVector(REALSXP, m));
+  SEXP gr = PROTECT(Rf_allocVector(REALSXP, g >= 0 ? g + 1 : 0));
+  SEXP gse = PROTECT(Rf_allocVector(REALSXP, g >= 0 ? g + 1 : 0));
+  SEXP terms = PROTECT(Rf_allocVector(REALSXP, o.probes > 0 ? o.probes : 0));
+  krr_slq_result res = {0};
+  const int dev = askotch_glue_device_of(device);
+  const krr_kernel k = kernel_of(kernel, bandwidth);
+  const double lam = askotch_glue_num1(lambda, "lambda");
+  const int nth = askotch_glue_threads(askotch_glue_int1(threads, "threads"));
+  krr_ctx ctx;
+  askotch_glue_blas_save();
+  krr_status st = krr_ctx_init(&ctx, askotch_glue_pick_ops(dev), krr_cpu_ops(), nth,
+                               dev == DEVICE_CUDA ? askotch_r_device_id() : 0);
+  askotch_glue_poll_attach(&ctx);
+  if (st == KRR_OK)
+    st = krr_gp_slq(&ctx, REAL(x), n, p, k, REAL(y), m, lam, g < 0 ? 0 : g, &o,
+                    REAL(VECTOR_ELT(pco, 0)), REAL(VECTOR_ELT(pco, 1)), &pcr, REAL(al), warm, &res,
+                    REAL(yaa), g >= 0 ? REAL(gr) : NULL, g >= 0 ? REAL(gse) : NULL, REAL(terms));
+  askotch_glue_ctx_done(&ctx, st, 1);
+  if (pcr < r) { /* the factor's numerical rank fell short of r */
+    SEXP U = PROTECT(Rf_allocMatrix(REALSXP, (int)n, pcr));
+    SEXP s = PROTECT(Rf_allocVector(REALSXP, pcr));
+    memcpy(REAL(U), REAL(VECTOR_ELT(pco, 0)), sizeof(double) * (size_t)(n * pcr));
+    memcpy(REAL(s), REAL(VECTOR_ELT(pco, 1)), sizeof(double) * (size_t)pcr);
+    SET_VECTOR_ELT(pco, 0, U);
+    SET_VECTOR_ELT(pco, 1, s);
+    UNPROTECT(2);
+  }
+  SEXP out =
+      slq_result(&res, yaa, g >= 0 ? gr : R_NilValue, g >= 0 ? gse : R_NilValue, al, pco, terms);
+  UNPROTECT(6);
+  return out;
+}

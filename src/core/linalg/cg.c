@@ -67,6 +67,8 @@ static krr_status direction(krr_cg *cg, int first) {
         cg->frozen[j] = 1;
       } else {
         double beta = first || cg->restart[j] ? 0.0 : rz / cg->rz[j];
+        if (!first && cg->rec_it - 1 < cg->rec_cap)
+          cg->rec_beta[(cg->rec_it - 1) * cg->m + j] = beta;
         KTRY(COP(cg, axpby, cg->len, 1.0, COL(cg, cg->z, j), beta, COL(cg, cg->d, j)));
         cg->rz[j] = rz;
       }
@@ -89,6 +91,9 @@ static krr_status true_residual(krr_cg *cg, const void *b) {
 krr_status krr_cg_start(krr_cg *cg, void *x, const void *b, int x_zero) {
   cg->x = x;
   cg->since = 0;
+  cg->rec_it = 0;
+  for (int64_t t = 0; t < (int64_t)cg->rec_cap * cg->m; t++)
+    cg->rec_alpha[t] = cg->rec_beta[t] = NAN;
   for (int j = 0; j < cg->m; j++) {
     cg->frozen[j] = cg->restart[j] = 0;
     cg->rlast[j] = INFINITY;
@@ -130,7 +135,9 @@ krr_status krr_cg_iter(krr_cg *cg, const void *b, int *done) {
     if (!(dAd > 0) || !isfinite(alpha)) { cg->frozen[j] = 1; continue; }
     KTRY(COP(cg, axpby, cg->len, alpha, COL(cg, cg->d, j), 1.0, COL(cg, cg->x, j)));
     KTRY(COP(cg, axpby, cg->len, -alpha, COL(cg, cg->Ad, j), 1.0, COL(cg, cg->r, j)));
+    if (cg->rec_it < cg->rec_cap) cg->rec_alpha[cg->rec_it * cg->m + j] = alpha;
   }
+  cg->rec_it++;
   if (++cg->since >= cg->every) KTRY(replace(cg, b));
   KTRY(direction(cg, 0));
   *done = cg->live == 0;

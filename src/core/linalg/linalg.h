@@ -128,6 +128,13 @@ typedef struct krr_cg {
   int *frozen, *restart;
   int64_t since;
   double rnorm;      /* ||r||_F (recursive) after the last update */
+  /* optional record of the CG coefficients (stochastic Lanczos quadrature):
+   * with rec_cap > 0, iteration t (0-based, t < rec_cap) of column j stores
+   * its step alpha in rec_alpha[t * m + j] and the next direction's beta in
+   * rec_beta[t * m + j] (NaN where the column was finished); the caller
+   * sets rec_alpha, rec_beta (host, rec_cap * m) and rec_cap after alloc */
+  double *rec_alpha, *rec_beta;
+  int rec_cap, rec_it;
 } krr_cg;
 
 krr_status krr_cg_alloc(krr_cg *cg, krr_arena *a, krr_precision prec, int64_t len, int m,
