@@ -176,23 +176,37 @@ gp_exact_stats <- function(xs, Y, kernel, lambda, threads = 0L, d = NULL) {
 
 # Stochastic estimates for large n ---------------------------------------------------
 #
-# log det(K + lambda I), tr((K + lambda I)^{-1}) and the gradient by the
-# modified batched conjugate gradients of Gardner et al. (2018, "GPyTorch:
-# blackbox matrix-matrix Gaussian process inference"): one preconditioned CG
-# run on [y, z_1, ..., z_s] (probes z ~ N(0, P)) gives the solves and, from
-# the CG coefficients, the Lanczos tridiagonals T_i of P^{-1/2} A P^{-1/2}
-# started at P^{-1/2} z_i; then (stochastic Lanczos quadrature, Ubaru, Chen
-# and Saad 2017)
-#   log det A = log det P + tr log(P^{-1/2} A P^{-1/2})
-#            ~ log det P + mean_i ||P^{-1/2} z_i||^2 e_1^T log(T_i) e_1,
-# and by Hutchinson's estimator tr(A^{-1} B) ~ mean_i (A^{-1} z_i)^T B
-# P^{-1} z_i, with the preconditioner as a control variate: tr(A^{-1} B) =
-# tr(P^{-1} B) (computed exactly) + tr((A^{-1} - P^{-1}) B) (estimated). P = U diag(s) U^T + lambda I is a rank-r Nystrom approximation
-# of K on r uniformly drawn landmark points plus lambda I (Wenger et al. 2022
-# study why a good preconditioner makes these estimates precise: their
-# variance falls with the preconditioner's error). The reported standard
-# error is the sample standard deviation of the s probe terms over sqrt(s);
-# the quadrature error is negligible once CG has converged (tol 1e-6).
+# The profile log likelihood, edf and gradient on all n points by stochastic
+# Lanczos quadrature and Hutchinson estimates from one preconditioned CG run
+# on [y, probes] (Gardner et al. 2018; Ubaru, Chen and Saad 2017; the
+# preconditioner as control variate, Wenger et al. 2022), in C on the fit's
+# device (src/core/linalg/slq.c has the method): krr_gp_slq. The reported
+# standard errors are the probe terms' standard deviations over
+# sqrt(probes); the quadrature error is negligible once CG has converged.
+# pc (a preconditioner list(U, s) from an earlier call) and alpha (an
+# earlier solve, the warm start) are the state kept across the steps of an
+# optimiser; the result returns both.
+gp_loglik_stochastic <- function(xs, Y, kernel, lambda, ard = FALSE,
+                                 gradient = TRUE, probes = 30L, rank = 200L,
+                                 seed = 1, tol = 1e-6, maxit = 200L,
+                                 threads = 0L, d = NULL, pc = NULL,
+                                 alpha = NULL, device = "cpu") {
+  if (!is.null(d)) {
+    stopifnot(!gradient)
+    return(gp_loglik_stochastic_weighted(xs, Y, kernel, lambda, probes, rank,
+                                         seed, tol, maxit, threads, d))
+  }
+  n <- nrow(xs)
+  nk <- if (!gradient) -1L else if (ard) ncol(xs) else 1L
+  v <- native_gp_slq(xs, Y, kernel, lambda, nk, probes, min(rank, n), maxit,
+                     tol, seed %% 2^31, pc = pc, alpha = alpha,
+                     device = device, threads = threads)
+  list(loglik = v$loglik, signal_var = v$yAy / n, logdet = v$logdet,
+       yAy = v$yAy, se = v$se, logdet_se = v$logdet_se, edf = v$edf,
+       edf_se = v$edf_se, converged = v$converged, iterations = v$iterations,
+       gradient = v$gradient, gradient_se = v$gradient_se, alpha = v$alpha,
+       precond = v$precond, terms = v$terms)
+}
 
 # A Nystrom preconditioner of K + lambda I: landmarks drawn from `seed`;
 # K ~ U diag(s) U^T with orthonormal U (n x r).
@@ -296,39 +310,16 @@ lanczos_quad <- function(alpha, beta) {
   sum(e$vectors[1L, ]^2 * log(pmax(e$values, 1e-300)))
 }
 
-# (dK/dlog ell_j) V for each column j (ARD, Gaussian kernel, xs divided by
-# the length scales and bandwidth 1), or (dK/dlog sigma) V (isotropic):
-# K o D_j^2 V = x_j^2 o KV + K(x_j^2 o V) - 2 x_j o K(x_j o V) (o: rows
-# scaled), so all products come from one kernel product with 2p + 1 blocks
-# of columns.
-rbf_grad_times <- function(xs, V, kernel, ard, threads = 0L) {
-  p <- ncol(xs)
-  sig2 <- kernel$bandwidth^2
-  k <- ncol(V)
-  blocks <- c(list(V), lapply(seq_len(p), function(j) xs[, j]^2 * V),
-              lapply(seq_len(p), function(j) xs[, j] * V))
-  KB <- kernel_times(xs, do.call(cbind, blocks), kernel, threads)
-  blk <- function(i) KB[, (i - 1L) * k + seq_len(k), drop = FALSE]
-  KV <- blk(1L)
-  per <- lapply(seq_len(p), function(j) {
-    (xs[, j]^2 * KV + blk(1L + j) - 2 * xs[, j] * blk(1L + p + j)) / sig2
-  })
-  if (ard) per else list(Reduce(`+`, per))
-}
-
-# The stochastic profile log likelihood (and edf, and the gradient w.r.t.
-# log bandwidth or log length scales (Gaussian kernel only) and log lambda).
-# With observation weights (d = sqrt(w), no gradient): the likelihood of
-# y ~ N(0, s^2 (K + lambda W^{-1})), which is that of D y ~ N(0, s^2 (D K D
-# + lambda I)) plus sum(log w) / 2 per output.
-gp_loglik_stochastic <- function(xs, Y, kernel, lambda, ard = FALSE,
-                                 gradient = TRUE, probes = 30L, rank = 200L,
-                                 seed = 1, tol = 1e-6, maxit = 200L,
-                                 threads = 0L, d = NULL) {
+# The stochastic profile log likelihood and edf with observation weights
+# (d = sqrt(w)): the likelihood of y ~ N(0, s^2 (K + lambda W^{-1})), which is
+# that of D y ~ N(0, s^2 (D K D + lambda I)) plus sum(log w) / 2 per output,
+# by the same estimators as krr_gp_slq, here in R on the CPU (batched CG
+# below, the products in C).
+gp_loglik_stochastic_weighted <- function(xs, Y, kernel, lambda, probes, rank,
+                                          seed, tol, maxit, threads, d) {
   n <- nrow(xs)
   m <- ncol(Y)
-  stopifnot(is.null(d) || !gradient)
-  if (!is.null(d)) Y <- d * Y
+  Y <- d * Y
   pc <- nystrom_precond(xs, kernel, lambda, rank, seed, threads, d)
   G <- with_seed(seed + 17, matrix(stats::rnorm(n * probes), n, probes))
   Zs <- precond_sqrt(pc, G)
@@ -341,38 +332,14 @@ gp_loglik_stochastic <- function(xs, Y, kernel, lambda, ard = FALSE,
     cg$rz0[m + i] * lanczos_quad(cg$alphas[, m + i], cg$betas[, m + i])
   }, 0)
   logdet <- precond_logdet(pc) + mean(terms)
-  ll <- sum(-n / 2 * (log(2 * pi * s2) + 1)) - m / 2 * logdet
-  if (!is.null(d)) ll <- ll + m * sum(log(d))
+  ll <- sum(-n / 2 * (log(2 * pi * s2) + 1)) - m / 2 * logdet + m * sum(log(d))
   PZ <- precond_solve(pc, Zs)
-  # tr(A^{-1}) = tr(P^{-1}) (exact) + tr(A^{-1} - P^{-1}) (Hutchinson): the
-  # preconditioner as a control variate, the terms small when P ~ A
   tr_terms <- colSums(U * PZ) - colSums(PZ * PZ)
   tr_Ainv <- precond_trace_inv(pc) + mean(tr_terms)
-  out <- list(loglik = ll, signal_var = s2, logdet = logdet, yAy = yAy,
-              se = m / 2 * stats::sd(terms) / sqrt(probes),
-              logdet_se = stats::sd(terms) / sqrt(probes),
-              edf = n - lambda * tr_Ainv,
-              edf_se = lambda * stats::sd(tr_terms) / sqrt(probes),
-              converged = cg$converged, iterations = cg$iterations)
-  if (!gradient) return(out)
-  wy <- n / (2 * yAy)
-  glam <- lambda * (sum(colSums(alpha^2) * wy) - m / 2 * tr_Ainv)
-  gk <- NULL
-  if (kernel$name == "rbf") {
-    # tr(A^{-1} dK) = tr(P^{-1} dK) + tr((A^{-1} - P^{-1}) dK): the first
-    # exactly, P^{-1} = U diag(1/(s + lambda) - 1/lambda) U^T + I / lambda
-    # and tr(dK) = 0 (dK vanishes on the diagonal), from dK U; the second by
-    # Hutchinson, whose terms are small when P ~ A
-    r <- ncol(pc$U)
-    dA <- rbf_grad_times(xs, cbind(alpha, PZ, pc$U), kernel, ard, threads)
-    wU <- 1 / (pc$s + lambda) - 1 / lambda
-    gk <- vapply(dA, function(M) {
-      tr_p <- sum(wU * colSums(pc$U * M[, m + probes + seq_len(r), drop = FALSE]))
-      tr_a <- tr_p + mean(colSums((U - PZ) *
-                                    M[, m + seq_len(probes), drop = FALSE]))
-      sum(colSums(alpha * M[, seq_len(m), drop = FALSE]) * wy) - m / 2 * tr_a
-    }, 0)
-  }
-  out$gradient <- c(gk, glam)
-  out
+  list(loglik = ll, signal_var = s2, logdet = logdet, yAy = yAy,
+       se = m / 2 * stats::sd(terms) / sqrt(probes),
+       logdet_se = stats::sd(terms) / sqrt(probes),
+       edf = n - lambda * tr_Ainv,
+       edf_se = lambda * stats::sd(tr_terms) / sqrt(probes),
+       converged = cg$converged, iterations = cg$iterations)
 }

@@ -781,7 +781,7 @@ gp_applicable <- function(object) {
 
 # The model statistics at the fit's hyperparameters: exact (one
 # eigendecomposition) for n <= tune_exact_max_n(), else the stochastic
-# estimates (Nystrom-preconditioned SLQ and Hutchinson; GCV from the
+# estimates (preconditioned SLQ and Hutchinson; GCV from the
 # estimated edf; no LOO). NULL when not applicable.
 gp_fit_stats <- function(object) {
   if (!gp_applicable(object)) return(NULL)

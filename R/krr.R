@@ -62,11 +62,12 @@
 #'   `askotch.tune_subsample`): as a noise-to-signal ratio, \eqn{\lambda}
 #'   does not depend on \eqn{n}, so the subsample's estimate transfers.
 #'   With `options(askotch.ml_method = "stochastic")` the subsample's
-#'   estimate (of \eqn{\lambda}, and of the bandwidth or length scales of
-#'   the Gaussian kernel with `bandwidth = "ml"` / `"ard"`) is then refined
-#'   on all points by L-BFGS-B on the stochastic likelihood of
-#'   [krr_loglik()] (tens of kernel passes per evaluation, at most 20
-#'   iterations: minutes at \eqn{n = 20\,000} on a few cores). For
+#'   estimate (of \eqn{\lambda}, and of the bandwidth or length scales
+#'   with `bandwidth = "ml"` / `"ard"`) is then refined on all points by
+#'   L-BFGS-B on the stochastic likelihood of [krr_loglik()] with the
+#'   probes and preconditioner kept across steps (tens of kernel passes per
+#'   evaluation, at most 20 iterations, stopping once steps fall within the
+#'   estimate's error: minutes at \eqn{n = 5000} on two cores). For
 #'   a fixed bandwidth one symmetric eigendecomposition \eqn{K = Q L Q^T}
 #'   gives the likelihood, GCV and LOO for every \eqn{\lambda} in
 #'   \eqn{O(n)} (\eqn{O(n^2)} for LOO), so this costs about one

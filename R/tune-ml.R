@@ -101,16 +101,19 @@ gp_optimise <- function(xs, Y, kernel, ard = FALSE, lambda = NULL,
 
 # Refine maximum-likelihood hyperparameters on all n points (option
 # askotch.ml_method = "stochastic", n above tune_exact_max_n()): L-BFGS-B on
-# the stochastic profile likelihood and its gradient (gp_loglik_stochastic()
-# with the probes and landmarks fixed by `seed`, so the objective is a fixed
-# function of the hyperparameters), from the subsample's estimate, within a
-# factor 100 of it, at most `maxit` iterations (option
-# askotch.ml_stochastic_maxit, 20). The kernel's scale is refined for the
-# Gaussian kernel only (its gradient products are kernel products).
+# the stochastic profile likelihood (gp_loglik_stochastic(), in C), from the
+# subsample's estimate, within a factor 100 of it, at most `maxit`
+# iterations (option askotch.ml_stochastic_maxit, 20). The probes are fixed
+# by `seed` and the preconditioner built at the first point is kept, so the
+# objective is one smooth function of the hyperparameters (common random
+# numbers), whose gradient is taken by central differences; each solve of y
+# starts from the previous one. The search stops when two evaluations in a
+# row change the best log likelihood by less than the change's standard
+# error (refine_stop): such steps are inside the estimate's stochastic error.
 gp_refine_stochastic <- function(xs, Y, kernel, lambda, ell, fit_kernel,
                                  seed, threads = 0L, clock = NULL,
                                  maxit = getOption("askotch.ml_stochastic_maxit",
-                                                   20L)) {
+                                                   20L), device = "cpu") {
   ard <- !is.null(ell)
   p <- ncol(xs)
   nk <- if (!fit_kernel) 0L else if (ard) p else 1L
@@ -127,30 +130,68 @@ gp_refine_stochastic <- function(xs, Y, kernel, lambda, ell, fit_kernel,
     list(kernel = k, ell = e, x = x, lambda = exp(th[nk + 1L]))
   }
   memo <- new.env(parent = emptyenv())
-  eval_at <- function(th) {
-    if (!is.null(memo$th) && identical(memo$th, th)) return(memo$val)
+  memo$small <- 0L
+  eval_at <- function(th, track = TRUE) {
     d <- decode(th)
     v <- gp_loglik_stochastic(d$x, Y, d$kernel, d$lambda, ard = ard,
-                              gradient = TRUE, seed = seed, threads = threads)
-    g <- v$gradient
+                              gradient = FALSE, seed = seed,
+                              threads = threads, pc = memo$pc,
+                              alpha = memo$alpha, device = device)
+    memo$pc <- v$precond
+    if (!track) return(-v$loglik)
+    memo$alpha <- v$alpha
     memo$th <- th
-    memo$val <- list(f = -v$loglik, se = v$se,
-                     g = -c(if (nk > 0L) g[seq_len(nk)], g[length(g)]))
+    memo$val <- list(f = -v$loglik, se = v$se)
+    refine_stop(memo, -v$loglik, v$terms * ncol(Y) / 2)
     tune_best(memo, th, -v$loglik, clock, "stochastic likelihood, all points")
-    memo$val
+    if (identical(memo$best_th, th)) memo$best_terms <- v$terms * ncol(Y) / 2
+    -v$loglik
+  }
+  # the gradient of the same function (the same probes and preconditioner)
+  # by central differences (step 0.01 in the log scale): the Hutchinson
+  # estimate of the gradient (gp_loglik_stochastic) is unbiased but, at
+  # small lambda, far noisier than the differences of this smooth function,
+  # and a gradient inconsistent with its function stalls the line search
+  grad_at <- function(th) {
+    vapply(seq_along(th), function(j) {
+      e <- replace(numeric(length(th)), j, 0.01)
+      (eval_at(th + e, FALSE) - eval_at(th - e, FALSE)) / 0.02
+    }, 0)
   }
   sc <- nrow(xs) * ncol(Y)
-  # stop at a relative change of about 2e-6: below the estimate's own
-  # precision at large n
-  res <- tune_optim(th0, function(th) eval_at(th)$f / sc,
-                    function(th) eval_at(th)$g / sc, lower, upper,
+  res <- tune_optim(th0, function(th) eval_at(th) / sc,
+                    function(th) grad_at(th) / sc, lower, upper,
                     list(maxit = maxit, factr = 1e10), memo, sc)
+  memo$done <- TRUE
+  if (!identical(memo$th, res$par)) eval_at(res$par)
   d <- decode(res$par)
-  v <- eval_at(res$par)
+  v <- memo$val
   list(kernel = d$kernel, length_scales = d$ell, lambda = d$lambda,
-       optim = list(loglik = -v$f, se = v$se, convergence = res$convergence,
-                    evaluations = unname(res$counts[1L]),
+       optim = list(loglik = -v$f, se = v$se, step_se = memo$step_se,
+                    convergence = res$convergence,
+                    evaluations = memo$evaluations,
                     message = res$message))
+}
+
+# Count the evaluations of a stochastic search and whether the value moved
+# from the best one by less than the change's standard error: with the same
+# probes at both points (common random numbers), the standard deviation of
+# the probes' terms' differences (terms: the probes' contributions to -f)
+# over sqrt(probes), far below the level's standard error. After two such
+# evaluations in a row, signal askotch_tune_converged (tune_optim keeps the
+# best point).
+refine_stop <- function(memo, f, terms) {
+  memo$evaluations <- (if (is.null(memo$evaluations)) 0L else memo$evaluations) + 1L
+  if (isTRUE(memo$done) || is.null(memo$best_f) || !is.finite(f)) return(invisible())
+  se <- stats::sd(terms - memo$best_terms) / sqrt(length(terms))
+  memo$step_se <- se
+  small <- abs(f - memo$best_f) < se
+  memo$small <- if (small) memo$small + 1L else 0L
+  if (memo$small >= 2L) {
+    tune_best(memo, memo$th, f, NULL, "")
+    stop(structure(class = c("askotch_tune_converged", "condition"),
+                   list(message = "steps inside the stochastic error", call = NULL)))
+  }
 }
 
 # The clock and progress display of the hyperparameter search: tick(what,
@@ -193,17 +234,20 @@ tune_best <- function(memo, th, f, clock, what) {
 }
 
 # L-BFGS-B on the log scale; stopped by the tuning clock, the best point so
-# far (memo) with convergence code 1 and message "time_limit"
+# far (memo) with convergence code 1 and message "time_limit", or by a
+# stochastic search's stopping rule (refine_stop), with code 0
 tune_optim <- function(th0, fn, gr, lower, upper, control, memo, scale) {
+  best <- function(code, message) {
+    list(par = if (is.null(memo$best_th)) th0 else memo$best_th,
+         value = if (is.null(memo$best_f)) NA_real_ else memo$best_f / scale,
+         counts = c("function" = NA_integer_, gradient = NA_integer_),
+         convergence = code, message = message)
+  }
   tryCatch(
     stats::optim(th0, fn, gr, method = "L-BFGS-B", lower = lower, upper = upper,
                  control = control),
-    askotch_tune_time = function(e) {
-      list(par = if (is.null(memo$best_th)) th0 else memo$best_th,
-           value = if (is.null(memo$best_f)) NA_real_ else memo$best_f / scale,
-           counts = c("function" = NA_integer_, gradient = NA_integer_),
-           convergence = 1L, message = "time_limit")
-    })
+    askotch_tune_time = function(e) best(1L, "time_limit"),
+    askotch_tune_converged = function(e) best(0L, conditionMessage(e)))
 }
 
 # Choosing the kernel and the input scaling by likelihood --------------------------

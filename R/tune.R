@@ -201,8 +201,8 @@ tune_ml <- function(dat, set, sub, clock = tune_clock(set), sl = list()) {
       identical(getOption("askotch.ml_method", "subsample"), "stochastic")) {
     refined <- gp_refine_stochastic(
       dat$xs, dat$Yc, kern, lambda, ell,
-      fit_kernel = bw_rule %in% c("ml", "ard") && kern$name == "rbf",
-      seed = set$seed, threads = set$threads, clock = clock)
+      fit_kernel = bw_rule %in% c("ml", "ard"), seed = set$seed,
+      threads = set$threads, clock = clock, device = set$device)
     kern <- refined$kernel
     ell <- refined$length_scales
     lambda <- refined$lambda
