@@ -374,6 +374,8 @@ SEXP ffi_gp_slq(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP n
   krr_slq_opts o = {(int)ov[0], (int)ov[1], (int)ov[2], ov[3], (uint64_t)ov[4], ov[5]};
   int pcr = 0;
   if (!Rf_isNull(pc)) {
+    if (TYPEOF(pc) != VECSXP || XLENGTH(pc) != 2)
+      askotch_glue_raise_status(KRR_ERR_INPUT, "pc must be list(U (n x r), s (r))");
     SEXP U = VECTOR_ELT(pc, 0), s = VECTOR_ELT(pc, 1);
     askotch_glue_check_matrix(U, "pc$U");
     if (Rf_nrows(U) != n || !Rf_isReal(s) || XLENGTH(s) != Rf_ncols(U))

@@ -114,4 +114,6 @@ test_that("bad arguments of the stochastic likelihood are classed errors", {
                class = "askotch_error_input")
   expect_error(slq(d$x, d$Y, k, 0.1, 1L, 8, 10, 50, 1e-6, 1,
                    pc = list(matrix(0, 3, 2), 1)), class = "askotch_error_input")
+  expect_error(slq(d$x, d$Y, k, 0.1, 1L, 8, 10, 50, 1e-6, 1, pc = 1:2),
+               class = "askotch_error_input")
 })
