@@ -104,12 +104,15 @@ gp_optimise <- function(xs, Y, kernel, ard = FALSE, lambda = NULL,
 # the stochastic profile likelihood (gp_loglik_stochastic(), in C), from the
 # subsample's estimate, within a factor 100 of it, at most `maxit`
 # iterations (option askotch.ml_stochastic_maxit, 20). The probes are fixed
-# by `seed` and the preconditioner built at the first point is kept, so the
-# objective is one smooth function of the hyperparameters (common random
-# numbers), whose gradient is taken by central differences; each solve of y
-# starts from the previous one. The search stops when two evaluations in a
-# row change the best log likelihood by less than the change's standard
-# error (refine_stop): such steps are inside the estimate's stochastic error.
+# by `seed` (common random numbers); each point gets its own preconditioner
+# (rank: option askotch.ml_stochastic_rank, 500), which keeps both the CG
+# iterations and the estimates' variance small, and the gradient is taken by
+# central differences with that point's probes and preconditioner. Each
+# solve of y starts from the previous one; CG stops at a relative residual of
+# 1e-3, where the estimates agree with tighter solves well inside their
+# standard errors. The search stops when two evaluations in a row change the
+# best log likelihood by less than the change's standard error (refine_stop):
+# such steps are inside the estimate's stochastic error.
 gp_refine_stochastic <- function(xs, Y, kernel, lambda, ell, fit_kernel,
                                  seed, threads = 0L, clock = NULL,
                                  maxit = getOption("askotch.ml_stochastic_maxit",
@@ -131,14 +134,18 @@ gp_refine_stochastic <- function(xs, Y, kernel, lambda, ell, fit_kernel,
   }
   memo <- new.env(parent = emptyenv())
   memo$small <- 0L
+  rank <- getOption("askotch.ml_stochastic_rank", 500L)
+  # at a new point (track): a preconditioner built there; the differences
+  # of the gradient reuse that point's (pc) and the warm start
   eval_at <- function(th, track = TRUE) {
     d <- decode(th)
     v <- gp_loglik_stochastic(d$x, Y, d$kernel, d$lambda, ard = ard,
-                              gradient = FALSE, seed = seed,
-                              threads = threads, pc = memo$pc,
+                              gradient = FALSE, probes = 30L, rank = rank,
+                              seed = seed, tol = 1e-3, maxit = 400L,
+                              threads = threads, pc = if (!track) memo$pc,
                               alpha = memo$alpha, device = device)
-    memo$pc <- v$precond
     if (!track) return(-v$loglik)
+    memo$pc <- v$precond
     memo$alpha <- v$alpha
     memo$th <- th
     memo$val <- list(f = -v$loglik, se = v$se)
@@ -147,12 +154,14 @@ gp_refine_stochastic <- function(xs, Y, kernel, lambda, ell, fit_kernel,
     if (identical(memo$best_th, th)) memo$best_terms <- v$terms * ncol(Y) / 2
     -v$loglik
   }
-  # the gradient of the same function (the same probes and preconditioner)
-  # by central differences (step 0.01 in the log scale): the Hutchinson
-  # estimate of the gradient (gp_loglik_stochastic) is unbiased but, at
-  # small lambda, far noisier than the differences of this smooth function,
-  # and a gradient inconsistent with its function stalls the line search
+  # the gradient by central differences (step 0.01 in the log scale) of the
+  # function with the probes and the preconditioner of the point fixed, a
+  # smooth function whose differences are precise: the Hutchinson estimate
+  # of the gradient (gp_loglik_stochastic) is unbiased but, at small lambda,
+  # far noisier, and a gradient inconsistent with its function stalls the
+  # line search
   grad_at <- function(th) {
+    if (!identical(memo$th, th)) eval_at(th)
     vapply(seq_along(th), function(j) {
       e <- replace(numeric(length(th)), j, 0.01)
       (eval_at(th + e, FALSE) - eval_at(th - e, FALSE)) / 0.02
