@@ -65,9 +65,10 @@
 #'   estimate (of \eqn{\lambda}, and of the bandwidth or length scales
 #'   with `bandwidth = "ml"` / `"ard"`) is then refined on all points by
 #'   L-BFGS-B on the stochastic likelihood of [krr_loglik()] with the
-#'   probes and preconditioner kept across steps (tens of kernel passes per
-#'   evaluation, at most 20 iterations, stopping once steps fall within the
-#'   estimate's error: minutes at \eqn{n = 5000} on two cores). For
+#'   probes fixed (tens of kernel passes per evaluation, at most 20
+#'   iterations, stopping once steps fall within the estimate's error:
+#'   about a minute at \eqn{n = 5000} on two cores, growing as
+#'   \eqn{n^2}). For
 #'   a fixed bandwidth one symmetric eigendecomposition \eqn{K = Q L Q^T}
 #'   gives the likelihood, GCV and LOO for every \eqn{\lambda} in
 #'   \eqn{O(n)} (\eqn{O(n^2)} for LOO), so this costs about one
