@@ -113,6 +113,57 @@ gp_hyper_d2A <- function(xs, kernel, lambda, codes, est_lambda, d, i, j) {
   if (is.null(d)) M else M * outer(d, d)
 }
 
+# The same Hessian above the exact sizes, from the stochastic likelihood on
+# all points (krr_gp_slq) with the probes and the preconditioner of the
+# estimate fixed, which makes the profile log likelihood l_p one smooth
+# function of the kernel's and lambda's logarithms: its Hessian by central
+# second differences (step 0.05; 1 + 2 q^2 evaluations for q of them), and
+# y_c^T A^{-1} y_c's gradient (= -a_c^T A_i a_c) by first differences from
+# the same evaluations. With tau_c = log s_c^2 profiled out (H_tt = -n/2 at
+# the estimate, H_it = -a_c^T A_i a_c / (2 s_c^2)), the full Hessian's
+# kernel block is H_p + H_it H_tt^{-1} H_ti. The Hessian of the estimate is
+# unbiased but its inverse is not (standard errors come out low with few
+# probes), hence more probes than for the likelihood: 200 by default
+# (option askotch.vcov_probes).
+gp_hessian_stochastic <- function(object, h, step = 0.05,
+                                  probes = getOption("askotch.vcov_probes", 200L)) {
+  xs <- object$x
+  Y <- gp_yc(object)
+  n <- nrow(xs)
+  q <- length(h$codes) + h$est_lambda
+  pc <- gp_loglik_stochastic(xs, Y, object$kernel, object$lambda, gradient = FALSE,
+                             rank = 500L, seed = object$seed, tol = 1e-8, maxit = 1000L,
+                             threads = gp_threads(object))$precond
+  at <- function(dl) {
+    x <- xs
+    k <- object$kernel
+    if (identical(h$codes, -1L)) k$bandwidth <- k$bandwidth * exp(dl[1L])
+    else for (j in h$codes) x[, j] <- x[, j] * exp(-dl[j])
+    lam <- object$lambda * (if (h$est_lambda) exp(dl[q]) else 1)
+    v <- gp_loglik_stochastic(x, Y, k, lam, gradient = FALSE, probes = probes, rank = 500L,
+                              seed = object$seed, tol = 1e-8, maxit = 1000L,
+                              threads = gp_threads(object), pc = pc)
+    c(v$loglik, v$yAy)
+  }
+  e <- function(i) replace(numeric(q), i, step)
+  f0 <- at(numeric(q))
+  fp <- lapply(seq_len(q), function(i) at(e(i)))
+  fm <- lapply(seq_len(q), function(i) at(-e(i)))
+  Hp <- matrix(0, q, q)
+  for (i in seq_len(q)) for (j in seq_len(i)) {
+    Hp[i, j] <- Hp[j, i] <- if (i == j) (fp[[i]][1] - 2 * f0[1] + fm[[i]][1]) / step^2 else
+      (at(e(i) + e(j))[1] - at(e(i) - e(j))[1] - at(e(j) - e(i))[1] +
+         at(-e(i) - e(j))[1]) / (4 * step^2)
+  }
+  dyAy <- vapply(seq_len(q), function(i) (fp[[i]][-1] - fm[[i]][-1]) / (2 * step),
+                 numeric(ncol(Y)))
+  s2 <- f0[-1] / n
+  Hit <- t(matrix(dyAy, ncol = q)) / rep(2 * s2, each = q)  # q x m
+  H <- rbind(cbind(Hp - 2 / n * Hit %*% t(Hit), Hit),
+             cbind(t(Hit), diag(-n / 2, ncol(Y))))
+  list(hessian = H)
+}
+
 #' Covariance and confidence intervals of the estimated hyperparameters
 #'
 #' For a Gaussian-process regression fit (a squared-loss [krr()] fit on the
@@ -129,7 +180,13 @@ gp_hyper_d2A <- function(xs, kernel, lambda, codes, est_lambda, d, i, j) {
 #' which the likelihood is closer to quadratic), computed exactly from the
 #' kernel's first and second derivatives (one Cholesky factorisation and
 #' \eqn{O(q n^3)} work for \eqn{q} hyperparameters) for \eqn{n \le} 2000
-#' (option `askotch.tune_exact_max_n`). An estimate at a bound of its search
+#' (option `askotch.tune_exact_max_n`). Above, without observation weights,
+#' it comes from the stochastic likelihood of [krr_loglik()] on all points
+#' with its probes and preconditioner fixed: the profile likelihood's
+#' Hessian by second differences (\eqn{1 + 2q^2} evaluations with 200
+#' probes, option `askotch.vcov_probes`, each tens of kernel passes); its
+#' standard errors are then within a few percent of the exact ones. An
+#' estimate at a bound of its search
 #' range, or a likelihood that is flat in some direction, has no finite
 #' covariance: `vcov()` then warns (class `askotch_warning_hyper`) and
 #' returns `NA`s.
@@ -171,9 +228,10 @@ vcov.krr <- function(object, ...) {
   validate_krr(object, call, "object")
   gp_hyper_check(object, "vcov()", call)
   h <- gp_hyper(object)
-  H <- gp_hessian_exact(object$x, gp_yc(object), object$kernel, object$lambda,
-                        h$codes, h$est_lambda, d = gp_dw(object),
-                        threads = gp_threads(object))$hessian
+  H <- if (object$n > tune_exact_max_n()) gp_hessian_stochastic(object, h)$hessian else
+    gp_hessian_exact(object$x, gp_yc(object), object$kernel, object$lambda,
+                     h$codes, h$est_lambda, d = gp_dw(object),
+                     threads = gp_threads(object))$hessian
   V <- tryCatch({
     R <- chol(-H)
     chol2inv(R)
@@ -207,10 +265,10 @@ gp_hyper_check <- function(object, what, call) {
     abort_askotch(sprintf("%s needs a fit on the exact kernel without an intercept.", what),
                   "input", call)
   }
-  if (object$n > tune_exact_max_n()) {
+  if (object$n > tune_exact_max_n() && !is.null(gp_dw(object))) {
     abort_askotch(sprintf(paste(
-      "%s computes the observed information exactly, for n <= %d",
-      "(option askotch.tune_exact_max_n); this fit has n = %d."),
+      "%s with observation weights computes the observed information exactly,",
+      "for n <= %d (option askotch.tune_exact_max_n); this fit has n = %d."),
       what, tune_exact_max_n(), object$n), "input", call)
   }
   if (is.null(object$x)) {
@@ -266,9 +324,11 @@ gp_wald <- function(ls, level) {
 # The profile-likelihood intervals of lambda and an isotropic bandwidth
 # (rows of ci replaced; exact likelihood, no observation weights)
 gp_profile_rows <- function(object, h, ci, level) {
-  if (!is.null(gp_dw(object)) || object$m > 1L) {
-    abort_askotch(paste("method = \"profile\" needs a single-output fit without",
-                        "observation weights; use method = \"wald\"."), "input")
+  if (!is.null(gp_dw(object)) || object$m > 1L || object$n > tune_exact_max_n()) {
+    abort_askotch(sprintf(paste(
+      "method = \"profile\" needs a single-output fit without observation",
+      "weights and n <= %d (its likelihoods are exact); use method = \"wald\"."),
+      tune_exact_max_n()), "input")
   }
   top <- gp_loglik_exact(object$x, gp_yc(object), object$kernel, object$lambda,
                          gradient = FALSE, threads = gp_threads(object))$loglik

@@ -117,3 +117,26 @@ test_that("bad arguments of the stochastic likelihood are classed errors", {
   expect_error(slq(d$x, d$Y, k, 0.1, 1L, 8, 10, 50, 1e-6, 1, pc = 1:2),
                class = "askotch_error_input")
 })
+
+test_that("above the exact sizes vcov() comes from the stochastic likelihood", {
+  set.seed(3)
+  n <- 400
+  x <- matrix(runif(n * 2), n, 2)
+  y <- sin(5 * x[, 1]) + x[, 2]^2 + rnorm(n, sd = 0.2)
+  f <- krr(x, y, kernel = "matern32", bandwidth = "ml", threads = 1, seed = 1)
+  fa <- krr(x, y, bandwidth = "ard", threads = 1, seed = 1)
+  V0 <- vcov(f)
+  A0 <- vcov(fa)
+  old <- options(askotch.tune_exact_max_n = 100)
+  on.exit(options(old), add = TRUE)
+  V1 <- vcov(f)
+  A1 <- vcov(fa)
+  expect_identical(dimnames(V1), dimnames(V0))
+  # standard errors within 5% of the exact observed information's
+  expect_lt(max(abs(sqrt(diag(V1)) / sqrt(diag(V0)) - 1)), 0.05)
+  expect_lt(max(abs(sqrt(diag(A1)) / sqrt(diag(A0)) - 1)), 0.05)
+  expect_true(all(is.finite(confint(f))))
+  expect_error(confint(f, method = "profile"), class = "askotch_error_input")
+  fw <- krr(x, y, bandwidth = "median", weights = rep(1:2, n / 2), threads = 1, seed = 1)
+  expect_error(vcov(fw), class = "askotch_error_input")
+})
