@@ -1,8 +1,9 @@
 # Input preparation ---------------------------------------------------------------
 
 # Coerce x (matrix, data frame of numeric columns, numeric vector) to a double
-# matrix and check it. `arg` names the argument in messages.
-as_feature_matrix <- function(x, arg = "x", call = NULL) {
+# matrix and check it. `arg` names the argument in messages; na_ok lets NA
+# and NaN through (missing values), never infinite ones.
+as_feature_matrix <- function(x, arg = "x", call = NULL, na_ok = FALSE) {
   if (is.data.frame(x)) {
     ok <- vapply(x, function(col) is.numeric(col) || is.logical(col), TRUE)
     if (!all(ok)) {
@@ -30,11 +31,15 @@ as_feature_matrix <- function(x, arg = "x", call = NULL) {
   # min_max() propagates NA / NaN / Inf without an n x p temporary
   if (length(x) > 0L && !all(is.finite(min_max(x)))) {
     bad <- !is.finite(x)
-    first <- which(bad, arr.ind = TRUE)[1L, ]
-    abort_askotch(sprintf(paste(
-      "`%s` must not contain NA, NaN or infinite values; found %d, the first",
-      "at row %d, column %d (%s)."), arg, sum(bad), first[[1L]], first[[2L]],
-      fmt_value(x[first[[1L]], first[[2L]]])), "input", call)
+    if (na_ok) bad <- bad & !is.na(x)
+    if (any(bad)) {
+      first <- which(bad, arr.ind = TRUE)[1L, ]
+      abort_askotch(sprintf(paste(
+        "`%s` must not contain %s values; found %d, the first",
+        "at row %d, column %d (%s)."), arg, if (na_ok) "infinite" else "NA, NaN or infinite",
+        sum(bad), first[[1L]], first[[2L]],
+        fmt_value(x[first[[1L]], first[[2L]]])), "input", call)
+    }
   }
   x
 }
@@ -218,7 +223,8 @@ apply_scaling <- function(x, center, scale) {
       out[, j] <- xj
       next
     }
-    m <- max(abs(min_max(xj)), abs(center[j]))
+    m <- if (anyNA(xj)) max(abs(xj), abs(center[j]), na.rm = TRUE) else
+      max(abs(min_max(xj)), abs(center[j]))
     if (m > 2^1000) {
       u <- pow2_unit(m)
       out[, j] <- (xj / u - center[j] / u) / (scale[j] / u)

@@ -5,7 +5,10 @@
 #' @param object A `"krr"` fit.
 #' @param newdata New points: a matrix or data frame with the same columns as
 #'   the training `x` (for a formula fit, a data frame with the predictor
-#'   variables). `NULL` or missing: the training points.
+#'   variables). `NULL` or missing: the training points. A row with a
+#'   missing value (`NA`, `NaN`) in a variable the model uses is predicted
+#'   as `NA` (with `NA` standard errors and limits), as [stats::predict.lm()]
+#'   does with `na.pass`; infinite values are an error.
 #' @param type `"response"`: numeric predictions for regression, the predicted
 #'   class (a factor) for classification; `"class"`: the predicted class
 #'   (classification only); `"decision"`: the raw scores \eqn{K w} (plus the
@@ -195,6 +198,52 @@ predict.krr <- function(object, newdata = NULL,
   ecall <- sys.call()
   check_no_dots(list(...), "predict", ecall)
   if (!is.null(lambda)) object <- path_select(object, lambda, ecall)
+  a <- check_predict_args(object, type, se.fit, interval, level, draws,
+                          !missing(draws), !missing(method), ecall)
+  type <- a$type
+  interval <- a$interval
+  ok <- NULL
+  if (is.null(newdata)) {
+    xs <- if (is.null(object$x_train)) object$x else object$x_train
+    rn <- NULL
+  } else {
+    nf <- new_features(object, newdata, na_ok = TRUE)
+    xs <- nf$xs
+    rn <- nf$rownames
+    ok <- nf$ok
+  }
+  fin <- function(out) na_expand(out, ok, rn)
+  rk <- if (is.null(ok) || is.null(rn)) rn else rn[ok]
+  s <- krr_scores(object, xs, device)
+  if (!object$task %in% c("binary", "multiclass")) {
+    if (type == "class") {
+      abort_askotch(
+        "`type = \"class\"` is only available for classification fits.",
+        "input")
+    }
+    s <- sweep(s, 2L, object$y_center, "+", check.margin = FALSE) +
+      pred_offset(object, if (is.null(newdata)) NULL else nf)
+    if (se.fit || interval != "none") {
+      return(fin(gp_predict(object, xs, s, rk, se.fit, interval, level, method,
+                            draws, ecall)))
+    }
+    if (object$task == "regression") return(fin(stats::setNames(s[, 1L], rk)))
+    dimnames(s) <- list(rk, object$y_names)
+    return(fin(s))
+  }
+  if (type == "decision") {
+    if (object$task == "binary") return(fin(stats::setNames(s[, 1L], rk)))
+    dimnames(s) <- list(rk, object$levels)
+    return(fin(s))
+  }
+  out <- scores_to_class(s, object$levels)
+  names(out) <- rk
+  fin(out)
+}
+
+# predict.krr()'s checks of its arguments; type and interval resolved
+check_predict_args <- function(object, type, se.fit, interval, level, draws,
+                               draws_given, method_given, ecall) {
   check_flag(se.fit, "se.fit", ecall)
   if (!is.character(interval) || length(interval) < 1L) {
     abort_askotch(
@@ -212,59 +261,17 @@ predict.krr <- function(object, newdata = NULL,
     abort_askotch("`type` must be \"response\", \"class\" or \"decision\".",
                   "input")
   }
-  if (length(type) > 1L) type <- type[1L]
-  type <- check_choice(type, c("response", "class", "decision"), "type")
+  type <- check_choice(type[1L], c("response", "class", "decision"), "type")
   if (se.fit || interval != "none") {
     gp_check(object, "`se.fit = TRUE` or `interval`", ecall)
     check_positive(draws, "draws", integerish = TRUE, call = ecall, max = 1e5)
-  } else if (!missing(draws) || !missing(method)) {
+  } else if (draws_given || method_given) {
     abort_askotch(sprintf(paste(
       "`%s` chooses how standard errors are computed: add `se.fit = TRUE`",
-      "or an `interval`."), if (!missing(draws)) "draws" else "method"),
+      "or an `interval`."), if (draws_given) "draws" else "method"),
       "input", ecall)
   }
-  if (is.null(newdata)) {
-    xs <- if (is.null(object$x_train)) object$x else object$x_train
-    rn <- NULL
-  } else {
-    nf <- new_features(object, newdata)
-    xs <- nf$xs
-    rn <- nf$rownames
-  }
-  s <- krr_scores(object, xs, device)
-  classif <- object$task %in% c("binary", "multiclass")
-  if (!classif) {
-    if (type == "class") {
-      abort_askotch(
-        "`type = \"class\"` is only available for classification fits.",
-        "input")
-    }
-    s <- sweep(s, 2L, object$y_center, "+", check.margin = FALSE) +
-      pred_offset(object, if (is.null(newdata)) NULL else nf)
-    if (se.fit || interval != "none") {
-      return(gp_predict(object, xs, s, rn, se.fit, interval, level, method,
-                        draws, ecall))
-    }
-    if (object$task == "regression") {
-      out <- s[, 1L]
-      names(out) <- rn
-      return(out)
-    }
-    dimnames(s) <- list(rn, object$y_names)
-    return(s)
-  }
-  if (type == "decision") {
-    if (object$task == "binary") {
-      out <- s[, 1L]
-      names(out) <- rn
-      return(out)
-    }
-    dimnames(s) <- list(rn, object$levels)
-    return(s)
-  }
-  out <- scores_to_class(s, object$levels)
-  names(out) <- rn
-  out
+  list(type = type, interval = interval)
 }
 
 #' @export

@@ -45,7 +45,7 @@ krr_scores <- function(object, xs, device = NULL) {
 }
 
 # Build the standardised feature matrix of newdata.
-new_features <- function(object, newdata) {
+new_features <- function(object, newdata, na_ok = FALSE) {
   if (!is.null(object$terms)) {
     if (!is.data.frame(newdata) && !is.list(newdata)) {
       abort_askotch(sprintf(
@@ -59,6 +59,11 @@ new_features <- function(object, newdata) {
         "`newdata` is missing the variable(s) %s used by the model.",
         paste0("`", miss, "`", collapse = ", ")), "input")
     }
+    # a column of NAs only is logical in R: read it as missing numbers
+    for (v in intersect(vars, names(newdata))) {
+      if (is.logical(newdata[[v]]) && all(is.na(newdata[[v]])) &&
+          !v %in% names(object$xlevels)) newdata[[v]] <- as.numeric(newdata[[v]])
+    }
     mf <- tryCatch(
       stats::model.frame(object$terms, newdata, xlev = object$xlevels,
                          na.action = stats::na.pass),
@@ -68,7 +73,7 @@ new_features <- function(object, newdata) {
     x <- stats::model.matrix(object$terms, mf, contrasts.arg = object$contrasts)
     attr(x, "assign") <- NULL
     attr(x, "contrasts") <- NULL
-    x <- as_feature_matrix(x, "newdata")
+    x <- as_feature_matrix(x, "newdata", na_ok = na_ok)
     # the offset: offset() terms, and the offset argument evaluated in newdata
     off <- stats::model.offset(mf)
     if (!is.null(object$offset_expr)) {
@@ -81,7 +86,8 @@ new_features <- function(object, newdata) {
       newdata <- matrix(newdata, nrow = 1L,
                         dimnames = list(NULL, names(newdata)))
     }
-    x <- match_columns(as_feature_matrix(newdata, "newdata"), object$xnames)
+    x <- match_columns(as_feature_matrix(newdata, "newdata", na_ok = na_ok),
+                       object$xnames)
     off <- NULL
   }
   if (ncol(x) != object$p) {
@@ -91,7 +97,43 @@ new_features <- function(object, newdata) {
   }
   xs <- apply_scaling(x, object$center, object$scale)
   dimnames(xs) <- NULL
-  list(xs = xs, rownames = rownames(x), offset = off)
+  nf <- list(xs = xs, rownames = rownames(x), offset = off)
+  if (na_ok) nf <- complete_rows(nf)
+  nf
+}
+
+# The rows of new features without a missing value (in x or the offset):
+# nf$ok marks them, and xs and the offset keep only them (predict() returns
+# NA for the others, as predict.lm() with na.pass).
+complete_rows <- function(nf) {
+  ok <- rowSums(is.na(nf$xs)) == 0
+  if (length(nf$offset) > 1L) ok <- ok & !is.na(nf$offset)
+  nf$ok <- ok
+  if (all(ok)) return(nf)
+  nf$xs <- nf$xs[ok, , drop = FALSE]
+  if (length(nf$offset) > 1L) nf$offset <- nf$offset[ok]
+  nf
+}
+
+# A prediction of the complete rows (ok) grown to all rows: NA (of the
+# same type; a factor keeps its levels) for the others, row names rn. In a
+# list (se.fit = TRUE) its fit and se.fit grow, attributes kept.
+na_expand <- function(out, ok, rn) {
+  if (is.null(ok) || all(ok)) return(out)
+  grow <- function(v) {
+    at <- attributes(v)
+    idx <- replace(rep(NA_integer_, length(ok)), ok, seq_len(sum(ok)))
+    g <- if (is.matrix(v)) v[idx, , drop = FALSE] else v[idx]
+    for (a in setdiff(names(at), c("names", "dim", "dimnames", "levels", "class"))) {
+      attr(g, a) <- at[[a]]
+    }
+    if (is.matrix(g)) rownames(g) <- rn else names(g) <- rn
+    g
+  }
+  if (!is.list(out)) return(grow(out))
+  out$fit <- grow(out$fit)
+  out$se.fit <- grow(out$se.fit)
+  out
 }
 
 # The columns of a new matrix matched by name when the training x had

@@ -108,7 +108,7 @@ test_that("newdata with wrong columns is rejected", {
   expect_input_error(predict(fit, x[, 1, drop = FALSE]), "`newdata`")
   expect_input_error(predict(fit, cbind(x, 1)), "`newdata`")
   x3 <- x
-  x3[1, 1] <- NA
+  x3[1, 1] <- Inf
   expect_input_error(predict(fit, x3), "`newdata`")
   expect_input_error(predict(fit, x, type = "class"), "class")
   expect_input_error(predict(fit, x, type = "prob"), "`type`")

@@ -489,7 +489,9 @@ cases <- list(
 
   # --- predict -------------------------------------------------------------------
   err("newdata wrong columns", predict(FIT, XT[, 1:2]), "`newdata`.*3 column"),
-  err("newdata with NA", predict(FIT, replace(XT, 2, NA)), "`newdata`"),
+  val("newdata with NA: that row NA", predict(FIT, replace(XT, 2, NA)),
+      function(v) is.na(v[2]) && close(v[-2], exact()[-2], 1e-8)),
+  err("newdata with Inf", predict(FIT, replace(XT, 2, Inf)), "`newdata`"),
   err("newdata character", predict(FIT, matrix("a", 2, 3)), "`newdata`"),
   err("newdata a list", predict(FIT, list(1, 2, 3)), "`newdata`"),
   err("newdata missing a named column",

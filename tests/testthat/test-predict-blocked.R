@@ -112,15 +112,16 @@ test_that("apply_scaling is the two sweeps, bit for bit", {
                    sweep(sweep(xi, 2L, c(1, 2, 3)), 2L, c(2, 2, 2), "/"))
 })
 
-test_that("non-finite newdata is still refused, huge finite values are not", {
+test_that("infinite newdata is still refused, huge finite values are not", {
   set.seed(25)
   d <- make_regression(60, p = 3)
   fit <- krr(d$x, d$y, lambda = 1, solver = cholesky(), threads = 1)
   xnew <- d$x[1:5, ]
   xnew[2, 3] <- Inf
   expect_error(predict(fit, xnew), class = "askotch_error_input")
-  xnew[2, 3] <- NA
   expect_error(predict(fit, xnew), "row 2, column 3", class = "askotch_error_input")
+  xnew[2, 3] <- NA # a missing value: that row is predicted as NA
+  expect_identical(which(is.na(predict(fit, xnew))), 2L)
   big <- d$x[1:3, ]
   big[, 1] <- 1e308 # the sum overflows; every entry is finite
   expect_true(all(is.finite(predict(fit, big))))
