@@ -241,7 +241,7 @@ drive_solver <- function(state, set, tgt, xs, t0 = now(), use_floor = FALSE) {
     if (!is.na(r$reason)) break
     slice <- max(1, min(floor(slice_s / per_iter), ceiling(iters_per_pass(d) - 1e-9), 1e6))
   }
-  if (!is.null(pb)) cli::cli_progress_done(id = pb, .envir = environment())
+  if (!is.null(pb)) cli::cli_progress_done(id = pb$id, .envir = environment())
   list(weights = native_fit_weights(state), trace = tr$frame(objective),
        reason = r$reason,
        iterations = as.integer(d[["iter"]]), passes = d[["passes"]],
@@ -255,25 +255,46 @@ drive_solver <- function(state, set, tgt, xs, t0 = now(), use_floor = FALSE) {
 }
 
 # A cli progress bar of a fit (NULL without progress = TRUE), and its update
-# after a slice
+# after a slice. Its total is the passes the fit is expected to need: from
+# the rate at which the log residual has fallen since the first update, the
+# passes to reach the tolerance (at most max_passes; max_passes until there
+# is a rate). The line stays short (under 80 columns with cli's bar).
 progress_start <- function(set, envir = parent.frame()) {
   if (!set$progress) return(NULL)
   rule <- set$rule
   total <- if (is.finite(rule$max_passes)) rule$max_passes else NA
-  cli::cli_progress_bar(
+  pb <- new.env(parent = emptyenv())
+  pb$id <- cli::cli_progress_bar(
     name = "krr", total = total, clear = TRUE,
-    format = paste("{cli::pb_name}{cli::pb_bar} passes {cli::pb_current}",
+    format = paste("{cli::pb_name}{cli::pb_bar} {cli::pb_current}/{cli::pb_total} passes",
                    "| {cli::pb_elapsed} | {cli::pb_status}"),
     format_done = "", .envir = envir)
+  pb
 }
 progress_update <- function(pb, rule, d, envir = parent.frame()) {
   if (is.null(pb)) return(invisible())
-  passes <- d[["passes"]]
+  passes <- round(d[["passes"]], 2)
+  r <- d[["resid_est"]]
+  if (is.null(pb$p1) && passes > 0 && is.finite(r) && r > 0) {
+    pb$p1 <- passes
+    pb$r1 <- r
+  }
+  total <- progress_total(pb, rule, passes, r)
   cli::cli_progress_update(
-    id = pb, set = min(round(passes, 2), if (is.finite(rule$max_passes))
-      rule$max_passes else passes),
-    status = sprintf("%s %.2e", rule$criterion, d[["resid_est"]]),
-    .envir = envir)
+    id = pb$id, set = min(passes, total, na.rm = TRUE), total = total,
+    status = sprintf("%s %.1e", if (rule$criterion == "relative residual") "resid" else
+      rule$criterion, r), .envir = envir)
+}
+progress_total <- function(pb, rule, passes, r) {
+  mp <- if (is.finite(rule$max_passes)) rule$max_passes else NA_real_
+  tol <- rule$tol
+  if (is.null(pb$p1) || passes <= pb$p1 || !is.numeric(tol) || !(tol > 0) ||
+      !is.finite(r) || !(r > 0)) return(mp)
+  rate <- (log(r) - log(pb$r1)) / (passes - pb$p1)
+  if (!(rate < 0)) return(mp)
+  # above the current passes: cli ends a bar whose count reaches its total
+  est <- round(max(passes + 0.1, passes + (log(tol) - log(r)) / rate), 1)
+  min(est, mp, na.rm = TRUE)
 }
 
 # The trace of a fit, one row per slice: add() a row (for a lambda path the

@@ -133,6 +133,23 @@ test_that("threads can be read and set", {
   expect_error(askotch_threads(0), class = "askotch_error_input")
 })
 
+test_that("the progress bar's total is the passes expected to the tolerance", {
+  total <- getFromNamespace("progress_total", "askotch")
+  rule <- list(tol = 1e-6, max_passes = 100)
+  pb <- new.env()
+  expect_identical(total(pb, rule, 2, 1e-2), 100)  # no rate yet
+  pb$p1 <- 1
+  pb$r1 <- 1e-1
+  # the log residual fell by log(100) in 2 passes: log(1000) more takes 3
+  expect_equal(total(pb, rule, 3, 1e-3), 6)
+  expect_identical(total(pb, list(tol = 1e-6, max_passes = 5), 3, 1e-3), 5)
+  expect_identical(total(pb, list(tol = 1e-6, max_passes = Inf), 3, 1e-3), 6)
+  expect_identical(total(pb, list(tol = 0, max_passes = Inf), 3, 1e-3), NA_real_)
+  expect_identical(total(pb, rule, 3, 0.5), 100)  # not falling: no estimate
+  # past the estimate: still above the current count (cli would end the bar)
+  expect_equal(total(pb, rule, 7, 1e-7), 7.1)
+})
+
 test_that("progress = TRUE drives a cli progress bar, and its errors surface", {
   d <- make_regression(300, seed = 58)
   # cli's logger handler prints every event of the bar (created, updated,
