@@ -109,6 +109,11 @@ test_that("rows of newdata with a missing value are predicted as NA", {
   expect_identical(as.character(cl[1:2]), as.character(predict(g, x[1:2, ])))
   expect_true(is.na(cl[3]))
   expect_true(all(is.na(predict(g, xn, type = "decision")[3, ])))
+  km <- kernel_machine(x, iris$Species, loss = "logistic", lambda = 0.1, threads = 1)
+  pr <- predict(km, xn, type = "prob")
+  expect_true(all(is.na(pr[3, ])) && all(abs(rowSums(pr[1:2, ]) - 1) < 1e-12))
+  au <- augment(f, newdata = nd, se_fit = TRUE)
+  expect_true(is.na(au$.fitted[2]) && is.na(au$.se.fit[2]) && is.finite(au$.se.fit[3]))
   # every row missing: all NA; infinite values stay an error
   expect_true(all(is.na(predict(f, data.frame(speed = c(NA, NA))))))
   expect_error(predict(f, data.frame(speed = Inf)), "infinite", class = "askotch_error_input")
