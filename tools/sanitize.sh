@@ -51,9 +51,10 @@ VG_PROGS="test_solvers test_seams"
 make -s -j"$JOBS" -C driver B=build-vg CFLAGS="-O1 -g" $(for p in $VG_PROGS; do printf "build-vg/%s " "$p"; done) >/dev/null
 # A subset under valgrind: the solver family on every operator path
 # (test_solvers) and the seams -- operators, losses, state reuse, failure
-# injection (test_seams); about 3 minutes on 2 cores. All six programs took
-# over 25 minutes under valgrind (it runs ~35x slower), too long for CI; the
-# ASan/UBSan run above covers all six with leak checking.
+# injection (test_seams); about 13 minutes on 2 cores, nearly all of it
+# test_seams. The other programs would take far longer under valgrind (it
+# runs ~35x slower), too long for CI; the ASan/UBSan run above covers them
+# all with leak checking.
 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
   run_progs build-vg "valgrind -q --error-exitcode=1 --suppressions=$(pwd)/tools/valgrind.supp" \
   "$VG_PROGS"
