@@ -37,6 +37,7 @@
  * h^2 / 6 + 1e-16 / h (below 1e-9 at the default h), far below the
  * estimates' stochastic error, on every kernel and backend the exact
  * operator has.  Everything runs in double precision. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,32 +135,85 @@ static krr_status build_precond(krr_arena *a, slq_t *w, int r, int *r_eff) {
   return KRR_OK;
 }
 
+/* The eigenvalues d[0 .. J-1] of the symmetric tridiagonal matrix with
+ * diagonal d and off-diagonal e (e[i] couples i and i + 1; e[J - 1] is
+ * scratch) and, in z, the first component of each eigenvector: the
+ * implicit QL iteration with Wilkinson shifts (EISPACK imtql2; Golub and
+ * Welsch 1969 for the first components), rotating only the first row of
+ * the eigenvector matrix, O(J^2).  -1 if an eigenvalue needs more than 60
+ * sweeps. */
+static int tridiag_first(int J, double *d, double *e, double *z) {
+  for (int i = 0; i < J; i++) z[i] = i == 0 ? 1.0 : 0.0;
+  e[J - 1] = 0.0;
+  for (int l = 0; l < J; l++) {
+    int iter = 0, m;
+    do {
+      for (m = l; m < J - 1; m++)
+        if (fabs(e[m]) <= DBL_EPSILON * (fabs(d[m]) + fabs(d[m + 1]))) break;
+      if (m == l) break;
+      if (iter++ == 60) return -1;
+      double g = (d[l + 1] - d[l]) / (2.0 * e[l]);
+      double r = hypot(g, 1.0);
+      g = d[m] - d[l] + e[l] / (g + copysign(r, g));
+      double sn = 1.0, c = 1.0, pp = 0.0;
+      int i;
+      for (i = m - 1; i >= l; i--) {
+        double f = sn * e[i], bb = c * e[i];
+        r = hypot(f, g);
+        e[i + 1] = r;
+        if (r == 0.0) { /* deflation: d[i + 1] is an eigenvalue */
+          d[i + 1] -= pp;
+          e[m] = 0.0;
+          break;
+        }
+        sn = f / r;
+        c = g / r;
+        g = d[i + 1] - pp;
+        r = (d[i] - g) * sn + 2.0 * c * bb;
+        pp = sn * r;
+        d[i + 1] = g + pp;
+        g = c * r - bb;
+        f = z[i + 1];
+        z[i + 1] = sn * z[i] + c * f;
+        z[i] = c * z[i] - sn * f;
+      }
+      if (r == 0.0 && i >= l) continue;
+      d[l] -= pp;
+      e[l] = g;
+      e[m] = 0.0;
+    } while (m != l);
+  }
+  return 0;
+}
+
 /* e_1^T log(T) e_1 of the Lanczos tridiagonal of one probe column from its
  * CG coefficients (alpha_t, beta_t; NaN after the column finished):
  * T_tt = 1/alpha_t + beta_{t-1}/alpha_{t-1}, T_{t,t+1} = sqrt(beta_t)/alpha_t
- * (Saad, "Iterative methods for sparse linear systems", sec. 6.7.3). */
+ * (Saad, "Iterative methods for sparse linear systems", sec. 6.7.3), as
+ * sum_k z_k^2 log(theta_k) over T's eigenvalues theta_k and the first
+ * components z_k of its eigenvectors (Gauss quadrature).  w: 3 cap doubles. */
 static krr_status lanczos_quad(krr_ctx *ctx, const double *ra, const double *rb, int m, int j,
-                               int cap, double *T, double *ev, double *out) {
+                               int cap, double *w, double *out) {
   int J = 0;
   while (J < cap && !isnan(ra[(int64_t)J * m + j])) J++;
   *out = 0.0;
   if (J == 0) return KRR_OK;
-  memset(T, 0, sizeof(double) * (size_t)J * J);
+  double *d = w, *e = w + cap, *z = w + 2 * (int64_t)cap;
   for (int t = 0; t < J; t++) {
     double at = ra[(int64_t)t * m + j];
-    T[t + (int64_t)t * J] = 1.0 / at;
+    d[t] = 1.0 / at;
     if (t > 0) {
       double ap = ra[(int64_t)(t - 1) * m + j], bp = rb[(int64_t)(t - 1) * m + j];
-      T[t + (int64_t)t * J] += bp / ap;
-      T[t + (int64_t)(t - 1) * J] = T[t - 1 + (int64_t)t * J] = sqrt(bp) / ap;
+      d[t] += bp / ap;
+      e[t - 1] = sqrt(bp) / ap;
     }
   }
-  KTRY(krr_sym_eigen_host(ctx, J, T, ev));
+  if (tridiag_first(J, d, e, z) != 0)
+    return krr_fail(ctx, KRR_ERR_NUMERIC,
+                    "slq: the Lanczos tridiagonal's eigenvalues did not "
+                    "converge");
   double s = 0.0;
-  for (int t = 0; t < J; t++) {
-    double v = T[(int64_t)t * J];
-    s += v * v * log(ev[t] > 1e-300 ? ev[t] : 1e-300);
-  }
+  for (int t = 0; t < J; t++) s += z[t] * z[t] * log(d[t] > 1e-300 ? d[t] : 1e-300);
   *out = s;
   return KRR_OK;
 }
@@ -299,6 +353,59 @@ static krr_status slq_gradient(krr_arena *a, slq_t *w, const krr_problem *pb, co
   return KRR_OK;
 }
 
+/* After the CG run: log det A by quadrature, tr(A^{-1}) by Hutchinson with
+ * P as control variate, y^T A^{-1} y, the log likelihood and edf (res, yAy,
+ * terms_out), *tr_inv and *gl = sum_k wy_k alpha_k^T alpha_k (the log
+ * lambda gradient's data term); wy (n / (2 y_k^T alpha_k)) in h + 3 q.
+ * h: 4 q + 3 maxit host doubles. */
+static krr_status slq_estimates(slq_t *w, const krr_slq_opts *o, int m, const double *B,
+                                const double *Xs, double *PZ, const double *rz0, const krr_cg *cg,
+                                double *h, double *fh, krr_slq_result *res, double *yAy,
+                                double *terms_out, double *tr_inv_out, double *gl_out) {
+  krr_ctx *ctx = w->ctx;
+  int64_t n = w->n;
+  int s = o->probes, q = m + s;
+  double lambda = w->lambda;
+  double *terms = h + q, *tr = h + 2 * q, *wy = h + 3 * q, *Tw = h + 4 * q;
+  /* log det A by quadrature; tr(A^{-1}) by Hutchinson with P as control variate */
+  double ldp = (double)(n - w->r) * log(lambda), trp = (double)(n - w->r) / lambda;
+  for (int j = 0; j < w->r; j++) {
+    ldp += log(w->s[j] + lambda);
+    trp += 1.0 / (w->s[j] + lambda);
+  }
+  for (int i = 0; i < s; i++) {
+    KTRY(lanczos_quad(ctx, cg->rec_alpha, cg->rec_beta, q, m + i, res->iterations, Tw, &terms[i]));
+    terms[i] *= rz0[m + i];
+  }
+  KTRY(apply_Pinv(w, COLD(B, m, n), PZ, s, fh));
+  KTRY(coldots(ctx, n, s, COLD(Xs, m, n), PZ, tr));
+  KTRY(coldots(ctx, n, s, PZ, PZ, wy));
+  for (int i = 0; i < s; i++) tr[i] -= wy[i];
+  double sd_ld = 0, sd_tr = 0;
+  res->logdet = ldp + mean_sd(terms, s, &sd_ld);
+  if (terms_out) memcpy(terms_out, terms, sizeof(double) * (size_t)s);
+  double tr_inv = trp + mean_sd(tr, s, &sd_tr);
+  *tr_inv_out = tr_inv;
+  KTRY(coldots(ctx, n, m, B, Xs, yAy)); /* y_k^T alpha_k */
+  double ll = 0, gl = 0;
+  for (int k = 0; k < m; k++) {
+    if (!(yAy[k] > 0)) return krr_fail(ctx, KRR_ERR_NUMERIC, "slq: y^T A^{-1} y is not positive");
+    ll += -0.5 * (double)n * (log(2.0 * M_PI * yAy[k] / (double)n) + 1.0);
+    wy[k] = (double)n / (2.0 * yAy[k]);
+    double aa = 0;
+    KTRY(DOP(ctx, dot, n, COLD(Xs, k, n), COLD(Xs, k, n), &aa));
+    gl += wy[k] * aa;
+  }
+  res->loglik = ll - 0.5 * m * res->logdet;
+  res->logdet_se = sd_ld / sqrt((double)s);
+  res->loglik_se = 0.5 * m * res->logdet_se;
+  res->edf = (double)n - lambda * tr_inv;
+  res->edf_se = lambda * sd_tr / sqrt((double)s);
+  res->rank = w->r;
+  *gl_out = gl;
+  return KRR_OK;
+}
+
 /* the estimates on the operator op of the problem pb (see krr_gp_slq) */
 static krr_status slq_run(krr_arena *a, krr_op *op, const krr_problem *pb, const double *X, int p,
                           krr_kernel kernel, const double *Y, int m, double lambda, int nk,
@@ -317,11 +424,9 @@ static krr_status slq_run(krr_arena *a, krr_op *op, const krr_problem *pb, const
   double *B = (double *)krr_arena_dev(a, n * q, sizeof(double));
   double *Xs = (double *)krr_arena_dev(a, n * q, sizeof(double));
   double *PZ = (double *)krr_arena_dev(a, n * s, sizeof(double));
-  double *h = (double *)krr_arena_host(a, 4 * (int64_t)q + o->maxit * (int64_t)o->maxit + o->maxit,
-                                       sizeof(double));
+  double *h = (double *)krr_arena_host(a, 4 * (int64_t)q + 3 * (int64_t)o->maxit, sizeof(double));
   KTRY(KRR_ALLOCATED(a, w.U, w.wdev, w.t, w.s, fh, B, Xs, PZ, h));
-  double *rz0 = h, *terms = h + q, *tr = h + 2 * q, *wy = h + 3 * q, *Tm = h + 4 * q;
-  double *ev = Tm + (int64_t)o->maxit * o->maxit;
+  double *rz0 = h;
   if (*pcr > 0) { /* the caller's preconditioner */
     w.r = *pcr;
     memcpy(w.s, pcs, sizeof(double) * (size_t)w.r);
@@ -338,45 +443,13 @@ static krr_status slq_run(krr_arena *a, krr_op *op, const krr_problem *pb, const
   if (warm) KTRY(krr_upload_vec_into(ctx, KRR_DOUBLE, alpha, n * m, Xs));
   krr_cg cg;
   KTRY(slq_solve(a, &w, o, m, B, Xs, !warm, rz0, fh, &cg, &res->iterations, &res->converged));
-  /* log det A by quadrature; tr(A^{-1}) by Hutchinson with P as control variate */
-  double ldp = (double)(n - w.r) * log(lambda), trp = (double)(n - w.r) / lambda;
-  for (int j = 0; j < w.r; j++) {
-    ldp += log(w.s[j] + lambda);
-    trp += 1.0 / (w.s[j] + lambda);
-  }
-  for (int i = 0; i < s; i++) {
-    KTRY(
-        lanczos_quad(ctx, cg.rec_alpha, cg.rec_beta, q, m + i, res->iterations, Tm, ev, &terms[i]));
-    terms[i] *= rz0[m + i];
-  }
-  KTRY(apply_Pinv(&w, COLD(B, m, n), PZ, s, fh));
-  KTRY(coldots(ctx, n, s, COLD(Xs, m, n), PZ, tr));
-  KTRY(coldots(ctx, n, s, PZ, PZ, wy));
-  for (int i = 0; i < s; i++) tr[i] -= wy[i];
-  double sd_ld = 0, sd_tr = 0;
-  res->logdet = ldp + mean_sd(terms, s, &sd_ld);
-  if (terms_out) memcpy(terms_out, terms, sizeof(double) * (size_t)s);
-  double tr_inv = trp + mean_sd(tr, s, &sd_tr);
-  KTRY(coldots(ctx, n, m, B, Xs, yAy)); /* y_k^T alpha_k */
-  double ll = 0, gl = 0;
-  for (int k = 0; k < m; k++) {
-    if (!(yAy[k] > 0)) return krr_fail(ctx, KRR_ERR_NUMERIC, "slq: y^T A^{-1} y is not positive");
-    ll += -0.5 * (double)n * (log(2.0 * M_PI * yAy[k] / (double)n) + 1.0);
-    wy[k] = (double)n / (2.0 * yAy[k]);
-    double aa = 0;
-    KTRY(DOP(ctx, dot, n, COLD(Xs, k, n), COLD(Xs, k, n), &aa));
-    gl += wy[k] * aa;
-  }
-  res->loglik = ll - 0.5 * m * res->logdet;
-  res->logdet_se = sd_ld / sqrt((double)s);
-  res->loglik_se = 0.5 * m * res->logdet_se;
-  res->edf = (double)n - lambda * tr_inv;
-  res->edf_se = lambda * sd_tr / sqrt((double)s);
-  res->rank = w.r;
-  if (nk >= 0 && grad) { /* d/dlog lambda last */
+  double tr_inv = 0, gl = 0;
+  KTRY(slq_estimates(&w, o, m, B, Xs, PZ, rz0, &cg, h, fh, res, yAy, terms_out, &tr_inv, &gl));
+  if (nk >= 0 && grad) { /* d/dlog lambda last; its trace's error is edf's */
     grad[nk] = lambda * (gl - 0.5 * m * tr_inv);
-    grad_se[nk] = lambda * 0.5 * m * sd_tr / sqrt((double)s);
-    if (nk > 0) KTRY(slq_gradient(a, &w, pb, X, p, kernel, nk, o, m, Xs, PZ, wy, grad, grad_se));
+    grad_se[nk] = 0.5 * m * res->edf_se;
+    if (nk > 0)
+      KTRY(slq_gradient(a, &w, pb, X, p, kernel, nk, o, m, Xs, PZ, h + 3 * q, grad, grad_se));
   }
   if (alpha) KTRY(krr_download_vec(ctx, KRR_DOUBLE, Xs, n * m, alpha));
   if (*pcr == 0 && pcU) {
