@@ -150,7 +150,9 @@ gp_refine_stochastic <- function(xs, Y, kernel, lambda, ell, fit_kernel,
     memo$th <- th
     memo$val <- list(f = -v$loglik, se = v$se)
     refine_stop(memo, -v$loglik, v$terms * ncol(Y) / 2)
-    tune_best(memo, th, -v$loglik, clock, "stochastic likelihood, all points")
+    # (after the search, no clock: a time limit signalled here would escape)
+    tune_best(memo, th, -v$loglik, if (isTRUE(memo$done)) NULL else clock,
+              "stochastic likelihood, all points")
     if (identical(memo$best_th, th)) memo$best_terms <- v$terms * ncol(Y) / 2
     -v$loglik
   }
@@ -183,10 +185,10 @@ gp_refine_stochastic <- function(xs, Y, kernel, lambda, ell, fit_kernel,
 }
 
 # Count the evaluations of a stochastic search and whether the value moved
-# from the best one by less than the change's standard error: with the same
-# probes at both points (common random numbers), the standard deviation of
-# the probes' terms' differences (terms: the probes' contributions to -f)
-# over sqrt(probes), far below the level's standard error. After two such
+# from the best one by less than the change's standard error: the probes
+# are the same at both points (common random numbers), so the standard
+# deviation of the probes' terms' differences (terms: the probes'
+# contributions to -f) over sqrt(probes) estimates it. After two such
 # evaluations in a row, signal askotch_tune_converged (tune_optim keeps the
 # best point).
 refine_stop <- function(memo, f, terms) {
