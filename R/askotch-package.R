@@ -19,6 +19,17 @@
 #'   computes exact residuals (one extra kernel pass each) to confirm
 #'   convergence and report the final residual. The duality gap of
 #'   [kernel_machine()]'s other losses is always computed exactly.
+#' * `askotch.tune_exact_max_n` (default 2000): largest n for which the
+#'   likelihood, [vcov.krr()] and [logLik.krr()] are exact; above, the
+#'   hyperparameters are estimated on a subsample of that size and the
+#'   likelihood is the stochastic estimate of [krr_loglik()].
+#' * `askotch.ml_method` (`"subsample"`, the default, or `"stochastic"`):
+#'   with `"stochastic"`, estimates above that size are refined on all
+#'   points (see [krr()], *Choosing lambda and the bandwidth*);
+#'   `askotch.ml_stochastic_maxit` (20) and `askotch.ml_stochastic_rank`
+#'   (500) bound its iterations and set its preconditioner's rank.
+#' * `askotch.vcov_probes` (default 200): probes of the stochastic
+#'   likelihood behind [vcov.krr()] above the exact size.
 #'
 #' @references
 #' Rathore, P., Frangella, Z., Yang, J., Dereziński, M. and Udell, M. (2025).
