@@ -418,7 +418,7 @@ static krr_status slq_run(krr_arena *a, krr_op *op, const krr_problem *pb, const
   slq_t w = {ctx, op, n, 0, lambda, NULL, NULL, NULL, NULL};
   w.U = (double *)krr_arena_dev(a, n * KRR_MAX(R, 1), sizeof(double));
   w.wdev = (double *)krr_arena_dev(a, KRR_MAX(R, 1), sizeof(double));
-  w.t = (double *)krr_arena_dev(a, (int64_t)KRR_MAX(R, 1) * (q + R), sizeof(double));
+  w.t = (double *)krr_arena_dev(a, (int64_t)KRR_MAX(R, 1) * q, sizeof(double));
   w.s = (double *)krr_arena_host(a, KRR_MAX(R, 1), sizeof(double));
   double *fh = (double *)krr_arena_host(a, KRR_MAX(R, 1), sizeof(double));
   double *B = (double *)krr_arena_dev(a, n * q, sizeof(double));
