@@ -39,6 +39,16 @@ askotch_devices <- function(quiet = FALSE) {
 #' count is capped by the number of processors and the OpenMP thread limit. A fit can override it with the `threads` argument
 #' of [krr()].
 #'
+#' @section Reproducibility:
+#' On the CPU, a fit with the same data, arguments and `seed` gives the same
+#' result bit for bit whatever the number of threads (and run after run):
+#' every sum is cut into pieces fixed by the problem's sizes, never by the
+#' number of threads, and the pieces are added in a fixed order. This holds
+#' for every solver, loss and precision, with random features and for the
+#' hyperparameter search. Results can differ in the last digits on a GPU
+#' (its own summation order), between a distributed fit and a single-process
+#' one (sums over the ranks), and with another BLAS library.
+#'
 #' @section Busy machines:
 #' A call of the C core wakes one more thread per roughly 0.7 ms of work it
 #' has (the choice depends on the problem's sizes only, so results stay

@@ -696,6 +696,52 @@ static void test_pieces(krr_ctx *ctx) {
   ctx->piece_flops = pf;
 }
 
+/* The dense product gives the same bits for every thread count: its slices
+ * of C are fixed by the sizes (the BLAS rounds an element by where it falls
+ * in its slice).  Sizes above the one-thread work, so that the slices are
+ * cut; a tall product too, whose rows are split instead of its columns. */
+static void test_team_bits(krr_ctx *ctx) {
+  const int64_t shapes[2][3] = {{300, 200, 700}, {20000, 8, 300}};
+  const int thr0 = ctx->threads;
+  for (int pr = 0; pr < 2; pr++)
+    for (int sh = 0; sh < 2; sh++)
+      for (int tt = 0; tt < 2; tt++) { /* A or A^T */
+        krr_precision prec = pr ? KRR_FLOAT : KRR_DOUBLE;
+        const int64_t m = shapes[sh][0], n = shapes[sh][1], k = shapes[sh][2];
+        const int ta = tt & 1, tb = tt >> 1;
+        int64_t lda = ta ? k : m, ldb = tb ? n : k;
+        double *Ah = malloc(sizeof(double) * m * k), *Bh = malloc(sizeof(double) * k * n);
+        double *C1 = calloc((size_t)(m * n), sizeof(double)), *Ct = malloc(sizeof(double) * m * n);
+        uint64_t r = 88172645463325252ULL; /* xorshift64: full-mantissa entries */
+        for (int64_t i = 0; i < m * k + k * n; i++) {
+          r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+          *(i < m * k ? Ah + i : Bh + (i - m * k)) = (double)(r >> 11) / 9007199254740992.0 - 0.5;
+        }
+        void *A = up(ctx, prec, Ah, m * k), *B = up(ctx, prec, Bh, k * n),
+             *C = up(ctx, prec, C1, m * n);
+        krr_status st = A && B && C ? KRR_OK : KRR_ERR_MEMORY;
+        int same = 1;
+        for (int thr = 1; thr <= 3 && st == KRR_OK; thr++) {
+          ctx->threads = thr;
+          st = KOP(ctx, prec, gemm, ta, tb, m, n, k, 1.0, A, lda, B, ldb, 0.0, C, m);
+          if (st == KRR_OK) st = krr_download_vec(ctx, prec, C, m * n, thr == 1 ? C1 : Ct);
+          if (st == KRR_OK && thr > 1 && memcmp(C1, Ct, sizeof(double) * m * n)) same = 0;
+        }
+        ctx->threads = thr0;
+        CHECK(st == KRR_OK && same,
+              "gemm %s %lldx%lldx%lld ta %d tb %d: the same bits for 1-3 "
+              "threads (status %d, same %d)",
+              pr ? "single" : "double", (long long)m, (long long)n, (long long)k, ta, tb, st, same);
+        krr_dfree(ctx, &A);
+        krr_dfree(ctx, &B);
+        krr_dfree(ctx, &C);
+        free(Ah);
+        free(Bh);
+        free(C1);
+        free(Ct);
+      }
+}
+
 int main(int argc, char **argv) {
   krr_ctx ctx;
   int64_t n;
@@ -712,6 +758,7 @@ int main(int argc, char **argv) {
   if (!only || strstr(only, "cgroup")) test_cgroup();
   if (!only || strstr(only, "overlap")) test_overlap(&ctx);
   if (!only || strstr(only, "pieces")) test_pieces(&ctx);
+  if (!only || strstr(only, "team")) test_team_bits(&ctx);
   free(X); free(y);
   krr_ctx_free(&ctx);
   printf("%d passed, %d failed\n", n_pass, n_fail);

@@ -20,6 +20,13 @@
 #include "../core/rng.h"
 #include "../core/loss_math.h"
 
+/* gemm's slices of C (cpu_ops_t.c.inc): at most KRR_GEMM_PIECES of at least
+ * KRR_GEMM_SLICE columns (or rows) each, the count set by the product's size
+ * only; a slice of 64 keeps the BLAS's repacking of the other factor per
+ * slice to a few per cent of the product */
+#define KRR_GEMM_PIECES 32
+#define KRR_GEMM_SLICE 64
+
 #if defined(__linux__) || defined(__APPLE__)
 #include <dlfcn.h>
 #define KRR_HAVE_DLADDR 1

@@ -76,6 +76,11 @@
  * registers, which is faster than a stored tile times the columns (times in
  * inst/bench/RESULTS.md, "Kernel product throughput") */
 #define KRR_Q_FUSED 16
+/* kernel_mv splits the columns of a product with fewer row tiles than this
+ * into groups, so that it has about this many work items for the threads;
+ * the groups' double partial sums take at most KRR_MV_PART_BYTES */
+#define KRR_MV_ITEMS 128
+#define KRR_MV_PART_BYTES ((int64_t)64 << 20)
 #define KRR_TAU 0.015625 /* recompute t directly when t <= TAU (|a|^2+|b|^2) */
 
 #if defined(__GNUC__)

@@ -59,3 +59,37 @@ test_that("huge thread counts and memory limits are capped, not crashes", {
   expect_equal(predict(ref, d$x[1:3, ]), predict(ref, d$x)[1:3],
                tolerance = 1e-12)
 })
+
+# On the CPU the thread count changes no bit of a result: the kernel
+# product's column groups and the dense product's slices are fixed by the
+# problem's sizes, never by the team (src/cpu). Sizes where the products run
+# on two threads (about 1e6 kernel pairs per thread), every solver and loss,
+# exact kernel and random features, both precisions.
+test_that("every solver and loss gives the same bits for 1 and 2 threads", {
+  skip_if(parallel::detectCores() < 2L, "one core: threads = 2 is capped to 1")
+  d <- make_regression(2000, p = 5, seed = 84)
+  both <- function(FUN, ...) {
+    lapply(1:2, function(t) suppressWarnings(FUN(..., threads = t, seed = 3)))
+  }
+  solvers <- list(askotch(), askotch(variant = "v1"), pcg(), falkon(), eigenpro(),
+                  eigenpro(version = 3), bcd(), bcd(features = "random"), svrg(),
+                  cholesky())
+  for (s in solvers) {
+    for (prec in if (inherits(s, "askotch_solver_svrg")) "double" else c("double", "single")) {
+      f <- both(krr, d$x, d$y, lambda = 1e-3, bandwidth = 1, solver = s, max_passes = 3,
+                precision = prec)
+      expect_identical(f[[2]]$threads, 2L)
+      expect_identical(f[[1]]$weights, f[[2]]$weights, label = paste(format(s), prec))
+    }
+  }
+  yc <- factor(ifelse(d$x[, 1] + d$x[, 2]^2 > 0.3, "a", "b"))
+  # the SVR loss shares Joker's code with Huber and is slower to set up
+  for (L in list(loss_logistic(), loss_hinge(), loss_squared_hinge(), loss_huber())) {
+    yy <- if (L$name == "huber") d$y else yc
+    for (feat in list(NULL, 300)) {
+      f <- both(kernel_machine, d$x, yy, loss = L, features = feat, max_passes = 3)
+      expect_identical(f[[1]]$weights, f[[2]]$weights,
+                       label = paste(L$name, if (is.null(feat)) "exact" else "features"))
+    }
+  }
+})
