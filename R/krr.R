@@ -283,7 +283,10 @@
 #'   setup and the final exact residual check. The search stops at its best
 #'   point so far once it has used half of it (after the likelihood
 #'   evaluation under way; `fit$tuning$optim$message` is then
-#'   `"time_limit"`) and the solve gets the rest (at least a tenth). A
+#'   `"time_limit"`) and the solve gets the rest (at least a tenth). With
+#'   `lambda = "cv"` or a path, the folds share half of it; when a fold
+#'   cannot set up in its share, \eqn{\lambda} is chosen from the folds done
+#'   (a warning of class `askotch_warning_time_limit` says how many). A
 #'   setup that cannot finish within it (preconditioner, factorisation)
 #'   stops with an error of class `askotch_error_time_limit`; Ctrl-C and
 #'   [setTimeLimit()] are honoured within about a second in every phase.

@@ -244,8 +244,10 @@ cv_path <- function(xs, Yc, task, kernel, lambdas, set) {
   fold <- with_seed(set$seed + 11, sample(rep_len(seq_len(k), n)))
   sse <- numeric(length(lambdas))
   not_conv <- 0L
+  n_val <- 0L
   # time_limit bounds the whole call: the folds share half of it (the
-  # final fit gets the rest), each fold an equal part of what is left
+  # final fit gets the rest), each fold an equal part of what is left; a
+  # fold that cannot set up in its share ends the CV with the folds done
   deadline <- now() + set$rule$time_limit / 2
   for (f in seq_len(k)) {
     set$rule$time_limit <- budget_share(deadline, k - f + 1L)
@@ -258,17 +260,18 @@ cv_path <- function(xs, Yc, task, kernel, lambdas, set) {
     Yt <- sweep(Yt, 2L, mu, "-", check.margin = FALSE)
     fd <- list(xt = xs[tr, , drop = FALSE], Yt = Yt, xv = xs[va, , drop = FALSE],
                Yv = Yc[va, , drop = FALSE], mu = mu, task = task)
-    r <- if (set$loss$name != "squared") {
-      cv_fold_iterative(fd, kernel, lambdas, set)
-    } else if (length(tr) <= tune_exact_max_n()) {
-      cv_fold_exact(fd, kernel, lambdas, set)
-    } else if (path_solver(set$solver)) {
-      cv_fold_path(fd, kernel, lambdas, set)
-    } else {
-      cv_fold_iterative(fd, kernel, lambdas, set)
+    r <- tryCatch(cv_fold(fd, kernel, lambdas, set),
+                  askotch_error_time_limit = function(e) if (f == 1L) stop(e))
+    if (is.null(r)) {
+      warn_askotch(sprintf(paste(
+        "`time_limit` was reached during cross-validation: lambda was chosen",
+        "from %d of the %d folds (raise `time_limit` for all of them)."), f - 1L, k),
+        "time_limit")
+      break
     }
     sse <- sse + r$sse
     not_conv <- not_conv + r$not_conv
+    n_val <- n_val + length(va)
   }
   if (not_conv > 0L) {
     warn_askotch(sprintf(paste(
@@ -277,7 +280,20 @@ cv_path <- function(xs, Yc, task, kernel, lambdas, set) {
       not_conv, k * length(lambdas)), "convergence")
   }
   data.frame(lambda = lambdas,
-             cv = sse / (n * (if (cv_counts_errors(set, task)) 1 else ncol(Yc))))
+             cv = sse / (n_val * (if (cv_counts_errors(set, task)) 1 else ncol(Yc))))
+}
+
+# One fold's errors along the path, by the cheapest exact route that applies.
+cv_fold <- function(fd, kernel, lambdas, set) {
+  if (set$loss$name != "squared") {
+    cv_fold_iterative(fd, kernel, lambdas, set)
+  } else if (nrow(fd$xt) <= tune_exact_max_n()) {
+    cv_fold_exact(fd, kernel, lambdas, set)
+  } else if (path_solver(set$solver)) {
+    cv_fold_path(fd, kernel, lambdas, set)
+  } else {
+    cv_fold_iterative(fd, kernel, lambdas, set)
+  }
 }
 
 # An equal share of the time left until `deadline` for each of `parts`

@@ -339,6 +339,45 @@ test_that("askotch.ml_method = 'stochastic' refines the subsample's ML choice on
   expect_gte(ll(st), ll(sub) - 1e-6 * abs(ll(sub)))
 })
 
+test_that("cross-validation that runs out of time keeps the folds it finished", {
+  # the second fold's setup runs out of its share of time_limit (a stand-in
+  # for a slow setup, so that the test does not depend on the clock)
+  real <- getFromNamespace("cv_fold", "askotch")
+  abort <- getFromNamespace("abort_askotch", "askotch")
+  calls <- 0L
+  assignInNamespace("cv_fold", function(fd, kernel, lambdas, set) {
+    calls <<- calls + 1L
+    if (calls == 2L) abort("no time left", "time_limit")
+    real(fd, kernel, lambdas, set)
+  }, "askotch")
+  on.exit(assignInNamespace("cv_fold", real, "askotch"), add = TRUE)
+  d <- make_regression(120, p = 2, seed = 9)
+  path <- c(1, 0.1, 0.01, 0.001)
+  expect_warning(fit <- krr(d$x, d$y, bandwidth = 1.5, lambda = path, seed = 3,
+                            threads = 1),
+                 "1 of the 5 folds", class = "askotch_warning_time_limit")
+  expect_identical(calls, 2L)
+  # the criterion is the first fold's mean squared error alone (solve())
+  folds <- getFromNamespace("with_seed", "askotch")(3 + 11, sample(rep_len(1:5, 120)))
+  sc <- oracle_scale(d$x)
+  xs <- scale(d$x, sc$center, sc$scale)
+  yc <- d$y - mean(d$y)
+  tr <- folds != 1
+  mu <- mean(yc[tr])
+  K <- oracle_kernel(xs[tr, ], xs[tr, ], "rbf", 1.5)
+  Kv <- oracle_kernel(xs[!tr, ], xs[tr, ], "rbf", 1.5)
+  tab <- fit$tuning$path
+  cv <- vapply(tab$lambda, function(l) {
+    mean((Kv %*% solve(K + l * diag(sum(tr)), yc[tr] - mu) + mu - yc[!tr])^2)
+  }, 0)
+  expect_lt(rel_err(tab$cv, cv), 1e-8)
+  expect_equal(fit$lambda, tab$lambda[which.min(cv)])
+  # out of time in the first fold: nothing to choose from, the classed error
+  calls <- 1L
+  expect_error(krr(d$x, d$y, bandwidth = 1.5, lambda = path, seed = 3, threads = 1),
+               "no time left", class = "askotch_error_time_limit")
+})
+
 test_that("cross-validation shares the time limit: half of it over the folds", {
   share <- getFromNamespace("budget_share", "askotch")
   now <- getFromNamespace("now", "askotch")
