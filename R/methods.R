@@ -473,54 +473,6 @@ print.summary.krr <- function(x, ...) {
   invisible(x)
 }
 
-#' Convergence plots for a kernel ridge regression fit
-#'
-#' Plots the relative residual (running estimate as a line, exact values at
-#' checkpoints as points, log scale) against passes over the data and against
-#' seconds, plus the validation metric when the fit had `validation` data.
-#'
-#' @param x A `"krr"` fit.
-#' @param ... Passed to [graphics::plot()].
-#' @return `x`, invisibly.
-#' @examples
-#' fit <- krr(mpg ~ ., data = mtcars, lambda = 1, threads = 1,
-#'            solver = askotch(block_size = 8))
-#' plot(fit)
-#' @export
-plot.krr <- function(x, ...) {
-  validate_krr(x, sys.call(), "x")
-  tr <- x$trace
-  has_val <- !is.null(tr$validation) && any(!is.na(tr$validation))
-  old <- graphics::par(mfrow = c(1L, if (has_val) 3L else 2L))
-  on.exit(graphics::par(old))
-  pos <- function(v) ifelse(is.finite(v) & v > 0, v, NA_real_)
-  est <- pos(tr$resid_est)
-  ex <- pos(tr$resid_exact)
-  all_r <- c(est, ex, if (x$tol > 0) x$tol)
-  rng <- if (any(!is.na(all_r))) range(all_r, na.rm = TRUE) else c(1e-16, 1)
-  panel <- function(xx, xlab) {
-    graphics::plot(xx, est, type = "n", log = "y", ylim = rng, xlab = xlab,
-                   ylab = "relative residual", ...)
-    if (any(!is.na(est))) graphics::lines(xx, est, type = "o", pch = 20,
-                                          cex = 0.5)
-    if (any(!is.na(ex))) graphics::points(xx, ex, pch = 1, col = "red")
-    if (x$tol > 0) graphics::abline(h = x$tol, lty = 3, col = "grey40")
-    graphics::legend("topright", c("estimate", "exact", "tol"),
-                     lty = c(1, NA, 3), pch = c(20, 1, NA),
-                     col = c("black", "red", "grey40"), bty = "n", cex = 0.8)
-  }
-  panel(tr$passes, "passes")
-  graphics::title(sprintf("%s, %s", x$solver$name, x$kernel$name))
-  panel(tr$seconds, "seconds")
-  if (has_val) {
-    ok <- !is.na(tr$validation)
-    graphics::plot(tr$passes[ok], tr$validation[ok], type = "o", pch = 20,
-                   xlab = "passes", ylab = paste("validation", x$validation_metric),
-                   ...)
-  }
-  invisible(x)
-}
-
 #' Weights, fitted values and residuals of a kernel ridge regression fit
 #'
 #' `coef()` returns the weights \eqn{w} solving \eqn{(K + \lambda I) w = y}
