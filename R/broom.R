@@ -65,6 +65,7 @@ NULL
 tidy.krr <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {
   call <- sys.call()
   validate_krr(x, call, "x")
+  check_no_dots(list(...), "tidy", call)
   check_flag(conf.int, "conf.int", call)
   terms <- c(bandwidth = x$kernel$bandwidth, lambda = x$lambda)
   if (fit_intercept(x) > 0) terms <- c(terms, intercept = fit_intercept(x))
@@ -103,6 +104,7 @@ tidy_conf_int <- function(x, out, level) {
 #' @export
 glance.krr <- function(x, ...) {
   validate_krr(x, sys.call(), "x")
+  check_no_dots(list(...), "glance", sys.call())
   ll <- tryCatch(stats::logLik(x), error = function(e) NULL)
   ic <- function(f) if (is.null(ll)) NA_real_ else
     tryCatch(as.numeric(f(ll)), error = function(e) NA_real_)
@@ -147,6 +149,7 @@ training_r2 <- function(x) {
 #' @export
 augment.krr <- function(x, data = NULL, newdata = NULL, se_fit = FALSE, ...) {
   validate_krr(x, sys.call(), "x")
+  check_no_dots(list(...), "augment", sys.call())
   check_flag(se_fit, "se_fit")
   nd <- if (is.null(newdata)) data else newdata
   classif <- x$task %in% c("binary", "multiclass")
@@ -156,6 +159,11 @@ augment.krr <- function(x, data = NULL, newdata = NULL, se_fit = FALSE, ...) {
     r <- if (classif) NULL else stats::residuals(x)
     out <- data.frame(row.names = seq_len(NROW(f)))
   } else {
+    # one point given as a vector of its p coordinates, as predict() reads it
+    if (is.null(x$terms) && is.atomic(nd) && is.null(dim(nd)) && x$p > 1L &&
+        length(nd) == x$p) {
+      nd <- matrix(nd, 1L, dimnames = list(NULL, names(nd)))
+    }
     out <- as.data.frame(nd)
     f <- stats::predict(x, nd)
     r <- NULL

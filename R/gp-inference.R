@@ -226,6 +226,7 @@ NULL
 vcov.krr <- function(object, ...) {
   call <- sys.call()
   validate_krr(object, call, "object")
+  check_no_dots(list(...), "vcov", call)
   gp_hyper_check(object, "vcov()", call)
   h <- gp_hyper(object)
   H <- if (object$n > tune_exact_max_n()) gp_hessian_stochastic(object, h)$hessian else
@@ -284,6 +285,7 @@ confint.krr <- function(object, parm, level = 0.95, method = c("wald", "profile"
                         ...) {
   call <- sys.call()
   validate_krr(object, call, "object")
+  check_no_dots(list(...), "confint", call)
   method <- check_choice(method[1L], c("wald", "profile"), "method", call)
   check_level(level, "level", call)
   gp_hyper_check(object, "confint()", call)
@@ -292,8 +294,22 @@ confint.krr <- function(object, parm, level = 0.95, method = c("wald", "profile"
   if (method == "profile") ci <- gp_profile_rows(object, h, ci, level)
   colnames(ci) <- sprintf("%s %%", format(100 * c(1 - level, 1 + level) / 2,
                                           trim = TRUE, digits = 3))
-  if (!missing(parm)) ci <- ci[parm, , drop = FALSE]
+  if (!missing(parm)) ci <- ci[check_parm(parm, rownames(ci), call), , drop = FALSE]
   ci
+}
+
+# confint()'s `parm`: names among the rows, or row numbers
+check_parm <- function(parm, rows, call) {
+  ok <- if (is.character(parm)) !anyNA(parm) && all(parm %in% rows) else
+    is.numeric(parm) && !anyNA(parm) && all(parm == round(parm)) &&
+      all(parm >= 1 & parm <= length(rows))
+  if (!ok || length(parm) == 0L) {
+    abort_askotch(sprintf(paste(
+      "`parm` must name hyperparameters among %s, or give their numbers",
+      "(1 to %d), not %s."), paste0("\"", rows, "\"", collapse = ", "),
+      length(rows), fmt_value(parm)), "input", call)
+  }
+  parm
 }
 
 # The estimates' logarithms and their standard errors (vcov()), with the

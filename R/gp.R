@@ -569,8 +569,11 @@ simulate.krr <- function(object, nsim = 1, seed = NULL, newdata = NULL,
   check_positive(features, "features", integerish = TRUE, call = ecall,
                  max = .Machine$integer.max)
   check_flag(noise, "noise", ecall)
-  if (!is.null(seed) && !(is.numeric(seed) && length(seed) == 1L && is.finite(seed))) {
-    abort_askotch(sprintf("`seed` must be NULL or one finite number, not %s.",
+  # set.seed()'s seeds: whole numbers of R's integer range
+  if (!is.null(seed) && !(is.numeric(seed) && length(seed) == 1L && is.finite(seed) &&
+                          seed == round(seed) && abs(seed) <= .Machine$integer.max)) {
+    abort_askotch(sprintf(paste("`seed` must be NULL or a whole number of R's integer",
+                                "range (as for set.seed()), not %s."),
                           fmt_value(seed)), "input", ecall)
   }
   if (is.null(newdata)) {

@@ -299,7 +299,7 @@ summary.kernel_machine <- function(object, ...) {
       "penalised, c = %s; bias %s", format(s$intercept),
       paste(format(signif(s$bias, 4)), collapse = ", ")))
   }
-  if (!is.na(s$primal)) {
+  if (length(s$primal) == 1L && !is.na(s$primal)) {
     extra <- c(extra, "Objective" = sprintf(
       "primal %s, dual %s, relative gap %s", format(signif(s$primal, 7)),
       format(signif(s$dual, 7)), format(signif(s$gap, 3))))

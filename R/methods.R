@@ -488,7 +488,10 @@ print.summary.krr <- function(x, ...) {
 #' of weight 0), as for [lm()].
 #'
 #' @param object A `"krr"` fit.
-#' @param ... Unused.
+#' @param lambda For a fit along a \eqn{\lambda} path: the path's
+#'   \eqn{\lambda} whose weights to use (as in [predict.krr()]; `NULL`: the
+#'   selected one).
+#' @param ... Unused; an unknown argument is an error.
 #' @return A numeric vector (one output) or matrix.
 #' @examples
 #' fit <- krr(mpg ~ wt + hp, data = mtcars, lambda = 1, threads = 1)
@@ -500,16 +503,16 @@ NULL
 
 #' @rdname krr-coef
 #' @export
-coef.krr <- function(object, ...) {
-  validate_krr(object, sys.call(), "object")
+coef.krr <- function(object, lambda = NULL, ...) {
+  object <- path_method_object(object, lambda, list(...), "coef", sys.call())
   W <- object$weights
   if (ncol(W) == 1L) W[, 1L] else W
 }
 
 #' @rdname krr-coef
 #' @export
-fitted.krr <- function(object, ...) {
-  validate_krr(object, sys.call(), "object")
+fitted.krr <- function(object, lambda = NULL, ...) {
+  object <- path_method_object(object, lambda, list(...), "fitted", sys.call())
   s <- fitted_scores(object)
   if (!is.null(object$offset)) s <- s + object$offset
   stats::napredict(object$na.action, fit_columns(object, s))
@@ -517,10 +520,18 @@ fitted.krr <- function(object, ...) {
 
 #' @rdname krr-coef
 #' @export
-residuals.krr <- function(object, ...) {
-  validate_krr(object, sys.call(), "object")
+residuals.krr <- function(object, lambda = NULL, ...) {
+  object <- path_method_object(object, lambda, list(...), "residuals", sys.call())
   stats::naresid(object$na.action,
                  fit_columns(object, object$y - fitted_scores(object)))
+}
+
+# The fit a coef() / fitted() / residuals() method reads: validated, no
+# unknown argument, the path's weights at `lambda` when given.
+path_method_object <- function(object, lambda, dots, what, ecall) {
+  validate_krr(object, ecall, "object")
+  check_no_dots(dots, what, ecall)
+  if (is.null(lambda)) object else path_select(object, lambda, ecall)
 }
 
 #' Observation weights of a fit

@@ -23,12 +23,19 @@ krr_scores <- function(object, xs, device = NULL) {
   W <- object$weights
   dimnames(W) <- NULL
   threads <- as.integer(if (is.null(object$threads)) 0L else object$threads)
-  if (is_linear_fit(object)) {
-    s <- xs %*% W  # the linear operator's features (svrg("linear")): x^T w
-  } else if (fit_features(object) > 0) {
-    # random features: z(x)^T theta (on the CPU)
-    s <- native_features_apply(xs, W, object$kernel, object$features, object$seed,
-                               object$precision, threads)
+  if (is_linear_fit(object) || fit_features(object) > 0) {
+    s <- if (is_linear_fit(object)) {
+      xs %*% W  # the linear operator's features (svrg("linear")): x^T w
+    } else { # random features: z(x)^T theta (on the CPU)
+      native_features_apply(xs, W, object$kernel, object$features, object$seed,
+                            object$precision, threads)
+    }
+    # finite points whose projections overflow (|x| near the largest double)
+    if (!all(is.finite(min_max(s)))) {
+      abort_askotch(paste(
+        "The features of some rows of `newdata` overflow (values near the",
+        "largest double): rescale the inputs."), "numeric")
+    }
   } else {
     xp <- object$x
     nz <- nonzero_rows(W)
@@ -64,13 +71,21 @@ new_features <- function(object, newdata, na_ok = FALSE) {
       if (is.logical(newdata[[v]]) && all(is.na(newdata[[v]])) &&
           !v %in% names(object$xlevels)) newdata[[v]] <- as.numeric(newdata[[v]])
     }
-    mf <- tryCatch(
-      stats::model.frame(object$terms, newdata, xlev = object$xlevels,
-                         na.action = stats::na.pass),
-      error = function(e) abort_askotch(sprintf(
-        "Cannot build the model frame of `newdata`: %s",
-        conditionMessage(e)), "input"))
-    x <- stats::model.matrix(object$terms, mf, contrasts.arg = object$contrasts)
+    # a factor of the fit given as numbers: contrasts would fail on it
+    for (v in intersect(names(object$xlevels), names(newdata))) {
+      col <- newdata[[v]]
+      if (!is.factor(col) && !is.character(col) && !all(is.na(col))) {
+        abort_askotch(sprintf(paste(
+          "`newdata`'s column `%s` must be a factor or character vector (levels %s),",
+          "as in the training data, not %s."), v,
+          paste(object$xlevels[[v]], collapse = ", "), class(col)[1L]), "input")
+      }
+    }
+    build <- function(f) tryCatch(f, error = function(e) abort_askotch(sprintf(
+      "Cannot build the model matrix of `newdata`: %s", conditionMessage(e)), "input"))
+    mf <- build(stats::model.frame(object$terms, newdata, xlev = object$xlevels,
+                                   na.action = stats::na.pass))
+    x <- build(stats::model.matrix(object$terms, mf, contrasts.arg = object$contrasts))
     attr(x, "assign") <- NULL
     attr(x, "contrasts") <- NULL
     x <- as_feature_matrix(x, "newdata", na_ok = na_ok)

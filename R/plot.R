@@ -57,7 +57,7 @@ plot.krr <- function(x, which = NULL, input = 1, output = 1, level = 0.95, ...) 
   ecall <- sys.call()
   validate_krr(x, ecall, "x")
   which <- plot_which(x, which, ecall)
-  check_level(level, ecall)
+  check_level(level, "level", ecall)
   j <- plot_column(input, x$xnames, x$p, "input", ecall)
   o <- plot_column(output, x$y_names, x$m, "output", ecall)
   panels <- length(which) + ("trace" %in% which && plot_has_validation(x))
@@ -115,14 +115,6 @@ plot_column <- function(v, names, k, arg, ecall) {
   }
   abort_askotch(sprintf("`%s` must be a column name or a number in 1..%d, not %s.",
                         arg, k, fmt_value(v)), "input", ecall)
-}
-
-check_level <- function(level, ecall) {
-  if (!is.numeric(level) || length(level) != 1L || is.na(level) ||
-      level <= 0 || level >= 1) {
-    abort_askotch(sprintf("`level` must be a number in (0, 1), not %s.",
-                          fmt_value(level)), "input", ecall)
-  }
 }
 
 plot_has_validation <- function(x) {

@@ -105,6 +105,10 @@ refit_targets <- function(object, newresp, n, ecall) {
   tgt <- list(task = object$task, levels = object$levels, names = object$y_names,
               Y = object$y)
   if (is.null(newresp)) return(tgt)
+  # a formula fit's offset is part of the model: the fit is of y - offset
+  if (!is.null(object$offset) && is.numeric(newresp) && NROW(newresp) == n) {
+    newresp <- subtract_offset(newresp, object$offset, ecall)
+  }
   new_tgt <- loss_check_targets(fit_loss(object),
                                 prepare_targets(newresp, n, ecall), ecall)
   same <- identical(new_tgt$task, tgt$task) && identical(new_tgt$levels, tgt$levels) &&

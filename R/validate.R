@@ -26,8 +26,42 @@ validate_krr <- function(fit, call = NULL, arg = "object") {
   check_fit_scaling(fit, bad)
   check_fit_model(fit, bad)
   check_fit_record(fit, bad)
+  check_fit_extras(fit, bad)
   check_fit_tuning(fit$tuning, bad)
   fit
+}
+
+# the fields of some fits only: a kernel machine's dual record, ARD length
+# scales, the memory limit, and the names a regression's outputs carry
+check_fit_extras <- function(fit, bad) {
+  one <- function(v) is.numeric(v) && length(v) == 1L
+  for (f in c("primal", "dual", "gap")) {
+    if (!is.null(fit[[f]]) && !one(fit[[f]])) bad(f, "must be NULL or one number")
+  }
+  sp <- fit$support
+  if (!is.null(sp) && (!is.list(sp) ||
+                       !all(vapply(sp[c("count", "at_bound", "any", "bound")], one, NA)))) {
+    bad("support", "must be NULL or a list of the counts `count`, `at_bound`, `any`, `bound`")
+  }
+  ml <- fit$mem_limit
+  if (!is.null(ml) && (!one(ml) || is.na(ml) || ml < 0)) {
+    bad("mem_limit", "must be one non-negative number")
+  }
+  ls <- fit$length_scales
+  if (!is.null(ls) && (!is.numeric(ls) || length(ls) != fit$p || !finite_all(ls) ||
+                       any(ls <= 0))) {
+    bad("length_scales", sprintf("must be NULL or %d positive numbers", fit$p))
+  }
+  tn <- fit$tuning
+  if (is.list(tn) && identical(tn$bandwidth_rule, "ard") && is.null(ls)) {
+    bad("length_scales", "is missing (the fit estimated them)")
+  }
+  if (fit$task %in% c("regression", "multioutput") && !is.null(fit$levels)) {
+    bad("levels", "must be NULL for a regression")
+  }
+  if (fit$task == "multioutput" && is.null(fit$y_names)) {
+    bad("y_names", sprintf("must hold the %d outputs' names", fit$m))
+  }
 }
 
 # the record of the hyperparameter choice (NULL: none), as the methods read it
@@ -96,7 +130,16 @@ check_fit_weights <- function(fit, bad) {
   if (!finite_all(W)) bad("weights", "contains NA, NaN or infinite values")
   # prediction points
   if (M != 0) {
-    if (M < 0) M <- p  # the linear operator: one weight per column of x
+    if (M < 0) { # the linear operator: one weight per column of x, x kept
+      M <- p
+      X <- fit$x
+      if (!is.matrix(X) || !is.numeric(X) || !identical(dim(X), c(as.integer(n), as.integer(p))) ||
+          !finite_all(X)) {
+        bad("x", sprintf("must be a finite numeric %d x %d matrix", n, p))
+      }
+      if (is.null(fit$y)) bad("y", "is missing")
+      if (!is.null(fit$x_train)) bad("x_train", "must be NULL for a linear-features fit")
+    }
     if (nrow(W) != M) bad("weights", sprintf("must have %d rows (the features)", M))
   } else {
     X <- fit$x
@@ -130,6 +173,8 @@ check_fit_weights <- function(fit, bad) {
       }
     } else if (nrow(X) != n) {
       bad("x", sprintf("must have n = %d rows, not %d", n, nrow(X)))
+    } else if (!is.null(fit$centers)) {
+      bad("centers", "must be NULL for a fit on its training points")
     }
   }
   M
@@ -147,6 +192,10 @@ check_fit_targets <- function(fit, M, bad) {
     }
   } else if (M == 0 && (is.null(fit$distributed) || is.null(fit$centers))) {
     bad("y", "is missing")
+  }
+  off <- fit$offset
+  if (!is.null(off) && (!is.numeric(off) || length(off) != n || !finite_all(off))) {
+    bad("offset", sprintf("must be NULL or %d finite numbers", n))
   }
 }
 
@@ -209,8 +258,10 @@ check_fit_model <- function(fit, bad) {
   if (!is.null(fit$threads) && (!whole(fit$threads) || fit$threads < 0)) {
     bad("threads", "must be a non-negative whole number")
   }
-  if (!is.numeric(fit$seed) || length(fit$seed) != 1L || !is.finite(fit$seed)) {
-    bad("seed", "must be a number")
+  sd <- fit$seed
+  if (!is.numeric(sd) || length(sd) != 1L || !is.finite(sd) || sd < 0 || sd >= 2^53 ||
+      sd != round(sd)) {
+    bad("seed", "must be a whole number in [0, 2^53)")
   }
   if (!is.null(fit$bias) && (!is.numeric(fit$bias) || length(fit$bias) != m ||
                              !finite_all(fit$bias))) {

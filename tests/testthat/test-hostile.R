@@ -59,6 +59,11 @@ FITI <- kernel_machine(X, CL, loss = loss_hinge(), lambda = 0.1, threads = 1,
 FITP <- krr(X, Y, lambda = c(1, 0.1, 0.01), bandwidth = "median", solver = bcd(p = 20),
             threads = 1, seed = 1)
 FITL <- krr(X, Y, lambda = 1, solver = svrg(features = "linear"), threads = 1, seed = 1)
+FITA <- krr(X, Y, bandwidth = "ard", threads = 1, seed = 1)
+FITM <- krr(X, cbind(a = Y, b = -Y), lambda = LAM, solver = cholesky(), threads = 1)
+GO <- data.frame(y = Y, a = X[, 1], b = X[, 2])
+FITO <- krr(y ~ a + offset(3 * b), data = GO, lambda = LAM, bandwidth = 1.3,
+            solver = cholesky(), threads = 1)
 
 # the exact predictions at XT for data (x, y) (standardised like krr())
 exact <- function(x = X, y = Y, xt = XT, kernel = "rbf", bw = BW, lambda = LAM) {
@@ -110,7 +115,18 @@ corruptions <- list(
   "NaN in a path's weights" = list(corrupt(FITP, path_weights = lapply(
     FITP$path_weights, function(W) W * NaN)), "`path_weights`"),
   "path weights without their lambdas" = list(corrupt(FITP, lambda_path = NULL),
-                                             "`lambda_path`")
+                                             "`lambda_path`"),
+  "support not a list" = list(corrupt(FITK, support = "junk"), "`support`"),
+  "primal not a number" = list(corrupt(FITK, primal = "junk"), "`primal`"),
+  "NA memory limit" = list(corrupt(FIT, mem_limit = NA), "`mem_limit`"),
+  "ARD length scales removed" = list(corrupt(FITA, length_scales = NULL), "`length_scales`"),
+  "class levels on a regression" = list(corrupt(FITM, levels = "junk"), "`levels`"),
+  "output names removed" = list(corrupt(FITM, y_names = NULL), "`y_names`"),
+  "linear-features x removed" = list(corrupt(FITL, x = NULL), "`x`"),
+  "linear-features y removed" = list(corrupt(FITL, y = NULL), "`y`"),
+  "centres on an exact fit" = list(corrupt(FIT, centers = "junk"), "`centers`"),
+  "negative seed" = list(corrupt(FIT, seed = -1), "`seed`"),
+  "offset of the wrong length" = list(corrupt(FITO, offset = 1:3), "`offset`")
 )
 methods <- list(
   predict = function(f) predict(f, XT), print = function(f) print(f),
@@ -703,6 +719,44 @@ cases <- list(
   err("a hand-made Huber loss with delta = -1",
       kernel_machine(X, Y, loss = structure(list(name = "huber", param = -1),
                                             class = "askotch_loss")), "`delta`"),
+  # --- the fourth round: refit with an offset, path methods, argument checks --
+  val("refit(newresp =) of an offset fit subtracts the offset", {
+    r <- refit(FITO, newresp = GO$y)
+    r2 <- refit(FITO, newresp = GO$y + 1)
+    c(predict(r, GO[1:5, ]) - predict(FITO, GO[1:5, ]), fitted(r2) + residuals(r2) - GO$y - 1)
+  }, function(v) close(v, rep(0, 5 + n), 1e-8)),
+  val("fitted(), coef() and residuals() read a path's lambda", {
+    c(fitted(FITP, lambda = 1) - predict(FITP, X, lambda = 1),
+      fitted(FITP, lambda = 1) + residuals(FITP, lambda = 1) - Y)
+  }, function(v) close(v, rep(0, 2 * n), 1e-8)),
+  val("coef() of a path's lambda is that lambda's weights", {
+    coef(FITP, lambda = 0.1) - FITP$path_weights[[which(FITP$lambda_path$lambda == 0.1)]][, 1]
+  }, function(v) close(v, rep(0, length(v)), 0)),
+  err("fitted() with an unknown argument", fitted(FITP, lambda = 1, foo = 1), "`foo`"),
+  err("coef() of a lambda not on the path", coef(FITP, lambda = 0.5), "lambda"),
+  err("confint() of an unknown parameter", confint(FIT, parm = "foo"), "`parm`"),
+  err("confint() of parameter 99", confint(FIT, parm = 99), "`parm`"),
+  err("confint() with parm = NA", confint(FIT, parm = NA), "`parm`"),
+  err("confint() with an unknown argument", confint(FIT, foo = 1), "`foo`"),
+  err("vcov() with an unknown argument", vcov(FIT, foo = 1), "`foo`"),
+  err("tidy() with an unknown argument", tidy(FIT, foo = 1), "`foo`"),
+  err("glance() with an unknown argument", glance(FIT, foo = 1), "`foo`"),
+  err("augment() with an unknown argument", augment(FIT, foo = 1), "`foo`"),
+  err("simulate() with seed 2^40", simulate(FIT, seed = 2^40), "`seed`"),
+  err("simulate() with seed 1.5", simulate(FIT, seed = 1.5), "`seed`"),
+  err("a factor given as numbers in newdata", {
+    g <- factor(rep(c("u", "v", "w"), length.out = n))
+    f <- krr(y ~ a + g, data = data.frame(GO, g = g), lambda = LAM, bandwidth = 1.3,
+             threads = 1)
+    predict(f, data.frame(a = 0, g = 2))
+  }, "`g`.*factor"),
+  val("augment() reads a vector of p numbers as one point", augment(FIT, newdata = X[1, ]),
+      function(v) if (nrow(v) == 1L) close(v$.fitted, predict(FIT, X[1, ]), 0) else
+        sprintf("%d rows", nrow(v))),
+  err("random features of inputs near the largest double",
+      predict(krr(X, Y, lambda = 1, solver = svrg(), threads = 1, seed = 1),
+              matrix(c(0.5, -0.3, 0.2, 1.2, 1.1, -1.3), 2, byrow = TRUE) * 1e308),
+      "overflow", "askotch_error_numeric"),
   val("an identifier column in a formula warns", {
     d <- data.frame(y = Y, a = X[, 1], id = paste0("r", seq_len(n)))
     tryCatch(krr(y ~ ., data = d, lambda = LAM, solver = cholesky(), threads = 1),
