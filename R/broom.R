@@ -67,7 +67,9 @@ tidy.krr <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {
   validate_krr(x, call, "x")
   check_no_dots(list(...), "tidy", call)
   check_flag(conf.int, "conf.int", call)
-  terms <- c(bandwidth = x$kernel$bandwidth, lambda = x$lambda)
+  # the linear-features fit (svrg(features = "linear")) has no bandwidth
+  terms <- c(bandwidth = if (fit_features(x) < 0) NA_real_ else x$kernel$bandwidth,
+             lambda = x$lambda)
   if (fit_intercept(x) > 0) terms <- c(terms, intercept = fit_intercept(x))
   if (fit_features(x) > 0) terms <- c(terms, features = fit_features(x))
   out <- data.frame(term = names(terms), estimate = unname(as.numeric(terms)),

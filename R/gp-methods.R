@@ -83,7 +83,7 @@ nobs.krr <- function(object, ...) {
 
 #' @rdname krr-loglik
 #' @export
-deviance.krr <- function(object, ...) sum(residuals.krr(object)^2)
+deviance.krr <- function(object, ...) sum(stats::residuals(object)^2)
 
 #' Log marginal likelihood of a Gaussian-process regression
 #'
@@ -132,6 +132,7 @@ deviance.krr <- function(object, ...) sum(residuals.krr(object)^2)
 #' @param method `"auto"`, `"exact"` or `"stochastic"`.
 #' @param probes,rank Number of random probes and the preconditioner's rank
 #'   in the stochastic method.
+#' @param ... Unused; an unknown argument is an error.
 #' @return A list: `loglik`, `gradient` (named; `NULL` when not computed),
 #'   `signal_var` (\eqn{s^2} per output), `logdet` (\eqn{\log\det(K +
 #'   \lambda I)}), `edf` (stochastic method; \eqn{\mathrm{tr}(K (K + \lambda
@@ -147,8 +148,9 @@ deviance.krr <- function(object, ...) sum(residuals.krr(object)^2)
 krr_loglik <- function(x, y, kernel = "rbf", bandwidth = "median", lambda,
                        length_scales = NULL, standardize = TRUE,
                        gradient = TRUE, method = c("auto", "exact", "stochastic"),
-                       probes = 30, rank = 200, seed = NULL, threads = NULL) {
+                       probes = 30, rank = 200, seed = NULL, threads = NULL, ...) {
   ecall <- sys.call()
+  check_no_dots(list(...), "krr_loglik", ecall)
   if (missing(lambda)) abort_askotch("`lambda` is missing.", "input", ecall)
   check_positive(lambda, "lambda", call = ecall)
   method <- check_choice(method[1L], c("auto", "exact", "stochastic"), "method",

@@ -618,6 +618,11 @@ simulate.krr <- function(object, nsim = 1, seed = NULL, newdata = NULL,
   mu <- sweep(krr_scores(object, xs), 2L, object$y_center, "+",
               check.margin = FALSE)
   jitter <- NULL
+  if (nrow(xs) == 0L) { # no points: no draws to make
+    val <- simulate_frame(object, mu, matrix(0, 0L, q), nsim, rn)
+    attr(val, "seed") <- rng_state
+    return(val)
+  }
   if (method == "exact") {
     ex <- simulate_exact(object, xs, q, noise, noise_w, ecall)
     U <- ex$U

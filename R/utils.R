@@ -55,7 +55,12 @@ with_seed <- function(seed, expr) {
       if (exists(".Random.seed", envir = genv, inherits = FALSE))
         rm(".Random.seed", envir = genv)
   })
-  set.seed(seed %% .Machine$integer.max)
+  # R's generator takes a 31-bit seed: the seed's high part is mixed in
+  # (seeds below 2^31 - 1 are used as they are)
+  big <- .Machine$integer.max
+  set.seed(seed %% big)
+  hi <- floor(seed / big)
+  if (hi > 0) set.seed(bitwXor(sample.int(big, 1L), as.integer(hi %% big)))
   expr
 }
 

@@ -757,6 +757,16 @@ cases <- list(
       predict(krr(X, Y, lambda = 1, solver = svrg(), threads = 1, seed = 1),
               matrix(c(0.5, -0.3, 0.2, 1.2, 1.1, -1.3), 2, byrow = TRUE) * 1e308),
       "overflow", "askotch_error_numeric"),
+  val("simulate() at no new points gives no rows", simulate(FIT, nsim = 2, seed = 1,
+                                                           newdata = X[0, , drop = FALSE]),
+      function(v) if (is.data.frame(v) && nrow(v) == 0L && ncol(v) == 2L) TRUE else
+        "not a 0 x 2 data frame"),
+  err("krr_loglik() with an unknown argument", krr_loglik(X, Y, lambda = 0.3, foo = 1),
+      "`foo`"),
+  val("tidy() of a linear-features fit has no bandwidth", tidy(FITL),
+      function(v) if (is.na(v$estimate[v$term == "bandwidth"])) TRUE else "a bandwidth"),
+  err("deviance() of a random-features machine", deviance(kernel_machine(
+    X, CL, loss = loss_hinge(), features = 20, threads = 1, seed = 1)), "training points"),
   val("an identifier column in a formula warns", {
     d <- data.frame(y = Y, a = X[, 1], id = paste0("r", seq_len(n)))
     tryCatch(krr(y ~ ., data = d, lambda = LAM, solver = cholesky(), threads = 1),
