@@ -48,6 +48,12 @@ as_feature_matrix <- function(x, arg = "x", call = NULL, na_ok = FALSE) {
 # classification), task, levels, names).
 prepare_targets <- function(y, n, call = NULL) {
   if (is.data.frame(y)) {
+    if (ncol(y) > 1L && !all(vapply(y, is.numeric, NA))) {
+      abort_askotch(paste(
+        "A data frame `y` with several columns is a multi-output regression",
+        "and needs numeric columns; give one factor column for a classification."),
+        "input", call)
+    }
     if (ncol(y) == 1L) y <- y[[1L]] else y <- as.matrix(y)
   }
   if (is.character(y)) check_numeric_text(y, call)

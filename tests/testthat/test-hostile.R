@@ -767,6 +767,8 @@ cases <- list(
       function(v) if (is.na(v$estimate[v$term == "bandwidth"])) TRUE else "a bandwidth"),
   err("deviance() of a random-features machine", deviance(kernel_machine(
     X, CL, loss = loss_hinge(), features = 20, threads = 1, seed = 1)), "training points"),
+  err("a data frame y with a factor column among several",
+      krr(X, data.frame(a = Y, b = CL)), "numeric columns"),
   val("an identifier column in a formula warns", {
     d <- data.frame(y = Y, a = X[, 1], id = paste0("r", seq_len(n)))
     tryCatch(krr(y ~ ., data = d, lambda = LAM, solver = cholesky(), threads = 1),
