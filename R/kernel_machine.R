@@ -324,6 +324,8 @@ summary.kernel_machine <- function(object, ...) {
 #' primal and dual objectives at the checks.
 #'
 #' @param x A `"kernel_machine"` fit.
+#' @param which `"trace"`, the only panel set of a kernel machine (the
+#'   model diagnostics of [plot.krr()] are for Gaussian-process regressions).
 #' @param ... Passed to [graphics::plot()].
 #' @return `x`, invisibly.
 #' @examples
@@ -331,8 +333,12 @@ summary.kernel_machine <- function(object, ...) {
 #'                       solver = askotch(block_size = 8))
 #' plot(fit)
 #' @export
-plot.kernel_machine <- function(x, ...) {
+plot.kernel_machine <- function(x, which = "trace", ...) {
   validate_krr(x, sys.call(), "x")
+  if (!identical(which, "trace")) {
+    abort_askotch(paste("`which` must be \"trace\" for a kernel machine: its plots",
+                        "are the solver's convergence."), "input", sys.call())
+  }
   tr <- x$trace
   old <- graphics::par(mfrow = c(1L, 3L))
   on.exit(graphics::par(old))

@@ -74,3 +74,14 @@ test_that("plot() refuses what it cannot draw with a classed error", {
   on.exit(options(old), add = TRUE)
   expect_error(plot(gp, which = "pit"), "at most 10", class = "askotch_error_input")
 })
+
+test_that("a kernel machine plots its convergence only", {
+  pdf(NULL)
+  on.exit(dev.off(), add = TRUE)
+  d <- make_regression(60, p = 2, seed = 34)
+  km <- kernel_machine(d$x, factor(d$y > 0), loss = loss_hinge(), threads = 1,
+                       max_passes = 5)
+  expect_invisible(suppressWarnings(plot(km)))
+  expect_error(plot(km, which = 2), "trace", class = "askotch_error_input")
+  expect_error(plot(km, which = "qq"), "trace", class = "askotch_error_input")
+})
