@@ -342,23 +342,10 @@ plot.kernel_machine <- function(x, which = "trace", ...) {
   tr <- x$trace
   old <- graphics::par(mfrow = c(1L, 3L))
   on.exit(graphics::par(old))
-  pos <- function(v) ifelse(is.finite(v) & v > 0, v, NA_real_)
-  est <- pos(tr$resid_est)
-  ex <- pos(tr$resid_exact)
   crit <- fit_loss(x)$criterion
-  all_r <- c(est, ex, if (x$tol > 0) x$tol)
-  rng <- if (any(!is.na(all_r))) range(all_r, na.rm = TRUE) else c(1e-16, 1)
-  panel <- function(xx, xlab) {
-    graphics::plot(xx, est, type = "n", log = "y", ylim = rng, xlab = xlab,
-                   ylab = crit, ...)
-    if (any(!is.na(est))) graphics::lines(xx, est, type = "o", pch = 20,
-                                          cex = 0.5)
-    if (any(!is.na(ex))) graphics::points(xx, ex, pch = 1, col = "red")
-    if (x$tol > 0) graphics::abline(h = x$tol, lty = 3, col = "grey40")
-  }
-  panel(tr$passes, "passes")
+  plot_criterion(x, tr$passes, "passes", crit, ...)
   graphics::title(sprintf("%s loss, %s", fit_loss(x)$name, x$solver$name))
-  panel(tr$seconds, "seconds")
+  plot_criterion(x, tr$seconds, "seconds", crit, ...)
   ok <- !is.na(tr$primal) & !is.na(tr$dual)
   if (any(ok)) {
     graphics::matplot(tr$passes[ok], cbind(tr$primal[ok], tr$dual[ok]),

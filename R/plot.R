@@ -80,7 +80,7 @@ plot_which <- function(x, which, ecall) {
   all <- c("residuals", "qq", "fit", "pit", "trace")
   iterative <- nrow(x$trace) > 1L
   regression <- x$task %in% c("regression", "multioutput")
-  loo_ok <- regression && gp_loo_applicable(x)
+  loo_ok <- gp_loo_applicable(x)
   if (is.null(which)) {
     return(c(if (iterative) "trace", "residuals", if (loo_ok) "qq",
              if (regression) "fit", if (loo_ok) "pit"))
@@ -206,19 +206,25 @@ plot_response_name <- function(x, o) {
   "response"
 }
 
-plot_trace <- function(x, ...) {
+# The solver's criterion against xx (log scale): the running estimate as a
+# line, the exact values at the checks as points, the tolerance dotted.
+plot_criterion <- function(x, xx, xlab, ylab, ...) {
   tr <- x$trace
   pos <- function(v) ifelse(is.finite(v) & v > 0, v, NA_real_)
   est <- pos(tr$resid_est)
   ex <- pos(tr$resid_exact)
   all_r <- c(est, ex, if (x$tol > 0) x$tol)
   rng <- if (any(!is.na(all_r))) range(all_r, na.rm = TRUE) else c(1e-16, 1)
-  graphics::plot(tr$passes, est, type = "n", log = "y", ylim = rng, xlab = "passes",
-                 ylab = "relative residual",
-                 main = sprintf("%s, %s", x$solver$name, x$kernel$name), ...)
-  if (any(!is.na(est))) graphics::lines(tr$passes, est, type = "o", pch = 20, cex = 0.5)
-  if (any(!is.na(ex))) graphics::points(tr$passes, ex, pch = 1, col = "red")
+  graphics::plot(xx, est, type = "n", log = "y", ylim = rng, xlab = xlab, ylab = ylab, ...)
+  if (any(!is.na(est))) graphics::lines(xx, est, type = "o", pch = 20, cex = 0.5)
+  if (any(!is.na(ex))) graphics::points(xx, ex, pch = 1, col = "red")
   if (x$tol > 0) graphics::abline(h = x$tol, lty = 3, col = "grey40")
+}
+
+plot_trace <- function(x, ...) {
+  tr <- x$trace
+  plot_criterion(x, tr$passes, "passes", "relative residual",
+                 main = sprintf("%s, %s", x$solver$name, x$kernel$name), ...)
   graphics::legend("topright", c("estimate", "exact", "tol"), lty = c(1, NA, 3),
                    pch = c(20, 1, NA), col = c("black", "red", "grey40"), bty = "n",
                    cex = 0.8)
