@@ -74,11 +74,34 @@ tidy.krr <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {
   if (fit_features(x) > 0) terms <- c(terms, features = fit_features(x))
   out <- data.frame(term = names(terms), estimate = unname(as.numeric(terms)),
                     stringsAsFactors = FALSE)
+  if (conf.int) check_level(conf.level, "conf.level", call)
+  if (!is.null(x$trend)) return(tidy_trend(x, out, conf.int, conf.level))
   if (conf.int) {
-    check_level(conf.level, "conf.level", call)
     gp_hyper_check(x, "tidy(conf.int = TRUE)", call)
     out <- tidy_conf_int(x, out, conf.level)
   }
+  out
+}
+
+# tidy() of a fit with a mean function: the hyperparameters, then one row
+# per trend coefficient ("mean:<term>", or "mean:<output>:<term>") with its
+# standard error, t statistic and p value (trend_table()); conf.int adds
+# the coefficients' t intervals (none for the hyperparameters).
+tidy_trend <- function(x, out, conf.int, level) {
+  rows <- lapply(seq_len(x$m), function(o) {
+    tb <- trend_table(x, o)
+    pre <- if (x$m > 1L) paste0("mean:", x$y_names[o], ":") else "mean:"
+    df <- x$n - ncol(x$trend$F)
+    h <- stats::qt((1 + level) / 2, df) * tb$std.error
+    data.frame(term = paste0(pre, rownames(tb)), estimate = tb$estimate,
+               std.error = tb$std.error, statistic = tb$statistic,
+               p.value = tb$p.value, conf.low = tb$estimate - h,
+               conf.high = tb$estimate + h, stringsAsFactors = FALSE)
+  })
+  out[c("std.error", "statistic", "p.value", "conf.low", "conf.high")] <- NA_real_
+  out <- rbind(out, do.call(rbind, rows))
+  rownames(out) <- NULL
+  if (!conf.int) out$conf.low <- out$conf.high <- NULL
   out
 }
 

@@ -262,6 +262,12 @@ gp_hyper_check <- function(object, what, call) {
     abort_askotch(sprintf("%s is not available for a distributed fit.", what), "input", call)
   }
   gp_check(object, what, call)
+  if (!is.null(object$trend)) {
+    abort_askotch(sprintf(paste(
+      "%s of the hyperparameters is not available for a fit with a mean",
+      "function; the trend's coefficients have standard errors in summary()",
+      "and tidy()."), what), "input", call)
+  }
   if (!gp_applicable(object)) {
     abort_askotch(sprintf("%s needs a fit on the exact kernel without an intercept.", what),
                   "input", call)
@@ -402,7 +408,7 @@ gp_hyper_table <- function(object) {
   if (!is.null(object$distributed) || !gp_applicable(object) ||
       !object$task %in% c("regression", "multioutput") ||
       inherits(object, "kernel_machine") || is.null(object$x) ||
-      object$n > tune_exact_max_n()) return(NULL)
+      !is.null(object$trend) || object$n > tune_exact_max_n()) return(NULL)
   q <- length(gp_hyper(object)$names)
   if (q * as.numeric(object$n)^3 > 5e9) return(NULL)
   td <- tryCatch(suppressWarnings(tidy(object, conf.int = TRUE)), error = function(e) NULL)

@@ -12,6 +12,18 @@
 # s^2). Its gradient with respect to a log hyperparameter theta, A = K +
 # lambda I and alpha = A^{-1} y, is (R&W eq. 5.9 with s^2 profiled)
 #   dl/dtheta = n/2 alpha^T dA alpha / (y^T alpha) - 1/2 tr(A^{-1} dA).
+#
+# With a mean function (trend = list(F, reml), R/trend.R), each column y ~
+# N(F beta, s^2 A): beta is profiled out by generalised least squares, beta =
+# C^{-1} F^T A^{-1} y with C = F^T A^{-1} F, and y^T A^{-1} y becomes y^T P y,
+# P = A^{-1} - A^{-1} F C^{-1} F^T A^{-1} (the GLS residual's A^{-1} norm).
+# Maximum likelihood keeps the form above with y^T P y in place of y^T A^{-1}
+# y. The restricted likelihood (REML; Harville 1974; Rasmussen and Williams
+# 2006, eq. 2.45) is that of the n - q error contrasts:
+#   l_R = -(n-q)/2 log(2 pi s^2) - (n-q)/2 - 1/2 log det A - 1/2 log det C,
+# s^2 = y^T P y / (n - q). The gradients (envelope theorem for beta) are
+#   dl/dtheta   = n/2 (P y)^T dA (P y) / (y^T P y) - 1/2 tr(A^{-1} dA),
+#   dl_R/dtheta = (n-q)/2 (P y)^T dA (P y) / (y^T P y) - 1/2 tr(P dA).
 
 # Size limits (options) ----------------------------------------------------------
 
@@ -31,11 +43,31 @@ tune_exact_max_n <- function() getOption("askotch.tune_exact_max_n", 2000)
 #   leverages H_ii = sum_j Q_ij^2 l_j / d_j,
 # so the likelihood, edf and GCV cost O(n) per lambda and the exact LOO
 # O(n^2) (Golub, Heath and Wahba 1979; Wahba 1990, ch. 4).
-gp_eigen <- function(K, Y) {
+# With a trend, G = Q^T F gives F^T A^{-1} F = G^T diag(1/d) G and the GLS
+# fit per lambda in O(n q^2) (gp_eigen_gls()).
+gp_eigen <- function(K, Y, trend = NULL) {
   e <- native_sym_eigen(K)
   l <- pmax(e$values, 0)
   list(values = l, vectors = e$vectors, Z = crossprod(e$vectors, Y),
-       n = nrow(K), m = ncol(Y))
+       G = if (!is.null(trend)) crossprod(e$vectors, trend$F),
+       reml = isTRUE(trend$reml), n = nrow(K), m = ncol(Y))
+}
+
+# The GLS pieces at one lambda (d = l + lambda) in the eigenbasis: Pz = Q^T P
+# y (n x m), yPy, log det C and, for the diagonal of P, B = diag(1/d) G
+# C^{-1/2} (P = Q (diag(1/d) - B B^T) Q^T). Without a trend P = A^{-1}.
+gp_eigen_gls <- function(eg, d) {
+  Zd <- eg$Z / d
+  if (is.null(eg$G)) {
+    return(list(Pz = Zd, yPy = colSums(eg$Z * Zd), logdetC = 0, B = NULL, q = 0L))
+  }
+  Gd <- eg$G / d
+  C <- crossprod(eg$G, Gd)
+  R <- chol((C + t(C)) / 2)
+  beta <- backsolve(R, backsolve(R, crossprod(eg$G, Zd), transpose = TRUE))
+  Pz <- Zd - Gd %*% beta
+  list(Pz = Pz, yPy = colSums(eg$Z * Pz), logdetC = 2 * sum(log(diag(R))),
+       B = t(backsolve(R, t(Gd), transpose = TRUE)), q = ncol(eg$G))
 }
 
 # The criteria at each lambda of a vector: a data frame with lambda, loglik,
@@ -45,22 +77,27 @@ gp_eigen_criteria <- function(eg, lambda, loo = TRUE) {
   n <- eg$n
   m <- eg$m
   l <- eg$values
-  Z2 <- eg$Z^2
   Q2 <- if (loo) eg$vectors^2 else NULL
   rows <- lapply(lambda, function(lam) {
     d <- l + lam
-    yAy <- colSums(Z2 / d)
-    s2 <- yAy / n
-    logdet <- sum(log(d))
-    ll <- sum(-n / 2 * (log(2 * pi * s2) + 1)) - m / 2 * logdet
-    edf <- sum(l / d)
-    rss <- sum(Z2 * (lam / d)^2)
+    gl <- gp_eigen_gls(eg, d)
+    nn <- if (eg$reml) n - gl$q else n
+    s2 <- gl$yPy / nn
+    logdet <- sum(log(d)) + if (eg$reml) gl$logdetC else 0
+    ll <- sum(-nn / 2 * (log(2 * pi * s2) + 1)) - m / 2 * logdet
+    # the residual y - fitted = lambda P y; edf = n - lambda tr(P)
+    trP <- sum(1 / d) - if (is.null(gl$B)) 0 else sum(gl$B^2)
+    edf <- n - lam * trP
+    rss <- lam^2 * sum(gl$Pz^2)
     gcv <- rss / (n * m) / (1 - edf / n)^2
     lo <- NA_real_
     if (loo) {
-      R <- eg$vectors %*% (eg$Z * (lam / d))
-      h <- drop(Q2 %*% (l / d))
-      lo <- mean((R / (1 - h))^2)
+      # the LOO residual (P y)_i / P_ii (Dubrule 1983; without a trend
+      # r_i / (1 - H_ii))
+      Py <- eg$vectors %*% gl$Pz
+      Pd <- drop(Q2 %*% (1 / d))
+      if (!is.null(gl$B)) Pd <- Pd - rowSums((eg$vectors %*% gl$B)^2)
+      lo <- mean((Py / Pd)^2)
     }
     c(lam, ll, mean(s2), edf, rss, gcv, lo)
   })
@@ -131,7 +168,8 @@ kernel_stat_matrix <- function(xs, metric) {
 # error (a handler for chol()'s error would also catch an interrupt's), and
 # everything after it is in the pivot order.
 gp_loglik_exact <- function(xs, Y, kernel, lambda, ard = FALSE,
-                            gradient = TRUE, threads = 0L, tstat = NULL) {
+                            gradient = TRUE, threads = 0L, tstat = NULL,
+                            trend = NULL) {
   n <- nrow(xs)
   m <- ncol(Y)
   A <- if (is.null(tstat)) kernel_mat(xs, xs, kernel, threads) else
@@ -142,16 +180,23 @@ gp_loglik_exact <- function(xs, Y, kernel, lambda, ard = FALSE,
   if (attr(R, "rank") < n) return(list(loglik = -Inf, gradient = NULL))
   piv <- attr(R, "pivot")
   Y <- Y[piv, , drop = FALSE]
-  alpha <- backsolve(R, backsolve(R, Y, transpose = TRUE))
+  solveA <- function(B) backsolve(R, backsolve(R, B, transpose = TRUE))
+  alpha <- solveA(Y)
+  gls <- if (!is.null(trend)) gp_exact_gls(solveA, trend$F[piv, , drop = FALSE], alpha)
+  if (!is.null(gls)) alpha <- gls$Py
+  reml <- !is.null(gls) && isTRUE(trend$reml)
+  nn <- if (reml) n - ncol(trend$F) else n
   yAy <- colSums(Y * alpha)
-  s2 <- yAy / n
-  logdet <- 2 * sum(log(diag(R)))
-  ll <- sum(-n / 2 * (log(2 * pi * s2) + 1)) - m / 2 * logdet
+  s2 <- yAy / nn
+  logdet <- 2 * sum(log(diag(R))) + if (reml) gls$logdetC else 0
+  ll <- sum(-nn / 2 * (log(2 * pi * s2) + 1)) - m / 2 * logdet
   out <- list(loglik = ll, signal_var = s2, logdet = logdet, yAy = yAy)
   if (!gradient) return(out)
+  # M = -m/2 P (REML) or -m/2 A^{-1}, plus the data terms
   M <- chol2inv(R) * (-m / 2)
   rm(R)
-  M <- M + tcrossprod(sweep(alpha, 2L, sqrt(n / (2 * yAy)), "*", check.margin = FALSE))
+  if (reml) M <- M + tcrossprod(gls$AFh) * (m / 2)
+  M <- M + tcrossprod(sweep(alpha, 2L, sqrt(nn / (2 * yAy)), "*", check.margin = FALSE))
   gk <- if (is.null(tstat)) {
     native_kernel_deriv_dot(xs[piv, , drop = FALSE], kernel, kernel_grad_codes(xs, ard), M)
   } else sum(M * native_kernel_eval(kernel, tstat[piv, piv], -1L))
@@ -159,17 +204,31 @@ gp_loglik_exact <- function(xs, Y, kernel, lambda, ard = FALSE,
   out
 }
 
+# The GLS step of gp_loglik_exact(): with AF = A^{-1} F and C = F^T AF =
+# R_C^T R_C, beta = C^{-1} F^T alpha, P y = alpha - AF beta, log det C, and
+# AFh = AF R_C^{-1} (so A^{-1} F C^{-1} F^T A^{-1} = AFh AFh^T).
+gp_exact_gls <- function(solveA, Fd, alpha) {
+  AF <- solveA(Fd)
+  C <- crossprod(Fd, AF)
+  Rc <- chol((C + t(C)) / 2)
+  beta <- backsolve(Rc, backsolve(Rc, crossprod(Fd, alpha), transpose = TRUE))
+  list(Py = alpha - AF %*% beta, logdetC = 2 * sum(log(diag(Rc))),
+       AFh = t(backsolve(Rc, t(AF), transpose = TRUE)))
+}
+
 # Exact model statistics of a fit's kernel at one lambda (by one
 # eigendecomposition): log likelihood, signal variance, edf, GCV and LOO.
 # With observation weights (d = sqrt(w)) those of D K D and D y (the
 # weighted residuals), the likelihood plus sum(log w) / 2 per output.
-gp_exact_stats <- function(xs, Y, kernel, lambda, threads = 0L, d = NULL) {
+gp_exact_stats <- function(xs, Y, kernel, lambda, threads = 0L, d = NULL,
+                           trend = NULL) {
   K <- kernel_mat(xs, xs, kernel, threads)
   if (!is.null(d)) {
     K <- K * outer(d, d)
     Y <- d * Y
+    if (!is.null(trend)) trend$F <- d * trend$F
   }
-  cr <- gp_eigen_criteria(gp_eigen(K, Y), lambda, loo = TRUE)
+  cr <- gp_eigen_criteria(gp_eigen(K, Y, trend), lambda, loo = TRUE)
   if (!is.null(d)) cr$loglik <- cr$loglik + ncol(Y) * sum(log(d))
   cr
 }

@@ -8,7 +8,8 @@ gp_df <- function(object) {
   est_lambda <- !is.null(tn) && !identical(tn$lambda_rule, "fixed")
   est_kernel <- if (is.null(tn)) 0L else
     switch(tn$bandwidth_rule, ml = 1L, ard = object$p, 0L)
-  object$m * (1L + regression) + est_lambda + est_kernel
+  q <- if (is.null(object$trend)) 1L else ncol(object$trend$F)
+  object$m * (1L + regression * q) + est_lambda + est_kernel
 }
 
 #' Log marginal likelihood, AIC, BIC, deviance and the number of observations

@@ -53,19 +53,21 @@ gp_xs <- function(object) if (is.null(object$x_train)) object$x else object$x_tr
 
 # c0 = n^2 pi^T A pi (see above) from 1^T K 1 (unweighted) or pi^T K pi
 gp_c0 <- function(object, piKpi) {
+  if (!is.null(object$trend)) return(0)  # the trend's term: gp_add_trend_var()
   w <- fit_obs_weights(object)
   object$n^2 * (piKpi + object$lambda / sum(w))
 }
 
-# centred targets, n x m
+# centred targets, n x m (with a mean function the GLS residuals y - F beta,
+# of which the weights are A^{-1} (y - F beta))
 gp_yc <- function(object) {
-  sweep(object$y, 2L, object$y_center, check.margin = FALSE)
+  sweep(object$y, 2L, object$y_center, check.margin = FALSE) - trend_values(object)
 }
 
 # The maximum-likelihood signal variance s^2 of each output,
-# y_c^T (K + lambda I)^{-1} y_c / n with the fitted weights.
+# y_c^T (K + lambda I)^{-1} y_c / n with the fitted weights (REML: / (n - q)).
 gp_signal_var <- function(object) {
-  s2 <- colSums(gp_yc(object) * object$weights) / object$n
+  s2 <- colSums(gp_yc(object) * object$weights) / (object$n - trend_reml_q(object))
   names(s2) <- object$y_names
   s2
 }
@@ -317,18 +319,19 @@ gp_pathwise_features <- function() getOption("askotch.gp_pathwise_features", 256
 # The draws are kept (gp_cached()) and reused at any new
 # points: after the first call the variance costs one kernel product with
 # `draws` columns and the prior's features at the new points, no solve.
-gp_var_pathwise <- function(object, xnew, draws) {
+gp_var_pathwise <- function(object, xnew, draws, Fnew = NULL) {
   draws <- as.integer(draws)
   M <- as.numeric(gp_pathwise_features())
   dr <- gp_cached(object, list("pathwise", draws, M), function() {
     gp_pathwise_draws(object, draws, M, TRUE)
   }, size = function(v) as.numeric(object$n) * draws)
-  U <- gp_pathwise_eval(object, dr, xnew)
+  U <- gp_pathwise_eval(object, dr, xnew, Fnew)
   U2 <- U^2
   v <- rowMeans(U2)
   mc <- if (draws > 1L) sqrt(pmax(rowSums((U2 - v)^2), 0) / (draws - 1L) / draws) else
     rep(NA_real_, length(v))
-  list(var = v, lower = NULL, upper = NULL, mc_se = mc, draws = as.integer(draws))
+  list(var = v, lower = NULL, upper = NULL, mc_se = mc, draws = as.integer(draws),
+       with_trend = TRUE)
 }
 
 # A Nystrom bracket that leaves the exact variance more than twice the
@@ -381,8 +384,9 @@ gp_solve <- function(object, B) {
 # Predictive standard errors and intervals: predict.krr() with se.fit or
 # interval.  `fit` is the n_new x m matrix of predictions.
 gp_predict <- function(object, xs, fit, rn, se.fit, interval, level, method,
-                       draws, call) {
-  v <- gp_variance(object, xs, method, draws, call)
+                       draws, call, Fnew = NULL) {
+  v <- gp_add_trend_var(object, gp_variance(object, xs, method, draws, call, Fnew),
+                        xs, Fnew)
   s2 <- gp_signal_var(object)
   se <- sqrt(outer(v$var, s2))
   dimnames(se) <- list(rn, object$y_names)
@@ -404,14 +408,14 @@ gp_predict <- function(object, xs, fit, rn, se.fit, interval, level, method,
 
 # The posterior variance of the mean at xs (s^2 excluded) by `method`, with
 # "auto"'s fallbacks when the Nystrom bracket is loose.
-gp_variance <- function(object, xs, method, draws, call) {
+gp_variance <- function(object, xs, method, draws, call, Fnew = NULL) {
   auto <- is.character(method) && length(method) >= 1L &&
     identical(method[1L], "auto")
   method <- gp_method(method, object, c("auto", "exact", "nystrom",
                                         "pathwise"), "method", call)
   v <- switch(method,
     exact = gp_var_exact(object, xs),
-    pathwise = gp_var_pathwise(object, xs, draws),
+    pathwise = gp_var_pathwise(object, xs, draws, Fnew),
     # "auto" above the exact range: no bracket when the factor leaves a trace
     # error above lambda (it cannot then be tight away from the pivots) and
     # the exact variance is out of reach
@@ -430,7 +434,7 @@ gp_variance <- function(object, xs, method, draws, call) {
       # the fit took) and when they stop short anyway (a time limit), the
       # bracket with its warning rather than an error
       v <- if (!isTRUE(object$converged)) NULL else
-        tryCatch(gp_var_pathwise(object, xs, draws),
+        tryCatch(gp_var_pathwise(object, xs, draws, Fnew),
                  askotch_error_numeric = function(e) NULL)
       if (is.null(v)) {
         v <- gp_var_nystrom(object, xs)
@@ -440,6 +444,19 @@ gp_variance <- function(object, xs, method, draws, call) {
     } else {
       gp_warn_loose(object, v, loose, call)
     }
+  }
+  v
+}
+
+# The universal-kriging term of a mean function added to a simple-kriging
+# variance (the exact and Nystrom methods; the pathwise draws carry it)
+gp_add_trend_var <- function(object, v, xs, Fnew) {
+  if (is.null(object$trend) || isTRUE(v$with_trend)) return(v)
+  uk <- trend_uk_var(object, xs, Fnew)
+  v$var <- v$var + uk
+  if (!is.null(v$lower)) {
+    v$lower <- v$lower + uk
+    v$upper <- v$upper + uk
   }
   v
 }
@@ -580,11 +597,13 @@ simulate.krr <- function(object, nsim = 1, seed = NULL, newdata = NULL,
     xs <- gp_xs(object)
     rn <- NULL
     noise_w <- 1 / fit_obs_weights(object)  # the training points' own noise
+    Fnew <- NULL
   } else {
     nf <- new_features(object, newdata)
     xs <- nf$xs
     rn <- nf$rownames
     noise_w <- 1
+    Fnew <- nf$trend
   }
   # the draws are a nrow(xs) x (nsim m) matrix (and n x (nsim m) solves)
   cells <- as.numeric(max(nrow(xs), object$n)) * nsim * object$m
@@ -616,7 +635,7 @@ simulate.krr <- function(object, nsim = 1, seed = NULL, newdata = NULL,
   nsim <- as.integer(nsim)
   q <- nsim * object$m
   mu <- sweep(krr_scores(object, xs), 2L, object$y_center, "+",
-              check.margin = FALSE)
+              check.margin = FALSE) + trend_values(object, Fnew)
   jitter <- NULL
   if (nrow(xs) == 0L) { # no points: no draws to make
     val <- simulate_frame(object, mu, matrix(0, 0L, q), nsim, rn)
@@ -624,11 +643,11 @@ simulate.krr <- function(object, nsim = 1, seed = NULL, newdata = NULL,
     return(val)
   }
   if (method == "exact") {
-    ex <- simulate_exact(object, xs, q, noise, noise_w, ecall)
+    ex <- simulate_exact(object, xs, q, noise, noise_w, ecall, Fnew)
     U <- ex$U
     jitter <- ex$jitter
   } else {
-    U <- gp_pathwise(object, xs, q, as.numeric(features), noise, noise_w)
+    U <- gp_pathwise(object, xs, q, as.numeric(features), noise, noise_w, Fnew = Fnew)
   }
   val <- simulate_frame(object, mu, U, nsim, rn)
   attr(val, "seed") <- rng_state
@@ -639,9 +658,14 @@ simulate.krr <- function(object, nsim = 1, seed = NULL, newdata = NULL,
 # q standard posterior draws at xs (noise: plus the noise, lambda / w, of
 # each point) from the Cholesky factor of the exact posterior covariance,
 # with the smallest jitter from 1e-10 up to 1e-6 that makes it factor.
-simulate_exact <- function(object, xs, q, noise, noise_w, ecall) {
+simulate_exact <- function(object, xs, q, noise, noise_w, ecall, Fnew = NULL) {
   nn <- nrow(xs)
   C <- gp_cov_exact(object, xs)
+  if (!is.null(object$trend)) {
+    U <- trend_u(object, xs, Fnew)
+    C <- C + U %*% object$trend$cov_unscaled %*% t(U)
+    C <- (C + t(C)) / 2
+  }
   if (noise) diag(C) <- diag(C) + object$lambda * noise_w
   jitter <- 1e-10
   repeat {
@@ -682,8 +706,9 @@ simulate_frame <- function(object, mu, U, nsim, rn) {
 # training points of a weighted fit, else 1)
 # fresh: new random frequencies for every draw (unbiased covariance, see
 # gp_var_pathwise()), else one set shared by the draws (one feature map)
-gp_pathwise <- function(object, xnew, q, M, noise, noise_w = 1, fresh = FALSE) {
-  U <- gp_pathwise_eval(object, gp_pathwise_draws(object, q, M, fresh), xnew)
+gp_pathwise <- function(object, xnew, q, M, noise, noise_w = 1, fresh = FALSE,
+                        Fnew = NULL) {
+  U <- gp_pathwise_eval(object, gp_pathwise_draws(object, q, M, fresh), xnew, Fnew)
   if (noise) U <- U + sqrt(object$lambda * noise_w) *
       matrix(stats::rnorm(nrow(xnew) * q), nrow(xnew), q)
   U
@@ -704,7 +729,8 @@ gp_pathwise_draws <- function(object, q, M, fresh) {
   w <- fit_obs_weights(object)
   r <- gp_prior_at(object, dr, xs, score_device(object, as.numeric(n) * q)) +
     sqrt(object$lambda / w) * matrix(stats::rnorm(n * q), n, q)
-  dr$rbar <- colSums(w * r) / sum(w)  # the fit's centring: the weighted mean
+  # the fit's centring: the weighted mean (a mean function: gp_pathwise_eval())
+  dr$rbar <- if (is.null(object$trend)) colSums(w * r) / sum(w) else rep(0, q)
   dr$V <- gp_solve(object, sweep(r, 2L, dr$rbar, check.margin = FALSE))
   dr
 }
@@ -717,11 +743,15 @@ gp_prior_at <- function(object, dr, x, dev) {
 # The draws' errors d(x) = g(x) - rbar - k_x^T V at the rows of xnew, on the
 # fit's device ("auto": by the size of the product, ncol(V) columns of
 # nrow(xnew) points against n)
-gp_pathwise_eval <- function(object, dr, xnew) {
+gp_pathwise_eval <- function(object, dr, xnew, Fnew = NULL) {
   dev <- score_device(object, as.numeric(nrow(xnew)) * ncol(dr$V))
   fit_r <- native_kernel_apply(xnew, gp_xs(object), dr$V, object$kernel,
                                device = dev, threads = gp_threads(object))
-  gp_prior_at(object, dr, xnew, dev) - sweep(fit_r, 2L, dr$rbar, "+", check.margin = FALSE)
+  d <- gp_prior_at(object, dr, xnew, dev) - sweep(fit_r, 2L, dr$rbar, "+", check.margin = FALSE)
+  if (is.null(object$trend)) return(d)
+  # the trend's part of the predictor's weights: u_x^T C^{-1} F^T V
+  d - trend_u(object, xnew, Fnew) %*%
+    (object$trend$cov_unscaled %*% crossprod(object$trend$F, dr$V))
 }
 
 lambda_rule_label <- function(tn) {
@@ -795,9 +825,12 @@ gp_fit_stats <- function(object) {
   if (!gp_applicable(object)) return(NULL)
   Y <- gp_yc(object)
   threads <- if (is.null(object$threads)) 0L else object$threads
+  trend <- trend_lik(object)
   if (object$n <= tune_exact_max_n()) {
+    # with a mean function beta is profiled from the targets afresh
+    if (!is.null(trend)) Y <- object$y
     cr <- gp_exact_stats(object$x, Y, object$kernel, object$lambda, threads,
-                         gp_dw(object))
+                         gp_dw(object), trend)
     return(list(loglik = cr$loglik, edf = cr$edf, gcv = cr$gcv, loo = cr$loo,
                 method = "exact"))
   }
@@ -807,6 +840,9 @@ gp_fit_stats <- function(object) {
   n <- object$n
   # the (weighted) residual sum of squares
   rss <- sum(fit_obs_weights(object) * (object$y - fitted_scores(object))^2)
+  # Y holds the GLS residuals: the profile likelihood's value; REML from
+  # its pieces
+  if (isTRUE(trend$reml)) st$loglik <- trend_reml_from(object, st)
   list(loglik = st$loglik, edf = st$edf, edf_se = st$edf_se,
        gcv = rss / (n * ncol(Y)) / (1 - st$edf / n)^2, loo = NA_real_,
        method = "stochastic", se = st$se)

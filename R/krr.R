@@ -141,6 +141,36 @@
 #' [svrg()] and [kernel_machine()]'s losses other than the squared use the
 #' Gaussian kernel with the median bandwidth by default.
 #'
+#' @section Mean functions (universal kriging):
+#' `mean = ~ z1 + z2` gives the Gaussian process a trend: each output is
+#' \eqn{y = F\beta + f + e}, \eqn{F} the design of the one-sided formula
+#' ([model.matrix()]: an intercept unless `- 1`, factors as contrasts,
+#' `poly()` and the like allowed), over `x`'s columns by name (the matrix
+#' method) or over `data`'s columns (the formula method: also variables that
+#' are not predictors; `subset` and `na.action` apply to them). `~ 1` (or
+#' `NULL`, the default) is the constant mean, estimated by the targets'
+#' mean. With \eqn{A = K + \lambda W^{-1}} the coefficients are the
+#' generalised least-squares estimate \eqn{\hat\beta = (F^T A^{-1} F)^{-1}
+#' F^T A^{-1} y}, with covariance \eqn{\hat s^2 (F^T A^{-1} F)^{-1}}, and
+#' the kernel weights solve \eqn{A w = y - F\hat\beta}: the fit's solver
+#' solves \eqn{A^{-1} F} with the targets as \eqn{q} more right-hand sides,
+#' at any \eqn{n}. [predict()][predict.krr] adds \eqn{f(x)^T\hat\beta} and
+#' its standard errors the universal-kriging term \eqn{\hat s^2 u^T (F^T
+#' A^{-1} F)^{-1} u}, \eqn{u = f(x) - F^T A^{-1} k_x}, the uncertainty of
+#' the estimated trend (Cressie 1993, sec. 3.4). [summary()][summary.krr],
+#' [tidy()][tidy.krr] and [coef()][coef.krr] give the coefficient table;
+#' \eqn{\lambda} and the kernel's scale are chosen by the likelihood with
+#' \eqn{\beta} profiled out (`likelihood = "ml"`), or by the restricted
+#' likelihood of the \eqn{n - q} error contrasts, which accounts for the
+#' degrees of freedom the trend uses (`likelihood = "reml"`; Harville 1974;
+#' Rasmussen and Williams 2006, eq. 2.45; with `~ 1` or no `mean` the
+#' constant is then estimated by GLS too), on all points up to 2000 and on
+#' the subsample above, as without a trend; GCV and LOO also account for the
+#' trend. Not with classification, cross-validated \eqn{\lambda}, a
+#' `validation` set, inducing-point or random-feature solvers, [refit()],
+#' [vcov()][vcov.krr] / [confint()][confint.krr] of the hyperparameters, or
+#' distributed fits (classed errors say so).
+#'
 #' @section Observation weights:
 #' `weights = w` makes the noise variance of point \eqn{i} equal to
 #' \eqn{\lambda / w_i} (a Gaussian process with heteroscedastic noise; the
@@ -319,6 +349,13 @@
 #'   (see *Observation weights*); rows of weight 0 are dropped. For the
 #'   formula method, evaluated like [lm()]'s (a column of `data` or an
 #'   expression in it).
+#' @param mean A mean function (trend): `NULL` (default) or `~ 1` for a
+#'   constant, or a one-sided formula over the columns of `x` (by name) or,
+#'   for the formula method, of `data`; see *Mean functions*.
+#' @param likelihood How the hyperparameters' likelihood treats the mean
+#'   function: `"ml"` (default; its coefficients profiled out) or `"reml"`
+#'   (restricted maximum likelihood); also the divisor of the signal
+#'   variance, \eqn{n} or \eqn{n - q}.
 #' @param distributed (by name only) `TRUE` in an SPMD program under MPI (`mpirun -np P
 #'   Rscript fit.R`): every rank passes its own rows `x`, `y` (the same
 #'   columns, at least one row each) and the same other arguments; the rows
@@ -375,6 +412,11 @@
 #' # one length scale per column
 #' krr(x, y, bandwidth = "ard", threads = 1)$length_scales
 #'
+#' # a linear trend in both inputs (universal kriging), REML
+#' colnames(x) <- c("a", "b")
+#' fit_uk <- krr(x, y, mean = ~ a + b, likelihood = "reml", threads = 1)
+#' coef(fit_uk)
+#'
 #' # formula interface, classification
 #' fit2 <- krr(Species ~ ., data = iris, lambda = 1, threads = 1)
 #' table(predict(fit2, iris), iris$Species)
@@ -390,11 +432,16 @@ krr.default <- function(x, y, kernel = "auto", bandwidth = "ml",
                         validation = NULL, standardize = "auto", seed = NULL,
                         progress = interactive(), threads = NULL,
                         mem_limit = NULL, keep_state = FALSE, weights = NULL,
+                        mean = NULL, likelihood = "ml",
                         ..., distributed = FALSE) {
   ecall <- krr_call(sys.call())
   check_no_dots(list(...), "krr", ecall)
   if (missing(y)) abort_askotch("`y` is missing.", "input", ecall)
   check_flag(distributed, "distributed", ecall)
+  if (distributed && (!is.null(mean) || !identical(likelihood, "ml"))) {
+    abort_askotch("A distributed fit has the constant mean: leave `mean` and `likelihood` out.",
+                  "input", ecall)
+  }
   args <- fit_args(environment(), bandwidth_given = !missing(bandwidth))
   call <- tryCatch(match.call(krr.default, ecall), error = function(e) ecall)
   if (distributed) return(fit_distributed(x, y, args, call, ecall))
@@ -422,10 +469,11 @@ krr.default <- function(x, y, kernel = "auto", bandwidth = "ml",
 #'   the formula are treated the same way.
 #' @export
 krr.formula <- function(formula, data = NULL, subset, weights, na.action,
-                        offset, validation = NULL, ...) {
+                        offset, validation = NULL, mean = NULL, ...) {
   formula_fit(match.call(expand.dots = FALSE, envir = parent.frame()),
               parent.frame(), validation,
               krr.default, krr_call(sys.call()),
-              match.call(expand.dots = TRUE, envir = parent.frame()), ...)
+              match.call(expand.dots = TRUE, envir = parent.frame()), ...,
+              mean = mean)
 }
 

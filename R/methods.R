@@ -221,11 +221,13 @@ predict.krr <- function(object, newdata = NULL,
         "`type = \"class\"` is only available for classification fits.",
         "input")
     }
+    Fnew <- if (is.null(newdata)) NULL else nf$trend
     s <- sweep(s, 2L, object$y_center, "+", check.margin = FALSE) +
-      pred_offset(object, if (is.null(newdata)) NULL else nf)
+      pred_offset(object, if (is.null(newdata)) NULL else nf) +
+      trend_values(object, Fnew)
     if (se.fit || interval != "none") {
       return(fin(gp_predict(object, xs, s, rk, se.fit, interval, level, method,
-                            draws, ecall)))
+                            draws, ecall, Fnew)))
     }
     if (object$task == "regression") return(fin(stats::setNames(s[, 1L], rk)))
     dimnames(s) <- list(rk, object$y_names)
@@ -343,7 +345,11 @@ summary.krr <- function(object, ...) {
     converged = object$converged, reason = object$reason,
     validation_metric = object$validation_metric, validation = vm,
     tol_auto = isTRUE(object$tol_auto), accuracy = accuracy_bound(object),
-    model = model_stats(object), hyper = gp_hyper_table(object)
+    model = model_stats(object), hyper = gp_hyper_table(object),
+    trend = if (!is.null(object$trend)) {
+      lapply(seq_len(object$m), function(o) trend_table(object, o))
+    },
+    trend_reml = isTRUE(object$trend$reml), y_names = object$y_names
   ), class = "summary.krr")
 }
 
@@ -404,7 +410,8 @@ model_stats <- function(object) {
   }
   if (squared && full && regr) {
     s2 <- gp_signal_var(object)
-    st[["Signal variance (s^2, ML)"]] <- s2
+    st[[if (isTRUE(object$trend$reml)) "Signal variance (s^2, REML)" else
+      "Signal variance (s^2, ML)"]] <- s2
     st[["Noise variance (lambda s^2)"]] <- object$lambda * s2
   }
   c(st, gp_model_stats(object))
@@ -470,15 +477,33 @@ print.summary.krr <- function(x, ...) {
     cat("\nHyperparameters (maximum likelihood; 95% intervals, see confint()):\n")
     print(x$hyper, digits = 4)
   }
+  print_trend_tables(x)
   invisible(x)
+}
+
+# summary()'s coefficient tables of a mean function, in stats::printCoefmat()'s form
+print_trend_tables <- function(x) {
+  for (o in seq_along(x$trend)) {
+    tb <- as.matrix(x$trend[[o]])
+    colnames(tb) <- c("Estimate", "Std. Error", "t value", "Pr(>|t|)")
+    cat(sprintf("\nMean function%s (GLS; hyperparameters by %s, treated as known):\n",
+                if (length(x$trend) > 1L) paste0(", ", x$y_names[o]) else "",
+                if (x$trend_reml) "REML" else "maximum likelihood"))
+    stats::printCoefmat(tb, digits = 4)
+  }
 }
 
 #' Weights, fitted values and residuals of a kernel ridge regression fit
 #'
 #' `coef()` returns the weights \eqn{w} solving \eqn{(K + \lambda I) w = y}
 #' (with centred targets for regression and +1/-1 targets for
-#' classification): a vector, or an n x m matrix for several outputs.
-#' `fitted()` returns the in-sample predictions \eqn{K w} plus the target mean,
+#' classification): a vector, or an n x m matrix for several outputs. For a
+#' fit with a mean function ([krr()]'s `mean`, or `likelihood = "reml"`) it
+#' returns the trend's GLS coefficients instead (the weights then solve
+#' \eqn{(K + \lambda I) w = y - F \hat\beta}; `type = "weights"` gives them);
+#' `type = "mean"` of a fit with the constant mean gives that constant.
+#' `fitted()` returns the in-sample predictions \eqn{K w} plus the target mean
+#' (or the trend),
 #' i.e. the decision scores for classification (use
 #' `predict(fit, type = "class")` for classes); `residuals()` returns targets
 #' minus fitted values (for classification the +1/-1 coded targets minus the
@@ -491,11 +516,16 @@ print.summary.krr <- function(x, ...) {
 #' @param lambda For a fit along a \eqn{\lambda} path: the path's
 #'   \eqn{\lambda} whose weights to use (as in [predict.krr()]; `NULL`: the
 #'   selected one).
+#' @param type `coef()`: `"weights"` (the kernel weights) or `"mean"` (the
+#'   mean function's coefficients); `NULL` (default): `"mean"` for a fit
+#'   with a mean function, else `"weights"`.
 #' @param ... Unused; an unknown argument is an error.
 #' @return A numeric vector (one output) or matrix.
 #' @examples
 #' fit <- krr(mpg ~ wt + hp, data = mtcars, lambda = 1, threads = 1)
 #' head(coef(fit))
+#' # a linear trend in wt (universal kriging): its GLS coefficients
+#' coef(krr(mpg ~ wt + hp, data = mtcars, mean = ~ wt, threads = 1))
 #' head(fitted(fit))
 #' head(residuals(fit))
 #' @name krr-coef
@@ -503,8 +533,15 @@ NULL
 
 #' @rdname krr-coef
 #' @export
-coef.krr <- function(object, lambda = NULL, ...) {
+coef.krr <- function(object, lambda = NULL, type = NULL, ...) {
   object <- path_method_object(object, lambda, list(...), "coef", sys.call())
+  if (is.null(type)) type <- if (is.null(object$trend)) "weights" else "mean"
+  type <- check_choice(type, c("weights", "mean"), "type", sys.call())
+  if (type == "mean") {
+    B <- if (!is.null(object$trend)) object$trend$coef else
+      matrix(object$y_center, 1L, object$m, dimnames = list("(Intercept)", object$y_names))
+    return(if (ncol(B) == 1L) B[, 1L] else B)
+  }
   W <- object$weights
   if (ncol(W) == 1L) W[, 1L] else W
 }

@@ -112,7 +112,12 @@ new_features <- function(object, newdata, na_ok = FALSE) {
   }
   xs <- apply_scaling(x, object$center, object$scale)
   dimnames(xs) <- NULL
-  nf <- list(xs = xs, rownames = rownames(x), offset = off)
+  nf <- list(xs = xs, rownames = rownames(x), offset = off,
+             trend = if (!is.null(object$trend)) trend_design_new(object, newdata, x))
+  if (!is.null(nf$trend) && !na_ok && !all(is.finite(nf$trend))) {
+    abort_askotch("The design of `mean` at `newdata` has missing or infinite values.",
+                  "input")
+  }
   if (na_ok) nf <- complete_rows(nf)
   nf
 }
@@ -123,10 +128,12 @@ new_features <- function(object, newdata, na_ok = FALSE) {
 complete_rows <- function(nf) {
   ok <- rowSums(is.na(nf$xs)) == 0
   if (length(nf$offset) > 1L) ok <- ok & !is.na(nf$offset)
+  if (!is.null(nf$trend)) ok <- ok & rowSums(!is.finite(nf$trend)) == 0
   nf$ok <- ok
   if (all(ok)) return(nf)
   nf$xs <- nf$xs[ok, , drop = FALSE]
   if (length(nf$offset) > 1L) nf$offset <- nf$offset[ok]
+  if (!is.null(nf$trend)) nf$trend <- nf$trend[ok, , drop = FALSE]
   nf
 }
 
@@ -197,7 +204,7 @@ resid_text <- function(x) {
 fitted_scores <- function(object) {
   s <- krr_scores(object, if (is.null(object$x_train)) object$x else
     object$x_train)
-  sweep(s, 2L, object$y_center, "+", check.margin = FALSE)
+  sweep(s, 2L, object$y_center, "+", check.margin = FALSE) + trend_values(object)
 }
 
 # One output as a vector, several as a matrix with named columns
@@ -213,23 +220,37 @@ fit_columns <- function(object, s) {
 # user's arguments `args`, see fit_args()), the solve, the fitted object.
 fit_model <- function(x, y, loss, args, machine, call, ecall) {
   cc <- check_intercept(args$intercept, ecall)
+  tr <- trend_setup(args$mean, args$likelihood %||% "ml", x, ecall)
   ow <- obs_weights_rows(x, y, args$weights, ecall)
-  dat <- krr_data(ow$x, ow$y, args$standardize, loss, ecall, center = cc == 0,
-                  w = ow$w)
+  if (!is.null(tr) && length(ow$dropped)) tr$F <- tr$F[-ow$dropped, , drop = FALSE]
+  dat <- krr_data(ow$x, ow$y, args$standardize, loss, ecall,
+                  center = cc == 0 && (is.null(tr) || tr$intercept), w = ow$w)
+  dat$trend <- tr
   set <- settings_from_args(dat, loss, args, intercept = cc, objective = machine,
                             call = ecall)
+  if (!is.null(tr)) check_trend_fit(tr, dat, set, ecall)
   check_numerics(dat, set, ecall)
   set$obs_weights <- check_weights_model(ow$w, set, ecall)
   set$zero_weight <- ow$dropped
   tn <- tune_hyper(dat, set, ecall)
   check_lambda_numeric(tn$set$lambda, tn$set$precision, ecall)
   path <- tn$set$lambda_spec$rule == "path" && path_solver(tn$set$solver)
+  # a mean function's columns are solved with the targets (R/trend.R)
+  rhs <- if (is.null(tr)) tn$dat$Yc else cbind(tn$dat$Yc, tr$F)
   res <- if (path) fit_path(tn$dat$xs, tn$dat$Yc, tn$set, tn$dat$tgt) else
-    solve_spec(tn$set$solver, tn$dat$xs, tn$dat$Yc, tn$set, tn$dat$tgt)
+    solve_spec(tn$set$solver, tn$dat$xs, rhs, tn$set, tn$dat$tgt)
   if (!is.null(res$solver)) tn$set$solver <- res$solver # "auto"'s choice, made at the start
   # a path keeps its stop rule: every lambda to the tightest of their tolerances
   if (path) tn$set$lambda <- res$lambda
+  gls <- if (!is.null(tr)) {
+    trend_gls(res$weights, tr, ncol(tn$dat$Yc), tn$dat$y_center, tn$dat$tgt$names)
+  }
+  if (!is.null(gls)) {
+    res$weights <- gls$alpha
+    tn$dat$y_center[] <- 0
+  }
   fit <- new_krr(tn$dat, tn$set, res, call = call)
+  fit$trend <- gls$trend
   fit[names(res$fields)] <- res$fields  # a spec's own fields (svrg(): epochs)
   if (!set$objective && !is.null(res$theta)) {
     # features (bcd("random"), svrg()): predictions z(x)^T theta, or x^T w
@@ -354,12 +375,17 @@ warn_many_levels <- function(mf, tt, call) {
 # the standard way, like lm(): `subset`, `weights`, `na.action` and `offset`
 # evaluated in `data`, then in the caller's frame `env`), then the default
 # method `fit_fun` on the model matrix.
-formula_fit <- function(mfcall, env, validation, fit_fun, ecall, mcall, ...) {
+formula_fit <- function(mfcall, env, validation, fit_fun, ecall, mcall, ...,
+                        mean = NULL) {
   m <- match(c("formula", "data", "subset", "weights", "na.action",
                "offset"), names(mfcall), 0L)
   mfc <- mfcall[c(1L, m)]
   mfc$drop.unused.levels <- TRUE
   mfc[[1L]] <- quote(stats::model.frame)
+  # a mean function's design on every row of `data`, carried through the
+  # model frame so that `subset` and `na.action` drop the same rows
+  tr <- formula_trend(mean, mfcall, env, ecall)
+  if (!is.null(tr)) mfc$askotch_trend <- tr$F
   mf <- tryCatch(eval(mfc, env), error = function(e) abort_askotch(sprintf(
     "Cannot build the model frame from `formula` and `data`: %s",
     conditionMessage(e)), "input", ecall))
@@ -397,7 +423,13 @@ formula_fit <- function(mfcall, env, validation, fit_fun, ecall, mcall, ...) {
                                                contrasts.arg = contr),
                        y = vy)
   }
-  fit <- fit_fun(x = X, y = y, validation = validation, weights = w, ...)
+  fit <- if (is.null(mean)) {
+    fit_fun(x = X, y = y, validation = validation, weights = w, ...)
+  } else {
+    if (!is.null(tr)) tr$F <- unname_rows(mf[["(askotch_trend)"]])
+    fit_fun(x = X, y = y, validation = validation, weights = w, ...,
+            mean = if (is.null(tr)) mean else tr)
+  }
   # Keep plain data: do not serialise the caller's environment with the
   # terms (predict() finds variables in `newdata`, functions on the search
   # path).
@@ -421,6 +453,23 @@ formula_fit <- function(mfcall, env, validation, fit_fun, ecall, mcall, ...) {
                                     nrow(mf), exclude)
   fit$call <- krr_call(mcall)
   fit
+}
+
+# The mean function of a formula fit evaluated in `data` (NULL for none or
+# the constant mean), as an "askotch_trend" that krr.default() takes as is.
+formula_trend <- function(mean, mfcall, env, ecall) {
+  if (is.null(mean)) return(NULL)
+  check_mean_formula(mean, ecall)
+  if (trend_constant(mean)) return(NULL)
+  data <- if (is.null(mfcall$data)) NULL else eval(mfcall$data, env)
+  if (is.null(data)) data <- environment(mean)
+  if (is.matrix(data)) data <- as.data.frame(data)
+  structure(trend_build(mean, data, ecall), class = "askotch_trend")
+}
+
+unname_rows <- function(M) {
+  rownames(M) <- NULL
+  M
 }
 
 # Regression response minus a known offset (one value per row).

@@ -135,7 +135,13 @@ gp_loo <- function(x, o = 1L) {
   dA <- rowSums(Ri^2)
   yc <- gp_yc(x)[, o]
   alpha <- drop(Ri %*% crossprod(Ri, yc))
-  s2 <- sum(yc * alpha) / fac$n
+  if (!is.null(x$trend)) {
+    # the diagonal of P = A^{-1} - A^{-1} F C^{-1} F^T A^{-1} (alpha is P y)
+    AF <- Ri %*% crossprod(Ri, x$trend$F)
+    Rc <- chol(crossprod(x$trend$F, AF))
+    dA <- dA - rowSums(t(backsolve(Rc, t(AF), transpose = TRUE))^2)
+  }
+  s2 <- sum(yc * alpha) / (fac$n - trend_reml_q(x))
   y <- x$y[, o]
   mu <- y - alpha / dA
   sd <- sqrt(s2 / dA)
@@ -175,10 +181,11 @@ plot_fit <- function(x, j, o, level, ecall, ...) {
   xg <- matrix(apply(xs, 2L, stats::median), length(g), ncol(xs), byrow = TRUE)
   xg[, j] <- g
   s <- as.matrix(krr_scores(x, xg, NULL))
-  s <- sweep(s, 2L, x$y_center, "+", check.margin = FALSE)
+  Fg <- if (!is.null(x$trend)) plot_trend_grid(x, xg, ecall)
+  s <- sweep(s, 2L, x$y_center, "+", check.margin = FALSE) + trend_values(x, Fg)
   band <- NULL # lower and upper limits
   if (gp_applicable(x)) {
-    b <- gp_predict(x, xg, s, NULL, FALSE, "prediction", level, "auto", 100, ecall)
+    b <- gp_predict(x, xg, s, NULL, FALSE, "prediction", level, "auto", 100, ecall, Fg)
     band <- if (length(dim(b)) == 3L) b[, 2:3, o] else b[, 2:3]
   }
   unscale <- function(v) v * x$scale[j] + x$center[j]
@@ -195,6 +202,23 @@ plot_fit <- function(x, j, o, level, ecall, ...) {
                       col = grDevices::adjustcolor("steelblue", 0.25), border = NA)
   }
   graphics::lines(unscale(g), s[, o], col = "steelblue4", lwd = 2)
+}
+
+# The mean function's design along plot_fit()'s grid xg (scaled inputs):
+# the grid in the data's units, its columns named as the predictors; the
+# mean's variables must be among them.
+plot_trend_grid <- function(x, xg, ecall) {
+  xr <- sweep(sweep(xg, 2L, x$scale, "*", check.margin = FALSE), 2L, x$center, "+",
+              check.margin = FALSE)
+  if (is.null(x$trend$terms)) return(matrix(1, nrow(xg), 1L))
+  nd <- as.data.frame(xr)
+  names(nd) <- x$xnames
+  if (length(setdiff(all.vars(x$trend$terms), names(nd))) > 0L) {
+    abort_askotch(paste(
+      "which = \"fit\" needs the mean function's variables among the predictors;",
+      "plot predict(fit, newdata) along a grid of your own."), "input", ecall)
+  }
+  trend_design_new(x, nd, xr)
 }
 
 # the response's name: the output's, the formula's response, or "response"

@@ -66,6 +66,11 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
       "refit() does not support random-feature fits (kernel_machine(features",
       "= ) or bcd(\"random\")): fit again with the new settings."), "input", ecall)
   }
+  if (!is.null(object$trend)) {
+    abort_askotch(paste(
+      "refit() does not support fits with a mean function (`mean` or",
+      "likelihood = \"reml\"): fit again with krr()."), "input", ecall)
+  }
   xs <- if (is.null(object$x_train)) object$x else object$x_train
   tgt <- refit_targets(object, newresp, nrow(xs), ecall)
   if (is.null(lambda)) lambda <- object$lambda

@@ -9,9 +9,10 @@ subsample_rows <- function(n, size, seed) {
   with_seed(seed + 7, sort(sample.int(n, size)))
 }
 
-# Centre the regression targets of a subsample (classification: +1/-1 as is).
-centre_rows <- function(Y, task) {
-  if (task %in% c("regression", "multioutput")) {
+# Centre the regression targets of a subsample (classification: +1/-1 as is;
+# with a mean function its GLS fit takes the place of the centring).
+centre_rows <- function(Y, task, trend = NULL) {
+  if (is.null(trend) && task %in% c("regression", "multioutput")) {
     sweep(Y, 2L, colMeans(Y), "-", check.margin = FALSE)
   } else Y
 }
@@ -25,7 +26,7 @@ centre_rows <- function(Y, task) {
 # kernel's statistics (distances) are formed once for every evaluation.
 gp_optimise <- function(xs, Y, kernel, ard = FALSE, lambda = NULL,
                         threads = 0L, clock = NULL, start = NULL,
-                        what = "maximum likelihood") {
+                        what = "maximum likelihood", trend = NULL) {
   # targets near unit scale (powers of two: exact); the likelihood of c y is
   # that of y less n log c per column
   u <- apply(abs(as.matrix(Y)), 2L, function(v) {
@@ -33,7 +34,7 @@ gp_optimise <- function(xs, Y, kernel, ard = FALSE, lambda = NULL,
     if (m > 0) pow2_unit(m) else 1
   })
   Y <- sweep(as.matrix(Y), 2L, u, "/", check.margin = FALSE)
-  ll_shift <- -nrow(Y) * sum(log(u))
+  ll_shift <- -(nrow(Y) - if (isTRUE(trend$reml)) ncol(trend$F) else 0) * sum(log(u))
   p <- ncol(xs)
   sig0 <- kernel$bandwidth
   fit_lambda <- is.null(lambda)
@@ -43,7 +44,7 @@ gp_optimise <- function(xs, Y, kernel, ard = FALSE, lambda = NULL,
     lam0 <- if (fit_lambda) {
       K0 <- if (is.null(tstat)) kernel_mat(xs, xs, kernel, threads) else
         native_kernel_eval(kernel, tstat)
-      gp_eigen_best(gp_eigen(K0, Y), "ml")
+      gp_eigen_best(gp_eigen(K0, Y, trend), "ml")
     } else lambda
     c(rep(log(sig0), nk), if (fit_lambda) log(lam0))
   }
@@ -69,7 +70,7 @@ gp_optimise <- function(xs, Y, kernel, ard = FALSE, lambda = NULL,
     if (!is.null(memo$th) && identical(memo$th, th)) return(memo$val)
     d <- decode(th)
     v <- gp_loglik_exact(d$x, Y, d$kernel, d$lambda, ard = ard,
-                         threads = threads, tstat = tstat)
+                         threads = threads, tstat = tstat, trend = trend)
     g <- v$gradient
     if (!is.null(g) && !fit_lambda) g <- g[seq_len(nk)]
     memo$th <- th
@@ -288,7 +289,8 @@ tune_select <- function(dat, set, sub, clock) {
   if (is.null(sel) || constant_targets(sub$Y)) return(list(dat = dat, set = set, sub = sub))
   rows <- subsample_rows(length(sub$rows), select_subsample(), set$seed + 3)
   Y <- if (length(rows) == length(sub$rows)) sub$Y else
-    centre_rows(sub$Y[rows, , drop = FALSE], dat$tgt$task)
+    centre_rows(sub$Y[rows, , drop = FALSE], dat$tgt$task, sub$trend)
+  tr <- trend_rows(sub$trend, rows)
   ard <- set$kernel$bandwidth_rule == "ard"
   lam <- if (set$lambda_spec$rule == "fixed") set$lambda_spec$value
   # each search starts at its own median bandwidth and the ML lambda there
@@ -297,7 +299,7 @@ tune_select <- function(dat, set, sub, clock) {
   try_one <- function(name, ratio) {
     xs <- scale_columns(sub$xs[rows, , drop = FALSE], ratio)
     o <- gp_optimise(xs, Y, candidate_kernel(name, xs, set), ard, lam, set$threads, clock,
-                     what = sprintf("choosing the kernel (%s)", name))
+                     what = sprintf("choosing the kernel (%s)", name), trend = tr)
     list(name = name, ratio = ratio, opt = o, loglik = o$optim$loglik)
   }
   first <- if (is.null(sel$kernels)) set$kernel$name else sel$kernels[1L]
@@ -334,7 +336,8 @@ select_finalists <- function(tried, sub, set, clock, ard, lam) {
     xs <- scale_columns(sub$xs, t$ratio)
     o <- gp_optimise(xs, sub$Y, candidate_kernel(t$name, xs, set), ard, lam, set$threads,
                      clock, start = t$opt,
-                     what = sprintf("choosing the kernel (%s, all tuning points)", t$name))
+                     what = sprintf("choosing the kernel (%s, all tuning points)", t$name),
+                     trend = sub$trend)
     tried[[i]]$opt_all <- o
     tried[[i]]$loglik_all <- o$optim$loglik
   }

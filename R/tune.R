@@ -143,11 +143,15 @@ tune_data <- function(dat, set, call) {
   rows <- subsample_rows(n, if (n <= tune_exact_max_n()) n else tune_subsample(),
                          set$seed)
   Y <- if (length(rows) == n) dat$Yc else
-    centre_rows(dat$Yc[rows, , drop = FALSE], dat$tgt$task)
+    centre_rows(dat$Yc[rows, , drop = FALSE], dat$tgt$task, dat$trend)
+  trend <- trend_rows(dat$trend, rows)
   d <- if (weighted) sqrt(w[rows]) else NULL
-  if (weighted) Y <- d * Y
+  if (weighted) {
+    Y <- d * Y
+    if (!is.null(trend)) trend$F <- d * trend$F
+  }
   list(rows = rows, xs = dat$xs[rows, , drop = FALSE], Y = Y, d = d,
-       weighted = weighted, all = length(rows) == n)
+       weighted = weighted, all = length(rows) == n, trend = trend)
 }
 
 # Maximum likelihood: the bandwidth or length scales (gp_optimise(), or the
@@ -182,7 +186,7 @@ tune_ml <- function(dat, set, sub, clock = tune_clock(set), sl = list()) {
     opt <- if (!is.null(sl$opt)) sl$opt else {
       gp_optimise(xs, sub$Y, kern, ard = bw_rule == "ard",
                   lambda = if (ls$rule == "fixed") ls$value,
-                  threads = set$threads, clock = clock)
+                  threads = set$threads, clock = clock, trend = sub$trend)
     }
     kern <- opt$kernel
     ell <- opt$length_scales
@@ -193,7 +197,7 @@ tune_ml <- function(dat, set, sub, clock = tune_clock(set), sl = list()) {
   if (is.na(lambda) && ls$rule %in% c("default", "ml", "gcv", "loo")) {
     K <- kernel_mat(xs, xs, kern, set$threads)
     if (sub$weighted) K <- K * outer(sub$d, sub$d)
-    eg <- gp_eigen(K, sub$Y)
+    eg <- gp_eigen(K, sub$Y, sub$trend)
     lambda <- gp_eigen_best(eg, if (ls$rule == "default") "ml" else ls$rule)
   }
   refined <- NULL
@@ -217,7 +221,9 @@ tune_path_record <- function(path, lambda, ml, sub, set, by_validation) {
   ls <- set$lambda_spec
   if (!sub$all) return(path)
   eg <- function() {
-    if (is.null(ml$eg)) gp_eigen(kernel_mat(ml$xs, ml$xs, ml$kernel, set$threads), sub$Y) else ml$eg
+    if (is.null(ml$eg)) {
+      gp_eigen(kernel_mat(ml$xs, ml$xs, ml$kernel, set$threads), sub$Y, sub$trend)
+    } else ml$eg
   }
   if (is.null(path) && ls$rule != "fixed" && !sub$weighted && !by_validation) {
     lams <- sort(unique(c(lambda * 10^seq(-2, 2, by = 0.5))), decreasing = TRUE)

@@ -27,8 +27,43 @@ validate_krr <- function(fit, call = NULL, arg = "object") {
   check_fit_model(fit, bad)
   check_fit_record(fit, bad)
   check_fit_extras(fit, bad)
+  check_fit_trend(fit, bad)
   check_fit_tuning(fit$tuning, bad)
   fit
+}
+
+# A mean function's fields (R/trend.R): the training design F (n x q), its
+# solved columns A^{-1} F, the coefficients (q x m), C^{-1} (q x q,
+# symmetric positive definite), the flags and the terms predict() builds F
+# from (NULL: the GLS constant).
+check_fit_trend <- function(fit, bad) {
+  tr <- fit$trend
+  if (is.null(tr)) return(invisible(NULL))
+  if (!is.list(tr)) bad("trend", "must be NULL or a list")
+  fin_mat <- function(v, r, c) is.matrix(v) && is.numeric(v) && all(dim(v) == c(r, c)) &&
+    all(is.finite(v))
+  q <- if (is.matrix(tr$F)) ncol(tr$F) else 0L
+  if (q < 1L || q >= fit$n || !fin_mat(tr$F, fit$n, q) || is.null(colnames(tr$F))) {
+    bad("trend$F", sprintf("must be a finite n x q matrix with column names, 1 <= q < n = %d",
+                           fit$n))
+  }
+  if (!fin_mat(tr$weights, fit$n, q)) bad("trend$weights", "must be a finite n x q matrix")
+  if (!fin_mat(tr$coef, q, fit$m)) bad("trend$coef", sprintf("must be a finite %d x %d matrix",
+                                                            q, fit$m))
+  C <- tr$cov_unscaled
+  if (!fin_mat(C, q, q) || max(abs(C - t(C))) > 1e-8 * max(abs(C)) ||
+      is.null(tryCatch(chol(C), error = function(e) NULL))) {
+    bad("trend$cov_unscaled", "must be a symmetric positive definite q x q matrix")
+  }
+  for (f in c("reml", "intercept")) {
+    if (!is.logical(tr[[f]]) || length(tr[[f]]) != 1L || is.na(tr[[f]])) {
+      bad(paste0("trend$", f), "must be TRUE or FALSE")
+    }
+  }
+  if (!is.null(tr$terms) && !inherits(tr$terms, "terms")) {
+    bad("trend$terms", "must be NULL or a terms object")
+  }
+  if (any(fit$y_center != 0)) bad("y_center", "must be 0 for a fit with a mean function")
 }
 
 # the fields of some fits only: a kernel machine's dual record, ARD length
