@@ -100,6 +100,15 @@ tidy_trend <- function(x, out, conf.int, level) {
   })
   out[c("std.error", "statistic", "p.value", "conf.low", "conf.high")] <- NA_real_
   out <- rbind(out, do.call(rbind, rows))
+  if (!is.null(x$noise)) {
+    # the noise model's log-linear coefficients (estimates only)
+    nt <- noise_table(x)
+    pre <- if (x$m > 1L) paste0("noise:", rep(x$y_names, each = nrow(nt)), ":") else "noise:"
+    out <- rbind(out, data.frame(term = paste0(pre, rownames(nt)), estimate = c(nt),
+                                 std.error = NA_real_, statistic = NA_real_,
+                                 p.value = NA_real_, conf.low = NA_real_,
+                                 conf.high = NA_real_, stringsAsFactors = FALSE))
+  }
   rownames(out) <- NULL
   if (!conf.int) out$conf.low <- out$conf.high <- NULL
   out

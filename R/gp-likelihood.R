@@ -169,12 +169,14 @@ kernel_stat_matrix <- function(xs, metric) {
 # everything after it is in the pivot order.
 gp_loglik_exact <- function(xs, Y, kernel, lambda, ard = FALSE,
                             gradient = TRUE, threads = 0L, tstat = NULL,
-                            trend = NULL) {
+                            trend = NULL, noise = NULL) {
   n <- nrow(xs)
   m <- ncol(Y)
   A <- if (is.null(tstat)) kernel_mat(xs, xs, kernel, threads) else
     native_kernel_eval(kernel, tstat)
-  diag(A) <- diag(A) + lambda
+  # the noise model: lambda v_i, v = exp(Z gamma) (R/noise.R)
+  v <- if (is.null(noise)) 1 else exp(drop(noise$Z %*% noise$gamma))
+  diag(A) <- diag(A) + lambda * v
   R <- suppressWarnings(chol(A, pivot = TRUE))
   rm(A)
   if (attr(R, "rank") < n) return(list(loglik = -Inf, gradient = NULL))
@@ -200,7 +202,14 @@ gp_loglik_exact <- function(xs, Y, kernel, lambda, ard = FALSE,
   gk <- if (is.null(tstat)) {
     native_kernel_deriv_dot(xs[piv, , drop = FALSE], kernel, kernel_grad_codes(xs, ard), M)
   } else sum(M * native_kernel_eval(kernel, tstat[piv, piv], -1L))
-  out$gradient <- c(gk, lambda * sum(diag(M)))
+  dM <- diag(M)
+  if (!is.null(noise)) {
+    # dA/dgamma_j = lambda diag(v z_j); the pivot order
+    lv <- lambda * v[piv]
+    return(c(out, list(gradient = c(gk, sum(dM * lv),
+                                    drop(crossprod(noise$Z[piv, , drop = FALSE], dM * lv))))))
+  }
+  out$gradient <- c(gk, lambda * sum(dM))
   out
 }
 

@@ -9,7 +9,7 @@ gp_df <- function(object) {
   est_kernel <- if (is.null(tn)) 0L else
     switch(tn$bandwidth_rule, ml = 1L, ard = object$p, 0L)
   q <- if (is.null(object$trend)) 1L else ncol(object$trend$F)
-  object$m * (1L + regression * q) + est_lambda + est_kernel
+  object$m * (1L + regression * q) + est_lambda + est_kernel + length(object$noise$coef)
 }
 
 #' Log marginal likelihood, AIC, BIC, deviance and the number of observations

@@ -384,16 +384,19 @@ gp_solve <- function(object, B) {
 # Predictive standard errors and intervals: predict.krr() with se.fit or
 # interval.  `fit` is the n_new x m matrix of predictions.
 gp_predict <- function(object, xs, fit, rn, se.fit, interval, level, method,
-                       draws, call, Fnew = NULL) {
+                       draws, call, Fnew = NULL, Znew = NULL) {
   v <- gp_add_trend_var(object, gp_variance(object, xs, method, draws, call, Fnew),
                         xs, Fnew)
   s2 <- gp_signal_var(object)
   se <- sqrt(outer(v$var, s2))
   dimnames(se) <- list(rn, object$y_names)
   noise_sd <- sqrt(object$lambda * s2)
+  # each point's own noise variance under a noise model (R/noise.R)
+  noise_var <- outer(rep_len(noise_at(object, Znew), nrow(se)), noise_sd^2)
+  if (!is.null(object$noise)) noise_sd <- sqrt(noise_var)
   one <- object$task == "regression"
   se <- gp_se_attributes(se, v, s2, rn, object$y_names, one)
-  fit_out <- gp_intervals(fit, se, noise_sd, interval, level, rn, object$y_names, one)
+  fit_out <- gp_intervals(fit, se, noise_var, interval, level, rn, object$y_names, one)
   if (!se.fit) return(fit_out)
   se_out <- se
   if (one) {
@@ -402,6 +405,7 @@ gp_predict <- function(object, xs, fit, rn, se.fit, interval, level, method,
       attr(se_out, a) <- attr(se, a)
     }
   }
+  if (one && is.matrix(noise_sd)) noise_sd <- stats::setNames(noise_sd[, 1L], rn)
   list(fit = fit_out, se.fit = se_out, df = Inf,
        residual.scale = if (one) unname(noise_sd) else noise_sd)
 }
@@ -486,11 +490,10 @@ gp_se_attributes <- function(se, v, s2, rn, y_names, one) {
 
 # The fitted values, or with interval = "confidence" / "prediction" the
 # fit and its bounds (the prediction interval adds the noise variance).
-gp_intervals <- function(fit, se, noise_sd, interval, level, rn, y_names, one) {
+gp_intervals <- function(fit, se, noise_var, interval, level, rn, y_names, one) {
   if (interval != "none") {
     z <- stats::qnorm((1 - level) / 2, lower.tail = FALSE)
-    sd <- if (interval == "confidence") se else
-      sqrt(sweep(se^2, 2L, noise_sd^2, "+", check.margin = FALSE))
+    sd <- if (interval == "confidence") se else sqrt(se^2 + noise_var)
     out <- array(c(fit, fit - z * sd, fit + z * sd),
                  c(nrow(fit), ncol(fit), 3L),
                  list(rn, y_names, c("fit", "lwr", "upr")))
@@ -602,7 +605,7 @@ simulate.krr <- function(object, nsim = 1, seed = NULL, newdata = NULL,
     nf <- new_features(object, newdata)
     xs <- nf$xs
     rn <- nf$rownames
-    noise_w <- 1
+    noise_w <- noise_at(object, nf$noise)
     Fnew <- nf$trend
   }
   # the draws are a nrow(xs) x (nsim m) matrix (and n x (nsim m) solves)

@@ -171,6 +171,23 @@
 #' [vcov()][vcov.krr] / [confint()][confint.krr] of the hyperparameters, or
 #' distributed fits (classed errors say so).
 #'
+#' @section Heteroscedastic noise:
+#' `noise = ~ z1 + z2` models the noise variance of point \eqn{i} as
+#' \eqn{\hat s^2 \lambda \exp(z_i^T\gamma)}, log-linear in the design of the
+#' one-sided formula (its columns centred and scaled, so that \eqn{\lambda}
+#' is the noise ratio at the covariates' means; `splines::ns(t, df = 3)` or
+#' `poly(t, 2)` give a smooth log variance), its variables found as for
+#' `mean`. \eqn{\gamma} is estimated with \eqn{\lambda}, the kernel's
+#' scale (kept when given) and the mean function (a GLS constant at least)
+#' by maximum (or restricted) likelihood with the exact gradient, on the
+#' tuning points. The fit is then the weighted fit with observation weights
+#' \eqn{\exp(-z_i^T\hat\gamma)} (see *Observation weights*; [weights()][weights.krr] returns
+#' them), and [predict()][predict.krr]'s prediction intervals and
+#' `residual.scale` use each new point's own noise variance.
+#' [summary()][summary.krr] and [tidy()][tidy.krr] report the log noise
+#' variance's coefficients in the data's units. `lambda` must be chosen by
+#' maximum likelihood or given; not with `weights`.
+#'
 #' @section Observation weights:
 #' `weights = w` makes the noise variance of point \eqn{i} equal to
 #' \eqn{\lambda / w_i} (a Gaussian process with heteroscedastic noise; the
@@ -356,6 +373,9 @@
 #'   function: `"ml"` (default; its coefficients profiled out) or `"reml"`
 #'   (restricted maximum likelihood); also the divisor of the signal
 #'   variance, \eqn{n} or \eqn{n - q}.
+#' @param noise A noise model: `NULL` (default: the same noise variance at
+#'   every point) or a one-sided formula over the columns of `x` (by name) or
+#'   of `data`; see *Heteroscedastic noise*.
 #' @param distributed (by name only) `TRUE` in an SPMD program under MPI (`mpirun -np P
 #'   Rscript fit.R`): every rank passes its own rows `x`, `y` (the same
 #'   columns, at least one row each) and the same other arguments; the rows
@@ -432,15 +452,15 @@ krr.default <- function(x, y, kernel = "auto", bandwidth = "ml",
                         validation = NULL, standardize = "auto", seed = NULL,
                         progress = interactive(), threads = NULL,
                         mem_limit = NULL, keep_state = FALSE, weights = NULL,
-                        mean = NULL, likelihood = "ml",
+                        mean = NULL, likelihood = "ml", noise = NULL,
                         ..., distributed = FALSE) {
   ecall <- krr_call(sys.call())
   check_no_dots(list(...), "krr", ecall)
   if (missing(y)) abort_askotch("`y` is missing.", "input", ecall)
   check_flag(distributed, "distributed", ecall)
-  if (distributed && (!is.null(mean) || !identical(likelihood, "ml"))) {
-    abort_askotch("A distributed fit has the constant mean: leave `mean` and `likelihood` out.",
-                  "input", ecall)
+  if (distributed && (!is.null(mean) || !is.null(noise) || !identical(likelihood, "ml"))) {
+    abort_askotch(paste("A distributed fit has the constant mean and noise: leave `mean`,",
+                        "`noise` and `likelihood` out."), "input", ecall)
   }
   args <- fit_args(environment(), bandwidth_given = !missing(bandwidth))
   call <- tryCatch(match.call(krr.default, ecall), error = function(e) ecall)
@@ -469,11 +489,11 @@ krr.default <- function(x, y, kernel = "auto", bandwidth = "ml",
 #'   the formula are treated the same way.
 #' @export
 krr.formula <- function(formula, data = NULL, subset, weights, na.action,
-                        offset, validation = NULL, mean = NULL, ...) {
+                        offset, validation = NULL, mean = NULL, noise = NULL, ...) {
   formula_fit(match.call(expand.dots = FALSE, envir = parent.frame()),
               parent.frame(), validation,
               krr.default, krr_call(sys.call()),
               match.call(expand.dots = TRUE, envir = parent.frame()), ...,
-              mean = mean)
+              mean = mean, noise = noise)
 }
 

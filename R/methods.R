@@ -227,7 +227,7 @@ predict.krr <- function(object, newdata = NULL,
       trend_values(object, Fnew)
     if (se.fit || interval != "none") {
       return(fin(gp_predict(object, xs, s, rk, se.fit, interval, level, method,
-                            draws, ecall, Fnew)))
+                            draws, ecall, Fnew, if (is.null(newdata)) NULL else nf$noise)))
     }
     if (object$task == "regression") return(fin(stats::setNames(s[, 1L], rk)))
     dimnames(s) <- list(rk, object$y_names)
@@ -349,7 +349,8 @@ summary.krr <- function(object, ...) {
     trend = if (!is.null(object$trend)) {
       lapply(seq_len(object$m), function(o) trend_table(object, o))
     },
-    trend_reml = isTRUE(object$trend$reml), y_names = object$y_names
+    trend_reml = isTRUE(object$trend$reml), y_names = object$y_names,
+    noise = if (!is.null(object$noise)) noise_table(object)
   ), class = "summary.krr")
 }
 
@@ -478,6 +479,10 @@ print.summary.krr <- function(x, ...) {
     print(x$hyper, digits = 4)
   }
   print_trend_tables(x)
+  if (!is.null(x$noise)) {
+    cat("\nNoise model (log noise variance, maximum likelihood):\n")
+    print(x$noise, digits = 4)
+  }
   invisible(x)
 }
 

@@ -113,10 +113,13 @@ new_features <- function(object, newdata, na_ok = FALSE) {
   xs <- apply_scaling(x, object$center, object$scale)
   dimnames(xs) <- NULL
   nf <- list(xs = xs, rownames = rownames(x), offset = off,
-             trend = if (!is.null(object$trend)) trend_design_new(object, newdata, x))
-  if (!is.null(nf$trend) && !na_ok && !all(is.finite(nf$trend))) {
-    abort_askotch("The design of `mean` at `newdata` has missing or infinite values.",
-                  "input")
+             trend = if (!is.null(object$trend)) trend_design_new(object, newdata, x),
+             noise = if (!is.null(object$noise)) noise_design_new(object, newdata, x))
+  for (f in c("trend", "noise")) {
+    if (!is.null(nf[[f]]) && !na_ok && !all(is.finite(nf[[f]]))) {
+      abort_askotch(sprintf("The design of `%s` at `newdata` has missing or infinite values.",
+                            c(trend = "mean", noise = "noise")[[f]]), "input")
+    }
   }
   if (na_ok) nf <- complete_rows(nf)
   nf
@@ -128,12 +131,16 @@ new_features <- function(object, newdata, na_ok = FALSE) {
 complete_rows <- function(nf) {
   ok <- rowSums(is.na(nf$xs)) == 0
   if (length(nf$offset) > 1L) ok <- ok & !is.na(nf$offset)
-  if (!is.null(nf$trend)) ok <- ok & rowSums(!is.finite(nf$trend)) == 0
+  for (f in c("trend", "noise")) {
+    if (!is.null(nf[[f]])) ok <- ok & rowSums(!is.finite(nf[[f]])) == 0
+  }
   nf$ok <- ok
   if (all(ok)) return(nf)
   nf$xs <- nf$xs[ok, , drop = FALSE]
   if (length(nf$offset) > 1L) nf$offset <- nf$offset[ok]
-  if (!is.null(nf$trend)) nf$trend <- nf$trend[ok, , drop = FALSE]
+  for (f in c("trend", "noise")) {
+    if (!is.null(nf[[f]])) nf[[f]] <- nf[[f]][ok, , drop = FALSE]
+  }
   nf
 }
 
@@ -220,12 +227,14 @@ fit_columns <- function(object, s) {
 # user's arguments `args`, see fit_args()), the solve, the fitted object.
 fit_model <- function(x, y, loss, args, machine, call, ecall) {
   cc <- check_intercept(args$intercept, ecall)
-  tr <- trend_setup(args$mean, args$likelihood %||% "ml", x, ecall)
+  nz <- noise_setup(args$noise, x, args$weights, ecall)
+  tr <- trend_setup(args$mean, args$likelihood %||% "ml", x, ecall, gls = !is.null(nz))
   ow <- obs_weights_rows(x, y, args$weights, ecall)
   if (!is.null(tr) && length(ow$dropped)) tr$F <- tr$F[-ow$dropped, , drop = FALSE]
   dat <- krr_data(ow$x, ow$y, args$standardize, loss, ecall,
                   center = cc == 0 && (is.null(tr) || tr$intercept), w = ow$w)
   dat$trend <- tr
+  dat$noise <- nz
   set <- settings_from_args(dat, loss, args, intercept = cc, objective = machine,
                             call = ecall)
   if (!is.null(tr)) check_trend_fit(tr, dat, set, ecall)
@@ -251,6 +260,7 @@ fit_model <- function(x, y, loss, args, machine, call, ecall) {
   }
   fit <- new_krr(tn$dat, tn$set, res, call = call)
   fit$trend <- gls$trend
+  if (!is.null(nz)) fit$noise <- noise_fit_fields(nz, tn$tuning$noise_coef)
   fit[names(res$fields)] <- res$fields  # a spec's own fields (svrg(): epochs)
   if (!set$objective && !is.null(res$theta)) {
     # features (bcd("random"), svrg()): predictions z(x)^T theta, or x^T w
@@ -376,7 +386,7 @@ warn_many_levels <- function(mf, tt, call) {
 # evaluated in `data`, then in the caller's frame `env`), then the default
 # method `fit_fun` on the model matrix.
 formula_fit <- function(mfcall, env, validation, fit_fun, ecall, mcall, ...,
-                        mean = NULL) {
+                        mean = NULL, noise = NULL) {
   m <- match(c("formula", "data", "subset", "weights", "na.action",
                "offset"), names(mfcall), 0L)
   mfc <- mfcall[c(1L, m)]
@@ -386,6 +396,8 @@ formula_fit <- function(mfcall, env, validation, fit_fun, ecall, mcall, ...,
   # model frame so that `subset` and `na.action` drop the same rows
   tr <- formula_trend(mean, mfcall, env, ecall)
   if (!is.null(tr)) mfc$askotch_trend <- tr$F
+  nzd <- formula_trend(noise, mfcall, env, ecall, "noise")
+  if (!is.null(nzd)) mfc$askotch_noise <- nzd$F
   mf <- tryCatch(eval(mfc, env), error = function(e) abort_askotch(sprintf(
     "Cannot build the model frame from `formula` and `data`: %s",
     conditionMessage(e)), "input", ecall))
@@ -423,12 +435,18 @@ formula_fit <- function(mfcall, env, validation, fit_fun, ecall, mcall, ...,
                                                contrasts.arg = contr),
                        y = vy)
   }
-  fit <- if (is.null(mean)) {
-    fit_fun(x = X, y = y, validation = validation, weights = w, ...)
-  } else {
-    if (!is.null(tr)) tr$F <- unname_rows(mf[["(askotch_trend)"]])
+  if (!is.null(tr)) tr$F <- unname_rows(mf[["(askotch_trend)"]])
+  if (!is.null(nzd)) nzd$F <- unname_rows(mf[["(askotch_noise)"]])
+  # the mean function and the noise model are krr()'s
+  fit <- if (identical(fit_fun, krr.default)) {
     fit_fun(x = X, y = y, validation = validation, weights = w, ...,
-            mean = if (is.null(tr)) mean else tr)
+            mean = if (is.null(tr)) mean else tr, noise = nzd)
+  } else {
+    if (!is.null(mean) || !is.null(noise)) {
+      abort_askotch("`mean` and `noise` are arguments of krr(), not of this function.",
+                    "input", ecall)
+    }
+    fit_fun(x = X, y = y, validation = validation, weights = w, ...)
   }
   # Keep plain data: do not serialise the caller's environment with the
   # terms (predict() finds variables in `newdata`, functions on the search
@@ -457,13 +475,16 @@ formula_fit <- function(mfcall, env, validation, fit_fun, ecall, mcall, ...,
 
 # The mean function of a formula fit evaluated in `data` (NULL for none or
 # the constant mean), as an "askotch_trend" that krr.default() takes as is.
-formula_trend <- function(mean, mfcall, env, ecall) {
+formula_trend <- function(mean, mfcall, env, ecall, arg = "mean") {
   if (is.null(mean)) return(NULL)
-  check_mean_formula(mean, ecall)
-  if (trend_constant(mean)) return(NULL)
+  check_mean_formula(mean, ecall, arg)
+  if (arg == "mean" && trend_constant(mean)) return(NULL)
   data <- if (is.null(mfcall$data)) NULL else eval(mfcall$data, env)
   if (is.null(data)) data <- environment(mean)
   if (is.matrix(data)) data <- as.data.frame(data)
+  if (arg == "noise") {
+    return(structure(noise_build(mean, data, ecall), class = "askotch_noise"))
+  }
   structure(trend_build(mean, data, ecall), class = "askotch_trend")
 }
 

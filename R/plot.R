@@ -182,10 +182,11 @@ plot_fit <- function(x, j, o, level, ecall, ...) {
   xg[, j] <- g
   s <- as.matrix(krr_scores(x, xg, NULL))
   Fg <- if (!is.null(x$trend)) plot_trend_grid(x, xg, ecall)
+  Zg <- if (!is.null(x$noise)) plot_trend_grid(x, xg, ecall, "noise")
   s <- sweep(s, 2L, x$y_center, "+", check.margin = FALSE) + trend_values(x, Fg)
   band <- NULL # lower and upper limits
   if (gp_applicable(x)) {
-    b <- gp_predict(x, xg, s, NULL, FALSE, "prediction", level, "auto", 100, ecall, Fg)
+    b <- gp_predict(x, xg, s, NULL, FALSE, "prediction", level, "auto", 100, ecall, Fg, Zg)
     band <- if (length(dim(b)) == 3L) b[, 2:3, o] else b[, 2:3]
   }
   unscale <- function(v) v * x$scale[j] + x$center[j]
@@ -207,18 +208,19 @@ plot_fit <- function(x, j, o, level, ecall, ...) {
 # The mean function's design along plot_fit()'s grid xg (scaled inputs):
 # the grid in the data's units, its columns named as the predictors; the
 # mean's variables must be among them.
-plot_trend_grid <- function(x, xg, ecall) {
+plot_trend_grid <- function(x, xg, ecall, what = "trend") {
   xr <- sweep(sweep(xg, 2L, x$scale, "*", check.margin = FALSE), 2L, x$center, "+",
               check.margin = FALSE)
-  if (is.null(x$trend$terms)) return(matrix(1, nrow(xg), 1L))
+  des <- x[[what]]
+  if (is.null(des$terms)) return(matrix(1, nrow(xg), 1L))
   nd <- as.data.frame(xr)
   names(nd) <- x$xnames
-  if (length(setdiff(all.vars(x$trend$terms), names(nd))) > 0L) {
+  if (length(setdiff(all.vars(des$terms), names(nd))) > 0L) {
     abort_askotch(paste(
-      "which = \"fit\" needs the mean function's variables among the predictors;",
-      "plot predict(fit, newdata) along a grid of your own."), "input", ecall)
+      "which = \"fit\" needs the variables of `mean` and `noise` among the",
+      "predictors; plot predict(fit, newdata) along a grid of your own."), "input", ecall)
   }
-  trend_design_new(x, nd, xr)
+  if (what == "trend") trend_design_new(x, nd, xr) else noise_design_new(x, nd, xr)
 }
 
 # the response's name: the output's, the formula's response, or "response"

@@ -25,7 +25,7 @@ fit_args <- function(env, ...) {
   nms <- c("kernel", "bandwidth", "lambda", "solver", "precision", "device",
            "max_passes", "tol", "time_limit", "validation", "standardize",
            "seed", "progress", "threads", "mem_limit", "keep_state",
-           "weights", "features", "intercept", "mean", "likelihood")
+           "weights", "features", "intercept", "mean", "likelihood", "noise")
   args <- mget(intersect(nms, ls(env)), envir = env)
   extra <- list(...)
   for (nm in names(extra)) args[nm] <- list(extra[[nm]])

@@ -26,12 +26,12 @@
 # `likelihood`: NULL for the constant mean (the targets centred, as without
 # `mean`), else list(F, terms, xlevels, contrasts, intercept, reml). `~ 1`
 # is the constant mean, estimated by GLS when likelihood = "reml" needs it.
-trend_setup <- function(mean, likelihood, x, call = NULL) {
+trend_setup <- function(mean, likelihood, x, call = NULL, gls = FALSE) {
   reml <- check_choice(likelihood, c("ml", "reml"), "likelihood", call) == "reml"
   tr <- if (inherits(mean, "askotch_trend")) mean else {
     if (!is.null(mean)) check_mean_formula(mean, call)
     if (is.null(mean) || trend_constant(mean)) {
-      if (!reml) return(NULL)
+      if (!reml && !gls) return(NULL)
       trend_intercept(NROW(x))
     } else {
       xm <- as_feature_matrix(x, "x", call)
@@ -48,11 +48,11 @@ trend_setup <- function(mean, likelihood, x, call = NULL) {
   tr
 }
 
-check_mean_formula <- function(mean, call) {
+check_mean_formula <- function(mean, call, arg = "mean") {
   if (!inherits(mean, "formula") || length(mean) != 2L) {
     abort_askotch(sprintf(paste(
-      "`mean` must be a one-sided formula such as ~ x1 + x2 (or NULL for a",
-      "constant mean), not %s."), fmt_value(mean)), "input", call)
+      "`%s` must be a one-sided formula such as ~ x1 + x2 (or NULL), not %s."),
+      arg, fmt_value(mean)), "input", call)
   }
 }
 
@@ -70,16 +70,16 @@ trend_intercept <- function(n) {
 # the caller's na.action decides), with what predict() needs to build it at
 # new points. The terms keep their "predvars" (safe prediction for poly(),
 # splines::ns() and the like) and no environment (plain data).
-trend_build <- function(mean, data, call = NULL) {
+trend_build <- function(mean, data, call = NULL, arg = "mean") {
   tt <- stats::terms(mean)
   miss <- if (is.list(data)) setdiff(all.vars(tt), names(data))
   if (length(miss) > 0L) {
     abort_askotch(sprintf(
-      "`mean` uses %s, not among the %s.", paste0("`", miss, "`", collapse = ", "),
+      "`%s` uses %s, not among the %s.", arg, paste0("`", miss, "`", collapse = ", "),
       "columns of the data"), "input", call)
   }
   build <- function(expr) tryCatch(expr, error = function(e) abort_askotch(sprintf(
-    "Cannot build the design of `mean`: %s", conditionMessage(e)), "input", call))
+    "Cannot build the design of `%s`: %s", arg, conditionMessage(e)), "input", call))
   mf <- build(stats::model.frame(tt, data, na.action = stats::na.pass))
   tt <- stats::terms(mf)
   Fd <- build(stats::model.matrix(tt, mf))
@@ -142,12 +142,14 @@ check_trend_fit <- function(tr, dat, set, call = NULL) {
     why <- "lambda by the likelihood, GCV or LOO, or a number (not cross-validation)"
   } else if (!is.null(set$validation)) {
     why <- "no `validation` set"
+  } else if (!is.null(dat$noise) && !set$lambda_spec$rule %in% c("default", "ml", "fixed")) {
+    why <- "lambda by maximum likelihood or a number (the noise model is estimated with it)"
   } else if (dat$n > tune_exact_max_n() && set$lambda_spec$rule %in% c("default", "ml") &&
              identical(getOption("askotch.ml_method", "subsample"), "stochastic")) {
     why <- "options(askotch.ml_method = \"subsample\") (the stochastic refinement has no trend)"
   }
   if (!is.null(why)) {
-    abort_askotch(sprintf("A fit with `mean` (or likelihood = \"reml\") needs %s.", why),
+    abort_askotch(sprintf("A fit with `mean`, `noise` or likelihood = \"reml\" needs %s.", why),
                   "input", call)
   }
 }
@@ -186,27 +188,34 @@ trend_gls <- function(W, tr, m, yc, names) {
 trend_design_new <- function(object, newdata, x) {
   tr <- object$trend
   if (is.null(tr$terms)) return(matrix(1, nrow(x), 1L))
+  unname(design_new(tr, object, newdata, x, "mean")[, colnames(tr$F), drop = FALSE])
+}
+
+# A design (trend or noise: terms, xlevels, contrasts) at `newdata` (formula
+# fits) or at the new feature matrix x with the fit's column names (matrix
+# fits), rows aligned with x
+design_new <- function(des, object, newdata, x, arg) {
   data <- if (is.null(object$terms)) {
     xd <- as.data.frame(x)
     names(xd) <- object$xnames
     xd
   } else newdata
-  miss <- setdiff(all.vars(tr$terms), names(data))
+  miss <- setdiff(all.vars(des$terms), names(data))
   if (length(miss) > 0L) {
-    abort_askotch(sprintf("`newdata` is missing the variable(s) %s used by `mean`.",
-                          paste0("`", miss, "`", collapse = ", ")), "input")
+    abort_askotch(sprintf("`newdata` is missing the variable(s) %s used by `%s`.",
+                          paste0("`", miss, "`", collapse = ", "), arg), "input")
   }
   build <- function(expr) tryCatch(expr, error = function(e) abort_askotch(sprintf(
-    "Cannot build the design of `mean` at `newdata`: %s", conditionMessage(e)), "input"))
-  mf <- build(stats::model.frame(tr$terms, data, xlev = tr$xlevels,
+    "Cannot build the design of `%s` at `newdata`: %s", arg, conditionMessage(e)), "input"))
+  mf <- build(stats::model.frame(des$terms, data, xlev = des$xlevels,
                                  na.action = stats::na.pass))
-  Fd <- build(stats::model.matrix(tr$terms, mf, contrasts.arg = tr$contrasts))
+  Fd <- build(stats::model.matrix(des$terms, mf, contrasts.arg = des$contrasts))
   if (nrow(Fd) != nrow(x)) {
     abort_askotch(sprintf(paste(
-      "The design of `mean` at `newdata` has %d rows, the predictors %d."),
-      nrow(Fd), nrow(x)), "input")
+      "The design of `%s` at `newdata` has %d rows, the predictors %d."),
+      arg, nrow(Fd), nrow(x)), "input")
   }
-  unname(Fd[, colnames(tr$F), drop = FALSE])
+  Fd
 }
 
 # The trend's part of the predictions: F beta (n_new x m), 0 without a trend.

@@ -26,7 +26,8 @@ centre_rows <- function(Y, task, trend = NULL) {
 # kernel's statistics (distances) are formed once for every evaluation.
 gp_optimise <- function(xs, Y, kernel, ard = FALSE, lambda = NULL,
                         threads = 0L, clock = NULL, start = NULL,
-                        what = "maximum likelihood", trend = NULL) {
+                        what = "maximum likelihood", trend = NULL, noise = NULL,
+                        fix_kernel = FALSE) {
   # targets near unit scale (powers of two: exact); the likelihood of c y is
   # that of y less n log c per column
   u <- apply(abs(as.matrix(Y)), 2L, function(v) {
@@ -36,21 +37,12 @@ gp_optimise <- function(xs, Y, kernel, ard = FALSE, lambda = NULL,
   Y <- sweep(as.matrix(Y), 2L, u, "/", check.margin = FALSE)
   ll_shift <- -(nrow(Y) - if (isTRUE(trend$reml)) ncol(trend$F) else 0) * sum(log(u))
   p <- ncol(xs)
-  sig0 <- kernel$bandwidth
   fit_lambda <- is.null(lambda)
   tstat <- if (!ard) kernel_stat_matrix(xs, kernel$metric)
   nk <- if (ard) p else 1L
-  th0 <- if (!is.null(start)) start$theta[seq_len(nk + fit_lambda)] else {
-    lam0 <- if (fit_lambda) {
-      K0 <- if (is.null(tstat)) kernel_mat(xs, xs, kernel, threads) else
-        native_kernel_eval(kernel, tstat)
-      gp_eigen_best(gp_eigen(K0, Y, trend), "ml")
-    } else lambda
-    c(rep(log(sig0), nk), if (fit_lambda) log(lam0))
-  }
-  lower <- c(rep(log(sig0 / 100), nk), if (fit_lambda) log(ml_lambda_range[1L]))
-  upper <- c(rep(log(sig0 * 1000), nk), if (fit_lambda) log(ml_lambda_range[2L]))
-  th0 <- pmin(pmax(th0, lower), upper)
+  nz <- if (is.null(noise)) 0L else ncol(noise$Z)
+  b <- gp_optimise_box(xs, Y, kernel, nk, lambda, tstat, threads, start, trend, nz,
+                       fix_kernel)
   decode <- function(th) {
     k <- kernel
     if (ard) {
@@ -63,16 +55,20 @@ gp_optimise <- function(xs, Y, kernel, ard = FALSE, lambda = NULL,
       x <- xs
     }
     lam <- if (fit_lambda) exp(th[nk + 1L]) else lambda
-    list(kernel = k, ell = ell, x = x, lambda = lam)
+    gam <- th[nk + fit_lambda + seq_len(nz)]
+    list(kernel = k, ell = ell, x = x, lambda = lam, gamma = gam)
   }
   memo <- new.env(parent = emptyenv())
   eval_at <- function(th) {
     if (!is.null(memo$th) && identical(memo$th, th)) return(memo$val)
     d <- decode(th)
     v <- gp_loglik_exact(d$x, Y, d$kernel, d$lambda, ard = ard,
-                         threads = threads, tstat = tstat, trend = trend)
+                         threads = threads, tstat = tstat, trend = trend,
+                         noise = if (nz > 0L) list(Z = noise$Z, gamma = d$gamma))
+    # the gradient's order: kernel, lambda, noise coefficients
     g <- v$gradient
-    if (!is.null(g) && !fit_lambda) g <- g[seq_len(nk)]
+    if (!is.null(g)) g <- g[c(seq_len(nk), if (fit_lambda) nk + 1L, nk + 1L + seq_len(nz))]
+    if (!is.null(g) && fix_kernel) g[seq_len(nk)] <- 0
     memo$th <- th
     # a point where K + lambda I is not numerically positive definite is
     # worse than any other (L-BFGS-B needs finite values)
@@ -82,8 +78,8 @@ gp_optimise <- function(xs, Y, kernel, ard = FALSE, lambda = NULL,
     memo$val
   }
   scale_f <- nrow(xs) * ncol(Y)
-  res <- tune_optim(th0, function(th) eval_at(th)$f / scale_f,
-                    function(th) eval_at(th)$g / scale_f, lower, upper,
+  res <- tune_optim(b$th0, function(th) eval_at(th)$f / scale_f,
+                    function(th) eval_at(th)$g / scale_f, b$lower, b$upper,
                     list(maxit = 200), memo, scale_f)
   if (!is.finite(memo$best_f %||% Inf)) {
     abort_askotch(paste(
@@ -94,10 +90,41 @@ gp_optimise <- function(xs, Y, kernel, ard = FALSE, lambda = NULL,
   }
   d <- decode(res$par)
   list(kernel = d$kernel, length_scales = d$ell, lambda = d$lambda,
-       theta = c(res$par, if (!fit_lambda) log(lambda)),
+       noise_coef = if (nz > 0L) d$gamma,
+       theta = c(res$par[seq_len(nk)], log(d$lambda), d$gamma),
        optim = list(loglik = -res$value * scale_f + ll_shift,
                     convergence = res$convergence,
                     evaluations = unname(res$counts[1L]), message = res$message))
+}
+
+# gp_optimise()'s start and box on the log scale (kernel scales, log lambda
+# when estimated, the nz noise coefficients): the start `start$theta` (an
+# earlier search's kernel, lambda, noise), else the kernel's bandwidth and
+# the ML lambda there with no noise effect; the kernel within /100 and x1000
+# of its bandwidth (fixed there with fix_kernel), the noise coefficients of
+# standardised covariates within +-10.
+gp_optimise_box <- function(xs, Y, kernel, nk, lambda, tstat, threads, start, trend,
+                            nz, fix_kernel) {
+  sig0 <- kernel$bandwidth
+  fit_lambda <- is.null(lambda)
+  th0 <- if (!is.null(start)) {
+    st <- start$theta
+    c(st[seq_len(nk)], if (fit_lambda) st[nk + 1L],
+      if (nz > 0L) st[nk + 1L + seq_len(nz)] %||% rep(0, nz))
+  } else {
+    lam0 <- if (fit_lambda) {
+      K0 <- if (is.null(tstat)) kernel_mat(xs, xs, kernel, threads) else
+        native_kernel_eval(kernel, tstat)
+      gp_eigen_best(gp_eigen(K0, Y, trend), "ml")
+    }
+    c(rep(log(sig0), nk), if (fit_lambda) log(lam0), rep(0, nz))
+  }
+  kl <- if (fix_kernel) log(sig0) else log(sig0 / 100)
+  ku <- if (fix_kernel) log(sig0) else log(sig0 * 1000)
+  lower <- c(rep(kl, nk), if (fit_lambda) log(ml_lambda_range[1L]), rep(-10, nz))
+  upper <- c(rep(ku, nk), if (fit_lambda) log(ml_lambda_range[2L]), rep(10, nz))
+  th0[is.na(th0)] <- 0
+  list(th0 = pmin(pmax(th0, lower), upper), lower = lower, upper = upper)
 }
 
 # Refine maximum-likelihood hyperparameters on all n points (option
@@ -291,6 +318,7 @@ tune_select <- function(dat, set, sub, clock) {
   Y <- if (length(rows) == length(sub$rows)) sub$Y else
     centre_rows(sub$Y[rows, , drop = FALSE], dat$tgt$task, sub$trend)
   tr <- trend_rows(sub$trend, rows)
+  nzr <- if (!is.null(sub$noise)) list(Z = sub$noise$Z[rows, , drop = FALSE])
   ard <- set$kernel$bandwidth_rule == "ard"
   lam <- if (set$lambda_spec$rule == "fixed") set$lambda_spec$value
   # each search starts at its own median bandwidth and the ML lambda there
@@ -299,7 +327,8 @@ tune_select <- function(dat, set, sub, clock) {
   try_one <- function(name, ratio) {
     xs <- scale_columns(sub$xs[rows, , drop = FALSE], ratio)
     o <- gp_optimise(xs, Y, candidate_kernel(name, xs, set), ard, lam, set$threads, clock,
-                     what = sprintf("choosing the kernel (%s)", name), trend = tr)
+                     what = sprintf("choosing the kernel (%s)", name), trend = tr,
+                     noise = nzr)
     list(name = name, ratio = ratio, opt = o, loglik = o$optim$loglik)
   }
   first <- if (is.null(sel$kernels)) set$kernel$name else sel$kernels[1L]
@@ -337,7 +366,7 @@ select_finalists <- function(tried, sub, set, clock, ard, lam) {
     o <- gp_optimise(xs, sub$Y, candidate_kernel(t$name, xs, set), ard, lam, set$threads,
                      clock, start = t$opt,
                      what = sprintf("choosing the kernel (%s, all tuning points)", t$name),
-                     trend = sub$trend)
+                     trend = sub$trend, noise = sub$noise)
     tried[[i]]$opt_all <- o
     tried[[i]]$loglik_all <- o$optim$loglik
   }

@@ -57,7 +57,7 @@ tune_loss_cv <- function(dat, set) {
 tune_hyper <- function(dat, set, call = NULL) {
   ls <- set$lambda_spec
   bw_rule <- set$kernel$bandwidth_rule
-  if (ls$rule == "fixed" && !bw_rule %in% c("ml", "ard")) {
+  if (ls$rule == "fixed" && !bw_rule %in% c("ml", "ard") && is.null(dat$noise)) {
     return(list(dat = dat, set = set, tuning = NULL))
   }
   if (set$loss$name != "squared") return(tune_loss_cv(dat, set))
@@ -100,6 +100,8 @@ tune_hyper <- function(dat, set, call = NULL) {
   }
   set$lambda <- lambda
   set$kernel <- kern
+  # the noise model's weights exp(-z^T gamma) (R/noise.R)
+  if (!is.null(ml$noise_coef)) set$obs_weights <- exp(-drop(dat$noise$Z %*% ml$noise_coef))
   # the validation points in the chosen scaling (joint, length scales)
   if (!is.null(set$validation)) {
     set$validation$x <- sweep(set$validation$x, 2L, scale0 / dat$scaling$scale, "*",
@@ -118,6 +120,7 @@ tune_hyper <- function(dat, set, call = NULL) {
     models = sl$models,
     optim = if (!is.null(ml$opt)) ml$opt$optim,
     stochastic = if (!is.null(ml$refined)) ml$refined$optim,
+    noise_coef = ml$noise_coef,
     path = path)
   list(dat = dat, set = set, tuning = tuning)
 }
@@ -151,7 +154,8 @@ tune_data <- function(dat, set, call) {
     if (!is.null(trend)) trend$F <- d * trend$F
   }
   list(rows = rows, xs = dat$xs[rows, , drop = FALSE], Y = Y, d = d,
-       weighted = weighted, all = length(rows) == n, trend = trend)
+       weighted = weighted, all = length(rows) == n, trend = trend,
+       noise = if (!is.null(dat$noise)) list(Z = dat$noise$Z[rows, , drop = FALSE]))
 }
 
 # Maximum likelihood: the bandwidth or length scales (gp_optimise(), or the
@@ -173,7 +177,7 @@ tune_ml <- function(dat, set, sub, clock = tune_clock(set), sl = list()) {
     bw_rule <- "median"
     kern$bandwidth_rule <- bw_rule
   }
-  if (bw_rule %in% c("ml", "ard")) {
+  if (bw_rule %in% c("ml", "ard") || !is.null(sub$noise)) {
     # a constant response carries no information on the bandwidth: its
     # likelihood is flat at s^2 = 0
     if (constant_targets(sub$Y)) {
@@ -186,7 +190,8 @@ tune_ml <- function(dat, set, sub, clock = tune_clock(set), sl = list()) {
     opt <- if (!is.null(sl$opt)) sl$opt else {
       gp_optimise(xs, sub$Y, kern, ard = bw_rule == "ard",
                   lambda = if (ls$rule == "fixed") ls$value,
-                  threads = set$threads, clock = clock, trend = sub$trend)
+                  threads = set$threads, clock = clock, trend = sub$trend,
+                  noise = sub$noise, fix_kernel = !bw_rule %in% c("ml", "ard"))
     }
     kern <- opt$kernel
     ell <- opt$length_scales
@@ -212,7 +217,8 @@ tune_ml <- function(dat, set, sub, clock = tune_clock(set), sl = list()) {
     lambda <- refined$lambda
   }
   list(kernel = kern, length_scales = ell, lambda = lambda, xs = xs, eg = eg,
-       opt = opt, refined = refined, bandwidth_rule = bw_rule)
+       opt = opt, refined = refined, bandwidth_rule = bw_rule,
+       noise_coef = if (!is.null(opt)) opt$noise_coef)
 }
 
 # The criteria (likelihood, GCV, LOO; CV where computed) on a path of lambdas

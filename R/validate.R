@@ -28,8 +28,26 @@ validate_krr <- function(fit, call = NULL, arg = "object") {
   check_fit_record(fit, bad)
   check_fit_extras(fit, bad)
   check_fit_trend(fit, bad)
+  check_fit_noise(fit, bad)
   check_fit_tuning(fit$tuning, bad)
   fit
+}
+
+# A noise model's fields (R/noise.R): named finite coefficients, one per
+# covariate column with its centre and (positive) scale; a mean function
+# and the observation weights it implies
+check_fit_noise <- function(fit, bad) {
+  nz <- fit$noise
+  if (is.null(nz)) return(invisible(NULL))
+  r <- length(nz$coef)
+  ok <- is.list(nz) && r >= 1L && is.numeric(nz$coef) && all(is.finite(nz$coef)) &&
+    identical(names(nz$coef), nz$names) && is.numeric(nz$center) &&
+    length(nz$center) == r && all(is.finite(nz$center)) && is.numeric(nz$scale) &&
+    length(nz$scale) == r && all(is.finite(nz$scale) & nz$scale > 0)
+  if (!ok) bad("noise", "must hold named finite coefficients with their centres and scales")
+  if (is.null(fit$trend) || is.null(fit$obs_weights)) {
+    bad("noise", "needs the fit's mean function and observation weights")
+  }
 }
 
 # A mean function's fields (R/trend.R): the training design F (n x q), its

@@ -78,3 +78,33 @@ kernel_code <- c(rbf = 0L, laplace = 1L, matern12 = 2L, matern32 = 3L,
 has_cuda <- function() {
   nrow(askotch_devices(quiet = TRUE)) > 0L
 }
+
+# Universal kriging (a mean function F beta, R/trend.R) in closed form at
+# given hyperparameters: A = K + lambda W^{-1}.
+trend_oracle <- function(x, y, Fm, bw, lambda, xn = NULL, Fn = NULL, w = NULL,
+                         kernel = "rbf", reml = FALSE) {
+  n <- nrow(x)
+  K <- oracle_kernel(x, x, kernel, bw)
+  A <- K + lambda * diag(if (is.null(w)) rep(1, n) else 1 / w)
+  Ai <- solve(A)
+  C <- crossprod(Fm, Ai %*% Fm)
+  beta <- solve(C, crossprod(Fm, Ai %*% y))
+  r <- y - Fm %*% beta
+  alpha <- Ai %*% r
+  q <- ncol(Fm)
+  nn <- if (reml) n - q else n
+  s2 <- drop(crossprod(r, alpha)) / nn
+  ll <- -nn / 2 * log(2 * pi * s2) - nn / 2 - 0.5 * c(determinant(A)$modulus) -
+    if (reml) 0.5 * c(determinant(C)$modulus) else 0
+  out <- list(beta = unname(drop(beta)), alpha = drop(alpha), C = C, s2 = s2, ll = ll,
+              cov = unname(s2 * solve(C)))
+  if (!is.null(xn)) {
+    kx <- oracle_kernel(xn, x, kernel, bw)
+    u <- Fn - kx %*% Ai %*% Fm
+    out$mu <- drop(Fn %*% beta + kx %*% alpha)
+    out$var <- s2 * (1 - rowSums((kx %*% Ai) * kx) + rowSums((u %*% solve(C)) * u))
+    Kn <- oracle_kernel(xn, xn, kernel, bw)
+    out$cov_new <- s2 * (Kn - kx %*% Ai %*% t(kx) + u %*% solve(C, t(u)))
+  }
+  out
+}

@@ -51,7 +51,7 @@ test_that("plot() draws the panels that apply to each kind of fit", {
   expect_identical(getFromNamespace("plot_which", "askotch")(cl, NULL, NULL), "residuals")
   expect_invisible(plot(cl))
   # random features: no leave-one-out panels, the fit without a band
-  rf <- krr(d$x, d$y, lambda = 0.1, solver = svrg(), threads = 1, seed = 1)
+  rf <- suppressWarnings(krr(d$x, d$y, lambda = 0.1, solver = svrg(), threads = 1, seed = 1))
   expect_false(any(c("qq", "pit") %in%
                      getFromNamespace("plot_which", "askotch")(rf, NULL, NULL)))
 })

@@ -1,0 +1,106 @@
+# Heteroscedastic noise: a log-linear noise model --------------------------------
+#
+# krr(x, y, noise = ~ z1 + z2): the noise variance of point i is
+#   s^2 lambda exp(z_i^T gamma),
+# z_i the covariates' design (model.matrix() without its intercept, whose
+# role lambda plays) with each column centred and scaled by its training
+# mean and sd, so that lambda is the noise-to-signal ratio at the average
+# covariates. gamma is estimated with lambda, the kernel's scale and the
+# mean function's coefficients by maximum (or restricted) likelihood: the
+# likelihood of y ~ N(F beta, s^2 (K + lambda V)), V = diag(exp(Z gamma)),
+# with dA/dgamma_j = lambda V diag(z_j) in the exact gradient
+# (gp_loglik_exact()). The fit is then the weighted fit with observation
+# weights w_i = exp(-z_i^T gamma) (R/weights.R): every solver, standard
+# error and likelihood of weighted fits applies, and prediction intervals
+# at new points use their own noise variance. The mean is estimated by GLS
+# (a constant at least), as the weights make the plain mean the wrong
+# estimate.
+
+# The noise model of the training rows from `noise` (a one-sided formula, or
+# the design the formula method built): NULL, or list(Z (standardised),
+# center, scale, terms, xlevels, contrasts).
+noise_setup <- function(noise, x, weights, call = NULL) {
+  if (is.null(noise)) return(NULL)
+  if (!is.null(weights)) {
+    abort_askotch(paste(
+      "`noise` and `weights` cannot be combined: give the known relative",
+      "precisions as a covariate of `noise`, or use `weights` alone."), "input", call)
+  }
+  des <- if (inherits(noise, "askotch_noise")) noise else {
+    check_mean_formula(noise, call, "noise")
+    xm <- as_feature_matrix(x, "x", call)
+    if (is.null(colnames(xm))) {
+      abort_askotch(paste(
+        "`noise` names columns of `x`, which has no column names: give `x`",
+        "column names, or use the formula method with `data`."), "input", call)
+    }
+    noise_build(noise, as.data.frame(xm), call)
+  }
+  Z <- des$F
+  if (ncol(Z) == 0L || !all(is.finite(Z))) {
+    abort_askotch(paste(
+      "`noise` needs at least one covariate term, with finite values on the",
+      "rows fitted."), "input", call)
+  }
+  ctr <- colMeans(Z)
+  sc <- sqrt(colMeans(sweep(Z, 2L, ctr)^2))
+  if (any(!(sc > 1e-12 * pmax(abs(ctr), 1)))) {
+    abort_askotch(sprintf("The noise covariate(s) %s are constant on the rows fitted.",
+                          paste(colnames(Z)[!(sc > 0)], collapse = ", ")), "input", call)
+  }
+  check_trend_design(cbind(1, Z), call)
+  list(Z = sweep(sweep(Z, 2L, ctr), 2L, sc, "/"), center = ctr, scale = sc,
+       terms = des$terms, xlevels = des$xlevels, contrasts = des$contrasts,
+       names = colnames(Z))
+}
+
+# The design of `noise` on the rows of `data`: trend_build()'s with the
+# intercept dropped (lambda is the model's level)
+noise_build <- function(noise, data, call = NULL) {
+  des <- trend_build(noise, data, call, "noise")
+  keep <- colnames(des$F) != "(Intercept)"
+  des$F <- des$F[, keep, drop = FALSE]
+  des
+}
+
+# The relative noise variances exp(z^T gamma) at the rows of a design (in
+# the data's units)
+noise_relative <- function(nz, Zraw) {
+  Zs <- sweep(sweep(Zraw, 2L, nz$center), 2L, nz$scale, "/")
+  exp(drop(Zs %*% nz$coef))
+}
+
+# The design of the fit's noise model at new data (as trend_design_new())
+noise_design_new <- function(object, newdata, x) {
+  nz <- object$noise
+  design_new(nz, object, newdata, x, "noise")[, nz$names, drop = FALSE]
+}
+
+# Each point's noise variance relative to lambda s^2 at the prediction
+# points: the training points' 1 / w (Znew NULL), else the model at Znew
+noise_at <- function(object, Znew) {
+  if (is.null(object$noise)) return(1)
+  if (is.null(Znew)) 1 / fit_obs_weights(object) else noise_relative(object$noise, Znew)
+}
+
+# The log-linear model of the noise variance in the data's units, per
+# output: log sigma^2(z) = delta_0 + z^T delta, delta = gamma / scale and
+# delta_0 = log(lambda s^2) - center^T delta.
+noise_table <- function(object) {
+  nz <- object$noise
+  delta <- nz$coef / nz$scale
+  s2 <- gp_signal_var(object)
+  d0 <- log(object$lambda * s2) - sum(nz$center * delta)
+  out <- rbind(matrix(d0, 1L), matrix(delta, length(delta), length(s2)))
+  dimnames(out) <- list(c("(Intercept)", nz$names),
+                        if (length(s2) == 1L) "estimate" else object$y_names)
+  out
+}
+
+# The fit's noise fields: the standardisation, the coefficients gamma (of
+# the standardised columns) and what predict() builds the design from
+noise_fit_fields <- function(nz, gamma) {
+  list(coef = stats::setNames(as.numeric(gamma), nz$names), center = nz$center,
+       scale = nz$scale, names = nz$names, terms = nz$terms, xlevels = nz$xlevels,
+       contrasts = nz$contrasts)
+}
