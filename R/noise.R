@@ -28,13 +28,7 @@ noise_setup <- function(noise, x, weights, call = NULL) {
   }
   des <- if (inherits(noise, "askotch_noise")) noise else {
     check_mean_formula(noise, call, "noise")
-    xm <- as_feature_matrix(x, "x", call)
-    if (is.null(colnames(xm))) {
-      abort_askotch(paste(
-        "`noise` names columns of `x`, which has no column names: give `x`",
-        "column names, or use the formula method with `data`."), "input", call)
-    }
-    noise_build(noise, as.data.frame(xm), call)
+    noise_build(noise, x_columns_frame(x, "noise", call), call)
   }
   Z <- des$F
   if (ncol(Z) == 0L || !all(is.finite(Z))) {

@@ -34,18 +34,24 @@ trend_setup <- function(mean, likelihood, x, call = NULL, gls = FALSE) {
       if (!reml && !gls) return(NULL)
       trend_intercept(NROW(x))
     } else {
-      xm <- as_feature_matrix(x, "x", call)
-      if (is.null(colnames(xm))) {
-        abort_askotch(paste(
-          "`mean` names columns of `x`, which has no column names: give `x`",
-          "column names, or use the formula method with `data`."), "input", call)
-      }
-      trend_build(mean, as.data.frame(xm), call)
+      trend_build(mean, x_columns_frame(x, "mean", call), call)
     }
   }
   tr$reml <- reml
   check_trend_design(tr$F, call)
   tr
+}
+
+# The columns of the matrix method's x as a data frame, for the formulas of
+# `mean` and `noise` (which name them)
+x_columns_frame <- function(x, arg, call) {
+  xm <- as_feature_matrix(x, "x", call)
+  if (is.null(colnames(xm))) {
+    abort_askotch(sprintf(paste(
+      "`%s` names columns of `x`, which has no column names: give `x`",
+      "column names, or use the formula method with `data`."), arg), "input", call)
+  }
+  as.data.frame(xm)
 }
 
 check_mean_formula <- function(mean, call, arg = "mean") {
