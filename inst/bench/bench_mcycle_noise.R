@@ -13,22 +13,19 @@ data(mcycle, package = "MASS")
 args <- commandArgs(TRUE)
 S <- if (length(args)) as.integer(args[1]) else 25L
 
+krr_noise <- function(noise) {
+  function(tr, te) {
+    f <- krr(accel ~ times, data = tr, noise = noise, threads = 1)
+    p <- predict(f, te, se.fit = TRUE)
+    list(mu = p$fit, sd = sqrt(p$se.fit^2 + p$residual.scale^2))
+  }
+}
 models <- list(
-  "krr() default" = function(tr, te) {
-    f <- krr(accel ~ times, data = tr, threads = 1)
-    p <- predict(f, te, se.fit = TRUE)
-    list(mu = p$fit, sd = sqrt(p$se.fit^2 + p$residual.scale^2))
-  },
-  "krr(noise = ~ ns(times, 3))" = function(tr, te) {
-    f <- krr(accel ~ times, data = tr, noise = ~ splines::ns(times, df = 3), threads = 1)
-    p <- predict(f, te, se.fit = TRUE)
-    list(mu = p$fit, sd = sqrt(p$se.fit^2 + p$residual.scale^2))
-  },
-  "krr(noise = ~ ns(times, 4))" = function(tr, te) {
-    f <- krr(accel ~ times, data = tr, noise = ~ splines::ns(times, df = 4), threads = 1)
-    p <- predict(f, te, se.fit = TRUE)
-    list(mu = p$fit, sd = sqrt(p$se.fit^2 + p$residual.scale^2))
-  },
+  "krr() default" = krr_noise(NULL),
+  "krr(noise = ~ times)" = krr_noise(~ times),
+  "krr(noise = ~ poly(times, 2))" = krr_noise(~ poly(times, 2)),
+  "krr(noise = ~ ns(times, 3))" = krr_noise(~ splines::ns(times, df = 3)),
+  "krr(noise = ~ I(times < 15))" = krr_noise(~ I(times < 15)),
   "mgcv gam(accel ~ s(times))" = function(tr, te) {
     g <- gam(accel ~ s(times), data = tr, method = "REML")
     p <- predict(g, te, se.fit = TRUE)
