@@ -53,7 +53,8 @@ gp_xs <- function(object) if (is.null(object$x_train)) object$x else object$x_tr
 
 # c0 = n^2 pi^T A pi (see above) from 1^T K 1 (unweighted) or pi^T K pi
 gp_c0 <- function(object, piKpi) {
-  if (!is.null(object$trend)) return(0)  # the trend's term: gp_add_trend_var()
+  # the trend's term: gp_add_trend_var(); none for a Laplace view (R/laplace.R)
+  if (!is.null(object$trend) || isTRUE(object$gp_no_mean)) return(0)
   w <- fit_obs_weights(object)
   object$n^2 * (piKpi + object$lambda / sum(w))
 }

@@ -41,6 +41,22 @@
 #' \eqn{\sum_i \alpha_i = 0} (`e1071::svm()`, `kernlab::ksvm(type =
 #' "C-svc")`): the two give close but not identical fits.
 #'
+#' @section GP classification:
+#' The logistic fit is the posterior mode of a Gaussian-process classifier
+#' whose latent function has the prior \eqn{GP(0, k / \lambda)}. With
+#' `posterior = "laplace"` the fit carries the Laplace approximation around
+#' that mode (Rasmussen and Williams 2006, sec. 3.4): `predict(type =
+#' "prob")` averages the class probability over the latent posterior (at any
+#' \eqn{n}: the latent variance is that of a weighted GP regression, computed
+#' exactly up to 10 000 points, above by the Nyström bracket's lower end),
+#' `predict(type = "decision", se.fit = TRUE)` gives the latent standard
+#' deviation, and [logLik()][logLik.kernel_machine] the approximate marginal
+#' likelihood, by which `lambda` (default, or `"ml"`) and the bandwidth
+#' (default `"ml"`; the kernel `"auto"` is the Gaussian) are chosen on a
+#' subsample of at most 1000 points (option `askotch.laplace_tune_max_n`;
+#' Newton's method for the mode at each evaluation). More than two classes:
+#' one binary classifier per class (one-vs-rest) sharing \eqn{\lambda} and
+#' the kernel, their probabilities normalised to sum to one.
 #' @section Random features:
 #' `features = M` replaces the kernel by \eqn{M} random Fourier features
 #' \eqn{z(x)} (\eqn{K \approx Z Z^T}) drawn from `seed`: an inexact but
@@ -93,6 +109,10 @@
 #'   Fourier features (inexact mode).
 #' @param intercept `FALSE`, `TRUE` (a penalised intercept with `c = 1`) or
 #'   a positive constant `c`; see *Intercept*.
+#' @param posterior `"none"` (default) or `"laplace"`: with
+#'   `loss = loss_logistic()`, read the fit as the posterior mode of a
+#'   Gaussian-process classifier and add its Laplace approximation; see *GP
+#'   classification*.
 #' @param ... For `kernel_machine.formula()`, arguments passed to
 #'   `kernel_machine.default()`. Unknown arguments are an error.
 #' @return An object of class `c("kernel_machine", "krr")` with the
@@ -138,12 +158,15 @@ kernel_machine.default <- function(x, y, loss = loss_squared(), kernel = "auto",
                                    seed = NULL, progress = interactive(),
                                    threads = NULL, mem_limit = NULL,
                                    keep_state = FALSE, features = NULL,
-                                   intercept = FALSE, weights = NULL, ...) {
+                                   intercept = FALSE, weights = NULL,
+                                   posterior = "none", ...) {
   ecall <- krr_call(sys.call())
   check_no_dots(list(...), "kernel_machine", ecall)
   if (missing(y)) abort_askotch("`y` is missing.", "input", ecall)
+  loss <- as_loss(loss, ecall)
+  posterior <- check_posterior(posterior, loss, intercept, features, weights, ecall)
   args <- fit_args(environment(), bandwidth_given = !missing(bandwidth))
-  fit_model(x, y, as_loss(loss, ecall), args, machine = TRUE,
+  fit_model(x, y, loss, args, machine = TRUE,
             call = tryCatch(match.call(kernel_machine.default, ecall),
                             error = function(e) ecall),
             ecall = ecall)
@@ -165,6 +188,20 @@ kernel_machine.formula <- function(formula, data = NULL, subset, weights,
 
 # Argument checks and defaults ----------------------------------------------
 
+# posterior = "laplace" needs the logistic loss on the exact kernel, without
+# an intercept or observation weights (R/laplace.R)
+check_posterior <- function(posterior, loss, intercept, features, weights, call) {
+  posterior <- check_choice(posterior, c("none", "laplace"), "posterior", call)
+  if (posterior == "laplace" &&
+      (loss$name != "logistic" || !isFALSE(intercept) || !is.null(features) ||
+       !is.null(weights))) {
+    abort_askotch(paste(
+      "posterior = \"laplace\" needs loss = loss_logistic() on the exact kernel,",
+      "without `intercept`, `features` or `weights`."), "input", call)
+  }
+  posterior
+}
+
 # The kernel_machine fields ---------------------------------------------------
 
 # Methods ---------------------------------------------------------------------
@@ -179,10 +216,16 @@ kernel_machine.formula <- function(formula, data = NULL, subset, weights,
 #'   \eqn{F(x)}, including the bias and, for regression, the target mean)
 #'   or `"prob"` (the logistic loss only).
 #' @param device As for [predict.krr()].
+#' @param se.fit For a `posterior = "laplace"` fit and `type = "decision"`:
+#'   also return the latent function's posterior standard deviation.
 #' @param ... Unused; any argument given here is an error naming it.
 #' @return As [predict.krr()]; for `type = "prob"` the probability of the
 #'   second level \eqn{1 / (1 + e^{-F})} (binary), or a matrix with one
-#'   column per class (one-vs-rest). *Note*: with more than two classes the
+#'   column per class (one-vs-rest). For a `posterior = "laplace"` fit the
+#'   probability is averaged over the latent posterior \eqn{N(\mu, v)}
+#'   (the probit approximation \eqn{\sigma(\mu / \sqrt{1 + \pi v / 8})});
+#'   with `se.fit = TRUE` a list of `fit` (the latent mean \eqn{\mu}, the
+#'   decision values) and `se.fit` (\eqn{\sqrt v}). *Note*: with more than two classes the
 #'   \eqn{K} one-vs-rest logistic models are fitted independently, so their
 #'   probabilities \eqn{1 / (1 + e^{-F_k})} need not sum to one; they are
 #'   normalised over the classes (divided by their sum), a heuristic, not
@@ -192,13 +235,25 @@ kernel_machine.formula <- function(formula, data = NULL, subset, weights,
 #'                       lambda = 0.1, threads = 1)
 #' head(predict(fit, iris, type = "prob"))
 #' table(predict(fit, iris), iris$Species)
+#' # a GP classifier: probabilities averaged over the latent posterior
+#' gpc <- kernel_machine(Species ~ ., data = iris[51:150, ], loss = loss_logistic(),
+#'                       posterior = "laplace", threads = 1)
+#' head(predict(gpc, iris[51:150, ], type = "prob"))
+#' str(predict(gpc, iris[51:53, ], type = "decision", se.fit = TRUE))
 #' @export
 predict.kernel_machine <- function(object, newdata = NULL,
                                    type = c("response", "class", "decision",
                                             "prob"),
-                                   device = NULL, ...) {
+                                   device = NULL, se.fit = FALSE, ...) {
   validate_krr(object, sys.call(), "object")
   check_no_dots(list(...), "predict", sys.call())
+  check_flag(se.fit, "se.fit", sys.call())
+  laplace <- identical(object$posterior, "laplace")
+  if (se.fit && (!laplace || !identical(type[1L], "decision"))) {
+    abort_askotch(paste(
+      "`se.fit = TRUE` needs a posterior = \"laplace\" fit and type = \"decision\"."),
+      "input", sys.call())
+  }
   if (!is.character(type) || length(type) < 1L) {
     abort_askotch(paste("`type` must be \"response\", \"class\",",
                         "\"decision\" or \"prob\"."), "input")
@@ -210,6 +265,7 @@ predict.kernel_machine <- function(object, newdata = NULL,
       "`newdata` is needed: a random-features fit does not keep its",
       "training points."), "input")
   }
+  if (laplace && (type == "prob" || se.fit)) return(laplace_predict(object, newdata, se.fit))
   if (type != "prob") {
     return(predict.krr(object, newdata, type = type, device = device))
   }

@@ -274,6 +274,7 @@ fit_model <- function(x, y, loss, args, machine, call, ecall) {
   fit$tuning <- tn$tuning
   if (path) fit <- path_fields(fit, res)
   if (set$objective) fit <- as_kernel_machine(fit, tn$dat, tn$set, res)
+  if (isTRUE(set$laplace)) fit$posterior <- "laplace"
   warn_not_converged(validate_krr(fit), ecall)
 }
 

@@ -25,7 +25,7 @@ fit_args <- function(env, ...) {
   nms <- c("kernel", "bandwidth", "lambda", "solver", "precision", "device",
            "max_passes", "tol", "time_limit", "validation", "standardize",
            "seed", "progress", "threads", "mem_limit", "keep_state",
-           "weights", "features", "intercept", "mean", "likelihood", "noise")
+           "weights", "features", "intercept", "mean", "likelihood", "noise", "posterior")
   args <- mget(intersect(nms, ls(env)), envir = env)
   extra <- list(...)
   for (nm in names(extra)) args[nm] <- list(extra[[nm]])
@@ -56,7 +56,8 @@ new_settings <- function(kernel, lambda, solver, precision, device, rule, loss,
 settings_from_args <- function(dat, loss, args, intercept = 0, objective = FALSE,
                                call = NULL) {
   n <- dat$n
-  lspec <- lambda_spec(args$lambda, loss, n, call)
+  laplace <- identical(args$posterior, "laplace")
+  lspec <- lambda_spec(args$lambda, loss, n, call, laplace)
   precision <- check_choice(args$precision, c("double", "single"), "precision", call)
   tl <- settings_tol(args$tol, lspec$value, dat$Yc, precision, loss, intercept, call)
   res <- check_resources(args, call)
@@ -88,6 +89,7 @@ settings_from_args <- function(dat, loss, args, intercept = 0, objective = FALSE
                       lspec, tl$tol_auto, sv$features, intercept, objective)
   set$select <- settings_select(args, kern, dat, loss)
   set$bandwidth_given <- isTRUE(args$bandwidth_given)
+  set$laplace <- laplace
   set
 }
 
@@ -165,7 +167,13 @@ check_seed <- function(seed, call) {
 settings_kernel <- function(args, xs, seed, loss, task, call) {
   bw <- args$bandwidth
   w <- args$weights
-  if (!isTRUE(args$bandwidth_given) &&
+  laplace <- identical(args$posterior, "laplace")
+  if (laplace) {
+    # the GP classifier: the Gaussian kernel, its bandwidth by the Laplace
+    # marginal likelihood unless given (tune_laplace())
+    if (is_auto_kernel(args$kernel)) args$kernel <- "rbf"
+    if (!isTRUE(args$bandwidth_given)) bw <- "ml"
+  } else if (!isTRUE(args$bandwidth_given) &&
       (loss$name != "squared" || isTRUE(task %in% c("binary", "multiclass")) ||
        (is.numeric(w) && any(w != 1, na.rm = TRUE)) ||
        is_svrg_spec(args$solver))) {
@@ -177,7 +185,8 @@ settings_kernel <- function(args, xs, seed, loss, task, call) {
     kern$bandwidth_rule <- "fixed"
     return(kern)
   }
-  if (kern$bandwidth != "median" && loss$name != "squared") {
+  if (kern$bandwidth != "median" && loss$name != "squared" &&
+      !(laplace && kern$bandwidth == "ml")) {
     abort_askotch(sprintf(paste(
       "`bandwidth = \"%s\"` is only available for the squared loss."),
       kern$bandwidth), "input", call)
@@ -375,8 +384,12 @@ lambda_tol <- function(set, Yc, lambda) {
 # The `lambda` argument: list(value = a number (NA when chosen from the
 # data), rule = "fixed" | "default" | "ml" | "gcv" | "loo" | "cv" | "path",
 # path = the lambdas of a path).
-lambda_spec <- function(lambda, loss, n, call = NULL) {
+lambda_spec <- function(lambda, loss, n, call = NULL, laplace = FALSE) {
   squared <- loss$name == "squared"
+  # the GP classifier's lambda by its marginal likelihood: tune_laplace()
+  if (laplace && (is.null(lambda) || identical(lambda, "ml"))) {
+    return(list(value = NA_real_, rule = "ml"))
+  }
   if (is.null(lambda)) {
     if (!squared) return(list(value = 1, rule = "fixed"))
     return(list(value = NA_real_, rule = "default"))

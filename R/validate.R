@@ -29,6 +29,11 @@ validate_krr <- function(fit, call = NULL, arg = "object") {
   check_fit_extras(fit, bad)
   check_fit_trend(fit, bad)
   check_fit_noise(fit, bad)
+  if (!is.null(fit$posterior) && (!identical(fit$posterior, "laplace") ||
+                                  !inherits(fit, "kernel_machine") ||
+                                  fit_loss(fit)$name != "logistic")) {
+    bad("posterior", "must be NULL, or \"laplace\" for a logistic kernel machine")
+  }
   check_fit_tuning(fit$tuning, bad)
   fit
 }
@@ -120,7 +125,7 @@ check_fit_extras <- function(fit, bad) {
 # the record of the hyperparameter choice (NULL: none), as the methods read it
 check_fit_tuning <- function(tn, bad) {
   if (is.null(tn)) return(invisible())
-  rules <- c("ml", "gcv", "loo", "cv", "path", "validation", "fixed")
+  rules <- c("ml", "gcv", "loo", "cv", "path", "validation", "fixed", "laplace")
   if (!is.list(tn) || !is.character(tn$lambda_rule) || length(tn$lambda_rule) != 1L ||
       !tn$lambda_rule %in% rules) {
     bad("tuning", sprintf("must be a list whose `lambda_rule` is one of %s",

@@ -1,0 +1,136 @@
+# GP classification by the Laplace approximation (kernel_machine(posterior =
+# "laplace")) against a base R Newton + Laplace implementation.
+
+# the mode by Newton's method on -log p(f | y) with prior covariance K / lambda,
+# written from R&W sec. 3.4 directly (no shared code with R/laplace.R)
+oracle_laplace <- function(K, y, lambda) {
+  n <- length(y)
+  Kt <- K / lambda
+  t01 <- (y + 1) / 2
+  f <- numeric(n)
+  for (i in 1:200) {
+    p <- plogis(f)
+    w <- p * (1 - p)
+    # the Newton step f = (Kt^{-1} + W)^{-1} (W f + grad) = Kt a
+    a <- solve(diag(n) + w * Kt, w * f + (t01 - p))
+    f_new <- drop(Kt %*% a)
+    done <- max(abs(f_new - f)) < 1e-13
+    f <- f_new
+    if (done) break
+  }
+  p <- plogis(f)
+  w <- p * (1 - p)
+  a <- t01 - p  # grad log p(y | f) at the mode: f = Kt a
+  logq <- -0.5 * sum(a * f) + sum(plogis(y * f, log.p = TRUE)) -
+    0.5 * c(determinant(diag(n) + outer(sqrt(w), sqrt(w)) * Kt)$modulus)
+  list(f = f, w = w, a = a, logq = logq)
+}
+
+laplace_data <- function(n = 120, seed = 1) {
+  set.seed(seed)
+  x <- matrix(rnorm(2 * n), ncol = 2)
+  y <- factor(ifelse(sin(2 * x[, 1]) + x[, 2] + rnorm(n, sd = 0.5) > 0, "b", "a"))
+  list(x = x, y = y, s = ifelse(y == "b", 1, -1))
+}
+
+test_that("mode, latent variance, probabilities and log q are the base R ones", {
+  d <- laplace_data()
+  fit <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace",
+                        bandwidth = 0.8, lambda = 0.05, standardize = FALSE,
+                        tol = 1e-12, threads = 1)
+  K <- oracle_kernel(d$x, d$x, "rbf", 0.8)
+  o <- oracle_laplace(K, d$s, 0.05)
+  expect_equal(unname(predict(fit, type = "decision")), o$f, tolerance = 1e-8)
+  ll <- logLik(fit)
+  expect_equal(as.numeric(ll), o$logq, tolerance = 1e-8)
+  expect_equal(attr(ll, "df"), 0)
+  xn <- rbind(c(0, 1), c(-1, 0.5), c(3, 3))
+  kx <- oracle_kernel(xn, d$x, "rbf", 0.8)
+  v <- (1 - rowSums((kx %*% solve(K + 0.05 * diag(1 / o$w))) * kx)) / 0.05
+  mu <- drop(kx %*% o$a) / 0.05
+  p <- predict(fit, xn, type = "decision", se.fit = TRUE)
+  expect_equal(unname(p$fit), mu, tolerance = 1e-7)
+  expect_equal(unname(p$se.fit^2), v, tolerance = 1e-8)
+  expect_equal(unname(predict(fit, xn, type = "prob")),
+               plogis(mu / sqrt(1 + pi * v / 8)), tolerance = 1e-7)
+  # far from the data the averaged probability is pulled towards 1/2
+  pm <- plogis(predict(fit, xn, type = "decision"))
+  expect_lt(abs(predict(fit, xn, type = "prob")[3] - 0.5), abs(pm[3] - 0.5))
+})
+
+test_that("lambda and the bandwidth maximise the Laplace marginal likelihood", {
+  d <- laplace_data(100, seed = 2)
+  fit <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace",
+                        standardize = FALSE, tol = 1e-10, threads = 1)
+  expect_identical(fit$tuning$lambda_rule, "laplace")
+  expect_equal(attr(logLik(fit), "df"), 2)
+  negq <- function(th) -oracle_laplace(oracle_kernel(d$x, d$x, "rbf", exp(th[1])), d$s,
+                                       exp(th[2]))$logq
+  th <- log(c(fit$kernel$bandwidth, fit$lambda))
+  opt <- optim(th, negq, method = "BFGS")
+  expect_equal(as.numeric(logLik(fit)), -opt$value, tolerance = 1e-5)
+  expect_equal(th, opt$par, tolerance = 2e-2)
+})
+
+test_that("one-vs-rest: one binary GP classifier per class, shared hyperparameters", {
+  ir <- iris[c(1:30, 51:80, 101:130), ]
+  fit <- kernel_machine(Species ~ ., data = ir, loss = loss_logistic(),
+                        posterior = "laplace", bandwidth = 1, lambda = 0.1,
+                        tol = 1e-12, threads = 1)
+  P <- predict(fit, ir, type = "prob")
+  expect_equal(unname(rowSums(P)), rep(1, 90), tolerance = 1e-12)
+  expect_identical(colnames(P), levels(iris$Species))
+  raw <- sapply(levels(iris$Species), function(l) {
+    b <- kernel_machine(Species == l ~ ., data = transform(ir, Species = Species),
+                        loss = loss_logistic(), posterior = "laplace", bandwidth = 1,
+                        lambda = 0.1, tol = 1e-12, threads = 1)
+    predict(b, ir, type = "prob")
+  })
+  expect_equal(unname(P), unname(raw / rowSums(raw)), tolerance = 1e-7)
+  total <- sum(vapply(levels(iris$Species), function(l) {
+    b <- kernel_machine(Species == l ~ ., data = ir, loss = loss_logistic(),
+                        posterior = "laplace", bandwidth = 1, lambda = 0.1,
+                        tol = 1e-12, threads = 1)
+    as.numeric(logLik(b))
+  }, 0))
+  expect_equal(as.numeric(logLik(fit)), total, tolerance = 1e-8)
+})
+
+test_that("above the exact sizes: the stochastic log q and the Nystrom variance", {
+  d <- laplace_data(300, seed = 3)
+  fit <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace",
+                        bandwidth = 0.8, lambda = 0.05, standardize = FALSE,
+                        tol = 1e-12, threads = 1)
+  exact <- logLik(fit)
+  xn <- rbind(c(0, 1), c(-1, 0.5))
+  ve <- predict(fit, xn, type = "decision", se.fit = TRUE)$se.fit
+  old <- options(askotch.tune_exact_max_n = 100, askotch.gp_exact_fallback_n = 100)
+  on.exit(options(old))
+  st <- logLik(fit)
+  expect_lt(abs(as.numeric(st) - as.numeric(exact)), 4 * attr(st, "se") + 1e-8)
+  vn <- predict(fit, xn, type = "decision", se.fit = TRUE)$se.fit
+  expect_equal(vn, ve, tolerance = 1e-4)
+})
+
+test_that("what the Laplace posterior needs is checked with classed errors", {
+  d <- laplace_data(60, seed = 4)
+  e <- function(...) expect_error(kernel_machine(d$x, d$y, threads = 1, ...),
+                                  class = "askotch_error_input")
+  e(loss = loss_hinge(), posterior = "laplace")
+  e(loss = loss_logistic(), posterior = "laplace", intercept = TRUE)
+  e(loss = loss_logistic(), posterior = "laplace", features = 50)
+  e(loss = loss_logistic(), posterior = "laplace", weights = rep(1, 60))
+  e(loss = loss_logistic(), posterior = "bayes")
+  e(loss = loss_logistic(), posterior = "laplace", lambda = "gcv")
+  km <- kernel_machine(d$x, d$y, loss = loss_logistic(), lambda = 0.1, threads = 1)
+  expect_error(logLik(km), "laplace", class = "askotch_error_input")
+  expect_error(predict(km, d$x, type = "decision", se.fit = TRUE), "laplace",
+               class = "askotch_error_input")
+  gpc <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace",
+                        lambda = 0.1, bandwidth = 1, threads = 1)
+  expect_error(predict(gpc, d$x, type = "class", se.fit = TRUE), "decision",
+               class = "askotch_error_input")
+  bad <- gpc
+  bad$posterior <- "exact"
+  expect_error(predict(bad, d$x), "posterior", class = "askotch_error_object")
+})
