@@ -70,6 +70,8 @@ fit_solver <- function(xs, Yc, set, tgt) {
   }
   keep <- FALSE
   on.exit(if (!keep) native_fit_free(state), add = TRUE)
+  # a known solution to start from (the GP classifier's mode, R/laplace.R)
+  if (!is.null(set$start_weights)) native_fit_set_weights(state, set$start_weights)
   res <- drive_solver(state, set, tgt, xs, t0, use_floor = TRUE)
   keep <- isTRUE(set$keep_state)
   if (keep) res$state <- state

@@ -24,6 +24,11 @@
 
 laplace_tune_max_n <- function() getOption("askotch.laplace_tune_max_n", 1000)
 
+# Up to this many points the mode on all of them is found by Newton's
+# method too, and the logistic solver starts from it (it then only confirms
+# the duality gap): at small lambda the dual method needs many passes.
+laplace_newton_max_n <- function() getOption("askotch.laplace_newton_max_n", 5000)
+
 # The posterior mode (Newton, R&W Algorithm 3.1) and log q of one +1/-1
 # column y for the kernel matrix K and lambda, from the latent start f.
 laplace_mode <- function(K, y, lambda, f = numeric(length(y)), tol = 1e-10,
@@ -46,23 +51,51 @@ laplace_mode <- function(K, y, lambda, f = numeric(length(y)), tol = 1e-10,
   list(f = f, logq = new - sum(log(diag(L))), iterations = it)
 }
 
-# Maximise the summed log q over (log bandwidth or log length scales, log
-# lambda) by L-BFGS-B with finite-difference gradients; returns the kernel
-# and lambda. lambda fixed (a number) or the bandwidth fixed (not "ml") are
-# kept.
+# The weights alpha = grad log p(y | f^) / lambda (f^ = K alpha) of the
+# modes of every column on all points, by Newton's method
+laplace_modes <- function(dat, set) {
+  K <- kernel_mat(dat$xs, dat$xs, set$kernel, set$threads)
+  vapply(seq_len(ncol(dat$Yc)), function(j) {
+    y <- dat$Yc[, j]
+    f <- laplace_mode(K, y, set$lambda)$f
+    ((y + 1) / 2 - stats::plogis(f)) / set$lambda
+  }, numeric(dat$n))
+}
+
+# The hyperparameters by the summed log q on a subsample (laplace_search();
+# a given lambda or bandwidth is kept), and the modes on all points as the
+# solver's start (up to laplace_newton_max_n() points).
 tune_laplace <- function(dat, set) {
   ls <- set$lambda_spec
   kern <- set$kernel
-  rows <- subsample_rows(dat$n, laplace_tune_max_n(), set$seed)
-  xs <- dat$xs[rows, , drop = FALSE]
-  Y <- dat$Yc[rows, , drop = FALSE]
   fit_bw <- identical(kern$bandwidth_rule, "ml")
   fit_lam <- ls$rule %in% c("default", "ml")
+  tuning <- NULL
+  if (fit_bw || fit_lam) {
+    rows <- subsample_rows(dat$n, laplace_tune_max_n(), set$seed)
+    o <- laplace_search(dat$xs[rows, , drop = FALSE], dat$Yc[rows, , drop = FALSE], kern,
+                        if (fit_lam) NULL else ls$value, fit_bw)
+    kern$bandwidth <- o$bandwidth
+    set$lambda <- o$lambda
+    tuning <- list(lambda_rule = if (fit_lam) "laplace" else "fixed",
+                   bandwidth_rule = kern$bandwidth_rule, n_used = length(rows),
+                   n_total = dat$n, optim = o$optim)
+  }
+  set$kernel <- kern
+  if (dat$n <= laplace_newton_max_n()) set$start_weights <- laplace_modes(dat, set)
+  list(dat = dat, set = set, tuning = tuning)
+}
+
+# L-BFGS-B (finite-difference gradients) on the log bandwidth (fit_bw) and
+# log lambda (lambda NULL) of the summed log q at the points xs, targets Y;
+# each evaluation's modes start from the previous ones
+laplace_search <- function(xs, Y, kern, lambda, fit_bw) {
+  fit_lam <- is.null(lambda)
   tstat <- kernel_stat_matrix(xs, kern$metric)
   modes <- matrix(0, nrow(Y), ncol(Y))
   decode <- function(th) {
     c(bw = if (fit_bw) exp(th[1L]) else kern$bandwidth,
-      lambda = if (fit_lam) exp(th[fit_bw + 1L]) else ls$value)
+      lambda = if (fit_lam) exp(th[fit_bw + 1L]) else lambda)
   }
   f <- function(th) {
     h <- decode(th)
@@ -86,16 +119,9 @@ tune_laplace <- function(dat, set) {
   opt <- stats::optim(th0, f, method = "L-BFGS-B", lower = lower, upper = upper,
                       control = list(maxit = 100))
   h <- decode(opt$par)
-  kern$bandwidth <- h[["bw"]]
-  set$kernel <- kern
-  set$lambda <- h[["lambda"]]
-  tuning <- list(lambda_rule = if (fit_lam) "laplace" else "fixed",
-                 bandwidth_rule = kern$bandwidth_rule, n_used = length(rows),
-                 n_total = dat$n,
-                 optim = list(loglik = -opt$value, convergence = opt$convergence,
-                              evaluations = unname(opt$counts[1L]),
-                              message = opt$message))
-  list(dat = dat, set = set, tuning = tuning)
+  list(bandwidth = h[["bw"]], lambda = h[["lambda"]],
+       optim = list(loglik = -opt$value, convergence = opt$convergence,
+                    evaluations = unname(opt$counts[1L]), message = opt$message))
 }
 
 # The weighted-GP view of column o of a Laplace fit: what R/gp.R's variance

@@ -57,10 +57,10 @@ tune_loss_cv <- function(dat, set) {
 tune_hyper <- function(dat, set, call = NULL) {
   ls <- set$lambda_spec
   bw_rule <- set$kernel$bandwidth_rule
+  if (isTRUE(set$laplace)) return(tune_laplace(dat, set))
   if (ls$rule == "fixed" && !bw_rule %in% c("ml", "ard") && is.null(dat$noise)) {
     return(list(dat = dat, set = set, tuning = NULL))
   }
-  if (isTRUE(set$laplace)) return(tune_laplace(dat, set))
   if (set$loss$name != "squared") return(tune_loss_cv(dat, set))
   scale0 <- dat$scaling$scale
   sub <- tune_data(dat, set, call)

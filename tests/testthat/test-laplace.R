@@ -134,3 +134,13 @@ test_that("what the Laplace posterior needs is checked with classed errors", {
   bad$posterior <- "exact"
   expect_error(predict(bad, d$x), "posterior", class = "askotch_error_object")
 })
+
+test_that("at small lambda the solver starts from the Newton mode and converges", {
+  d <- laplace_data(300, seed = 5)
+  fit <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace",
+                        lambda = 1e-4, bandwidth = 0.5, threads = 1)
+  expect_true(fit$converged)
+  expect_lte(fit$passes, 2)
+  o <- oracle_laplace(oracle_kernel(scale(d$x), scale(d$x), "rbf", 0.5), d$s, 1e-4)
+  expect_equal(unname(predict(fit, type = "decision")), o$f, tolerance = 1e-6)
+})
