@@ -109,7 +109,7 @@
 #'   Fourier features (inexact mode).
 #' @param intercept `FALSE`, `TRUE` (a penalised intercept with `c = 1`) or
 #'   a positive constant `c`; see *Intercept*.
-#' @param posterior `"none"` (default) or `"laplace"`: with
+#' @param posterior (by name only) `"none"` (default) or `"laplace"`: with
 #'   `loss = loss_logistic()`, read the fit as the posterior mode of a
 #'   Gaussian-process classifier and add its Laplace approximation; see *GP
 #'   classification*.
@@ -158,8 +158,8 @@ kernel_machine.default <- function(x, y, loss = loss_squared(), kernel = "auto",
                                    seed = NULL, progress = interactive(),
                                    threads = NULL, mem_limit = NULL,
                                    keep_state = FALSE, features = NULL,
-                                   intercept = FALSE, weights = NULL,
-                                   posterior = "none", ...) {
+                                   intercept = FALSE, weights = NULL, ...,
+                                   posterior = "none") {
   ecall <- krr_call(sys.call())
   check_no_dots(list(...), "kernel_machine", ecall)
   if (missing(y)) abort_askotch("`y` is missing.", "input", ecall)
@@ -251,7 +251,7 @@ predict.kernel_machine <- function(object, newdata = NULL,
   laplace <- identical(object$posterior, "laplace")
   if (se.fit && (!laplace || !identical(type[1L], "decision"))) {
     abort_askotch(paste(
-      "`se.fit = TRUE` needs a posterior = \"laplace\" fit and type = \"decision\"."),
+      "`se.fit` needs a posterior = \"laplace\" fit and type = \"decision\"."),
       "input", sys.call())
   }
   if (!is.character(type) || length(type) < 1L) {

@@ -366,14 +366,14 @@
 #'   (see *Observation weights*); rows of weight 0 are dropped. For the
 #'   formula method, evaluated like [lm()]'s (a column of `data` or an
 #'   expression in it).
-#' @param mean A mean function (trend): `NULL` (default) or `~ 1` for a
+#' @param mean (by name only) A mean function (trend): `NULL` (default) or `~ 1` for a
 #'   constant, or a one-sided formula over the columns of `x` (by name) or,
 #'   for the formula method, of `data`; see *Mean functions*.
-#' @param likelihood How the hyperparameters' likelihood treats the mean
+#' @param likelihood (by name only) How the hyperparameters' likelihood treats the mean
 #'   function: `"ml"` (default; its coefficients profiled out) or `"reml"`
 #'   (restricted maximum likelihood); also the divisor of the signal
 #'   variance, \eqn{n} or \eqn{n - q}.
-#' @param noise A noise model: `NULL` (default: the same noise variance at
+#' @param noise (by name only) A noise model: `NULL` (default: the same noise variance at
 #'   every point) or a one-sided formula over the columns of `x` (by name) or
 #'   of `data`; see *Heteroscedastic noise*.
 #' @param distributed (by name only) `TRUE` in an SPMD program under MPI (`mpirun -np P
@@ -452,8 +452,8 @@ krr.default <- function(x, y, kernel = "auto", bandwidth = "ml",
                         validation = NULL, standardize = "auto", seed = NULL,
                         progress = interactive(), threads = NULL,
                         mem_limit = NULL, keep_state = FALSE, weights = NULL,
-                        mean = NULL, likelihood = "ml", noise = NULL,
-                        ..., distributed = FALSE) {
+                        ..., mean = NULL, likelihood = "ml", noise = NULL,
+                        distributed = FALSE) {
   ecall <- krr_call(sys.call())
   check_no_dots(list(...), "krr", ecall)
   if (missing(y)) abort_askotch("`y` is missing.", "input", ecall)
