@@ -38,9 +38,10 @@ noise_setup <- function(noise, x, weights, call = NULL) {
   }
   ctr <- colMeans(Z)
   sc <- sqrt(colMeans(sweep(Z, 2L, ctr)^2))
-  if (any(!(sc > 1e-12 * pmax(abs(ctr), 1)))) {
+  const <- !(sc > 1e-12 * pmax(abs(ctr), 1))
+  if (any(const)) {
     abort_askotch(sprintf("The noise covariate(s) %s are constant on the rows fitted.",
-                          paste(colnames(Z)[!(sc > 0)], collapse = ", ")), "input", call)
+                          paste(colnames(Z)[const], collapse = ", ")), "input", call)
   }
   check_trend_design(cbind(1, Z), call)
   list(Z = sweep(sweep(Z, 2L, ctr), 2L, sc, "/"), center = ctr, scale = sc,

@@ -120,6 +120,7 @@ test_that("the formula method, a kept bandwidth and bad input", {
   e(noise = "t")
   e(noise = ~ 1)
   e(noise = ~ zz)
+  e(noise = ~ I(0 * t + 2))  # a constant covariate
   e(noise = ~ t, solver = falkon())
   bad <- fit
   bad$noise$scale <- -1
