@@ -367,6 +367,14 @@ summary.kernel_machine <- function(object, ...) {
                                       format(signif(sv$bound, 4)),
                                       paste(sv$at_bound, collapse = ", ")) else ""))
   }
+  if (identical(object$posterior, "laplace")) {
+    # log q costs a Cholesky (n <= 2000) or tens of kernel passes: up to
+    # option askotch.gp_summary_max_n, as the GP statistics of krr()
+    ll <- if (object$n <= getOption("askotch.gp_summary_max_n", 5000)) {
+      sprintf("; log marginal likelihood %s", format(signif(laplace_loglik(object)$loglik, 6)))
+    } else ""
+    extra <- c(extra, "Posterior" = paste0("Laplace approximation (GP classifier)", ll))
+  }
   s$extra <- extra
   class(s) <- c("summary.kernel_machine", "summary.krr")
   s

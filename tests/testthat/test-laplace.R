@@ -144,3 +144,13 @@ test_that("at small lambda the solver starts from the Newton mode and converges"
   o <- oracle_laplace(oracle_kernel(scale(d$x), scale(d$x), "rbf", 0.5), d$s, 1e-4)
   expect_equal(unname(predict(fit, type = "decision")), o$f, tolerance = 1e-6)
 })
+
+test_that("summary() of a GP classifier reports its log marginal likelihood", {
+  d <- laplace_data(80, seed = 6)
+  gpc <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace",
+                        lambda = 0.1, bandwidth = 1, threads = 1)
+  s <- summary(gpc)
+  expect_match(s$extra[["Posterior"]], "Laplace")
+  expect_match(s$extra[["Posterior"]], format(signif(as.numeric(logLik(gpc)), 6)), fixed = TRUE)
+  expect_output(print(s), "Laplace approximation")
+})
