@@ -64,6 +64,11 @@ FITM <- krr(X, cbind(a = Y, b = -Y), lambda = LAM, solver = cholesky(), threads 
 GO <- data.frame(y = Y, a = X[, 1], b = X[, 2])
 FITO <- krr(y ~ a + offset(3 * b), data = GO, lambda = LAM, bandwidth = 1.3,
             solver = cholesky(), threads = 1)
+FITU <- krr(y ~ a + b, data = GO, mean = ~ a, lambda = LAM, bandwidth = 1.3,
+            solver = cholesky(), threads = 1)
+FITN <- krr(y ~ a + b, data = GO, noise = ~ a, bandwidth = 1.3, threads = 1)
+FITG <- kernel_machine(X, CL, loss = loss_logistic(), posterior = "laplace", lambda = 0.5,
+                       bandwidth = 1.3, threads = 1)
 
 # the exact predictions at XT for data (x, y) (standardised like krr())
 exact <- function(x = X, y = Y, xt = XT, kernel = "rbf", bw = BW, lambda = LAM) {
@@ -126,7 +131,13 @@ corruptions <- list(
   "linear-features y removed" = list(corrupt(FITL, y = NULL), "`y`"),
   "centres on an exact fit" = list(corrupt(FIT, centers = "junk"), "`centers`"),
   "negative seed" = list(corrupt(FIT, seed = -1), "`seed`"),
-  "offset of the wrong length" = list(corrupt(FITO, offset = 1:3), "`offset`")
+  "offset of the wrong length" = list(corrupt(FITO, offset = 1:3), "`offset`"),
+  "trend coefficients of the wrong shape" = list(corrupt(FITU, trend = modifyList(
+    FITU$trend, list(coef = FITU$trend$coef[-1L, , drop = FALSE]))), "`trend\\$coef`"),
+  "a constant beside a trend" = list(corrupt(FITU, y_center = 1), "`y_center`"),
+  "negative noise scale" = list(corrupt(FITN, noise = modifyList(FITN$noise, list(scale = -1))),
+                                "`noise`"),
+  "unknown posterior" = list(corrupt(FITG, posterior = "exact"), "`posterior`")
 )
 methods <- list(
   predict = function(f) predict(f, XT), print = function(f) print(f),
@@ -773,7 +784,29 @@ cases <- list(
     d <- data.frame(y = Y, a = X[, 1], id = paste0("r", seq_len(n)))
     tryCatch(krr(y ~ ., data = d, lambda = LAM, solver = cholesky(), threads = 1),
              askotch_warning_input = function(w) conditionMessage(w))
-  }, function(v) if (is.character(v) && grepl("`id`.*40 distinct", v)) TRUE else "no warning")
+  }, function(v) if (is.character(v) && grepl("`id`.*40 distinct", v)) TRUE else "no warning"),
+
+  # --- mean functions, noise models, GP classifiers ------------------------------
+  err("mean not a formula", krr(y ~ a, data = GO, mean = "a"), "`mean`"),
+  err("mean with an unknown variable", krr(y ~ a, data = GO, mean = ~ zz), "`mean`.*`zz`"),
+  err("mean with collinear terms", krr(y ~ a, data = GO, mean = ~ a + I(2 * a)),
+      "`mean`.*rank"),
+  err("likelihood unknown", krr(y ~ a, data = GO, mean = ~ a, likelihood = "rml"),
+      "`likelihood`"),
+  err("REML on a classification", krr(X, CL, likelihood = "reml"), "regression"),
+  err("newdata without the mean's variable", predict(
+    krr(y ~ a, data = GO, mean = ~ b, lambda = LAM, bandwidth = 1.3, threads = 1),
+    data.frame(a = 0)), "`b`"),
+  err("noise with weights", krr(y ~ a, data = GO, noise = ~ a, weights = rep(1, n)),
+      "`noise`.*`weights`"),
+  err("noise with GCV", krr(y ~ a, data = GO, noise = ~ a, lambda = "gcv"), "lambda"),
+  err("posterior unknown", kernel_machine(X, CL, loss = loss_logistic(), posterior = "full"),
+      "`posterior`"),
+  err("posterior laplace with the hinge loss",
+      kernel_machine(X, CL, loss = loss_hinge(), posterior = "laplace"), "laplace"),
+  err("mean given to kernel_machine()", kernel_machine(y ~ a, data = GO, mean = ~ a),
+      "`mean`"),
+  err("logLik() of a kernel machine without a posterior", logLik(FITK), "laplace")
 )
 cases <- Filter(Negate(is.null), cases)
 
