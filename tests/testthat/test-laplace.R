@@ -154,3 +154,24 @@ test_that("summary() of a GP classifier reports its log marginal likelihood", {
   expect_match(s$extra[["Posterior"]], format(signif(as.numeric(logLik(gpc)), 6)), fixed = TRUE)
   expect_output(print(s), "Laplace approximation")
 })
+
+test_that("the gradient of log q matches finite differences of the base R one", {
+  d <- laplace_data(60, seed = 7)
+  lq <- function(th) {
+    oracle_laplace(oracle_kernel(d$x, d$x, "rbf", exp(th[1])), d$s, exp(th[2]))$logq
+  }
+  th <- log(c(0.7, 0.03))
+  num <- vapply(1:2, function(i) {
+    e <- replace(numeric(2), i, 1e-5)
+    (lq(th + e) - lq(th - e)) / 2e-5
+  }, 0)
+  k <- kernel_rbf(0.7)
+  tstat <- getFromNamespace("kernel_stat_matrix", "askotch")(d$x, "L2")
+  ev <- getFromNamespace("native_kernel_eval", "askotch")
+  Kt <- ev(k, tstat) / 0.03
+  f <- oracle_laplace(ev(k, tstat), d$s, 0.03)$f
+  g <- getFromNamespace("laplace_grad", "askotch")(Kt, f, d$s,
+                                                    list(ev(k, tstat, -1L) / 0.03, -Kt))
+  expect_equal(g$logq, lq(th), tolerance = 1e-10)
+  expect_equal(g$gradient, num, tolerance = 1e-6)
+})
