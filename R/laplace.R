@@ -16,10 +16,12 @@
 #             - 1/2 log det(I + W^{1/2} K W^{1/2} / lambda),
 #   alpha the fit's weights (f^ = K alpha).
 # lambda and the bandwidth are chosen by maximising log q on a subsample
-# of at most option askotch.laplace_tune_max_n points (default 1000): each
-# evaluation finds the mode by Newton's method (R&W Algorithm 3.1, started
-# from the previous mode) in base R linear algebra; the final fit then runs
-# the package's logistic solver on all points. One-vs-rest: one binary GP
+# of at most option askotch.laplace_tune_max_n points (default 1000) by
+# L-BFGS-B with the exact gradient (R&W Algorithm 5.1): each evaluation
+# finds the mode by Newton's method (R&W Algorithm 3.1, started from the
+# previous mode) in base R linear algebra; the final fit then runs the
+# package's logistic solver on all points, started from the Newton mode on
+# all of them up to option askotch.laplace_newton_max_n points. One-vs-rest: one binary GP
 # per class, sharing lambda and the kernel, log q summed over the classes.
 
 laplace_tune_max_n <- function() getOption("askotch.laplace_tune_max_n", 1000)
