@@ -216,3 +216,31 @@ krr_loglik <- function(x, y, kernel = "rbf", bandwidth = "median", lambda,
   out$bandwidth <- kern$bandwidth
   out
 }
+
+# The coefficient table of output o: estimate, standard error
+# sqrt(s^2 diag(C^{-1})) and t value on n - q degrees of freedom. The
+# hyperparameters are treated as known (as kriging does).
+trend_table <- function(object, o = 1L) {
+  tr <- object$trend
+  s2 <- gp_signal_var(object)[o]
+  est <- tr$coef[, o]
+  se <- sqrt(s2 * diag(tr$cov_unscaled))
+  tv <- est / se
+  df <- object$n - ncol(tr$F)
+  data.frame(estimate = est, std.error = se, statistic = tv,
+             p.value = 2 * stats::pt(-abs(tv), df), row.names = names(est))
+}
+
+# The log-linear model of the noise variance in the data's units, per
+# output: log sigma^2(z) = delta_0 + z^T delta, delta = gamma / scale and
+# delta_0 = log(lambda s^2) - center^T delta.
+noise_table <- function(object) {
+  nz <- object$noise
+  delta <- nz$coef / nz$scale
+  s2 <- gp_signal_var(object)
+  d0 <- log(object$lambda * s2) - sum(nz$center * delta)
+  out <- rbind(matrix(d0, 1L), matrix(delta, length(delta), length(s2)))
+  dimnames(out) <- list(c("(Intercept)", nz$names),
+                        if (length(s2) == 1L) "estimate" else object$y_names)
+  out
+}

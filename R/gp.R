@@ -466,6 +466,34 @@ gp_add_trend_var <- function(object, v, xs, Fnew) {
   v
 }
 
+# u_x = f(x) - W_F^T k_x at the rows of xs (n_new x q), in double precision
+trend_u <- function(object, xs, Fnew) {
+  tr <- object$trend
+  if (is.null(Fnew)) Fnew <- tr$F
+  kw <- native_kernel_apply(xs, gp_xs(object), tr$weights, object$kernel,
+                            device = score_device(object, nrow(xs)),
+                            threads = gp_threads(object))
+  Fnew - kw
+}
+
+# The universal-kriging term u_x^T C^{-1} u_x of the variance (unit scale)
+trend_uk_var <- function(object, xs, Fnew) {
+  U <- trend_u(object, xs, Fnew)
+  rowSums((U %*% object$trend$cov_unscaled) * U)
+}
+
+# The REML log likelihood from the stochastic estimates of log det A and
+# y^T P y (the profile likelihood's pieces with Y the GLS residuals) and
+# log det C (exact), per output summed; weights add sum(log w) / 2 per output.
+trend_reml_from <- function(object, st) {
+  nn <- object$n - ncol(object$trend$F)
+  m <- object$m
+  ldC <- 2 * sum(log(diag(chol(solve(object$trend$cov_unscaled)))))
+  dw <- gp_dw(object)
+  sum(-nn / 2 * (log(2 * pi * st$yAy / nn) + 1)) - m / 2 * (st$logdet + ldC) +
+    if (is.null(dw)) 0 else m * sum(log(dw))
+}
+
 # The se matrix's attributes: the bracket of the exact variance (Nystrom),
 # the Monte Carlo standard error (pathwise), s^2 included.
 gp_se_attributes <- function(se, v, s2, rn, y_names, one) {

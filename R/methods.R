@@ -202,18 +202,11 @@ predict.krr <- function(object, newdata = NULL,
                           !missing(draws), !missing(method), ecall)
   type <- a$type
   interval <- a$interval
-  ok <- NULL
-  if (is.null(newdata)) {
-    xs <- if (is.null(object$x_train)) object$x else object$x_train
-    rn <- NULL
-  } else {
-    nf <- new_features(object, newdata, na_ok = TRUE)
-    xs <- nf$xs
-    rn <- nf$rownames
-    ok <- nf$ok
-  }
-  fin <- function(out) na_expand(out, ok, rn)
-  rk <- if (is.null(ok) || is.null(rn)) rn else rn[ok]
+  pp <- predict_points(object, newdata)
+  xs <- pp$xs
+  nf <- pp$nf
+  rk <- pp$rk
+  fin <- function(out) na_expand(out, pp$ok, pp$rn)
   s <- krr_scores(object, xs, device)
   if (!object$task %in% c("binary", "multiclass")) {
     if (type == "class") {

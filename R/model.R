@@ -125,6 +125,20 @@ new_features <- function(object, newdata, na_ok = FALSE) {
   nf
 }
 
+# The points a predict() method scores: the training points (newdata NULL)
+# or newdata's complete rows; nf (new_features(), NULL for the training
+# points), ok (the complete rows, NULL: all), rn (newdata's row names) and
+# rk (those of the complete rows).
+predict_points <- function(object, newdata) {
+  if (is.null(newdata)) {
+    return(list(xs = if (is.null(object$x_train)) object$x else object$x_train,
+                nf = NULL, ok = NULL, rn = NULL, rk = NULL))
+  }
+  nf <- new_features(object, newdata, na_ok = TRUE)
+  rn <- nf$rownames
+  list(xs = nf$xs, nf = nf, ok = nf$ok, rn = rn, rk = if (is.null(rn)) rn else rn[nf$ok])
+}
+
 # The rows of new features without a missing value (in x or the offset):
 # nf$ok marks them, and xs and the offset keep only them (predict() returns
 # NA for the others, as predict.lm() with na.pass).
@@ -419,22 +433,7 @@ formula_fit <- function(mfcall, env, validation, fit_fun, ecall, mcall, ...,
   attr(X, "contrasts") <- NULL
   xlev <- stats::.getXlevels(tt, mf)
   if (is.data.frame(validation)) {
-    vd <- validation
-    vmf <- tryCatch(
-      stats::model.frame(tt, vd, xlev = xlev, na.action = stats::na.pass),
-      error = function(e) abort_askotch(sprintf(
-        "Cannot build the model frame of `validation`: %s",
-        conditionMessage(e)), "input", ecall))
-    vy <- stats::model.response(vmf)
-    voff <- stats::model.offset(vmf)
-    if (!is.null(mfcall$offset)) {
-      voff <- (if (is.null(voff)) 0 else voff) +
-        eval_offset(mfcall$offset, vd, nrow(vmf), "validation")
-    }
-    if (!is.null(voff)) vy <- subtract_offset(vy, voff, ecall)
-    validation <- list(x = stats::model.matrix(tt, vmf,
-                                               contrasts.arg = contr),
-                       y = vy)
+    validation <- formula_validation(validation, tt, xlev, contr, mfcall$offset, ecall)
   }
   if (!is.null(tr)) tr$F <- unname_rows(mf[["(askotch_trend)"]])
   if (!is.null(nzd)) nzd$F <- unname_rows(mf[["(askotch_noise)"]])
@@ -472,6 +471,25 @@ formula_fit <- function(mfcall, env, validation, fit_fun, ecall, mcall, ...,
                                     nrow(mf), exclude)
   fit$call <- krr_call(mcall)
   fit
+}
+
+# A formula fit's validation data frame as list(x, y): its model frame
+# with the fit's terms, levels and contrasts, the offset subtracted
+formula_validation <- function(validation, tt, xlev, contr, offset, ecall) {
+  vd <- validation
+  vmf <- tryCatch(
+    stats::model.frame(tt, vd, xlev = xlev, na.action = stats::na.pass),
+    error = function(e) abort_askotch(sprintf(
+      "Cannot build the model frame of `validation`: %s",
+      conditionMessage(e)), "input", ecall))
+  vy <- stats::model.response(vmf)
+  voff <- stats::model.offset(vmf)
+  if (!is.null(offset)) {
+    voff <- (if (is.null(voff)) 0 else voff) +
+      eval_offset(offset, vd, nrow(vmf), "validation")
+  }
+  if (!is.null(voff)) vy <- subtract_offset(vy, voff, ecall)
+  list(x = stats::model.matrix(tt, vmf, contrasts.arg = contr), y = vy)
 }
 
 # The mean function of a formula fit evaluated in `data` (NULL for none or

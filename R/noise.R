@@ -78,20 +78,6 @@ noise_at <- function(object, Znew) {
   if (is.null(Znew)) 1 / fit_obs_weights(object) else noise_relative(object$noise, Znew)
 }
 
-# The log-linear model of the noise variance in the data's units, per
-# output: log sigma^2(z) = delta_0 + z^T delta, delta = gamma / scale and
-# delta_0 = log(lambda s^2) - center^T delta.
-noise_table <- function(object) {
-  nz <- object$noise
-  delta <- nz$coef / nz$scale
-  s2 <- gp_signal_var(object)
-  d0 <- log(object$lambda * s2) - sum(nz$center * delta)
-  out <- rbind(matrix(d0, 1L), matrix(delta, length(delta), length(s2)))
-  dimnames(out) <- list(c("(Intercept)", nz$names),
-                        if (length(s2) == 1L) "estimate" else object$y_names)
-  out
-}
-
 # The fit's noise fields: the standardisation, the coefficients gamma (of
 # the standardised columns) and what predict() builds the design from
 noise_fit_fields <- function(nz, gamma) {

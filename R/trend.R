@@ -12,8 +12,9 @@
 # A [W_y, W_F] = [y, F], then C = F^T W_F, beta = C^{-1} F^T W_y and alpha =
 # W_y - W_F beta. The predictor's error variance (universal kriging) is
 #   s^2 [k(x, x) - k_x^T A^{-1} k_x + u_x^T C^{-1} u_x],  u_x = f(x) - W_F^T k_x,
-# the simple-kriging variance of the GP methods (R/gp.R) plus a term from
-# W_F's kernel product with the new points: no further solve at any n.
+# the simple-kriging variance of the GP methods plus a term from W_F's
+# kernel product with the new points, no further solve at any n (trend_u()
+# and gp_add_trend_var() in R/gp.R).
 # beta's covariance is s^2 C^{-1}. The hyperparameters' likelihood profiles
 # beta out (maximum likelihood) or integrates it out (REML); see
 # R/gp-likelihood.R. With an intercept in F the targets are centred before
@@ -233,22 +234,6 @@ trend_values <- function(object, Fnew = NULL) {
   unname(Fnew %*% tr$coef)
 }
 
-# u_x = f(x) - W_F^T k_x at the rows of xs (n_new x q), in double precision
-trend_u <- function(object, xs, Fnew) {
-  tr <- object$trend
-  if (is.null(Fnew)) Fnew <- tr$F
-  kw <- native_kernel_apply(xs, gp_xs(object), tr$weights, object$kernel,
-                            device = score_device(object, nrow(xs)),
-                            threads = gp_threads(object))
-  Fnew - kw
-}
-
-# The universal-kriging term u_x^T C^{-1} u_x of the variance (unit scale)
-trend_uk_var <- function(object, xs, Fnew) {
-  U <- trend_u(object, xs, Fnew)
-  rowSums((U %*% object$trend$cov_unscaled) * U)
-}
-
 # The number of trend coefficients REML's variance divides by (n - q)
 trend_reml_q <- function(object) {
   tr <- object$trend
@@ -259,30 +244,4 @@ trend_reml_q <- function(object) {
 trend_lik <- function(object) {
   tr <- object$trend
   if (is.null(tr)) NULL else list(F = tr$F, reml = isTRUE(tr$reml))
-}
-
-# The coefficient table of output o: estimate, standard error
-# sqrt(s^2 diag(C^{-1})) and t value on n - q degrees of freedom. The
-# hyperparameters are treated as known (as kriging does).
-trend_table <- function(object, o = 1L) {
-  tr <- object$trend
-  s2 <- gp_signal_var(object)[o]
-  est <- tr$coef[, o]
-  se <- sqrt(s2 * diag(tr$cov_unscaled))
-  tv <- est / se
-  df <- object$n - ncol(tr$F)
-  data.frame(estimate = est, std.error = se, statistic = tv,
-             p.value = 2 * stats::pt(-abs(tv), df), row.names = names(est))
-}
-
-# The REML log likelihood from the stochastic estimates of log det A and
-# y^T P y (the profile likelihood's pieces with Y the GLS residuals) and
-# log det C (exact), per output summed; weights add sum(log w) / 2 per output.
-trend_reml_from <- function(object, st) {
-  nn <- object$n - ncol(object$trend$F)
-  m <- object$m
-  ldC <- 2 * sum(log(diag(chol(solve(object$trend$cov_unscaled)))))
-  dw <- gp_dw(object)
-  sum(-nn / 2 * (log(2 * pi * st$yAy / nn) + 1)) - m / 2 * (st$logdet + ldC) +
-    if (is.null(dw)) 0 else m * sum(log(dw))
 }

@@ -1,0 +1,146 @@
+# Gaussian-process classification, before the solve: the search for lambda
+# and the bandwidth by the Laplace approximation's marginal likelihood, and
+# the posterior modes by Newton's method (the model, and what the fit offers
+# afterwards, are described in the file laplace.R).
+
+laplace_tune_max_n <- function() getOption("askotch.laplace_tune_max_n", 1000)
+
+# Up to this many points the mode on all of them is found by Newton's
+# method too, and the logistic solver starts from it (it then only confirms
+# the duality gap): at small lambda the dual method needs many passes.
+laplace_newton_max_n <- function() getOption("askotch.laplace_newton_max_n", 5000)
+
+# The posterior mode (Newton, R&W Algorithm 3.1) and log q of one +1/-1
+# column y for the kernel matrix K and lambda, from the latent start f.
+laplace_mode <- function(K, y, lambda, f = numeric(length(y)), tol = 1e-10,
+                         maxit = 100L) {
+  Kt <- K / lambda
+  t01 <- (y + 1) / 2
+  obj <- -Inf
+  for (it in seq_len(maxit)) {
+    pi <- stats::plogis(f)
+    sw <- sqrt(pi * (1 - pi))
+    L <- chol(diag(length(y)) + outer(sw, sw) * Kt)
+    b <- pi * (1 - pi) * f + (t01 - pi)
+    v <- backsolve(L, backsolve(L, sw * drop(Kt %*% b), transpose = TRUE))
+    a <- b - sw * v
+    f <- drop(Kt %*% a)
+    new <- -sum(a * f) / 2 + sum(stats::plogis(y * f, log.p = TRUE))
+    if (abs(new - obj) <= tol * (1 + abs(new))) break
+    obj <- new
+  }
+  list(f = f, logq = new - sum(log(diag(L))), iterations = it)
+}
+
+# The weights alpha = grad log p(y | f^) / lambda (f^ = K alpha) of the
+# modes of every column on all points, by Newton's method
+laplace_modes <- function(dat, set) {
+  K <- kernel_mat(dat$xs, dat$xs, set$kernel, set$threads)
+  vapply(seq_len(ncol(dat$Yc)), function(j) {
+    y <- dat$Yc[, j]
+    f <- laplace_mode(K, y, set$lambda)$f
+    ((y + 1) / 2 - stats::plogis(f)) / set$lambda
+  }, numeric(dat$n))
+}
+
+# The hyperparameters by the summed log q on a subsample (laplace_search();
+# a given lambda or bandwidth is kept), and the modes on all points as the
+# solver's start (up to laplace_newton_max_n() points).
+tune_laplace <- function(dat, set) {
+  ls <- set$lambda_spec
+  kern <- set$kernel
+  fit_bw <- identical(kern$bandwidth_rule, "ml")
+  fit_lam <- ls$rule %in% c("default", "ml")
+  tuning <- NULL
+  if (fit_bw || fit_lam) {
+    rows <- subsample_rows(dat$n, laplace_tune_max_n(), set$seed)
+    o <- laplace_search(dat$xs[rows, , drop = FALSE], dat$Yc[rows, , drop = FALSE], kern,
+                        if (fit_lam) NULL else ls$value, fit_bw)
+    kern$bandwidth <- o$bandwidth
+    set$lambda <- o$lambda
+    tuning <- list(lambda_rule = if (fit_lam) "laplace" else "fixed",
+                   bandwidth_rule = kern$bandwidth_rule, n_used = length(rows),
+                   n_total = dat$n, optim = o$optim)
+  }
+  set$kernel <- kern
+  if (dat$n <= laplace_newton_max_n()) set$start_weights <- laplace_modes(dat, set)
+  list(dat = dat, set = set, tuning = tuning)
+}
+
+# L-BFGS-B with the exact gradient (laplace_grad()) on the log bandwidth
+# (fit_bw) and log lambda (lambda NULL) of the summed log q at the points
+# xs, targets Y; each evaluation's modes start from the previous ones
+laplace_search <- function(xs, Y, kern, lambda, fit_bw) {
+  fit_lam <- is.null(lambda)
+  tstat <- kernel_stat_matrix(xs, kern$metric)
+  modes <- matrix(0, nrow(Y), ncol(Y))
+  decode <- function(th) {
+    c(bw = if (fit_bw) exp(th[1L]) else kern$bandwidth,
+      lambda = if (fit_lam) exp(th[fit_bw + 1L]) else lambda)
+  }
+  memo <- new.env(parent = emptyenv())
+  eval_at <- function(th) {
+    if (identical(memo$th, th)) return(memo$val)
+    h <- decode(th)
+    k <- kern
+    k$bandwidth <- h[["bw"]]
+    Kt <- native_kernel_eval(k, tstat) / h[["lambda"]]
+    # dKt / dlog bandwidth, dKt / dlog lambda = -Kt
+    dK <- c(if (fit_bw) list(native_kernel_eval(k, tstat, -1L) / h[["lambda"]]),
+            if (fit_lam) list(-Kt))
+    val <- list(f = 0, g = numeric(length(th)))
+    for (j in seq_len(ncol(Y))) {
+      m <- tryCatch(laplace_mode(Kt * h[["lambda"]], Y[, j], h[["lambda"]], modes[, j]),
+                    error = function(e) NULL)
+      if (is.null(m)) {
+        val <- list(f = .Machine$double.xmax / 4, g = numeric(length(th)))
+        break
+      }
+      modes[, j] <<- m$f
+      gq <- laplace_grad(Kt, m$f, Y[, j], dK)
+      val$f <- val$f - gq$logq
+      val$g <- val$g - gq$gradient
+    }
+    memo$th <- th
+    memo$val <- val
+    val
+  }
+  sig0 <- kern$bandwidth
+  th0 <- c(if (fit_bw) log(sig0), if (fit_lam) 0)
+  lower <- c(if (fit_bw) log(sig0 / 100), if (fit_lam) log(1e-6))
+  upper <- c(if (fit_bw) log(sig0 * 1000), if (fit_lam) log(1e4))
+  opt <- stats::optim(th0, function(th) eval_at(th)$f, function(th) eval_at(th)$g,
+                      method = "L-BFGS-B", lower = lower, upper = upper,
+                      control = list(maxit = 100))
+  h <- decode(opt$par)
+  list(bandwidth = h[["bw"]], lambda = h[["lambda"]],
+       optim = list(loglik = -opt$value, convergence = opt$convergence,
+                    evaluations = unname(opt$counts[1L]), message = opt$message))
+}
+
+# log q and its gradient in the hyperparameters of the prior covariance Kt
+# at the mode f of the +1/-1 column y (R&W Algorithm 5.1: the explicit
+# terms and the implicit one through the mode's dependence on them); dK the
+# list of dKt / dtheta_j. For the logistic likelihood the third derivative
+# of log p is -pi (1 - pi) (1 - 2 pi).
+laplace_grad <- function(Kt, f, y, dK) {
+  n <- length(y)
+  pi <- stats::plogis(f)
+  w <- pi * (1 - pi)
+  sw <- sqrt(w)
+  L <- chol(diag(n) + outer(sw, sw) * Kt)
+  a <- (y + 1) / 2 - pi  # grad log p at the mode: f = Kt a
+  logq <- -sum(a * f) / 2 + sum(stats::plogis(y * f, log.p = TRUE)) - sum(log(diag(L)))
+  Rm <- outer(sw, sw) * chol2inv(L)                 # W^1/2 B^-1 W^1/2
+  Cm <- backsolve(L, sw * Kt, transpose = TRUE)     # L^-T W^1/2 Kt
+  # d log q / d f^_i = 1/2 [(Kt^-1 + W)^-1]_ii d3_i: only -1/2 log det B
+  # depends on the mode there, through dW_ii / df_i = -d3_i
+  s2 <- (diag(Kt) - colSums(Cm^2)) / 2 * (-w * (1 - 2 * pi))
+  g <- vapply(dK, function(Cj) {
+    s1 <- sum(a * drop(Cj %*% a)) / 2 - sum(Rm * Cj) / 2
+    b <- drop(Cj %*% a)
+    s3 <- b - drop(Kt %*% (Rm %*% b))
+    s1 + sum(s2 * s3)
+  }, 0)
+  list(logq = logq, gradient = g)
+}
