@@ -38,7 +38,10 @@ generics::augment
 #' @param ... Unused.
 #' @return A data frame. `tidy()`: columns `term` (`"bandwidth"`,
 #'   `"lambda"`, and `"intercept"` / `"features"` for kernel machines that
-#'   have them) and `estimate`; with `conf.int = TRUE` also the rows
+#'   have them; for a composite kernel ([kernel_algebra]) one row per
+#'   hyperparameter instead of `"bandwidth"`: `"term[t]:amplitude"` and
+#'   `"<kernel>[c]:<hyperparameter>"`, `c` numbering the kernels in order)
+#'   and `estimate`; with `conf.int = TRUE` also the rows
 #'   `length_scale:<column>` (ARD fits), `signal_var` and `noise_var` and
 #'   the columns `std.error` (of each estimated hyperparameter, by the delta
 #'   method from the standard error of its logarithm; `NA` for those not
@@ -68,8 +71,8 @@ tidy.krr <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {
   check_no_dots(list(...), "tidy", call)
   check_flag(conf.int, "conf.int", call)
   # the linear-features fit (svrg(features = "linear")) has no bandwidth
-  terms <- c(bandwidth = if (fit_features(x) < 0) NA_real_ else x$kernel$bandwidth,
-             lambda = x$lambda)
+  terms <- if (is_composite_kernel(x$kernel)) c(composite_terms(x$kernel), lambda = x$lambda) else
+    c(bandwidth = if (fit_features(x) < 0) NA_real_ else x$kernel$bandwidth, lambda = x$lambda)
   if (fit_intercept(x) > 0) terms <- c(terms, intercept = fit_intercept(x))
   if (fit_features(x) > 0) terms <- c(terms, features = fit_features(x))
   out <- data.frame(term = names(terms), estimate = unname(as.numeric(terms)),
@@ -146,7 +149,8 @@ glance.krr <- function(x, ...) {
   linear <- fit_features(x) < 0
   out <- data.frame(
     kernel = if (linear) "linear" else x$kernel$name,
-    bandwidth = if (linear) NA_real_ else x$kernel$bandwidth, lambda = x$lambda,
+    bandwidth = if (linear || is_composite_kernel(x$kernel)) NA_real_ else x$kernel$bandwidth,
+    lambda = x$lambda,
     task = x$task, nobs = x$n, p = x$p, solver = x$solver$name,
     converged = x$converged, iterations = x$iterations, passes = x$passes,
     seconds = x$seconds, stringsAsFactors = FALSE)

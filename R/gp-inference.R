@@ -262,6 +262,11 @@ gp_hyper_check <- function(object, what, call) {
     abort_askotch(sprintf("%s is not available for a distributed fit.", what), "input", call)
   }
   gp_check(object, what, call)
+  if (is_composite_kernel(object$kernel)) {
+    abort_askotch(sprintf(paste(
+      "%s of the hyperparameters is not available for a composite kernel;",
+      "fit$tuning$composite lists its estimates."), what), "input", call)
+  }
   if (!is.null(object$trend)) {
     abort_askotch(sprintf(paste(
       "%s of the hyperparameters is not available for a fit with a mean",
@@ -427,6 +432,7 @@ gp_hyper_table <- function(object) {
 warn_hyper <- function(fit, call = NULL) {
   tn <- fit$tuning
   if (is.null(tn) || !identical(tn$lambda_rule, "ml") || !gp_applicable(fit) ||
+      is_composite_kernel(fit$kernel) ||
       inherits(fit, "kernel_machine") || !fit$task %in% c("regression", "multioutput")) {
     return(invisible(NULL))
   }

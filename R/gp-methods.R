@@ -6,7 +6,7 @@ gp_df <- function(object) {
   tn <- object$tuning
   regression <- object$task %in% c("regression", "multioutput")
   est_lambda <- !is.null(tn) && !identical(tn$lambda_rule, "fixed")
-  est_kernel <- if (is.null(tn)) 0L else
+  est_kernel <- if (is.null(tn)) 0L else if (!is.null(tn$composite)) NROW(tn$composite) else
     switch(tn$bandwidth_rule, ml = 1L, ard = object$p, 0L)
   q <- if (is.null(object$trend)) 1L else ncol(object$trend$F)
   object$m * (1L + regression * q) + est_lambda + est_kernel + length(object$noise$coef)

@@ -82,6 +82,13 @@ gp_kmat <- function(object, x1, x2) {
   native_kernel_matrix(x1, x2, object$kernel, threads = gp_threads(object))
 }
 
+# The prior variances k(x, x) at the rows of x (1 but for a composite kernel
+# with linear or polynomial components)
+gp_kdiag <- function(object, x) {
+  if (!is_composite_kernel(object$kernel)) return(rep(1, nrow(x)))
+  native_kernel_diag(x, object$kernel)
+}
+
 # Blocks of at most `budget` numbers: row index sets of length <= budget / n
 gp_blocks <- function(nnew, n, budget = 2^22) {
   b <- max(1L, min(nnew, floor(budget / n)))
@@ -148,7 +155,8 @@ gp_var_exact <- function(object, xnew) {
   v <- numeric(nrow(xnew))
   for (idx in gp_blocks(nrow(xnew), fac$n)) {
     cr <- gp_exact_cross(object, fac, xnew[idx, , drop = FALSE])
-    v[idx] <- 1 - colSums(cr$Z^2) + cr$b^2 * fac$c0
+    v[idx] <- gp_kdiag(object, xnew[idx, , drop = FALSE]) - colSums(cr$Z^2) +
+      cr$b^2 * fac$c0
   }
   list(var = pmax(v, 0), lower = NULL, upper = NULL)
 }
@@ -283,8 +291,9 @@ gp_var_nystrom <- function(object, xnew, give_up = FALSE) {
     b <- 1 - tlo
     sq_min <- ifelse(a <= 0 & b >= 0, 0, pmin(a^2, b^2))
     sq_max <- pmax(a^2, b^2)
-    lo[idx] <- 1 - q0 + sq_min * fac$c0 / n^2
-    hi[idx] <- 1 - q0 + dk + sq_max * fac$c0 / n^2
+    kd <- gp_kdiag(object, xnew[idx, , drop = FALSE])
+    lo[idx] <- kd - q0 + sq_min * fac$c0 / n^2
+    hi[idx] <- kd - q0 + dk + sq_max * fac$c0 / n^2
   }
   lo <- pmax(lo, 0)
   hi <- pmax(hi, lo)
@@ -438,7 +447,7 @@ gp_variance <- function(object, xs, method, draws, call, Fnew = NULL) {
       # that did not converge (they would stop short too, after as long as
       # the fit took) and when they stop short anyway (a time limit), the
       # bracket with its warning rather than an error
-      v <- if (!isTRUE(object$converged)) NULL else
+      v <- if (!isTRUE(object$converged) || is_composite_kernel(object$kernel)) NULL else
         tryCatch(gp_var_pathwise(object, xs, draws, Fnew),
                  askotch_error_numeric = function(e) NULL)
       if (is.null(v)) {
@@ -751,6 +760,12 @@ gp_pathwise <- function(object, xnew, q, M, noise, noise_w = 1, fresh = FALSE,
 # V = A^{-1} (r - rbar) of the pseudo-data r = g(X) + e.  A draw is then a
 # function that gp_pathwise_eval() evaluates at any points.
 gp_pathwise_draws <- function(object, q, M, fresh) {
+  if (is_composite_kernel(object$kernel)) {
+    abort_askotch(paste(
+      "Pathwise posterior draws need random Fourier features of a listed kernel;",
+      "a composite kernel has exact variances (method = \"exact\") and the Nystrom",
+      "bracket (method = \"nystrom\")."), "input")
+  }
   xs <- gp_xs(object)
   n <- nrow(xs)
   fseed <- floor(stats::runif(if (fresh) q else 1L) * 2^31)

@@ -23,17 +23,30 @@ kernel_names_text <- function() {
 #'
 #' Constructors for the kernels askotch supports. Each returns a small object
 #' of class `"askotch_kernel"` that can be passed as the `kernel` argument of
-#' [krr()]. All kernels satisfy \eqn{k(x, x) = 1}.
+#' [krr()], and that combines with others by `+` and `*` ([kernel_algebra]).
 #'
 #' * `kernel_rbf()`: Gaussian, \eqn{\exp(-\|x - x'\|_2^2 / (2\sigma^2))}.
 #' * `kernel_laplace()`: Laplace with the L1 distance,
 #'   \eqn{\exp(-\|x - x'\|_1 / \sigma)}.
-#' * `kernel_matern(nu)`: Matérn with smoothness `nu` in \{1/2, 3/2, 5/2\} and
-#'   Euclidean distance \eqn{d}: \eqn{\exp(-d/\sigma)} for 1/2,
+#' * `kernel_matern(nu)`: Matérn with smoothness \eqn{\nu > 0} and Euclidean
+#'   distance \eqn{d}: \eqn{2^{1-\nu}/\Gamma(\nu)\, u^\nu K_\nu(u)},
+#'   \eqn{u = \sqrt{2\nu}\, d / \sigma}, \eqn{K_\nu} the modified Bessel
+#'   function of the second kind (Rasmussen and Williams 2006, eq. 4.14):
+#'   \eqn{\exp(-d/\sigma)} for 1/2,
 #'   \eqn{(1 + \sqrt3 d/\sigma)\exp(-\sqrt3 d/\sigma)} for 3/2 and
-#'   \eqn{(1 + \sqrt5 d/\sigma + 5d^2/(3\sigma^2))\exp(-\sqrt5 d/\sigma)} for 5/2.
-#'   `kernel_matern12()`, `kernel_matern32()` and `kernel_matern52()` are
-#'   shortcuts.
+#'   \eqn{(1 + \sqrt5 d/\sigma + 5d^2/(3\sigma^2))\exp(-\sqrt5 d/\sigma)} for 5/2,
+#'   which have fast closed forms; any other \eqn{\nu \le 20} is evaluated
+#'   through \eqn{K_\nu} (tens of exponentials per entry) and is a composite
+#'   kernel. `kernel_matern12()`, `kernel_matern32()` and `kernel_matern52()`
+#'   are shortcuts.
+#' * `kernel_periodic(period)`: \eqn{\exp(-2 \sin^2(\pi d / P) / \ell^2)} with
+#'   period \eqn{P} and length scale \eqn{\ell} (`bandwidth`; MacKay 1998,
+#'   Rasmussen and Williams eq. 4.31): exactly periodic. Times a Gaussian
+#'   kernel it gives a seasonal pattern that changes slowly.
+#' * `kernel_linear()`: \eqn{x^\top x'} (Bayesian linear regression on its
+#'   columns, without an intercept; its scale is the amplitude).
+#' * `kernel_polynomial(degree, scale, offset)`:
+#'   \eqn{(c\, x^\top x' + o)^m}, as `kernlab::polydot()`.
 #'
 #' The bandwidth \eqn{\sigma} is a positive number, `"ml"` (chosen by
 #' maximum marginal likelihood in [krr()]), `"ard"` (one length scale per
@@ -43,14 +56,48 @@ kernel_names_text <- function() {
 #' points. The subsample is drawn from `krr()`'s `seed`, so the resolved
 #' bandwidth is reproducible; it is stored in the fitted object.
 #'
-#' @param bandwidth A positive number, `"median"`, `"ml"` or `"ard"`.
-#' @param nu Matérn smoothness: `1/2`, `3/2` or `5/2` (also accepted as the
-#'   strings `"1/2"`, `"3/2"`, `"5/2"`).
+#' `dims` restricts a kernel to some columns of `x` (numbers, or names of the
+#' columns); `amplitude` multiplies it; `distance = "great_circle"` makes a
+#' stationary kernel a function of the great-circle distance in kilometres
+#' between two columns `dims = c(longitude, latitude)` in degrees (as
+#' `fields::rdist.earth()`, on a sphere of the Earth's mean radius 6371 km).
+#' On the sphere the exponential (Matérn 1/2) kernel is positive definite;
+#' smoother ones can fail to be for data spread over a large part of the
+#' globe (Gneiting 2013). A kernel with any of these, or
+#' of the families periodic, linear, polynomial and Matérn outside
+#' \{1/2, 3/2, 5/2\}, is a composite kernel ([kernel_algebra]): its
+#' hyperparameters and amplitude can each be a number or `"ml"`, and a fit
+#' with it uses `x` unscaled.
+#'
+#' @param bandwidth A positive number, `"median"`, `"ml"` or `"ard"` (the
+#'   periodic kernel's length scale: a number or `"ml"`).
+#' @param nu Matérn smoothness, a number in (0, 20] (1/2, 3/2 and 5/2 also as
+#'   the strings `"1/2"`, `"3/2"`, `"5/2"`).
+#' @param dims Columns of `x` the kernel reads (numbers or names; default
+#'   all).
+#' @param amplitude A positive number or `"ml"`: the kernel's multiplier.
+#' @param distance `"euclidean"` (default) or `"great_circle"`.
+#' @param period The period \eqn{P}, a positive number in the units of the
+#'   columns.
+#' @param degree,scale,offset The polynomial's degree (1 to 20), scale
+#'   \eqn{c > 0} and offset \eqn{o \ge 0}; `scale` and `offset` may be
+#'   `"ml"`.
 #' @return An object of class `c("askotch_kernel_<name>", "askotch_kernel")`.
+#' @references Gneiting, T. (2013). Strictly and non-strictly positive
+#'   definite functions on spheres. *Bernoulli* 19, 1327-1349.
+#'
+#'   MacKay, D. J. C. (1998). Introduction to Gaussian processes. In
+#'   *Neural Networks and Machine Learning*, Springer.
+#'
+#'   Rasmussen, C. E. and Williams, C. K. I. (2006). *Gaussian Processes
+#'   for Machine Learning*. MIT Press, ch. 4.
 #' @examples
 #' kernel_rbf()
 #' kernel_matern(nu = 5/2, bandwidth = 2)
+#' kernel_matern(nu = 1, bandwidth = 2)
 #' kernel_laplace(0.5)
+#' kernel_periodic(period = 12, bandwidth = 1, dims = "month")
+#' kernel_rbf(bandwidth = 500, dims = c("lon", "lat"), distance = "great_circle")
 #' @name kernels
 NULL
 
@@ -82,47 +129,102 @@ kernel_code <- function(name) native_code("kernel", name)
 # "L1" or "L2": the distance the compiled kernel is a function of
 kernel_metric <- function(name) kernel_info(name)$metric
 
-#' @rdname kernels
-#' @export
-kernel_rbf <- function(bandwidth = "median") new_kernel("rbf", bandwidth)
-
-#' @rdname kernels
-#' @export
-kernel_laplace <- function(bandwidth = "median") new_kernel("laplace", bandwidth)
-
-#' @rdname kernels
-#' @export
-kernel_matern <- function(nu = 3/2, bandwidth = "median") {
-  key <- NA_character_
-  if (is.character(nu) && length(nu) == 1L) {
-    key <- c("1/2" = "matern12", "3/2" = "matern32", "5/2" = "matern52",
-             "0.5" = "matern12", "1.5" = "matern32", "2.5" = "matern52")[nu]
-  } else if (is.numeric(nu) && length(nu) == 1L && !is.na(nu)) {
-    key <- if (isTRUE(all.equal(nu, 0.5))) "matern12" else
-      if (isTRUE(all.equal(nu, 1.5))) "matern32" else
-        if (isTRUE(all.equal(nu, 2.5))) "matern52" else NA_character_
-  }
-  if (is.na(key)) {
-    abort_askotch(sprintf("`nu` must be 1/2, 3/2 or 5/2, not %s.",
-                          fmt_value(nu)), "input")
-  }
-  new_kernel(unname(key), bandwidth)
+# a listed kernel, with the component fields when they are not the defaults
+listed_kernel <- function(name, bandwidth, dims, amplitude, distance) {
+  component_fields(new_kernel(name, bandwidth), dims, amplitude, distance)
 }
 
 #' @rdname kernels
 #' @export
-kernel_matern12 <- function(bandwidth = "median") new_kernel("matern12", bandwidth)
+kernel_rbf <- function(bandwidth = "median", dims = NULL, amplitude = 1,
+                       distance = "euclidean") {
+  listed_kernel("rbf", bandwidth, dims, amplitude, distance)
+}
 
 #' @rdname kernels
 #' @export
-kernel_matern32 <- function(bandwidth = "median") new_kernel("matern32", bandwidth)
+kernel_laplace <- function(bandwidth = "median", dims = NULL, amplitude = 1) {
+  listed_kernel("laplace", bandwidth, dims, amplitude, "euclidean")
+}
 
 #' @rdname kernels
 #' @export
-kernel_matern52 <- function(bandwidth = "median") new_kernel("matern52", bandwidth)
+kernel_matern <- function(nu = 1.5, bandwidth = "median", dims = NULL, amplitude = 1,
+                          distance = "euclidean") {
+  if (is.character(nu) && length(nu) == 1L && nu %in% c("1/2", "3/2", "5/2")) {
+    nu <- c("1/2" = 0.5, "3/2" = 1.5, "5/2" = 2.5)[[nu]]
+  }
+  mx <- composite_info()$max_nu
+  if (!is.numeric(nu) || length(nu) != 1L || !is.finite(nu) || nu <= 0 || nu > mx) {
+    abort_askotch(sprintf("`nu` must be a number in (0, %g], not %s.", mx,
+                          fmt_value(nu)), "input")
+  }
+  half <- c(matern12 = 0.5, matern32 = 1.5, matern52 = 2.5)
+  key <- names(half)[abs(half - nu) <= 1e-12]
+  if (length(key)) return(listed_kernel(key, bandwidth, dims, amplitude, distance))
+  k <- component_fields(new_kernel("matern32", bandwidth), dims, amplitude, distance)
+  k$name <- k$family <- "matern"
+  k$code <- NULL
+  k$nu <- as.numeric(nu)
+  class(k) <- c("askotch_kernel_matern", "askotch_kernel")
+  k
+}
+
+#' @rdname kernels
+#' @export
+kernel_matern12 <- function(bandwidth = "median", dims = NULL, amplitude = 1,
+                            distance = "euclidean") {
+  listed_kernel("matern12", bandwidth, dims, amplitude, distance)
+}
+
+#' @rdname kernels
+#' @export
+kernel_matern32 <- function(bandwidth = "median", dims = NULL, amplitude = 1,
+                            distance = "euclidean") {
+  listed_kernel("matern32", bandwidth, dims, amplitude, distance)
+}
+
+#' @rdname kernels
+#' @export
+kernel_matern52 <- function(bandwidth = "median", dims = NULL, amplitude = 1,
+                            distance = "euclidean") {
+  listed_kernel("matern52", bandwidth, dims, amplitude, distance)
+}
+
+#' @rdname kernels
+#' @export
+kernel_periodic <- function(period, bandwidth = 1, dims = NULL, amplitude = 1) {
+  if (missing(period)) abort_askotch("`period` is missing: give the period.", "input")
+  check_positive(period, "period")
+  k <- new_component("periodic", check_hyper(bandwidth, "bandwidth"),
+                     list(period = as.numeric(period), metric = "L2"))
+  component_fields(k, dims, amplitude)
+}
+
+#' @rdname kernels
+#' @export
+kernel_linear <- function(dims = NULL, amplitude = 1) {
+  component_fields(new_component("linear", NULL, list(metric = "L2")), dims, amplitude)
+}
+
+#' @rdname kernels
+#' @export
+kernel_polynomial <- function(degree = 2, scale = 1, offset = 1, dims = NULL, amplitude = 1) {
+  if (!is.numeric(degree) || length(degree) != 1L || !is.finite(degree) ||
+      degree != round(degree) || degree < 1 || degree > 20) {
+    abort_askotch(sprintf("`degree` must be a whole number from 1 to 20, not %s.",
+                          fmt_value(degree)), "input")
+  }
+  k <- new_component("polynomial", NULL,
+                     list(degree = as.numeric(degree), scale = check_hyper(scale, "scale"),
+                          offset = check_hyper(offset, "offset", zero_ok = TRUE),
+                          metric = "L2"))
+  component_fields(k, dims, amplitude)
+}
 
 #' @export
 format.askotch_kernel <- function(x, ...) {
+  if (is_composite_kernel(x)) return(format(as_composite(x)))
   row <- kernel_info(x$name)
   bw <- if (is.character(x$bandwidth)) {
     c(median = "median heuristic", ml = "maximum likelihood",
@@ -133,6 +235,7 @@ format.askotch_kernel <- function(x, ...) {
 
 #' @export
 print.askotch_kernel <- function(x, ...) {
+  if (is_composite_kernel(x)) return(print(as_composite(x)))
   row <- kernel_info(x$name)
   cat("<askotch kernel> ", format(x), "\n", sep = "")
   cat("  k(x, x') = ", row$formula, "\n", sep = "")
@@ -142,6 +245,13 @@ print.askotch_kernel <- function(x, ...) {
 # Turn the `kernel` / `bandwidth` arguments of krr() into a kernel object.
 # An explicitly supplied `bandwidth` overrides the one of a kernel object.
 as_kernel <- function(kernel, bandwidth, bandwidth_given, call = NULL) {
+  if (is_composite_kernel(kernel)) {
+    if (bandwidth_given) {
+      abort_askotch(paste("A composite kernel carries its own hyperparameters: set them in",
+                          "its kernels, not with `bandwidth`."), "input", call)
+    }
+    return(as_composite(kernel))
+  }
   if (inherits(kernel, "askotch_kernel")) {
     # a kernel object is rebuilt from its name and bandwidth, so that one not
     # made by a constructor is checked like one given by name

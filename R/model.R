@@ -244,6 +244,10 @@ fit_model <- function(x, y, loss, args, machine, call, ecall) {
   nz <- noise_setup(args$noise, x, args$weights, ecall)
   tr <- trend_setup(args$mean, args$likelihood %||% "ml", x, ecall, gls = !is.null(nz))
   ow <- obs_weights_rows(x, y, args$weights, ecall)
+  # a composite kernel's periods, length scales and dims are in x's units
+  if (is_composite_kernel(args$kernel) && identical(args$standardize, "auto")) {
+    args$standardize <- FALSE
+  }
   if (!is.null(tr) && length(ow$dropped)) tr$F <- tr$F[-ow$dropped, , drop = FALSE]
   dat <- krr_data(ow$x, ow$y, args$standardize, loss, ecall,
                   center = cc == 0 && (is.null(tr) || tr$intercept), w = ow$w)

@@ -27,6 +27,8 @@ native_code <- function(table, name) {
 }
 
 kernel_args <- function(kernel) {
+  # a composite kernel (R/kernel-algebra.R) carries its numbers
+  if (!is.null(kernel$spec)) return(list(kernel$code, kernel$spec))
   list(native_code("kernel", kernel$name), as.numeric(kernel$bandwidth))
 }
 
@@ -67,6 +69,20 @@ native_kernel_deriv_dot <- function(x, kernel, deriv, W) {
   k <- kernel_args(kernel)
   storage.mode(W) <- "double"
   .Call(ffi_kernel_deriv_dot, x, k[[1L]], k[[2L]], as.integer(deriv), W)
+}
+
+# K(x_i, x_i) for the rows of x (the prior variances; 1 for a listed kernel)
+native_kernel_diag <- function(x, kernel) {
+  k <- kernel_args(kernel)
+  .Call(ffi_kernel_diag, x, k[[1L]], k[[2L]])
+}
+
+# The statistic of component `comp` (1-based) of a composite kernel between
+# the rows of x1 and x2 (squared distance, L1 distance, dot product or
+# squared great-circle km; src/core/kcomp_math.h)
+native_kcomp_stat <- function(x1, x2, kernel, comp) {
+  k <- kernel_args(kernel)
+  .Call(ffi_kcomp_stat, x1, x2, k[[1L]], k[[2L]], as.integer(comp - 1L))
 }
 
 # The kernel's rate a of its bandwidth, as the compiled code forms it

@@ -62,7 +62,9 @@ settings_from_args <- function(dat, loss, args, intercept = 0, objective = FALSE
   tl <- settings_tol(args$tol, lspec$value, dat$Yc, precision, loss, intercept, call)
   res <- check_resources(args, call)
   seed <- check_seed(args$seed, call)
-  kern <- settings_kernel(args, dat$xs, seed, loss, dat$tgt$task, call)
+  kern <- if (is_composite_kernel(args$kernel)) {
+    settings_composite(args, dat$xs, dat$xnames, seed, loss, dat$standardize, call)
+  } else settings_kernel(args, dat$xs, seed, loss, dat$tgt$task, call)
   device <- resolve_device(args$device, n, call)
   sv <- settings_solver(args, n, precision, res$mem_limit, loss, device, lspec,
                         kern, call)
@@ -223,6 +225,7 @@ is_auto_kernel <- function(kernel) {
 # scaling (standardize = "auto", an isotropic bandwidth and columns of
 # different spread); NULL when nothing is to be chosen.
 settings_select <- function(args, kern, dat, loss) {
+  if (is_composite_kernel(kern)) return(NULL)
   if (loss$name != "squared" || !kern$bandwidth_rule %in% c("ml", "ard")) return(NULL)
   auto <- is_auto_kernel(args$kernel)
   scaling <- isTRUE(dat$scaling_auto) && kern$bandwidth_rule == "ml" &&

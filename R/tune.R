@@ -61,6 +61,7 @@ tune_hyper <- function(dat, set, call = NULL) {
   if (ls$rule == "fixed" && !bw_rule %in% c("ml", "ard") && is.null(dat$noise)) {
     return(list(dat = dat, set = set, tuning = NULL))
   }
+  if (is_composite_kernel(set$kernel)) return(tune_composite(dat, set, call))
   if (set$loss$name != "squared") return(tune_loss_cv(dat, set))
   scale0 <- dat$scaling$scale
   sub <- tune_data(dat, set, call)

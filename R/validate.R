@@ -288,7 +288,12 @@ check_fit_model <- function(fit, bad) {
   n <- fit$n
   m <- fit$m
   kern <- fit$kernel
-  if (!inherits(kern, "askotch_kernel") || !is.list(kern) ||
+  if (inherits(kern, "askotch_kernel_composite")) {
+    if (is.null(kern$spec) || !identical(kern$spec, composite_finalise(kern)$spec) ||
+        !identical(kern$code, composite_info()$code)) {
+      bad("kernel", "must be a composite kernel with every hyperparameter a number")
+    }
+  } else if (!inherits(kern, "askotch_kernel") || !is.list(kern) ||
       !identical(kern$code, tryCatch(kernel_code(kern$name),
                                      error = function(e) NULL)) ||
       !is.numeric(kern$bandwidth) || length(kern$bandwidth) != 1L ||

@@ -222,7 +222,7 @@ if test -n "$_acu_nvcc"; then
   CUDA_CPPFLAGS="-I$_acu_incdir"
   CUDA_LIBS=$_acu_libs
   CUDA_OBJS="cuda/ops_cuda.o cuda/kernels_mv.o"
-  _acu_deps="cuda/cuda_internal.cuh core/ops.h core/krr.h core/kernel_math.h core/rng.h"
+  _acu_deps="cuda/cuda_internal.cuh core/ops.h core/krr.h core/kernel_math.h core/kcomp_math.h core/rng.h"
   _acu_tab=`printf '\t'`
   CUDA_RULES="cuda/ops_cuda.o: cuda/ops_cuda.cu $_acu_deps
 ${_acu_tab}\$(NVCC) \$(NVCC_FLAGS) -I. -c cuda/ops_cuda.cu -o cuda/ops_cuda.o

@@ -108,10 +108,9 @@ typedef struct {
 } krr_kparams;
 
 /* a = NaN for a code not in the list (callers validate the code first) */
-KRR_HD krr_kparams krr_kparams_make(const krr_kernel *k) {
+KRR_HD krr_kparams krr_kparams_of(int type, double s) {
   krr_kparams kp;
-  const double s = k->bandwidth;
-  kp.type = (int)k->type;
+  kp.type = type;
   switch (kp.type) {
 #define KRR_KLIST_A_(K, n, A, ...) \
   case KRR_##K: kp.a = (A); break;
@@ -121,16 +120,15 @@ KRR_HD krr_kparams krr_kparams_make(const krr_kernel *k) {
   }
   return kp;
 }
+KRR_HD krr_kparams krr_kparams_make(const krr_kernel *k) {
+  return krr_kparams_of((int)k->type, k->bandwidth);
+}
 
 /* m of the rate a(s) = a(1) / s^m (the list's A: 2 for the RBF kernel, 1
  * for the others), read off A as log2(a(1) / a(2)), which is exact for that
  * form; 0 for an unlisted code or an A not of that form with m in 1..4 */
 KRR_HD int krr_kernel_rate_power(int type) {
-  krr_kernel k1, k2;
-  k1.type = k2.type = (krr_kernel_type)type;
-  k1.bandwidth = 1.0;
-  k2.bandwidth = 2.0;
-  const double r = krr_kparams_make(&k1).a / krr_kparams_make(&k2).a;
+  const double r = krr_kparams_of(type, 1.0).a / krr_kparams_of(type, 2.0).a;
   for (int m = 1; m <= 4; m++)
     if (r == (double)(1 << m)) return m;
   return 0;

@@ -64,10 +64,45 @@ typedef enum {
   KRR_MATERN52 = 4  /* (1 + sqrt5 d/s + 5 d^2/(3 s^2)) exp(-sqrt5 d/s) */
 } krr_kernel_type;
 #define KRR_N_KERNELS 5
+/* the code of a composite kernel (kernel algebra, below): not a row of the
+ * kernel list, so every path that evaluates only listed kernels refuses it */
+#define KRR_COMPOSITE ((krr_kernel_type)64)
+
+/* Composite kernels: K = sum_t amp_t prod_{c in term t} k_c, each component
+ * k_c a kernel of one family on its own columns of the points, with its own
+ * hyperparameters (kcomp_math.h has the families' formulas and derivatives;
+ * data/kcomp.c evaluates a composite through the device table). */
+#define KRR_KS_MAXC 8  /* components of a composite kernel (so also terms) */
+#define KRR_KS_MAXD 16 /* listed columns of one component */
+typedef enum {
+  KRR_KF_LISTED = 0,   /* a kernel of the list (kernel_math.h), bandwidth bw */
+  KRR_KF_MATERN = 1,   /* Matern of smoothness par[0] > 0, length scale bw */
+  KRR_KF_PERIODIC = 2, /* exp(-2 sin^2(pi d / par[0]) / bw^2), period par[0] */
+  KRR_KF_LINEAR = 3,   /* x . x' */
+  KRR_KF_POLY = 4      /* (par[1] x . x' + par[2])^par[0], par[0] in 1..20 */
+} krr_kfamily;
+#define KRR_N_KFAMILIES 5
+typedef struct {
+  int family; /* krr_kfamily */
+  int base;   /* KRR_KF_LISTED: the listed kernel's code */
+  int metric; /* 0: Euclidean (L1 for an L1 listed kernel); 1: great-circle
+               * distance in km between (longitude, latitude) in degrees */
+  int term;   /* the product term it belongs to, 0 .. nterm - 1 */
+  int nd;     /* the columns it reads: 0 all, else dims[0 .. nd) (0-based) */
+  int dims[KRR_KS_MAXD];
+  double bw;     /* bandwidth / length scale (families LISTED, MATERN, PERIODIC) */
+  double par[3]; /* as above */
+} krr_kcomp;
+typedef struct {
+  int nterm, ncomp;        /* ncomp >= nterm >= 1; components ordered by term */
+  double amp[KRR_KS_MAXC]; /* the terms' amplitudes (> 0) */
+  krr_kcomp comp[KRR_KS_MAXC];
+} krr_kspec;
 
 typedef struct {
   krr_kernel_type type;
-  double bandwidth; /* sigma > 0 */
+  double bandwidth; /* sigma > 0 (a composite: 1, unused) */
+  krr_kspec spec;   /* type == KRR_COMPOSITE only */
 } krr_kernel;
 
 typedef struct krr_ops krr_ops;
@@ -190,6 +225,10 @@ krr_status krr_kernel_apply_host(krr_ctx *ctx, krr_precision prec, const krr_ker
 krr_status krr_kernel_matrix_host(krr_ctx *ctx, krr_precision prec, const krr_kernel *k,
                                   const double *X1, int64_t n1, const double *X2, int64_t n2,
                                   int p, double *out);
+/* out[i] = K(x_i, x_i) for the n rows of X (column-major doubles): 1 for
+ * every listed kernel; a composite's from its components (data/kcomp.c). */
+krr_status krr_kernel_diag_host(krr_ctx *ctx, krr_precision prec, const krr_kernel *k,
+                                const double *X, int64_t n, int p, double *out);
 /* Greedy partial Cholesky K(X, X) ~ L L^T in double (linalg/pchol.c,
  * krr_pivoted_cholesky): L host n x r column-major (the first *rank columns
  * set), d = diag(K - L L^T), piv the pivots (0-based) in order; pw pivot
@@ -228,6 +267,23 @@ krr_status krr_kernel_deriv2_host(krr_ctx *ctx, const krr_kernel *k, const doubl
  * M.  Checks as above; polls ctx between blocks of points. */
 krr_status krr_kernel_deriv_dot_host(krr_ctx *ctx, const krr_kernel *k, const double *X, int64_t n,
                                      int p, const int *deriv, int nd, const double *W, double *out);
+
+/* Composite kernels (data/kcomp.c): NULL when the spec is valid for points
+ * of p columns, else the reason (static text). */
+const char *krr_kspec_invalid(const krr_kspec *s, int p);
+/* A composite kernel's matrix and derivatives in double on the host, X1, X2
+ * column-major as for krr_kernel_deriv_host; the codes: 0 the kernel,
+ * -(t + 1) d/dlog of term t's amplitude, 1 + 4 c + j d/dlog of component
+ * c's learnable hyperparameter j (kcomp_math.h). */
+krr_status krr_kcomp_deriv_host(krr_ctx *ctx, const krr_kernel *k, const double *X1, int64_t n1,
+                                const double *X2, int64_t n2, int p, const int *codes, int nd,
+                                double *out);
+
+/* The statistic of component c (kcomp_math.h: squared distance, L1
+ * distance, dot product, or squared great-circle km) between the rows of
+ * X1 and X2 (column-major doubles): out n1 x n2, column-major. */
+krr_status krr_kcomp_stat_host(krr_ctx *ctx, const krr_kernel *k, int c, const double *X1,
+                               int64_t n1, const double *X2, int64_t n2, int p, double *out);
 
 /* The eigendecomposition of the symmetric n x n host matrix A (lower
  * triangle read; column-major doubles): A <- its eigenvectors, w <- the

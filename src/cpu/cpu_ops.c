@@ -19,6 +19,7 @@
 #include "../core/base/base.h"
 #include "../core/rng.h"
 #include "../core/loss_math.h"
+#include "../core/kcomp_math.h"
 
 /* gemm's slices of C (cpu_ops_t.c.inc): at most KRR_GEMM_PIECES of at least
  * KRR_GEMM_SLICE columns (or rows) each, the count set by the product's size
@@ -335,8 +336,11 @@ KRR_LAED_DECL(float, s)
 #define CB(name) cblas_d##name
 #define LP(name) LAPACKE_d##name
 #define FL(name) d##name##_
+#define KC_STAT krr_kc_stat_d
 #include "cpu_ops_t.c.inc"
 #include "features_t.c.inc"
+#include "kcomp_t.c.inc"
+#undef KC_STAT
 #undef real
 #undef S
 #undef CB
@@ -348,8 +352,11 @@ KRR_LAED_DECL(float, s)
 #define CB(name) cblas_s##name
 #define LP(name) LAPACKE_s##name
 #define FL(name) s##name##_
+#define KC_STAT krr_kc_stat_s
 #include "cpu_ops_t.c.inc"
 #include "features_t.c.inc"
+#include "kcomp_t.c.inc"
+#undef KC_STAT
 #undef real
 #undef S
 #undef CB
@@ -386,6 +393,9 @@ static const krr_ops cpu_ops = {
     /* random features */
     .rff_map_d = cpu_rff_map_d,
     .rff_map_s = cpu_rff_map_s,
+    /* composite-kernel components */
+    .kcomp_map_d = cpu_kcomp_map_d,
+    .kcomp_map_s = cpu_kcomp_map_s,
 };
 
 const krr_ops *krr_cpu_ops(void) { return &cpu_ops; }

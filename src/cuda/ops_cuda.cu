@@ -14,6 +14,7 @@
 #include "cuda_internal.cuh"
 #include "../core/rng.h"
 #include "../core/loss_math.h"
+#include "../core/kcomp_math.h"
 
 /* ===== errors ============================================================= */
 
@@ -1024,6 +1025,46 @@ static krr_status op_loss_map(krr_ctx *ctx, int loss, int kind, int64_t n, doubl
   return KRR_OK;
 }
 
+/* ===== composite-kernel components (ops.h KRR_OPS_KCOMP_TYPED) =========== */
+
+__device__ __forceinline__ double kc_stat(int kind, const double *x, const double *y, int p) {
+  return krr_kc_stat_d(kind, x, 1, y, 1, p);
+}
+__device__ __forceinline__ double kc_stat(int kind, const float *x, const float *y, int p) {
+  return krr_kc_stat_s(kind, x, 1, y, 1, p);
+}
+
+/* one entry (or one pair) per thread, grid-stride; double arithmetic as on
+ * the CPU (kcomp_math.h).  Not the throughput path: composites of listed
+ * kernels use the fused kernel products (data/kcomp.c). */
+template <typename T>
+__global__ void kcomp_map_k(krr_kcomp c, const T *__restrict__ X1, int64_t n1,
+                            const T *__restrict__ X2, int64_t n2, int p, int pairs,
+                            T *__restrict__ out, int64_t ldo) {
+  const int kind = krr_kc_stat_kind(&c);
+  KCU_FOR(e, pairs ? n1 : n1 * n2) {
+    const int64_t j = pairs ? e : e / n1, i = pairs ? e : e - j * n1;
+    const double st = kc_stat(kind, X1 + i * p, X2 + j * p, p);
+    out[pairs ? i : i + j * ldo] = (T)krr_kc_eval(&c, st, -1);
+  }
+}
+
+template <typename T>
+static krr_status op_kcomp_map(krr_ctx *ctx, const krr_kcomp *c, const T *X1, int64_t n1,
+                               const T *X2, int64_t n2, int p, int pairs, T *out, int64_t ldo) {
+  KCU_TRY(kcu_enter(ctx));
+  if (!c || n1 < 0 || n2 < 0 || p < 1 || (!pairs && n2 > 0 && ldo < n1) || (pairs && n2 != n1))
+    return krr_fail(ctx, KRR_ERR_INPUT, "kcomp_map: n1 = %lld, n2 = %lld, p = %d, ldo = %lld",
+                    (long long)n1, (long long)n2, p, (long long)ldo);
+  const int64_t work = pairs ? n1 : n1 * n2;
+  if (work == 0) return KRR_OK;
+  krr_cuda_state *st = kcu_state(ctx);
+  kcomp_map_k<T>
+      <<<kcu_grid(st, work), KCU_NT, 0, st->stream>>>(*c, X1, n1, X2, n2, p, pairs, out, ldo);
+  KCU_LAUNCHED(ctx, "kcomp_map (kernel launch)");
+  return KRR_OK;
+}
+
 /* ===== the table ========================================================== */
 
 #define KCU_TYPED(real, S)                         \
@@ -1055,6 +1096,9 @@ static const krr_ops kcu_ops = {
     /* random features (positional: the order of struct krr_ops) */
     op_rff_map<double>,
     op_rff_map<float>,
+    /* composite-kernel components */
+    op_kcomp_map<double>,
+    op_kcomp_map<float>,
 };
 
 /* ===== extern "C" entry points ============================================ */

@@ -52,6 +52,9 @@ void askotch_glue_ctx_done(krr_ctx *ctx, krr_status st, int restore);
  * input error with `what` otherwise) */
 double askotch_glue_num1(SEXP x, const char *what);
 int askotch_glue_int1(SEXP x, const char *what);
+/* the kernel of a call from R's (code, bandwidth) pair, a composite from
+ * (code, spec numbers) checked against p columns (r_kernel.c) */
+krr_kernel askotch_glue_kernel(SEXP kernel, SEXP bandwidth, int p);
 const char *askotch_glue_str1(SEXP x, const char *what);
 void askotch_glue_check_matrix(SEXP x, const char *what);
 
@@ -86,4 +89,6 @@ krr_status askotch_glue_set_options(krr_ctx *ctx, krr_options *o, SEXP opts);
 
 /* ---- r_kernel.c: the kernel list as R reads it (ffi_info()$kernels) */
 SEXP askotch_glue_kernel_info(void);
+/* what R reads of composite kernels (ffi_info()$composite) */
+SEXP askotch_glue_composite_info(void);
 #endif

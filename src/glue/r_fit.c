@@ -124,8 +124,7 @@ SEXP ffi_fit_init(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP
   int p = Rf_ncols(x), m = Rf_ncols(y);
   if ((int64_t)Rf_nrows(y) != n)
     askotch_glue_raise_status(KRR_ERR_INPUT, "x and y must have the same number of rows");
-  krr_kernel k = {(krr_kernel_type)askotch_glue_int1(kernel, "kernel must be an integer code"),
-                  askotch_glue_num1(bandwidth, "bandwidth must be a number")};
+  krr_kernel k = askotch_glue_kernel(kernel, bandwidth, p);
   /* one lambda, or one per column of y (a path solved at once) */
   int path = TYPEOF(lambda) == REALSXP && XLENGTH(lambda) > 1;
   if (path && XLENGTH(lambda) != m)

@@ -154,9 +154,9 @@ SEXP ffi_loss_bound(SEXP loss, SEXP param, SEXP lambda) {
  * losses, the kernels (r_kernel.c: names in code order, metric, text, rate)
  * and the codes of precision and device. */
 SEXP ffi_info(void) {
-  static const char *fields[] = {"solvers", "losses", "kernels", "codes", "loss_info"};
+  static const char *fields[] = {"solvers", "losses", "kernels", "codes", "loss_info", "composite"};
   static const char *cfields[] = {"precision", "device", "reduce"};
-  SEXP out = PROTECT(named_list(5, fields));
+  SEXP out = PROTECT(named_list(6, fields));
   int ns = krr_solver_count();
   const char **snames = (const char **)R_alloc((size_t)(ns > 0 ? ns : 1), sizeof(char *));
   for (int i = 0; i < ns; i++) snames[i] = krr_solver_name(krr_solver_get(i));
@@ -184,6 +184,7 @@ SEXP ffi_info(void) {
   SEXP li = PROTECT(named_list(nl, lnames));
   for (int i = 0; i < nl; i++) SET_VECTOR_ELT(li, i, loss_info(krr_loss_get(i)));
   SET_VECTOR_ELT(out, 4, li);
+  SET_VECTOR_ELT(out, 5, askotch_glue_composite_info());
   UNPROTECT(5);
   return out;
 }

@@ -6,7 +6,61 @@
 #include <math.h>
 #include "glue.h"
 #include "r_dist.h"
-#include "../core/kernel_math.h"
+#include "../core/kcomp_math.h"
+
+/* ---- the kernel of a call -----------------------------------------------
+ * A listed kernel is (code, bandwidth); a composite (code KRR_COMPOSITE) is
+ * (code, spec) with spec the numbers R's kernel_args() writes:
+ *   nterm, ncomp, amp[nterm], then per component
+ *   term, family, base, metric, bw, par[0..2], nd, dims[nd] (0-based).
+ * The spec is checked against the points' p columns (krr_kspec_invalid). */
+static krr_kernel kernel_spec(SEXP bandwidth, int p) {
+  krr_kernel k;
+  memset(&k, 0, sizeof k);
+  k.type = KRR_COMPOSITE;
+  k.bandwidth = 1.0;
+  if (!Rf_isReal(bandwidth)) askotch_glue_raise_status(KRR_ERR_INPUT, "bad composite kernel");
+  const double *v = REAL(bandwidth);
+  const R_xlen_t n = XLENGTH(bandwidth);
+  R_xlen_t at = 2;
+  krr_kspec *s = &k.spec;
+  if (n < 2 || !(v[0] >= 1 && v[0] <= KRR_KS_MAXC) || !(v[1] >= v[0] && v[1] <= KRR_KS_MAXC))
+    askotch_glue_raise_status(KRR_ERR_INPUT, "bad composite kernel");
+  s->nterm = (int)v[0];
+  s->ncomp = (int)v[1];
+  if (n < at + s->nterm) askotch_glue_raise_status(KRR_ERR_INPUT, "bad composite kernel");
+  for (int t = 0; t < s->nterm; t++) s->amp[t] = v[at++];
+  for (int c = 0; c < s->ncomp; c++) {
+    krr_kcomp *cp = &s->comp[c];
+    if (n < at + 9) askotch_glue_raise_status(KRR_ERR_INPUT, "bad composite kernel");
+    cp->term = (int)v[at];
+    cp->family = (int)v[at + 1];
+    cp->base = (int)v[at + 2];
+    cp->metric = (int)v[at + 3];
+    cp->bw = v[at + 4];
+    for (int j = 0; j < 3; j++) cp->par[j] = v[at + 5 + j];
+    const double nd = v[at + 8];
+    at += 9;
+    if (!(nd >= 0 && nd <= KRR_KS_MAXD) || n < at + (R_xlen_t)nd)
+      askotch_glue_raise_status(KRR_ERR_INPUT, "bad composite kernel");
+    cp->nd = (int)nd;
+    for (int d = 0; d < cp->nd; d++) cp->dims[d] = (int)v[at++];
+  }
+  if (at != n) askotch_glue_raise_status(KRR_ERR_INPUT, "bad composite kernel");
+  const char *bad = krr_kspec_invalid(s, p);
+  if (bad) askotch_glue_raise_status(KRR_ERR_INPUT, bad);
+  return k;
+}
+
+krr_kernel askotch_glue_kernel(SEXP kernel, SEXP bandwidth, int p) {
+  const int code = askotch_glue_int1(kernel, "kernel");
+  if (code == (int)KRR_COMPOSITE) return kernel_spec(bandwidth, p);
+  krr_kernel k;
+  memset(&k, 0, sizeof k);
+  k.type = (krr_kernel_type)code;
+  k.bandwidth = askotch_glue_num1(bandwidth, "bandwidth");
+  return k;
+}
 
 /* ---- kernel products on host data ----------------------------------------*/
 SEXP ffi_kernel_apply(SEXP x1, SEXP x2, SEXP v, SEXP kernel, SEXP bandwidth, SEXP precision,
@@ -18,8 +72,7 @@ SEXP ffi_kernel_apply(SEXP x1, SEXP x2, SEXP v, SEXP kernel, SEXP bandwidth, SEX
     askotch_glue_raise_status(KRR_ERR_INPUT, "x1 and x2 must have the same columns");
   if (Rf_nrows(v) != Rf_nrows(x2))
     askotch_glue_raise_status(KRR_ERR_INPUT, "v must have nrow(x2) rows");
-  krr_kernel k = {(krr_kernel_type)askotch_glue_int1(kernel, "kernel"),
-                  askotch_glue_num1(bandwidth, "bandwidth")};
+  krr_kernel k = askotch_glue_kernel(kernel, bandwidth, Rf_ncols(x1));
   krr_precision prec = askotch_glue_precision_of(precision);
   int dev = askotch_glue_device_of(device);
   const krr_ops *ops = askotch_glue_pick_ops(dev);
@@ -50,8 +103,7 @@ SEXP ffi_kernel_matrix(SEXP x1, SEXP x2, SEXP kernel, SEXP bandwidth, SEXP preci
   askotch_glue_check_matrix(x2, "x2");
   if (Rf_ncols(x1) != Rf_ncols(x2))
     askotch_glue_raise_status(KRR_ERR_INPUT, "x1 and x2 must have the same columns");
-  krr_kernel k = {(krr_kernel_type)askotch_glue_int1(kernel, "kernel"),
-                  askotch_glue_num1(bandwidth, "bandwidth")};
+  krr_kernel k = askotch_glue_kernel(kernel, bandwidth, Rf_ncols(x1));
   krr_precision prec = askotch_glue_precision_of(precision);
   int64_t n1 = Rf_nrows(x1), n2 = Rf_nrows(x2);
   SEXP out = PROTECT(Rf_allocMatrix(REALSXP, (int)n1, (int)n2));
@@ -72,14 +124,29 @@ SEXP ffi_kernel_matrix(SEXP x1, SEXP x2, SEXP kernel, SEXP bandwidth, SEXP preci
   return out;
 }
 
+/* The prior variances K(x_i, x_i) of the rows of x, in double on the CPU. */
+SEXP ffi_kernel_diag(SEXP x, SEXP kernel, SEXP bandwidth) {
+  askotch_glue_check_matrix(x, "x");
+  const krr_kernel k = askotch_glue_kernel(kernel, bandwidth, Rf_ncols(x));
+  const int64_t n = Rf_nrows(x);
+  SEXP out = PROTECT(Rf_allocVector(REALSXP, n));
+  krr_ctx ctx;
+  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), krr_cpu_ops(), 1, 0);
+  askotch_glue_poll_attach(&ctx);
+  if (st == KRR_OK && n > 0)
+    st = krr_kernel_diag_host(&ctx, KRR_DOUBLE, &k, REAL(x), n, Rf_ncols(x), REAL(out));
+  askotch_glue_ctx_done(&ctx, st, 0);
+  UNPROTECT(1);
+  return out;
+}
+
 /* Greedy partial Cholesky of K(x, x) (linalg/pchol.c) in double on the CPU:
  * list(L = n x r (columns past rank unused), d = diag(K - L L^T), rank,
  * pivots = 1-based).  pw: pivot weights (length n) or NULL. */
 SEXP ffi_pivoted_cholesky(SEXP x, SEXP kernel, SEXP bandwidth, SEXP pw, SEXP rank, SEXP stop_trace,
                           SEXP tiny, SEXP threads) {
   askotch_glue_check_matrix(x, "x");
-  krr_kernel k = {(krr_kernel_type)askotch_glue_int1(kernel, "kernel"),
-                  askotch_glue_num1(bandwidth, "bandwidth")};
+  krr_kernel k = askotch_glue_kernel(kernel, bandwidth, Rf_ncols(x));
   int64_t n = Rf_nrows(x);
   int p = Rf_ncols(x);
   int r = askotch_glue_int1(rank, "rank must be a number");
@@ -232,6 +299,37 @@ SEXP askotch_glue_kernel_info(void) {
   return out;
 }
 
+/* list(code, families = c(name = code), npar = learnable hyperparameters
+ * per family, max_components, max_dims, max_nu, earth_km): the composite
+ * kernels' codes and limits (krr.h, kcomp_math.h) */
+SEXP askotch_glue_composite_info(void) {
+  static const char *fields[] = {"code",     "families", "npar",     "max_components",
+                                 "max_dims", "max_nu",   "earth_km", ""};
+  static const char *fam[] = {"listed", "matern", "periodic", "linear", "polynomial"};
+  static const int famc[] = {KRR_KF_LISTED, KRR_KF_MATERN, KRR_KF_PERIODIC, KRR_KF_LINEAR,
+                             KRR_KF_POLY};
+  const int nf = KRR_N_KFAMILIES;
+  SEXP out = PROTECT(Rf_mkNamed(VECSXP, fields));
+  SEXP codes = PROTECT(Rf_allocVector(INTSXP, nf)), npar = PROTECT(Rf_allocVector(INTSXP, nf));
+  SEXP nm = PROTECT(Rf_allocVector(STRSXP, nf));
+  for (int i = 0; i < nf; i++) {
+    INTEGER(codes)[i] = famc[i];
+    INTEGER(npar)[i] = krr_kc_npar(famc[i]);
+    SET_STRING_ELT(nm, i, Rf_mkChar(fam[i]));
+  }
+  Rf_setAttrib(codes, R_NamesSymbol, nm);
+  Rf_setAttrib(npar, R_NamesSymbol, nm);
+  SET_VECTOR_ELT(out, 0, Rf_ScalarInteger((int)KRR_COMPOSITE));
+  SET_VECTOR_ELT(out, 1, codes);
+  SET_VECTOR_ELT(out, 2, npar);
+  SET_VECTOR_ELT(out, 3, Rf_ScalarInteger(KRR_KS_MAXC));
+  SET_VECTOR_ELT(out, 4, Rf_ScalarInteger(KRR_KS_MAXD));
+  SET_VECTOR_ELT(out, 5, Rf_ScalarReal(KRR_KC_MAX_NU));
+  SET_VECTOR_ELT(out, 6, Rf_ScalarReal(KRR_EARTH_KM));
+  UNPROTECT(4);
+  return out;
+}
+
 /* a listed kernel code and a positive finite bandwidth, or an input error */
 static krr_kernel kernel_of(SEXP kernel, SEXP bandwidth) {
   if (!Rf_isNumeric(kernel) || XLENGTH(kernel) != 1 || !Rf_isNumeric(bandwidth) ||
@@ -288,7 +386,11 @@ SEXP ffi_kernel_deriv(SEXP x1, SEXP x2, SEXP kernel, SEXP bandwidth, SEXP deriv)
   if (!Rf_isInteger(deriv) || (Rf_isMatrix(deriv) && !pairs))
     askotch_glue_raise_status(KRR_ERR_INPUT,
                               "deriv must be an integer vector or a two-column integer matrix");
-  krr_kernel k = kernel_of(kernel, bandwidth);
+  const int comp = askotch_glue_int1(kernel, "kernel") == (int)KRR_COMPOSITE;
+  if (comp && pairs)
+    askotch_glue_raise_status(KRR_ERR_INPUT, "a composite kernel has first derivatives only");
+  krr_kernel k =
+      comp ? askotch_glue_kernel(kernel, bandwidth, Rf_ncols(x1)) : kernel_of(kernel, bandwidth);
   const int64_t n1 = Rf_nrows(x1), n2 = Rf_nrows(x2);
   const int nd = pairs ? Rf_nrows(deriv) : (int)XLENGTH(deriv);
   if ((double)n1 * (double)n2 * (double)nd > (double)R_XLEN_T_MAX)
@@ -302,11 +404,36 @@ SEXP ffi_kernel_deriv(SEXP x1, SEXP x2, SEXP kernel, SEXP bandwidth, SEXP deriv)
   krr_ctx ctx;
   krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), krr_cpu_ops(), 1, 0);
   askotch_glue_poll_attach(&ctx);
-  if (st == KRR_OK)
+  if (st == KRR_OK && comp)
+    st = krr_kcomp_deriv_host(&ctx, &k, REAL(x1), n1, REAL(x2), n2, Rf_ncols(x1), INTEGER(deriv),
+                              nd, REAL(out));
+  else if (st == KRR_OK)
     st = krr_kernel_deriv2_host(&ctx, &k, REAL(x1), n1, REAL(x2), n2, Rf_ncols(x1), INTEGER(deriv),
                                 pairs ? INTEGER(deriv) + nd : NULL, nd, REAL(out));
   askotch_glue_ctx_done(&ctx, st, 0);
   UNPROTECT(2);
+  return out;
+}
+
+/* The statistic of component `comp` (0-based) of a composite kernel
+ * between the rows of x1 and x2 (krr_kcomp_stat_host): an n1 x n2 matrix,
+ * what R's median heuristic of a component reads. */
+SEXP ffi_kcomp_stat(SEXP x1, SEXP x2, SEXP kernel, SEXP spec, SEXP comp) {
+  askotch_glue_check_matrix(x1, "x1");
+  askotch_glue_check_matrix(x2, "x2");
+  if (Rf_ncols(x1) != Rf_ncols(x2))
+    askotch_glue_raise_status(KRR_ERR_INPUT, "x1 and x2 must have the same columns");
+  const krr_kernel k = askotch_glue_kernel(kernel, spec, Rf_ncols(x1));
+  const int64_t n1 = Rf_nrows(x1), n2 = Rf_nrows(x2);
+  SEXP out = PROTECT(Rf_allocMatrix(REALSXP, (int)n1, (int)n2));
+  krr_ctx ctx;
+  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), krr_cpu_ops(), 1, 0);
+  askotch_glue_poll_attach(&ctx);
+  if (st == KRR_OK)
+    st = krr_kcomp_stat_host(&ctx, &k, askotch_glue_int1(comp, "comp"), REAL(x1), n1, REAL(x2), n2,
+                             Rf_ncols(x1), REAL(out));
+  askotch_glue_ctx_done(&ctx, st, 0);
+  UNPROTECT(1);
   return out;
 }
 

@@ -60,7 +60,8 @@ test_that("kernel constructors validate and print", {
   expect_identical(kernel_matern(nu = "5/2", bandwidth = 2)$name, "matern52")
   expect_identical(kernel_matern32(3)$bandwidth, 3)
   expect_identical(kernel_laplace()$metric, "L1")
-  expect_error(kernel_matern(nu = 1), class = "askotch_error_input")
+  expect_identical(kernel_matern(nu = 1)$name, "matern")  # any nu: a composite component
+  expect_error(kernel_matern(nu = 0), class = "askotch_error_input")
   expect_error(kernel_rbf(-1), class = "askotch_error_input")
   expect_error(kernel_rbf(NA_real_), class = "askotch_error_input")
   expect_error(kernel_rbf("mean"), class = "askotch_error_input")

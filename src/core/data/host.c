@@ -49,6 +49,8 @@ int64_t krr_kernel_chunk_rows(int64_t n2, int p, int q) {
 krr_status krr_kernel_mv_polled(krr_ctx *ctx, krr_precision prec, const krr_kernel *k,
                                 const void *X1, int64_t n1, const void *X2, int64_t n2, int p,
                                 const void *V, int64_t ldv, int q, void *out, int64_t ldo) {
+  if (k->type == KRR_COMPOSITE)
+    return krr_kcomp_mv(ctx, prec, k, X1, n1, X2, n2, p, V, ldv, q, out, ldo);
   size_t es = krr_sizeof(prec);
   int64_t c = krr_kernel_chunk_rows(n2, p, q);
   if (n1 <= c) return KOP(ctx, prec, kernel_mv, k, X1, n1, X2, n2, p, V, ldv, q, out, ldo);
@@ -64,6 +66,7 @@ krr_status krr_kernel_mv_polled(krr_ctx *ctx, krr_precision prec, const krr_kern
 krr_status krr_kernel_block_polled(krr_ctx *ctx, krr_precision prec, const krr_kernel *k,
                                    const void *X1, int64_t n1, const void *X2, int64_t n2, int p,
                                    void *out, int64_t ldo) {
+  if (k->type == KRR_COMPOSITE) return krr_kcomp_block(ctx, prec, k, X1, n1, X2, n2, p, out, ldo);
   size_t es = krr_sizeof(prec);
   int64_t c = krr_kernel_chunk_rows(n2, p, 1);
   if (n1 <= c) return KOP(ctx, prec, kernel_block, k, X1, n1, X2, n2, p, out, ldo);
@@ -127,6 +130,20 @@ krr_status krr_kernel_apply_host(krr_ctx *ctx, krr_precision prec, const krr_ker
   free(stage);
   free(hO);
   krr_dfree(ctx, &dX1); krr_dfree(ctx, &dX2); krr_dfree(ctx, &dV); krr_dfree(ctx, &dO);
+  return st;
+}
+
+krr_status krr_kernel_diag_host(krr_ctx *ctx, krr_precision prec, const krr_kernel *k,
+                                const double *X, int64_t n, int p, double *out) {
+  if (k->type != KRR_COMPOSITE) {
+    const double k0 = krr_kernel_eval(krr_kparams_make(k), 0.0);
+    for (int64_t i = 0; i < n; i++) out[i] = k0;
+    return KRR_OK;
+  }
+  void *dX = NULL;
+  krr_status st = krr_upload_points(ctx, prec, X, n, p, &dX);
+  if (st == KRR_OK) st = krr_kcomp_diag(ctx, prec, k, dX, n, p, out);
+  krr_dfree(ctx, &dX);
   return st;
 }
 

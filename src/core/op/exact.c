@@ -2,8 +2,9 @@
  * points with the backend's fused kernel_mv / kernel_block (never storing
  * more than a tile).  A block's private part is its gathered points (b x p,
  * row-major).  The diagonal is the kernel at distance zero, k(x, x) =
- * krr_kernel_eval(t = 0), which is 1 for every kernel of the package (all
- * stationary) and is evaluated, not assumed. */
+ * krr_kernel_eval(t = 0), which is 1 for every kernel of the list (all
+ * stationary) and is evaluated, not assumed; a composite kernel's (data/kcomp.c)
+ * is its terms' amplitudes times its linear and polynomial components' values. */
 #include <stdlib.h>
 #include <string.h>
 #include "op.h"
@@ -48,6 +49,9 @@ static krr_status ex_mat(krr_op *op, const krr_block *A, const krr_block *B, voi
 }
 
 static krr_status ex_diag(krr_op *op, const krr_block *A, double *out) {
+  if (op->kernel.type == KRR_COMPOSITE)
+    return krr_kcomp_diag(op->ctx, op->prec, &op->kernel, points(op, A), A ? A->b : op->nloc, op->p,
+                          out);
   krr_kparams kp = krr_kparams_make(&op->kernel);
   double k0 = krr_kernel_eval(kp, 0.0);
   int64_t b = A ? A->b : op->nloc;
@@ -93,6 +97,11 @@ static krr_status make(krr_ctx *ctx, krr_precision prec, const void *X, int64_t 
 krr_status krr_op_exact_create(krr_ctx *ctx, const krr_problem *pb, krr_kernel kernel,
                                krr_op **out) {
   *out = NULL;
+  if (kernel.type == KRR_COMPOSITE) {
+    const char *bad = krr_kspec_invalid(&kernel.spec, pb->p);
+    if (bad) return krr_fail(ctx, KRR_ERR_INPUT, "%s", bad);
+    return make(ctx, pb->prec, pb->X, pb->n, pb->p, kernel, out);
+  }
   if (!(kernel.bandwidth > 0) || !(kernel.bandwidth < INFINITY))
     return krr_fail(ctx, KRR_ERR_INPUT, "`bandwidth` must be positive and finite");
   if (!krr_kernel_name(kernel.type))

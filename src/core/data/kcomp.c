@@ -1,0 +1,404 @@
+/* Composite kernels (krr.h, krr_kspec): K = sum_t amp_t prod_{c in t} k_c,
+ * each component on its own columns, evaluated through the device table so
+ * that every backend and every solver has them.
+ *
+ * A component's columns are gathered once per call (gather_rows on the
+ * points seen as a p x n column-major matrix).  A term that is one listed
+ * kernel on Euclidean distances goes through the backend's fused kernel_mv,
+ * so a sum of listed kernels costs the sum of their products.  Every other
+ * term (products, the other families) is formed in tiles of at most
+ * KC_TILE_R x KC_TILE_C: each component's tile by kernel_block (listed) or
+ * kcomp_map, multiplied in place (loss_map's elementwise MUL), the terms
+ * added with their amplitudes (axpby), and the tile multiplied into the
+ * product by gemm; the context is polled between tiles. */
+#include "data.h"
+#include <stdlib.h>
+#include <string.h>
+#include "../kcomp_math.h"
+
+#define KC_TILE_R 1024
+#define KC_TILE_C 1024
+
+/* NULL when the spec is valid for points of p columns, else the reason */
+const char *krr_kspec_invalid(const krr_kspec *s, int p) {
+  if (s->nterm < 1 || s->ncomp < s->nterm || s->ncomp > KRR_KS_MAXC)
+    return "a composite kernel needs 1 to 8 components in 1 to 8 terms";
+  for (int t = 0; t < s->nterm; t++)
+    if (!(s->amp[t] > 0) || !isfinite(s->amp[t]))
+      return "a composite kernel's amplitudes must be positive and finite";
+  for (int i = 0; i < s->ncomp; i++) {
+    const krr_kcomp *c = &s->comp[i];
+    const int prev = i > 0 ? s->comp[i - 1].term : -1;
+    if (c->term != prev && c->term != prev + 1) return "composite components out of term order";
+    if (krr_kc_npar(c->family) < 0) return "unknown composite kernel family";
+    if (c->family == KRR_KF_LISTED && !KRR_KERNEL_LISTED(c->base))
+      return "unknown kernel code in a composite kernel";
+    if (c->nd < 0 || c->nd > KRR_KS_MAXD || c->nd > p)
+      return "a kernel component reads 1 to 16 columns (or all)";
+    for (int d = 0; d < c->nd; d++)
+      if (c->dims[d] < 0 || c->dims[d] >= p)
+        return "a kernel component's `dims` exceed the columns";
+    const int needs_bw =
+        c->family == KRR_KF_LISTED || c->family == KRR_KF_MATERN || c->family == KRR_KF_PERIODIC;
+    if (needs_bw && (!(c->bw > 0) || !isfinite(c->bw)))
+      return "a kernel component's bandwidth must be positive and finite";
+    if (c->metric == 1 && (c->nd != 2 || c->family == KRR_KF_LINEAR || c->family == KRR_KF_POLY ||
+                           (c->family == KRR_KF_LISTED && krr_kernel_is_l1(c->base))))
+      return "great-circle distance needs a stationary L2 kernel on two columns (lon, lat)";
+    if (c->metric != 0 && c->metric != 1) return "unknown metric in a composite kernel";
+    if (c->family == KRR_KF_MATERN && !(c->par[0] > 0 && c->par[0] <= KRR_KC_MAX_NU))
+      return "the Matern smoothness must lie in (0, 20]";
+    if (c->family == KRR_KF_PERIODIC && (!(c->par[0] > 0) || !isfinite(c->par[0])))
+      return "the period must be positive and finite";
+    if (c->family == KRR_KF_POLY &&
+        (!(c->par[0] >= 1 && c->par[0] <= 20 && c->par[0] == floor(c->par[0])) ||
+         !(c->par[1] > 0) || !isfinite(c->par[1]) || !(c->par[2] >= 0) || !isfinite(c->par[2])))
+      return "a polynomial kernel needs degree 1..20, scale > 0 and offset >= 0";
+  }
+  if (s->comp[s->ncomp - 1].term != s->nterm - 1) return "composite terms without components";
+  return NULL;
+}
+
+/* one call's gathered points: component c reads P1[c] (n1 x pc[c]) and
+ * P2[c] (n2 x pc[c]), row-major */
+typedef struct {
+  krr_ctx *ctx;
+  krr_precision prec;
+  size_t es;
+  const krr_kspec *s;
+  const void *P1[KRR_KS_MAXC], *P2[KRR_KS_MAXC];
+  void *own[2 * KRR_KS_MAXC + 4];
+  int pc[KRR_KS_MAXC], nown;
+} kc_call;
+
+static void *kc_alloc(kc_call *k, int64_t elems, size_t es) {
+  void *p = k->ctx->ops->alloc(k->ctx, (size_t)(elems > 0 ? elems : 1) * es);
+  if (p) k->own[k->nown++] = p;
+  return p;
+}
+
+static void kc_release(kc_call *k) {
+  for (int i = 0; i < k->nown; i++) k->ctx->ops->dealloc(k->ctx, k->own[i]);
+  k->nown = 0;
+}
+
+static krr_status gather_cols(kc_call *k, const krr_kcomp *c, const void *X, int64_t n, int p,
+                              const void **out) {
+  if (c->nd == 0) {
+    *out = X;
+    return KRR_OK;
+  }
+  int64_t idx[KRR_KS_MAXD];
+  for (int d = 0; d < c->nd; d++) idx[d] = c->dims[d];
+  int64_t *didx = (int64_t *)kc_alloc(k, c->nd, sizeof(int64_t));
+  void *dst = kc_alloc(k, n * c->nd, k->es);
+  if (!didx || !dst) return k->ctx->status;
+  KTRY(k->ctx->ops->upload(k->ctx, didx, idx, sizeof(int64_t) * (size_t)c->nd));
+  *out = dst;
+  /* the points as a p x n column-major matrix: rows dims, n columns */
+  return KOP(k->ctx, k->prec, gather_rows, X, p, (int)n, didx, c->nd, dst, c->nd);
+}
+
+static krr_status kc_setup(kc_call *k, krr_ctx *ctx, krr_precision prec, const krr_kernel *kn,
+                           const void *X1, int64_t n1, const void *X2, int64_t n2, int p) {
+  memset(k, 0, sizeof *k);
+  k->ctx = ctx;
+  k->prec = prec;
+  k->es = krr_sizeof(prec);
+  k->s = &kn->spec;
+  const char *bad = krr_kspec_invalid(k->s, p);
+  if (bad) return krr_fail(ctx, KRR_ERR_INPUT, "%s", bad);
+  for (int c = 0; c < k->s->ncomp; c++) {
+    const krr_kcomp *cp = &k->s->comp[c];
+    k->pc[c] = cp->nd ? cp->nd : p;
+    KTRY(gather_cols(k, cp, X1, n1, p, &k->P1[c]));
+    if (X2 == X1 && n2 == n1) k->P2[c] = k->P1[c];
+    else KTRY(gather_cols(k, cp, X2, n2, p, &k->P2[c]));
+  }
+  return KRR_OK;
+}
+
+static int comp_fast(const krr_kcomp *c) { return c->family == KRR_KF_LISTED && c->metric == 0; }
+
+/* the first component of term t, and one past its last */
+static void term_range(const krr_kspec *s, int t, int *c0, int *c1) {
+  int a = 0;
+  while (s->comp[a].term != t) a++;
+  int b = a;
+  while (b < s->ncomp && s->comp[b].term == t) b++;
+  *c0 = a;
+  *c1 = b;
+}
+
+static int term_fast(const krr_kspec *s, int t) {
+  int c0, c1;
+  term_range(s, t, &c0, &c1);
+  return c1 == c0 + 1 && comp_fast(&s->comp[c0]);
+}
+
+static krr_kernel listed_of(const krr_kcomp *c) {
+  krr_kernel kk;
+  memset(&kk, 0, sizeof kk);
+  kk.type = (krr_kernel_type)c->base;
+  kk.bandwidth = c->bw;
+  return kk;
+}
+
+/* dst (r x s, ld ld) = component c between rows i0.. of X1 and j0.. of X2 */
+static krr_status comp_tile(kc_call *k, int c, int64_t i0, int64_t r, int64_t j0, int64_t s,
+                            void *dst, int64_t ld) {
+  const krr_kcomp *cp = &k->s->comp[c];
+  const int pc = k->pc[c];
+  const void *A = KAT(k->P1[c], i0 * pc, k->es), *B = KAT(k->P2[c], j0 * pc, k->es);
+  if (comp_fast(cp)) {
+    const krr_kernel kk = listed_of(cp);
+    return KOP(k->ctx, k->prec, kernel_block, &kk, A, r, B, s, pc, dst, ld);
+  }
+  return KOP(k->ctx, k->prec, kcomp_map, cp, A, r, B, s, pc, 0, dst, ld);
+}
+
+/* T (r x s, contiguous) = the sum of the terms (all, or only those not
+ * fast when skip_fast) on the tile; P, Q scratch of the same size */
+static krr_status kc_tile(kc_call *k, int64_t i0, int64_t r, int64_t j0, int64_t s, int skip_fast,
+                          void *T, void *P, void *Q) {
+  const int64_t len = r * s;
+  KTRY(k->ctx->ops->zero(k->ctx, T, (size_t)len * k->es));
+  for (int t = 0; t < k->s->nterm; t++) {
+    if (skip_fast && term_fast(k->s, t)) continue;
+    int c0, c1;
+    term_range(k->s, t, &c0, &c1);
+    KTRY(comp_tile(k, c0, i0, r, j0, s, P, r));
+    for (int c = c0 + 1; c < c1; c++) {
+      KTRY(comp_tile(k, c, i0, r, j0, s, Q, r));
+      KTRY(KOP(k->ctx, k->prec, loss_map, 0, KRR_MAP_MUL, len, 0.0, 0.0, NULL, Q, P));
+    }
+    KTRY(KOP(k->ctx, k->prec, axpby, len, k->s->amp[t], P, 1.0, T));
+  }
+  return KRR_OK;
+}
+
+static krr_status kc_mv_run(kc_call *k, int64_t n1, int64_t n2, const void *V, int64_t ldv, int q,
+                            void *out, int64_t ldo) {
+  krr_ctx *ctx = k->ctx;
+  const size_t es = k->es;
+  for (int c = 0; c < q; c++) KTRY(ctx->ops->zero(ctx, KAT(out, c * ldo, es), (size_t)n1 * es));
+  int tiles = 0;
+  void *tmp = NULL;
+  for (int t = 0; t < k->s->nterm; t++) {
+    if (!term_fast(k->s, t)) {
+      tiles = 1;
+      continue;
+    }
+    int c0, c1;
+    term_range(k->s, t, &c0, &c1);
+    if (!tmp && !(tmp = kc_alloc(k, n1 * q, es))) return ctx->status;
+    const krr_kernel kk = listed_of(&k->s->comp[c0]);
+    KTRY(krr_kernel_mv_polled(ctx, k->prec, &kk, k->P1[c0], n1, k->P2[c0], n2, k->pc[c0], V, ldv, q,
+                              tmp, n1));
+    for (int c = 0; c < q; c++)
+      KTRY(KOP(ctx, k->prec, axpby, n1, k->s->amp[t], KAT(tmp, c * n1, es), 1.0,
+               KAT(out, c * ldo, es)));
+  }
+  if (!tiles) return KRR_OK;
+  const int64_t R = n1 < KC_TILE_R ? n1 : KC_TILE_R, C = n2 < KC_TILE_C ? n2 : KC_TILE_C;
+  void *T = kc_alloc(k, R * C, es), *P = kc_alloc(k, R * C, es), *Q = kc_alloc(k, R * C, es);
+  if (!T || !P || !Q) return ctx->status;
+  for (int64_t i0 = 0; i0 < n1; i0 += R) {
+    const int64_t r = n1 - i0 < R ? n1 - i0 : R;
+    for (int64_t j0 = 0; j0 < n2; j0 += C) {
+      const int64_t s = n2 - j0 < C ? n2 - j0 : C;
+      KTRY(krr_poll(ctx));
+      KTRY(kc_tile(k, i0, r, j0, s, 1, T, P, Q));
+      KTRY(KOP(ctx, k->prec, gemm, 0, 0, r, q, s, 1.0, T, r, KAT(V, j0, es), ldv, 1.0,
+               KAT(out, i0, es), ldo));
+    }
+  }
+  return krr_poll(ctx);
+}
+
+krr_status krr_kcomp_mv(krr_ctx *ctx, krr_precision prec, const krr_kernel *kn, const void *X1,
+                        int64_t n1, const void *X2, int64_t n2, int p, const void *V, int64_t ldv,
+                        int q, void *out, int64_t ldo) {
+  if (n1 <= 0 || q <= 0) return KRR_OK;
+  kc_call k;
+  krr_status st = kc_setup(&k, ctx, prec, kn, X1, n1, X2, n2, p);
+  if (st == KRR_OK) st = kc_mv_run(&k, n1, n2, V, ldv, q, out, ldo);
+  kc_release(&k);
+  return st;
+}
+
+static krr_status kc_block_run(kc_call *k, int64_t n1, int64_t n2, void *out, int64_t ldo) {
+  krr_ctx *ctx = k->ctx;
+  const size_t es = k->es;
+  const int64_t R = n1 < KC_TILE_R ? n1 : KC_TILE_R, C = n2 < KC_TILE_C ? n2 : KC_TILE_C;
+  void *T = kc_alloc(k, R * C, es), *P = kc_alloc(k, R * C, es), *Q = kc_alloc(k, R * C, es);
+  if (!T || !P || !Q) return ctx->status;
+  for (int64_t i0 = 0; i0 < n1; i0 += R) {
+    const int64_t r = n1 - i0 < R ? n1 - i0 : R;
+    for (int64_t j0 = 0; j0 < n2; j0 += C) {
+      const int64_t s = n2 - j0 < C ? n2 - j0 : C;
+      KTRY(krr_poll(ctx));
+      KTRY(kc_tile(k, i0, r, j0, s, 0, T, P, Q));
+      for (int64_t c = 0; c < s; c++)
+        KTRY(ctx->ops->copy(ctx, KAT(out, i0 + (j0 + c) * ldo, es), KAT(T, c * r, es),
+                            (size_t)r * es));
+    }
+  }
+  return krr_poll(ctx);
+}
+
+krr_status krr_kcomp_block(krr_ctx *ctx, krr_precision prec, const krr_kernel *kn, const void *X1,
+                           int64_t n1, const void *X2, int64_t n2, int p, void *out, int64_t ldo) {
+  if (n1 <= 0 || n2 <= 0) return KRR_OK;
+  kc_call k;
+  krr_status st = kc_setup(&k, ctx, prec, kn, X1, n1, X2, n2, p);
+  if (st == KRR_OK) st = kc_block_run(&k, n1, n2, out, ldo);
+  kc_release(&k);
+  return st;
+}
+
+/* host out[i] = K(x_i, x_i): 1 for every stationary component; the linear
+ * and polynomial ones are evaluated at the pairs (x_i, x_i) */
+static krr_status kc_diag_run(kc_call *k, int64_t n, double *out, double *prod, double *hv) {
+  void *dv = NULL;
+  for (int64_t i = 0; i < n; i++) out[i] = 0;
+  for (int t = 0; t < k->s->nterm; t++) {
+    int c0, c1;
+    term_range(k->s, t, &c0, &c1);
+    for (int64_t i = 0; i < n; i++) prod[i] = k->s->amp[t];
+    for (int c = c0; c < c1; c++) {
+      const krr_kcomp *cp = &k->s->comp[c];
+      if (cp->family != KRR_KF_LINEAR && cp->family != KRR_KF_POLY) continue;
+      if (!dv && !(dv = kc_alloc(k, n, k->es))) return k->ctx->status;
+      KTRY(KOP(k->ctx, k->prec, kcomp_map, cp, k->P1[c], n, k->P1[c], n, k->pc[c], 1, dv, n));
+      KTRY(krr_download_vec(k->ctx, k->prec, dv, n, hv));
+      for (int64_t i = 0; i < n; i++) prod[i] *= hv[i];
+    }
+    for (int64_t i = 0; i < n; i++) out[i] += prod[i];
+  }
+  return KRR_OK;
+}
+
+krr_status krr_kcomp_diag(krr_ctx *ctx, krr_precision prec, const krr_kernel *kn, const void *X,
+                          int64_t n, int p, double *out) {
+  if (n <= 0) return KRR_OK;
+  double *prod = (double *)malloc(sizeof(double) * (size_t)n);
+  double *hv = (double *)malloc(sizeof(double) * (size_t)n);
+  kc_call k;
+  krr_status st = kc_setup(&k, ctx, prec, kn, X, n, X, n, p);
+  if (st == KRR_OK && (!prod || !hv)) st = krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
+  if (st == KRR_OK) st = kc_diag_run(&k, n, out, prod, hv);
+  kc_release(&k);
+  free(prod);
+  free(hv);
+  return st;
+}
+
+/* ---- derivatives on the host (the exact likelihood of a composite) -------
+ * codes: 0 the kernel; -(t + 1) d/dlog amp_t; 1 + 4 c + j d/dlog of
+ * component c's learnable hyperparameter j (kcomp_math.h) */
+static int code_ok(const krr_kspec *s, int code) {
+  if (code == 0) return 1;
+  if (code < 0) return -code - 1 < s->nterm;
+  const int c = (code - 1) / 4, j = (code - 1) % 4;
+  return c < s->ncomp && j < krr_kc_npar(s->comp[c].family);
+}
+
+/* the value of one derivative code at a pair, from the components' values v
+ * and statistics st */
+static double pair_deriv(const krr_kspec *s, int code, const double *v, const double *st) {
+  if (code > 0) {
+    const int c = (code - 1) / 4, j = (code - 1) % 4, t = s->comp[c].term;
+    double g = s->amp[t] * krr_kc_eval(&s->comp[c], st[c], j);
+    for (int e = 0; e < s->ncomp; e++)
+      if (e != c && s->comp[e].term == t) g *= v[e];
+    return g;
+  }
+  double sum = 0;
+  for (int t = 0; t < s->nterm; t++) {
+    if (code < 0 && t != -code - 1) continue;
+    double g = s->amp[t];
+    for (int e = 0; e < s->ncomp; e++)
+      if (s->comp[e].term == t) g *= v[e];
+    sum += g;
+  }
+  return sum;
+}
+
+/* component c's columns of the column-major X (n x p) as n x pc row-major */
+static double *host_cols(const krr_kcomp *c, const double *X, int64_t n, int p) {
+  const int pc = c->nd ? c->nd : p;
+  double *R = (double *)malloc(sizeof(double) * (size_t)(n * pc > 0 ? n * pc : 1));
+  if (!R) return NULL;
+  for (int64_t i = 0; i < n; i++)
+    for (int d = 0; d < pc; d++) R[i * pc + d] = X[(int64_t)(c->nd ? c->dims[d] : d) * n + i];
+  return R;
+}
+
+static krr_status deriv_run(krr_ctx *ctx, const krr_kspec *s, double **R1, double **R2, int64_t n1,
+                            int64_t n2, int p, const int *codes, int nd, double *out) {
+  for (int64_t j0 = 0; j0 < n2; j0 += 64) {
+    KTRY(krr_poll(ctx));
+    const int64_t j1 = n2 - j0 < 64 ? n2 : j0 + 64;
+    for (int64_t j = j0; j < j1; j++) {
+      double v[KRR_KS_MAXC], st[KRR_KS_MAXC];
+      for (int64_t i = 0; i < n1; i++) {
+        for (int c = 0; c < s->ncomp; c++) {
+          const krr_kcomp *cp = &s->comp[c];
+          const int pc = cp->nd ? cp->nd : p;
+          st[c] = krr_kc_stat_d(krr_kc_stat_kind(cp), R1[c] + i * pc, 1, R2[c] + j * pc, 1, pc);
+          v[c] = krr_kc_eval(cp, st[c], -1);
+        }
+        for (int d = 0; d < nd; d++)
+          out[(int64_t)d * n1 * n2 + j * n1 + i] = pair_deriv(s, codes[d], v, st);
+      }
+    }
+  }
+  return krr_poll(ctx);
+}
+
+krr_status krr_kcomp_deriv_host(krr_ctx *ctx, const krr_kernel *k, const double *X1, int64_t n1,
+                                const double *X2, int64_t n2, int p, const int *codes, int nd,
+                                double *out) {
+  if (k->type != KRR_COMPOSITE)
+    return krr_fail(ctx, KRR_ERR_INPUT, "kcomp_deriv: not a composite kernel");
+  const krr_kspec *s = &k->spec;
+  const char *bad = krr_kspec_invalid(s, p);
+  if (bad) return krr_fail(ctx, KRR_ERR_INPUT, "%s", bad);
+  for (int d = 0; d < nd; d++)
+    if (!code_ok(s, codes[d]))
+      return krr_fail(ctx, KRR_ERR_INPUT, "composite kernel derivative: bad code %d", codes[d]);
+  double *R1[KRR_KS_MAXC] = {0}, *R2[KRR_KS_MAXC] = {0};
+  krr_status st = KRR_OK;
+  for (int c = 0; c < s->ncomp && st == KRR_OK; c++) {
+    R1[c] = host_cols(&s->comp[c], X1, n1, p);
+    R2[c] = host_cols(&s->comp[c], X2, n2, p);
+    if (!R1[c] || !R2[c]) st = krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
+  }
+  if (st == KRR_OK) st = deriv_run(ctx, s, R1, R2, n1, n2, p, codes, nd, out);
+  for (int c = 0; c < s->ncomp; c++) {
+    free(R1[c]);
+    free(R2[c]);
+  }
+  return st;
+}
+
+krr_status krr_kcomp_stat_host(krr_ctx *ctx, const krr_kernel *k, int c, const double *X1,
+                               int64_t n1, const double *X2, int64_t n2, int p, double *out) {
+  if (k->type != KRR_COMPOSITE || c < 0 || c >= k->spec.ncomp)
+    return krr_fail(ctx, KRR_ERR_INPUT, "kcomp_stat: not a component of a composite kernel");
+  const char *bad = krr_kspec_invalid(&k->spec, p);
+  if (bad) return krr_fail(ctx, KRR_ERR_INPUT, "%s", bad);
+  const krr_kcomp *cp = &k->spec.comp[c];
+  const int pc = cp->nd ? cp->nd : p, kind = krr_kc_stat_kind(cp);
+  double *R1 = host_cols(cp, X1, n1, p), *R2 = host_cols(cp, X2, n2, p);
+  krr_status st = R1 && R2 ? KRR_OK : krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
+  for (int64_t j = 0; j < n2 && st == KRR_OK; j++) {
+    if (j % 64 == 0) st = krr_poll(ctx);
+    for (int64_t i = 0; i < n1 && st == KRR_OK; i++)
+      out[j * n1 + i] = krr_kc_stat_d(kind, R1 + i * pc, 1, R2 + j * pc, 1, pc);
+  }
+  free(R1);
+  free(R2);
+  return st;
+}

@@ -1,0 +1,228 @@
+# Kernel algebra: composite kernels' matrices against base R constructions
+# (and kernlab, fields), the Matern of any smoothness against besselK(), the
+# derivatives against finite differences, fits against the closed form, and
+# maximum likelihood against the package's own exact likelihood.
+
+ka_matern <- function(d, nu, ell) {
+  u <- sqrt(2 * nu) * d / ell
+  r <- 2^(1 - nu) / gamma(nu) * u^nu * besselK(u, nu)
+  r[u == 0] <- 1
+  r
+}
+ka_dist <- function(a, b = a) {
+  sqrt(pmax(outer(rowSums(a^2), rowSums(b^2), "+") - 2 * a %*% t(b), 0))
+}
+ka_data <- function(n = 60, seed = 1) {
+  set.seed(seed)
+  cbind(a = runif(n), b = runif(n), c = runif(n))
+}
+ka_resolve <- function(k, x) {
+  ffi("composite_resolve")(ffi("as_composite")(k), x, colnames(x), 1, NULL)
+}
+# the oracle of ka_kernel() below, from base R
+ka_oracle <- function(x1, x2) {
+  d12 <- ka_dist(x1[, 1:2], x2[, 1:2])
+  d3 <- ka_dist(x1[, 3, drop = FALSE], x2[, 3, drop = FALSE])
+  exp(-d12^2 / (2 * 0.7^2)) * exp(-2 * sin(pi * d3 / 0.5)^2 / 0.8^2) +
+    0.5 * ka_matern(ka_dist(x1, x2), 1.3, 0.4) +
+    (0.5 * x1[, c(1, 3)] %*% t(x2[, c(1, 3)]) + 1)^2
+}
+ka_kernel <- function() {
+  kernel_rbf(0.7, dims = 1:2) * kernel_periodic(period = 0.5, bandwidth = 0.8, dims = 3) +
+    0.5 * kernel_matern(nu = 1.3, bandwidth = 0.4) +
+    kernel_polynomial(2, 0.5, 1, dims = c("a", "c"))
+}
+
+test_that("a composite kernel's matrix and products equal their base R construction", {
+  x <- ka_data()
+  xn <- ka_data(25, seed = 2)
+  kc <- ka_resolve(ka_kernel(), x)
+  o <- ka_oracle(x, xn)
+  km <- ffi("native_kernel_matrix")
+  expect_lt(max(abs(km(x, xn, kc) - o)), 1e-13 * max(abs(o)))
+  # single precision: the points and the products in float
+  expect_lt(max(abs(km(x, xn, kc, precision = "single") - o)), 1e-5 * max(abs(o)))
+  v <- matrix(rnorm(25 * 3), 25)
+  ap <- ffi("native_kernel_apply")
+  expect_equal(ap(x, xn, v, kc), o %*% v, tolerance = 1e-12)
+  expect_equal(ap(x, xn, v, kc, precision = "single"), o %*% v, tolerance = 1e-5)
+  # a sum of listed kernels goes through the fused products, term by term
+  ks <- ka_resolve(kernel_laplace(0.9, dims = 2:3) + 2 * kernel_matern32(0.5), x)
+  l1 <- as.matrix(stats::dist(rbind(x[, 2:3], xn[, 2:3]), "manhattan"))[1:60, 60 + 1:25]
+  os <- unname(exp(-l1 / 0.9) + 2 * ka_matern(ka_dist(x, xn), 1.5, 0.5))
+  expect_equal(ap(x, xn, v, ks), os %*% v, tolerance = 1e-12)
+  expect_equal(km(x, xn, ks), os, tolerance = 1e-13)
+  # the linear kernel, and the polynomial against kernlab
+  expect_equal(km(x, xn, ka_resolve(3 * kernel_linear(dims = 2), x)),
+               3 * x[, 2] %o% xn[, 2], tolerance = 1e-14)
+  skip_if_not_installed("kernlab")
+  kp <- kernlab::kernelMatrix(kernlab::polydot(degree = 3, scale = 0.2, offset = 0.5), x, xn)
+  expect_equal(km(x, xn, ka_resolve(kernel_polynomial(3, 0.2, 0.5), x)), unclass(kp)[, ],
+               tolerance = 1e-13, ignore_attr = TRUE)
+})
+
+test_that("the Matern kernel of any smoothness matches besselK()", {
+  u <- 10^seq(-6, log10(600), length.out = 50)
+  worst <- 0
+  for (nu in c(0.1, 0.3, 0.75, 1, 1.7, 2.2, 3.3, 5, 8, 12, 20)) {
+    xx <- cbind(c(0, u / sqrt(2 * nu)))
+    k <- ffi("as_composite")(kernel_matern(nu = nu, bandwidth = 1))
+    got <- ffi("native_kernel_matrix")(xx[1, , drop = FALSE], xx, k)
+    o <- ka_matern(xx[, 1], nu, 1)
+    ok <- o > 1e-280
+    worst <- max(worst, abs(got[ok] - o[ok]) / o[ok])
+  }
+  expect_lt(worst, 1e-12)
+  # the half-integers are the closed forms of the kernel list
+  expect_s3_class(kernel_matern(nu = 2.5), "askotch_kernel_matern52")
+  expect_s3_class(kernel_matern(nu = 1), "askotch_kernel_matern")
+  expect_error(kernel_matern(nu = 25), class = "askotch_error_input")
+  expect_error(kernel_matern(nu = -1), class = "askotch_error_input")
+})
+
+test_that("great-circle distances match fields::rdist.earth()", {
+  skip_if_not_installed("fields")
+  set.seed(3)
+  ll <- cbind(lon = runif(40, -120, -70), lat = runif(40, 25, 50))
+  k <- ka_resolve(kernel_matern12(bandwidth = 800, dims = 1:2, distance = "great_circle"), ll)
+  d <- fields::rdist.earth(ll, ll, miles = FALSE, R = 6371.0088)
+  diag(d) <- 0
+  got <- ffi("native_kernel_matrix")(ll, ll, k)
+  expect_equal(got, exp(-d / 800), tolerance = 1e-9)
+  expect_equal(diag(got), rep(1, 40))
+  expect_error(kernel_rbf(dims = 1, distance = "great_circle"), class = "askotch_error_input")
+  expect_error(kernel_laplace(dims = 1:2) * kernel_rbf(dims = 1:2, distance = "great_circle"),
+               NA)
+})
+
+test_that("a composite's derivative matrices match finite differences", {
+  x <- ka_data(30)
+  k <- kernel_rbf("ml", dims = 1:2) * kernel_periodic(0.5, "ml", dims = 3) +
+    kernel_matern(nu = 0.8, bandwidth = "ml", amplitude = "ml") +
+    kernel_polynomial(2, "ml", "ml", dims = c(1, 3), amplitude = "ml")
+  pr <- ffi("composite_params")(ka_resolve(k, x))
+  tab <- pr$table
+  expect_equal(tab$what, c("bandwidth", "bandwidth", "amplitude", "bandwidth", "amplitude",
+                           "scale", "offset"))
+  vals <- c(0.6, 0.9, 0.7, 0.5, 0.3, 0.8, 1.2)
+  kk <- ffi("composite_set")(pr$kernel, tab, vals)
+  D <- ffi("native_kernel_deriv")(x, x, kk, c(0L, tab$code))
+  km <- ffi("native_kernel_matrix")
+  expect_equal(D[, , 1], km(x, x, kk), tolerance = 1e-14)
+  h <- 1e-5
+  for (i in seq_len(nrow(tab))) {
+    up <- dn <- vals
+    up[i] <- vals[i] * exp(h)
+    dn[i] <- vals[i] * exp(-h)
+    fd <- (km(x, x, ffi("composite_set")(pr$kernel, tab, up)) -
+             km(x, x, ffi("composite_set")(pr$kernel, tab, dn))) / (2 * h)
+    expect_lt(max(abs(D[, , i + 1L] - fd)), 1e-7 * max(1, max(abs(fd))))
+  }
+})
+
+test_that("a fit with a fixed composite kernel is the closed form, on every solver", {
+  x <- ka_data(120)
+  y <- sin(6 * x[, 1]) + x[, 2] * x[, 3] + rnorm(120, sd = 0.05)
+  xn <- ka_data(20, seed = 5)
+  k <- ka_kernel()
+  o <- ka_oracle(x, x)
+  alpha <- solve(o + 0.1 * diag(120), y - mean(y))
+  want <- drop(ka_oracle(xn, x) %*% alpha) + mean(y)
+  fit <- krr(x, y, kernel = k, lambda = 0.1, solver = cholesky(), threads = 1)
+  expect_equal(unname(predict(fit, xn)), want, tolerance = 1e-10)
+  expect_s3_class(fit$kernel, "askotch_kernel_composite")
+  expect_true(all(fit$scaling$scale == 1) && all(fit$scaling$center == 0))  # x as given
+  fp <- krr(x, y, kernel = k, lambda = 0.1, solver = pcg(rank = 20), tol = 1e-10, threads = 1)
+  expect_equal(unname(predict(fp, xn)), want, tolerance = 1e-7)
+  fa <- krr(x, y, kernel = k, lambda = 0.1, solver = askotch(), tol = 1e-9, max_passes = 500,
+            threads = 1)
+  expect_equal(unname(predict(fa, xn)), want, tolerance = 1e-6)
+  # the exact GP variance with the composite
+  pv <- predict(fit, xn, se.fit = TRUE)
+  s2 <- sum((y - mean(y)) * alpha) / 120
+  kn <- ka_oracle(xn, x)
+  Ak <- solve(o + 0.1 * diag(120), t(kn))
+  # the sample mean's own error: b = (1 - 1^T A^{-1} k) / n, Var(1^T y / n) / s^2 =
+  # (1^T K 1 + n lambda) / n^2 (the package's constant-mean GP variance)
+  b <- (1 - colSums(Ak)) / 120
+  v <- diag(ka_oracle(xn, xn)) - rowSums(kn * t(Ak)) + b^2 * (sum(o) + 120 * 0.1)
+  expect_equal(unname(pv$se.fit), sqrt(s2 * v), tolerance = 1e-8)
+  # tidy() lists the composite's hyperparameters
+  tb <- tidy(fit)
+  expect_true(all(c("term[1]:amplitude", "rbf[1]:bandwidth", "periodic[2]:period",
+                    "matern[3]:nu", "polynomial[4]:scale", "lambda") %in% tb$term))
+  expect_equal(tb$estimate[tb$term == "periodic[2]:period"], 0.5)
+  expect_true(is.na(glance(fit)$bandwidth))
+  expect_output(print(fit), "periodic")
+})
+
+test_that("maximum likelihood over a composite's hyperparameters", {
+  set.seed(4)
+  tt <- sort(runif(150, 0, 10))
+  y <- 0.3 * tt + sin(2 * pi * tt) + rnorm(150, sd = 0.2)
+  d <- data.frame(t = tt, y = y)
+  k <- kernel_rbf("ml", dims = "t", amplitude = "ml") +
+    kernel_periodic(period = 1, bandwidth = "ml", dims = "t", amplitude = "ml")
+  fit <- krr(y ~ t, data = d, kernel = k, threads = 1)
+  tab <- fit$tuning$composite
+  expect_equal(nrow(tab), 3L)   # the first amplitude is held at 1 (s^2 profiled)
+  # the optimum's likelihood is the package's exact likelihood (one
+  # eigendecomposition, gp_loglik_exact), and the base R one
+  expect_equal(fit$tuning$loglik, as.numeric(logLik(fit)), tolerance = 1e-8)
+  kk <- fit$kernel
+  K <- ffi("native_kernel_matrix")(cbind(t = tt), cbind(t = tt), kk)
+  A <- K + fit$lambda * diag(150)
+  yc <- y - mean(y)
+  s2 <- drop(crossprod(yc, solve(A, yc))) / 150
+  ll <- -75 * log(2 * pi * s2) - 75 - 0.5 * determinant(A)$modulus
+  expect_equal(as.numeric(logLik(fit)), as.numeric(ll), tolerance = 1e-9)
+  expect_equal(attr(logLik(fit), "df"), 1 + 1 + 1 + 3)  # s^2, mean, lambda, 3 in tab
+  # a stationary point: the analytic gradient vanishes within the bounds
+  g <- ffi("composite_loglik")(kk, ffi("composite_params")(kk)$table, fit$lambda,
+                               cbind(t = tt), cbind(yc))
+  # held amplitudes: composite_params on the fitted kernel finds no "ml"
+  expect_length(g$grad, 1L)
+  expect_lt(abs(g$grad), 1e-2)
+  expect_equal(tab$estimate[tab$what == "bandwidth"][1], kk$terms[[1]]$components[[1]]$bandwidth)
+  # the periodic part is found: the fit interpolates the seasonal shape
+  expect_lt(sqrt(mean((fitted(fit) - (0.3 * tt + sin(2 * pi * tt)))^2)), 0.1)
+})
+
+test_that("composite kernels refuse what they cannot do, with classed errors", {
+  x <- ka_data(40)
+  y <- x[, 1]
+  expect_error(kernel_rbf(dims = 0), class = "askotch_error_input")
+  expect_error(kernel_rbf(dims = c(1, 1)), class = "askotch_error_input")
+  expect_error(kernel_periodic(), class = "askotch_error_input")
+  expect_error(kernel_polynomial(degree = 1.5), class = "askotch_error_input")
+  expect_error(kernel_rbf(amplitude = -1), class = "askotch_error_input")
+  expect_error(kernel_rbf() - kernel_rbf(), class = "askotch_error_input")
+  expect_error(kernel_rbf() + 1, class = "askotch_error_input")
+  many <- Reduce(`+`, lapply(1:8, function(i) kernel_rbf(1)))
+  expect_error(many * (kernel_rbf(1) + kernel_rbf(1)), class = "askotch_error_input")
+  expect_error(krr(x, y, kernel = kernel_rbf(1, dims = "zz"), lambda = 1),
+               class = "askotch_error_input")
+  expect_error(krr(x, y, kernel = kernel_rbf(1, dims = 5), lambda = 1),
+               class = "askotch_error_input")
+  expect_error(krr(x, y, kernel = kernel_rbf(1, dims = 1), bandwidth = 2, lambda = 1),
+               class = "askotch_error_input")
+  expect_error(krr(x, y, kernel = kernel_rbf("ard", dims = 1), lambda = 1),
+               class = "askotch_error_input")
+  expect_error(krr(x, y, kernel = kernel_rbf(1, dims = 1), mean = ~ b),
+               class = "askotch_error_input")
+  expect_error(krr(x, y, kernel = kernel_rbf(1, dims = 1), lambda = "gcv"),
+               class = "askotch_error_input")
+  expect_error(kernel_machine(x, y, kernel = kernel_rbf(1, dims = 1), lambda = 1,
+                              features = 50), class = "askotch_error_input")
+  expect_error(krr(x, y, kernel = kernel_rbf(1, dims = 1:2, distance = "great_circle"),
+                   lambda = 1, standardize = TRUE), class = "askotch_error_input")
+  expect_error(kernel_machine(x, factor(y > 0.5), loss = loss_hinge(),
+                              kernel = kernel_rbf("ml", dims = 1)),
+               class = "askotch_error_input")
+  fit <- krr(x, y, kernel = kernel_rbf(1, dims = 1), lambda = 1, threads = 1)
+  expect_error(vcov(fit), class = "askotch_error_input")
+  # a fixed composite fits the other losses
+  km <- kernel_machine(x, factor(y > 0.5), kernel = kernel_rbf(0.5, dims = 1) +
+                         kernel_linear(dims = 2), lambda = 0.01, threads = 1)
+  expect_gt(mean(predict(km, x) == factor(y > 0.5)), 0.9)
+})
