@@ -8,7 +8,7 @@
  * so a sum of listed kernels costs the sum of their products.  Every other
  * term (products, the other families) is formed in tiles of at most
  * KC_TILE_R x KC_TILE_C: each component's tile by kernel_block (listed) or
- * kcomp_map, multiplied in place (loss_map's elementwise MUL), the terms
+ * kcomp_map, multiplied in place (kcomp_mul), the terms
  * added with their amplitudes (axpby), and the tile multiplied into the
  * product by gemm; the context is polled between tiles. */
 #include "data.h"
@@ -157,21 +157,39 @@ static krr_status comp_tile(kc_call *k, int c, int64_t i0, int64_t r, int64_t j0
   return KOP(k->ctx, k->prec, kcomp_map, cp, A, r, B, s, pc, 0, dst, ld);
 }
 
+/* the product of term t's components on the tile into P (r x s,
+ * contiguous), Q scratch */
+static krr_status term_tile(kc_call *k, int t, int64_t i0, int64_t r, int64_t j0, int64_t s,
+                            void *P, void *Q) {
+  int c0, c1;
+  term_range(k->s, t, &c0, &c1);
+  KTRY(comp_tile(k, c0, i0, r, j0, s, P, r));
+  for (int c = c0 + 1; c < c1; c++) {
+    KTRY(comp_tile(k, c, i0, r, j0, s, Q, r));
+    KTRY(KOP(k->ctx, k->prec, kcomp_mul, r * s, Q, P));
+  }
+  return KRR_OK;
+}
+
 /* T (r x s, contiguous) = the sum of the terms (all, or only those not
- * fast when skip_fast) on the tile; P, Q scratch of the same size */
+ * fast when skip_fast) on the tile, each times its amplitude except that a
+ * single term is left unscaled with *scale its amplitude (the caller's GEMM
+ * applies it); P, Q scratch of the same size */
 static krr_status kc_tile(kc_call *k, int64_t i0, int64_t r, int64_t j0, int64_t s, int skip_fast,
-                          void *T, void *P, void *Q) {
+                          void *T, void *P, void *Q, double *scale) {
   const int64_t len = r * s;
+  int nt = 0, last = 0;
+  for (int t = 0; t < k->s->nterm; t++)
+    if (!(skip_fast && term_fast(k->s, t))) nt++, last = t;
+  *scale = 1.0;
+  if (nt == 1) {
+    *scale = k->s->amp[last];
+    return term_tile(k, last, i0, r, j0, s, T, Q);
+  }
   KTRY(k->ctx->ops->zero(k->ctx, T, (size_t)len * k->es));
   for (int t = 0; t < k->s->nterm; t++) {
     if (skip_fast && term_fast(k->s, t)) continue;
-    int c0, c1;
-    term_range(k->s, t, &c0, &c1);
-    KTRY(comp_tile(k, c0, i0, r, j0, s, P, r));
-    for (int c = c0 + 1; c < c1; c++) {
-      KTRY(comp_tile(k, c, i0, r, j0, s, Q, r));
-      KTRY(KOP(k->ctx, k->prec, loss_map, 0, KRR_MAP_MUL, len, 0.0, 0.0, NULL, Q, P));
-    }
+    KTRY(term_tile(k, t, i0, r, j0, s, P, Q));
     KTRY(KOP(k->ctx, k->prec, axpby, len, k->s->amp[t], P, 1.0, T));
   }
   return KRR_OK;
@@ -208,8 +226,9 @@ static krr_status kc_mv_run(kc_call *k, int64_t n1, int64_t n2, const void *V, i
     for (int64_t j0 = 0; j0 < n2; j0 += C) {
       const int64_t s = n2 - j0 < C ? n2 - j0 : C;
       KTRY(krr_poll(ctx));
-      KTRY(kc_tile(k, i0, r, j0, s, 1, T, P, Q));
-      KTRY(KOP(ctx, k->prec, gemm, 0, 0, r, q, s, 1.0, T, r, KAT(V, j0, es), ldv, 1.0,
+      double a;
+      KTRY(kc_tile(k, i0, r, j0, s, 1, T, P, Q, &a));
+      KTRY(KOP(ctx, k->prec, gemm, 0, 0, r, q, s, a, T, r, KAT(V, j0, es), ldv, 1.0,
                KAT(out, i0, es), ldo));
     }
   }
@@ -238,7 +257,9 @@ static krr_status kc_block_run(kc_call *k, int64_t n1, int64_t n2, void *out, in
     for (int64_t j0 = 0; j0 < n2; j0 += C) {
       const int64_t s = n2 - j0 < C ? n2 - j0 : C;
       KTRY(krr_poll(ctx));
-      KTRY(kc_tile(k, i0, r, j0, s, 0, T, P, Q));
+      double a;
+      KTRY(kc_tile(k, i0, r, j0, s, 0, T, P, Q, &a));
+      if (a != 1.0) KTRY(KOP(ctx, k->prec, axpby, r * s, a - 1.0, T, 1.0, T));
       for (int64_t c = 0; c < s; c++)
         KTRY(ctx->ops->copy(ctx, KAT(out, i0 + (j0 + c) * ldo, es), KAT(T, c * r, es),
                             (size_t)r * es));
