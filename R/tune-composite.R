@@ -27,9 +27,11 @@ composite_loglik <- function(k, tab, lambda, xs, Y) {
 
 # Maximum likelihood over log(hyperparameters of tab) and, unless fixed,
 # log(lambda), by L-BFGS-B with the exact gradient, within a factor 1e3 of
-# the starts (lambda in [1e-8, 1e4]); lambda starts at the best of a grid.
+# the starts (amplitudes 1e6; lambda in [1e-8, 1e4]); lambda starts at the
+# best of a grid. `at_bound` names the estimates that end on a bound.
 composite_optimise <- function(k, tab, start, lambda, xs, Y) {
   np <- NROW(tab)
+  width <- if (np) ifelse(tab$what == "amplitude", log(1e6), log(1e3)) else numeric()
   learn_lambda <- is.null(lambda)
   if (learn_lambda) {
     grid <- 10^seq(-4, 1)
@@ -39,8 +41,8 @@ composite_optimise <- function(k, tab, start, lambda, xs, Y) {
     lambda <- grid[which.max(ll)]
   }
   th0 <- c(log(start), if (learn_lambda) log(lambda))
-  lo <- c(log(start) - log(1e3), if (learn_lambda) log(1e-8))
-  hi <- c(log(start) + log(1e3), if (learn_lambda) log(1e4))
+  lo <- c(log(start) - width, if (learn_lambda) log(1e-8))
+  hi <- c(log(start) + width, if (learn_lambda) log(1e4))
   cache <- new.env()
   f <- function(th) {
     key <- paste(th, collapse = ",")
@@ -56,9 +58,11 @@ composite_optimise <- function(k, tab, start, lambda, xs, Y) {
   opt <- stats::optim(th0, function(th) f(th)$value, function(th) f(th)$grad,
                       method = "L-BFGS-B", lower = lo, upper = hi,
                       control = list(maxit = 200, factr = 1e7))
+  edge <- abs(opt$par - lo) < 1e-6 | abs(opt$par - hi) < 1e-6
   list(kernel = composite_set(k, tab, exp(opt$par[seq_len(np)])),
        lambda = if (learn_lambda) exp(opt$par[np + 1L]) else lambda,
-       loglik = -opt$value, optim = opt)
+       loglik = -opt$value, optim = opt,
+       at_bound = c(if (np) tab$what, if (learn_lambda) "lambda")[edge])
 }
 
 # Maximum likelihood for a composite kernel (and lambda unless given) on at
@@ -86,6 +90,13 @@ tune_composite <- function(dat, set, call) {
   if (isTRUE(set$tol_auto)) set$rule$tol <- lambda_tol(set, dat$Yc, res$lambda)
   tab <- pr$table
   if (NROW(tab)) tab$estimate <- exp(res$optim$par[seq_len(NROW(tab))])
+  if (length(res$at_bound)) {
+    warn_askotch(sprintf(paste(
+      "The maximum-likelihood %s of the composite kernel ended on the bound of",
+      "its search range: the model may not need that part, or needs another start;",
+      "see fit$tuning$composite."), paste(unique(res$at_bound), collapse = ", ")),
+      "hyper", call)
+  }
   tuning <- list(lambda_rule = if (ls$rule == "fixed") "fixed" else "ml",
                  bandwidth_rule = set$kernel$bandwidth_rule, n_used = length(rows),
                  n_total = dat$n, composite = tab, loglik = res$loglik,

@@ -52,6 +52,16 @@ test_that("a composite kernel's matrix and products equal their base R construct
   os <- unname(exp(-l1 / 0.9) + 2 * ka_matern(ka_dist(x, xn), 1.5, 0.5))
   expect_equal(ap(x, xn, v, ks), os %*% v, tolerance = 1e-12)
   expect_equal(km(x, xn, ks), os, tolerance = 1e-13)
+  # eight components, each on its own columns: every call gathers 16 point sets
+  k8 <- Reduce(`+`, lapply(1:8, function(i) {
+    kernel_rbf(0.2 * i, dims = 1 + i %% 3) * kernel_linear(dims = 1 + (i + 1) %% 3)
+  })[1:4])
+  o8 <- Reduce(`+`, lapply(1:4, function(i) {
+    exp(-outer(x[, 1 + i %% 3], xn[, 1 + i %% 3], "-")^2 / (2 * (0.2 * i)^2)) *
+      outer(x[, 1 + (i + 1) %% 3], xn[, 1 + (i + 1) %% 3])
+  }))
+  expect_equal(km(x, xn, ka_resolve(k8, x)), o8, tolerance = 1e-13)
+  expect_equal(ap(x, xn, v, ka_resolve(k8, x)), o8 %*% v, tolerance = 1e-12)
   # the linear kernel, and the polynomial against kernlab
   expect_equal(km(x, xn, ka_resolve(3 * kernel_linear(dims = 2), x)),
                3 * x[, 2] %o% xn[, 2], tolerance = 1e-14)

@@ -18,6 +18,9 @@
 
 #define KC_TILE_R 1024
 #define KC_TILE_C 1024
+/* device buffers of one call: per component an index and the gathered
+ * points of X1 and of X2, then the tiles and a product */
+#define KC_MAX_OWN (4 * KRR_KS_MAXC + 8)
 
 /* NULL when the spec is valid for points of p columns, else the reason */
 const char *krr_kspec_invalid(const krr_kspec *s, int p) {
@@ -67,11 +70,15 @@ typedef struct {
   size_t es;
   const krr_kspec *s;
   const void *P1[KRR_KS_MAXC], *P2[KRR_KS_MAXC];
-  void *own[2 * KRR_KS_MAXC + 4];
+  void *own[KC_MAX_OWN];
   int pc[KRR_KS_MAXC], nown;
 } kc_call;
 
 static void *kc_alloc(kc_call *k, int64_t elems, size_t es) {
+  if (k->nown >= KC_MAX_OWN) {
+    krr_fail(k->ctx, KRR_ERR_INTERNAL, "kcomp: too many buffers");
+    return NULL;
+  }
   void *p = k->ctx->ops->alloc(k->ctx, (size_t)(elems > 0 ? elems : 1) * es);
   if (p) k->own[k->nown++] = p;
   return p;
