@@ -190,7 +190,7 @@ component_text <- function(k) {
             if (fam == "polynomial") c(paste0("degree = ", k$degree),
                                        paste0("scale = ", val(k$scale)),
                                        paste0("offset = ", val(k$offset))),
-            if (!is.null(k$dims)) paste0("dims = ", paste(k$dims, collapse = ",")),
+            if (!is.null(k$dims)) paste0("dims = ", paste(k$dim_names %||% k$dims, collapse = ",")),
             if (identical(k$distance, "great_circle")) "great-circle km")
   sprintf("%s(%s)", nm, paste(pars, collapse = ", "))
 }

@@ -37,6 +37,7 @@ resolve_dims <- function(cmp, p, xnames, call) {
     abort_askotch(sprintf("`dims` asks for column %d, but `x` has %d columns.",
                           max(d), p), "input", call)
   }
+  if (is.character(cmp$dims)) cmp$dim_names <- cmp$dims  # for printing
   cmp$dims <- if (is.null(d)) NULL else as.integer(d)
   cmp
 }

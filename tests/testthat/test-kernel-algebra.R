@@ -198,6 +198,40 @@ test_that("maximum likelihood over a composite's hyperparameters", {
   expect_lt(sqrt(mean((fitted(fit) - (0.3 * tt + sin(2 * pi * tt)))^2)), 0.1)
 })
 
+test_that("a composite kernel with a mean function: ML and REML are the exact likelihood", {
+  set.seed(6)
+  tt <- sort(runif(120, 0, 6))
+  d <- data.frame(t = tt, y = 1 + 0.8 * tt + sin(2 * pi * tt) + 0.5 * sin(tt) +
+                    rnorm(120, sd = 0.2))
+  k <- kernel_periodic(period = 1, bandwidth = 1.2, dims = "t") +
+    kernel_matern32("ml", dims = "t", amplitude = "ml")
+  for (lik in c("ml", "reml")) {
+    fit <- krr(y ~ t, data = d, kernel = k, mean = ~ t, likelihood = lik, threads = 1)
+    expect_equal(fit$tuning$loglik, as.numeric(logLik(fit)), tolerance = 1e-8)
+    # the closed form at the estimates (base R; REML without log|F^T F|)
+    K <- ffi("native_kernel_matrix")(cbind(t = tt), cbind(t = tt), fit$kernel)
+    A <- K + fit$lambda * diag(120)
+    Fm <- cbind(1, tt)
+    Ai <- solve(A)
+    C <- solve(crossprod(Fm, Ai %*% Fm))
+    beta <- C %*% crossprod(Fm, Ai %*% d$y)
+    r <- d$y - Fm %*% beta
+    nq <- 120 - (lik == "reml") * 2
+    s2 <- drop(crossprod(r, Ai %*% r)) / nq
+    ll <- -nq / 2 * log(2 * pi * s2) - nq / 2 - 0.5 * determinant(A)$modulus -
+      (lik == "reml") * 0.5 * determinant(solve(C))$modulus
+    expect_equal(as.numeric(logLik(fit)), as.numeric(ll), tolerance = 1e-9)
+    expect_equal(unname(coef(fit)), unname(drop(beta)), tolerance = 1e-8)
+    # the gradient of the restricted / profile likelihood vanishes at the estimates
+    pr <- ffi("composite_params")(k)
+    g <- ffi("composite_loglik")(
+      ffi("composite_set")(ffi("composite_resolve")(k, cbind(t = tt), "t", 1, NULL), pr$table,
+                           fit$tuning$composite$estimate),
+      pr$table, fit$lambda, cbind(t = tt), cbind(d$y), list(F = Fm, reml = lik == "reml"))
+    expect_lt(max(abs(g$grad)), 1e-2)
+  }
+})
+
 test_that("composite kernels refuse what they cannot do, with classed errors", {
   x <- ka_data(40)
   y <- x[, 1]
@@ -218,7 +252,7 @@ test_that("composite kernels refuse what they cannot do, with classed errors", {
                class = "askotch_error_input")
   expect_error(krr(x, y, kernel = kernel_rbf("ard", dims = 1), lambda = 1),
                class = "askotch_error_input")
-  expect_error(krr(x, y, kernel = kernel_rbf(1, dims = 1), mean = ~ b),
+  expect_error(krr(x, y, kernel = kernel_rbf(1, dims = 1), noise = ~ b),
                class = "askotch_error_input")
   expect_error(krr(x, y, kernel = kernel_rbf(1, dims = 1), lambda = "gcv"),
                class = "askotch_error_input")
