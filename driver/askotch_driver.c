@@ -62,7 +62,7 @@ static int cmd_test(const args_t *a) {
   /* kernel values: K(x, x) == 1 exactly and agreement with the reference */
   for (int kt = 0; kt < KRR_N_KERNELS; kt++)
     for (int pr = 0; pr < 2; pr++) {
-      krr_kernel k = {(krr_kernel_type)kt, 1.5};
+      krr_kernel k = {.type = (krr_kernel_type)kt, .bandwidth = 1.5};
       int64_t nn = 50;
       double *Km = malloc(sizeof(double) * nn * nn);
       krr_status st = krr_kernel_matrix_host(&ctx, pr ? KRR_DOUBLE : KRR_FLOAT, &k, X, n > nn ? nn : n,
@@ -104,7 +104,7 @@ static int cmd_test(const args_t *a) {
       {"sap", "askotch", "block_solve=exact accelerated=0 block_size=150 seed=1"},
       {"nsap", "askotch", "block_solve=exact block_size=150 seed=1"}};
   for (int kt = 0; kt < KRR_N_KERNELS; kt++) {
-    krr_kernel k = {(krr_kernel_type)kt, 2.0};
+    krr_kernel k = {.type = (krr_kernel_type)kt, .bandwidth = 2.0};
     double lambda = 1e-3 * n, rr;
     krr_diag dg;
     tfit fd;
@@ -135,7 +135,7 @@ static int cmd_test(const args_t *a) {
 
   /* determinism: same seed, same result */
   {
-    krr_kernel k = {KRR_RBF, 2.0};
+    krr_kernel k = {.type = KRR_RBF, .bandwidth = 2.0};
     tfit f;
     if (tfit_make(&ctx, KRR_DOUBLE, X, n, p, y, m, k, 1e-3 * n, &f) != KRR_OK) return 1;
     double rr;
@@ -226,7 +226,7 @@ static int cmd_parity(const args_t *a) {
   /* --opts base|more picks one of the two sets (default both) */
   int run_base = !a->opts || !strcmp(a->opts, "base"), run_more = !a->opts || !strcmp(a->opts, "more");
   for (int kt = 0; kt < KRR_N_KERNELS; kt++) {
-    krr_kernel k = {(krr_kernel_type)kt, 2.5};
+    krr_kernel k = {.type = (krr_kernel_type)kt, .bandwidth = 2.5};
     double lambda = 1e-3 * n, rr;
     krr_diag dg;
     tfit fc, fd;
@@ -327,7 +327,8 @@ static int cmd_bench(const args_t *a, int to_tol) {
   int p = a->p;
   double *X = malloc(sizeof(double) * n * p), *y = malloc(sizeof(double) * n);
   make_data(n, p, 1, a->seed, X, y);
-  krr_kernel k = {(krr_kernel_type)a->kernel, a->bandwidth > 0 ? a->bandwidth : sqrt((double)p)};
+  krr_kernel k = {.type = (krr_kernel_type)a->kernel,
+                  .bandwidth = a->bandwidth > 0 ? a->bandwidth : sqrt((double)p)};
   double t0 = krr_now();
   tfit f;
   krr_precision prec = a->prec ? KRR_DOUBLE : KRR_FLOAT;

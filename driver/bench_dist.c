@@ -36,7 +36,7 @@ int main(int argc, char **argv) {
   for (int j = 0; j < p; j++)
     for (int64_t i = 0; i < nl; i++) X[i + j * nl] = krr_rng_normal(42, (uint64_t)((r0 + i) * p + j));
   for (int64_t i = 0; i < nl; i++) y[i] = sin(X[i]) + 0.1 * krr_rng_normal(43, (uint64_t)(r0 + i));
-  krr_kernel k = {KRR_RBF, 1.0};
+  krr_kernel k = {.type = KRR_RBF, .bandwidth = 1.0};
   tfit f;
   memset(&f, 0, sizeof f);
   f.ctx = &ctx;

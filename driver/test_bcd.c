@@ -59,7 +59,7 @@ static void test_nystrom(krr_ctx *ctx, const double *X, const double *y, int64_t
   double *a_ref = malloc(sizeof(double) * mc * m), *a = malloc(sizeof(double) * mc * m);
   int kernels[] = {KRR_RBF, KRR_MATERN52};
   for (int ki = 0; ki < 2; ki++) {
-    krr_kernel k = {(krr_kernel_type)kernels[ki], 0.3};
+    krr_kernel k = {.type = (krr_kernel_type)kernels[ki], .bandwidth = 0.3};
     double lambda = 1e-3 * n, rr;
     krr_diag dg;
     int info = inducing_oracle(&k, X, n, p, y, m, lambda, cen, mc, a_ref);
@@ -160,7 +160,7 @@ static void test_path(krr_ctx *ctx, const double *X, const double *y, int64_t n,
       memcpy(Y + (int64_t)(l * m + c) * n, y + (int64_t)c * n, sizeof(double) * n);
       lcol[l * m + c] = lams[l];
     }
-  krr_kernel k = {KRR_RBF, 0.3};
+  krr_kernel k = {.type = KRR_RBF, .bandwidth = 0.3};
   for (int feat = 0; feat < 2; feat++) {
     tfit f;
     memset(&f, 0, sizeof f);
@@ -254,7 +254,7 @@ static void test_path(krr_ctx *ctx, const double *X, const double *y, int64_t n,
 
 static void test_options(krr_ctx *ctx, const double *X, const double *y, int64_t n, int p, int m) {
   tfit f;
-  krr_kernel k = {KRR_RBF, 1.0};
+  krr_kernel k = {.type = KRR_RBF, .bandwidth = 1.0};
   if (tfit_make(ctx, KRR_DOUBLE, X, n, p, y, m, k, 1.0, &f) != KRR_OK) return;
   krr_solver *s = NULL;
   CHECK(tinit(&f, "bcd_nystrom", "n_centers=10 block_size=11", &s) == KRR_ERR_INPUT &&
@@ -285,7 +285,7 @@ static void test_sap_path(krr_ctx *ctx, int p) {
     memcpy(Y + (int64_t)l * n, y, sizeof(double) * n);
     lcol[l] = lams[l];
   }
-  krr_kernel k = {KRR_RBF, 0.5};
+  krr_kernel k = {.type = KRR_RBF, .bandwidth = 0.5};
   tfit f;
   memset(&f, 0, sizeof f);
   f.ctx = ctx;

@@ -75,7 +75,7 @@ static krr_status op_product(krr_ctx *ctx, krr_op *op, krr_precision prec, const
 static void test_products(krr_ctx *ctx, const double *X, int64_t n, int p, const double *d) {
   const int q = 2;
   const int64_t b = 17;
-  krr_kernel k = {KRR_MATERN52, 1.3};
+  krr_kernel k = {.type = KRR_MATERN52, .bandwidth = 1.3};
   int64_t *ia = malloc(sizeof(int64_t) * b);
   for (int64_t i = 0; i < b; i++) ia[i] = (i * 37 + 5) % n;
   double *V = malloc(sizeof(double) * n * q), *K = malloc(sizeof(double) * n * n),
@@ -144,7 +144,7 @@ static void test_features_chain(krr_ctx *ctx, const double *X, int64_t n, int p,
   const int64_t M = 64;
   const uint64_t seed = 11;
   const double c = 0.5;
-  krr_kernel k = {KRR_RBF, 1.1};
+  krr_kernel k = {.type = KRR_RBF, .bandwidth = 1.1};
   double *V = malloc(sizeof(double) * n * q), *o1 = malloc(sizeof(double) * n * q),
          *o2 = malloc(sizeof(double) * n * q);
   for (int64_t i = 0; i < n * q; i++) V[i] = krr_rng_normal(89, (uint64_t)i);
@@ -175,7 +175,7 @@ static void test_features_chain(krr_ctx *ctx, const double *X, int64_t n, int p,
 /* 3. a communicator: sharded over one rank; the distributed fit's limits */
 static void test_comm(krr_ctx *ctx, const double *X, int64_t n, int p, const double *d) {
   const int q = 1;
-  krr_kernel k = {KRR_LAPLACE, 2.0};
+  krr_kernel k = {.type = KRR_LAPLACE, .bandwidth = 2.0};
   double *V = malloc(sizeof(double) * n), *K = malloc(sizeof(double) * n * n),
          *o1 = malloc(sizeof(double) * n), *o2 = malloc(sizeof(double) * n);
   for (int64_t i = 0; i < n; i++) V[i] = krr_rng_normal(97, (uint64_t)i);
@@ -222,7 +222,7 @@ static void test_comm(krr_ctx *ctx, const double *X, int64_t n, int p, const dou
 static void test_linear(krr_ctx *ctx, const double *X, int64_t n, int p, const double *d) {
   const int q = 2;
   const double c = 0.3;
-  krr_kernel k = {KRR_RBF, 1.0}; /* not used by the linear operator */
+  krr_kernel k = {.type = KRR_RBF, .bandwidth = 1.0}; /* not used by the linear operator */
   double *V = malloc(sizeof(double) * n * q), *o1 = malloc(sizeof(double) * n * q),
          *o2 = malloc(sizeof(double) * n * q), *o3 = malloc(sizeof(double) * n * q);
   for (int64_t i = 0; i < n * q; i++) V[i] = krr_rng_normal(101, (uint64_t)i);
@@ -282,7 +282,7 @@ static void test_weighted_fit(krr_ctx *ctx, const double *X, const double *y, in
                               const double *d) {
   const int m = 2;
   const double c = 0.7, lambda = 0.05 * (double)n;
-  krr_kernel k = {KRR_RBF, 1.5};
+  krr_kernel k = {.type = KRR_RBF, .bandwidth = 1.5};
   double *ys = malloc(sizeof(double) * n * m), *v = malloc(sizeof(double) * n * m),
          *alpha = malloc(sizeof(double) * n * m), *H = malloc(sizeof(double) * n * n),
          *ref = malloc(sizeof(double) * n * m);

@@ -90,7 +90,7 @@ static void test_operator(krr_ctx *ctx, krr_precision prec, int64_t n, double *b
   int64_t r0, nl;
   split(n, P, r, &r0, &nl);
   double *Xl = rows(X, n, p, r0, nl), *yl = rows(y, n, m, r0, nl);
-  krr_kernel k = {KRR_MATERN52, 1.3};
+  krr_kernel k = {.type = KRR_MATERN52, .bandwidth = 1.3};
   krr_problem pbf = {0}, pbl = {0};
   krr_op *full = NULL, *loc = NULL, *sh = NULL;
   krr_status st = krr_problem_create(ctx, prec, X, n, p, &pbf);
@@ -199,7 +199,7 @@ static void test_bad_shards(krr_ctx *ctx) {
   int p = r == P - 1 ? 4 : 3;
   double X[8 * 4];
   for (int i = 0; i < 32; i++) X[i] = krr_rng_normal(5, (uint64_t)i);
-  krr_kernel k = {KRR_RBF, 1.0};
+  krr_kernel k = {.type = KRR_RBF, .bandwidth = 1.0};
   krr_problem pb = {0};
   krr_op *loc = NULL, *sh = NULL;
   krr_clear(ctx);
@@ -280,7 +280,7 @@ static void test_fits(krr_ctx *ctx, krr_precision prec, int64_t n, double tol) {
   int64_t r0, nl;
   split(n, P, r, &r0, &nl);
   double *Xl = rows(X, n, p, r0, nl), *yl = rows(y, n, m, r0, nl);
-  krr_kernel k = {KRR_RBF, 1.0};
+  krr_kernel k = {.type = KRR_RBF, .bandwidth = 1.0};
   const double lambda = 1e-3 * n;
   tfit full, dist;
   memset(&dist, 0, sizeof dist);

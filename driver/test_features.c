@@ -112,7 +112,7 @@ static void test_monte_carlo(krr_ctx *ctx, const double *X, int64_t n, int p) {
   for (int l = 0; l < p; l++)
     for (int64_t i = 0; i < np; i++) Xs[i + l * np] = X[i + l * n];
   for (int kt = 0; kt < KRR_N_KERNELS; kt++) {
-    krr_kernel k = {(krr_kernel_type)kt, 1.5};
+    krr_kernel k = {.type = (krr_kernel_type)kt, .bandwidth = 1.5};
     krr_problem pb;
     krr_clear(ctx);
     if (krr_problem_create(ctx, KRR_DOUBLE, Xs, np, p, &pb) != KRR_OK) { n_fail++; continue; }
@@ -164,7 +164,7 @@ static void test_consistency(krr_ctx *ctx, const double *X, int64_t n, int p) {
   for (int64_t i = 0; i < n * q; i++) V[i] = krr_rng_normal(77, (uint64_t)i);
   for (int kt = 0; kt < KRR_N_KERNELS; kt++)
     for (int pr = 0; pr < 2; pr++) {
-      krr_kernel k = {(krr_kernel_type)kt, 1.7};
+      krr_kernel k = {.type = (krr_kernel_type)kt, .bandwidth = 1.7};
       krr_precision prec = pr ? KRR_DOUBLE : KRR_FLOAT;
       const double tol = pr ? 1e-12 : 1e-5;
       const char *pn = pr ? "double" : "single";
@@ -301,7 +301,7 @@ static int run_det(krr_ctx *ctx, const double *X, int64_t n, int p, uint64_t see
                    double *Z, double *o) {
   krr_problem pb;
   krr_op *op = NULL;
-  krr_kernel k = {KRR_MATERN32, 1.3};
+  krr_kernel k = {.type = KRR_MATERN32, .bandwidth = 1.3};
   double *V = malloc(sizeof(double) * n);
   for (int64_t i = 0; i < n; i++) V[i] = krr_rng_normal(5, (uint64_t)i);
   void *dZ = NULL, *dV = NULL, *dO = NULL;
@@ -344,7 +344,7 @@ static void test_apply(krr_ctx *ctx, const double *X, int64_t n, int p) {
   const int64_t M = 2048;
   const int m = 2;
   for (int kt = 0; kt < KRR_N_KERNELS; kt++) {
-    krr_kernel k = {(krr_kernel_type)kt, 0.9};
+    krr_kernel k = {.type = (krr_kernel_type)kt, .bandwidth = 0.9};
     double *th = malloc(sizeof(double) * M * m), *Zh = malloc(sizeof(double) * n * M),
            *o = malloc(sizeof(double) * n * m), *r = malloc(sizeof(double) * n * m);
     for (int64_t i = 0; i < M * m; i++) th[i] = krr_rng_normal(8, (uint64_t)i);
@@ -371,7 +371,7 @@ static void test_solve(krr_ctx *ctx, const double *X, const double *y, int64_t n
   for (int run = 0; run < 2 * KRR_N_KERNELS; run++) {
     const int kt = run % KRR_N_KERNELS, bcd = run >= KRR_N_KERNELS;
     const double lambda = bcd ? 1.0 : 1e-3;
-    krr_kernel k = {(krr_kernel_type)kt, 1.1};
+    krr_kernel k = {.type = (krr_kernel_type)kt, .bandwidth = 1.1};
     double *Zh = malloc(sizeof(double) * n * M), *H = malloc(sizeof(double) * M * M),
            *ts = malloc(sizeof(double) * M * m), *th = malloc(sizeof(double) * M * m),
            *w = malloc(sizeof(double) * n * m), *f1 = malloc(sizeof(double) * n * m),
@@ -470,7 +470,7 @@ static void test_shift(krr_ctx *ctx, const double *X, const double *y, int64_t n
          *o2 = malloc(sizeof(double) * n * q), *dg = malloc(sizeof(double) * n),
          *Z = malloc(sizeof(double) * n * (M + 1)), *Zh = malloc(sizeof(double) * n * M);
   for (int64_t i = 0; i < n * q; i++) V[i] = krr_rng_normal(78, (uint64_t)i);
-  krr_kernel k = {KRR_MATERN52, 1.4};
+  krr_kernel k = {.type = KRR_MATERN52, .bandwidth = 1.4};
   for (int inner = 0; inner < 2; inner++)
     for (int pr = 0; pr < 2; pr++) {
       krr_precision prec = pr ? KRR_DOUBLE : KRR_FLOAT;
@@ -628,7 +628,7 @@ static void test_scale(krr_ctx *ctx, const double *X, const double *y, int64_t n
          *Zh = malloc(sizeof(double) * n * M);
   for (int64_t i = 0; i < n; i++) d[i] = 0.3 + 1.7 * krr_rng_unif(91, (uint64_t)i);
   for (int64_t i = 0; i < n * q; i++) V[i] = krr_rng_normal(79, (uint64_t)i);
-  krr_kernel k = {KRR_MATERN32, 1.2};
+  krr_kernel k = {.type = KRR_MATERN32, .bandwidth = 1.2};
   for (int inner = 0; inner < 2; inner++)
     for (int pr = 0; pr < 2; pr++) {
       krr_precision prec = pr ? KRR_DOUBLE : KRR_FLOAT;
@@ -785,7 +785,8 @@ static void test_scale(krr_ctx *ctx, const double *X, const double *y, int64_t n
 static void test_errors(krr_ctx *ctx, const double *X, int64_t n, int p) {
   krr_problem pb;
   krr_op *op = NULL, *ex = NULL;
-  krr_kernel k = {KRR_RBF, 1.0}, k0 = {KRR_RBF, 0.0}, kbad = {(krr_kernel_type)42, 1.0};
+  krr_kernel k = {.type = KRR_RBF, .bandwidth = 1.0}, k0 = {.type = KRR_RBF, .bandwidth = 0.0},
+             kbad = {.type = (krr_kernel_type)42, .bandwidth = 1.0};
   krr_clear(ctx);
   if (krr_problem_create(ctx, KRR_DOUBLE, X, n, p, &pb) != KRR_OK) { n_fail++; return; }
   krr_clear(ctx);

@@ -100,7 +100,7 @@ static void cd_solve(int l, const double *K, int64_t n, double lam, double p, co
 /* ---- fits through the public API ------------------------------------------ */
 static krr_status setup(krr_ctx *ctx, krr_precision prec, const double *X, int64_t n, int p,
                         const double *y, int m, double lambda, int loss, double param, tfit *f) {
-  krr_kernel k = {KRR_RBF, 1.0};
+  krr_kernel k = {.type = KRR_RBF, .bandwidth = 1.0};
   krr_status st0 = tfit_make(ctx, prec, X, n, p, y, m, k, lambda, f);
   if (st0 != KRR_OK) return st0;
   krr_objective_free(ctx, &f->obj);
@@ -119,7 +119,7 @@ int main(int argc, char **argv) {
   double lam = 0.1;
   double *K = malloc(sizeof(double) * (size_t)(n * n)), *y = malloc(sizeof(double) * (size_t)(3 * n));
   double *w = malloc(sizeof(double) * (size_t)(3 * n)), *a = malloc(sizeof(double) * (size_t)n);
-  krr_kernel kr = {KRR_RBF, 1.0};
+  krr_kernel kr = {.type = KRR_RBF, .bandwidth = 1.0};
   krr_kernel_matrix_host(&ctx, KRR_DOUBLE, &kr, X, n, X, n, p, K);
   double params[] = {0, 0.05, 0.1, 0, 0, 0}; /* Huber's box |a| <= 0.5 binds */
 
@@ -289,7 +289,7 @@ int main(int argc, char **argv) {
       if (setup(&ctx, KRR_DOUBLE, X, n, p, y, 1, lamg, l, params[l], &f) != KRR_OK) { n_fail++; continue; }
       krr_op_free(f.op);
       f.op = NULL;
-      krr_kernel kf = {KRR_RBF, 1.0};
+      krr_kernel kf = {.type = KRR_RBF, .bandwidth = 1.0};
       krr_status st = krr_op_features_create(&ctx, &f.pb, &kf, M, 77, &f.op);
       CHECK(st == KRR_OK, "(g) features operator: %s", ctx.msg);
       if (st != KRR_OK) { tfit_free(&f); continue; }
@@ -358,7 +358,7 @@ int main(int argc, char **argv) {
                          : (u * u + v + 0.3 * krr_rng_normal(5, (uint64_t)i) > 1 ? 1.0 : -1.0);
       }
       tfit f;
-      krr_kernel k1 = {KRR_RBF, 1.0};
+      krr_kernel k1 = {.type = KRR_RBF, .bandwidth = 1.0};
       if (tfit_make(&ctx, KRR_DOUBLE, x2, n, p2, y2, 1, k1, cs[t].lam, &f) != KRR_OK) { n_fail++; continue; }
       krr_objective_free(&ctx, &f.obj);
       krr_status st = krr_objective_init(&ctx, f.op, krr_loss_lookup(lname[l]), cs[t].lam, y2, 1, &f.obj);

@@ -87,7 +87,7 @@ static void run_case(const char *isa, int type, int prec, long n1, long n2, int 
     for (long i = 0; i < n2 * p; i++) X2[i] = (float)X2[i];
     for (long i = 0; i < ldv * q; i++) V[i] = (float)V[i];
   }
-  krr_kernel kern = {(krr_kernel_type)type, bw_for(type, p)};
+  krr_kernel kern = {.type = (krr_kernel_type)type, .bandwidth = bw_for(type, p)};
   krr_kparams kp = krr_kparams_make(&kern);
   int l1 = krr_kernel_is_l1(type);
 
@@ -215,7 +215,7 @@ static void run_determinism(const char *isa, int prec) {
       double *X = malloc(sizeof(double) * n * p), *V = malloc(sizeof(double) * n * q);
       for (long i = 0; i < n * p; i++) X[i] = nrand();
       for (long i = 0; i < n * q; i++) V[i] = nrand();
-      krr_kernel kern = {KRR_MATERN32, bw_for(KRR_MATERN32, p)};
+      krr_kernel kern = {.type = KRR_MATERN32, .bandwidth = bw_for(KRR_MATERN32, p)};
       krr_ctx ctx;
       memset(&ctx, 0, sizeof ctx);
       int same = 1, selfdiag = 1;
@@ -279,7 +279,7 @@ static void run_team(void) {
   }
   const long n1 = 5, n2 = 200000;
   const int p = 10;
-  krr_kernel kern = {KRR_RBF, bw_for(KRR_RBF, p)};
+  krr_kernel kern = {.type = KRR_RBF, .bandwidth = bw_for(KRR_RBF, p)};
   double *X2 = malloc(sizeof(double) * n2 * p), *V = malloc(sizeof(double) * n2);
   for (long i = 0; i < n2 * p; i++) X2[i] = nrand();
   for (long i = 0; i < n2; i++) V[i] = nrand();
@@ -311,18 +311,18 @@ static void run_errors(void) {
   krr_ctx ctx;
   memset(&ctx, 0, sizeof ctx);
   ctx.threads = 1;
-  krr_kernel bad = {KRR_RBF, -1.0};
+  krr_kernel bad = {.type = KRR_RBF, .bandwidth = -1.0};
   double x[4] = {0, 1, 2, 3}, out[4];
   krr_status st = krr_cpu_kernel_mv_d(&ctx, &bad, x, 2, x, 2, 2, x, 2, 1, out, 2);
   check(st == KRR_ERR_INPUT && ctx.msg[0], "bad-bandwidth", "-", 0, 1, 2, 2, 2, 1, 0);
-  krr_kernel ok = {KRR_RBF, 1.0};
+  krr_kernel ok = {.type = KRR_RBF, .bandwidth = 1.0};
   out[0] = out[1] = 5;
   st = krr_cpu_kernel_mv_d(&ctx, &ok, x, 2, x, 0, 2, x, 1, 1, out, 2);
   check(st == KRR_OK && out[0] == 0 && out[1] == 0, "n2=0-zeroes", "-", 0, 1, 2, 0, 2, 1, 0);
   /* a code outside KRR_KERNEL_LIST is an input error, never another kernel */
   const int codes[2] = {-1, KRR_N_KERNELS};
   for (int c = 0; c < 2; c++) {
-    krr_kernel unk = {(krr_kernel_type)codes[c], 1.0};
+    krr_kernel unk = {.type = (krr_kernel_type)codes[c], .bandwidth = 1.0};
     double K[4] = {7, 7, 7, 7};
     float xf[4] = {0, 1, 2, 3}, of[4] = {7, 7, 7, 7};
     ctx.msg[0] = 0;
@@ -339,7 +339,7 @@ static void run_errors(void) {
           "unknown-kernel-mv", "-", codes[c], 0, 2, 2, 2, 1, 0);
   }
   /* the reference never falls back to another kernel either */
-  krr_kernel unk = {(krr_kernel_type)KRR_N_KERNELS, 1.0};
+  krr_kernel unk = {.type = (krr_kernel_type)KRR_N_KERNELS, .bandwidth = 1.0};
   krr_kparams kp = krr_kparams_make(&unk);
   check(isnan(kp.a) && isnan(krr_kernel_eval(kp, 1.0)), "unknown-kernel-ref", "-", KRR_N_KERNELS, 1,
         1, 1, 1, 1, 0);
@@ -361,7 +361,7 @@ static void run_errors(void) {
  *   krr_kernel_deriv_host vs the reference functions: bitwise (the same
  *     statistic summed in the same order, the same inline formulas). */
 static double k_at(int type, double s, double t) {
-  krr_kernel k = {(krr_kernel_type)type, s};
+  krr_kernel k = {.type = (krr_kernel_type)type, .bandwidth = s};
   return krr_kernel_eval(krr_kparams_make(&k), t);
 }
 /* The second derivatives (kernel_math.h: DDLOGS, krr_kernel_d2log_ell,
@@ -374,8 +374,8 @@ static void run_derivs2(int type, krr_kparams kp, krr_kernel ks, double h) {
   const double ts[] = {0.0, 1e-9, 0.04, 0.3, 1.0, 2.5, 7.0, 40.0};
   const double s = ks.bandwidth;
   for (int i = 0; i < (int)(sizeof ts / sizeof *ts); i++) {
-    krr_kernel kp1 = {(krr_kernel_type)type, s * exp(h)},
-               km1 = {(krr_kernel_type)type, s * exp(-h)};
+    krr_kernel kp1 = {.type = (krr_kernel_type)type, .bandwidth = s * exp(h)},
+               km1 = {.type = (krr_kernel_type)type, .bandwidth = s * exp(-h)};
     const double fd = (krr_kernel_dlog_s(krr_kparams_make(&kp1), ts[i]) -
                        krr_kernel_dlog_s(krr_kparams_make(&km1), ts[i])) /
                       (2 * h);
@@ -448,11 +448,12 @@ static void run_derivs(void) {
   for (int type = 0; type < KRR_N_KERNELS; type++) {
     const int m = krr_kernel_rate_power(type);
     check(m == 1 || m == 2, "rate-power", "-", type, 1, 0, 0, 0, 0, m);
-    krr_kernel k1 = {(krr_kernel_type)type, 1.0}, ks = {(krr_kernel_type)type, s};
+    krr_kernel k1 = {.type = (krr_kernel_type)type, .bandwidth = 1.0},
+               ks = {.type = (krr_kernel_type)type, .bandwidth = s};
     const double a1 = krr_kparams_make(&k1).a;
     const double sv[] = {1e-3, 0.37, 1.0, 3.3, 1e3};
     for (int i = 0; i < 5; i++) {
-      krr_kernel k = {(krr_kernel_type)type, sv[i]};
+      krr_kernel k = {.type = (krr_kernel_type)type, .bandwidth = sv[i]};
       const double e = fabs(krr_kparams_make(&k).a * pow(sv[i], m) / a1 - 1);
       check(e <= 1e-14, "rate-form", "-", type, 1, i, 0, 0, 0, e);
     }
@@ -526,7 +527,8 @@ static void run_derivs(void) {
   memset(&ctx, 0, sizeof ctx);
   double x[2] = {0, 1}, o[4];
   const int c0 = 0;
-  krr_kernel unk = {(krr_kernel_type)KRR_N_KERNELS, 1.0}, neg = {KRR_RBF, 0.0};
+  krr_kernel unk = {.type = (krr_kernel_type)KRR_N_KERNELS, .bandwidth = 1.0},
+             neg = {.type = KRR_RBF, .bandwidth = 0.0};
   krr_status st = krr_kernel_deriv_host(&ctx, &unk, x, 2, x, 2, 1, &c0, 1, o);
   check(st == KRR_ERR_INPUT && strstr(ctx.msg, "unknown kernel code"), "deriv-unknown", "-",
         KRR_N_KERNELS, 1, 2, 2, 1, 1, st);

@@ -164,7 +164,7 @@ typedef struct {
 /* ---- kernel primitives ---------------------------------------------------*/
 static void test_kernel_mv(backends *B, krr_precision prec, int kt, int64_t n1, int64_t n2, int p,
                            int q, int pad, int dup) {
-  krr_kernel k = {(krr_kernel_type)kt, 0.8 * sqrt((double)p) + 0.3};
+  krr_kernel k = {.type = (krr_kernel_type)kt, .bandwidth = 0.8 * sqrt((double)p) + 0.3};
   int64_t ldv = n2 + pad, ldo = n1 + pad;
   double *X2 = hrandn(n2 * p);
   double *X1 = hrandn(n1 * p);
@@ -220,7 +220,7 @@ static void test_kernel_mv(backends *B, krr_precision prec, int kt, int64_t n1, 
 }
 
 static void test_kernel_block(backends *B, krr_precision prec, int kt, int64_t n1, int64_t n2, int p) {
-  krr_kernel k = {(krr_kernel_type)kt, 0.8 * sqrt((double)p) + 0.3};
+  krr_kernel k = {.type = (krr_kernel_type)kt, .bandwidth = 0.8 * sqrt((double)p) + 0.3};
   int64_t ldo = n1 + 3;
   double *X1 = hrandn(n1 * p), *X2 = hrandn(n2 * p);
   hround(prec, X1, n1 * p);
@@ -829,7 +829,7 @@ static size_t dev_free_bytes(void) {
 static void exercise(krr_ctx *ctx) {
   /* touch the scratch pool: kernel_mv (split + large q), potrf, svd, dot */
   double *X = hrandn(2000 * 5), *V = hrandn(2000 * 20);
-  krr_kernel k = {KRR_RBF, 1.5};
+  krr_kernel k = {.type = KRR_RBF, .bandwidth = 1.5};
   for (int pr = 0; pr < 2; pr++) {
     krr_precision prec = pr ? KRR_DOUBLE : KRR_FLOAT;
     void *dX = dput(ctx, prec, X, 2000 * 5), *dV = dput(ctx, prec, V, 2000 * 20);
@@ -899,7 +899,7 @@ static void test_memory(const krr_ops *cuda, int dev) {
 
 static void test_errors(backends *B) {
   krr_ctx *ctx = B->ctx[1];
-  krr_kernel k = {KRR_RBF, -1.0};
+  krr_kernel k = {.type = KRR_RBF, .bandwidth = -1.0};
   float dummy = 0;
   krr_status st = ctx->ops->kernel_mv_s(ctx, &k, &dummy, 1, &dummy, 1, 1, &dummy, 1, 1, &dummy, 1);
   check_true("kernel_mv bandwidth < 0 -> KRR_ERR_INPUT [cuda]", st == KRR_ERR_INPUT);

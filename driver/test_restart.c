@@ -56,7 +56,7 @@ static void test_small_lambda(krr_ctx *ctx) {
   int64_t n = 1000;
   double *X = malloc(sizeof(double) * n * 3), *y = malloc(sizeof(double) * n * 2);
   make_data(n, 3, 2, 42, X, y);
-  krr_kernel k = {KRR_RBF, 2.0};
+  krr_kernel k = {.type = KRR_RBF, .bandwidth = 2.0};
   tfit f;
   if (tfit_make(ctx, KRR_DOUBLE, X, n, 3, y, 2, k, 1e-6 * (double)n, &f) != KRR_OK) return;
   static const char *pairs[2][3] = {
@@ -89,7 +89,7 @@ static void test_acceleration_kept(krr_ctx *ctx) {
   int64_t n = 2000;
   double *X = malloc(sizeof(double) * n * 3), *y = malloc(sizeof(double) * n * 2);
   make_data(n, 3, 2, 42, X, y);
-  krr_kernel k = {KRR_RBF, 2.0};
+  krr_kernel k = {.type = KRR_RBF, .bandwidth = 2.0};
   tfit f;
   if (tfit_make(ctx, KRR_DOUBLE, X, n, 3, y, 2, k, 1e-6 * (double)n, &f) != KRR_OK) return;
   double r, fin;
@@ -115,7 +115,7 @@ int main(int argc, char **argv) {
   test_acceleration_kept(&ctx);
   /* determinism (n = 400 of the common data) */
   {
-    krr_kernel k = {KRR_RBF, 2.0};
+    krr_kernel k = {.type = KRR_RBF, .bandwidth = 2.0};
     tfit f;
     if (tfit_make(&ctx, KRR_DOUBLE, X, n, 3, y, 2, k, 1e-6 * (double)n, &f) == KRR_OK) {
       const char *spec = "block_size=40 rank=20 restart=auto seed=5";

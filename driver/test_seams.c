@@ -139,7 +139,7 @@ static void test_operator(krr_ctx *ctx, const double *X, const double *y, int64_
   for (int64_t i = 0; i < n * m; i++) V[i] = krr_rng_normal(77, (uint64_t)i);
   for (int kt = 0; kt < KRR_N_KERNELS; kt++)
     for (int pr = 0; pr < 2; pr++) {
-      krr_kernel k = {(krr_kernel_type)kt, 1.7};
+      krr_kernel k = {.type = (krr_kernel_type)kt, .bandwidth = 1.7};
       krr_precision prec = pr ? KRR_DOUBLE : KRR_FLOAT;
       double tol = pr ? 1e-12 : 2e-5;
       tfit f;
@@ -230,7 +230,7 @@ static void test_operator(krr_ctx *ctx, const double *X, const double *y, int64_
 
 /* squared loss: P, D and the gap against host formulas; zero gap at the solution */
 static void test_loss(krr_ctx *ctx, const double *X, const double *y, int64_t n, int p, int m) {
-  krr_kernel k = {KRR_MATERN32, 2.0};
+  krr_kernel k = {.type = KRR_MATERN32, .bandwidth = 2.0};
   double lambda = 0.3 * n / 100.0;
   double *w = malloc(sizeof(double) * n * m), *F = malloc(sizeof(double) * n * m);
   tfit f;
@@ -334,7 +334,7 @@ static krr_status steps(krr_solver *s, int64_t k, double *w) {
 }
 
 static void test_resolve(krr_ctx *ctx, const double *X, const double *y, int64_t n, int p, int m) {
-  krr_kernel k = {KRR_RBF, 2.0};
+  krr_kernel k = {.type = KRR_RBF, .bandwidth = 2.0};
   double lam1 = 1e-2 * n, lam2 = 3e-3 * n;
   int64_t len = n * (m + 1);
   double *y2 = malloc(sizeof(double) * n * (m + 1)), *y3 = malloc(sizeof(double) * n * (m + 1));
@@ -435,7 +435,7 @@ static void test_failures(krr_ctx *ctx, const double *X, int64_t n, int p) {
     for (int d = 0; d < p; d++) Xd[i + d * n] = X[(i / 2) + d * n];
     yd[i] = (double)(i % 7);
   }
-  krr_kernel k = {KRR_RBF, 50.0};
+  krr_kernel k = {.type = KRR_RBF, .bandwidth = 50.0};
   tfit f;
   if (tfit_make(ctx, KRR_FLOAT, Xd, n, p, yd, 1, k, 1e-30, &f) != KRR_OK) return;
   krr_solver *s = NULL;
@@ -496,7 +496,7 @@ typedef struct {
 static krr_status main_task(krr_ctx *ctx, void *arg) {
   main_rec *m = (main_rec *)arg;
   if (m->ret != KRR_OK) return krr_fail(ctx, m->ret, "main task failed on purpose");
-  krr_kernel k = {KRR_RBF, 1.0};
+  krr_kernel k = {.type = KRR_RBF, .bandwidth = 1.0};
   KTRY(ctx->ops->kernel_mv_d(ctx, &k, m->X, m->n, m->X, m->n, m->p, m->V, m->n, 1, m->out, m->n));
   m->side_seen = m->side->ran;
   return KRR_OK;
@@ -517,7 +517,7 @@ static void test_overlap(krr_ctx *ctx) {
         ctx->ops->upload(ctx, V, Vh, sizeof(double) * n) != KRR_OK) {
       CHECK(0, "overlap: setup failed (%s)", ctx->msg);
     } else {
-      krr_kernel k = {KRR_RBF, 1.0};
+      krr_kernel k = {.type = KRR_RBF, .bandwidth = 1.0};
       krr_status s0 = ctx->ops->kernel_mv_d(ctx, &k, X, n, X, n, p, V, n, 1, out, n);
       if (s0 == KRR_OK) s0 = ctx->ops->download(ctx, o1, out, sizeof(double) * n);
       int threads = ctx->threads;

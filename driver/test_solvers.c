@@ -48,7 +48,7 @@ static void test_pcg(krr_ctx *ctx, const double *X, const double *y, int64_t n, 
   double *w_ref = malloc(sizeof(double) * n * m), *w = malloc(sizeof(double) * n * m);
   int kernels[] = {KRR_RBF, KRR_MATERN52};
   for (int ki = 0; ki < 2; ki++) {
-    krr_kernel k = {(krr_kernel_type)kernels[ki], 2.0};
+    krr_kernel k = {.type = (krr_kernel_type)kernels[ki], .bandwidth = 2.0};
     double lambda = (getenv("PLAM") ? atof(getenv("PLAM")) : 1e-4) * n, rr;
     krr_diag dg;
     tfit fd;
@@ -98,7 +98,7 @@ static void test_falkon(krr_ctx *ctx, const double *X, const double *y, int64_t 
   double *a_ref = malloc(sizeof(double) * n * m), *a = malloc(sizeof(double) * n * m);
   int kernels[] = {KRR_RBF, KRR_MATERN52};
   for (int ki = 0; ki < 2; ki++) {
-    krr_kernel k = {(krr_kernel_type)kernels[ki], 1.0};
+    krr_kernel k = {.type = (krr_kernel_type)kernels[ki], .bandwidth = 1.0};
     double lambda = 1e-3 * n, rr;
     krr_diag dg;
     int info = inducing_oracle(&k, X, n, p, y, m, lambda, cen, mc, a_ref);
@@ -167,7 +167,7 @@ static krr_status init_status(tfit *f, const char *name, const char *spec) {
 }
 
 static void test_misc(krr_ctx *ctx, const double *X, const double *y, int64_t n, int p, int m) {
-  krr_kernel k = {KRR_RBF, 2.0};
+  krr_kernel k = {.type = KRR_RBF, .bandwidth = 2.0};
   tfit f;
   if (tfit_make(ctx, KRR_DOUBLE, X, n, p, y, m, k, 1e-3 * n, &f) != KRR_OK) return;
   char spec[96];
@@ -221,7 +221,7 @@ static void test_misc(krr_ctx *ctx, const double *X, const double *y, int64_t n,
  * lies between min(50, cap) and the cap min(b, max(100, b / 3)), and falls
  * to the floor when lambda is above every eigenvalue */
 static void test_block_defaults(krr_ctx *ctx, const double *X, const double *y, int64_t n, int p, int m) {
-  krr_kernel k = {KRR_RBF, 2.0};
+  krr_kernel k = {.type = KRR_RBF, .bandwidth = 2.0};
   tfit f;
   if (tfit_make(ctx, KRR_DOUBLE, X, n, p, y, m, k, 1e-6 * n, &f) != KRR_OK) return;
   krr_solver *s = NULL;

@@ -112,7 +112,7 @@ static void test_syev_top(env_t *e) {
   double *K = malloc(sizeof(double) * n * n), *A = malloc(sizeof(double) * n * n),
          *wall = malloc(sizeof(double) * n);
   /* K of the first n points (e->X is e->n x p column-major) */
-  krr_kernel kr = {KRR_RBF, 1.0};
+  krr_kernel kr = {.type = KRR_RBF, .bandwidth = 1.0};
   for (int c = 0; c < e->p; c++) memcpy(A + c * n, e->X + c * e->n, sizeof(double) * n);
   CHECK(krr_kernel_matrix_host(ctx, KRR_DOUBLE, &kr, A, n, A, n, e->p, K) == KRR_OK, "kernel matrix");
   memcpy(A, K, sizeof(double) * n * n);
@@ -305,7 +305,7 @@ static void test_syev_dc(env_t *e) {
           if (i + 1 < n) K[i + (i + 1) * n] = K[i + 1 + i * n] = 1;
         }
       } else {
-        krr_kernel kr = {KRR_RBF, 1.0};
+        krr_kernel kr = {.type = KRR_RBF, .bandwidth = 1.0};
         const int64_t nx = KRR_MIN(n, e->n);
         double *Xs = malloc(sizeof(double) * n * e->p);
         for (int c = 0; c < e->p; c++)
@@ -377,7 +377,7 @@ static void test_sym_top(env_t *e) {
   double *K = malloc(sizeof(double) * n * n), *A = malloc(sizeof(double) * n * n),
          *wall = malloc(sizeof(double) * n), *w = malloc(sizeof(double) * k),
          *Z = malloc(sizeof(double) * n * k), *K2 = malloc(sizeof(double) * n * n);
-  krr_kernel kr = {KRR_RBF, 1.0};
+  krr_kernel kr = {.type = KRR_RBF, .bandwidth = 1.0};
   CHECK(krr_kernel_matrix_host(ctx, KRR_DOUBLE, &kr, e->X, n, e->X, n, e->p, K) == KRR_OK, "kernel matrix");
   memcpy(A, K, sizeof(double) * n * n);
   CHECK(LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'N', 'U', (lapack_int)n, A, (lapack_int)n, wall) == 0, "dsyevd");
@@ -414,7 +414,7 @@ static void test_sym_top(env_t *e) {
   /* a flat spectrum (bandwidth 0.01: K is the identity to rounding): the
    * subspace gives up after a few steps and LAPACK answers (iters < 0) */
   {
-    krr_kernel kn = {KRR_RBF, 0.01};
+    krr_kernel kn = {.type = KRR_RBF, .bandwidth = 0.01};
     int iters = 0;
     void *dK = NULL, *dW = krr_dalloc(ctx, n, sizeof(double)), *dZ = krr_dalloc(ctx, n * k, sizeof(double));
     krr_status st = krr_kernel_matrix_host(ctx, KRR_DOUBLE, &kn, e->X, n, e->X, n, e->p, K);
@@ -456,7 +456,7 @@ static void test_pchol(env_t *e) {
          *E = malloc(sizeof(double) * n * n), *ev = malloc(sizeof(double) * n),
          *pw = malloc(sizeof(double) * n), *dr = malloc(sizeof(double) * n);
   int64_t *piv = malloc(sizeof(int64_t) * n), *pos = malloc(sizeof(int64_t) * n);
-  krr_kernel kr = {KRR_RBF, 1.0};
+  krr_kernel kr = {.type = KRR_RBF, .bandwidth = 1.0};
   for (int c = 0; c < p; c++) memcpy(A + c * n, e->X + c * e->n, sizeof(double) * n);
   CHECK(krr_kernel_matrix_host(ctx, KRR_DOUBLE, &kr, A, n, A, n, p, K) == KRR_OK, "kernel matrix");
   for (int64_t i = 0; i < n; i++) pw[i] = 1.0 + (double)(i % 3);
@@ -549,7 +549,7 @@ static void test_exact(env_t *e) {
   static const char *specs[] = {"seed=11 block_size=100 rank=30 sampling=rls rls_subsample=300",
                                 "seed=11 block_size=100 rank=30"};
   for (int ki = 0; ki < 2; ki++) {
-    krr_kernel k = {(krr_kernel_type)kernels[ki], 2.0};
+    krr_kernel k = {.type = (krr_kernel_type)kernels[ki], .bandwidth = 2.0};
     double lambda = 1e-3 * n;
     oracle(e, k, lambda, w_ref);
     for (int pr = 1; pr >= 0; pr--) {
@@ -581,7 +581,7 @@ static void test_exact(env_t *e) {
 /* RLS scores vs the exact ridge leverage scores */
 static void test_rls_scores(env_t *e) {
   int64_t n = e->n;
-  krr_kernel k = {KRR_RBF, 2.0};
+  krr_kernel k = {.type = KRR_RBF, .bandwidth = 2.0};
   double lambda = 1e-3 * n;
   krr_kparams kp = krr_kparams_make(&k);
   double *K = malloc(sizeof(double) * n * n), *A = malloc(sizeof(double) * n * n), *ex = malloc(sizeof(double) * n);
@@ -633,7 +633,7 @@ static void test_eigenpro2(env_t *e) {
   int kernels[] = {KRR_RBF, KRR_MATERN52};
   const char *spec = "seed=5 subsample=400 rank=40";
   for (int ki = 0; ki < 2; ki++) {
-    krr_kernel k = {(krr_kernel_type)kernels[ki], 2.0};
+    krr_kernel k = {.type = (krr_kernel_type)kernels[ki], .bandwidth = 2.0};
     double lambda = (ki == 0 ? 1e-2 : 1e-3) * n; /* the second is harder for SGD */
     oracle(e, k, lambda, w_ref);
     fitted(e, k, w_ref, f_ref);
@@ -673,7 +673,7 @@ static void test_eigenpro2(env_t *e) {
 static void test_eigenpro3(env_t *e) {
   int64_t n = e->n, mc = 100;
   int m = e->m;
-  krr_kernel k = {KRR_RBF, 2.0};
+  krr_kernel k = {.type = KRR_RBF, .bandwidth = 2.0};
   double lambda = 1e-3 * n;
   int64_t *cen = malloc(sizeof(int64_t) * mc), *cen2 = malloc(sizeof(int64_t) * mc);
   double *a_ref = malloc(sizeof(double) * mc * m), *a = malloc(sizeof(double) * mc * m);
@@ -738,7 +738,7 @@ static void test_eigenpro3(env_t *e) {
 
 static void test_invalid(env_t *e) {
   int64_t n = e->n;
-  krr_kernel k = {KRR_RBF, 2.0};
+  krr_kernel k = {.type = KRR_RBF, .bandwidth = 2.0};
   tfit f;
   if (tfit_make(e->ctx, KRR_DOUBLE, e->X, n, e->p, e->y, e->m, k, 1e-3 * n, &f) != KRR_OK) return;
   char n1[64], spec[160];

@@ -206,7 +206,7 @@ static double diff_closed(krr_ctx *ctx, const krr_kernel *k, const double *X1, i
 }
 
 static void test_floor_measure(krr_ctx *ctx, const double *X, const double *y, int64_t n) {
-  krr_kernel k = {KRR_RBF, 2.0};
+  krr_kernel k = {.type = KRR_RBF, .bandwidth = 2.0};
   double lambda = 1e-3 * (double)n, ynorm = nrm(y, 2 * n);
   double model = 0x1p-53 * (kernel_rms_closed(&k, X, n, 3) + lambda) / ynorm;
   tfit f;
@@ -267,7 +267,7 @@ static void test_floor_subsample(krr_ctx *ctx) {
   int64_t n = 1500;
   double *X = malloc(sizeof(double) * n * 3), *y = malloc(sizeof(double) * n * 2);
   make_data(n, 3, 2, 7, X, y);
-  krr_kernel k = {KRR_RBF, 2.0};
+  krr_kernel k = {.type = KRR_RBF, .bandwidth = 2.0};
   double lambda = 1e-3 * (double)n;
   double model = 0x1p-53 * (kernel_rms_closed(&k, X, n, 3) + lambda) / nrm(y, 2 * n);
   tfit f;
@@ -284,7 +284,7 @@ static void test_floor_subsample(krr_ctx *ctx) {
 static void test_gap(krr_ctx *ctx, const double *X, const double *y, int64_t n) {
   double *yc = malloc(sizeof(double) * n);
   for (int64_t i = 0; i < n; i++) yc[i] = y[i] > 0 ? 1.0 : -1.0;
-  krr_kernel k = {KRR_RBF, 2.0};
+  krr_kernel k = {.type = KRR_RBF, .bandwidth = 2.0};
   tfit f;
   if (tfit_make(ctx, KRR_DOUBLE, X, n, 3, yc, 1, k, 1e-3 * (double)n, &f) != KRR_OK) {
     free(yc);
@@ -348,7 +348,7 @@ int main(int argc, char **argv) {
   int64_t n;
   double *X, *y;
   if (test_start(argc, argv, 400, &ctx, &n, &X, &y)) return 1;
-  krr_kernel k = {KRR_RBF, 2.0};
+  krr_kernel k = {.type = KRR_RBF, .bandwidth = 2.0};
   tfit f;
   if (tfit_make(&ctx, KRR_DOUBLE, X, n, 3, y, 2, k, 1e-3 * (double)n, &f) == KRR_OK) {
     test_tol(&f, n);

@@ -93,7 +93,7 @@ int main(int argc, char **argv) {
     }
   /* random features: the operator's features for the same seed */
   const int64_t M = 16;
-  krr_kernel k = {KRR_RBF, 1.5};
+  krr_kernel k = {.type = KRR_RBF, .bandwidth = 1.5};
   double *Zr = malloc(sizeof(double) * (size_t)(n * M)), *Id = calloc((size_t)(M * M), sizeof(double)),
          *Zo = malloc(sizeof(double) * (size_t)(n * M));
   for (int64_t j = 0; j < M; j++) Id[j + j * M] = 1;

@@ -37,7 +37,7 @@ int main(int argc, char **argv) {
     const int p = 10;
     double *X = malloc(sizeof(double) * n * p), *K = malloc(sizeof(double) * n * n);
     for (int64_t i = 0; i < n * p; i++) X[i] = krr_rng_normal(7, (uint64_t)i);
-    krr_kernel kr = {KRR_RBF, 3.2};
+    krr_kernel kr = {.type = KRR_RBF, .bandwidth = 3.2};
     if (krr_kernel_matrix_host(ctx, KRR_DOUBLE, &kr, X, n, X, n, p, K) != KRR_OK) return 1;
     for (int pr = 1; pr >= 0; pr--) {
       const krr_precision prec = pr ? KRR_DOUBLE : KRR_FLOAT;

@@ -81,7 +81,7 @@ static const char *kname[KRR_N_KERNELS] = {KRR_KERNEL_LIST(KNAME_)};
 /* pairs/s of one kernel_mv call shape; n2 calibrated so one call ~0.5 s */
 static double time_mv(krr_ctx *ctx, int dbl, int type, int p, int64_t *n2_used, double *cpu_rate) {
   const int64_t n1 = 2048;
-  krr_kernel k = {(krr_kernel_type)type, sqrt((double)p)};
+  krr_kernel k = {.type = (krr_kernel_type)type, .bandwidth = sqrt((double)p)};
   int64_t n2 = 4096;
   double rate = 0;
   for (int pass = 0; pass < 2; pass++) {

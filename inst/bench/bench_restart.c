@@ -26,7 +26,7 @@ int main(int argc, char **argv) {
   if (fread(X, sizeof(double), n * p, fp) != (size_t)(n * p) || fread(y, sizeof(double), n, fp) != (size_t)n)
     return 2;
   fclose(fp);
-  krr_kernel k = {(krr_kernel_type)atoi(argv[2]), atof(argv[3])};
+  krr_kernel k = {.type = (krr_kernel_type)atoi(argv[2]), .bandwidth = atof(argv[3])};
   double lambda = atof(argv[4]);
   int reps = atoi(argv[5]), max_passes = atoi(argv[6]), threads = atoi(argv[7]);
   const char *only = argc > 8 && !strchr(argv[8], '=') ? argv[8] : NULL;

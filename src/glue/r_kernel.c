@@ -230,8 +230,8 @@ SEXP ffi_features_apply(SEXP xnew, SEXP theta, SEXP kernel, SEXP bandwidth, SEXP
                         SEXP seed, SEXP precision, SEXP device, SEXP threads) {
   askotch_glue_check_matrix(xnew, "xnew");
   askotch_glue_check_matrix(theta, "theta");
-  krr_kernel k = {(krr_kernel_type)askotch_glue_int1(kernel, "kernel"),
-                  askotch_glue_num1(bandwidth, "bandwidth")};
+  krr_kernel k = {.type = (krr_kernel_type)askotch_glue_int1(kernel, "kernel"),
+                  .bandwidth = askotch_glue_num1(bandwidth, "bandwidth")};
   double M = askotch_glue_num1(features, "features");
   (void)precision; /* krr_features_apply works in double */
   int dev = askotch_glue_device_of(device);
@@ -285,7 +285,7 @@ SEXP askotch_glue_kernel_info(void) {
   SEXP label = PROTECT(Rf_allocVector(STRSXP, nk)), formula = PROTECT(Rf_allocVector(STRSXP, nk));
   SEXP unit = PROTECT(Rf_allocVector(REALSXP, nk)), power = PROTECT(Rf_allocVector(INTSXP, nk));
   for (int i = 0; i < nk; i++) {
-    const krr_kernel k1 = {(krr_kernel_type)i, 1.0};
+    const krr_kernel k1 = {.type = (krr_kernel_type)i, .bandwidth = 1.0};
     SET_STRING_ELT(name, i, Rf_mkChar(krr_kernel_name(k1.type)));
     SET_STRING_ELT(metric, i, Rf_mkChar(krr_kernel_is_l1(i) ? "L1" : "L2"));
     SET_STRING_ELT(label, i, Rf_mkChar(krr_kernel_label(k1.type)));
@@ -335,7 +335,7 @@ static krr_kernel kernel_of(SEXP kernel, SEXP bandwidth) {
   if (!Rf_isNumeric(kernel) || XLENGTH(kernel) != 1 || !Rf_isNumeric(bandwidth) ||
       XLENGTH(bandwidth) != 1)
     askotch_glue_raise_status(KRR_ERR_INPUT, "kernel and bandwidth must be single numbers");
-  krr_kernel k = {(krr_kernel_type)Rf_asInteger(kernel), Rf_asReal(bandwidth)};
+  krr_kernel k = {.type = (krr_kernel_type)Rf_asInteger(kernel), .bandwidth = Rf_asReal(bandwidth)};
   if (!KRR_KERNEL_LISTED((int)k.type))
     askotch_glue_raise_status(KRR_ERR_INPUT, "unknown kernel code");
   if (!(k.bandwidth > 0) || !isfinite(k.bandwidth))

@@ -69,6 +69,8 @@ FITU <- krr(y ~ a + b, data = GO, mean = ~ a, lambda = LAM, bandwidth = 1.3,
 FITN <- krr(y ~ a + b, data = GO, noise = ~ a, bandwidth = 1.3, threads = 1)
 FITG <- kernel_machine(X, CL, loss = loss_logistic(), posterior = "laplace", lambda = 0.5,
                        bandwidth = 1.3, threads = 1)
+FITC <- krr(X, Y, kernel = kernel_rbf(1.3, dims = 1) + kernel_periodic(1, 1, dims = 2),
+            lambda = LAM, solver = cholesky(), threads = 1)
 
 # the exact predictions at XT for data (x, y) (standardised like krr())
 exact <- function(x = X, y = Y, xt = XT, kernel = "rbf", bw = BW, lambda = LAM) {
@@ -137,7 +139,11 @@ corruptions <- list(
   "a constant beside a trend" = list(corrupt(FITU, y_center = 1), "`y_center`"),
   "negative noise scale" = list(corrupt(FITN, noise = modifyList(FITN$noise, list(scale = -1))),
                                 "`noise`"),
-  "unknown posterior" = list(corrupt(FITG, posterior = "exact"), "`posterior`")
+  "unknown posterior" = list(corrupt(FITG, posterior = "exact"), "`posterior`"),
+  "composite numbers out of step" = list(corrupt(FITC, kernel = modifyList(
+    FITC$kernel, list(spec = FITC$kernel$spec * 2))), "`kernel`"),
+  "composite without its numbers" = list(corrupt(FITC, kernel = modifyList(
+    FITC$kernel, list(spec = NULL))), "`kernel`")
 )
 methods <- list(
   predict = function(f) predict(f, XT), print = function(f) print(f),
@@ -330,7 +336,19 @@ cases <- list(
   val("kernel matern52", fit0(kernel = kernel_matern("5/2", 2)),
       pred_close(XT, exact(kernel = "matern52", bw = 2), 1e-8)),
   val("kernel alias \"Gaussian\"", fit0(kernel = "Gaussian"), pred_close(XT, exact(), 1e-8)),
-  err("kernel_matern(nu = 1)", kernel_matern(nu = 1), "`nu`"),
+  err("kernel_matern(nu = 0)", kernel_matern(nu = 0), "`nu`"),
+  err("kernel_matern(nu = 30)", kernel_matern(nu = 30), "`nu`"),
+  err("kernel dims beyond x", fit0(kernel = kernel_rbf(1, dims = 7)), "`dims`"),
+  err("kernel dims not a column name", fit0(kernel = kernel_rbf(1, dims = "zz")), "`dims`"),
+  err("kernel dims zero", kernel_rbf(1, dims = 0), "`dims`"),
+  err("kernel minus kernel", kernel_rbf(1) - kernel_rbf(1), "`\\+` and `\\*`"),
+  err("kernel plus a number", kernel_rbf(1) + 2, "kernels"),
+  err("composite with a bandwidth", fit0(kernel = kernel_rbf(1) + kernel_rbf(2), bandwidth = 1),
+      "`bandwidth`"),
+  err("periodic without a period", kernel_periodic(), "`period`"),
+  err("polynomial degree 0", kernel_polynomial(degree = 0), "`degree`"),
+  err("great-circle on one column", kernel_rbf(1, dims = 1, distance = "great_circle"),
+      "two columns"),
   err("kernel_matern(nu = NA)", kernel_matern(nu = NA), "`nu`"),
   err("kernel_rbf(-1)", kernel_rbf(-1), "`bandwidth`"),
   err("kernel_laplace(\"x\")", kernel_laplace("x"), "`bandwidth`"),

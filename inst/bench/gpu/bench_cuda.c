@@ -105,7 +105,7 @@ static double time_mv(krr_ctx *ctx, krr_precision prec, int kt, int64_t n1, int6
     ctx->ops->randn_d(ctx, n2 * p, 2, 0, X2);
     ctx->ops->randn_d(ctx, n2 * q, 3, 0, V);
   }
-  krr_kernel k = {(krr_kernel_type)kt, sqrt((double)p)};
+  krr_kernel k = {.type = (krr_kernel_type)kt, .bandwidth = sqrt((double)p)};
   double best = 1e30;
   for (int r = 0; r < 4; r++) {
     if (ctx->ops->sync(ctx) != KRR_OK) die(ctx, "sync");

@@ -30,8 +30,8 @@ krr_status krr_kernel_block_polled(krr_ctx *ctx, krr_precision prec, const krr_k
                                    const void *X1, int64_t n1, const void *X2, int64_t n2, int p,
                                    void *out, int64_t ldo);
 /* Composite kernels (kcomp.c): the products, blocks and diagonal (host
- * out) of a KRR_COMPOSITE kernel, through the device table; the polled
- * products above hand a composite to these. */
+ * out) of a KRR_COMPOSITE kernel, through the device table; the _any forms
+ * take a listed kernel (the polled products above) or a composite. */
 krr_status krr_kcomp_mv(krr_ctx *ctx, krr_precision prec, const krr_kernel *k, const void *X1,
                         int64_t n1, const void *X2, int64_t n2, int p, const void *V, int64_t ldv,
                         int q, void *out, int64_t ldo);
@@ -39,6 +39,12 @@ krr_status krr_kcomp_block(krr_ctx *ctx, krr_precision prec, const krr_kernel *k
                            int64_t n1, const void *X2, int64_t n2, int p, void *out, int64_t ldo);
 krr_status krr_kcomp_diag(krr_ctx *ctx, krr_precision prec, const krr_kernel *k, const void *X,
                           int64_t n, int p, double *out);
+krr_status krr_kernel_mv_any(krr_ctx *ctx, krr_precision prec, const krr_kernel *k, const void *X1,
+                             int64_t n1, const void *X2, int64_t n2, int p, const void *V,
+                             int64_t ldv, int q, void *out, int64_t ldo);
+krr_status krr_kernel_block_any(krr_ctx *ctx, krr_precision prec, const krr_kernel *k,
+                                const void *X1, int64_t n1, const void *X2, int64_t n2, int p,
+                                void *out, int64_t ldo);
 /* rows of X1 per chunk for a product against n2 points of p coordinates
  * and q right-hand sides */
 int64_t krr_kernel_chunk_rows(int64_t n2, int p, int q);

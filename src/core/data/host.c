@@ -31,58 +31,10 @@ const char *krr_kernel_formula(krr_kernel_type t) {
 #undef FORMULA_
 }
 
-/* About 2^32 kernel-coordinate units per chunk, a multiple of 256 rows and
- * at least 256.  One core does about 2.6e10-9e10 units per second in
- * kernel_mv (RBF, p = 10 and 784, float and double: inst/bench/RESULTS.md),
- * so a chunk takes ~0.05-0.17 s on one core, less with threads: short enough
- * to poll for interrupts between chunks.  256 rows is the CPU backend's
- * GEMM-path row tile: smaller chunks would run quarter-empty tiles and
- * recompute X2's row norms for every call. */
-int64_t krr_kernel_chunk_rows(int64_t n2, int p, int q) {
-  double per_row = (double)(n2 > 1 ? n2 : 1) * ((double)p + 2.0 * (q > 0 ? q : 1) + 16.0);
-  double r = 4294967296.0 / per_row;
-  if (r < 256) r = 256;
-  if (r > 1e9) r = 1e9;
-  return ((int64_t)r + 255) / 256 * 256;
-}
-
-krr_status krr_kernel_mv_polled(krr_ctx *ctx, krr_precision prec, const krr_kernel *k,
-                                const void *X1, int64_t n1, const void *X2, int64_t n2, int p,
-                                const void *V, int64_t ldv, int q, void *out, int64_t ldo) {
-  if (k->type == KRR_COMPOSITE)
-    return krr_kcomp_mv(ctx, prec, k, X1, n1, X2, n2, p, V, ldv, q, out, ldo);
-  size_t es = krr_sizeof(prec);
-  int64_t c = krr_kernel_chunk_rows(n2, p, q);
-  if (n1 <= c) return KOP(ctx, prec, kernel_mv, k, X1, n1, X2, n2, p, V, ldv, q, out, ldo);
-  for (int64_t i0 = 0; i0 < n1; i0 += c) {
-    int64_t r = n1 - i0 < c ? n1 - i0 : c;
-    KTRY(krr_poll(ctx));
-    KTRY(KOP(ctx, prec, kernel_mv, k, KAT(X1, i0 * p, es), r, X2, n2, p, V,
-             ldv, q, KAT(out, i0, es), ldo));
-  }
-  return krr_poll(ctx);
-}
-
-krr_status krr_kernel_block_polled(krr_ctx *ctx, krr_precision prec, const krr_kernel *k,
-                                   const void *X1, int64_t n1, const void *X2, int64_t n2, int p,
-                                   void *out, int64_t ldo) {
-  if (k->type == KRR_COMPOSITE) return krr_kcomp_block(ctx, prec, k, X1, n1, X2, n2, p, out, ldo);
-  size_t es = krr_sizeof(prec);
-  int64_t c = krr_kernel_chunk_rows(n2, p, 1);
-  if (n1 <= c) return KOP(ctx, prec, kernel_block, k, X1, n1, X2, n2, p, out, ldo);
-  for (int64_t i0 = 0; i0 < n1; i0 += c) {
-    int64_t r = n1 - i0 < c ? n1 - i0 : c;
-    KTRY(krr_poll(ctx));
-    KTRY(KOP(ctx, prec, kernel_block, k, KAT(X1, i0 * p, es), r, X2, n2, p,
-             KAT(out, i0, es), ldo));
-  }
-  return krr_poll(ctx);
-}
-
 /* OUT = K(X1, X2) V with X1 taken in blocks of rows (the new points of a
  * prediction): X2 and V are converted and uploaded once, each block of X1 is
  * converted into one reused buffer of at most max(KRR_APPLY_BLOCK_ELEMS,
- * KRR_APPLY_MIN_ROWS x p) elements and multiplied by krr_kernel_mv_polled
+ * KRR_APPLY_MIN_ROWS x p) elements and multiplied by krr_kernel_mv_any
  * (kernel_mv calls, tiled and multi-threaded inside), so memory beyond the inputs and X2's
  * copy is O(block x (p + q)), never n1 x n2 nor a second copy of all of X1.
  * The environment variable ASKOTCH_APPLY_BLOCK (rows >= 1) overrides the
@@ -121,7 +73,7 @@ krr_status krr_kernel_apply_host(krr_ctx *ctx, krr_precision prec, const krr_ker
     const int64_t m = n1 - i0 < nb ? n1 - i0 : nb;
     krr_points_rows_to_prec(prec, X1, n1, i0, m, p, stage);
     st = ctx->ops->upload(ctx, dX1, stage, es * (size_t)(m * p));
-    if (st == KRR_OK) st = krr_kernel_mv_polled(ctx, prec, k, dX1, m, dX2, n2, p, dV, n2, q, dO, m);
+    if (st == KRR_OK) st = krr_kernel_mv_any(ctx, prec, k, dX1, m, dX2, n2, p, dV, n2, q, dO, m);
     if (st == KRR_OK) st = krr_download_vec(ctx, prec, dO, m * (int64_t)q, hO);
     if (st == KRR_OK)
       for (int c = 0; c < q; c++)
@@ -155,7 +107,7 @@ krr_status krr_kernel_matrix_host(krr_ctx *ctx, krr_precision prec, const krr_ke
   krr_status st = krr_upload_points(ctx, prec, X1, n1, p, &dX1);
   if (st == KRR_OK) st = krr_upload_points(ctx, prec, X2, n2, p, &dX2);
   if (st == KRR_OK && !(dO = krr_dalloc(ctx, n1 * n2, es))) st = ctx->status;
-  if (st == KRR_OK) st = krr_kernel_block_polled(ctx, prec, k, dX1, n1, dX2, n2, p, dO, n1);
+  if (st == KRR_OK) st = krr_kernel_block_any(ctx, prec, k, dX1, n1, dX2, n2, p, dO, n1);
   if (st == KRR_OK) st = krr_download_vec(ctx, prec, dO, n1 * n2, out);
   krr_dfree(ctx, &dX1); krr_dfree(ctx, &dX2); krr_dfree(ctx, &dO);
   return st;

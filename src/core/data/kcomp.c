@@ -285,6 +285,21 @@ krr_status krr_kcomp_block(krr_ctx *ctx, krr_precision prec, const krr_kernel *k
   return st;
 }
 
+krr_status krr_kernel_mv_any(krr_ctx *ctx, krr_precision prec, const krr_kernel *k, const void *X1,
+                             int64_t n1, const void *X2, int64_t n2, int p, const void *V,
+                             int64_t ldv, int q, void *out, int64_t ldo) {
+  if (k->type == KRR_COMPOSITE)
+    return krr_kcomp_mv(ctx, prec, k, X1, n1, X2, n2, p, V, ldv, q, out, ldo);
+  return krr_kernel_mv_polled(ctx, prec, k, X1, n1, X2, n2, p, V, ldv, q, out, ldo);
+}
+
+krr_status krr_kernel_block_any(krr_ctx *ctx, krr_precision prec, const krr_kernel *k,
+                                const void *X1, int64_t n1, const void *X2, int64_t n2, int p,
+                                void *out, int64_t ldo) {
+  if (k->type == KRR_COMPOSITE) return krr_kcomp_block(ctx, prec, k, X1, n1, X2, n2, p, out, ldo);
+  return krr_kernel_block_polled(ctx, prec, k, X1, n1, X2, n2, p, out, ldo);
+}
+
 /* host out[i] = K(x_i, x_i): 1 for every stationary component; the linear
  * and polynomial ones are evaluated at the pairs (x_i, x_i) */
 static krr_status kc_diag_run(kc_call *k, int64_t n, double *out, double *prod, double *hv) {

@@ -36,16 +36,14 @@ static krr_status ex_block_load(krr_op *op, krr_block *blk) {
 
 static krr_status ex_mv(krr_op *op, const krr_block *A, const krr_block *B, const void *V,
                         int64_t ldv, int q, void *out, int64_t ldo) {
-  return krr_kernel_mv_polled(op->ctx, op->prec, &op->kernel, points(op, A),
-                              krr_block_rows(op, A), points(op, B), krr_block_rows(op, B), op->p,
-                              V, ldv, q, out, ldo);
+  return krr_kernel_mv_any(op->ctx, op->prec, &op->kernel, points(op, A), krr_block_rows(op, A),
+                           points(op, B), krr_block_rows(op, B), op->p, V, ldv, q, out, ldo);
 }
 
 static krr_status ex_mat(krr_op *op, const krr_block *A, const krr_block *B, void *out,
                          int64_t ldo) {
-  return krr_kernel_block_polled(op->ctx, op->prec, &op->kernel, points(op, A),
-                                 krr_block_rows(op, A), points(op, B), krr_block_rows(op, B),
-                                 op->p, out, ldo);
+  return krr_kernel_block_any(op->ctx, op->prec, &op->kernel, points(op, A), krr_block_rows(op, A),
+                              points(op, B), krr_block_rows(op, B), op->p, out, ldo);
 }
 
 static krr_status ex_diag(krr_op *op, const krr_block *A, double *out) {

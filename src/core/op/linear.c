@@ -163,7 +163,7 @@ static const krr_op_vt linear_vt = {
 static krr_status make(krr_ctx *ctx, krr_precision prec, const void *X, int64_t n, int p,
                        krr_op **out) {
   /* the kernel field is not used: the operator's kernel is x'y */
-  krr_kernel none = {KRR_RBF, 1.0};
+  krr_kernel none = {.type = KRR_RBF, .bandwidth = 1.0};
   KTRY(krr_op_new(ctx, &linear_vt, prec, n, p, none, sizeof(linear_t), out));
   LN(*out)->X = X;
   (*out)->nfeat = p;
