@@ -126,6 +126,11 @@ settings_composite <- function(args, xs, xnames, seed, loss, standardize, call) 
     abort_askotch(paste("A great-circle distance needs longitude and latitude in degrees:",
                         "use `standardize = FALSE` (or \"auto\")."), "input", call)
   }
+  if (identical(args$posterior, "laplace")) {
+    abort_askotch(paste("The GP classifier (posterior = \"laplace\") takes one kernel of the",
+                        "list (kernel_rbf() and the like), not a composite kernel."),
+                  "input", call)
+  }
   ml <- NROW(composite_params(k)$table) > 0L
   if (ml && loss$name != "squared") {
     abort_askotch(paste("Hyperparameters \"ml\" of a composite kernel need the squared loss;",

@@ -528,7 +528,12 @@ SEXP ffi_gp_slq(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP n
   SEXP terms = PROTECT(Rf_allocVector(REALSXP, o.probes > 0 ? o.probes : 0));
   krr_slq_result res = {0};
   const int dev = askotch_glue_device_of(device);
-  const krr_kernel k = kernel_of(kernel, bandwidth);
+  /* a composite kernel has the likelihood here, its gradient only exactly */
+  const int comp = askotch_glue_int1(kernel, "kernel") == (int)KRR_COMPOSITE;
+  if (comp && g > 0)
+    askotch_glue_raise_status(KRR_ERR_INPUT, "a composite kernel has no stochastic gradient");
+  const krr_kernel k =
+      comp ? askotch_glue_kernel(kernel, bandwidth, p) : kernel_of(kernel, bandwidth);
   const double lam = askotch_glue_num1(lambda, "lambda");
   const int nth = askotch_glue_threads(askotch_glue_int1(threads, "threads"));
   krr_ctx ctx;

@@ -232,6 +232,23 @@ test_that("a composite kernel with a mean function: ML and REML are the exact li
   }
 })
 
+test_that("a composite fit's likelihood above the exact range is the stochastic estimate", {
+  set.seed(8)
+  n <- 2300
+  x <- cbind(a = runif(n), b = runif(n))
+  y <- sin(5 * x[, 1]) + cos(3 * x[, 2]) + rnorm(n, sd = 0.1)
+  k <- kernel_rbf(0.3, dims = 1) + kernel_matern32(0.5, dims = 2)
+  fit <- krr(x, y, kernel = k, lambda = 0.05, threads = 1, seed = 1)
+  ll <- logLik(fit)
+  K <- ffi("native_kernel_matrix")(x, x, fit$kernel)
+  R <- chol(K + 0.05 * diag(n))
+  yc <- y - mean(y)
+  a <- backsolve(R, backsolve(R, yc, transpose = TRUE))
+  exact <- -n / 2 * log(2 * pi * sum(yc * a) / n) - n / 2 - sum(log(diag(R)))
+  expect_true(is.finite(attr(ll, "se")))
+  expect_lt(abs(as.numeric(ll) - exact), 4 * attr(ll, "se") + 1e-6 * abs(exact))
+})
+
 test_that("composite kernels refuse what they cannot do, with classed errors", {
   x <- ka_data(40)
   y <- x[, 1]
@@ -265,6 +282,10 @@ test_that("composite kernels refuse what they cannot do, with classed errors", {
                class = "askotch_error_input")
   fit <- krr(x, y, kernel = kernel_rbf(1, dims = 1), lambda = 1, threads = 1)
   expect_error(vcov(fit), class = "askotch_error_input")
+  expect_error(simulate(fit, nsim = 2, seed = 1, method = "pathwise"),
+               class = "askotch_error_input")
+  expect_error(kernel_machine(x, factor(y > 0.5), loss = loss_logistic(), posterior = "laplace",
+                              kernel = kernel_rbf(0.3, dims = 1)), class = "askotch_error_input")
   # a fixed composite fits the other losses
   km <- kernel_machine(x, factor(y > 0.5), kernel = kernel_rbf(0.5, dims = 1) +
                          kernel_linear(dims = 2), lambda = 0.01, threads = 1)
