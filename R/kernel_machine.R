@@ -113,6 +113,15 @@
 #'   `loss = loss_logistic()`, read the fit as the posterior mode of a
 #'   Gaussian-process classifier and add its Laplace approximation; see *GP
 #'   classification*.
+#' @param probability (by name only) `TRUE`: class probabilities for any
+#'   classification loss by Platt scaling, as LIBSVM's `-b 1`: the fit's
+#'   decision values are mapped by \eqn{1 / (1 + e^{A f + B})}, with
+#'   \eqn{A, B} fitted by maximum likelihood (Platt's smoothed targets,
+#'   Newton's method as in Lin, Lin and Weng 2007) to out-of-fold decision
+#'   values of 5-fold cross-validation with the same kernel, \eqn{\lambda},
+#'   loss and solver, one sigmoid per one-vs-rest column (so the fit costs
+#'   about six fits). `predict(type = "prob")` then returns them;
+#'   `fit$platt` holds \eqn{A, B}.
 #' @param ... For `kernel_machine.formula()`, arguments passed to
 #'   `kernel_machine.default()`. Unknown arguments are an error.
 #' @return An object of class `c("kernel_machine", "krr")` with the
@@ -125,6 +134,13 @@
 #'   `print()`, [summary()][summary.kernel_machine], [plot()][plot.kernel_machine],
 #'   `coef()`, `fitted()`, `residuals()`, [refit()].
 #' @seealso [losses], [joker()], [krr()]
+#' @references Lin, H.-T., Lin, C.-J. and Weng, R. C. (2007). A note on
+#'   Platt's probabilistic outputs for support vector machines. *Machine
+#'   Learning* 68, 267-276.
+#'
+#'   Platt, J. C. (1999). Probabilistic outputs for support vector machines
+#'   and comparisons to regularized likelihood methods. In *Advances in Large
+#'   Margin Classifiers*, MIT Press.
 #' @examples
 #' set.seed(1)
 #' x <- matrix(runif(400), ncol = 2)
@@ -144,6 +160,10 @@
 #'                       threads = 1)
 #' table(predict(svm, x), cls)
 #' plot(svm)
+#' # with Platt-scaled class probabilities (5-fold cross-validation)
+#' svm_p <- kernel_machine(x, cls, loss = loss_hinge(), lambda = 0.1,
+#'                         probability = TRUE, threads = 1)
+#' head(predict(svm_p, x, type = "prob"))
 #' @export
 kernel_machine <- function(x, ...) UseMethod("kernel_machine")
 
@@ -159,17 +179,20 @@ kernel_machine.default <- function(x, y, loss = loss_squared(), kernel = "auto",
                                    threads = NULL, mem_limit = NULL,
                                    keep_state = FALSE, features = NULL,
                                    intercept = FALSE, weights = NULL, ...,
-                                   posterior = "none") {
+                                   posterior = "none", probability = FALSE) {
   ecall <- krr_call(sys.call())
   check_no_dots(list(...), "kernel_machine", ecall)
   if (missing(y)) abort_askotch("`y` is missing.", "input", ecall)
   loss <- as_loss(loss, ecall)
   posterior <- check_posterior(posterior, loss, intercept, features, weights, ecall)
+  check_flag(probability, "probability", ecall)
   args <- fit_args(environment(), bandwidth_given = !missing(bandwidth))
-  fit_model(x, y, loss, args, machine = TRUE,
-            call = tryCatch(match.call(kernel_machine.default, ecall),
-                            error = function(e) ecall),
-            ecall = ecall)
+  fit <- fit_model(x, y, loss, args, machine = TRUE,
+                   call = tryCatch(match.call(kernel_machine.default, ecall),
+                                   error = function(e) ecall),
+                   ecall = ecall)
+  if (probability) fit <- platt_calibrate(fit, ecall)
+  fit
 }
 
 #' @rdname kernel_machine
@@ -214,13 +237,14 @@ check_posterior <- function(posterior, loss, intercept, features, weights, call)
 #' @param type `"response"` (numeric predictions for regression, the class
 #'   for classification), `"class"`, `"decision"` (the decision values
 #'   \eqn{F(x)}, including the bias and, for regression, the target mean)
-#'   or `"prob"` (the logistic loss only).
+#'   or `"prob"` (the logistic loss, or a fit with `probability = TRUE`).
 #' @param device As for [predict.krr()].
 #' @param se.fit For a `posterior = "laplace"` fit and `type = "decision"`:
 #'   also return the latent function's posterior standard deviation.
 #' @param ... Unused; any argument given here is an error naming it.
 #' @return As [predict.krr()]; for `type = "prob"` the probability of the
-#'   second level \eqn{1 / (1 + e^{-F})} (binary), or a matrix with one
+#'   second level: \eqn{1 / (1 + e^{A F + B})} for a fit with `probability =
+#'   TRUE` (Platt scaling), else \eqn{1 / (1 + e^{-F})} (binary), or a matrix with one
 #'   column per class (one-vs-rest). For a `posterior = "laplace"` fit the
 #'   probability is averaged over the latent posterior \eqn{N(\mu, v)}
 #'   (the probit approximation \eqn{\sigma(\mu / \sqrt{1 + \pi v / 8})});
@@ -269,13 +293,14 @@ predict.kernel_machine <- function(object, newdata = NULL,
   if (type != "prob") {
     return(predict.krr(object, newdata, type = type, device = device))
   }
+  s <- predict.krr(object, newdata, type = "decision", device = device)
+  if (!is.null(object$platt)) return(platt_prob(object, s))
   if (fit_loss(object)$name != "logistic") {
     abort_askotch(sprintf(paste(
-      "`type = \"prob\"` needs a fit with the logistic loss, not the %s",
-      "loss; use type = \"decision\" for the decision values."),
-      fit_loss(object)$name), "input")
+      "`type = \"prob\"` needs a fit with the logistic loss or `probability = TRUE`",
+      "(the %s loss has no probabilities of its own); use type = \"decision\" for",
+      "the decision values."), fit_loss(object)$name), "input")
   }
-  s <- predict.krr(object, newdata, type = "decision", device = device)
   p <- stats::plogis(s)
   if (is.matrix(p)) p <- p / rowSums(p)
   p
@@ -374,6 +399,12 @@ summary.kernel_machine <- function(object, ...) {
       sprintf("; log marginal likelihood %s", format(signif(laplace_loglik(object)$loglik, 6)))
     } else ""
     extra <- c(extra, "Posterior" = paste0("Laplace approximation (GP classifier)", ll))
+  }
+  if (!is.null(object$platt)) {
+    extra <- c(extra, "Probabilities" = sprintf(
+      "Platt scaling on %d-fold out-of-fold decision values (A = %s, B = %s)",
+      object$platt$folds, paste(format(signif(object$platt$A, 4)), collapse = ", "),
+      paste(format(signif(object$platt$B, 4)), collapse = ", ")))
   }
   s$extra <- extra
   class(s) <- c("summary.kernel_machine", "summary.krr")

@@ -34,6 +34,12 @@ validate_krr <- function(fit, call = NULL, arg = "object") {
                                   fit_loss(fit)$name != "logistic")) {
     bad("posterior", "must be NULL, or \"laplace\" for a logistic kernel machine")
   }
+  pl <- fit$platt
+  if (!is.null(pl) && (!is.list(pl) || !inherits(fit, "kernel_machine") ||
+                       !is.numeric(pl$A) || !is.numeric(pl$B) || length(pl$A) != fit$m ||
+                       length(pl$B) != fit$m || !all(is.finite(c(pl$A, pl$B))))) {
+    bad("platt", "must be NULL or list(A, B) of one finite sigmoid per output column")
+  }
   check_fit_tuning(fit$tuning, bad)
   fit
 }
@@ -96,10 +102,13 @@ check_fit_extras <- function(fit, bad) {
   for (f in c("primal", "dual", "gap")) {
     if (!is.null(fit[[f]]) && !one(fit[[f]])) bad(f, "must be NULL or one number")
   }
+  # counts per output column (one-vs-rest: one per class), the union and the bound
   sp <- fit$support
-  if (!is.null(sp) && (!is.list(sp) ||
-                       !all(vapply(sp[c("count", "at_bound", "any", "bound")], one, NA)))) {
-    bad("support", "must be NULL or a list of the counts `count`, `at_bound`, `any`, `bound`")
+  per_col <- function(v) is.numeric(v) && length(v) == fit$m
+  if (!is.null(sp) && (!is.list(sp) || !per_col(sp$count) || !per_col(sp$at_bound) ||
+                       !one(sp$any) || !one(sp$bound))) {
+    bad("support", paste("must be NULL or a list of the counts `count`, `at_bound` (one per",
+                         "output column), `any` and the bound `bound`"))
   }
   ml <- fit$mem_limit
   if (!is.null(ml) && (!one(ml) || is.na(ml) || ml < 0)) {
