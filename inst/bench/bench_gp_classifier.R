@@ -2,8 +2,10 @@
 # "laplace")) on Sonar (mlbench) and spam (kernlab): held-out accuracy,
 # expected calibration error (10 equal-width bins of the predicted
 # probability of the second class) and log loss, against the logistic
-# kernel machine with its default C = 1 and LIBSVM with Platt scaling
-# (e1071::svm(probability = TRUE), its defaults), the same random splits.
+# kernel machine with its default C = 1, the hinge-loss kernel machine with
+# Platt scaling (kernel_machine(probability = TRUE)) and LIBSVM with Platt
+# scaling (e1071::svm(probability = TRUE), its defaults), the same random
+# splits.
 #
 # Rscript inst/bench/bench_gp_classifier.R [sonar_splits] [spam_splits]
 suppressPackageStartupMessages({
@@ -30,6 +32,10 @@ models <- list(
   },
   "askotch logistic, C = 1 (default)" = function(x, y, xt) {
     f <- kernel_machine(x, y, loss = loss_logistic(), threads = 2)
+    predict(f, xt, type = "prob")
+  },
+  "askotch hinge + Platt (defaults)" = function(x, y, xt) {
+    f <- kernel_machine(x, y, loss = loss_hinge(), probability = TRUE, threads = 2)
     predict(f, xt, type = "prob")
   },
   "e1071::svm + Platt (defaults)" = function(x, y, xt) {
