@@ -16,7 +16,10 @@
 #include <string.h>
 #include "../kcomp_math.h"
 
-#define KC_TILE_R 1024
+/* 2^21 entries (16 MiB in double): enough work in each primitive for the
+ * CPU backend's whole team (src/cpu/cpu.h: about 4e7 work units a thread,
+ * 20 + 3 p units a kernel entry) */
+#define KC_TILE_R 2048
 #define KC_TILE_C 1024
 /* device buffers of one call: per component an index and the gathered
  * points of X1 and of X2, then the tiles and a product */
