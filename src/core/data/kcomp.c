@@ -205,6 +205,56 @@ static krr_status kc_tile(kc_call *k, int64_t i0, int64_t r, int64_t j0, int64_t
   return KRR_OK;
 }
 
+/* where the tiles of a product go: OUT (+)= T V, or OUT = T */
+typedef struct {
+  const void *V;
+  int64_t ldv;
+  int q;
+  void *out;
+  int64_t ldo;
+} kc_dest;
+
+/* a tile T (r x s) of the terms, times a, into rows i0.. and columns j0.. */
+typedef krr_status (*kc_use)(kc_call *k, int64_t i0, int64_t r, int64_t j0, int64_t s, void *T,
+                             double a, const kc_dest *d);
+
+static krr_status mv_use(kc_call *k, int64_t i0, int64_t r, int64_t j0, int64_t s, void *T,
+                         double a, const kc_dest *d) {
+  return KOP(k->ctx, k->prec, gemm, 0, 0, r, d->q, s, a, T, r, KAT(d->V, j0, k->es), d->ldv, 1.0,
+             KAT(d->out, i0, k->es), d->ldo);
+}
+
+static krr_status block_use(kc_call *k, int64_t i0, int64_t r, int64_t j0, int64_t s, void *T,
+                            double a, const kc_dest *d) {
+  krr_ctx *ctx = k->ctx;
+  if (a != 1.0) KTRY(KOP(ctx, k->prec, axpby, r * s, a - 1.0, T, 1.0, T));
+  for (int64_t c = 0; c < s; c++)
+    KTRY(ctx->ops->copy(ctx, KAT(d->out, i0 + (j0 + c) * d->ldo, k->es), KAT(T, c * r, k->es),
+                        (size_t)r * k->es));
+  return KRR_OK;
+}
+
+/* every tile of the n1 x n2 product (the terms, without the fast ones when
+ * skip_fast), handed to `use`, polling between tiles */
+static krr_status kc_tiles(kc_call *k, int64_t n1, int64_t n2, int skip_fast, kc_use use,
+                           const kc_dest *d) {
+  const int64_t R = n1 < KC_TILE_R ? n1 : KC_TILE_R, C = n2 < KC_TILE_C ? n2 : KC_TILE_C;
+  void *T = kc_alloc(k, R * C, k->es), *P = kc_alloc(k, R * C, k->es);
+  void *Q = kc_alloc(k, R * C, k->es);
+  if (!T || !P || !Q) return k->ctx->status;
+  for (int64_t i0 = 0; i0 < n1; i0 += R) {
+    const int64_t r = n1 - i0 < R ? n1 - i0 : R;
+    for (int64_t j0 = 0; j0 < n2; j0 += C) {
+      const int64_t s = n2 - j0 < C ? n2 - j0 : C;
+      double a;
+      KTRY(krr_poll(k->ctx));
+      KTRY(kc_tile(k, i0, r, j0, s, skip_fast, T, P, Q, &a));
+      KTRY(use(k, i0, r, j0, s, T, a, d));
+    }
+  }
+  return krr_poll(k->ctx);
+}
+
 static krr_status kc_mv_run(kc_call *k, int64_t n1, int64_t n2, const void *V, int64_t ldv, int q,
                             void *out, int64_t ldo) {
   krr_ctx *ctx = k->ctx;
@@ -228,21 +278,8 @@ static krr_status kc_mv_run(kc_call *k, int64_t n1, int64_t n2, const void *V, i
                KAT(out, c * ldo, es)));
   }
   if (!tiles) return KRR_OK;
-  const int64_t R = n1 < KC_TILE_R ? n1 : KC_TILE_R, C = n2 < KC_TILE_C ? n2 : KC_TILE_C;
-  void *T = kc_alloc(k, R * C, es), *P = kc_alloc(k, R * C, es), *Q = kc_alloc(k, R * C, es);
-  if (!T || !P || !Q) return ctx->status;
-  for (int64_t i0 = 0; i0 < n1; i0 += R) {
-    const int64_t r = n1 - i0 < R ? n1 - i0 : R;
-    for (int64_t j0 = 0; j0 < n2; j0 += C) {
-      const int64_t s = n2 - j0 < C ? n2 - j0 : C;
-      KTRY(krr_poll(ctx));
-      double a;
-      KTRY(kc_tile(k, i0, r, j0, s, 1, T, P, Q, &a));
-      KTRY(KOP(ctx, k->prec, gemm, 0, 0, r, q, s, a, T, r, KAT(V, j0, es), ldv, 1.0,
-               KAT(out, i0, es), ldo));
-    }
-  }
-  return krr_poll(ctx);
+  kc_dest d = {V, ldv, q, out, ldo};
+  return kc_tiles(k, n1, n2, 1, mv_use, &d);
 }
 
 krr_status krr_kcomp_mv(krr_ctx *ctx, krr_precision prec, const krr_kernel *kn, const void *X1,
@@ -257,25 +294,8 @@ krr_status krr_kcomp_mv(krr_ctx *ctx, krr_precision prec, const krr_kernel *kn, 
 }
 
 static krr_status kc_block_run(kc_call *k, int64_t n1, int64_t n2, void *out, int64_t ldo) {
-  krr_ctx *ctx = k->ctx;
-  const size_t es = k->es;
-  const int64_t R = n1 < KC_TILE_R ? n1 : KC_TILE_R, C = n2 < KC_TILE_C ? n2 : KC_TILE_C;
-  void *T = kc_alloc(k, R * C, es), *P = kc_alloc(k, R * C, es), *Q = kc_alloc(k, R * C, es);
-  if (!T || !P || !Q) return ctx->status;
-  for (int64_t i0 = 0; i0 < n1; i0 += R) {
-    const int64_t r = n1 - i0 < R ? n1 - i0 : R;
-    for (int64_t j0 = 0; j0 < n2; j0 += C) {
-      const int64_t s = n2 - j0 < C ? n2 - j0 : C;
-      KTRY(krr_poll(ctx));
-      double a;
-      KTRY(kc_tile(k, i0, r, j0, s, 0, T, P, Q, &a));
-      if (a != 1.0) KTRY(KOP(ctx, k->prec, axpby, r * s, a - 1.0, T, 1.0, T));
-      for (int64_t c = 0; c < s; c++)
-        KTRY(ctx->ops->copy(ctx, KAT(out, i0 + (j0 + c) * ldo, es), KAT(T, c * r, es),
-                            (size_t)r * es));
-    }
-  }
-  return krr_poll(ctx);
+  kc_dest d = {NULL, 0, 0, out, ldo};
+  return kc_tiles(k, n1, n2, 0, block_use, &d);
 }
 
 krr_status krr_kcomp_block(krr_ctx *ctx, krr_precision prec, const krr_kernel *kn, const void *X1,
