@@ -119,7 +119,20 @@ new_composite <- function(terms, call = NULL) {
 #' likelihood in [krr()].
 #'
 #' Products of sums are expanded into sums of products; a composite has at
-#' most 8 kernel components in all. A fit with a composite kernel uses the
+#' most 8 kernel components in all.
+#'
+#' Hyperparameters given as `"ml"` are estimated with \eqn{\lambda} by exact
+#' maximum likelihood (L-BFGS-B with the analytic gradient, the signal
+#' variance profiled) on at most 1000 rows (a random subsample above; option
+#' `askotch.composite_ml_points`), with `mean =` by maximum or restricted
+#' likelihood; bandwidths start from the median distance in their columns,
+#' the others from 1. If every term's amplitude is `"ml"`, the first is held
+#' at 1 (the signal variance carries the overall scale). The estimates are
+#' in `fit$tuning$composite` and [tidy()][tidy.krr]; an estimate on the
+#' edge of its search range warns. Not yet with a composite kernel: `noise
+#' =`, cross-validated \eqn{\lambda}, [vcov()][vcov.krr] and [confint()][confint.krr],
+#' pathwise posterior draws (exact and Nyström variances work) and the GP
+#' classifier. A fit with a composite kernel uses the
 #' data as given (`standardize = "auto"` means no scaling), so that
 #' periods, length scales, `dims` and great-circle distances keep the units
 #' of `x`. The composite is evaluated by the compiled code on every device
