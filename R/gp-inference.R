@@ -25,6 +25,7 @@
 # (-1: log bandwidth; j: log length scale j), whether lambda is, and names.
 gp_hyper <- function(object) {
   tn <- object$tuning
+  if (is_composite_kernel(object$kernel)) return(gp_hyper_composite(object))
   bw <- if (is.null(tn)) "given" else tn$bandwidth_rule
   codes <- switch(bw, ml = -1L, ard = seq_len(object$p), integer(0))
   est_lambda <- !is.null(tn) && identical(tn$lambda_rule, "ml")
@@ -37,8 +38,23 @@ gp_hyper <- function(object) {
   list(codes = codes, est_lambda = est_lambda, names = nm)
 }
 
+# A composite kernel's: its estimated hyperparameters (tuning$composite),
+# lambda when estimated, the signal variances (R/composite-inference.R)
+gp_hyper_composite <- function(object) {
+  tn <- object$tuning
+  est_lambda <- identical(tn$lambda_rule, "ml")
+  s2 <- if (object$m > 1L) paste0("signal_var:", object$y_names) else "signal_var"
+  list(codes = integer(0), est_lambda = est_lambda, composite = TRUE,
+       names = c(composite_param_names(object$kernel, tn$composite),
+                 if (est_lambda) "lambda", s2))
+}
+
 # The point estimates (natural scale) in the order of gp_hyper()'s names
 gp_hyper_values <- function(object, h) {
+  if (isTRUE(h$composite)) {
+    return(c(if (NROW(object$tuning$composite)) object$tuning$composite$estimate,
+             if (h$est_lambda) object$lambda, gp_signal_var(object)))
+  }
   c(if (identical(h$codes, -1L)) object$kernel$bandwidth,
     if (length(h$codes) && !identical(h$codes, -1L)) object$length_scales,
     if (h$est_lambda) object$lambda, gp_signal_var(object))
@@ -229,7 +245,8 @@ vcov.krr <- function(object, ...) {
   check_no_dots(list(...), "vcov", call)
   gp_hyper_check(object, "vcov()", call)
   h <- gp_hyper(object)
-  H <- if (object$n > tune_exact_max_n()) gp_hessian_stochastic(object, h)$hessian else
+  H <- if (isTRUE(h$composite)) composite_hessian(object) else
+    if (object$n > tune_exact_max_n()) gp_hessian_stochastic(object, h)$hessian else
     gp_hessian_exact(object$x, gp_yc(object), object$kernel, object$lambda,
                      h$codes, h$est_lambda, d = gp_dw(object),
                      threads = gp_threads(object))$hessian
@@ -262,10 +279,12 @@ gp_hyper_check <- function(object, what, call) {
     abort_askotch(sprintf("%s is not available for a distributed fit.", what), "input", call)
   }
   gp_check(object, what, call)
-  if (is_composite_kernel(object$kernel)) {
+  if (is_composite_kernel(object$kernel) &&
+      (object$n > tune_exact_max_n() || !is.null(gp_dw(object)))) {
     abort_askotch(sprintf(paste(
-      "%s of the hyperparameters is not available for a composite kernel;",
-      "fit$tuning$composite lists its estimates."), what), "input", call)
+      "%s of a composite kernel's hyperparameters is exact, without observation weights,",
+      "for n <= %d (option askotch.tune_exact_max_n); this fit has n = %d."), what,
+      tune_exact_max_n(), object$n), "input", call)
   }
   if (!is.null(object$trend)) {
     abort_askotch(sprintf(paste(
@@ -301,6 +320,10 @@ confint.krr <- function(object, parm, level = 0.95, method = c("wald", "profile"
   check_level(level, "level", call)
   gp_hyper_check(object, "confint()", call)
   h <- gp_hyper(object)
+  if (method == "profile" && isTRUE(h$composite)) {
+    abort_askotch(paste("Profile intervals are for a listed kernel's bandwidth and lambda;",
+                        "use method = \"wald\" for a composite kernel."), "input", call)
+  }
   ci <- gp_wald(gp_log_se(object, h), level)
   if (method == "profile") ci <- gp_profile_rows(object, h, ci, level)
   colnames(ci) <- sprintf("%s %%", format(100 * c(1 - level, 1 + level) / 2,

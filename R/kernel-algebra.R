@@ -129,10 +129,12 @@ new_composite <- function(terms, call = NULL) {
 #' the others from 1. If every term's amplitude is `"ml"`, the first is held
 #' at 1 (the signal variance carries the overall scale). The estimates are
 #' in `fit$tuning$composite` and [tidy()][tidy.krr]; an estimate on the
-#' edge of its search range warns. Not yet with a composite kernel: `noise
-#' =`, cross-validated \eqn{\lambda}, [vcov()][vcov.krr] and [confint()][confint.krr],
-#' pathwise posterior draws (exact and Nyström variances work) and the GP
-#' classifier. A fit with a composite kernel uses the
+#' edge of its search range warns. [vcov()][vcov.krr], Wald
+#' [confint()][confint.krr] and `tidy(conf.int = TRUE)` give their
+#' uncertainty from the observed information (exact, up to 2000 points;
+#' without `mean`). Not yet with a composite kernel: `noise =`,
+#' cross-validated \eqn{\lambda}, pathwise posterior draws (exact and
+#' Nyström variances work) and the GP classifier. A fit with a composite kernel uses the
 #' data as given (`standardize = "auto"` means no scaling), so that
 #' periods, length scales, `dims` and great-circle distances keep the units
 #' of `x`. The composite is evaluated by the compiled code on every device

@@ -198,6 +198,40 @@ test_that("maximum likelihood over a composite's hyperparameters", {
   expect_lt(sqrt(mean((fitted(fit) - (0.3 * tt + sin(2 * pi * tt)))^2)), 0.1)
 })
 
+test_that("vcov() of a composite's hyperparameters is the inverse observed information", {
+  set.seed(9)
+  tt <- sort(runif(90, 0, 5))
+  y <- sin(2 * pi * tt) + 0.4 * tt + rnorm(90, sd = 0.15)
+  x <- cbind(t = tt)
+  k <- kernel_rbf("ml", dims = 1) + kernel_periodic(1, "ml", dims = 1, amplitude = "ml")
+  fit <- krr(x, y, kernel = k, threads = 1)
+  V <- vcov(fit)
+  expect_equal(rownames(V), c("rbf[1]:bandwidth", "term[2]:amplitude", "periodic[2]:bandwidth",
+                              "lambda", "signal_var"))
+  # the full log likelihood in base R, its Hessian by optimHess()
+  tab <- fit$tuning$composite
+  yc <- y - mean(y)
+  full <- function(phi) {
+    kk <- ffi("composite_set")(fit$kernel, tab, exp(phi[1:3]))
+    A <- ffi("native_kernel_matrix")(x, x, kk) + exp(phi[4]) * diag(90)
+    s2 <- exp(phi[5])
+    R <- chol(A)
+    a <- backsolve(R, backsolve(R, yc, transpose = TRUE))
+    -45 * log(2 * pi * s2) - sum(log(diag(R))) - sum(yc * a) / (2 * s2)
+  }
+  phi <- log(c(tab$estimate, fit$lambda, ffi("gp_signal_var")(fit)))
+  H <- stats::optimHess(phi, full)
+  expect_lt(max(abs(solve(-H) - V)) / max(abs(V)), 1e-3)
+  ci <- confint(fit)
+  est <- c(tab$estimate, fit$lambda, ffi("gp_signal_var")(fit))
+  expect_true(all(ci[rownames(V), 1] < est & est < ci[rownames(V), 2]))
+  expect_true("noise_var" %in% rownames(ci))
+  tb <- tidy(fit, conf.int = TRUE)
+  expect_equal(tb$std.error[tb$term == "periodic[2]:bandwidth"],
+               tab$estimate[3] * sqrt(V[3, 3]), tolerance = 1e-12)
+  expect_error(confint(fit, method = "profile"), class = "askotch_error_input")
+})
+
 test_that("a composite kernel with a mean function: ML and REML are the exact likelihood", {
   set.seed(6)
   tt <- sort(runif(120, 0, 6))
@@ -281,7 +315,6 @@ test_that("composite kernels refuse what they cannot do, with classed errors", {
                               kernel = kernel_rbf("ml", dims = 1)),
                class = "askotch_error_input")
   fit <- krr(x, y, kernel = kernel_rbf(1, dims = 1), lambda = 1, threads = 1)
-  expect_error(vcov(fit), class = "askotch_error_input")
   expect_error(simulate(fit, nsim = 2, seed = 1, method = "pathwise"),
                class = "askotch_error_input")
   expect_error(kernel_machine(x, factor(y > 0.5), loss = loss_logistic(), posterior = "laplace",

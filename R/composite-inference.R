@@ -1,0 +1,59 @@
+# Uncertainty about a composite kernel's hyperparameters: the observed
+# information of the full likelihood (the model of R/gp-inference.R), by
+# central differences of its exact gradient -----------------------------------
+
+# The names of the estimated hyperparameters of a composite (the rows of
+# fit$tuning$composite), as tidy() names them (composite_terms()).
+composite_param_names <- function(k, tab) {
+  sizes <- vapply(k$terms, function(t) length(t$components), 1L)
+  before <- c(0L, cumsum(sizes))
+  vapply(seq_len(NROW(tab)), function(i) {
+    t <- tab$term[i]
+    if (tab$what[i] == "amplitude") return(sprintf("term[%d]:amplitude", t))
+    cmp <- k$terms[[t]]$components[[tab$comp[i]]]
+    f <- cmp$family %||% "listed"
+    sprintf("%s[%d]:%s", if (f == "listed") cmp$name else f, before[t] + tab$comp[i],
+            tab$what[i])
+  }, "")
+}
+
+# The full log likelihood sum_c -n/2 log(2 pi s_c^2) - 1/2 log|A| - y_c^T
+# A^{-1} y_c / (2 s_c^2), A = K + lambda I, and its gradient in (the log
+# hyperparameters of tab, log lambda when estimated, log s_c^2): 1/2 tr(W
+# A_i) with W = sum_c a_c a_c^T / s_c^2 - m A^{-1}, and -n/2 + y_c^T a_c /
+# (2 s_c^2) (Rasmussen and Williams 2006, eq. 5.9).
+composite_full_grad <- function(k, tab, lambda, s2, est_lambda, xs, Y) {
+  D <- native_kernel_deriv(xs, xs, k, c(0L, tab$code))
+  A <- D[, , 1L]
+  diag(A) <- diag(A) + lambda
+  R <- chol(A)
+  alpha <- backsolve(R, backsolve(R, Y, transpose = TRUE))
+  W <- alpha %*% (t(alpha) / s2) - ncol(Y) * chol2inv(R)
+  g <- vapply(seq_len(NROW(tab)), function(i) 0.5 * sum(W * D[, , i + 1L]), 0)
+  c(g, if (est_lambda) 0.5 * lambda * sum(diag(W)), -nrow(Y) / 2 + colSums(Y * alpha) / (2 * s2))
+}
+
+# The Hessian of the full log likelihood at a composite fit's estimates, in
+# the order of gp_hyper()'s names, by central differences (step 1e-4 in
+# the logarithms) of the exact gradient, symmetrised.
+composite_hessian <- function(object) {
+  tab <- object$tuning$composite
+  np <- NROW(tab)
+  est_lambda <- identical(object$tuning$lambda_rule, "ml")
+  Y <- gp_yc(object)
+  m <- ncol(Y)
+  phi0 <- c(if (np) log(tab$estimate), if (est_lambda) log(object$lambda),
+            log(gp_signal_var(object)))
+  grad_at <- function(phi) {
+    k <- composite_set(object$kernel, tab, exp(phi[seq_len(np)]))
+    lam <- if (est_lambda) exp(phi[np + 1L]) else object$lambda
+    composite_full_grad(k, tab, lam, exp(phi[length(phi) - m + seq_len(m)]), est_lambda,
+                        object$x, Y)
+  }
+  h <- 1e-4
+  H <- vapply(seq_along(phi0), function(j) {
+    e <- replace(numeric(length(phi0)), j, h)
+    (grad_at(phi0 + e) - grad_at(phi0 - e)) / (2 * h)
+  }, numeric(length(phi0)))
+  (H + t(H)) / 2
+}
