@@ -9,7 +9,8 @@
 #'
 #' Start with [krr()], then [predict()][predict.krr], [summary()][summary.krr]
 #' and [plot()][plot.krr]; [refit()] solves again (a new `lambda`, new
-#' responses) from a kept solver state. Kernels: [kernels]; solvers:
+#' responses) from a kept solver state. Kernels: [kernels], combined by
+#' `+` and `*` ([kernel_algebra]); solvers:
 #' [askotch()] and the others of [solvers], with their options listed by
 #' [solver_info()]; resources: [askotch_threads()], [askotch_devices()]. See
 #' `vignette("getting-started", package = "askotch")`.
@@ -30,6 +31,8 @@
 #'   (500) bound its iterations and set its preconditioner's rank.
 #' * `askotch.vcov_probes` (default 200): probes of the stochastic
 #'   likelihood behind [vcov.krr()] above the exact size.
+#' * `askotch.composite_ml_points` (default 1000): the rows on which the
+#'   hyperparameters of a composite kernel ([kernel_algebra]) are estimated.
 #'
 #' @references
 #' Rathore, P., Frangella, Z., Yang, J., Dereziński, M. and Udell, M. (2025).
