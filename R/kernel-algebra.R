@@ -125,14 +125,14 @@ new_composite <- function(terms, call = NULL) {
 #' maximum likelihood (L-BFGS-B with the analytic gradient, the signal
 #' variance profiled) on at most 1000 rows (a random subsample above; option
 #' `askotch.composite_ml_points`), with `mean =` by maximum or restricted
-#' likelihood; bandwidths start from the median distance in their columns,
-#' the others from 1. If every term's amplitude is `"ml"`, the first is held
+#' likelihood and with a `noise =` model's coefficients; bandwidths start
+#' from the median distance in their columns, the others from 1. If every term's amplitude is `"ml"`, the first is held
 #' at 1 (the signal variance carries the overall scale). The estimates are
 #' in `fit$tuning$composite` and [tidy()][tidy.krr]; an estimate on the
 #' edge of its search range warns. [vcov()][vcov.krr], Wald
 #' [confint()][confint.krr] and `tidy(conf.int = TRUE)` give their
 #' uncertainty from the observed information (exact, up to 2000 points;
-#' without `mean`). Not yet with a composite kernel: `noise =`,
+#' without `mean` or `noise`). Not yet with a composite kernel:
 #' cross-validated \eqn{\lambda}, pathwise posterior draws (exact and
 #' Nyström variances work) and the GP classifier. A fit with a composite kernel uses the
 #' data as given (`standardize = "auto"` means no scaling), so that

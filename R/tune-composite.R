@@ -6,20 +6,23 @@
 composite_ml_points <- function() getOption("askotch.composite_ml_points", 1000)
 
 # The profile log likelihood of the columns of Y ~ N(F beta_k, s_k^2 (K +
-# lambda I)) (each s_k^2 and beta_k profiled; no F: a zero mean), or with
-# trend$reml the restricted likelihood (as gp_exact_gls(), without
-# log|F^T F|), and its gradient in the log hyperparameters of `tab` and then
-# log lambda: 1/2 tr(W dA), W = a a^T / s^2 - P, a = P y, P = A^{-1} (ML) or
-# A^{-1} - A^{-1} F (F^T A^{-1} F)^{-1} F^T A^{-1} (REML) (Rasmussen and
-# Williams 2006, eqs. 5.9 and 2.45), from the compiled kernel matrix and its
-# derivatives.
-composite_loglik <- function(k, tab, lambda, xs, Y, trend = NULL) {
+# lambda V)) (each s_k^2 and beta_k profiled; no F: a zero mean; V =
+# diag(exp(Z gamma)) with a noise model, else I), or with trend$reml the
+# restricted likelihood (as gp_exact_gls(), without log|F^T F|), and its
+# gradient in the log hyperparameters of `tab`, log lambda and gamma:
+# 1/2 tr(W dA), W = a a^T / s^2 - P, a = P y, P = A^{-1} (ML) or A^{-1} -
+# A^{-1} F (F^T A^{-1} F)^{-1} F^T A^{-1} (REML), dA/dlog lambda = lambda V,
+# dA/dgamma_j = lambda V diag(z_j) (Rasmussen and Williams 2006, eqs. 5.9
+# and 2.45), from the compiled kernel matrix and its derivatives.
+composite_loglik <- function(k, tab, lambda, xs, Y, trend = NULL, noise = NULL) {
   D <- native_kernel_deriv(xs, xs, k, c(0L, tab$code))
   m <- ncol(Y)
+  v <- if (is.null(noise)) rep(1, nrow(xs)) else exp(drop(noise$Z %*% noise$gamma))
   A <- D[, , 1L]
-  diag(A) <- diag(A) + lambda
+  diag(A) <- diag(A) + lambda * v
   R <- tryCatch(chol(A), error = function(e) NULL)
-  if (is.null(R)) return(list(value = -Inf, grad = rep(0, NROW(tab) + 1L)))
+  ng <- NROW(tab) + 1L + if (is.null(noise)) 0L else ncol(noise$Z)
+  if (is.null(R)) return(list(value = -Inf, grad = rep(0, ng)))
   P <- chol2inv(R)
   logdet <- 2 * sum(log(diag(R)))
   q <- 0L
@@ -39,35 +42,50 @@ composite_loglik <- function(k, tab, lambda, xs, Y, trend = NULL) {
   value <- sum(-nq / 2 * log(2 * pi * s2) - nq / 2) - m * logdet / 2
   W <- alpha %*% (t(alpha) / s2) - m * P
   g <- vapply(seq_len(NROW(tab)), function(i) 0.5 * sum(W * D[, , i + 1L]), 0)
-  list(value = value, grad = c(g, 0.5 * lambda * sum(diag(W))))
+  wv <- 0.5 * lambda * diag(W) * v
+  list(value = value,
+       grad = c(g, sum(wv), if (!is.null(noise)) drop(crossprod(noise$Z, wv))))
 }
 
-# Maximum likelihood over log(hyperparameters of tab) and, unless fixed,
-# log(lambda), by L-BFGS-B with the exact gradient, within a factor 1e3 of
-# the starts (amplitudes 1e6; lambda in [1e-8, 1e4]); lambda starts at the
-# best of a grid. `at_bound` names the estimates that end on a bound.
-composite_optimise <- function(k, tab, start, lambda, xs, Y, trend = NULL) {
+# Maximum likelihood over log(hyperparameters of tab), log(lambda) unless
+# fixed and the noise model's gamma (with Z), by L-BFGS-B with the exact
+# gradient, within a factor 1e3 of the starts (amplitudes 1e6; lambda in
+# [1e-8, 1e4]; gamma, of standardised covariates, in [-10, 10]); lambda
+# starts at the best of a grid, gamma at 0. `at_bound` names the estimates
+# that end on a bound.
+composite_optimise <- function(k, tab, start, lambda, xs, Y, trend = NULL, Z = NULL) {
   np <- NROW(tab)
+  nz <- if (is.null(Z)) 0L else ncol(Z)
   width <- if (np) ifelse(tab$what == "amplitude", log(1e6), log(1e3)) else numeric()
-  learn_lambda <- is.null(lambda)
-  if (learn_lambda) {
+  learn <- is.null(lambda)
+  noise_of <- function(gamma) if (nz) list(Z = Z, gamma = gamma)
+  if (learn) {
     grid <- 10^seq(-4, 1)
     ll <- vapply(grid, function(l) {
-      composite_loglik(composite_set(k, tab, start), NULL, l, xs, Y, trend)$value
+      composite_loglik(composite_set(k, tab, start), NULL, l, xs, Y, trend,
+                       noise_of(rep(0, nz)))$value
     }, 0)
     lambda <- grid[which.max(ll)]
   }
-  th0 <- c(log(start), if (learn_lambda) log(lambda))
-  lo <- c(log(start) - width, if (learn_lambda) log(1e-8))
-  hi <- c(log(start) + width, if (learn_lambda) log(1e4))
+  # the search vector: log tab values, log lambda (learn), gamma; the
+  # gradient's positions of the same in composite_loglik()'s order
+  th0 <- c(log(start), if (learn) log(lambda), rep(0, nz))
+  lo <- c(log(start) - width, if (learn) log(1e-8), rep(-10, nz))
+  hi <- c(log(start) + width, if (learn) log(1e4), rep(10, nz))
+  at <- c(seq_len(np), if (learn) np + 1L, np + 1L + seq_len(nz))
+  unpack <- function(th) {
+    list(k = composite_set(k, tab, exp(th[seq_len(np)])),
+         lambda = if (learn) exp(th[np + 1L]) else lambda,
+         gamma = th[np + learn + seq_len(nz)])
+  }
   cache <- new.env()
   f <- function(th) {
     key <- paste(th, collapse = ",")
     if (!identical(cache$key, key)) {
-      lam <- if (learn_lambda) exp(th[np + 1L]) else lambda
-      r <- composite_loglik(composite_set(k, tab, exp(th[seq_len(np)])), tab, lam, xs, Y, trend)
+      u <- unpack(th)
+      r <- composite_loglik(u$k, tab, u$lambda, xs, Y, trend, noise_of(u$gamma))
       cache$key <- key
-      cache$r <- list(value = -r$value, grad = -r$grad[seq_len(length(th))])
+      cache$r <- list(value = -r$value, grad = -r$grad[at])
     }
     cache$r
   }
@@ -76,21 +94,21 @@ composite_optimise <- function(k, tab, start, lambda, xs, Y, trend = NULL) {
                       method = "L-BFGS-B", lower = lo, upper = hi,
                       control = list(maxit = 200, factr = 1e7))
   edge <- abs(opt$par - lo) < 1e-6 | abs(opt$par - hi) < 1e-6
-  list(kernel = composite_set(k, tab, exp(opt$par[seq_len(np)])),
-       lambda = if (learn_lambda) exp(opt$par[np + 1L]) else lambda,
+  u <- unpack(opt$par)
+  list(kernel = u$k, lambda = u$lambda, noise_coef = if (nz) u$gamma,
        loglik = -opt$value, optim = opt,
-       at_bound = c(if (np) tab$what, if (learn_lambda) "lambda")[edge])
+       at_bound = unique(c(if (np) tab$what, if (learn) "lambda", rep("noise", nz))[edge]))
 }
 
 # Maximum likelihood for a composite kernel (and lambda unless given) on at
 # most composite_ml_points() rows; what tune_hyper() returns.
 tune_composite <- function(dat, set, call) {
   ls <- set$lambda_spec
-  if (!ls$rule %in% c("fixed", "default", "ml") || !is.null(dat$noise) ||
+  if (!ls$rule %in% c("fixed", "default", "ml") ||
       (!is.null(set$obs_weights) && any(set$obs_weights != 1))) {
     abort_askotch(paste(
       "With a composite kernel, lambda is a number or chosen by maximum likelihood",
-      "(lambda = NULL or \"ml\"), without `noise` or observation weights."),
+      "(lambda = NULL or \"ml\"), without observation weights (`noise =` models them)."),
       "input", call)
   }
   clock <- tune_clock(set)
@@ -100,10 +118,13 @@ tune_composite <- function(dat, set, call) {
   trend <- trend_rows(dat$trend, rows)
   pr <- composite_params(set$kernel)
   start <- composite_start(pr$kernel, pr$table, xs, set$seed, call)
+  Z <- if (!is.null(dat$noise)) dat$noise$Z[rows, , drop = FALSE]
   res <- composite_optimise(pr$kernel, pr$table, start,
-                            if (ls$rule == "fixed") set$lambda, xs, Y, trend)
+                            if (ls$rule == "fixed") set$lambda, xs, Y, trend, Z)
   set$kernel[c("terms", "spec")] <- res$kernel[c("terms", "spec")]
   set$lambda <- res$lambda
+  # the noise model's weights exp(-z^T gamma) (R/noise.R)
+  if (!is.null(Z)) set$obs_weights <- exp(-drop(dat$noise$Z %*% res$noise_coef))
   set$rule$time_limit <- max(set$rule$time_limit - clock$seconds(), set$rule$time_limit / 10)
   if (isTRUE(set$tol_auto)) set$rule$tol <- lambda_tol(set, dat$Yc, res$lambda)
   tab <- pr$table
@@ -118,6 +139,6 @@ tune_composite <- function(dat, set, call) {
   tuning <- list(lambda_rule = if (ls$rule == "fixed") "fixed" else "ml",
                  bandwidth_rule = set$kernel$bandwidth_rule, n_used = length(rows),
                  n_total = dat$n, composite = tab, loglik = res$loglik,
-                 optim = res$optim)
+                 noise_coef = res$noise_coef, optim = res$optim)
   list(dat = dat, set = set, tuning = tuning)
 }

@@ -283,6 +283,31 @@ test_that("a composite fit's likelihood above the exact range is the stochastic 
   expect_lt(abs(as.numeric(ll) - exact), 4 * attr(ll, "se") + 1e-6 * abs(exact))
 })
 
+test_that("a composite kernel with a noise model: the likelihood of the weighted fit", {
+  set.seed(10)
+  tt <- sort(runif(150, 0, 4))
+  sdv <- 0.05 + 0.3 * (tt > 2)
+  d <- data.frame(t = tt, y = sin(2 * pi * tt) + 0.3 * tt + rnorm(150, sd = sdv))
+  k <- kernel_rbf("ml", dims = "t") + kernel_periodic(1, "ml", dims = "t", amplitude = "ml")
+  fit <- krr(y ~ t, data = d, kernel = k, noise = ~ I(t > 2), threads = 1)
+  gam <- fit$noise$coef
+  expect_gt(gam[[1]], 1)  # more noise after t = 2
+  expect_equal(fit$tuning$loglik, as.numeric(logLik(fit)), tolerance = 1e-8)
+  # the noise variances at new points: lambda s^2 exp(z gamma), larger after t = 2
+  p <- predict(fit, data.frame(t = c(1, 3)), interval = "prediction")
+  expect_gt(p[2, "upr"] - p[2, "lwr"], 3 * (p[1, "upr"] - p[1, "lwr"]))
+  # the gradient in (log kernel values, log lambda, gamma) vanishes at the estimates
+  pr <- ffi("composite_params")(k)
+  tab <- fit$tuning$composite
+  Z <- scale(as.numeric(tt > 2)) * sqrt(150 / 149)
+  g <- ffi("composite_loglik")(
+    ffi("composite_set")(ffi("composite_resolve")(k, cbind(t = tt), "t", 1, NULL), pr$table,
+                         tab$estimate),
+    pr$table, fit$lambda, cbind(t = tt), cbind(d$y), list(F = matrix(1, 150, 1), reml = FALSE),
+    list(Z = Z, gamma = gam))
+  expect_lt(max(abs(g$grad)), 1e-2)
+})
+
 test_that("composite kernels refuse what they cannot do, with classed errors", {
   x <- ka_data(40)
   y <- x[, 1]
@@ -303,7 +328,7 @@ test_that("composite kernels refuse what they cannot do, with classed errors", {
                class = "askotch_error_input")
   expect_error(krr(x, y, kernel = kernel_rbf("ard", dims = 1), lambda = 1),
                class = "askotch_error_input")
-  expect_error(krr(x, y, kernel = kernel_rbf(1, dims = 1), noise = ~ b),
+  expect_error(krr(x, y, kernel = kernel_rbf(1, dims = 1), weights = rep(2, 40)),
                class = "askotch_error_input")
   expect_error(krr(x, y, kernel = kernel_rbf(1, dims = 1), lambda = "gcv"),
                class = "askotch_error_input")
