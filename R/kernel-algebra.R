@@ -126,8 +126,9 @@ new_composite <- function(terms, call = NULL) {
 #' variance profiled) on at most 1000 rows (a random subsample above; option
 #' `askotch.composite_ml_points`), with `mean =` by maximum or restricted
 #' likelihood and with a `noise =` model's coefficients; bandwidths start
-#' from the median distance in their columns, the others from 1. If every term's amplitude is `"ml"`, the first is held
-#' at 1 (the signal variance carries the overall scale). The estimates are
+#' from the median distance in their columns, the others from 1. If every
+#' term's amplitude is `"ml"`, the first is held at 1 (the signal variance
+#' carries the overall scale). The estimates are
 #' in `fit$tuning$composite` and [tidy()][tidy.krr]; an estimate on the
 #' edge of its search range warns. [vcov()][vcov.krr], Wald
 #' [confint()][confint.krr] and `tidy(conf.int = TRUE)` give their
