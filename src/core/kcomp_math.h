@@ -85,7 +85,7 @@ KRR_KC_STAT_DEF(krr_kc_stat_s, float)
  * on Im t = d the integrand's modulus exceeds its value on the real axis by
  * up to exp(x (1 - cos d)) (1 / cos d)^v, so d shrinks as x grows.  With
  * h = 2 pi d / 46 the relative error of the Matern values stays below
- * 1e-13 for orders up to KRR_KC_MAX_NU + 1 and x up to 700 (checked against
+ * 1e-13 for orders up to KRR_KC_MAX_NU + 1 and x up to 600 (checked against
  * R's besselK in the tests).  The terms
  * are summed from t = 0 until they are negligible past the integrand's
  * peak, t = asinh(v / x); everything is formed in the exponent, so nothing
