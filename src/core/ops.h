@@ -33,13 +33,11 @@ extern "C" {
  * OUT(n1 x n2, ld ldo) = k_c(X1_i, X2_j) for the component c (kcomp_math.h:
  * krr_kc_stat_kind and krr_kc_eval, in double arithmetic), the points
  * holding exactly the component's p columns; with pairs = 1, out[i] =
- * k_c(X1_i, X2_i) for i < n1 (n2 = n1, ldo ignored).  kcomp_mul: y = x * y
- * elementwise, length n (the tiles of a product term). */
+ * k_c(X1_i, X2_i) for i < n1 (n2 = n1, ldo ignored). */
 #define KRR_OPS_KCOMP_TYPED(real, S)                                                     \
   krr_status (*kcomp_map_##S)(krr_ctx *, const krr_kcomp *c, const real *X1, int64_t n1, \
                               const real *X2, int64_t n2, int p, int pairs, real *out,   \
-                              int64_t ldo);                                              \
-  krr_status (*kcomp_mul_##S)(krr_ctx *, int64_t n, const real *x, real *y);
+                              int64_t ldo);
 
 /* The losses the device maps know (the order of the table in loss/loss.c
  * need not match: each loss entry carries its code). */

@@ -395,9 +395,7 @@ static const krr_ops cpu_ops = {
     .rff_map_s = cpu_rff_map_s,
     /* composite-kernel components */
     .kcomp_map_d = cpu_kcomp_map_d,
-    .kcomp_mul_d = cpu_kcomp_mul_d,
     .kcomp_map_s = cpu_kcomp_map_s,
-    .kcomp_mul_s = cpu_kcomp_mul_s,
 };
 
 const krr_ops *krr_cpu_ops(void) { return &cpu_ops; }

@@ -1065,22 +1065,6 @@ static krr_status op_kcomp_map(krr_ctx *ctx, const krr_kcomp *c, const T *X1, in
   return KRR_OK;
 }
 
-template <typename T>
-__global__ void kcomp_mul_k(int64_t n, const T *__restrict__ x, T *__restrict__ y) {
-  KCU_FOR(i, n) y[i] *= x[i];
-}
-
-template <typename T>
-static krr_status op_kcomp_mul(krr_ctx *ctx, int64_t n, const T *x, T *y) {
-  KCU_TRY(kcu_enter(ctx));
-  if (n < 0) return krr_fail(ctx, KRR_ERR_INPUT, "kcomp_mul: n = %lld", (long long)n);
-  if (n == 0) return KRR_OK;
-  krr_cuda_state *st = kcu_state(ctx);
-  kcomp_mul_k<T><<<kcu_grid(st, n), KCU_NT, 0, st->stream>>>(n, x, y);
-  KCU_LAUNCHED(ctx, "kcomp_mul (kernel launch)");
-  return KRR_OK;
-}
-
 /* ===== the table ========================================================== */
 
 #define KCU_TYPED(real, S)                         \
@@ -1114,9 +1098,7 @@ static const krr_ops kcu_ops = {
     op_rff_map<float>,
     /* composite-kernel components */
     op_kcomp_map<double>,
-    op_kcomp_mul<double>,
     op_kcomp_map<float>,
-    op_kcomp_mul<float>,
 };
 
 /* ===== extern "C" entry points ============================================ */

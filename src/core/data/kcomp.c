@@ -8,7 +8,7 @@
  * so a sum of listed kernels costs the sum of their products.  Every other
  * term (products, the other families) is formed in tiles of at most
  * KC_TILE_R x KC_TILE_C: each component's tile by kernel_block (listed) or
- * kcomp_map, multiplied in place (kcomp_mul), the terms
+ * kcomp_map, multiplied in place (loss_map's elementwise MUL), the terms
  * added with their amplitudes (axpby), and the tile multiplied into the
  * product by gemm; the context is polled between tiles. */
 #include "data.h"
@@ -176,7 +176,7 @@ static krr_status term_tile(kc_call *k, int t, int64_t i0, int64_t r, int64_t j0
   KTRY(comp_tile(k, c0, i0, r, j0, s, P, r));
   for (int c = c0 + 1; c < c1; c++) {
     KTRY(comp_tile(k, c, i0, r, j0, s, Q, r));
-    KTRY(KOP(k->ctx, k->prec, kcomp_mul, r * s, Q, P));
+    KTRY(KOP(k->ctx, k->prec, loss_map, 0, KRR_MAP_MUL, r * s, 0.0, 0.0, NULL, Q, P));
   }
   return KRR_OK;
 }
