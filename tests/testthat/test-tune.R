@@ -326,7 +326,7 @@ test_that("askotch.ml_method = 'stochastic' refines the subsample's ML choice on
   on.exit(options(old), add = TRUE)
   sub <- krr(d$x, d$y, bandwidth = "ml", seed = 1, threads = 1)
   expect_null(sub$tuning$stochastic)
-  options(askotch.ml_method = "stochastic")
+  old <- c(old, options(askotch.ml_method = "stochastic"))  # restored on exit too
   st <- krr(d$x, d$y, bandwidth = "ml", seed = 1, threads = 1)
   expect_false(is.null(st$tuning$stochastic))
   expect_output(print(st), "stochastic, all 600 points")
