@@ -343,6 +343,15 @@ static krr_kernel kernel_of(SEXP kernel, SEXP bandwidth) {
   return k;
 }
 
+/* kernel_of(), or a composite kernel for points of p columns unless
+ * `refused` (then that input error) */
+static krr_kernel kernel_or_composite(SEXP kernel, SEXP bandwidth, int p, const char *refused) {
+  if (askotch_glue_int1(kernel, "kernel") != (int)KRR_COMPOSITE)
+    return kernel_of(kernel, bandwidth);
+  if (refused) askotch_glue_raise_status(KRR_ERR_INPUT, refused);
+  return askotch_glue_kernel(kernel, bandwidth, p);
+}
+
 /* The kernel's rate a (kernel_math.h: k = POLY(u) exp(-u), u = a t or
  * a sqrt(t)) as the compiled code forms it from the bandwidth. */
 SEXP ffi_kernel_rate(SEXP kernel, SEXP bandwidth) {
@@ -386,11 +395,10 @@ SEXP ffi_kernel_deriv(SEXP x1, SEXP x2, SEXP kernel, SEXP bandwidth, SEXP deriv)
   if (!Rf_isInteger(deriv) || (Rf_isMatrix(deriv) && !pairs))
     askotch_glue_raise_status(KRR_ERR_INPUT,
                               "deriv must be an integer vector or a two-column integer matrix");
-  const int comp = askotch_glue_int1(kernel, "kernel") == (int)KRR_COMPOSITE;
-  if (comp && pairs)
-    askotch_glue_raise_status(KRR_ERR_INPUT, "a composite kernel has first derivatives only");
   krr_kernel k =
-      comp ? askotch_glue_kernel(kernel, bandwidth, Rf_ncols(x1)) : kernel_of(kernel, bandwidth);
+      kernel_or_composite(kernel, bandwidth, Rf_ncols(x1),
+                          pairs ? "a composite kernel has first derivatives only" : NULL);
+  const int comp = k.type == KRR_COMPOSITE;
   const int64_t n1 = Rf_nrows(x1), n2 = Rf_nrows(x2);
   const int nd = pairs ? Rf_nrows(deriv) : (int)XLENGTH(deriv);
   if ((double)n1 * (double)n2 * (double)nd > (double)R_XLEN_T_MAX)
@@ -529,11 +537,8 @@ SEXP ffi_gp_slq(SEXP x, SEXP y, SEXP kernel, SEXP bandwidth, SEXP lambda, SEXP n
   krr_slq_result res = {0};
   const int dev = askotch_glue_device_of(device);
   /* a composite kernel has the likelihood here, its gradient only exactly */
-  const int comp = askotch_glue_int1(kernel, "kernel") == (int)KRR_COMPOSITE;
-  if (comp && g > 0)
-    askotch_glue_raise_status(KRR_ERR_INPUT, "a composite kernel has no stochastic gradient");
-  const krr_kernel k =
-      comp ? askotch_glue_kernel(kernel, bandwidth, p) : kernel_of(kernel, bandwidth);
+  const krr_kernel k = kernel_or_composite(
+      kernel, bandwidth, p, g > 0 ? "a composite kernel has no stochastic gradient" : NULL);
   const double lam = askotch_glue_num1(lambda, "lambda");
   const int nth = askotch_glue_threads(askotch_glue_int1(threads, "threads"));
   krr_ctx ctx;
