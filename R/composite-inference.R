@@ -17,20 +17,13 @@ composite_param_names <- function(k, tab) {
   }, "")
 }
 
-# The full log likelihood sum_c -n/2 log(2 pi s_c^2) - 1/2 log|A| - y_c^T
-# A^{-1} y_c / (2 s_c^2), A = K + lambda I, and its gradient in (the log
-# hyperparameters of tab, log lambda when estimated, log s_c^2): 1/2 tr(W
-# A_i) with W = sum_c a_c a_c^T / s_c^2 - m A^{-1}, and -n/2 + y_c^T a_c /
-# (2 s_c^2) (Rasmussen and Williams 2006, eq. 5.9).
+# The full log likelihood's gradient in (the log hyperparameters of tab,
+# log lambda when estimated, log s_c^2) at given signal variances s2
+# (composite_loglik()).
 composite_full_grad <- function(k, tab, lambda, s2, est_lambda, xs, Y) {
-  D <- native_kernel_deriv(xs, xs, k, c(0L, tab$code))
-  A <- D[, , 1L]
-  diag(A) <- diag(A) + lambda
-  R <- chol(A)
-  alpha <- backsolve(R, backsolve(R, Y, transpose = TRUE))
-  W <- alpha %*% (t(alpha) / s2) - ncol(Y) * chol2inv(R)
-  g <- vapply(seq_len(NROW(tab)), function(i) 0.5 * sum(W * D[, , i + 1L]), 0)
-  c(g, if (est_lambda) 0.5 * lambda * sum(diag(W)), -nrow(Y) / 2 + colSums(Y * alpha) / (2 * s2))
+  r <- composite_loglik(k, tab, lambda, xs, Y, s2 = s2)
+  np <- NROW(tab)
+  c(r$grad[seq_len(np)], if (est_lambda) r$grad[np + 1L], r$grad_s2)
 }
 
 # The Hessian of the full log likelihood at a composite fit's estimates, in

@@ -50,7 +50,6 @@ component_median <- function(cmp, xs, seed, call) {
   xi <- xs[idx, , drop = FALSE]
   one <- cmp
   one$bandwidth <- 1
-  one$distance <- cmp$distance
   st <- native_kcomp_stat(xi, xi, new_composite(list(list(amplitude = 1,
                                                           components = list(one)))), 1L)
   d <- st[lower.tri(st)]

@@ -54,6 +54,13 @@ platt_sigmoid <- function(f, y) {
   c(A = a, B = b)
 }
 
+# The class number (1 .. levels) of each training row, from the +1/-1
+# targets (binary: one column, +1 the second level)
+platt_classes <- function(fit) {
+  Y <- as.matrix(fit$y)
+  if (ncol(Y) == 1L) 1L + (Y[, 1L] > 0) else max.col(Y, ties.method = "first")
+}
+
 # Stratified fold numbers 1..k for the classes of `cls`, from `seed`.
 platt_fold_ids <- function(cls, k, seed) {
   ids <- integer(length(cls))
@@ -72,11 +79,10 @@ platt_fold_ids <- function(cls, k, seed) {
 # converge is counted, not warned about one by one.
 platt_oof <- function(fit, call) {
   xs <- if (is.null(fit$x_train)) fit$x else fit$x_train
-  Y <- as.matrix(fit$y)
-  cls <- if (ncol(Y) == 1L) 1L + (Y[, 1L] > 0) else max.col(Y, ties.method = "first")
+  cls <- platt_classes(fit)
   yf <- factor(fit$levels[cls], levels = fit$levels)
   ids <- platt_fold_ids(cls, platt_folds(), fit$seed)
-  dv <- matrix(0, nrow(xs), ncol(Y))
+  dv <- matrix(0, nrow(xs), fit$m)
   unconverged <- 0L
   # the fit's settings for the fold fits (fit_args() fields; the solver by
   # name, its sizes chosen for the fold)
@@ -119,8 +125,7 @@ platt_calibrate <- function(fit, call) {
                         "a posterior = \"laplace\" fit has its own probabilities)."),
                   "input", call)
   }
-  if (min(table(factor(fit$levels[if (fit$m == 1L) 1L + (fit$y[, 1L] > 0) else
-    max.col(fit$y)], levels = fit$levels))) < platt_folds()) {
+  if (min(tabulate(platt_classes(fit), length(fit$levels))) < platt_folds()) {
     abort_askotch(sprintf(paste("`probability = TRUE` fits its sigmoid by %d-fold",
                                 "cross-validation: every class needs %d points."),
                           platt_folds(), platt_folds()), "input", call)

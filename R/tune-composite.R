@@ -13,8 +13,11 @@ composite_ml_points <- function() getOption("askotch.composite_ml_points", 1000)
 # 1/2 tr(W dA), W = a a^T / s^2 - P, a = P y, P = A^{-1} (ML) or A^{-1} -
 # A^{-1} F (F^T A^{-1} F)^{-1} F^T A^{-1} (REML), dA/dlog lambda = lambda V,
 # dA/dgamma_j = lambda V diag(z_j) (Rasmussen and Williams 2006, eqs. 5.9
-# and 2.45), from the compiled kernel matrix and its derivatives.
-composite_loglik <- function(k, tab, lambda, xs, Y, trend = NULL, noise = NULL) {
+# and 2.45), from the compiled kernel matrix and its derivatives. With the
+# signal variances s2 given (not profiled; no trend), the gradient is the
+# full likelihood's in the same, and grad_s2 its gradient in log s2,
+# -n/2 + y^T a / (2 s2) (R/composite-inference.R).
+composite_loglik <- function(k, tab, lambda, xs, Y, trend = NULL, noise = NULL, s2 = NULL) {
   D <- native_kernel_deriv(xs, xs, k, c(0L, tab$code))
   m <- ncol(Y)
   v <- if (is.null(noise)) rep(1, nrow(xs)) else exp(drop(noise$Z %*% noise$gamma))
@@ -22,7 +25,7 @@ composite_loglik <- function(k, tab, lambda, xs, Y, trend = NULL, noise = NULL) 
   diag(A) <- diag(A) + lambda * v
   R <- tryCatch(chol(A), error = function(e) NULL)
   ng <- NROW(tab) + 1L + if (is.null(noise)) 0L else ncol(noise$Z)
-  if (is.null(R)) return(list(value = -Inf, grad = rep(0, ng)))
+  if (is.null(R)) return(list(value = -Inf, grad = rep(0, ng), grad_s2 = rep(0, m)))
   P <- chol2inv(R)
   logdet <- 2 * sum(log(diag(R)))
   q <- 0L
@@ -38,13 +41,15 @@ composite_loglik <- function(k, tab, lambda, xs, Y, trend = NULL, noise = NULL) 
   }
   alpha <- backsolve(R, backsolve(R, Y, transpose = TRUE))
   nq <- nrow(xs) - q
-  s2 <- colSums(Y * alpha) / nq
+  yay <- colSums(Y * alpha)
+  s2 <- s2 %||% (yay / nq)
   value <- sum(-nq / 2 * log(2 * pi * s2) - nq / 2) - m * logdet / 2
   W <- alpha %*% (t(alpha) / s2) - m * P
   g <- vapply(seq_len(NROW(tab)), function(i) 0.5 * sum(W * D[, , i + 1L]), 0)
   wv <- 0.5 * lambda * diag(W) * v
   list(value = value,
-       grad = c(g, sum(wv), if (!is.null(noise)) drop(crossprod(noise$Z, wv))))
+       grad = c(g, sum(wv), if (!is.null(noise)) drop(crossprod(noise$Z, wv))),
+       grad_s2 = -nq / 2 + yay / (2 * s2))
 }
 
 # Maximum likelihood over log(hyperparameters of tab), log(lambda) unless
@@ -112,21 +117,14 @@ tune_composite <- function(dat, set, call) {
       "input", call)
   }
   clock <- tune_clock(set)
-  rows <- subsample_rows(dat$n, min(dat$n, composite_ml_points()), set$seed)
-  xs <- dat$xs[rows, , drop = FALSE]
-  Y <- centre_rows(dat$Yc[rows, , drop = FALSE], dat$tgt$task, dat$trend)
-  trend <- trend_rows(dat$trend, rows)
+  sub <- tune_data(dat, set, call, size = min(dat$n, composite_ml_points()))
   pr <- composite_params(set$kernel)
-  start <- composite_start(pr$kernel, pr$table, xs, set$seed, call)
-  Z <- if (!is.null(dat$noise)) dat$noise$Z[rows, , drop = FALSE]
+  start <- composite_start(pr$kernel, pr$table, sub$xs, set$seed, call)
   res <- composite_optimise(pr$kernel, pr$table, start,
-                            if (ls$rule == "fixed") set$lambda, xs, Y, trend, Z)
+                            if (ls$rule == "fixed") set$lambda, sub$xs, sub$Y, sub$trend,
+                            sub$noise$Z)
   set$kernel[c("terms", "spec")] <- res$kernel[c("terms", "spec")]
-  set$lambda <- res$lambda
-  # the noise model's weights exp(-z^T gamma) (R/noise.R)
-  if (!is.null(Z)) set$obs_weights <- exp(-drop(dat$noise$Z %*% res$noise_coef))
-  set$rule$time_limit <- max(set$rule$time_limit - clock$seconds(), set$rule$time_limit / 10)
-  if (isTRUE(set$tol_auto)) set$rule$tol <- lambda_tol(set, dat$Yc, res$lambda)
+  set <- tune_settle(set, dat, res$lambda, res$noise_coef, clock)
   tab <- pr$table
   if (NROW(tab)) tab$estimate <- exp(res$optim$par[seq_len(NROW(tab))])
   if (length(res$at_bound)) {
@@ -137,7 +135,7 @@ tune_composite <- function(dat, set, call) {
       "hyper", call)
   }
   tuning <- list(lambda_rule = if (ls$rule == "fixed") "fixed" else "ml",
-                 bandwidth_rule = set$kernel$bandwidth_rule, n_used = length(rows),
+                 bandwidth_rule = set$kernel$bandwidth_rule, n_used = length(sub$rows),
                  n_total = dat$n, composite = tab, loglik = res$loglik,
                  noise_coef = res$noise_coef, optim = res$optim)
   list(dat = dat, set = set, tuning = tuning)

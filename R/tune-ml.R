@@ -17,6 +17,56 @@ centre_rows <- function(Y, task, trend = NULL) {
   } else Y
 }
 
+# Points used for "ml" / "gcv" / "loo" (and the default) when n is above
+# tune_exact_max_n(): a uniform subsample of this size.
+tune_subsample <- function() getOption("askotch.tune_subsample", 2000)
+
+# The rows the likelihood and the criteria are evaluated on (all up to
+# tune_exact_max_n(), else a subsample; at most `size` when given), their
+# targets, and the observation
+# weights' scaling: y ~ N(0, s^2 (K + lambda W^{-1})) has the likelihood of
+# D y ~ N(0, s^2 (D K D + lambda I)), D = W^{1/2}, up to the constant
+# sum(log w) / 2 per output.
+tune_data <- function(dat, set, call, size = NULL) {
+  ls <- set$lambda_spec
+  bw_rule <- set$kernel$bandwidth_rule
+  n <- dat$n
+  w <- set$obs_weights
+  weighted <- !is.null(w) && any(w != 1)
+  if (weighted && (!ls$rule %in% c("fixed", "default", "ml") ||
+                   bw_rule %in% c("ml", "ard"))) {
+    abort_askotch(paste(
+      "With observation `weights`, lambda can be chosen by maximum likelihood",
+      "only (lambda = NULL or \"ml\"), with a given or median bandwidth."),
+      "input", call)
+  }
+  if (is.null(size)) size <- if (n <= tune_exact_max_n()) n else tune_subsample()
+  rows <- subsample_rows(n, size, set$seed)
+  Y <- if (length(rows) == n) dat$Yc else
+    centre_rows(dat$Yc[rows, , drop = FALSE], dat$tgt$task, dat$trend)
+  trend <- trend_rows(dat$trend, rows)
+  d <- if (weighted) sqrt(w[rows]) else NULL
+  if (weighted) {
+    Y <- d * Y
+    if (!is.null(trend)) trend$F <- d * trend$F
+  }
+  list(rows = rows, xs = dat$xs[rows, , drop = FALSE], Y = Y, d = d,
+       weighted = weighted, all = length(rows) == n, trend = trend,
+       noise = if (!is.null(dat$noise)) list(Z = dat$noise$Z[rows, , drop = FALSE]))
+}
+
+# The settings once the hyperparameters are chosen: lambda, the noise
+# model's weights exp(-z^T gamma) (R/noise.R), what is left of time_limit
+# (it bounds the tuning and the solve together) and the automatic tolerance
+# at lambda.
+tune_settle <- function(set, dat, lambda, noise_coef, clock) {
+  set$lambda <- lambda
+  if (!is.null(noise_coef)) set$obs_weights <- exp(-drop(dat$noise$Z %*% noise_coef))
+  set$rule$time_limit <- max(set$rule$time_limit - clock$seconds(), set$rule$time_limit / 10)
+  if (isTRUE(set$tol_auto)) set$rule$tol <- lambda_tol(set, dat$Yc, lambda)
+  set
+}
+
 # Maximum likelihood bandwidth (or ARD length scales) and lambda by L-BFGS-B
 # on the log scale with the exact gradient (Cholesky); `lambda` given: only
 # the kernel's scale is optimised. Starting values: `start` (list(theta),

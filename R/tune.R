@@ -11,10 +11,6 @@ lambda_rules <- c("ml", "gcv", "loo", "cv", "paper")
 # The default lambda path for lambda = "cv": noise-to-signal ratios.
 default_lambda_path <- function() 10^seq(-6, 1, by = 0.5)
 
-# Points used for "ml" / "gcv" / "loo" (and the default) when n is above
-# tune_exact_max_n(): a uniform subsample of this size.
-tune_subsample <- function() getOption("askotch.tune_subsample", 2000)
-
 cv_folds <- function() {
   k <- getOption("askotch.cv_folds", 5L)
   if (!is.numeric(k) || length(k) != 1L || !is.finite(k) || k < 2 || k != round(k)) {
@@ -100,19 +96,13 @@ tune_hyper <- function(dat, set, call = NULL) {
     dat$xs <- xs_all
     dat$scaling$scale <- dat$scaling$scale * ell
   }
-  set$lambda <- lambda
   set$kernel <- kern
-  # the noise model's weights exp(-z^T gamma) (R/noise.R)
-  if (!is.null(ml$noise_coef)) set$obs_weights <- exp(-drop(dat$noise$Z %*% ml$noise_coef))
   # the validation points in the chosen scaling (joint, length scales)
   if (!is.null(set$validation)) {
     set$validation$x <- sweep(set$validation$x, 2L, scale0 / dat$scaling$scale, "*",
                               check.margin = FALSE)
   }
-  # time_limit bounds the tuning and the solve together
-  set$rule$time_limit <- max(set$rule$time_limit - clock$seconds(),
-                             set$rule$time_limit / 10)
-  if (isTRUE(set$tol_auto)) set$rule$tol <- lambda_tol(set, dat$Yc, lambda)
+  set <- tune_settle(set, dat, lambda, ml$noise_coef, clock)
   tuning <- list(
     lambda_rule = if (by_validation) "validation" else if (ls$rule == "default") "ml" else ls$rule,
     bandwidth_rule = ml$bandwidth_rule,
@@ -125,39 +115,6 @@ tune_hyper <- function(dat, set, call = NULL) {
     noise_coef = ml$noise_coef,
     path = path)
   list(dat = dat, set = set, tuning = tuning)
-}
-
-# The rows the likelihood and the criteria are evaluated on (all up to
-# tune_exact_max_n(), else a subsample), their targets, and the observation
-# weights' scaling: y ~ N(0, s^2 (K + lambda W^{-1})) has the likelihood of
-# D y ~ N(0, s^2 (D K D + lambda I)), D = W^{1/2}, up to the constant
-# sum(log w) / 2 per output.
-tune_data <- function(dat, set, call) {
-  ls <- set$lambda_spec
-  bw_rule <- set$kernel$bandwidth_rule
-  n <- dat$n
-  w <- set$obs_weights
-  weighted <- !is.null(w) && any(w != 1)
-  if (weighted && (!ls$rule %in% c("fixed", "default", "ml") ||
-                   bw_rule %in% c("ml", "ard"))) {
-    abort_askotch(paste(
-      "With observation `weights`, lambda can be chosen by maximum likelihood",
-      "only (lambda = NULL or \"ml\"), with a given or median bandwidth."),
-      "input", call)
-  }
-  rows <- subsample_rows(n, if (n <= tune_exact_max_n()) n else tune_subsample(),
-                         set$seed)
-  Y <- if (length(rows) == n) dat$Yc else
-    centre_rows(dat$Yc[rows, , drop = FALSE], dat$tgt$task, dat$trend)
-  trend <- trend_rows(dat$trend, rows)
-  d <- if (weighted) sqrt(w[rows]) else NULL
-  if (weighted) {
-    Y <- d * Y
-    if (!is.null(trend)) trend$F <- d * trend$F
-  }
-  list(rows = rows, xs = dat$xs[rows, , drop = FALSE], Y = Y, d = d,
-       weighted = weighted, all = length(rows) == n, trend = trend,
-       noise = if (!is.null(dat$noise)) list(Z = dat$noise$Z[rows, , drop = FALSE]))
 }
 
 # Maximum likelihood: the bandwidth or length scales (gp_optimise(), or the

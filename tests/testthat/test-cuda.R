@@ -119,7 +119,7 @@ test_that("the other losses and random features run on the device", {
 })
 
 # Composite kernels on the device: the tiles' primitives (kernel_block,
-# kcomp_map, kcomp_mul, gather_rows, GEMM) against the CPU backend, the
+# kcomp_map, loss_map MUL, gather_rows, GEMM) against the CPU backend, the
 # fused path of a sum, the pairwise families, and a fit.
 test_that("composite kernels agree between CPU and CUDA", {
   skip_if_not(has_cuda(), "no CUDA device")
