@@ -56,7 +56,9 @@ solve_spec.default <- function(spec, xs, Yc, set, tgt) fit_solver(xs, Yc, set, t
 # The clock starts before the data are uploaded (time_limit counts it).
 fit_solver <- function(xs, Yc, set, tgt) {
   t0 <- now()
-  state <- state_new(xs, Yc, set)
+  state <- state_auto_new(xs, Yc, set)
+  set$solver <- state$solver
+  state <- state$state
   min_rank <- attr(set$solver, "auto_min_rank")
   if (!is.null(min_rank)) {
     # solver = "auto" above auto_pcg_max_n(): PCG only at the rank its
@@ -75,8 +77,22 @@ fit_solver <- function(xs, Yc, set, tgt) {
   res <- drive_solver(state, set, tgt, xs, t0, use_floor = TRUE)
   keep <- isTRUE(set$keep_state)
   if (keep) res$state <- state
-  if (!is.null(min_rank)) res$solver <- set$solver
+  res$solver <- set$solver
   res
+}
+
+# A new state for solver = "auto": when the compiled solver refuses the
+# chosen one's memory (dcd()'s n x n kernel matrix), the solver marked as its
+# fallback (attribute "auto_fallback"); list(state, solver).
+state_auto_new <- function(xs, Yc, set) {
+  fallback <- attr(set$solver, "auto_fallback")
+  attr(set$solver, "auto_fallback") <- NULL
+  if (is.null(fallback)) return(list(state = state_new(xs, Yc, set), solver = set$solver))
+  tryCatch(list(state = state_new(xs, Yc, set), solver = set$solver),
+           askotch_error_memory = function(e) {
+             set$solver <- fallback
+             list(state = state_new(xs, Yc, set), solver = fallback)
+           })
 }
 
 # theta = Z^T alpha (M x m) of a state in features (M random features, or

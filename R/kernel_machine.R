@@ -8,7 +8,9 @@
 #'   min 1/2 ||theta||^2 + (1/lambda) sum_i l(y_i, F_i),  F(x) = sum_i
 #'   alpha_i k(x, x_i),}
 #' for a loss \eqn{\ell} given by a [loss object][losses], through its dual
-#' in \eqn{\alpha}, by default with the Joker solver ([joker()]); the
+#' in \eqn{\alpha}, by default by dual coordinate descent on the kernel
+#' matrix ([dcd()]) while it fits in memory and by Joker ([joker()])
+#' above; the
 #' support vector machine's cost is \eqn{C = 1/\lambda}. It shares
 #' [krr()]'s arguments (kernels, bandwidth, precision, device, stopping
 #' rules, validation, progress) and its errors; with `loss =
@@ -102,7 +104,10 @@
 #'   The table is `fit$tuning$path`.
 #' @param solver A solver specification or name; `NULL` (default) or
 #'   `"auto"` choose as [krr()] does for the squared loss ([cholesky()] up to
-#'   5000 points, then PCG, then ASkotch) and use [joker()] for the others.
+#'   5000 points, then PCG, then ASkotch); for the other losses [dcd()] up
+#'   to \eqn{2 \cdot 10^4} points (option `askotch.auto_dual_max_n`) when
+#'   its \eqn{n \times n} kernel matrix fits the memory budget, else
+#'   [joker()].
 #'   The solver must support the loss ([solver_info()] lists them).
 #' @param tol Tolerance on the loss's criterion; see *Stopping and trace*.
 #' @param features `NULL` (the exact kernel) or a number \eqn{M} of random

@@ -38,6 +38,17 @@ auto_pcg_large <- function(device = "cpu") {
   list(max_n = as.numeric(max_n), min_rank = as.numeric(v[["min_rank"]]))
 }
 
+# The largest n for which solver = "auto" takes dcd() for the losses other
+# than the squared (option askotch.auto_dual_max_n), when its n x n kernel
+# matrix also fits `mem_limit` (if given; the compiled solver checks the
+# budget and fit_solver() falls back to joker() on its refusal).  dcd() forms
+# K once and each of its steps costs one column of it, while Joker computes a
+# b x n block of kernel rows per iteration: with K in memory dcd() reached
+# LIBSVM's test accuracy sooner than Joker on every set of
+# inst/bench/bench_small_n.R (inst/bench/RESULTS.md, "Kernel machines at
+# ordinary sizes"); 2e4 points hold 3.2 GB in double precision.
+auto_dual_max_n <- function() getOption("askotch.auto_dual_max_n", 2e4)
+
 # The solver "auto" stands for, for n points on `device` ("cpu" or "cuda",
 # resolved): cholesky() when n is at most
 # auto_exact_max_n() and the n x n factor fits in `mem_limit` (bytes, 0: no
@@ -45,14 +56,20 @@ auto_pcg_large <- function(device = "cpu") {
 # auto_pcg_large(device)$max_n pcg("greedy_cholesky") marked with the least rank
 # it must afford (attribute "auto_min_rank", checked by fit_solver() against
 # the compiled solver's resolved rank, which falls back to askotch()), else
-# askotch(); for the other losses and random features, the loss's default
-# solver.
+# askotch(); for the other losses dcd() up to auto_dual_max_n() (marked with
+# the solver to take if its memory is refused, attribute "auto_fallback"),
+# then joker(); with random features the loss's default solver.
 auto_solver <- function(n, precision = "double", mem_limit = 0,
                         loss = loss_squared(), features = NULL, device = "cpu") {
-  if (loss$name != "squared" || !is.null(features)) return(default_solver(loss))
+  if (!is.null(features)) return(default_solver(loss))
   bytes <- (if (precision == "double") 8 else 4) * as.numeric(n)^2
-  exact <- n <= auto_exact_max_n() && (is.null(mem_limit) || mem_limit <= 0 ||
-                                         bytes <= mem_limit)
+  fits <- is.null(mem_limit) || mem_limit <= 0 || bytes <= mem_limit
+  if (loss$name != "squared") {
+    if (n <= auto_dual_max_n() && fits)
+      return(structure(dcd(), auto_fallback = default_solver(loss)))
+    return(default_solver(loss))
+  }
+  exact <- n <= auto_exact_max_n() && fits
   large <- auto_pcg_large(device)
   if (exact) cholesky()
   else if (n <= auto_pcg_max_n()) pcg("greedy_cholesky")

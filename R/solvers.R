@@ -95,6 +95,14 @@
 #'   box, by a trust-region method whose subproblems are solved by
 #'   `cg_iters` conjugate-gradient steps. The options are checked against
 #'   the compiled table when the package is built with Joker.
+#' * `dcd()`: greedy dual coordinate descent on the kernel matrix formed
+#'   once (Steinwart, Hush and Scovel's SMO without offset; Hsieh et al.'s
+#'   dual coordinate descent, kernelised), every loss of [kernel_machine()]:
+#'   each step solves the dual exactly in the one variable whose step lowers
+#'   it most (logistic loss: by Newton's method) and updates the kernel
+#'   products with one column of the kernel matrix, \eqn{O(n)} work.
+#'   Memory \eqn{n^2} numbers of the fit's precision; the default for the
+#'   losses other than the squared while that fits (see [kernel_machine()]).
 #' * `cholesky()`: the exact direct solve by a Cholesky factorisation of
 #'   \eqn{K + \lambda I}: \eqn{O(n^2)} memory and \eqn{O(n^3)} time, for
 #'   \eqn{n} up to a few tens of thousands. Useful as a reference.
@@ -234,8 +242,8 @@ NULL
 #'
 #' @param solver `NULL` for a summary of all solvers, or the name of one
 #'   compiled solver (`"askotch"`, `"askotch_v1"`, `"pcg"`, `"falkon"`,
-#'   `"eigenpro"`, `"eigenpro3"`, `"cholesky"`, `"joker"`, `"bcd_nystrom"`,
-#'   `"bcd_features"`).
+#'   `"eigenpro"`, `"eigenpro3"`, `"cholesky"`, `"joker"`, `"dcd"`,
+#'   `"bcd_nystrom"`, `"bcd_features"`, `"svrg"`).
 #' @return For `NULL`, a data frame with one row per solver (`name`,
 #'   `title`, `losses`); for a solver name, a data frame with one row per
 #'   option: `option`, `type`, `default`, `range` and `doc`. A default of 0

@@ -218,7 +218,7 @@ pred_bound <- function(fit, c = 0) {
 }
 
 check_against_oracle <- function(loss_obj, y, lambda, tol = 1e-12,
-                                 d = loss_data()) {
+                                 d = loss_data(), solver = NULL) {
   nm <- loss_obj$name
   p <- loss_obj$param
   K <- oracle_kernel(d$x, d$x, "rbf", BW)
@@ -235,7 +235,7 @@ check_against_oracle <- function(loss_obj, y, lambda, tol = 1e-12,
   # the oracle is a certified optimum
   expect_lt(abs(rel_gap(P0, D0)), 1e-10)
   yy <- if (loss_obj$type == "classification") factor(y, levels = c(-1, 1)) else y
-  fit <- fit_loss_km(d, loss_obj, yy, lambda, tol = tol)
+  fit <- fit_loss_km(d, loss_obj, yy, lambda, tol = tol, solver = solver)
   expect_true(fit$converged, info = nm)
   expect_lt(fit$gap, 1e-10)
   # the package's objective values, and the primal recomputed here
@@ -348,8 +348,9 @@ test_that("hinge loss matches the QP dual", {
   skip_if_not_installed("quadprog")
   skip_if_no_loss("hinge")
   d <- loss_data()
-  for (lambda in c(0.5, 0.1, 0.02)) {  # C = 2, 10, 50
-    r <- check_against_oracle(loss_hinge(), d$yc, lambda = lambda)
+  # the default (dcd(): n = 200) and Joker, C = 2, 10, 50
+  for (sname in c("dcd", "joker")) for (lambda in c(0.5, 0.1, 0.02)) {
+    r <- check_against_oracle(loss_hinge(), d$yc, lambda = lambda, solver = sname)
     # support vectors: alpha_i != 0; at the bound |alpha| = 1/lambda
     sv <- r$fit$support
     expect_equal(sv$any, sum(abs(r$a) > 1e-8 / lambda))
@@ -377,12 +378,50 @@ test_that("decision values are summed over the support vectors alone, exactly", 
   expect_identical(askotch:::nonzero_rows(matrix(0, 3, 1)), 1L)
 })
 
+test_that("solver = \"auto\": dcd() while the kernel matrix fits, else joker()", {
+  skip_if_not_installed("quadprog")
+  skip_if_no_loss("hinge")
+  d <- loss_data()
+  km <- function(..., tol = 1e-10) {
+    kernel_machine(d$x, d$yc, loss = loss_hinge(), lambda = 0.1, bandwidth = BW,
+                   standardize = FALSE, tol = tol, threads = 1, seed = 1, ...)
+  }
+  f <- km()
+  expect_identical(f$solver$name, "dcd")
+  expect_true(f$converged)
+  # C = 500: coordinate descent alone crawls on the ill-conditioned face;
+  # its Newton steps on the free variables end it at the QP's optimum
+  r <- check_against_oracle(loss_hinge(), d$yc, lambda = 0.002, solver = "dcd")
+  expect_lte(r$fit$passes, 100)
+  # above askotch.auto_dual_max_n, or when K (320 kB here) exceeds mem_limit,
+  # Joker; when R's estimate fits but the compiled budget refuses dcd()'s
+  # whole need, fit_solver() falls back to Joker too
+  old <- options(askotch.auto_dual_max_n = 100)
+  g <- km()
+  options(old)
+  auto <- getFromNamespace("auto_solver", "askotch")
+  expect_s3_class(auto(200, mem_limit = 3e5, loss = loss_hinge()), "askotch_solver_joker")
+  k <- km(mem_limit = 5e5)
+  for (z in list(g, k)) {
+    expect_identical(z$solver$name, "joker")
+    expect_equal(predict(z, d$xt, type = "decision"), predict(f, d$xt, type = "decision"),
+                 tolerance = 1e-5)
+  }
+  expect_error(km(solver = dcd(), mem_limit = 5e5), "joker", class = "askotch_error_memory")
+  # single precision: the same fit to float accuracy
+  s1 <- km(precision = "single", tol = 1e-5)
+  expect_identical(s1$solver$name, "dcd")
+  expect_equal(predict(s1, d$xt, type = "decision"), predict(f, d$xt, type = "decision"),
+               tolerance = 1e-3)
+  expect_error(dcd(steps = 0), "steps", class = "askotch_error_input")
+})
+
 test_that("squared hinge loss matches the QP dual", {
   skip_if_not_installed("quadprog")
   skip_if_no_loss("squared_hinge")
   d <- loss_data()
-  for (lambda in c(0.5, 0.02)) {
-    r <- check_against_oracle(loss_squared_hinge(), d$yc, lambda = lambda)
+  for (sname in c("dcd", "joker")) for (lambda in c(0.5, 0.02)) {
+    r <- check_against_oracle(loss_squared_hinge(), d$yc, lambda = lambda, solver = sname)
     expect_equal(r$fit$support$any, sum(abs(r$a) > 1e-8))
   }
 })
@@ -393,8 +432,8 @@ test_that("Huber loss matches the QP dual", {
   d <- loss_data()
   y <- d$yr
   y[1:10] <- y[1:10] + 4  # outliers: some residuals beyond delta
-  for (lambda in c(0.5, 0.02)) {
-    r <- check_against_oracle(loss_huber(delta = 0.3), y, lambda = lambda)
+  for (sname in c("dcd", "joker")) for (lambda in c(0.5, 0.02)) {
+    r <- check_against_oracle(loss_huber(delta = 0.3), y, lambda = lambda, solver = sname)
     expect_gt(unname(r$fit$support$at_bound), 0)
   }
 })
@@ -402,14 +441,15 @@ test_that("Huber loss matches the QP dual", {
 test_that("epsilon-insensitive loss matches the QP dual", {
   skip_if_not_installed("quadprog")
   skip_if_no_loss("svr")
-  for (seed in c(7, 1, 3)) {
+  for (sname in c("dcd", "joker")) for (seed in c(7, 1, 3)) {
     d <- loss_data(seed = seed)
     r <- check_against_oracle(loss_svr(epsilon = 0.1), d$yr, lambda = 0.5,
-                              d = d)
+                              d = d, solver = sname)
     expect_lt(r$fit$support$any, 200)  # points inside the tube are not SVs
   }
   d <- loss_data(seed = 2)
   check_against_oracle(loss_svr(epsilon = 0), d$yr, lambda = 0.5, d = d)
+  check_against_oracle(loss_svr(epsilon = 0), d$yr, lambda = 0.5, d = d, solver = joker())
 })
 
 test_that("logistic loss matches a Newton solve of the primal", {
@@ -419,7 +459,11 @@ test_that("logistic loss matches a Newton solve of the primal", {
   # not a gap estimate) levels off near 2e-10 for this problem while the
   # exact gap is 1e-15, and the exact gap is only checked once the estimate
   # is below tol; the gap itself is still required below 1e-10
-  r <- check_against_oracle(loss_logistic(), d$yc, lambda = 0.5, tol = 1e-9)
+  r <- check_against_oracle(loss_logistic(), d$yc, lambda = 0.5, tol = 1e-9,
+                            solver = joker())
+  # the default at n = 200, dcd(), reaches the tolerance of the other losses
+  r <- check_against_oracle(loss_logistic(), d$yc, lambda = 0.5)
+  expect_identical(r$fit$solver$name, "dcd")
   fit <- r$fit
   expect_null(fit$support)
   # probabilities: 1 / (1 + exp(-F)) of the second level

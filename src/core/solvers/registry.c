@@ -13,6 +13,7 @@
   X(eigenpro3)     \
   X(cholesky)      \
   X(joker)         \
+  X(dcd)           \
   X(bcd_nystrom)   \
   X(bcd_features)  \
   X(svrg)

@@ -1,0 +1,520 @@
+/* DCD: greedy dual coordinate descent on the kernel matrix formed once, the
+ * small-n path of every loss while K fits the memory budget.
+ *
+ * The dual (loss/loss.h): min_{a in box} D(a) = 1/2 a^T K a + f(a), f
+ * separable.  Without an offset there is no equality constraint, so one
+ * variable at a time can move (Steinwart, Hush and Scovel, "Training SVMs
+ * without offset", JMLR 2011; Hsieh et al., "A dual coordinate descent
+ * method for large-scale linear SVM", ICML 2008, kernelised; for the
+ * logistic loss the one-variable Newton of Yu, Huang and Lin, "Dual
+ * coordinate descent methods for logistic regression", MLJ 2011).  With
+ * F = K a kept for every row, the step on variable i solves
+ *     min_{t in box_i} q_i/2 (t - a_i)^2 + F_i (t - a_i) + f_i(t),  q_i = K_ii,
+ * exactly (closed forms; logistic: safeguarded Newton), and F += (t - a_i) K_{:i}:
+ * O(n) work per step, over a column of K held in memory, as LIBSVM's SMO
+ * with its whole kernel matrix cached.  The variable is chosen greedily by
+ * the largest decrease of D (the second-order working-set choice of Fan,
+ * Chen and Lin, JMLR 2005, for one variable): exact for the quadratic and
+ * piecewise-linear f, a Newton estimate g^2 / (2 h) clipped to the box for
+ * the logistic loss; the choice scan is fused with the F update in one sweep
+ * over the column.  A point whose dual variable sits at a bound or at zero
+ * with its gradient pointing out is never touched again, which is what makes
+ * the hinge and SVR duals (most points off the support) cheap.
+ *
+ * The loops run on the host over a host copy of K (on a device the matrix
+ * is formed there and downloaded): a chain of O(n) steps is latency bound on
+ * a GPU.  a and F are kept in double; K in the fit's precision (float halves
+ * the memory).  Each iteration runs `steps` steps on each column; its
+ * criterion estimate is the exact relative duality gap at the new a (F is
+ * known, so the gap costs O(n)).  A data pass (n^2 kernel pairs) is counted
+ * as n steps. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include "solver.h"
+#include "../loss_math.h"
+
+#define OPTIONS(X)                       \
+  X(steps, INT, 0, 1, INFINITY, 0, NULL, \
+    "coordinate steps per column and iteration (0: max(64, n / 8))")
+typedef struct {
+  krr_common_opts common;
+  KRR_OPT_FIELDS(OPTIONS)
+} opts_t;
+static const krr_optdef optdefs[] = {KRR_OPT_DEFS(OPTIONS)};
+
+typedef struct {
+  void *K;         /* host n x n, the fit's precision */
+  double *a, *F;   /* host n x m: dual weights and F = K a */
+  double *y;       /* host n x m targets */
+  double *lo, *hi; /* host n x m: the box of each variable */
+  double *gp, *ih; /* host n x m: f'(a) (SVR: -y) and 1 / (q + f''(a)) (SVR: 1 / q) */
+  double *q;       /* host n: diag(K) */
+  double *gain;    /* host n: the scan's decreases */
+  void *Fd, *work; /* device n x m: F in the fit's precision, scratch (the criterion) */
+  double steps;    /* coordinate steps of this solve, all columns */
+  /* the Newton step on the free variables (face_newton) */
+  int64_t cap;         /* the most free variables it takes */
+  double *H, *dl, *sv; /* host cap x cap (double), cap, cap */
+  int64_t *idx;        /* host cap: the free variables */
+  double last_crit;    /* the criterion after the previous iteration */
+  double work_since;   /* flops of coordinate steps since the last Newton steps */
+  double newton;       /* Newton steps taken */
+  krr_ctx hctx;        /* on a device: a host context for the factorisation */
+  int host;
+} dcd_t;
+
+static const char *const extras[] = {"steps", "newton_steps", NULL};
+
+/* the Newton step's cap on the free variables: its factorisation costs at
+ * most NEWTON_MAX^3 / 3 flops (about 0.1 s on two cores) */
+#define NEWTON_MAX 2048
+
+#define D(s) ((dcd_t *)(s)->st)
+#define O(s) SOPT(s, opts_t)
+
+static double dcd_memory(const krr_solver *s) {
+  double n = (double)s->n, nm = n * (double)s->m, K = (double)s->es * n * n;
+  double dev = s->ctx && !krr_ctx_on_host(s->ctx) ? K : 0.0; /* K formed on the device first */
+  double c = n < NEWTON_MAX ? n : NEWTON_MAX;
+  return K + dev + 8.0 * (7.0 * nm + 2.0 * n + c * c + 3.0 * c) + (double)s->es * 3.0 * nm;
+}
+
+static krr_status dcd_resolve(krr_solver *s) {
+  if (s->obj && s->obj->loss && s->obj->loss->param_name) {
+    const krr_loss *l = s->obj->loss;
+    double p = s->obj->param;
+    if (!isfinite(p) || (l->param_lo_open ? !(p > l->param_lo) : !(p >= l->param_lo)))
+      return krr_fail(s->ctx, KRR_ERR_INPUT, "the %s loss parameter `%s` must be %s %g (got %g)",
+                      l->name, l->param_name, l->param_lo_open ? ">" : ">=", l->param_lo, p);
+  }
+  if (O(s)->steps == 0) O(s)->steps = s->n / 8 > 64 ? s->n / 8 : 64;
+  return KRR_OK;
+}
+
+static krr_status dcd_init(krr_solver *s) {
+  dcd_t *d = D(s);
+  krr_arena *ar = &s->arena;
+  int64_t n = s->n, nm = n * (int64_t)s->m;
+  KTRY(krr_solver_alloc_weights(s, n, s->prec));
+  d->K = krr_arena_host(ar, n * n, s->es);
+  d->a = krr_arena_host(ar, nm, sizeof(double));
+  d->F = krr_arena_host(ar, nm, sizeof(double));
+  d->y = krr_arena_host(ar, nm, sizeof(double));
+  d->lo = krr_arena_host(ar, nm, sizeof(double));
+  d->hi = krr_arena_host(ar, nm, sizeof(double));
+  d->gp = krr_arena_host(ar, nm, sizeof(double));
+  d->ih = krr_arena_host(ar, nm, sizeof(double));
+  d->q = krr_arena_host(ar, n, sizeof(double));
+  d->gain = krr_arena_host(ar, n, sizeof(double));
+  d->Fd = krr_arena_dev(ar, nm, s->es);
+  d->work = krr_arena_dev(ar, nm, s->es);
+  d->cap = n < NEWTON_MAX ? n : NEWTON_MAX;
+  d->H = krr_arena_host(ar, d->cap * d->cap, sizeof(double));
+  d->sv = krr_arena_host(ar, d->cap, sizeof(double));
+  d->dl = krr_arena_host(ar, d->cap, sizeof(double));
+  d->idx = krr_arena_host(ar, d->cap, sizeof(int64_t));
+  KTRY(KRR_ALLOCATED(ar, d->K, d->a, d->F, d->y, d->lo, d->hi, d->gp, d->ih, d->q, d->gain, d->Fd,
+                     d->work, d->H, d->dl, d->sv, d->idx));
+  if (!krr_ctx_on_host(s->ctx)) {
+    KTRY(krr_ctx_host_twin(s->ctx, &d->hctx));
+    d->host = 1;
+  }
+  return KRR_OK;
+}
+
+static void dcd_release(krr_solver *s) {
+  dcd_t *d = D(s);
+  if (d->host) krr_ctx_free(&d->hctx);
+  d->host = 0;
+}
+
+static double kat(const void *K, size_t es, int64_t k) {
+  return es == sizeof(double) ? ((const double *)K)[k] : (double)((const float *)K)[k];
+}
+
+/* K over all rows, into host memory (on a device: formed there, downloaded) */
+static krr_status dcd_prepare(krr_solver *s) {
+  dcd_t *d = D(s);
+  krr_ctx *ctx = s->ctx;
+  int64_t n = s->n;
+  size_t bytes = s->es * (size_t)n * (size_t)n;
+  KTRY(krr_refuse_flops(ctx, (double)n * (double)n * (3.0 * s->op->p + 2.0),
+                        "forming the n x n kernel matrix"));
+  if (krr_ctx_on_host(ctx)) {
+    KTRY(krr_op_mat(s->op, NULL, NULL, d->K, n));
+  } else {
+    void *Kd = krr_dalloc(ctx, n * n, s->es);
+    if (!Kd) return ctx->status;
+    krr_status st = krr_op_mat(s->op, NULL, NULL, Kd, n);
+    if (st == KRR_OK) st = ctx->ops->download(ctx, d->K, Kd, bytes);
+    krr_dfree(ctx, &Kd);
+    KTRY(st);
+  }
+  for (int64_t i = 0; i < n; i++) d->q[i] = kat(d->K, s->es, i * n + i);
+  return KRR_OK;
+}
+
+/* f'(a) (SVR: -y, its |a| part handled in the step) and 1 / (q + f''(a)) of one variable */
+static void curv_of(const krr_solver *s, double q, double y, double a, double *gp, double *ih) {
+  const krr_objective *o = s->obj;
+  int code = o->loss->code;
+  double e = krr_precision_eps(s->prec), l = o->lambda;
+  if (code == KRR_LOSS_SVR) {
+    *gp = -y;
+    *ih = 1.0 / q;
+    return;
+  }
+  *gp = krr_loss_elem(code, KRR_MAP_GRAD, l, o->param, e, y, a, 0.0);
+  /* logistic: f'' = lambda / (u (1 - u)) >= 4 lambda, so that g^2 / (2 (q + 4 lambda)) bounds
+   * the decrease (the curvature at a would hide the points held near 0 by the log barrier) */
+  *ih = 1.0 / (q + (code == KRR_LOSS_LOGISTIC
+                        ? 4.0 * l
+                        : krr_loss_elem(code, KRR_MAP_CURV, l, o->param, e, y, a, 0.0)));
+}
+
+/* the starting point: a = s->w projected into the box, F = K a, the boxes and curvatures */
+static krr_status dcd_start(krr_solver *s) {
+  dcd_t *d = D(s);
+  const krr_objective *o = s->obj;
+  int64_t n = s->n, nm = n * (int64_t)s->m;
+  double e = krr_precision_eps(s->prec);
+  KTRY(krr_download_vec(s->ctx, s->prec, s->w, nm, d->a));
+  KTRY(krr_download_vec(s->ctx, s->prec, o->y, nm, d->y));
+  memset(d->F, 0, sizeof(double) * (size_t)nm);
+  for (int64_t k = 0; k < nm; k++) {
+    krr_lm_box(o->loss->code, o->lambda, o->param, e, d->y[k], &d->lo[k], &d->hi[k]);
+    d->a[k] = krr_lm_clamp(d->a[k], d->lo[k], d->hi[k]);
+  }
+  for (int c = 0; c < s->m; c++) {
+    double *a = d->a + (int64_t)c * n, *F = d->F + (int64_t)c * n;
+    for (int64_t i = 0; i < n; i++) {
+      if (a[i] == 0) continue;
+      if (s->es == sizeof(double)) {
+        const double *Ki = (const double *)d->K + i * n;
+        for (int64_t r = 0; r < n; r++) F[r] += a[i] * Ki[r];
+      } else {
+        const float *Ki = (const float *)d->K + i * n;
+        for (int64_t r = 0; r < n; r++) F[r] += a[i] * (double)Ki[r];
+      }
+      if ((i & 255) == 255) KTRY(krr_poll(s->ctx));
+    }
+    for (int64_t i = 0; i < n; i++)
+      curv_of(s, d->q[i], d->y[i + c * n], a[i], &d->gp[i + c * n], &d->ih[i + c * n]);
+  }
+  d->steps = d->newton = d->work_since = 0;
+  d->last_crit = NAN;
+  return KRR_OK;
+}
+
+/* One sweep: F += delta K_{:j} (delta = 0: none), then the decrease gain[r]
+ * of the step on each variable r; the largest and its row.  Q: the
+ * quadratic-or-Newton form (t = clamp(a - g / h)), V: SVR's soft threshold.
+ * One loop per precision of K and form, so that each vectorises. */
+#define SWEEP_BODY(KT, FORM)              \
+  {                                       \
+    const KT *Kj = (const KT *)K + j * n; \
+    for (int64_t r = 0; r < n; r++) {     \
+      F[r] += delta * (double)Kj[r];      \
+      FORM                                \
+    }                                     \
+  }
+#define FORM_Q                                     \
+  double g = F[r] + gp[r], t = a[r] - g * ih[r];   \
+  t = t < lo[r] ? lo[r] : (t > hi[r] ? hi[r] : t); \
+  double dt = t - a[r];                            \
+  gain[r] = -dt * (g + 0.5 * dt / ih[r]);
+#define FORM_V                                                   \
+  double g = F[r] + gp[r], z = a[r] - g * ih[r], th = p * ih[r]; \
+  double t = z > th ? z - th : (z < -th ? z + th : 0.0);         \
+  t = t < lo[r] ? lo[r] : (t > hi[r] ? hi[r] : t);               \
+  double dt = t - a[r];                                          \
+  gain[r] = -(dt * (g + 0.5 * dt / ih[r]) + p * (fabs(t) - fabs(a[r])));
+
+static void sweep(const void *K, size_t es, int svr, double p, int64_t n, int64_t j, double delta,
+                  const double *a, double *F, const double *gp, const double *ih, const double *lo,
+                  const double *hi, double *gain) {
+  if (j < 0) j = 0, delta = 0.0;
+  if (es == sizeof(double)) {
+    if (svr) SWEEP_BODY(double, FORM_V) else SWEEP_BODY(double, FORM_Q)
+  } else {
+    if (svr) SWEEP_BODY(float, FORM_V) else SWEEP_BODY(float, FORM_Q)
+  }
+}
+
+/* the logistic step in u = lambda y t in [e, 1 - e]: the root of the
+ * increasing h(u) = q (u / lambda - y a) + y F + log(u / (1 - u)) by Newton's
+ * method kept inside a bisection bracket */
+static double logistic_step(double q, double lambda, double e, double y, double a, double F) {
+  double sy = y >= 0 ? 1.0 : -1.0, ul = e, uh = 1.0 - e;
+#define H(u) (q * ((u) / lambda - sy * a) + sy * F + log(u) - log1p(-(u)))
+  if (H(ul) >= 0) return sy * ul / lambda;
+  if (H(uh) <= 0) return sy * uh / lambda;
+  double u = krr_lm_clamp(lambda * sy * a, ul, uh);
+  for (int it = 0; it < 100; it++) {
+    double h = H(u);
+    if (h == 0) break;
+    if (h > 0) uh = u;
+    else ul = u;
+    double un = u - h / (q / lambda + 1.0 / (u * (1.0 - u)));
+    if (!(un > ul && un < uh)) un = 0.5 * (ul + uh);
+    double done = fabs(un - u) <= 4e-16 * fmin(un, 1.0 - un);
+    u = un;
+    if (done || uh - ul <= 4e-16 * fmin(ul, 1.0 - uh)) break;
+  }
+#undef H
+  return sy * u / lambda;
+}
+
+/* the exact minimiser over the box of variable r's one-variable problem */
+static double step_to(const krr_solver *s, double q, double y, double a, double F, double lo,
+                      double hi) {
+  const krr_objective *o = s->obj;
+  double l = o->lambda, p = o->param, g = F - y, t;
+  switch (o->loss->code) {
+    case KRR_LOSS_LOGISTIC: return logistic_step(q, l, krr_precision_eps(s->prec), y, a, F);
+    case KRR_LOSS_HINGE: t = q > 0 ? a - g / q : (g > 0 ? lo : (g < 0 ? hi : a)); break;
+    case KRR_LOSS_SVR:
+      if (q > 0) {
+        double z = a - g / q, th = p / q;
+        t = z > th ? z - th : (z < -th ? z + th : 0.0);
+      } else {
+        t = fabs(g) <= p ? 0.0 : (g > 0 ? lo : hi);
+      }
+      break;
+    default: t = (q * a - g) / (q + l); break; /* f = lambda t^2 / 2 - t y */
+  }
+  return krr_lm_clamp(t, lo, hi);
+}
+
+/* up to `steps` greedy steps on column c; *done: the steps taken (fewer when no
+ * variable decreases D) */
+static krr_status column_steps(krr_solver *s, int c, int64_t steps, int64_t *done) {
+  dcd_t *d = D(s);
+  int64_t n = s->n, off = (int64_t)c * n, j = -1, k;
+  double delta = 0, *a = d->a + off, *F = d->F + off, *y = d->y + off;
+  int svr = s->obj->loss->code == KRR_LOSS_SVR;
+  for (k = 0; k < steps; k++) {
+    if ((k & 255) == 255) KTRY(krr_poll(s->ctx));
+    sweep(d->K, s->es, svr, s->obj->param, n, j, delta, a, F, d->gp + off, d->ih + off, d->lo + off,
+          d->hi + off, d->gain);
+    int64_t best = -1;
+    double bg = 0;
+    for (int64_t r = 0; r < n; r++)
+      if (d->gain[r] > bg) bg = d->gain[r], best = r;
+    j = -1;
+    if (best < 0) break; /* no variable decreases D: the column is solved */
+    double t =
+        step_to(s, d->q[best], y[best], a[best], F[best], d->lo[best + off], d->hi[best + off]);
+    if (!isfinite(t))
+      return krr_fail(s->ctx, KRR_ERR_NUMERIC, "the iterate diverged (non-finite step)");
+    delta = t - a[best];
+    if (delta == 0) break; /* the estimate saw a decrease the exact step does not */
+    a[best] = t;
+    curv_of(s, d->q[best], y[best], t, &d->gp[best + off], &d->ih[best + off]);
+    j = best;
+  }
+  if (j >= 0) { /* the last step's column into F */
+    const void *K = d->K;
+    for (int64_t r = 0; r < n; r++) F[r] += delta * kat(K, s->es, j * n + r);
+  }
+  *done = k;
+  return KRR_OK;
+}
+
+/* F[:] += t K_{:j} over column c's F */
+static void add_column(const krr_solver *s, double *F, int64_t j, double t) {
+  int64_t n = s->n;
+  if (s->es == sizeof(double)) {
+    const double *Kj = (const double *)D(s)->K + j * n;
+    for (int64_t r = 0; r < n; r++) F[r] += t * Kj[r];
+  } else {
+    const float *Kj = (const float *)D(s)->K + j * n;
+    for (int64_t r = 0; r < n; r++) F[r] += t * (double)Kj[r];
+  }
+}
+
+/* the free variables of column c: off their bounds (SVR: and off zero);
+ * their number, or -1 when there are more than the cap */
+static int64_t free_set(krr_solver *s, int c) {
+  dcd_t *d = D(s);
+  int64_t n = s->n, off = (int64_t)c * n, nf = 0;
+  int svr = s->obj->loss->code == KRR_LOSS_SVR;
+  for (int64_t i = 0; i < n; i++) {
+    double a = d->a[off + i];
+    if (a <= d->lo[off + i] || a >= d->hi[off + i] || (svr && a == 0)) continue;
+    if (nf == d->cap) return -1;
+    d->idx[nf++] = i;
+  }
+  return nf;
+}
+
+/* dl = -(K_FF + diag f''(a_F))^{-1} g_F on the free set (idx[0 .. nf)), with
+ * g = F + f'(a); *ok = 0 when the matrix is not numerically positive definite */
+static krr_status newton_direction(krr_solver *s, int c, int64_t nf, int *ok) {
+  dcd_t *d = D(s);
+  const krr_objective *o = s->obj;
+  int64_t n = s->n, off = (int64_t)c * n;
+  double e = krr_precision_eps(s->prec);
+  krr_ctx *hc = d->host ? &d->hctx : s->ctx;
+  for (int64_t k = 0; k < nf; k++) {
+    int64_t i = d->idx[k];
+    double ai = d->a[off + i], yi = d->y[off + i];
+    for (int64_t r = 0; r < nf; r++) d->H[r + k * nf] = kat(d->K, s->es, d->idx[r] + i * n);
+    d->H[k + k * nf] +=
+        krr_loss_elem(o->loss->code, KRR_MAP_CURV, o->lambda, o->param, e, yi, ai, 0.0);
+    d->dl[k] = -(d->F[off + i] +
+                 krr_loss_elem(o->loss->code, KRR_MAP_GRAD, o->lambda, o->param, e, yi, ai, 0.0));
+  }
+  int info = 0;
+  krr_status st = hc->ops->potrf_d(hc, nf, d->H, nf, &info);
+  if (st == KRR_OK && info == 0) st = hc->ops->trsm_d(hc, 0, 1, nf, 1, 1.0, d->H, nf, d->dl, nf);
+  if (st == KRR_OK && info == 0) st = hc->ops->trsm_d(hc, 0, 0, nf, 1, 1.0, d->H, nf, d->dl, nf);
+  if (d->host) st = krr_ctx_forward(s->ctx, hc, st);
+  *ok = st == KRR_OK && info == 0;
+  return st;
+}
+
+/* the projected step sv = P(a + t dl) - a on the free set (SVR: each
+ * variable kept in its orthant) and D(a + sv) - D(a) = sv.F + sv^T K_FF sv / 2
+ * + the changes of the f_i (Ks: scratch) */
+static double projected_change(const krr_solver *s, int c, int64_t nf, double t) {
+  const dcd_t *d = D(s);
+  const krr_objective *o = s->obj;
+  int64_t n = s->n, off = (int64_t)c * n;
+  int svr = o->loss->code == KRR_LOSS_SVR;
+  double e = krr_precision_eps(s->prec), fs = 0, sKs = 0, df = 0;
+  for (int64_t k = 0; k < nf; k++) {
+    int64_t i = d->idx[k] + off;
+    double a = d->a[i], lo = d->lo[i], hi = d->hi[i];
+    if (svr && a > 0 && lo < 0) lo = 0;
+    if (svr && a < 0 && hi > 0) hi = 0;
+    d->sv[k] = krr_lm_clamp(a + t * d->dl[k], lo, hi) - a;
+    fs += d->F[i] * d->sv[k];
+    df += krr_loss_elem(o->loss->code, KRR_MAP_DF, o->lambda, o->param, e, d->y[i], a, d->sv[k]);
+  }
+  for (int64_t k = 0; k < nf; k++) {
+    if (d->sv[k] == 0) continue;
+    double acc = 0;
+    for (int64_t r = 0; r < nf; r++) acc += kat(d->K, s->es, d->idx[r] + d->idx[k] * n) * d->sv[r];
+    sKs += d->sv[k] * acc;
+  }
+  return fs + 0.5 * sKs + df;
+}
+
+/* A Newton step on column c's free variables (projected Newton; Bertsekas,
+ * SIAM J. Control Optim. 1982): the variables at a bound (SVR: also at
+ * zero) held, the others moved along the Newton direction dl of D on that
+ * face and projected onto the box, P(a + t dl), with t halved from 1 until
+ * D decreases (many variables may reach their bounds in one step).
+ * Coordinate descent finds the face fast and converges slowly on it when K
+ * is ill-conditioned (a large C): one such step ends at the minimiser on
+ * the face of the quadratic and piecewise-linear losses. */
+static krr_status face_newton(krr_solver *s, int c, int64_t nf) {
+  dcd_t *d = D(s);
+  int64_t n = s->n, off = (int64_t)c * n;
+  double t = 1.0, dD = 0;
+  int ok = 0;
+  KTRY(newton_direction(s, c, nf, &ok));
+  if (!ok) return KRR_OK; /* K_FF singular: coordinate descent goes on alone */
+  for (int k = 0; k < 30; k++, t *= 0.5)
+    if ((dD = projected_change(s, c, nf, t)) < 0) break;
+  if (!(dD < 0)) return KRR_OK;
+  for (int64_t k = 0; k < nf; k++) {
+    int64_t i = d->idx[k];
+    if (d->sv[k] == 0) continue;
+    d->a[off + i] += d->sv[k];
+    add_column(s, d->F + off, i, d->sv[k]);
+    curv_of(s, d->q[i], d->y[off + i], d->a[off + i], &d->gp[off + i], &d->ih[off + i]);
+    if ((k & 63) == 63) KTRY(krr_poll(s->ctx));
+  }
+  d->newton += 1;
+  return KRR_OK;
+}
+
+/* F (device, the fit's precision) and the weights from the host copies */
+static krr_status sync_out(krr_solver *s) {
+  dcd_t *d = D(s);
+  int64_t nm = s->n * (int64_t)s->m;
+  KTRY(krr_upload_vec_into(s->ctx, s->prec, d->a, nm, s->w));
+  return krr_upload_vec_into(s->ctx, s->prec, d->F, nm, d->Fd);
+}
+
+/* the criterion at the host iterate */
+static krr_status criterion(krr_solver *s, double *crit) {
+  KTRY(sync_out(s));
+  return krr_objective_criterion(s->op, s->obj, s->w, D(s)->Fd, D(s)->work, crit);
+}
+
+/* Newton steps on the free sets when the last iteration cut the criterion
+ * by less than half and each step's factorisation costs no more than the
+ * coordinate steps taken since the previous Newton steps (so they at most
+ * double the work) */
+static krr_status maybe_newton(krr_solver *s, double *crit) {
+  dcd_t *d = D(s);
+  int stalled = isfinite(d->last_crit) && *crit > 0.5 * d->last_crit;
+  d->last_crit = *crit;
+  if (!stalled) return KRR_OK;
+  int any = 0;
+  for (int c = 0; c < s->m; c++) {
+    int64_t nf = free_set(s, c);
+    double cost = (double)nf * (double)nf * (double)nf / 3.0 + 2.0 * (double)nf * (double)s->n;
+    if (nf <= 0 || cost > d->work_since / s->m) continue;
+    KTRY(face_newton(s, c, nf));
+    any = 1;
+  }
+  if (!any) return KRR_OK;
+  d->work_since = 0;
+  KTRY(criterion(s, crit));
+  d->last_crit = *crit;
+  return KRR_OK;
+}
+
+static krr_status dcd_iterate(krr_solver *s) {
+  dcd_t *d = D(s);
+  int64_t steps = O(s)->steps, total = 0;
+  for (int c = 0; c < s->m; c++) {
+    int64_t k = 0;
+    KTRY(column_steps(s, c, steps, &k));
+    total += k;
+  }
+  d->steps += (double)total;
+  d->work_since += 6.0 * (double)total * (double)s->n;
+  double crit = 0;
+  KTRY(criterion(s, &crit));
+  KTRY(maybe_newton(s, &crit));
+  krr_solver_tick(s);
+  s->diag.passes = d->steps / ((double)s->n * (double)s->m);
+  s->diag.resid_est = crit;
+  if (total == 0) s->diag.done = 1; /* every column at its solution: no step decreases D */
+  krr_solver_set_extra(s, "steps", d->steps);
+  krr_solver_set_extra(s, "newton_steps", d->newton);
+  return KRR_OK;
+}
+
+/* F = K a for the generic criterion: kept, no kernel pass */
+static krr_status dcd_apply_k(krr_solver *s, void *F) {
+  KTRY(sync_out(s));
+  return s->ctx->ops->copy(s->ctx, F, D(s)->Fd, s->es * (size_t)(s->n * (int64_t)s->m));
+}
+
+const krr_solver_def krr_solver_dcd = {
+    .name = "dcd",
+    .title = "greedy dual coordinate descent on the kernel matrix",
+    .losses = "squared huber svr hinge squared_hinge logistic",
+    .options = {optdefs, KRR_NOPTS(optdefs), sizeof(opts_t)},
+    .extras = extras,
+    .state_size = sizeof(dcd_t),
+    .mem_advice =
+        "the dual coordinate descent holds the n x n kernel matrix; use solver = "
+        "joker()",
+    .resolve = dcd_resolve,
+    .memory = dcd_memory,
+    .init = dcd_init,
+    .prepare = dcd_prepare,
+    .start = dcd_start,
+    .iterate = dcd_iterate,
+    .apply_k = dcd_apply_k,
+    .release = dcd_release,
+};
