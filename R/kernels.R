@@ -295,8 +295,10 @@ median_bandwidth <- function(x, metric, seed, max_points = 1000L) {
   # no overflow or underflow in the squares for data far from unit scale
   m <- max(abs(min_max(xi)))
   u <- if (m > 0) pow2_unit(m) else 1
-  d <- stats::dist(xi / u,
-                   method = if (metric == "L1") "manhattan" else "euclidean")
+  # a plain vector: median() of a "dist" object orders all of it (sort()
+  # of a classed object), of a vector it takes a partial sort
+  d <- as.vector(stats::dist(xi / u,
+                             method = if (metric == "L1") "manhattan" else "euclidean"))
   med <- stats::median(d) * u
   if (med > 0) return(med)
   # Many duplicated rows: fall back to the median of the positive distances.

@@ -134,6 +134,18 @@ static double kat(const void *K, size_t es, int64_t k) {
   return es == sizeof(double) ? ((const double *)K)[k] : (double)((const float *)K)[k];
 }
 
+/* F[:] += t K_{:j} over column c's F */
+static void add_column(const krr_solver *s, double *F, int64_t j, double t) {
+  int64_t n = s->n;
+  if (s->es == sizeof(double)) {
+    const double *Kj = (const double *)D(s)->K + j * n;
+    for (int64_t r = 0; r < n; r++) F[r] += t * Kj[r];
+  } else {
+    const float *Kj = (const float *)D(s)->K + j * n;
+    for (int64_t r = 0; r < n; r++) F[r] += t * (double)Kj[r];
+  }
+}
+
 /* K over all rows, into host memory (on a device: formed there, downloaded) */
 static krr_status dcd_prepare(krr_solver *s) {
   dcd_t *d = D(s);
@@ -191,13 +203,7 @@ static krr_status dcd_start(krr_solver *s) {
     double *a = d->a + (int64_t)c * n, *F = d->F + (int64_t)c * n;
     for (int64_t i = 0; i < n; i++) {
       if (a[i] == 0) continue;
-      if (s->es == sizeof(double)) {
-        const double *Ki = (const double *)d->K + i * n;
-        for (int64_t r = 0; r < n; r++) F[r] += a[i] * Ki[r];
-      } else {
-        const float *Ki = (const float *)d->K + i * n;
-        for (int64_t r = 0; r < n; r++) F[r] += a[i] * (double)Ki[r];
-      }
+      add_column(s, F, i, a[i]);
       if ((i & 255) == 255) KTRY(krr_poll(s->ctx));
     }
     for (int64_t i = 0; i < n; i++)
@@ -315,24 +321,9 @@ static krr_status column_steps(krr_solver *s, int c, int64_t steps, int64_t *don
     curv_of(s, d->q[best], y[best], t, &d->gp[best + off], &d->ih[best + off]);
     j = best;
   }
-  if (j >= 0) { /* the last step's column into F */
-    const void *K = d->K;
-    for (int64_t r = 0; r < n; r++) F[r] += delta * kat(K, s->es, j * n + r);
-  }
+  if (j >= 0) add_column(s, F, j, delta); /* the last step's column */
   *done = k;
   return KRR_OK;
-}
-
-/* F[:] += t K_{:j} over column c's F */
-static void add_column(const krr_solver *s, double *F, int64_t j, double t) {
-  int64_t n = s->n;
-  if (s->es == sizeof(double)) {
-    const double *Kj = (const double *)D(s)->K + j * n;
-    for (int64_t r = 0; r < n; r++) F[r] += t * Kj[r];
-  } else {
-    const float *Kj = (const float *)D(s)->K + j * n;
-    for (int64_t r = 0; r < n; r++) F[r] += t * (double)Kj[r];
-  }
 }
 
 /* the free variables of column c: off their bounds (SVR: and off zero);
