@@ -3,7 +3,7 @@
  *      primal values match a dense coordinate-descent solution of the box-
  *      constrained dual computed here, on the materialised K;
  *      the same for "dcd" (coordinate descent on the formed K, with its
- *      Newton steps), double and single precision;
+ *      CG steps on the free variables), double and single precision;
  *  (b) squared loss: the weights solve (K + lambda I) a = y (Cholesky);
  *  (c) m = 3 columns give the three m = 1 fits;
  *  (d) float logistic on separable data with a tiny lambda: finite, gap < 1e-3;
@@ -148,7 +148,7 @@ int main(int argc, char **argv) {
   }
 
   /* (a-dcd) the same for the dual coordinate descent on the formed kernel
-   * matrix (solver "dcd"), with lambda = 0.1 and 0.005 (C = 200: its Newton
+   * matrix (solver "dcd"), with lambda = 0.1 and 0.005 (C = 200: its CG
    * steps on the free variables), double and single precision */
   for (int l = 0; l < 6; l++) {
     for (int v = 0; v < 3; v++) {

@@ -390,7 +390,7 @@ test_that("solver = \"auto\": dcd() while the kernel matrix fits, else joker()",
   expect_identical(f$solver$name, "dcd")
   expect_true(f$converged)
   # C = 500: coordinate descent alone crawls on the ill-conditioned face;
-  # its Newton steps on the free variables end it at the QP's optimum
+  # its CG steps on the free variables end it at the QP's optimum
   r <- check_against_oracle(loss_hinge(), d$yc, lambda = 0.002, solver = "dcd")
   expect_lte(r$fit$passes, 100)
   # above askotch.auto_dual_max_n, or when K (320 kB here) exceeds mem_limit,
@@ -726,7 +726,8 @@ test_that("kernel machine methods: print, summary, plot, refit, formula", {
   f2 <- kernel_machine(d$x, d$y, loss = loss_huber(0.2), lambda = 0.25,
                        tol = 1e-10, threads = 1, seed = 1)
   expect_s3_class(r, "kernel_machine")
-  expect_lt(rel_err(predict(r, d$x), predict(f2, d$x)), 1e-6)
+  # both within their own duality gaps' bound of the solution
+  expect_lt(max(abs(predict(r, d$x) - predict(f2, d$x))), pred_bound(r) + pred_bound(f2))
   expect_equal(r$support$any, f2$support$any)
   # formula interface
   df <- data.frame(y = d$y, a = d$x[, 1], b = d$x[, 2], c = d$x[, 3])

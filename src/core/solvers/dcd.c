@@ -15,11 +15,17 @@
  * with its whole kernel matrix cached.  The variable is chosen greedily by
  * the largest decrease of D (the second-order working-set choice of Fan,
  * Chen and Lin, JMLR 2005, for one variable): exact for the quadratic and
- * piecewise-linear f, a Newton estimate g^2 / (2 h) clipped to the box for
- * the logistic loss; the choice scan is fused with the F update in one sweep
- * over the column.  A point whose dual variable sits at a bound or at zero
- * with its gradient pointing out is never touched again, which is what makes
+ * piecewise-linear f, for the logistic loss the bound g^2 / (2 (q + 4 lambda))
+ * clipped to the box; the choice scan is fused with the F update in one
+ * sweep over the column.  A point whose dual variable sits at a bound or at
+ * zero with its gradient pointing out is not chosen, which is what makes
  * the hinge and SVR duals (most points off the support) cheap.
+ *
+ * Coordinate descent finds the face (which variables sit at their bounds)
+ * fast but crawls on it when K restricted to the free variables is
+ * ill-conditioned, as at a large C.  When an iteration cuts the gap by less
+ * than half, a face step (face_step) runs conjugate gradients on the free
+ * variables, stopped where they would leave the box.
  *
  * The loops run on the host over a host copy of K (on a device the matrix
  * is formed there and downloaded): a chain of O(n) steps is latency bound on
@@ -31,7 +37,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stdio.h>
 #include "solver.h"
 #include "../loss_math.h"
 
@@ -54,22 +59,25 @@ typedef struct {
   double *gain;    /* host n: the scan's decreases */
   void *Fd, *work; /* device n x m: F in the fit's precision, scratch (the criterion) */
   double steps;    /* coordinate steps of this solve, all columns */
-  /* the Newton step on the free variables (face_newton) */
+  /* the steps on the free variables (face_step) */
   int64_t cap;         /* the most free variables it takes */
-  double *H, *dl, *sv; /* host cap x cap (double), cap, cap */
+  double *H;           /* host cap x cap (double): K_FF + diag f'' */
+  double *g, *cv, *sv; /* host cap: gradient, curvatures, the step */
+  double *cr, *cp, *cq; /* host cap: CG's residual, direction, product */
   int64_t *idx;        /* host cap: the free variables */
   double last_crit;    /* the criterion after the previous iteration */
-  double work_since;   /* flops of coordinate steps since the last Newton steps */
-  double newton;       /* Newton steps taken */
+  double work_since;   /* memory traffic (doubles) of coordinate steps since the last face steps */
+  double faces;        /* face steps taken */
   krr_ctx hctx;        /* on a device: a host context for the factorisation */
   int host;
 } dcd_t;
 
-static const char *const extras[] = {"steps", "newton_steps", NULL};
+static const char *const extras[] = {"steps", "face_steps", NULL};
 
-/* the Newton step's cap on the free variables: its factorisation costs at
- * most NEWTON_MAX^3 / 3 flops (about 0.1 s on two cores) */
-#define NEWTON_MAX 2048
+/* the face steps' cap on the free variables (their H holds FACE_MAX^2
+ * doubles, 32 MB) and on their CG steps */
+#define FACE_MAX 2048
+#define FACE_CG_MAX 500
 
 #define D(s) ((dcd_t *)(s)->st)
 #define O(s) SOPT(s, opts_t)
@@ -77,8 +85,8 @@ static const char *const extras[] = {"steps", "newton_steps", NULL};
 static double dcd_memory(const krr_solver *s) {
   double n = (double)s->n, nm = n * (double)s->m, K = (double)s->es * n * n;
   double dev = s->ctx && !krr_ctx_on_host(s->ctx) ? K : 0.0; /* K formed on the device first */
-  double c = n < NEWTON_MAX ? n : NEWTON_MAX;
-  return K + dev + 8.0 * (7.0 * nm + 2.0 * n + c * c + 3.0 * c) + (double)s->es * 3.0 * nm;
+  double c = n < FACE_MAX ? n : FACE_MAX;
+  return K + dev + 8.0 * (7.0 * nm + 2.0 * n + c * c + 7.0 * c) + (double)s->es * 3.0 * nm;
 }
 
 static krr_status dcd_resolve(krr_solver *s) {
@@ -110,13 +118,14 @@ static krr_status dcd_init(krr_solver *s) {
   d->gain = krr_arena_host(ar, n, sizeof(double));
   d->Fd = krr_arena_dev(ar, nm, s->es);
   d->work = krr_arena_dev(ar, nm, s->es);
-  d->cap = n < NEWTON_MAX ? n : NEWTON_MAX;
+  d->cap = n < FACE_MAX ? n : FACE_MAX;
   d->H = krr_arena_host(ar, d->cap * d->cap, sizeof(double));
-  d->sv = krr_arena_host(ar, d->cap, sizeof(double));
-  d->dl = krr_arena_host(ar, d->cap, sizeof(double));
   d->idx = krr_arena_host(ar, d->cap, sizeof(int64_t));
   KTRY(KRR_ALLOCATED(ar, d->K, d->a, d->F, d->y, d->lo, d->hi, d->gp, d->ih, d->q, d->gain, d->Fd,
-                     d->work, d->H, d->dl, d->sv, d->idx));
+                     d->work, d->H, d->idx));
+  double **vec[] = {&d->g, &d->cv, &d->sv, &d->cr, &d->cp, &d->cq};
+  for (size_t v = 0; v < sizeof vec / sizeof vec[0]; v++)
+    if (!(*vec[v] = (double *)krr_arena_host(ar, d->cap, sizeof(double)))) return s->ctx->status;
   if (!krr_ctx_on_host(s->ctx)) {
     KTRY(krr_ctx_host_twin(s->ctx, &d->hctx));
     d->host = 1;
@@ -209,7 +218,7 @@ static krr_status dcd_start(krr_solver *s) {
     for (int64_t i = 0; i < n; i++)
       curv_of(s, d->q[i], d->y[i + c * n], a[i], &d->gp[i + c * n], &d->ih[i + c * n]);
   }
-  d->steps = d->newton = d->work_since = 0;
+  d->steps = d->faces = d->work_since = 0;
   d->last_crit = NAN;
   return KRR_OK;
 }
@@ -341,86 +350,125 @@ static int64_t free_set(krr_solver *s, int c) {
   return nf;
 }
 
-/* dl = -(K_FF + diag f''(a_F))^{-1} g_F on the free set (idx[0 .. nf)), with
- * g = F + f'(a); *ok = 0 when the matrix is not numerically positive definite */
-static krr_status newton_direction(krr_solver *s, int c, int64_t nf, int *ok) {
+/* H = K_FF + diag f''(a_F) (curvatures into cv) and g = F_F + f'(a_F) on
+ * the free set idx[0 .. nf) */
+static void face_system(krr_solver *s, int c, int64_t nf) {
   dcd_t *d = D(s);
   const krr_objective *o = s->obj;
   int64_t n = s->n, off = (int64_t)c * n;
   double e = krr_precision_eps(s->prec);
-  krr_ctx *hc = d->host ? &d->hctx : s->ctx;
   for (int64_t k = 0; k < nf; k++) {
     int64_t i = d->idx[k];
     double ai = d->a[off + i], yi = d->y[off + i];
     for (int64_t r = 0; r < nf; r++) d->H[r + k * nf] = kat(d->K, s->es, d->idx[r] + i * n);
-    d->H[k + k * nf] +=
-        krr_loss_elem(o->loss->code, KRR_MAP_CURV, o->lambda, o->param, e, yi, ai, 0.0);
-    d->dl[k] = -(d->F[off + i] +
-                 krr_loss_elem(o->loss->code, KRR_MAP_GRAD, o->lambda, o->param, e, yi, ai, 0.0));
+    d->cv[k] = krr_loss_elem(o->loss->code, KRR_MAP_CURV, o->lambda, o->param, e, yi, ai, 0.0);
+    d->H[k + k * nf] += d->cv[k];
+    d->g[k] = d->F[off + i] +
+              krr_loss_elem(o->loss->code, KRR_MAP_GRAD, o->lambda, o->param, e, yi, ai, 0.0);
   }
-  int info = 0;
-  krr_status st = hc->ops->potrf_d(hc, nf, d->H, nf, &info);
-  if (st == KRR_OK && info == 0) st = hc->ops->trsm_d(hc, 0, 1, nf, 1, 1.0, d->H, nf, d->dl, nf);
-  if (st == KRR_OK && info == 0) st = hc->ops->trsm_d(hc, 0, 0, nf, 1, 1.0, d->H, nf, d->dl, nf);
-  if (d->host) st = krr_ctx_forward(s->ctx, hc, st);
-  *ok = st == KRR_OK && info == 0;
-  return st;
 }
 
-/* the projected step sv = P(a + t dl) - a on the free set (SVR: each
- * variable kept in its orthant) and D(a + sv) - D(a) = sv.F + sv^T K_FF sv / 2
- * + the changes of the f_i (Ks: scratch) */
-static double projected_change(const krr_solver *s, int c, int64_t nf, double t) {
+/* the longest step along p from x within the box shifted by a (SVR: each
+ * variable kept in its orthant); *hit: the variable it stops on (-1: none
+ * before tmax), *at: its bound minus a */
+static double box_room(const krr_solver *s, int c, int64_t nf, const double *x, const double *p,
+                       double tmax, int64_t *hit, double *at) {
   const dcd_t *d = D(s);
-  const krr_objective *o = s->obj;
-  int64_t n = s->n, off = (int64_t)c * n;
-  int svr = o->loss->code == KRR_LOSS_SVR;
-  double e = krr_precision_eps(s->prec), fs = 0, sKs = 0, df = 0;
+  int64_t off = (int64_t)c * s->n;
+  int svr = s->obj->loss->code == KRR_LOSS_SVR;
+  double t = tmax;
+  *hit = -1;
   for (int64_t k = 0; k < nf; k++) {
     int64_t i = d->idx[k] + off;
-    double a = d->a[i], lo = d->lo[i], hi = d->hi[i];
-    if (svr && a > 0 && lo < 0) lo = 0;
-    if (svr && a < 0 && hi > 0) hi = 0;
-    d->sv[k] = krr_lm_clamp(a + t * d->dl[k], lo, hi) - a;
-    fs += d->F[i] * d->sv[k];
-    df += krr_loss_elem(o->loss->code, KRR_MAP_DF, o->lambda, o->param, e, d->y[i], a, d->sv[k]);
+    double a = d->a[i], lo = d->lo[i] - a, hi = d->hi[i] - a;
+    if (svr && a > 0) lo = fmax(lo, -a);
+    if (svr && a < 0) hi = fmin(hi, -a);
+    double r = p[k] < 0 ? (lo - x[k]) / p[k] : (p[k] > 0 ? (hi - x[k]) / p[k] : INFINITY);
+    if (r < t) t = r, *hit = k, *at = p[k] < 0 ? lo : hi;
   }
-  for (int64_t k = 0; k < nf; k++) {
-    if (d->sv[k] == 0) continue;
-    double acc = 0;
-    for (int64_t r = 0; r < nf; r++) acc += kat(d->K, s->es, d->idx[r] + d->idx[k] * n) * d->sv[r];
-    sKs += d->sv[k] * acc;
-  }
-  return fs + 0.5 * sKs + df;
+  return t > 0 ? t : 0;
 }
 
-/* A Newton step on column c's free variables (projected Newton; Bertsekas,
- * SIAM J. Control Optim. 1982): the variables at a bound (SVR: also at
- * zero) held, the others moved along the Newton direction dl of D on that
- * face and projected onto the box, P(a + t dl), with t halved from 1 until
- * D decreases (many variables may reach their bounds in one step).
- * Coordinate descent finds the face fast and converges slowly on it when K
- * is ill-conditioned (a large C): one such step ends at the minimiser on
- * the face of the quadratic and piecewise-linear losses. */
-static krr_status face_newton(krr_solver *s, int c, int64_t nf) {
+/* CG on H x = -g from x = 0 (into sv), at most `its` steps, stopped at a
+ * relative residual of 1e-12 or at the first crossing of the box (the step
+ * cut there, the crossing variable put on its bound): every iterate lowers
+ * the quadratic model g.x + x^T H x / 2 (Steihaug's argument), and CG
+ * copes with the ill-conditioned K_FF that makes coordinate descent crawl */
+static krr_status face_cg(krr_solver *s, int c, int64_t nf, int64_t its) {
+  dcd_t *d = D(s);
+  krr_ctx *hc = d->host ? &d->hctx : s->ctx;
+  double *x = d->sv, *r = d->cr, *p = d->cp, *q = d->cq, rr = 0, r0;
+  for (int64_t k = 0; k < nf; k++) x[k] = 0, r[k] = p[k] = -d->g[k], rr += r[k] * r[k];
+  r0 = rr;
+  for (int64_t it = 0; it < its && rr > 1e-24 * r0; it++) {
+    KTRY(krr_ctx_forward(s->ctx, hc, hc->ops->gemm_d(hc, 0, 0, nf, 1, nf, 1.0, d->H, nf, p, nf,
+                                                     0.0, q, nf)));
+    double pq = 0, at = 0, rn = 0;
+    for (int64_t k = 0; k < nf; k++) pq += p[k] * q[k];
+    if (!(pq > 0)) break;
+    int64_t hit;
+    double al = rr / pq, t = box_room(s, c, nf, x, p, al, &hit, &at);
+    for (int64_t k = 0; k < nf; k++) x[k] += t * p[k];
+    if (hit >= 0) {
+      x[hit] = at;
+      break;
+    }
+    for (int64_t k = 0; k < nf; k++) r[k] -= al * q[k], rn += r[k] * r[k];
+    for (int64_t k = 0; k < nf; k++) p[k] = r[k] + rn / rr * p[k];
+    rr = rn;
+  }
+  return KRR_OK;
+}
+
+/* D(a + t x) - D(a) on the free set for the step x (sv): t F.x + t^2 x^T K_FF
+ * x / 2 + the changes of the f_i, with K_FF = H - diag(cv) (q: H x) */
+static double face_change(const krr_solver *s, int c, int64_t nf, double xHx, double t) {
+  const dcd_t *d = D(s);
+  const krr_objective *o = s->obj;
+  int64_t off = (int64_t)c * s->n;
+  double e = krr_precision_eps(s->prec), fx = 0, cx = 0, df = 0;
+  for (int64_t k = 0; k < nf; k++) {
+    int64_t i = d->idx[k] + off;
+    double x = d->sv[k];
+    fx += d->F[i] * x;
+    cx += d->cv[k] * x * x;
+    df += krr_loss_elem(o->loss->code, KRR_MAP_DF, o->lambda, o->param, e, d->y[i], d->a[i],
+                        t * x);
+  }
+  return t * fx + 0.5 * t * t * (xHx - cx) + df;
+}
+
+/* A step on column c's face (the free variables, those off their bounds
+ * and, for SVR, off zero; the others held): truncated CG on the Newton
+ * system of D there, cut at the box (face_cg; in the spirit of Moré and
+ * Toraldo's GPCG, SIAM J. Optim. 1991, with coordinate descent as the
+ * face-finding phase), then, where D is not quadratic on the face
+ * (logistic), halved until D decreases.  Coordinate descent finds the face
+ * fast but crawls on it when K_FF is ill-conditioned (a large C). */
+static krr_status face_step(krr_solver *s, int c, int64_t nf, int64_t its) {
   dcd_t *d = D(s);
   int64_t n = s->n, off = (int64_t)c * n;
-  double t = 1.0, dD = 0;
-  int ok = 0;
-  KTRY(newton_direction(s, c, nf, &ok));
-  if (!ok) return KRR_OK; /* K_FF singular: coordinate descent goes on alone */
+  krr_ctx *hc = d->host ? &d->hctx : s->ctx;
+  face_system(s, c, nf);
+  KTRY(face_cg(s, c, nf, its));
+  KTRY(krr_ctx_forward(s->ctx, hc, hc->ops->gemm_d(hc, 0, 0, nf, 1, nf, 1.0, d->H, nf, d->sv, nf,
+                                                   0.0, d->cq, nf)));
+  double xHx = 0, t = 1.0, dD = 0;
+  for (int64_t k = 0; k < nf; k++) xHx += d->sv[k] * d->cq[k];
   for (int k = 0; k < 30; k++, t *= 0.5)
-    if ((dD = projected_change(s, c, nf, t)) < 0) break;
+    if ((dD = face_change(s, c, nf, xHx, t)) < 0) break;
   if (!(dD < 0)) return KRR_OK;
   for (int64_t k = 0; k < nf; k++) {
     int64_t i = d->idx[k];
-    if (d->sv[k] == 0) continue;
-    d->a[off + i] += d->sv[k];
-    add_column(s, d->F + off, i, d->sv[k]);
-    curv_of(s, d->q[i], d->y[off + i], d->a[off + i], &d->gp[off + i], &d->ih[off + i]);
+    double a0 = d->a[off + i], a1 = krr_lm_clamp(a0 + t * d->sv[k], d->lo[off + i], d->hi[off + i]);
+    if (s->obj->loss->code == KRR_LOSS_SVR && a0 * a1 < 0) a1 = 0; /* rounding across zero */
+    if (a1 == a0) continue;
+    d->a[off + i] = a1;
+    add_column(s, d->F + off, i, a1 - a0);
+    curv_of(s, d->q[i], d->y[off + i], a1, &d->gp[off + i], &d->ih[off + i]);
     if ((k & 63) == 63) KTRY(krr_poll(s->ctx));
   }
-  d->newton += 1;
+  d->faces += 1;
   return KRR_OK;
 }
 
@@ -438,11 +486,13 @@ static krr_status criterion(krr_solver *s, double *crit) {
   return krr_objective_criterion(s->op, s->obj, s->w, D(s)->Fd, D(s)->work, crit);
 }
 
-/* Newton steps on the free sets when the last iteration cut the criterion
- * by less than half and each step's factorisation costs no more than the
- * coordinate steps taken since the previous Newton steps (so they at most
- * double the work) */
-static krr_status maybe_newton(krr_solver *s, double *crit) {
+/* Face steps on the free sets when the last iteration cut the criterion
+ * by less than half, each with as many CG steps (at most FACE_CG_MAX and
+ * the number of free variables, at least 5) as three times the memory
+ * traffic of the coordinate steps since the previous face steps pays for
+ * (on spam's hinge fit at C = 1000 the face steps halve the time with three
+ * times, and gain 5% more with eight) */
+static krr_status maybe_faces(krr_solver *s, double *crit) {
   dcd_t *d = D(s);
   int stalled = isfinite(d->last_crit) && *crit > 0.5 * d->last_crit;
   d->last_crit = *crit;
@@ -450,9 +500,13 @@ static krr_status maybe_newton(krr_solver *s, double *crit) {
   int any = 0;
   for (int c = 0; c < s->m; c++) {
     int64_t nf = free_set(s, c);
-    double cost = (double)nf * (double)nf * (double)nf / 3.0 + 2.0 * (double)nf * (double)s->n;
-    if (nf <= 0 || cost > d->work_since / s->m) continue;
-    KTRY(face_newton(s, c, nf));
+    if (nf <= 0) continue;
+    /* in memory traffic (doubles read): forming H and updating F read nf^2 + n nf,
+     * each CG step nf^2 (a coordinate step 8 n: work_since) */
+    double f = (double)nf, left = 3.0 * d->work_since / s->m - f * f - f * (double)s->n;
+    double its = fmin(fmin(f, FACE_CG_MAX), left / (f * f));
+    if (its < 5) continue;
+    KTRY(face_step(s, c, nf, (int64_t)its));
     any = 1;
   }
   if (!any) return KRR_OK;
@@ -471,16 +525,16 @@ static krr_status dcd_iterate(krr_solver *s) {
     total += k;
   }
   d->steps += (double)total;
-  d->work_since += 6.0 * (double)total * (double)s->n;
+  d->work_since += 8.0 * (double)total * (double)s->n;
   double crit = 0;
   KTRY(criterion(s, &crit));
-  KTRY(maybe_newton(s, &crit));
+  KTRY(maybe_faces(s, &crit));
   krr_solver_tick(s);
   s->diag.passes = d->steps / ((double)s->n * (double)s->m);
   s->diag.resid_est = crit;
   if (total == 0) s->diag.done = 1; /* every column at its solution: no step decreases D */
   krr_solver_set_extra(s, "steps", d->steps);
-  krr_solver_set_extra(s, "newton_steps", d->newton);
+  krr_solver_set_extra(s, "face_steps", d->faces);
   return KRR_OK;
 }
 
