@@ -401,8 +401,8 @@ static krr_status face_cg(krr_solver *s, int c, int64_t nf, int64_t its) {
   for (int64_t k = 0; k < nf; k++) x[k] = 0, r[k] = p[k] = -d->g[k], rr += r[k] * r[k];
   r0 = rr;
   for (int64_t it = 0; it < its && rr > 1e-24 * r0; it++) {
-    KTRY(krr_ctx_forward(s->ctx, hc, hc->ops->gemm_d(hc, 0, 0, nf, 1, nf, 1.0, d->H, nf, p, nf,
-                                                     0.0, q, nf)));
+    KTRY(krr_ctx_forward(s->ctx, hc,
+                         hc->ops->gemm_d(hc, 0, 0, nf, 1, nf, 1.0, d->H, nf, p, nf, 0.0, q, nf)));
     double pq = 0, at = 0, rn = 0;
     for (int64_t k = 0; k < nf; k++) pq += p[k] * q[k];
     if (!(pq > 0)) break;
@@ -432,8 +432,7 @@ static double face_change(const krr_solver *s, int c, int64_t nf, double xHx, do
     double x = d->sv[k];
     fx += d->F[i] * x;
     cx += d->cv[k] * x * x;
-    df += krr_loss_elem(o->loss->code, KRR_MAP_DF, o->lambda, o->param, e, d->y[i], d->a[i],
-                        t * x);
+    df += krr_loss_elem(o->loss->code, KRR_MAP_DF, o->lambda, o->param, e, d->y[i], d->a[i], t * x);
   }
   return t * fx + 0.5 * t * t * (xHx - cx) + df;
 }
@@ -451,8 +450,8 @@ static krr_status face_step(krr_solver *s, int c, int64_t nf, int64_t its) {
   krr_ctx *hc = d->host ? &d->hctx : s->ctx;
   face_system(s, c, nf);
   KTRY(face_cg(s, c, nf, its));
-  KTRY(krr_ctx_forward(s->ctx, hc, hc->ops->gemm_d(hc, 0, 0, nf, 1, nf, 1.0, d->H, nf, d->sv, nf,
-                                                   0.0, d->cq, nf)));
+  KTRY(krr_ctx_forward(
+      s->ctx, hc, hc->ops->gemm_d(hc, 0, 0, nf, 1, nf, 1.0, d->H, nf, d->sv, nf, 0.0, d->cq, nf)));
   double xHx = 0, t = 1.0, dD = 0;
   for (int64_t k = 0; k < nf; k++) xHx += d->sv[k] * d->cq[k];
   for (int k = 0; k < 30; k++, t *= 0.5)
