@@ -60,15 +60,15 @@ typedef struct {
   void *Fd, *work; /* device n x m: F in the fit's precision, scratch (the criterion) */
   double steps;    /* coordinate steps of this solve, all columns */
   /* the steps on the free variables (face_step) */
-  int64_t cap;         /* the most free variables it takes */
-  double *H;           /* host cap x cap (double): K_FF + diag f'' */
-  double *g, *cv, *sv; /* host cap: gradient, curvatures, the step */
+  int64_t cap;          /* the most free variables it takes */
+  double *H;            /* host cap x cap (double): K_FF + diag f'' */
+  double *g, *cv, *sv;  /* host cap: gradient, curvatures, the step */
   double *cr, *cp, *cq; /* host cap: CG's residual, direction, product */
-  int64_t *idx;        /* host cap: the free variables */
-  double last_crit;    /* the criterion after the previous iteration */
-  double work_since;   /* memory traffic (doubles) of coordinate steps since the last face steps */
-  double faces;        /* face steps taken */
-  krr_ctx hctx;        /* on a device: a host context for the factorisation */
+  int64_t *idx;         /* host cap: the free variables */
+  double last_crit;     /* the criterion after the previous iteration */
+  double work_since;    /* doubles read by coordinate steps since the last face steps */
+  double faces;         /* face steps taken */
+  krr_ctx hctx;         /* on a device: a host context for the face steps BLAS */
   int host;
 } dcd_t;
 
