@@ -26,6 +26,16 @@ int krr_loss_count(void) { return N_LOSSES; }
 const krr_loss *krr_loss_get(int i) { return i >= 0 && i < N_LOSSES ? table[i] : NULL; }
 const char *krr_loss_name(const krr_loss *loss) { return loss ? loss->name : NULL; }
 
+krr_status krr_loss_check_param(krr_ctx *ctx, const krr_objective *obj) {
+  const krr_loss *l = obj ? obj->loss : NULL;
+  if (!l || !l->param_name) return KRR_OK;
+  double p = obj->param;
+  if (!isfinite(p) || (l->param_lo_open ? !(p > l->param_lo) : !(p >= l->param_lo)))
+    return krr_fail(ctx, KRR_ERR_INPUT, "the %s loss parameter `%s` must be %s %g (got %g)",
+                    l->name, l->param_name, l->param_lo_open ? ">" : ">=", l->param_lo, p);
+  return KRR_OK;
+}
+
 const krr_loss *krr_loss_lookup(const char *name) {
   for (int i = 0; name && i < N_LOSSES; i++)
     if (strcmp(table[i]->name, name) == 0) return table[i];

@@ -72,6 +72,10 @@ krr_status krr_loss_map_curv(krr_ctx *ctx, const krr_objective *obj, int64_t len
 void krr_loss_map_box(const krr_objective *obj, double y, double *lo, double *hi);
 krr_status krr_loss_map_sums(krr_op *op, const krr_objective *obj, const void *a, const void *F,
                              void *work, double *ls, double *cs);
+/* KRR_ERR_INPUT naming the loss parameter when obj's is outside its range
+ * (the dual solvers check it when they resolve their options); KRR_OK
+ * without an objective or a parameter */
+krr_status krr_loss_check_param(krr_ctx *ctx, const krr_objective *obj);
 /* the spacing below 1 of a precision (2^-53, 2^-24) */
 double krr_precision_eps(krr_precision prec);
 

@@ -90,13 +90,7 @@ static double dcd_memory(const krr_solver *s) {
 }
 
 static krr_status dcd_resolve(krr_solver *s) {
-  if (s->obj && s->obj->loss && s->obj->loss->param_name) {
-    const krr_loss *l = s->obj->loss;
-    double p = s->obj->param;
-    if (!isfinite(p) || (l->param_lo_open ? !(p > l->param_lo) : !(p >= l->param_lo)))
-      return krr_fail(s->ctx, KRR_ERR_INPUT, "the %s loss parameter `%s` must be %s %g (got %g)",
-                      l->name, l->param_name, l->param_lo_open ? ">" : ">=", l->param_lo, p);
-  }
+  KTRY(krr_loss_check_param(s->ctx, s->obj));
   if (O(s)->steps == 0) O(s)->steps = s->n / 8 > 64 ? s->n / 8 : 64;
   return KRR_OK;
 }

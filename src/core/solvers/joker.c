@@ -170,13 +170,7 @@ static double jk_memory(const krr_solver *s) {
 
 static krr_status jk_resolve(krr_solver *s) {
   opts_t *o = O(s);
-  if (s->obj && s->obj->loss && s->obj->loss->param_name) {
-    const krr_loss *l = s->obj->loss;
-    double p = s->obj->param;
-    if (!isfinite(p) || (l->param_lo_open ? !(p > l->param_lo) : !(p >= l->param_lo)))
-      return krr_fail(s->ctx, KRR_ERR_INPUT, "the %s loss parameter `%s` must be %s %g (got %g)",
-                      l->name, l->param_name, l->param_lo_open ? ">" : ">=", l->param_lo, p);
-  }
+  KTRY(krr_loss_check_param(s->ctx, s->obj));
   if (o->block_size == 0) o->block_size = default_block(s);
   if (!s->data_free && o->block_size > s->n)
     return krr_fail(s->ctx, KRR_ERR_INPUT, "`block_size` (%lld) must not exceed the number of "
