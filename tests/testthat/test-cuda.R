@@ -99,16 +99,19 @@ test_that("the other losses and random features run on the device", {
   skip_if_not(has_cuda(), "no CUDA device")
   d <- make_regression(1200, seed = 66)
   cls <- factor(ifelse(d$y > stats::median(d$y), "a", "b"))
-  for (loss in list(loss_hinge(), loss_logistic(), loss_huber(), loss_svr())) {
+  # dcd() (the default here: K formed on the device, the steps on the host)
+  # and Joker
+  for (sname in c("dcd", "joker")) for (loss in list(loss_hinge(), loss_logistic(),
+                                                     loss_huber(), loss_svr())) {
     yy <- if (loss$name %in% c("hinge", "logistic")) cls else d$y
-    args <- list(d$x, yy, lambda = 1, bandwidth = 1.5, loss = loss,
+    args <- list(d$x, yy, lambda = 1, bandwidth = 1.5, loss = loss, solver = sname,
                  max_passes = 3, tol = 0, seed = 3)
     f_cpu <- suppressWarnings(do.call(kernel_machine, c(args, device = "cpu")))
     f_gpu <- suppressWarnings(do.call(kernel_machine, c(args, device = "cuda")))
     expect_identical(f_gpu$device, "cuda")
     expect_lt(rel_err(predict(f_gpu, d$x, type = "decision"),
                       predict(f_cpu, d$x, type = "decision")), 1e-6,
-              label = loss$name)
+              label = paste(sname, loss$name))
   }
   args <- list(d$x, d$y, lambda = 1, bandwidth = 1.5,
                solver = bcd("random", p = 500), max_passes = 3, tol = 0,
