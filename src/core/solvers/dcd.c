@@ -64,6 +64,7 @@ typedef struct {
   double *H;            /* host cap x cap (double): K_FF + diag f'' */
   double *g, *cv, *sv;  /* host cap: gradient, curvatures, the step */
   double *cr, *cp, *cq; /* host cap: CG's residual, direction, product */
+  double *sa, *sb, *sy; /* host cap: with the six above, the shrunk problem's arrays */
   int64_t *idx;         /* host cap: the free variables */
   double last_crit;     /* the criterion after the previous iteration */
   double work_since;    /* doubles read by coordinate steps since the last face steps */
@@ -86,7 +87,7 @@ static double dcd_memory(const krr_solver *s) {
   double n = (double)s->n, nm = n * (double)s->m, K = (double)s->es * n * n;
   double dev = s->ctx && !krr_ctx_on_host(s->ctx) ? K : 0.0; /* K formed on the device first */
   double c = n < FACE_MAX ? n : FACE_MAX;
-  return K + dev + 8.0 * (7.0 * nm + 2.0 * n + c * c + 7.0 * c) + (double)s->es * 3.0 * nm;
+  return K + dev + 8.0 * (7.0 * nm + 2.0 * n + c * c + 10.0 * c) + (double)s->es * 3.0 * nm;
 }
 
 static krr_status dcd_resolve(krr_solver *s) {
@@ -117,7 +118,7 @@ static krr_status dcd_init(krr_solver *s) {
   d->idx = krr_arena_host(ar, d->cap, sizeof(int64_t));
   KTRY(KRR_ALLOCATED(ar, d->K, d->a, d->F, d->y, d->lo, d->hi, d->gp, d->ih, d->q, d->gain, d->Fd,
                      d->work, d->H, d->idx));
-  double **vec[] = {&d->g, &d->cv, &d->sv, &d->cr, &d->cp, &d->cq};
+  double **vec[] = {&d->g, &d->cv, &d->sv, &d->cr, &d->cp, &d->cq, &d->sa, &d->sb, &d->sy};
   for (size_t v = 0; v < sizeof vec / sizeof vec[0]; v++)
     if (!(*vec[v] = (double *)krr_arena_host(ar, d->cap, sizeof(double)))) return s->ctx->status;
   if (!krr_ctx_on_host(s->ctx)) {
@@ -137,14 +138,27 @@ static double kat(const void *K, size_t es, int64_t k) {
   return es == sizeof(double) ? ((const double *)K)[k] : (double)((const float *)K)[k];
 }
 
-/* F[:] += t K_{:j} over column c's F */
-static void add_column(const krr_solver *s, double *F, int64_t j, double t) {
-  int64_t n = s->n;
-  if (s->es == sizeof(double)) {
-    const double *Kj = (const double *)D(s)->K + j * n;
+/* H (na x na) = K[idx, idx] (K n x n, element size es) */
+static void gather_block(const void *K, size_t es, int64_t n, const int64_t *idx, int64_t na,
+                         double *H) {
+  for (int64_t k = 0; k < na; k++) {
+    if (es == sizeof(double)) {
+      const double *Kk = (const double *)K + idx[k] * n;
+      for (int64_t r = 0; r < na; r++) H[r + k * na] = Kk[idx[r]];
+    } else {
+      const float *Kk = (const float *)K + idx[k] * n;
+      for (int64_t r = 0; r < na; r++) H[r + k * na] = (double)Kk[idx[r]];
+    }
+  }
+}
+
+/* F[:] += t K_{:j} (K n x n, element size es) */
+static void add_column(const void *K, size_t es, int64_t n, double *F, int64_t j, double t) {
+  if (es == sizeof(double)) {
+    const double *Kj = (const double *)K + j * n;
     for (int64_t r = 0; r < n; r++) F[r] += t * Kj[r];
   } else {
-    const float *Kj = (const float *)D(s)->K + j * n;
+    const float *Kj = (const float *)K + j * n;
     for (int64_t r = 0; r < n; r++) F[r] += t * (double)Kj[r];
   }
 }
@@ -206,7 +220,7 @@ static krr_status dcd_start(krr_solver *s) {
     double *a = d->a + (int64_t)c * n, *F = d->F + (int64_t)c * n;
     for (int64_t i = 0; i < n; i++) {
       if (a[i] == 0) continue;
-      add_column(s, F, i, a[i]);
+      add_column(d->K, s->es, n, F, i, a[i]);
       if ((i & 255) == 255) KTRY(krr_poll(s->ctx));
     }
     for (int64_t i = 0; i < n; i++)
@@ -297,36 +311,102 @@ static double step_to(const krr_solver *s, double q, double y, double a, double 
   return krr_lm_clamp(t, lo, hi);
 }
 
-/* up to `steps` greedy steps on column c; *done: the steps taken (fewer when no
- * variable decreases D) */
-static krr_status column_steps(krr_solver *s, int c, int64_t steps, int64_t *done) {
-  dcd_t *d = D(s);
-  int64_t n = s->n, off = (int64_t)c * n, j = -1, k;
-  double delta = 0, *a = d->a + off, *F = d->F + off, *y = d->y + off;
+/* One column's problem as the greedy loop sees it: K (n x n, element size
+ * es) and the per-variable arrays, either the column's own (all n rows) or
+ * its active variables gathered (shrunk_steps) */
+typedef struct {
+  const void *K;
+  size_t es;
+  int64_t n;
+  double *a, *F, *gp, *ih, *lo, *hi, *q, *gain;
+  const double *y;
+} cd_view;
+
+/* up to `steps` greedy steps on the view; *done: the steps taken (fewer
+ * when no variable decreases D) */
+static krr_status greedy(krr_solver *s, const cd_view *v, int64_t steps, int64_t *done) {
+  int64_t n = v->n, j = -1, k;
+  double delta = 0;
   int svr = s->obj->loss->code == KRR_LOSS_SVR;
   for (k = 0; k < steps; k++) {
     if ((k & 255) == 255) KTRY(krr_poll(s->ctx));
-    sweep(d->K, s->es, svr, s->obj->param, n, j, delta, a, F, d->gp + off, d->ih + off, d->lo + off,
-          d->hi + off, d->gain);
+    sweep(v->K, v->es, svr, s->obj->param, n, j, delta, v->a, v->F, v->gp, v->ih, v->lo, v->hi,
+          v->gain);
     int64_t best = -1;
     double bg = 0;
     for (int64_t r = 0; r < n; r++)
-      if (d->gain[r] > bg) bg = d->gain[r], best = r;
+      if (v->gain[r] > bg) bg = v->gain[r], best = r;
     j = -1;
     if (best < 0) break; /* no variable decreases D: the column is solved */
-    double t =
-        step_to(s, d->q[best], y[best], a[best], F[best], d->lo[best + off], d->hi[best + off]);
+    double t = step_to(s, v->q[best], v->y[best], v->a[best], v->F[best], v->lo[best], v->hi[best]);
     if (!isfinite(t))
       return krr_fail(s->ctx, KRR_ERR_NUMERIC, "the iterate diverged (non-finite step)");
-    delta = t - a[best];
+    delta = t - v->a[best];
     if (delta == 0) break; /* the estimate saw a decrease the exact step does not */
-    a[best] = t;
-    curv_of(s, d->q[best], y[best], t, &d->gp[best + off], &d->ih[best + off]);
+    v->a[best] = t;
+    curv_of(s, v->q[best], v->y[best], t, &v->gp[best], &v->ih[best]);
     j = best;
   }
-  if (j >= 0) add_column(s, F, j, delta); /* the last step's column */
+  if (j >= 0) add_column(v->K, v->es, n, v->F, j, delta); /* the last step's column */
   *done = k;
   return KRR_OK;
+}
+
+/* The shrunk problem of column c (LIBSVM's shrinking, redone at every
+ * iteration): the variables that can move now (a positive decrease) or
+ * are off their bounds, gathered with their block of K into the face
+ * steps' buffers, solved by `steps` greedy steps there, and the changes of
+ * their weights added to F over all rows at the end.  The others (at a
+ * bound, pushed outward: most points of a hinge or SVR fit) are held for
+ * the iteration; the next one sees them again.  A step there costs na / n
+ * of a full one, so the shrunk problem takes steps * n / na of them; *done:
+ * their cost in full steps (0 only when none was taken), or -1 when the
+ * active variables are too many to pay (more than n / 2 or the buffers' cap). */
+static krr_status shrunk_steps(krr_solver *s, int c, int64_t steps, int64_t *done) {
+  dcd_t *d = D(s);
+  int64_t n = s->n, off = (int64_t)c * n, na = 0, cap = d->cap < n / 2 ? d->cap : n / 2;
+  double *a = d->a + off;
+  *done = -1;
+  sweep(d->K, s->es, s->obj->loss->code == KRR_LOSS_SVR, s->obj->param, n, -1, 0.0, a, d->F + off,
+        d->gp + off, d->ih + off, d->lo + off, d->hi + off, d->gain);
+  for (int64_t i = 0; i < n; i++) {
+    if (!(d->gain[i] > 0) && (a[i] <= d->lo[off + i] || a[i] >= d->hi[off + i])) continue;
+    if (na == cap) return KRR_OK;
+    d->idx[na++] = i;
+  }
+  double *sub[] = {d->g, d->cv, d->sv, d->cr, d->cp, d->cq, d->sa, d->sb};
+  cd_view v = {d->H,   sizeof(double), na,     sub[0], sub[1], sub[2],
+               sub[3], sub[4],         sub[5], sub[6], sub[7], d->sy};
+  gather_block(d->K, s->es, n, d->idx, na, d->H);
+  for (int64_t k = 0; k < na; k++) {
+    int64_t i = d->idx[k];
+    v.a[k] = a[i], v.F[k] = d->F[off + i], v.gp[k] = d->gp[off + i], v.ih[k] = d->ih[off + i];
+    v.lo[k] = d->lo[off + i], v.hi[k] = d->hi[off + i], v.q[k] = d->q[i];
+    d->sy[k] = d->y[off + i];
+  }
+  /* as many steps as `steps` full-length ones cost; *done counts them so */
+  int64_t raw = 0;
+  KTRY(greedy(s, &v, (int64_t)fmin((double)steps * (double)n / (double)na, 1e15), &raw));
+  *done = raw == 0 ? 0 : (int64_t)ceil((double)raw * (double)na / (double)n);
+  for (int64_t k = 0; k < na; k++) {
+    int64_t i = d->idx[k];
+    if (v.a[k] == a[i]) continue;
+    add_column(d->K, s->es, n, d->F + off, i, v.a[k] - a[i]);
+    a[i] = v.a[k], d->gp[off + i] = v.gp[k], d->ih[off + i] = v.ih[k];
+  }
+  return KRR_OK;
+}
+
+/* up to `steps` greedy steps on column c, on its shrunk problem when that
+ * pays; *done: the steps taken */
+static krr_status column_steps(krr_solver *s, int c, int64_t steps, int64_t *done) {
+  dcd_t *d = D(s);
+  int64_t off = (int64_t)c * s->n;
+  KTRY(shrunk_steps(s, c, steps, done));
+  if (*done >= 0) return KRR_OK;
+  cd_view v = {d->K,        s->es,       s->n,        d->a + off, d->F + off, d->gp + off,
+               d->ih + off, d->lo + off, d->hi + off, d->q,       d->gain,    d->y + off};
+  return greedy(s, &v, steps, done);
 }
 
 /* the free variables of column c: off their bounds (SVR: and off zero);
@@ -351,10 +431,10 @@ static void face_system(krr_solver *s, int c, int64_t nf) {
   const krr_objective *o = s->obj;
   int64_t n = s->n, off = (int64_t)c * n;
   double e = krr_precision_eps(s->prec);
+  gather_block(d->K, s->es, n, d->idx, nf, d->H);
   for (int64_t k = 0; k < nf; k++) {
     int64_t i = d->idx[k];
     double ai = d->a[off + i], yi = d->y[off + i];
-    for (int64_t r = 0; r < nf; r++) d->H[r + k * nf] = kat(d->K, s->es, d->idx[r] + i * n);
     d->cv[k] = krr_loss_elem(o->loss->code, KRR_MAP_CURV, o->lambda, o->param, e, yi, ai, 0.0);
     d->H[k + k * nf] += d->cv[k];
     d->g[k] = d->F[off + i] +
@@ -457,7 +537,7 @@ static krr_status face_step(krr_solver *s, int c, int64_t nf, int64_t its) {
     if (s->obj->loss->code == KRR_LOSS_SVR && a0 * a1 < 0) a1 = 0; /* rounding across zero */
     if (a1 == a0) continue;
     d->a[off + i] = a1;
-    add_column(s, d->F + off, i, a1 - a0);
+    add_column(d->K, s->es, n, d->F + off, i, a1 - a0);
     curv_of(s, d->q[i], d->y[off + i], a1, &d->gp[off + i], &d->ih[off + i]);
     if ((k & 63) == 63) KTRY(krr_poll(s->ctx));
   }
