@@ -366,11 +366,13 @@ static krr_status shrunk_steps(krr_solver *s, int c, int64_t steps, int64_t *don
   dcd_t *d = D(s);
   int64_t n = s->n, off = (int64_t)c * n, na = 0, cap = d->cap < n / 2 ? d->cap : n / 2;
   double *a = d->a + off;
+  int svr = s->obj->loss->code == KRR_LOSS_SVR;
   *done = -1;
-  sweep(d->K, s->es, s->obj->loss->code == KRR_LOSS_SVR, s->obj->param, n, -1, 0.0, a, d->F + off,
-        d->gp + off, d->ih + off, d->lo + off, d->hi + off, d->gain);
+  sweep(d->K, s->es, svr, s->obj->param, n, -1, 0.0, a, d->F + off, d->gp + off, d->ih + off,
+        d->lo + off, d->hi + off, d->gain);
   for (int64_t i = 0; i < n; i++) {
-    if (!(d->gain[i] > 0) && (a[i] <= d->lo[off + i] || a[i] >= d->hi[off + i])) continue;
+    int held = a[i] <= d->lo[off + i] || a[i] >= d->hi[off + i] || (svr && a[i] == 0);
+    if (held && !(d->gain[i] > 0)) continue;
     if (na == cap) return KRR_OK;
     d->idx[na++] = i;
   }
