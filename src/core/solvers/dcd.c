@@ -134,33 +134,37 @@ static void dcd_release(krr_solver *s) {
   d->host = 0;
 }
 
-static double kat(const void *K, size_t es, int64_t k) {
-  return es == sizeof(double) ? ((const double *)K)[k] : (double)((const float *)K)[k];
-}
+
+/* the statements once for each storage precision of K (es bytes): KT is
+ * double or float in them */
+#define BY_PREC(es, KT, ...)      \
+  do {                            \
+    if ((es) == sizeof(double)) { \
+      typedef double KT;          \
+      __VA_ARGS__                 \
+    } else {                      \
+      typedef float KT;           \
+      __VA_ARGS__                 \
+    }                             \
+  } while (0)
 
 /* H (na x na) = K[idx, idx] (K n x n, element size es) */
 static void gather_block(const void *K, size_t es, int64_t n, const int64_t *idx, int64_t na,
                          double *H) {
-  for (int64_t k = 0; k < na; k++) {
-    if (es == sizeof(double)) {
-      const double *Kk = (const double *)K + idx[k] * n;
-      for (int64_t r = 0; r < na; r++) H[r + k * na] = Kk[idx[r]];
-    } else {
-      const float *Kk = (const float *)K + idx[k] * n;
+  BY_PREC(es, KT, {
+    for (int64_t k = 0; k < na; k++) {
+      const KT *Kk = (const KT *)K + idx[k] * n;
       for (int64_t r = 0; r < na; r++) H[r + k * na] = (double)Kk[idx[r]];
     }
-  }
+  });
 }
 
 /* F[:] += t K_{:j} (K n x n, element size es) */
 static void add_column(const void *K, size_t es, int64_t n, double *F, int64_t j, double t) {
-  if (es == sizeof(double)) {
-    const double *Kj = (const double *)K + j * n;
-    for (int64_t r = 0; r < n; r++) F[r] += t * Kj[r];
-  } else {
-    const float *Kj = (const float *)K + j * n;
+  BY_PREC(es, KT, {
+    const KT *Kj = (const KT *)K + j * n;
     for (int64_t r = 0; r < n; r++) F[r] += t * (double)Kj[r];
-  }
+  });
 }
 
 /* K over all rows, into host memory (on a device: formed there, downloaded) */
@@ -181,7 +185,9 @@ static krr_status dcd_prepare(krr_solver *s) {
     krr_dfree(ctx, &Kd);
     KTRY(st);
   }
-  for (int64_t i = 0; i < n; i++) d->q[i] = kat(d->K, s->es, i * n + i);
+  BY_PREC(s->es, KT, {
+    for (int64_t i = 0; i < n; i++) d->q[i] = (double)((const KT *)d->K)[i * n + i];
+  });
   return KRR_OK;
 }
 
@@ -234,7 +240,7 @@ static krr_status dcd_start(krr_solver *s) {
 /* One sweep: F += delta K_{:j} (delta = 0: none), then the decrease gain[r]
  * of the step on each variable r; the largest and its row.  Q: the
  * quadratic-or-Newton form (t = clamp(a - g / h)), V: SVR's soft threshold.
- * One loop per precision of K and form, so that each vectorises. */
+ * One loop per precision of K (BY_PREC) and form, so that each vectorises. */
 #define SWEEP_BODY(KT, FORM)              \
   {                                       \
     const KT *Kj = (const KT *)K + j * n; \
@@ -259,11 +265,7 @@ static void sweep(const void *K, size_t es, int svr, double p, int64_t n, int64_
                   const double *a, double *F, const double *gp, const double *ih, const double *lo,
                   const double *hi, double *gain) {
   if (j < 0) j = 0, delta = 0.0;
-  if (es == sizeof(double)) {
-    if (svr) SWEEP_BODY(double, FORM_V) else SWEEP_BODY(double, FORM_Q)
-  } else {
-    if (svr) SWEEP_BODY(float, FORM_V) else SWEEP_BODY(float, FORM_Q)
-  }
+  BY_PREC(es, KT, if (svr) SWEEP_BODY(KT, FORM_V) else SWEEP_BODY(KT, FORM_Q));
 }
 
 /* the logistic step in u = lambda y t in [e, 1 - e]: the root of the
