@@ -90,13 +90,16 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
   keep <- FALSE
   on.exit(if (!keep && !identical(state, object$state)) native_fit_free(state),
           add = TRUE)
-  native_fit_set_lambda(state, lambda)
+  # the targets restart the weights from zero; the fit's weights, set at
+  # its own lambda, are then carried to the new one by set_lambda (for the
+  # losses other than the squared it keeps lambda * weights: alpha seeding)
   native_fit_set_targets(state, cen$Yc)
   if (warm_start) {
     W <- object$weights
     dimnames(W) <- NULL
     native_fit_set_weights(state, W)
   }
+  native_fit_set_lambda(state, lambda)
   res <- drive_solver(state, set, tgt, xs, t0, use_floor = TRUE)
   keep <- keep_state
   fit <- refit_fields(object, res, tgt, cen, lambda, rs)

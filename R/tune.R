@@ -345,10 +345,8 @@ cv_fold_iterative <- function(fd, kernel, lambdas, set) {
     if (!is.null(set$cv_deadline)) {
       fs$rule$time_limit <- budget_share(set$cv_deadline, length(lambdas) - i + 1L)
     }
-    if (i > 1L) {
-      W <- native_fit_weights(state)
+    if (i > 1L) { # a warm start from the last lambda's weights (native_fit_set_lambda())
       native_fit_set_lambda(state, lambdas[i])
-      native_fit_set_weights(state, W)
       t0 <- now()
     }
     res <- drive_solver(state, fs, tgt, fd$xt, t0, use_floor = TRUE)

@@ -350,9 +350,11 @@ int main(int argc, char **argv) {
         krr_status s2 = krr_op_features_theta_host(f.op, w, 1, th2);
         double e = s1 == KRR_OK && s2 == KRR_OK ? rel_diff(th, th2, M) : INFINITY;
         CHECK(e <= 1e-12, "(g) %s: kept theta vs Z^T a: %.3e (%d %d %s)", lname[l], e, s1, s2, ctx.msg);
-        /* before a restart (a new lambda pending) it comes from the weights */
+        /* before a restart (a new lambda pending) it comes from the weights,
+         * which the new lambda scaled by lambda / (2 lambda) (alpha seeding) */
         s1 = krr_solver_set_lambda(sv, 2.0 * lamg);
         if (s1 == KRR_OK) s1 = krr_solver_theta(sv, th);
+        for (int64_t k = 0; k < M; k++) th2[k] *= 0.5;
         e = s1 == KRR_OK ? rel_diff(th, th2, M) : INFINITY;
         CHECK(e <= 1e-14, "(g) %s: theta before a restart vs Z^T a: %.3e (%s)", lname[l], e, ctx.msg);
         free(th);
@@ -509,8 +511,13 @@ int main(int argc, char **argv) {
           /* the criterion (duality gap) from K(X, X_S) a_S, against K a over all rows */
           CHECK(fabs(c1 - cz) <= tol * fabs(cz), "(j) %s %s m=%d %s: criterion %.15e vs %.15e",
                 lname[l], pn, mm, specs[v], c1, cz);
+          /* the two solvers share f's objective: the first set_lambda scales
+           * s1's weights (alpha seeding) and changes the lambda of both, so
+           * both restart from s1's scaled weights */
           b = krr_solver_set_lambda(s1, 0.5 * lam);
           z = krr_solver_set_lambda(sz, 0.5 * lam);
+          if (b == KRR_OK) b = krr_solver_weights(s1, w1);
+          if (z == KRR_OK) z = krr_solver_set_weights(sz, w1);
           if (b == KRR_OK) b = krr_solver_step(s1, 20);
           if (z == KRR_OK) z = krr_solver_step(sz, 20);
           if (b == KRR_OK) b = krr_solver_weights(s1, w1);

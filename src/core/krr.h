@@ -709,7 +709,11 @@ void krr_solver_free(krr_solver *s);
  *    from zero weights, exactly as a fresh fit would (set weights afterwards
  *    for a warm start); a different m rebuilds the work space and the setup;
  *  - a new lambda (factorisations with lambda inside are redone); restarts
- *    from the current weights (a warm start along a lambda path);
+ *    from the current weights (a warm start along a lambda path), for the
+ *    losses other than the squared scaled by old / new lambda so that the
+ *    conjugate variable v = -lambda a (the loss's slope at the predictions,
+ *    loss/loss.h) is kept: DeCoste and Wagstaff's "alpha seeding" (KDD
+ *    2000), which keeps each point's place in its box [0, 1/lambda];
  *  - new weights (a warm start; rows as krr_solver_weights). */
 krr_status krr_solver_set_targets(krr_solver *s, const double *y, int m);
 krr_status krr_solver_set_lambda(krr_solver *s, double lambda);

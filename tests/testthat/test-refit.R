@@ -208,3 +208,32 @@ test_that("solver specs saved by askotch 0.1.0 still print and refit", {
   f2 <- refit(fit, lambda = l2)
   expect_lt(rel_err(predict(f2, d$x), oracle_for(fit, d$y, l2)), 1e-8)
 })
+
+test_that("a new lambda keeps lambda * weights for the dual losses, the weights for squared", {
+  set.seed(31)
+  x <- matrix(rnorm(120), 60)
+  yc <- ifelse(x[, 1] + 0.3 * rnorm(60) > 0, "a", "b")
+  for (loss in list(loss_hinge(), loss_logistic(), loss_svr())) {
+    y <- if (loss$name == "svr") x[, 2] else yc
+    tp <- if (loss$name == "svr") "response" else "decision"
+    fit <- kernel_machine(x, y, loss = loss, lambda = 0.2, solver = dcd(),
+                          keep_state = TRUE, threads = 1)
+    W <- fit$weights
+    dimnames(W) <- NULL
+    askotch:::native_fit_set_lambda(fit$state, 0.05)
+    # alpha seeding: each point keeps its place in its box, [0, 1 / lambda] for the hinge
+    expect_equal(askotch:::native_fit_weights(fit$state), W * 4, tolerance = 1e-14,
+                 info = loss$name)
+    # the warm-started refit reaches the cold fit at the new lambda
+    f2 <- refit(fit, lambda = 0.05, tol = 1e-10)
+    f3 <- kernel_machine(x, y, loss = loss, lambda = 0.05, solver = dcd(), tol = 1e-10,
+                         threads = 1)
+    expect_lt(max(abs(predict(f2, x, type = tp) - predict(f3, x, type = tp))), 1e-4,
+              label = loss$name)
+  }
+  fit <- krr(x, x[, 2], lambda = 0.2, solver = pcg(), keep_state = TRUE, threads = 1)
+  W <- fit$weights
+  dimnames(W) <- NULL
+  askotch:::native_fit_set_lambda(fit$state, 0.05)
+  expect_equal(askotch:::native_fit_weights(fit$state), W, tolerance = 1e-14)
+})

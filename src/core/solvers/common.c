@@ -377,6 +377,8 @@ krr_status krr_solver_set_lambda(krr_solver *s, double lambda) {
   if (!s->w) return replay(s);
   clear_failure(s);
   if (lambda != s->obj->lambda || s->obj->lcol) { /* the same lambda keeps everything */
+    if (!s->obj->loss->linear && !s->obj->lcol && !s->w_zero) /* keep v = -lambda a */
+      KTRY(KOP(s->ctx, s->wprec, axpby, s->wrows * s->m, 0.0, s->w, s->obj->lambda / lambda, s->w));
     free(s->obj->lcol); /* one lambda for every column: the path ends */
     s->obj->lcol = NULL;
     s->obj->lambda = lambda;
