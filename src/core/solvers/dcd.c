@@ -25,7 +25,7 @@
  * fast but crawls on it when K restricted to the free variables is
  * ill-conditioned, as at a large C.  When an iteration cuts the gap by less
  * than half, a face step (face_step) runs conjugate gradients on the free
- * variables, stopped where they would leave the box.
+ * variables and a projected search along their direction.
  *
  * The loops run on the host over a host copy of K (on a device the matrix
  * is formed there and downloaded): a chain of O(n) steps is latency bound on
@@ -219,8 +219,14 @@ static krr_status dcd_start(krr_solver *s) {
   KTRY(krr_download_vec(s->ctx, s->prec, o->y, nm, d->y));
   memset(d->F, 0, sizeof(double) * (size_t)nm);
   for (int64_t k = 0; k < nm; k++) {
-    krr_lm_box(o->loss->code, o->lambda, o->param, e, d->y[k], &d->lo[k], &d->hi[k]);
-    d->a[k] = krr_lm_clamp(d->a[k], d->lo[k], d->hi[k]);
+    double *lo = &d->lo[k], *hi = &d->hi[k], a;
+    krr_lm_box(o->loss->code, o->lambda, o->param, e, d->y[k], lo, hi);
+    a = krr_lm_clamp(d->a[k], *lo, *hi);
+    /* a bound missed by rounding (a warm start scaled to a new lambda, in the weights'
+     * precision) is the bound: the face steps take a variable off its bounds as free */
+    if (isfinite(*hi) && *hi - a <= 8.0 * e * fabs(*hi)) a = *hi;
+    if (isfinite(*lo) && a - *lo <= 8.0 * e * fabs(*lo)) a = *lo;
+    d->a[k] = a;
   }
   for (int c = 0; c < s->m; c++) {
     double *a = d->a + (int64_t)c * n, *F = d->F + (int64_t)c * n;
@@ -446,51 +452,32 @@ static void face_system(krr_solver *s, int c, int64_t nf) {
   }
 }
 
-/* the longest step along p from x within the box shifted by a (SVR: each
- * variable kept in its orthant); *hit: the variable it stops on (-1: none
- * before tmax), *at: its bound minus a */
-static double box_room(const krr_solver *s, int c, int64_t nf, const double *x, const double *p,
-                       double tmax, int64_t *hit, double *at) {
-  const dcd_t *d = D(s);
-  int64_t off = (int64_t)c * s->n;
-  int svr = s->obj->loss->code == KRR_LOSS_SVR;
-  double t = tmax;
-  *hit = -1;
-  for (int64_t k = 0; k < nf; k++) {
-    int64_t i = d->idx[k] + off;
-    double a = d->a[i], lo = d->lo[i] - a, hi = d->hi[i] - a;
-    if (svr && a > 0) lo = fmax(lo, -a);
-    if (svr && a < 0) hi = fmin(hi, -a);
-    double r = p[k] < 0 ? (lo - x[k]) / p[k] : (p[k] > 0 ? (hi - x[k]) / p[k] : INFINITY);
-    if (r < t) t = r, *hit = k, *at = p[k] < 0 ? lo : hi;
-  }
-  return t > 0 ? t : 0;
-}
-
-/* CG on H x = -g from x = 0 (into sv), at most `its` steps, stopped at a
- * relative residual of 1e-12 or at the first crossing of the box (the step
- * cut there, the crossing variable put on its bound): every iterate lowers
- * the quadratic model g.x + x^T H x / 2 (Steihaug's argument), and CG
- * copes with the ill-conditioned K_FF that makes coordinate descent crawl */
-static krr_status face_cg(krr_solver *s, int c, int64_t nf, int64_t its) {
+/* CG on H x = -g from x = 0 (into sv), at most `its` steps or to a
+ * relative residual of 1e-12.  Its long directions (into the small
+ * eigenvalues of an ill-conditioned K_FF) are what the projected search
+ * needs: they put many variables on their bounds at once.  There rounding
+ * can cost x its descent (g.x < 0, which exact CG keeps); CG stops at the
+ * last iterate that has it.  *ok: x is a descent direction. */
+static krr_status face_cg(krr_solver *s, int64_t nf, int64_t its, int *ok) {
   dcd_t *d = D(s);
   krr_ctx *hc = d->host ? &d->hctx : s->ctx;
   double *x = d->sv, *r = d->cr, *p = d->cp, *q = d->cq, rr = 0, r0;
   for (int64_t k = 0; k < nf; k++) x[k] = 0, r[k] = p[k] = -d->g[k], rr += r[k] * r[k];
   r0 = rr;
+  *ok = 0;
   for (int64_t it = 0; it < its && rr > 1e-24 * r0; it++) {
     KTRY(krr_ctx_forward(s->ctx, hc,
                          hc->ops->gemm_d(hc, 0, 0, nf, 1, nf, 1.0, d->H, nf, p, nf, 0.0, q, nf)));
-    double pq = 0, at = 0, rn = 0;
+    double pq = 0, rn = 0, gx = 0;
     for (int64_t k = 0; k < nf; k++) pq += p[k] * q[k];
     if (!(pq > 0)) break;
-    int64_t hit;
-    double al = rr / pq, t = box_room(s, c, nf, x, p, al, &hit, &at);
-    for (int64_t k = 0; k < nf; k++) x[k] += t * p[k];
-    if (hit >= 0) {
-      x[hit] = at;
+    double al = rr / pq;
+    for (int64_t k = 0; k < nf; k++) x[k] += al * p[k], gx += d->g[k] * x[k];
+    if (!(gx < 0)) { /* back to the last descent direction */
+      for (int64_t k = 0; k < nf; k++) x[k] -= al * p[k];
       break;
     }
+    *ok = 1;
     for (int64_t k = 0; k < nf; k++) r[k] -= al * q[k], rn += r[k] * r[k];
     for (int64_t k = 0; k < nf; k++) p[k] = r[k] + rn / rr * p[k];
     rr = rn;
@@ -498,50 +485,72 @@ static krr_status face_cg(krr_solver *s, int c, int64_t nf, int64_t its) {
   return KRR_OK;
 }
 
-/* D(a + t x) - D(a) on the free set for the step x (sv): t F.x + t^2 x^T K_FF
- * x / 2 + the changes of the f_i, with K_FF = H - diag(cv) (q: H x) */
-static double face_change(const krr_solver *s, int c, int64_t nf, double xHx, double t) {
+/* P(a_i + t x) for variable i (x a step of it): the projection on its box,
+ * for SVR also on its orthant (the |a| of its f is linear there) */
+static double projected(const krr_solver *s, int64_t i, double t, double x) {
   const dcd_t *d = D(s);
+  double a = d->a[i], lo = d->lo[i], hi = d->hi[i];
+  if (s->obj->loss->code == KRR_LOSS_SVR) {
+    if (a > 0) lo = fmax(lo, 0.0);
+    if (a < 0) hi = fmin(hi, 0.0);
+  }
+  return krr_lm_clamp(a + t * x, lo, hi);
+}
+
+/* the step st = P(a + t x) - a on the face (x: sv) and D(a + st) - D(a) =
+ * F.st + st^T K_FF st / 2 + the changes of the f_i, exactly (K_FF = H -
+ * diag(cv); cq: H st) */
+static krr_status projected_change(krr_solver *s, int c, int64_t nf, double t, double *dD) {
+  dcd_t *d = D(s);
   const krr_objective *o = s->obj;
+  krr_ctx *hc = d->host ? &d->hctx : s->ctx;
   int64_t off = (int64_t)c * s->n;
-  double e = krr_precision_eps(s->prec), fx = 0, cx = 0, df = 0;
+  double e = krr_precision_eps(s->prec), *st = d->cr, fx = 0, sHs = 0, cs = 0, df = 0;
   for (int64_t k = 0; k < nf; k++) {
     int64_t i = d->idx[k] + off;
-    double x = d->sv[k];
-    fx += d->F[i] * x;
-    cx += d->cv[k] * x * x;
-    df += krr_loss_elem(o->loss->code, KRR_MAP_DF, o->lambda, o->param, e, d->y[i], d->a[i], t * x);
+    st[k] = projected(s, i, t, d->sv[k]) - d->a[i];
   }
-  return t * fx + 0.5 * t * t * (xHx - cx) + df;
+  KTRY(krr_ctx_forward(
+      s->ctx, hc, hc->ops->gemm_d(hc, 0, 0, nf, 1, nf, 1.0, d->H, nf, st, nf, 0.0, d->cq, nf)));
+  for (int64_t k = 0; k < nf; k++) {
+    int64_t i = d->idx[k] + off;
+    fx += d->F[i] * st[k];
+    sHs += st[k] * d->cq[k];
+    cs += d->cv[k] * st[k] * st[k];
+    df += krr_loss_elem(o->loss->code, KRR_MAP_DF, o->lambda, o->param, e, d->y[i], d->a[i], st[k]);
+  }
+  *dD = fx + 0.5 * (sHs - cs) + df;
+  return KRR_OK;
 }
 
 /* A step on column c's face (the free variables, those off their bounds
  * and, for SVR, off zero; the others held): truncated CG on the Newton
- * system of D there, cut at the box (face_cg; in the spirit of Moré and
- * Toraldo's GPCG, SIAM J. Optim. 1991, with coordinate descent as the
- * face-finding phase), then, where D is not quadratic on the face
- * (logistic), halved until D decreases.  Coordinate descent finds the face
- * fast but crawls on it when K_FF is ill-conditioned (a large C). */
+ * system of D there (face_cg), then a projected search along it, t = 1,
+ * 1/2, 1/4, ... until D decreases (Bertsekas, "Projected Newton methods for
+ * optimization problems with simple constraints", SIAM J. Control Optim.
+ * 1982; in the spirit of Moré and Toraldo's GPCG, SIAM J. Optim. 1991, with
+ * coordinate descent as the face-finding phase).  The projection lets the
+ * step put many variables on their bounds at once, where stopping at the
+ * first crossing moved one. */
 static krr_status face_step(krr_solver *s, int c, int64_t nf, int64_t its) {
   dcd_t *d = D(s);
   int64_t n = s->n, off = (int64_t)c * n;
-  krr_ctx *hc = d->host ? &d->hctx : s->ctx;
+  int ok = 0;
   face_system(s, c, nf);
-  KTRY(face_cg(s, c, nf, its));
-  KTRY(krr_ctx_forward(
-      s->ctx, hc, hc->ops->gemm_d(hc, 0, 0, nf, 1, nf, 1.0, d->H, nf, d->sv, nf, 0.0, d->cq, nf)));
-  double xHx = 0, t = 1.0, dD = 0;
-  for (int64_t k = 0; k < nf; k++) xHx += d->sv[k] * d->cq[k];
-  for (int k = 0; k < 30; k++, t *= 0.5)
-    if ((dD = face_change(s, c, nf, xHx, t)) < 0) break;
+  KTRY(face_cg(s, nf, its, &ok));
+  if (!ok) return KRR_OK;
+  double t = 1.0, dD = 0;
+  for (int k = 0; k < 30; k++, t *= 0.5) {
+    KTRY(projected_change(s, c, nf, t, &dD));
+    if (dD < 0) break;
+  }
   if (!(dD < 0)) return KRR_OK;
   for (int64_t k = 0; k < nf; k++) {
     int64_t i = d->idx[k];
-    double a0 = d->a[off + i], a1 = krr_lm_clamp(a0 + t * d->sv[k], d->lo[off + i], d->hi[off + i]);
-    if (s->obj->loss->code == KRR_LOSS_SVR && a0 * a1 < 0) a1 = 0; /* rounding across zero */
-    if (a1 == a0) continue;
+    double a1 = projected(s, off + i, t, d->sv[k]); /* bounds and zero exactly */
+    if (a1 == d->a[off + i]) continue;
+    add_column(d->K, s->es, n, d->F + off, i, a1 - d->a[off + i]);
     d->a[off + i] = a1;
-    add_column(d->K, s->es, n, d->F + off, i, a1 - a0);
     curv_of(s, d->q[i], d->y[off + i], a1, &d->gp[off + i], &d->ih[off + i]);
     if ((k & 63) == 63) KTRY(krr_poll(s->ctx));
   }
