@@ -15,6 +15,11 @@
 #' ranges. Case weights (`weights =` in `train()`) are passed as
 #' observation weights (squared loss only).
 #'
+#' For each bandwidth (and resample) one model is fitted, at the largest
+#' \eqn{\lambda} of the grid, and the smaller ones are reached from it by
+#' warm-started refits ([refit()], caret's "submodels"): a regularisation
+#' path, as `lambda = "cv"` solves it, instead of a cold fit per grid point.
+#'
 #' Class probabilities (`classProbs = TRUE`): with `loss = "logistic"` those
 #' of [predict.kernel_machine()]; for the other losses the decision values
 #' \eqn{F} are mapped through the logistic function \eqn{1 / (1 + e^{-2F})}
@@ -70,17 +75,21 @@ caret_krr <- function(loss = "squared", ...) {
                    bandwidth = sqrt(p) * 2^stats::runif(len, -1, 1))
       }
     },
+    loop = caret_loop,
     fit = function(x, y, wts, param, lev, last, classProbs, ...) {
+      # a resample's fit keeps its solver state for the submodels' refits
       args <- c(list(x = as.matrix(x), y = y, loss = loss,
                      lambda = param$lambda, bandwidth = param$bandwidth,
-                     weights = wts, progress = FALSE), opts)
-      do.call(kernel_machine, args)
+                     weights = wts, progress = FALSE, keep_state = !last), opts)
+      fit <- do.call(kernel_machine, args)
+      if (!last) fit$caret_path <- new.env(parent = emptyenv())
+      fit
     },
     predict = function(modelFit, newdata, preProc = NULL, submodels = NULL) {
-      stats::predict(modelFit, as.matrix(newdata))
+      caret_path(modelFit, as.matrix(newdata), submodels, stats::predict)
     },
     prob = function(modelFit, newdata, preProc = NULL, submodels = NULL) {
-      caret_prob(modelFit, as.matrix(newdata))
+      caret_path(modelFit, as.matrix(newdata), submodels, caret_prob)
     },
     sort = function(x) x[order(-x$lambda, x$bandwidth), ],
     levels = function(x) x$levels
@@ -100,4 +109,51 @@ caret_prob <- function(fit, newdata) {
   if (!is.matrix(p)) p <- cbind(1 - p, p)
   colnames(p) <- lev
   as.data.frame(p)
+}
+
+# caret's loop: for each bandwidth one fit at the grid's largest lambda
+# (loop), the other lambdas its submodels, in decreasing order.
+caret_loop <- function(grid) {
+  by_bw <- split(grid, grid$bandwidth)
+  loop <- do.call(rbind, lapply(by_bw, function(g) g[which.max(g$lambda), , drop = FALSE]))
+  subs <- lapply(by_bw, function(g) {
+    g <- g[order(-g$lambda), , drop = FALSE]
+    g[-1L, "lambda", drop = FALSE]
+  })
+  rownames(loop) <- NULL
+  list(loop = loop, submodels = unname(subs))
+}
+
+# The fit's predictions (`pred(fit, newdata)`), and with submodels a list:
+# the fit's, then one per submodel's lambda, from refits warm-started along
+# the path in decreasing lambda.  The refits are made once for a fit (kept
+# in its environment `caret_path`, without their solver state, for the
+# predictions and the probabilities alike); the solver state is freed after
+# them.
+caret_path <- function(fit, newdata, submodels, pred) {
+  if (is.null(submodels) || nrow(submodels) == 0L) {
+    out <- pred(fit, newdata)
+    return(if (is.null(submodels)) out else list(out))
+  }
+  fits <- caret_path_fits(fit, submodels$lambda)
+  c(list(pred(fit, newdata)), lapply(fits, pred, newdata = newdata))
+}
+
+# The fits at `lambdas` (in their order) by the warm-started path from `fit`
+caret_path_fits <- function(fit, lambdas) {
+  env <- if (is.environment(fit$caret_path)) fit$caret_path else new.env(parent = emptyenv())
+  key <- function(l) sprintf("%.17g", l)
+  todo <- lambdas[!vapply(key(lambdas), exists, TRUE, envir = env, inherits = FALSE)]
+  if (length(todo) > 0L) {
+    cur <- fit
+    # the refits share the fit's state (or the first refit's when it has none)
+    on.exit(if (state_alive(cur$state)) native_fit_free(cur$state), add = TRUE)
+    for (l in sort(todo, decreasing = TRUE)) {
+      cur <- refit(cur, lambda = l, keep_state = TRUE)
+      kept <- cur
+      kept$state <- NULL
+      assign(key(l), kept, envir = env)
+    }
+  }
+  mget(key(lambdas), envir = env)
 }

@@ -139,3 +139,47 @@ test_that("caret::train() tunes lambda and bandwidth with caret_krr()", {
   expect_equal(nrow(g), 4L)
   expect_error(caret_krr(lambda = 1), class = "askotch_error_input")
 })
+
+test_that("caret_krr() tunes lambda along a warm-started path per bandwidth", {
+  if (!suppressWarnings(requireNamespace("caret", quietly = TRUE))) {
+    skip("caret is not installed")
+  }
+  grid <- expand.grid(lambda = c(1, 0.1, 0.01), bandwidth = c(1, 2))
+  lp <- caret_krr()$loop(grid)
+  expect_equal(lp$loop[order(lp$loop$bandwidth), ],
+               data.frame(lambda = c(1, 1), bandwidth = c(1, 2)), ignore_attr = TRUE)
+  expect_equal(lapply(lp$submodels, `[[`, "lambda"), list(c(0.1, 0.01), c(0.1, 0.01)))
+  set.seed(5)
+  x <- matrix(rnorm(240), 120, dimnames = list(NULL, c("u", "v")))
+  y <- factor(ifelse(x[, 1]^2 + x[, 2] + 0.3 * rnorm(120) > 1, "a", "b"))
+  folds <- list(F1 = 1:80, F2 = 41:120, F3 = c(1:40, 81:120))
+  ctrl <- caret::trainControl(method = "cv", index = folds, classProbs = TRUE)
+  tr <- caret::train(x, y, method = caret_krr(loss = "hinge", tol = 1e-10, threads = 1),
+                     tuneGrid = grid, trControl = ctrl)
+  # each grid point's held-out accuracy from a cold fit at it
+  acc <- apply(grid, 1, function(g) {
+    mean(sapply(folds, function(i) {
+      f <- kernel_machine(x[i, ], y[i], loss = loss_hinge(), lambda = g[["lambda"]],
+                          bandwidth = g[["bandwidth"]], tol = 1e-10, threads = 1)
+      mean(predict(f, x[-i, ]) == y[-i])
+    }))
+  })
+  res <- merge(tr$results, cbind(grid, oracle = acc))
+  expect_equal(res$Accuracy, res$oracle, tolerance = 1e-12)
+  expect_equal(nrow(res), 6L)
+  # the probabilities reuse the path's refits: one per submodel and resample
+  fit <- kernel_machine(x[1:80, ], y[1:80], loss = loss_hinge(), lambda = 1,
+                        bandwidth = 1, keep_state = TRUE, threads = 1)
+  fit$caret_path <- new.env()
+  m <- caret_krr(loss = "hinge")
+  subs <- data.frame(lambda = c(0.01, 0.1))
+  p1 <- m$predict(fit, x[81:120, ], submodels = subs)
+  expect_false(askotch:::state_alive(fit$state))
+  expect_setequal(ls(fit$caret_path), sprintf("%.17g", c(0.01, 0.1)))
+  p2 <- m$prob(fit, x[81:120, ], submodels = subs)
+  expect_length(p1, 3L)
+  expect_length(p2, 3L)
+  cold <- kernel_machine(x[1:80, ], y[1:80], loss = loss_hinge(), lambda = 0.01,
+                         bandwidth = 1, threads = 1)
+  expect_equal(p1[[2L]], predict(cold, x[81:120, ]))
+})
