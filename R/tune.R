@@ -335,8 +335,11 @@ cv_fold_iterative <- function(fd, kernel, lambdas, set) {
   fs <- cv_fold_settings(set, kernel, nrow(fd$xt))
   fs$lambda <- lambdas[1L]
   t0 <- now()
-  state <- state_new(fd$xt, fd$Yt, fs)
+  made <- state_auto_new(fd$xt, fd$Yt, fs)
+  state <- made$state
   on.exit(native_fit_free(state), add = TRUE)
+  fs$solver <- made$solver
+  scores <- cv_scores_fn(state, fs, fd)
   tgt <- list(task = fd$task)
   sse <- numeric(length(lambdas))
   not_conv <- 0L
@@ -351,9 +354,21 @@ cv_fold_iterative <- function(fd, kernel, lambdas, set) {
     }
     res <- drive_solver(state, fs, tgt, fd$xt, t0, use_floor = TRUE)
     if (!solve_reached(res$reason)) not_conv <- not_conv + 1L
-    P <- state_scores(state, fs, fd$xv, state_points(state, fd$xt))
-    P <- sweep(P, 2L, fd$mu, "+", check.margin = FALSE)
+    P <- sweep(scores(), 2L, fd$mu, "+", check.margin = FALSE)
     sse[i] <- cv_fold_error(P, fd$Yv, set, fd$task)
   }
   list(sse = sse, not_conv = not_conv)
+}
+
+# The fold's held-out scores at the state's current weights.  dcd() holds
+# the training points' kernel matrix, so the validation block K(xv, xt),
+# a quarter of it with 5 folds, is formed once for the whole path (each
+# lambda a product with the weights); the other solvers form the kernel
+# products each time (state_scores()).
+cv_scores_fn <- function(state, fs, fd) {
+  if (solver_c(fs$solver)$name != "dcd" || set_intercept(fs) > 0 || set_features(fs) > 0) {
+    return(function() state_scores(state, fs, fd$xv, state_points(state, fd$xt)))
+  }
+  Kv <- kernel_mat(fd$xv, fd$xt, fs$kernel, fs$threads)
+  function() Kv %*% native_fit_weights(state)
 }

@@ -408,6 +408,12 @@ test_that("solver = \"auto\": dcd() while the kernel matrix fits, else joker()",
                  tolerance = 1e-5)
   }
   expect_error(km(solver = dcd(), mem_limit = 5e5), "joker", class = "askotch_error_memory")
+  # the cross-validation folds fall back the same way (4e5: R's estimate
+  # takes dcd(), the compiled budget refuses it for the folds and the fit)
+  cv <- kernel_machine(d$x, d$yc, loss = loss_hinge(), lambda = c(1, 0.1), bandwidth = BW,
+                       standardize = FALSE, threads = 1, seed = 1, mem_limit = 4e5)
+  expect_identical(cv$solver$name, "joker")
+  expect_identical(nrow(cv$tuning$path), 2L)
   # single precision: the same fit to float accuracy
   s1 <- km(precision = "single", tol = 1e-5)
   expect_identical(s1$solver$name, "dcd")
