@@ -102,7 +102,9 @@
 #'   it most (logistic loss: by Newton's method) and updates the kernel
 #'   products with one column of the kernel matrix, \eqn{O(n)} work; when
 #'   that slows down (a large \eqn{C}), conjugate-gradient steps on the
-#'   variables off their bounds, stopped at the box. Memory \eqn{n^2}
+#'   variables off their bounds (logistic loss: the points near the decision
+#'   boundary) with a search along their projection on the box (a projected
+#'   Newton step). Memory \eqn{n^2}
 #'   numbers of the fit's precision; the default for the losses other than
 #'   the squared while that fits (see [kernel_machine()]).
 #' * `cholesky()`: the exact direct solve by a Cholesky factorisation of
