@@ -295,20 +295,15 @@ median_bandwidth <- function(x, metric, seed, max_points = 1000L) {
   # no overflow or underflow in the squares for data far from unit scale
   m <- max(abs(min_max(xi)))
   u <- if (m > 0) pow2_unit(m) else 1
-  # a plain vector: median() of a "dist" object orders all of it (sort()
-  # of a classed object), of a vector it takes a partial sort
-  d <- as.vector(stats::dist(xi / u,
-                             method = if (metric == "L1") "manhattan" else "euclidean"))
-  med <- stats::median(d) * u
-  if (med > 0) return(med)
-  # Many duplicated rows: fall back to the median of the positive distances.
-  d <- d[d > 0]
-  if (length(d) == 0L) {
+  # the median of the distances (of the positive ones when many rows are
+  # duplicated), found by selection in C
+  med <- native_median_distance(xi / u, metric == "L1") * u
+  if (!(med > 0)) {
     abort_askotch(paste(
       "Cannot choose a \"median\" bandwidth: all sampled rows of `x` are",
       "identical. Supply a numeric `bandwidth`."), "input")
   }
-  stats::median(d) * u
+  med
 }
 
 # The kernel matrix of standardised points (double precision).

@@ -31,6 +31,7 @@ SEXP ffi_kcomp_stat(SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_kernel_diag(SEXP, SEXP, SEXP);
 SEXP ffi_gp_slq(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_kernel_eval(SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_median_distance(SEXP, SEXP);
 SEXP ffi_kernel_rate(SEXP, SEXP);
 SEXP ffi_sym_eigen(SEXP, SEXP);
 SEXP ffi_pivoted_cholesky(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
@@ -77,6 +78,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_kernel_diag, 3),
     CALLDEF(ffi_gp_slq, 11),
     CALLDEF(ffi_kernel_eval, 4),
+    CALLDEF(ffi_median_distance, 2),
     CALLDEF(ffi_kernel_rate, 2),
     CALLDEF(ffi_sym_eigen, 2),
     CALLDEF(ffi_pivoted_cholesky, 8),

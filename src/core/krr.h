@@ -236,6 +236,11 @@ krr_status krr_kernel_diag_host(krr_ctx *ctx, krr_precision prec, const krr_kern
 krr_status krr_kernel_pchol_host(krr_ctx *ctx, const krr_kernel *k, const double *X, int64_t n,
                                  int p, const double *pw, int r, double stop_trace, double tiny,
                                  double *L, double *d, int64_t *piv, int *rank);
+/* *med = the median of the distances between the rows of X (host
+ * column-major n x p; Euclidean, or L1 when l1), the median of the positive
+ * ones when that is 0, 0 when none is positive (data/median.c) */
+krr_status krr_median_distance(krr_ctx *ctx, const double *X, int64_t n, int p, int l1,
+                               double *med);
 const char *krr_kernel_name(krr_kernel_type t); /* "rbf", ...; NULL if unknown */
 /* text for printing: "Gaussian (RBF)", ... and the formula; NULL if unknown */
 const char *krr_kernel_label(krr_kernel_type t);

@@ -140,6 +140,20 @@ SEXP ffi_kernel_diag(SEXP x, SEXP kernel, SEXP bandwidth) {
   return out;
 }
 
+/* The median distance between the rows of x (Euclidean, or L1 when l1;
+ * data/median.c): the median-heuristic bandwidth's scale. */
+SEXP ffi_median_distance(SEXP x, SEXP l1) {
+  askotch_glue_check_matrix(x, "x");
+  int use_l1 = Rf_asLogical(l1);
+  if (use_l1 == NA_LOGICAL) askotch_glue_raise_status(KRR_ERR_INPUT, "l1 must be TRUE or FALSE");
+  double med = 0;
+  krr_ctx ctx;
+  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), krr_cpu_ops(), 1, 0);
+  if (st == KRR_OK) st = krr_median_distance(&ctx, REAL(x), Rf_nrows(x), Rf_ncols(x), use_l1, &med);
+  askotch_glue_ctx_done(&ctx, st, 0);
+  return Rf_ScalarReal(med);
+}
+
 /* Greedy partial Cholesky of K(x, x) (linalg/pchol.c) in double on the CPU:
  * list(L = n x r (columns past rank unused), d = diag(K - L L^T), rank,
  * pivots = 1-based).  pw: pivot weights (length n) or NULL. */

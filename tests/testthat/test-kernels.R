@@ -89,6 +89,26 @@ test_that("median bandwidth is the median pairwise distance in the kernel metric
   expect_identical(fit4$kernel$bandwidth, 2)
 })
 
+test_that("the compiled median distance equals median(dist()) with ties and duplicates", {
+  md <- askotch:::native_median_distance
+  set.seed(11)
+  for (n in c(2, 3, 4, 7, 10, 51, 200)) for (p in c(1, 5)) for (l1 in c(FALSE, TRUE)) {
+    for (kind in c("normal", "integers", "duplicates")) {
+      x <- switch(kind, normal = matrix(rnorm(n * p), n, p),
+                  integers = matrix(as.numeric(sample(0:2, n * p, TRUE)), n, p),
+                  duplicates = matrix(rep(rnorm(2 * p), each = ceiling(n / 2)),
+                                      ncol = p)[seq_len(n), , drop = FALSE])
+      d <- as.vector(dist(x, method = if (l1) "manhattan" else "euclidean"))
+      want <- if (median(d) > 0) median(d) else if (any(d > 0)) median(d[d > 0]) else 0
+      expect_identical(md(x, l1), want, label = sprintf("%s n=%d p=%d l1=%s", kind, n, p, l1))
+    }
+  }
+  expect_identical(md(matrix(1, 4, 3), FALSE), 0)
+  expect_identical(md(matrix(1, 1, 3), FALSE), 0)
+  expect_error(krr(matrix(1, 20, 2), rnorm(20), lambda = 1), "identical",
+               class = "askotch_error_input")
+})
+
 test_that("median bandwidth subsample is deterministic given the seed", {
   set.seed(3)
   x <- matrix(rnorm(1500 * 2), 1500, 2)
