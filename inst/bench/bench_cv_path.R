@@ -30,25 +30,9 @@ now <- function() proc.time()[["elapsed"]]
 reps <- as.integer(Sys.getenv("ASKOTCH_BENCH_REPS", "3"))
 lambdas <- 10^seq(1, -3, by = -0.5)
 
-split_set <- function(x, y, seed) {
-  set.seed(seed)
-  tr <- sample(nrow(x), round(0.8 * nrow(x)))
-  mu <- colMeans(x[tr, ])
-  s <- apply(x[tr, ], 2, stats::sd)
-  s[!(s > 0)] <- 1
-  list(x = scale(x[tr, ], mu, s), y = y[tr], xt = scale(x[-tr, ], mu, s), yt = y[-tr])
-}
-
-sets <- list(
-  spam = function(seed) {
-    data("spam", package = "kernlab", envir = environment())
-    split_set(as.matrix(spam[, 1:57]), spam$type, seed)
-  },
-  pima = function(seed) {
-    data("PimaIndiansDiabetes", package = "mlbench", envir = environment())
-    split_set(as.matrix(PimaIndiansDiabetes[, 1:8]), PimaIndiansDiabetes$diabetes, seed)
-  }
-)
+# split_set() and the sets spam, pima, sonar (80/20 splits, standardised)
+source(system.file("bench", "small_sets.R", package = "askotch"))
+sets <- sets[c("spam", "pima")]
 
 quiet <- function(expr) withCallingHandlers(expr, warning = function(w) {
   invokeRestart("muffleWarning")

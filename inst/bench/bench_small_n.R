@@ -30,34 +30,9 @@ now <- function() proc.time()[["elapsed"]]
 reps <- as.integer(Sys.getenv("ASKOTCH_BENCH_REPS", "5"))
 fashion_n <- as.numeric(Sys.getenv("ASKOTCH_BENCH_FASHION", "0"))
 
-standardise <- function(x, xt) {
-  mu <- colMeans(x)
-  s <- apply(x, 2, stats::sd)
-  s[!(s > 0)] <- 1
-  list(x = scale(x, mu, s), xt = scale(xt, mu, s))
-}
+# split_set() and the sets spam, pima, sonar (80/20 splits, standardised)
+source(system.file("bench", "small_sets.R", package = "askotch"))
 
-split_set <- function(x, y, seed) {
-  set.seed(seed)
-  tr <- sample(nrow(x), round(0.8 * nrow(x)))
-  z <- standardise(x[tr, , drop = FALSE], x[-tr, , drop = FALSE])
-  list(x = z$x, y = y[tr], xt = z$xt, yt = y[-tr], lambda = 1)
-}
-
-sets <- list(
-  spam = function(seed) {
-    data("spam", package = "kernlab", envir = environment())
-    split_set(as.matrix(spam[, 1:57]), spam$type, seed)
-  },
-  pima = function(seed) {
-    data("PimaIndiansDiabetes", package = "mlbench", envir = environment())
-    split_set(as.matrix(PimaIndiansDiabetes[, 1:8]), PimaIndiansDiabetes$diabetes, seed)
-  },
-  sonar = function(seed) {
-    data("Sonar", package = "mlbench", envir = environment())
-    split_set(as.matrix(Sonar[, 1:60]), Sonar$Class, seed)
-  }
-)
 if (fashion_n > 0) {
   source(system.file("scripts", "read_idx.R", package = "askotch"))
   sets$fashion10 <- function(seed) {
