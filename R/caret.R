@@ -128,9 +128,11 @@ caret_loop <- function(grid) {
 # the fit's, then one per submodel's lambda, from refits warm-started along
 # the path in decreasing lambda.  The refits are made once for a fit (kept
 # in its environment `caret_path`, without their solver state, for the
-# predictions and the probabilities alike); the solver state is freed after
-# them.
+# predictions and the probabilities alike); the fit's solver state is not
+# needed after this call and is freed (not left to the garbage collector:
+# dcd()'s holds the n x n kernel matrix).
 caret_path <- function(fit, newdata, submodels, pred) {
+  on.exit(if (state_alive(fit$state)) native_fit_free(fit$state), add = TRUE)
   if (is.null(submodels) || nrow(submodels) == 0L) {
     out <- pred(fit, newdata)
     return(if (is.null(submodels)) out else list(out))
@@ -146,7 +148,8 @@ caret_path_fits <- function(fit, lambdas) {
   todo <- lambdas[!vapply(key(lambdas), exists, TRUE, envir = env, inherits = FALSE)]
   if (length(todo) > 0L) {
     cur <- fit
-    # the refits share the fit's state (or the first refit's when it has none)
+    # the refits share the fit's state, or the first refit's when it has none
+    # (freed here; the fit's by caret_path())
     on.exit(if (state_alive(cur$state)) native_fit_free(cur$state), add = TRUE)
     for (l in sort(todo, decreasing = TRUE)) {
       cur <- refit(cur, lambda = l, keep_state = TRUE)

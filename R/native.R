@@ -91,13 +91,13 @@ native_kernel_rate <- function(kernel) {
   .Call(ffi_kernel_rate, k[[1L]], k[[2L]])
 }
 
+# The median distance between the rows of x (Euclidean, or L1; of the
+# positive distances when the median is 0): 0 when no two rows differ
+native_median_distance <- function(x, l1) .Call(ffi_median_distance, x, isTRUE(l1))
+
 # The kernel's values at the statistics t (squared Euclidean distances, or
 # L1 distances for an L1 kernel), in double, t's dimensions kept; deriv = -1:
 # the derivative in the log bandwidth
-# The median distance between the rows of x (Euclidean, or L1): 0 when no
-# two rows differ
-native_median_distance <- function(x, l1) .Call(ffi_median_distance, x, isTRUE(l1))
-
 native_kernel_eval <- function(kernel, t, deriv = 0L) {
   k <- kernel_args(kernel)
   if (!is.double(t)) storage.mode(t) <- "double"

@@ -182,4 +182,9 @@ test_that("caret_krr() tunes lambda along a warm-started path per bandwidth", {
   cold <- kernel_machine(x[1:80, ], y[1:80], loss = loss_hinge(), lambda = 0.01,
                          bandwidth = 1, threads = 1)
   expect_equal(p1[[2L]], predict(cold, x[81:120, ]))
+  # without submodels the kept state is freed after the predictions too
+  f2 <- kernel_machine(x[1:80, ], y[1:80], loss = loss_hinge(), lambda = 1,
+                       bandwidth = 1, keep_state = TRUE, threads = 1)
+  expect_equal(m$predict(f2, x[81:120, ]), predict(f2, x[81:120, ]))
+  expect_false(askotch:::state_alive(f2$state))
 })
