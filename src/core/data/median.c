@@ -1,14 +1,21 @@
 /* The median distance between the rows of host data: the scale of the
  * median-heuristic bandwidth (Schölkopf and Smola, "Learning with Kernels",
  * and Gretton et al.'s kernel two-sample test).  All n (n - 1) / 2 pair
- * distances are formed once and the median is found by selection (Hoare's
- * FIND with a median-of-three pivot), O(n^2 p) for the distances and O(n^2)
- * expected for the median, where sorting them would cost O(n^2 log n). */
+ * distances are formed once, O(n^2 p); the median is found by a radix pass
+ * on their top bits and a selection (Hoare's FIND with a median-of-three
+ * pivot) inside one bin, O(n^2) expected, where sorting them would cost
+ * O(n^2 log n). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "data.h"
+
+static void swap(double *a, int64_t i, int64_t j) {
+  double t = a[i];
+  a[i] = a[j];
+  a[j] = t;
+}
 
 /* a[k] in place as in sorted order, a[0 .. k) <= a[k] <= a[k + 1 .. len) */
 static void select_kth(double *a, int64_t len, int64_t k) {
@@ -16,31 +23,15 @@ static void select_kth(double *a, int64_t len, int64_t k) {
   while (hi > lo) {
     int64_t mid = lo + (hi - lo) / 2;
     /* the median of a[lo], a[mid], a[hi] as the pivot, put at a[mid] */
-    if (a[mid] < a[lo]) {
-      double t = a[mid];
-      a[mid] = a[lo];
-      a[lo] = t;
-    }
-    if (a[hi] < a[lo]) {
-      double t = a[hi];
-      a[hi] = a[lo];
-      a[lo] = t;
-    }
-    if (a[hi] < a[mid]) {
-      double t = a[hi];
-      a[hi] = a[mid];
-      a[mid] = t;
-    }
+    if (a[mid] < a[lo]) swap(a, mid, lo);
+    if (a[hi] < a[lo]) swap(a, hi, lo);
+    if (a[hi] < a[mid]) swap(a, hi, mid);
     double piv = a[mid];
     int64_t i = lo, j = hi;
     while (i <= j) {
       while (a[i] < piv) i++;
       while (piv < a[j]) j--;
-      if (i <= j) {
-        double t = a[i];
-        a[i++] = a[j];
-        a[j--] = t;
-      }
+      if (i <= j) swap(a, i++, j--);
     }
     if (k <= j) hi = j;
     else if (k >= i) lo = i;
@@ -61,11 +52,7 @@ static uint32_t top16(double v) {
 static int64_t gather_bin(double *a, int64_t len, uint32_t bin) {
   int64_t c = 0;
   for (int64_t i = 0; i < len; i++)
-    if (top16(a[i]) == bin) {
-      double t = a[c];
-      a[c++] = a[i];
-      a[i] = t;
-    }
+    if (top16(a[i]) == bin) swap(a, c++, i);
   return c;
 }
 

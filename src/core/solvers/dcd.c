@@ -321,6 +321,12 @@ static double step_to(const krr_solver *s, double q, double y, double a, double 
   return krr_lm_clamp(t, lo, hi);
 }
 
+/* variable i (an index into a, lo, hi) is held at its bound: at lo or hi,
+ * or for SVR at zero (the kink of its |a|) */
+static int held(const dcd_t *d, int64_t i, int svr) {
+  return d->a[i] <= d->lo[i] || d->a[i] >= d->hi[i] || (svr && d->a[i] == 0);
+}
+
 /* One column's problem as the greedy loop sees it: K (n x n, element size
  * es) and the per-variable arrays, either the column's own (all n rows) or
  * its active variables gathered (shrunk_steps) */
@@ -381,8 +387,7 @@ static krr_status shrunk_steps(krr_solver *s, int c, int64_t steps, int64_t *don
   sweep(d->K, s->es, svr, s->obj->param, n, -1, 0.0, a, d->F + off, d->gp + off, d->ih + off,
         d->lo + off, d->hi + off, d->gain);
   for (int64_t i = 0; i < n; i++) {
-    int held = a[i] <= d->lo[off + i] || a[i] >= d->hi[off + i] || (svr && a[i] == 0);
-    if (held && !(d->gain[i] > 0)) continue;
+    if (held(d, off + i, svr) && !(d->gain[i] > 0)) continue;
     if (na == cap) return KRR_OK;
     d->idx[na++] = i;
   }
@@ -463,8 +468,7 @@ static int64_t free_set(krr_solver *s, int c) {
   int svr = s->obj->loss->code == KRR_LOSS_SVR;
   if (s->obj->loss->code == KRR_LOSS_LOGISTIC) return logistic_face(s, c);
   for (int64_t i = 0; i < n; i++) {
-    double a = d->a[off + i];
-    if (a <= d->lo[off + i] || a >= d->hi[off + i] || (svr && a == 0)) continue;
+    if (held(d, off + i, svr)) continue;
     if (nf == d->cap) return -1;
     d->idx[nf++] = i;
   }
@@ -489,6 +493,14 @@ static void face_system(krr_solver *s, int c, int64_t nf) {
   }
 }
 
+/* out = H in on the free set (nf variables), on the host */
+static krr_status face_mv(krr_solver *s, int64_t nf, const double *in, double *out) {
+  dcd_t *d = D(s);
+  krr_ctx *hc = d->host ? &d->hctx : s->ctx;
+  return krr_ctx_forward(s->ctx, hc,
+                         hc->ops->gemm_d(hc, 0, 0, nf, 1, nf, 1.0, d->H, nf, in, nf, 0.0, out, nf));
+}
+
 /* CG on H x = -g from x = 0 (into sv), at most `its` steps or to a
  * relative residual of 1e-12.  Its long directions (into the small
  * eigenvalues of an ill-conditioned K_FF) are what the projected search
@@ -497,14 +509,12 @@ static void face_system(krr_solver *s, int c, int64_t nf) {
  * last iterate that has it.  *ok: x is a descent direction. */
 static krr_status face_cg(krr_solver *s, int64_t nf, int64_t its, int *ok) {
   dcd_t *d = D(s);
-  krr_ctx *hc = d->host ? &d->hctx : s->ctx;
   double *x = d->sv, *r = d->cr, *p = d->cp, *q = d->cq, rr = 0, r0;
   for (int64_t k = 0; k < nf; k++) x[k] = 0, r[k] = p[k] = -d->g[k], rr += r[k] * r[k];
   r0 = rr;
   *ok = 0;
   for (int64_t it = 0; it < its && rr > 1e-24 * r0; it++) {
-    KTRY(krr_ctx_forward(s->ctx, hc,
-                         hc->ops->gemm_d(hc, 0, 0, nf, 1, nf, 1.0, d->H, nf, p, nf, 0.0, q, nf)));
+    KTRY(face_mv(s, nf, p, q));
     double pq = 0, rn = 0, gx = 0;
     for (int64_t k = 0; k < nf; k++) pq += p[k] * q[k];
     if (!(pq > 0)) break;
@@ -540,15 +550,13 @@ static double projected(const krr_solver *s, int64_t i, double t, double x) {
 static krr_status projected_change(krr_solver *s, int c, int64_t nf, double t, double *dD) {
   dcd_t *d = D(s);
   const krr_objective *o = s->obj;
-  krr_ctx *hc = d->host ? &d->hctx : s->ctx;
   int64_t off = (int64_t)c * s->n;
   double e = krr_precision_eps(s->prec), *st = d->cr, fx = 0, sHs = 0, cs = 0, df = 0;
   for (int64_t k = 0; k < nf; k++) {
     int64_t i = d->idx[k] + off;
     st[k] = projected(s, i, t, d->sv[k]) - d->a[i];
   }
-  KTRY(krr_ctx_forward(
-      s->ctx, hc, hc->ops->gemm_d(hc, 0, 0, nf, 1, nf, 1.0, d->H, nf, st, nf, 0.0, d->cq, nf)));
+  KTRY(face_mv(s, nf, st, d->cq));
   for (int64_t k = 0; k < nf; k++) {
     int64_t i = d->idx[k] + off;
     fx += d->F[i] * st[k];
@@ -560,8 +568,8 @@ static krr_status projected_change(krr_solver *s, int c, int64_t nf, double t, d
   return KRR_OK;
 }
 
-/* A step on column c's face (the free variables, those off their bounds
- * and, for SVR, off zero; the others held): truncated CG on the Newton
+/* A step on column c's face (free_set: the variables off their bounds, for
+ * SVR off zero, for the logistic loss the coupled ones; the others held): truncated CG on the Newton
  * system of D there (face_cg), then a projected search along it, t = 1,
  * 1/2, 1/4, ... until D decreases (Bertsekas, "Projected Newton methods for
  * optimization problems with simple constraints", SIAM J. Control Optim.
@@ -612,9 +620,8 @@ static krr_status criterion(krr_solver *s, double *crit) {
 /* Face steps on the free sets when the last iteration cut the criterion
  * by less than half, each with as many CG steps (at most FACE_CG_MAX and
  * the number of free variables, at least 5) as three times the memory
- * traffic of the coordinate steps since the previous face steps pays for
- * (on spam's hinge fit at C = 1000 the face steps halve the time with three
- * times, and gain 5% more with eight) */
+ * traffic of the coordinate steps since the previous face steps pays for:
+ * the face steps at most triple the work of the coordinate steps */
 static krr_status maybe_faces(krr_solver *s, double *crit) {
   dcd_t *d = D(s);
   int stalled = isfinite(d->last_crit) && *crit > 0.5 * d->last_crit;
