@@ -16,6 +16,8 @@
  * r x r Gram matrices and U^T g -- is a local product plus an allreduce
  * (r^2 or r m numbers per rank); everything else is row-local. */
 static int lr_dist(const krr_lowrank *lr) { return lr->comm && lr->comm->size > 1; }
+static krr_status lr_sum(krr_ctx *ctx, krr_lowrank *lr, krr_status st, int rows, int cols, void *C,
+                         int same);
 
 void krr_lowrank_distribute(krr_lowrank *lr, krr_comm *comm, int64_t row0, int64_t nglob) {
   lr->comm = comm;
@@ -34,6 +36,22 @@ static krr_status lr_gram(krr_ctx *ctx, krr_lowrank *lr, int polled, int rows, i
   krr_status st = polled ? krr_gemm_polled(ctx, lr->prec, 1, 0, rows, cols, n, 1.0, A, n, B, n,
                                            0.0, C, rows)
                          : LOP(ctx, lr, gemm, 1, 0, rows, cols, n, 1.0, A, n, B, n, 0.0, C, rows);
+  return lr_sum(ctx, lr, st, rows, cols, C, same);
+}
+
+/* r x r C = A^T B whose value is symmetric and which is read only through
+ * one triangle (upper: potrf; lower = 1: syev): that triangle alone (half the
+ * work) on one process, the whole product when the rows are distributed (the
+ * sum over the ranks moves whole matrices) */
+static krr_status lr_sym(krr_ctx *ctx, krr_lowrank *lr, int lower, int r, const void *A,
+                         const void *B, void *C) {
+  if (lr_dist(lr)) return lr_gram(ctx, lr, 1, r, r, A, B, C, 1);
+  return krr_gram_polled(ctx, lr->prec, lower, r, lr->n, A, lr->n, B, lr->n, C, r);
+}
+
+/* C (rows x cols) summed over the ranks after a local product of status st */
+static krr_status lr_sum(krr_ctx *ctx, krr_lowrank *lr, krr_status st, int rows, int cols, void *C,
+                         int same) {
   if (!lr_dist(lr)) return st;
   KTRY(krr_comm_agree(lr->comm, ctx, st));
   const int64_t count = (int64_t)rows * cols;
@@ -77,7 +95,7 @@ static krr_status sketch_core(krr_ctx *ctx, krr_lowrank *lr, double *delta) {
   int64_t n = lr->n;
   int r = lr->r, info = 1;
   for (int attempt = 0; attempt < 8; attempt++) {
-    KTRY(lr_gram(ctx, lr, 1, r, r, lr->U, lr->Y, lr->C, 1));
+    KTRY(lr_sym(ctx, lr, 0, r, lr->U, lr->Y, lr->C));
     KTRY(krr_potrf_polled(ctx, lr->prec, r, lr->C, r, &info));
     if (info == 0) return KRR_OK;
     double dd = *delta * pow(10.0, attempt + 1); /* Y += dd Omega: Omega^T Y gains dd I */
@@ -103,7 +121,7 @@ static krr_status cholesky_qr2(krr_ctx *ctx, krr_lowrank *lr, int *ok) {
   int info = 0;
   *ok = 0;
   for (int pass = 0; pass < 2; pass++) {
-    KTRY(lr_gram(ctx, lr, 1, r, r, lr->U, lr->U, lr->C, 1));
+    KTRY(lr_sym(ctx, lr, 0, r, lr->U, lr->U, lr->C));
     KTRY(krr_potrf_polled(ctx, lr->prec, r, lr->C, r, &info));
     if (info != 0) return KRR_OK;
     KTRY(krr_trsm_polled(ctx, lr->prec, 1, 0, n, r, 1.0, lr->C, r, lr->U, n));
@@ -123,7 +141,7 @@ static krr_status cholesky_qr2(krr_ctx *ctx, krr_lowrank *lr, int *ok) {
 static krr_status svd_by_gram(krr_ctx *ctx, krr_lowrank *lr, double delta) {
   const int64_t n = lr->n;
   const int r = lr->r;
-  KTRY(lr_gram(ctx, lr, 1, r, r, lr->Y, lr->Y, lr->C, 1));
+  KTRY(lr_sym(ctx, lr, 1, r, lr->Y, lr->Y, lr->C));
   KTRY(krr_poll(ctx));
   KTRY(LOP(ctx, lr, syev, r, lr->C, r, lr->S)); /* C <- V, S <- s^2, ascending */
   KTRY(krr_poll(ctx));
@@ -232,7 +250,7 @@ krr_status krr_lowrank_prepare(krr_ctx *ctx, krr_lowrank *lr, double rho) {
   int info = 0;
   for (int k = 0; k < re; k++) lr->hv[k] = rho / lr->lam[k];
   KTRY(krr_upload_vec_into(ctx, lr->prec, lr->hv, re, lr->S));
-  KTRY(lr_gram(ctx, lr, 1, re, re, lr->U, lr->U, lr->C, 1));
+  KTRY(lr_sym(ctx, lr, 0, re, lr->U, lr->U, lr->C));
   KTRY(LOP(ctx, lr, add_diag, re, lr->C, re, 0.0, lr->S));
   KTRY(krr_potrf_polled(ctx, lr->prec, re, lr->C, re, &info));
   if (info != 0)
