@@ -34,8 +34,8 @@ interrupt_cases <- function() {
     eigenpro3 = list(n = 8000, solver = eigenpro(version = 3)),
     cholesky = list(n = 7000, solver = cholesky()),
     # the default above n = 5000: PCG with a greedy partial Cholesky factor
-    # of automatic rank (1549 here); at 0.5 s inside the factor's blocks, at
-    # 4 s (on this machine) in the products of its Woodbury core
+    # of automatic rank (977 here); at 0.5 s inside the factor's blocks or
+    # its Woodbury core, at 4 s (on this machine) in its iterations
     auto = list(n = 20000, solver = "auto"),
     auto_late = list(n = 20000, solver = "auto", limit = 4),
     joker = list(n = 8000, solver = joker())

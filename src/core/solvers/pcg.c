@@ -21,10 +21,17 @@
  * Automatic rank (rank = 0) of the blocked greedy Cholesky preconditioner
  * (the others take min(100, n), min(100, n / 2) when distributed): as
  * large as pays, by cost, and no larger than the spectrum needs.  Rank r
- * costs about n r^2 flops of factor updates (and n r kernel entries), an
- * iteration n^2 kernel entries of about 2 p + 20 flops each; r is chosen so
- * that the factor costs about four iterations, r = sqrt(4 n (2 p + 20)),
- * capped at n, at 4096 and at what fits in half the memory budget.  The
+ * costs about 3.4 n r^2 flops at the GEMM rate (n r^2 in the blocked
+ * updates, 1.1 n r^2 in the Gram triangle of the Woodbury core, the rest in
+ * the kernel columns, pivot searches and triangular solves), an iteration
+ * n^2 kernel entries worth about 2 p + 44 flops each at that rate
+ * (inst/bench/bench_kernel_mv.c: 64 in double and 55 in float at p = 10);
+ * r is chosen so that the factor costs about three iterations,
+ * r = sqrt(3 n (2 p + 44) / 3.4), capped at n, at 4096 and at what fits in
+ * half the memory budget.  On Friedman 1 (p = 10, ML lambda;
+ * inst/bench/RESULTS.md) that rank was within 15% of the fastest of the
+ * ranks tried, to the converged solution and to the converged test error,
+ * at n = 4e4 and 1e5.  The
  * factor stops earlier when the trace of the residual K - F F^T falls below
  * lambda: the preconditioned matrix then has its eigenvalues in [1, 2] and
  * further pivots cannot save more than a few iterations (its condition
@@ -71,8 +78,12 @@ static const char *const extras[] = {"rho", "rank_effective", NULL};
 #define O(s) SOPT(s, opts_t)
 
 /* the automatic rank of the blocked greedy Cholesky preconditioner (see the top) */
+#define PCG_AUTO_PASSES 3.0 /* the factor's cost in iterations */
+#define PCG_PAIR_FLOPS(p) (2.0 * (p) + 44.0)
+#define PCG_FACTOR_FLOPS 3.4 /* the factor's cost over n r^2 flops */
 static int64_t auto_rank(const krr_solver *s) {
-  double r = ceil(sqrt(4.0 * (double)s->n * (2.0 * (double)s->op->p + 20.0)));
+  double r = ceil(
+      sqrt(PCG_AUTO_PASSES * (double)s->n * PCG_PAIR_FLOPS((double)s->op->p) / PCG_FACTOR_FLOPS));
   if (r > PCG_AUTO_RANK_MAX) r = PCG_AUTO_RANK_MAX;
   return (int64_t)r < s->n ? (int64_t)r : s->n;
 }
