@@ -71,12 +71,14 @@ krr_status krr_lowrank_invsqrt(krr_ctx *ctx, krr_lowrank *lr, const void *in, vo
  * pivots chosen greedily in blocks by the largest residual diagonal, each
  * entry weighted by pw (host n, or NULL for 1); stops early once the
  * weighted residual trace sum_i pw_i d_i is <= stop_trace or the largest
- * weighted residual is <= tiny.  d (host n) returns the residual diagonal
+ * weighted residual is <= tiny, or, when stop_at > 0, at the first block
+ * that would begin at or after the time stop_at (krr_now()'s clock; the
+ * first block always runs).  d (host n) returns the residual diagonal
  * diag(K - L L^T) (unweighted, >= 0), piv (host r) the pivots in order.
  * E = K - L L^T is the Nystrom error of the pivots, psd.  The operator must
  * hold all n rows on this process. */
-krr_status krr_pivoted_cholesky(krr_op *op, const double *pw, int r, double stop_trace,
-                                double tiny, void *L, double *d, int64_t *piv, int *rank);
+krr_status krr_pivoted_cholesky(krr_op *op, const double *pw, int r, double stop_trace, double tiny,
+                                double stop_at, void *L, double *d, int64_t *piv, int *rank);
 /* bytes it holds while it runs (beyond L, d and piv) */
 double krr_pivoted_cholesky_memory(const krr_op *op, int r);
 

@@ -62,8 +62,8 @@ double krr_pivoted_cholesky_memory(const krr_op *op, int r) {
          krr_block_bytes(op, (int64_t)cap);
 }
 
-krr_status krr_pivoted_cholesky(krr_op *op, const double *pw, int r, double stop_trace,
-                                double tiny, void *L, double *d, int64_t *piv, int *rank) {
+krr_status krr_pivoted_cholesky(krr_op *op, const double *pw, int r, double stop_trace, double tiny,
+                                double stop_at, void *L, double *d, int64_t *piv, int *rank) {
   krr_ctx *ctx = op->ctx;
   const int64_t n = op->n;
   const size_t es = op->es;
@@ -93,6 +93,7 @@ krr_status krr_pivoted_cholesky(krr_op *op, const double *pw, int r, double stop
   int j = 0, bs = cap < 32 ? cap : 32;
   while (st == KRR_OK && j < r) {
     if ((st = krr_poll(ctx)) != KRR_OK) break;
+    if (j > 0 && stop_at > 0 && krr_now() >= stop_at) break;
     double tot = 0;
     for (int64_t i = 0; i < n; i++) {
       score[i] = wgt(pw, i) * d[i];
@@ -204,7 +205,7 @@ krr_status krr_kernel_pchol_host(krr_ctx *ctx, const krr_kernel *k, const double
   if (st == KRR_OK) st = krr_op_exact_create(ctx, &pb, *k, &op);
   if (st == KRR_OK && !(dL = krr_dalloc(ctx, n * (int64_t)(r > 0 ? r : 1), sizeof(double))))
     st = ctx->status;
-  if (st == KRR_OK) st = krr_pivoted_cholesky(op, pw, r, stop_trace, tiny, dL, d, piv, rank);
+  if (st == KRR_OK) st = krr_pivoted_cholesky(op, pw, r, stop_trace, tiny, 0.0, dL, d, piv, rank);
   if (st == KRR_OK && *rank > 0) st = krr_download_vec(ctx, KRR_DOUBLE, dL, n * (int64_t)*rank, L);
   krr_dfree(ctx, &dL);
   if (op) krr_op_free(op);

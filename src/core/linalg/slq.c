@@ -115,7 +115,7 @@ static krr_status build_precond(krr_arena *a, slq_t *w, int r, int *r_eff) {
   double *evh = (double *)krr_arena_host(a, r, sizeof(double));
   KTRY(KRR_ALLOCATED(a, L, d, piv, G, ev, evh));
   int k = 0;
-  KTRY(krr_pivoted_cholesky(w->op, NULL, r, 0.0, 1e-13, L, d, piv, &k));
+  KTRY(krr_pivoted_cholesky(w->op, NULL, r, 0.0, 1e-13, 0.0, L, d, piv, &k));
   *r_eff = 0;
   if (k == 0) return KRR_OK;
   KTRY(DOP(ctx, gemm, 1, 0, k, k, n, 1.0, L, n, L, n, 0.0, G, k));

@@ -35,7 +35,9 @@
  * factor stops earlier when the trace of the residual K - F F^T falls below
  * lambda: the preconditioned matrix then has its eigenvalues in [1, 2] and
  * further pivots cannot save more than a few iterations (its condition
- * number is at most 1 + tr(K - F F^T) / lambda).
+ * number is at most 1 + tr(K - F F^T) / lambda).  Under a deadline
+ * (time_limit) it also stops once a quarter of the time left has gone, so
+ * that the iterations start and a time-limited fit returns an iterate.
  * The sketch / factor does not depend on lambda and is kept across a change
  * of lambda (only rho and the Woodbury core are redone).  Passes: 1 per
  * product with K + lambda I (an iteration, and each residual replacement,
@@ -221,12 +223,17 @@ static krr_status partial_cholesky(krr_solver *s) {
   int k = 0, rmax = c->r;
   if (c->pc == PC_GREEDY && s->op->nloc == n) {
     /* greedy pivots in blocks: one GEMM per block (linalg/pchol.c); an
-     * automatic rank (only here) stops once tr(K - F F^T) <= lambda */
+     * automatic rank (only here) stops once tr(K - F F^T) <= lambda, and,
+     * under a deadline, once a quarter of the time left has gone: the
+     * Woodbury core costs about as much again, and the rest is left to the
+     * iterations, so that a time-limited fit has an iterate to return */
     double stop_trace = c->auto_rank ? s->obj->lambda : 0.0;
     double floor_ = (s->prec == KRR_DOUBLE ? DBL_EPSILON : FLT_EPSILON) * 1e3 * c->dscale;
-    KTRY(krr_pivoted_cholesky(s->op, NULL, c->r, stop_trace, floor_, lr->U, c->dh, c->pivots,
-                              &k));
-    rmax = k; /* it stopped by the rank, the trace or the numerical rank */
+    double left = krr_time_left(s->ctx);
+    double stop_at = c->auto_rank && isfinite(left) ? krr_now() + 0.25 * fmax(left, 0.0) : 0.0;
+    KTRY(krr_pivoted_cholesky(s->op, NULL, c->r, stop_trace, floor_, stop_at, lr->U, c->dh,
+                              c->pivots, &k));
+    rmax = k; /* it stopped by the rank, the trace, the numerical rank or the clock */
   }
   for (; k < rmax; k++) {
     KTRY(krr_poll(s->ctx));
