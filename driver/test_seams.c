@@ -711,6 +711,40 @@ static void test_pieces(krr_ctx *ctx) {
       free(Gh);
       free(Th);
     }
+    /* the upper triangle of alpha U U^T, U upper triangular (krr_uut_polled):
+     * three block columns, the last narrow */
+    {
+      const int64_t r = 600;
+      double *Uh = calloc((size_t)(r * r), sizeof(double)), *Gh = malloc(sizeof(double) * r * r);
+      double *Th = calloc((size_t)(r * r), sizeof(double));
+      for (int64_t j = 0; j < r; j++)
+        for (int64_t i = 0; i <= j; i++)
+          Uh[i + j * r] = (double)((i * 31 + j * 17) % 13) / 13.0 - 0.4;
+      void *U = up(ctx, prec, Uh, r * r), *G = up(ctx, prec, Th, r * r),
+           *T = up(ctx, prec, Th, r * r);
+      krr_status st = U && G && T && Gh ? KRR_OK : KRR_ERR_MEMORY;
+      if (st == KRR_OK) st = KOP(ctx, prec, gemm, 0, 1, r, r, r, 1.5, U, r, U, r, 0.0, G, r);
+      if (st == KRR_OK) st = krr_download_vec(ctx, prec, G, r * r, Gh);
+      if (st == KRR_OK) st = krr_uut_polled(ctx, prec, r, 1.5, U, r, T, r);
+      if (st == KRR_OK) st = krr_download_vec(ctx, prec, T, r * r, Th);
+      double err = 0, big = 0, other = 0;
+      for (int64_t j = 0; st == KRR_OK && j < r; j++)
+        for (int64_t i = 0; i < r; i++) {
+          big = fmax(big, fabs(Gh[i + j * r]));
+          if (i <= j) err = fmax(err, fabs(Th[i + j * r] - Gh[i + j * r]));
+          else if (i / 256 != j / 256) other = fmax(other, fabs(Th[i + j * r]));
+        }
+      CHECK(st == KRR_OK && err <= tol * big && other == 0,
+            "U U^T upper %s: status %d (%s), "
+            "max difference %.3g of %.3g, written outside %.3g",
+            pr ? "single" : "double", st, ctx->msg, err, big, other);
+      krr_dfree(ctx, &U);
+      krr_dfree(ctx, &G);
+      krr_dfree(ctx, &T);
+      free(Uh);
+      free(Gh);
+      free(Th);
+    }
     /* trsm: the triangle t x t, the free dimension f (split into pieces) */
     const int64_t t = 270, f = 520;
     double *Th = calloc((size_t)(t * t), sizeof(double)), *Bh = malloc(sizeof(double) * t * f);

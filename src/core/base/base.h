@@ -63,6 +63,12 @@ krr_status krr_trsm_polled(krr_ctx *ctx, krr_precision prec, int right, int tran
 krr_status krr_gram_polled(krr_ctx *ctx, krr_precision prec, int lower, int64_t r, int64_t k,
                            const void *A, int64_t lda, const void *B, int64_t ldb, void *C,
                            int64_t ldc);
+/* The upper triangle of C = alpha U U^T (n x n; U upper triangular, ld ldu;
+ * the diagonal blocks whole, the rest of C not written), as LAPACK's lauum:
+ * by block columns of polled products over the inner indices where U is
+ * not zero, about n^3 / 3 flops (a full product: 2 n^3). */
+krr_status krr_uut_polled(krr_ctx *ctx, krr_precision prec, int64_t n, double alpha, const void *U,
+                          int64_t ldu, void *C, int64_t ldc);
 /* KRR_ERR_TIME_LIMIT, up front, when `flops` cannot fit in the time left
  * before the context's deadline even at an optimistic rate ("what" names
  * the work in the message); KRR_OK without a deadline. */

@@ -128,6 +128,19 @@ krr_status krr_gram_polled(krr_ctx *ctx, krr_precision prec, int lower, int64_t 
   return KRR_OK;
 }
 
+krr_status krr_uut_polled(krr_ctx *ctx, krr_precision prec, int64_t n, double alpha, const void *U,
+                          int64_t ldu, void *C, int64_t ldc) {
+  const size_t es = krr_sizeof(prec);
+  for (int64_t j0 = 0; j0 < n; j0 += NB) {
+    const int64_t jb = KRR_MIN(NB, n - j0);
+    /* C[0 : j0 + jb, J] = U[0 : j0 + jb, j0 : n] U[J, j0 : n]^T: row i of U
+     * is zero left of column i, so the inner index starts at j0 */
+    KTRY(krr_gemm_polled(ctx, prec, 0, 1, j0 + jb, jb, n - j0, alpha, KAT(U, j0 * ldu, es), ldu,
+                         KAT(U, j0 + j0 * ldu, es), ldu, 0.0, KAT(C, j0 * ldc, es), ldc));
+  }
+  return KRR_OK;
+}
+
 krr_status krr_trsm_polled(krr_ctx *ctx, krr_precision prec, int right, int trans, int64_t m,
                            int64_t n, double alpha, const void *A, int64_t lda, void *B,
                            int64_t ldb) {

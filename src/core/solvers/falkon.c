@@ -178,12 +178,12 @@ static krr_status fk_prepare(krr_solver *s) {
   return KRR_OK;
 }
 
-/* R = chol((n/m) T T^T + lambda I) */
+/* R = chol((n/m) T T^T + lambda I): the upper triangle of T T^T by the
+ * triangular product (m^3 / 3 flops, as FalkonML's lauum), which potrf reads */
 static krr_status fk_tune(krr_solver *s) {
   falkon_t *f = F(s);
   int64_t mc = f->mc;
-  KTRY(krr_gemm_polled(s->ctx, KRR_DOUBLE, 0, 1, mc, mc, mc, (double)s->n / (double)mc, f->T, mc,
-                       f->T, mc, 0.0, f->R, mc));
+  KTRY(krr_uut_polled(s->ctx, KRR_DOUBLE, mc, (double)s->n / (double)mc, f->T, mc, f->R, mc));
   return chol_jitter(s, f->R, f->R, s->obj->lambda, "(n/m) T T^T + lambda I");
 }
 
