@@ -103,12 +103,14 @@ for (tn in names(tasks)) {
   t_ex <- el() - t0
   mu_ex <- predict(ex, d$xt)
   rmse_ex <- sqrt(mean((mu_ex - d$yt)^2))
+  # (and its input scaling: with a given bandwidth "auto" scales by column)
   lam <- ex$lambda; bw <- ex$kernel$bandwidth
   cat(sprintf("\n[%s] n = %d, p = %d, lambda = %.4g (%s), bandwidth %.4g, %s, %s; exact: %.1f s (incl. lambda), test RMSE %.5g\n",
               tn, nrow(d$x), ncol(d$x), lam, tk[[3]], bw, tk[[4]], tk[[5]], t_ex, rmse_ex))
   for (cn in names(candidates)) {
     t0 <- el()
     f <- tryCatch(suppressWarnings(krr(d$x, d$y, lambda = lam, bandwidth = bw,
+                                       standardize = ex$standardize,
                                        kernel = tk[[4]], solver = candidates[[cn]],
                                        precision = tk[[5]], seed = 2, threads = threads,
                                        time_limit = tlim, max_passes = 1000,
