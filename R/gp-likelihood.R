@@ -162,7 +162,8 @@ kernel_stat_matrix <- function(xs, metric) {
 # alpha_c^T - m/2 A^{-1} the gradient in theta is tr(M dA/dtheta): the
 # kernel's parts are contracted in C without forming dK, lambda's is
 # lambda tr(M). tstat: the statistics of xs (kernel_stat_matrix(), isotropic
-# kernels), from which K and dK/dlog bandwidth are formed elementwise.
+# kernels), from which K is formed elementwise (the gradient's contraction
+# reads the points: cheaper than forming dK and no n x n permutation).
 # The factor is pivoted (A[piv, piv] = R^T R), so that a matrix that is not
 # numerically positive definite shows as a rank below n rather than as an
 # error (a handler for chol()'s error would also catch an interrupt's), and
@@ -176,7 +177,8 @@ gp_loglik_exact <- function(xs, Y, kernel, lambda, ard = FALSE,
     native_kernel_eval(kernel, tstat)
   # the noise model: lambda v_i, v = exp(Z gamma) (R/noise.R)
   v <- if (is.null(noise)) 1 else exp(drop(noise$Z %*% noise$gamma))
-  diag(A) <- diag(A) + lambda * v
+  dg <- seq.int(1L, by = n + 1L, length.out = n) # (in place; diag<- copies A)
+  A[dg] <- A[dg] + lambda * v
   R <- suppressWarnings(chol(A, pivot = TRUE))
   rm(A)
   if (attr(R, "rank") < n) return(list(loglik = -Inf, gradient = NULL))
@@ -199,9 +201,7 @@ gp_loglik_exact <- function(xs, Y, kernel, lambda, ard = FALSE,
   rm(R)
   if (reml) M <- M + tcrossprod(gls$AFh) * (m / 2)
   M <- M + tcrossprod(sweep(alpha, 2L, sqrt(nn / (2 * yAy)), "*", check.margin = FALSE))
-  gk <- if (is.null(tstat)) {
-    native_kernel_deriv_dot(xs[piv, , drop = FALSE], kernel, kernel_grad_codes(xs, ard), M)
-  } else sum(M * native_kernel_eval(kernel, tstat[piv, piv], -1L))
+  gk <- native_kernel_deriv_dot(xs[piv, , drop = FALSE], kernel, kernel_grad_codes(xs, ard), M)
   dM <- diag(M)
   if (!is.null(noise)) {
     # dA/dgamma_j = lambda diag(v z_j); the pivot order
