@@ -54,15 +54,15 @@ krr_status krr_gemm_polled(krr_ctx *ctx, krr_precision prec, int ta, int tb, int
 krr_status krr_trsm_polled(krr_ctx *ctx, krr_precision prec, int right, int trans, int64_t m,
                            int64_t n, double alpha, const void *A, int64_t lda, void *B,
                            int64_t ldb);
-/* One triangle of the symmetric r x r product C = A^T B (A and B k x r, ld
- * lda and ldb; B = A for a Gram matrix): upper (lower = 0) or lower, with the
- * diagonal blocks whole, by block columns of polled products (krr_gemm_polled).
- * About half the work of the full product; the other triangle is not written.
- * For the products whose result is symmetric that are only read through one
- * triangle (potrf reads the upper, syev the lower). */
-krr_status krr_gram_polled(krr_ctx *ctx, krr_precision prec, int lower, int64_t r, int64_t k,
-                           const void *A, int64_t lda, const void *B, int64_t ldb, void *C,
-                           int64_t ldc);
+/* The upper triangle of the symmetric r x r product C = A^T B (A and B
+ * k x r, ld lda and ldb; B = A for a Gram matrix), with the diagonal blocks
+ * whole, by block columns of polled products (krr_gemm_polled): about half
+ * the work of the full product; the rest of C is not written.  For the
+ * products whose result is symmetric and read through the upper triangle
+ * (potrf). */
+krr_status krr_gram_upper_polled(krr_ctx *ctx, krr_precision prec, int64_t r, int64_t k,
+                                 const void *A, int64_t lda, const void *B, int64_t ldb, void *C,
+                                 int64_t ldc);
 /* The upper triangle of C = alpha U U^T (n x n; U upper triangular, ld ldu;
  * the diagonal blocks whole, the rest of C not written), as LAPACK's lauum:
  * by block columns of polled products over the inner indices where U is

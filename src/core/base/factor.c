@@ -110,9 +110,9 @@ krr_status krr_gemm_polled(krr_ctx *ctx, krr_precision prec, int ta, int tb, int
   return krr_poll(ctx);
 }
 
-krr_status krr_gram_polled(krr_ctx *ctx, krr_precision prec, int lower, int64_t r, int64_t k,
-                           const void *A, int64_t lda, const void *B, int64_t ldb, void *C,
-                           int64_t ldc) {
+krr_status krr_gram_upper_polled(krr_ctx *ctx, krr_precision prec, int64_t r, int64_t k,
+                                 const void *A, int64_t lda, const void *B, int64_t ldb, void *C,
+                                 int64_t ldc) {
   /* block columns of width about r / 8 (at least NB): the whole diagonal
    * blocks add about 1/8 to the triangle's work */
   const int64_t nb = KRR_MAX((int64_t)NB, (r + 7) / 8);
@@ -120,10 +120,9 @@ krr_status krr_gram_polled(krr_ctx *ctx, krr_precision prec, int lower, int64_t 
   if (r <= nb) return krr_gemm_polled(ctx, prec, 1, 0, r, r, k, 1.0, A, lda, B, ldb, 0.0, C, ldc);
   for (int64_t j0 = 0; j0 < r; j0 += nb) {
     const int64_t jb = KRR_MIN(nb, r - j0);
-    /* C[0 : j0 + jb, J] (upper) or C[j0 : r, J] (lower) = A[, rows]^T B[, J] */
-    const int64_t i0 = lower ? j0 : 0, m = lower ? r - j0 : j0 + jb;
-    KTRY(krr_gemm_polled(ctx, prec, 1, 0, m, jb, k, 1.0, KAT(A, i0 * lda, es), lda,
-                         KAT(B, j0 * ldb, es), ldb, 0.0, KAT(C, i0 + j0 * ldc, es), ldc));
+    /* C[0 : j0 + jb, J] = A^T B[, J] */
+    KTRY(krr_gemm_polled(ctx, prec, 1, 0, j0 + jb, jb, k, 1.0, A, lda, KAT(B, j0 * ldb, es), ldb,
+                         0.0, KAT(C, j0 * ldc, es), ldc));
   }
   return KRR_OK;
 }

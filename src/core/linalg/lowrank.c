@@ -39,14 +39,16 @@ static krr_status lr_gram(krr_ctx *ctx, krr_lowrank *lr, int polled, int rows, i
   return lr_sum(ctx, lr, st, rows, cols, C, same);
 }
 
-/* r x r C = A^T B whose value is symmetric and which is read only through
- * one triangle (upper: potrf; lower = 1: syev): that triangle alone (half the
- * work) on one process, the whole product when the rows are distributed (the
- * sum over the ranks moves whole matrices) */
-static krr_status lr_sym(krr_ctx *ctx, krr_lowrank *lr, int lower, int r, const void *A,
-                         const void *B, void *C) {
+/* r x r C = A^T B whose value is symmetric and which potrf then reads
+ * through its upper triangle (the ops table's contract): that triangle
+ * alone (half the work) on one process, the whole product when the rows
+ * are distributed (the sum over the ranks moves whole matrices).  (syev has
+ * no such contract: the CPU backend reads the lower triangle, cuSOLVER the
+ * upper, so its input stays whole.) */
+static krr_status lr_sym(krr_ctx *ctx, krr_lowrank *lr, int r, const void *A, const void *B,
+                         void *C) {
   if (lr_dist(lr)) return lr_gram(ctx, lr, 1, r, r, A, B, C, 1);
-  return krr_gram_polled(ctx, lr->prec, lower, r, lr->n, A, lr->n, B, lr->n, C, r);
+  return krr_gram_upper_polled(ctx, lr->prec, r, lr->n, A, lr->n, B, lr->n, C, r);
 }
 
 /* C (rows x cols) summed over the ranks after a local product of status st */
@@ -95,7 +97,7 @@ static krr_status sketch_core(krr_ctx *ctx, krr_lowrank *lr, double *delta) {
   int64_t n = lr->n;
   int r = lr->r, info = 1;
   for (int attempt = 0; attempt < 8; attempt++) {
-    KTRY(lr_sym(ctx, lr, 0, r, lr->U, lr->Y, lr->C));
+    KTRY(lr_sym(ctx, lr, r, lr->U, lr->Y, lr->C));
     KTRY(krr_potrf_polled(ctx, lr->prec, r, lr->C, r, &info));
     if (info == 0) return KRR_OK;
     double dd = *delta * pow(10.0, attempt + 1); /* Y += dd Omega: Omega^T Y gains dd I */
@@ -121,7 +123,7 @@ static krr_status cholesky_qr2(krr_ctx *ctx, krr_lowrank *lr, int *ok) {
   int info = 0;
   *ok = 0;
   for (int pass = 0; pass < 2; pass++) {
-    KTRY(lr_sym(ctx, lr, 0, r, lr->U, lr->U, lr->C));
+    KTRY(lr_sym(ctx, lr, r, lr->U, lr->U, lr->C));
     KTRY(krr_potrf_polled(ctx, lr->prec, r, lr->C, r, &info));
     if (info != 0) return KRR_OK;
     KTRY(krr_trsm_polled(ctx, lr->prec, 1, 0, n, r, 1.0, lr->C, r, lr->U, n));
@@ -141,7 +143,7 @@ static krr_status cholesky_qr2(krr_ctx *ctx, krr_lowrank *lr, int *ok) {
 static krr_status svd_by_gram(krr_ctx *ctx, krr_lowrank *lr, double delta) {
   const int64_t n = lr->n;
   const int r = lr->r;
-  KTRY(lr_sym(ctx, lr, 1, r, lr->Y, lr->Y, lr->C));
+  KTRY(lr_gram(ctx, lr, 1, r, r, lr->Y, lr->Y, lr->C, 1));
   KTRY(krr_poll(ctx));
   KTRY(LOP(ctx, lr, syev, r, lr->C, r, lr->S)); /* C <- V, S <- s^2, ascending */
   KTRY(krr_poll(ctx));
@@ -250,7 +252,7 @@ krr_status krr_lowrank_prepare(krr_ctx *ctx, krr_lowrank *lr, double rho) {
   int info = 0;
   for (int k = 0; k < re; k++) lr->hv[k] = rho / lr->lam[k];
   KTRY(krr_upload_vec_into(ctx, lr->prec, lr->hv, re, lr->S));
-  KTRY(lr_sym(ctx, lr, 0, re, lr->U, lr->U, lr->C));
+  KTRY(lr_sym(ctx, lr, re, lr->U, lr->U, lr->C));
   KTRY(LOP(ctx, lr, add_diag, re, lr->C, re, 0.0, lr->S));
   KTRY(krr_potrf_polled(ctx, lr->prec, re, lr->C, re, &info));
   if (info != 0)
