@@ -632,6 +632,50 @@ static double dev_maxdiff(krr_ctx *ctx, krr_precision prec, const void *a, const
   free(ha); free(hb);
   return err;
 }
+/* The upper triangles of symmetric products against the full GEMM, in
+ * pieces: A^T A (krr_gram_upper_polled; 520 x 520 from 40 rows: block
+ * columns 256, 256, 8) and 1.5 U U^T for an upper triangular U
+ * (krr_uut_polled; 600 x 600); nothing written below the diagonal blocks */
+static void test_triangles(krr_ctx *ctx, krr_precision prec, double tol) {
+  for (int uut = 0; uut < 2; uut++) {
+    const int64_t r = uut ? 600 : 520, k = uut ? 600 : 40;
+    double *Ah = calloc((size_t)(k * r), sizeof(double)), *Gh = malloc(sizeof(double) * r * r);
+    double *Th = calloc((size_t)(r * r), sizeof(double));
+    for (int64_t j = 0; j < r; j++)
+      for (int64_t i = 0; i < k; i++)
+        if (!uut || i <= j) Ah[i + j * k] = (double)((i * 31 + j * 17) % 13) / 13.0 - 0.4;
+    void *A = up(ctx, prec, Ah, k * r), *G = krr_dalloc(ctx, r * r, krr_sizeof(prec));
+    void *T = up(ctx, prec, Th, r * r); /* zeros */
+    krr_status st = A && G && T && Gh ? KRR_OK : KRR_ERR_MEMORY;
+    if (st == KRR_OK)
+      st = uut ? KOP(ctx, prec, gemm, 0, 1, r, r, r, 1.5, A, r, A, r, 0.0, G, r)
+               : KOP(ctx, prec, gemm, 1, 0, r, r, k, 1.0, A, k, A, k, 0.0, G, r);
+    if (st == KRR_OK) st = krr_download_vec(ctx, prec, G, r * r, Gh);
+    if (st == KRR_OK)
+      st = uut ? krr_uut_polled(ctx, prec, r, 1.5, A, r, T, r)
+               : krr_gram_upper_polled(ctx, prec, r, k, A, k, A, k, T, r);
+    if (st == KRR_OK) st = krr_download_vec(ctx, prec, T, r * r, Th);
+    double err = 0, big = 0, other = 0;
+    for (int64_t j = 0; st == KRR_OK && j < r; j++)
+      for (int64_t i = 0; i < r; i++) {
+        big = fmax(big, fabs(Gh[i + j * r]));
+        if (i <= j) err = fmax(err, fabs(Th[i + j * r] - Gh[i + j * r]));
+        else if (i / 256 != j / 256) other = fmax(other, fabs(Th[i + j * r]));
+      }
+    CHECK(st == KRR_OK && err <= tol * big && other == 0,
+          "%s upper triangle %s: status %d (%s), "
+          "max difference %.3g of %.3g, written outside %.3g",
+          uut ? "U U^T" : "A^T A", prec == KRR_FLOAT ? "single" : "double", st, ctx->msg, err, big,
+          other);
+    krr_dfree(ctx, &A);
+    krr_dfree(ctx, &G);
+    krr_dfree(ctx, &T);
+    free(Ah);
+    free(Gh);
+    free(Th);
+  }
+}
+
 static void test_pieces(krr_ctx *ctx) {
   /* small, so that valgrind (CI) runs it in seconds: every dimension just
    * above the 256 below which pieces are not cut, and small pieces, so rows,
@@ -671,73 +715,7 @@ static void test_pieces(krr_ctx *ctx) {
         krr_dfree(ctx, &A); krr_dfree(ctx, &B); krr_dfree(ctx, &Ca); krr_dfree(ctx, &Cb);
         free(Ah); free(Bh); free(Ch);
       }
-    /* the upper triangle of A^T A (krr_gram_upper_polled): three block
-     * columns, the last narrow, each split into pieces; nothing is written
-     * below the diagonal blocks */
-    {
-      const int64_t r = 520, kk = 40;
-      double *Ah = malloc(sizeof(double) * kk * r), *Gh = malloc(sizeof(double) * r * r);
-      double *Th = calloc((size_t)(r * r), sizeof(double));
-      for (int64_t i = 0; i < kk * r; i++) Ah[i] = (double)((i * 7919) % 1009) / 1009.0 - 0.5;
-      void *A = up(ctx, prec, Ah, kk * r), *G = krr_dalloc(ctx, r * r, krr_sizeof(prec));
-      void *T = up(ctx, prec, Th, r * r); /* zeros */
-      krr_status st = A && G && T && Gh ? KRR_OK : KRR_ERR_MEMORY;
-      if (st == KRR_OK) st = KOP(ctx, prec, gemm, 1, 0, r, r, kk, 1.0, A, kk, A, kk, 0.0, G, r);
-      if (st == KRR_OK) st = krr_download_vec(ctx, prec, G, r * r, Gh);
-      if (st == KRR_OK) st = krr_gram_upper_polled(ctx, prec, r, kk, A, kk, A, kk, T, r);
-      if (st == KRR_OK) st = krr_download_vec(ctx, prec, T, r * r, Th);
-      double err = 0, big = 0, other = 0;
-      for (int64_t j = 0; st == KRR_OK && j < r; j++)
-        for (int64_t i = 0; i < r; i++) {
-          big = fmax(big, fabs(Gh[i + j * r]));
-          if (i <= j) err = fmax(err, fabs(Th[i + j * r] - Gh[i + j * r]));
-          else if (i / 256 != j / 256) other = fmax(other, fabs(Th[i + j * r]));
-        }
-      CHECK(st == KRR_OK && err <= tol * big && other == 0,
-            "gram upper triangle %s: status %d "
-            "(%s), max difference %.3g of %.3g, written outside %.3g",
-            pr ? "single" : "double", st, ctx->msg, err, big, other);
-      krr_dfree(ctx, &A);
-      krr_dfree(ctx, &G);
-      krr_dfree(ctx, &T);
-      free(Ah);
-      free(Gh);
-      free(Th);
-    }
-    /* the upper triangle of alpha U U^T, U upper triangular (krr_uut_polled):
-     * three block columns, the last narrow */
-    {
-      const int64_t r = 600;
-      double *Uh = calloc((size_t)(r * r), sizeof(double)), *Gh = malloc(sizeof(double) * r * r);
-      double *Th = calloc((size_t)(r * r), sizeof(double));
-      for (int64_t j = 0; j < r; j++)
-        for (int64_t i = 0; i <= j; i++)
-          Uh[i + j * r] = (double)((i * 31 + j * 17) % 13) / 13.0 - 0.4;
-      void *U = up(ctx, prec, Uh, r * r), *G = up(ctx, prec, Th, r * r),
-           *T = up(ctx, prec, Th, r * r);
-      krr_status st = U && G && T && Gh ? KRR_OK : KRR_ERR_MEMORY;
-      if (st == KRR_OK) st = KOP(ctx, prec, gemm, 0, 1, r, r, r, 1.5, U, r, U, r, 0.0, G, r);
-      if (st == KRR_OK) st = krr_download_vec(ctx, prec, G, r * r, Gh);
-      if (st == KRR_OK) st = krr_uut_polled(ctx, prec, r, 1.5, U, r, T, r);
-      if (st == KRR_OK) st = krr_download_vec(ctx, prec, T, r * r, Th);
-      double err = 0, big = 0, other = 0;
-      for (int64_t j = 0; st == KRR_OK && j < r; j++)
-        for (int64_t i = 0; i < r; i++) {
-          big = fmax(big, fabs(Gh[i + j * r]));
-          if (i <= j) err = fmax(err, fabs(Th[i + j * r] - Gh[i + j * r]));
-          else if (i / 256 != j / 256) other = fmax(other, fabs(Th[i + j * r]));
-        }
-      CHECK(st == KRR_OK && err <= tol * big && other == 0,
-            "U U^T upper %s: status %d (%s), "
-            "max difference %.3g of %.3g, written outside %.3g",
-            pr ? "single" : "double", st, ctx->msg, err, big, other);
-      krr_dfree(ctx, &U);
-      krr_dfree(ctx, &G);
-      krr_dfree(ctx, &T);
-      free(Uh);
-      free(Gh);
-      free(Th);
-    }
+    test_triangles(ctx, prec, tol);
     /* trsm: the triangle t x t, the free dimension f (split into pieces) */
     const int64_t t = 270, f = 520;
     double *Th = calloc((size_t)(t * t), sizeof(double)), *Bh = malloc(sizeof(double) * t * f);

@@ -32,34 +32,27 @@ Ms <- if (length(args) >= 2L) as.numeric(strsplit(args[2L], ",")[[1L]]) else 364
 reps <- if (length(args) >= 3L) as.integer(args[3L]) else 2L
 threads <- 2L
 now <- function() proc.time()[["elapsed"]]
-friedman <- function(m) {
-  x <- matrix(runif(m * 10), m, 10)
-  list(x = x, f = 10 * sin(pi * x[, 1] * x[, 2]) + 20 * (x[, 3] - 0.5)^2 +
-         10 * x[, 4] + 5 * x[, 5])
-}
-set.seed(1)
-tr <- friedman(n)
-y <- tr$f + rnorm(n)
-te <- friedman(1e4)
-yt <- te$f + rnorm(1e4)
+# friedman_data(): Friedman 1, n training and 1e4 test points (seed 1)
+source(system.file("bench", "friedman.R", package = "askotch"))
+d <- friedman_data(n)
 cat(sprintf("%s; %s; load: %s\n", format(Sys.time(), "%Y-%m-%d %H:%M UTC", tz = "UTC"),
             sub(".*: *", "", grep("Model name", system("lscpu", intern = TRUE),
                                   value = TRUE)),
             sub(".*load average: ", "", system("uptime", intern = TRUE))))
 
 t0 <- now()
-fit0 <- krr(tr$x, y, kernel = "rbf", seed = 1, threads = threads)
+fit0 <- krr(d$x, d$y, kernel = "rbf", seed = 1, threads = threads)
 t_default <- now() - t0
-rmse <- function(p) sqrt(mean((p - yt)^2))
+rmse <- function(p) sqrt(mean((p - d$yt)^2))
 cat(sprintf(paste("krr(x, y, kernel = \"rbf\"), every other default: %.1f s",
                   "(the solver %.1f s), test RMSE %.5f\n  %s\n"),
-            t_default, fit0$seconds, rmse(predict(fit0, te$x)), format(fit0$solver)))
+            t_default, fit0$seconds, rmse(predict(fit0, d$xt)), format(fit0$solver)))
 h <- fit0$kernel$bandwidth
 lambda <- fit0$lambda
 sc <- function(x) sweep(sweep(x, 2L, fit0$center), 2L, fit0$scale, "/")
-xs <- sc(tr$x)
-xts <- sc(te$x)
-yc <- y - mean(y)
+xs <- sc(d$x)
+xts <- sc(d$xt)
+yc <- d$y - mean(d$y)
 cat(sprintf("hyperparameters: bandwidth %.5g, lambda %.5g (FalkonML penalty %.5g)\n\n",
             h, lambda, lambda / n))
 
@@ -69,7 +62,7 @@ dir.create(dir)
 writeBin(as.vector(t(xs)), file.path(dir, "xtr.bin"))
 writeBin(yc, file.path(dir, "ytr.bin"))
 writeBin(as.vector(t(xts)), file.path(dir, "xte.bin"))
-writeBin(yt - mean(y), file.path(dir, "yte.bin"))
+writeBin(d$yt - mean(d$y), file.path(dir, "yte.bin"))
 writeLines(paste(format(c(n, 10, 1e4), scientific = FALSE, trim = TRUE), collapse = " "),
            file.path(dir, "dims.txt"))
 # (R's LD_LIBRARY_PATH, which puts the system's library folder first, can
@@ -99,10 +92,10 @@ run_askotch <- function(solver) {
   t0 <- now()
   f <- krr(xs, yc, kernel = "rbf", bandwidth = h, lambda = lambda, standardize = FALSE,
            solver = solver, seed = 1, threads = threads,
-           validation = list(x = xts, y = yt - mean(y)))
+           validation = list(x = xts, y = d$yt - mean(d$y)))
   secs <- now() - t0
   tr <- f$trace[!is.na(f$trace$validation), ]
-  list(seconds = secs, rmse = rmse(predict(f, xts) + mean(y)),
+  list(seconds = secs, rmse = rmse(predict(f, xts) + mean(d$y)),
        trace = data.frame(seconds = tr$seconds, rmse = tr$validation),
        info = format(f$solver))
 }

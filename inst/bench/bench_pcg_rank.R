@@ -15,28 +15,21 @@ args <- commandArgs(trailingOnly = TRUE)
 n <- if (length(args) >= 1L) as.numeric(args[1L]) else 1e5
 ranks <- if (length(args) >= 2L) as.integer(strsplit(args[2L], ",")[[1L]]) else
   c(1000L, 1500L, 2000L, 2500L, 4000L)
-friedman <- function(m) {
-  x <- matrix(runif(m * 10), m, 10)
-  list(x = x, f = 10 * sin(pi * x[, 1] * x[, 2]) + 20 * (x[, 3] - 0.5)^2 +
-         10 * x[, 4] + 5 * x[, 5])
-}
-set.seed(1)
-tr <- friedman(n)
-y <- tr$f + rnorm(n)
-te <- friedman(1e4)
-yt <- te$f + rnorm(1e4)
+# friedman_data(): Friedman 1, n training and 1e4 test points (seed 1)
+source(system.file("bench", "friedman.R", package = "askotch"))
+d <- friedman_data(n)
 cat(sprintf("%s; n = %g; load: %s\n", format(Sys.time(), "%Y-%m-%d %H:%M UTC", tz = "UTC"), n,
             sub(".*load average: ", "", system("uptime", intern = TRUE))))
 cat("| rank | seconds | iterations | seconds to the converged test RMSE (1e-4) |\n")
 cat("|---|---|---|---|\n")
 for (r in ranks) {
   t0 <- proc.time()[["elapsed"]]
-  fit <- krr(tr$x, y, kernel = "rbf", bandwidth = 5.30644, lambda = 0.002478,
+  fit <- krr(d$x, d$y, kernel = "rbf", bandwidth = 5.30644, lambda = 0.002478,
              standardize = "joint", seed = 1, threads = 2L,
-             solver = pcg("greedy_cholesky", rank = r), validation = list(x = te$x, y = yt))
+             solver = pcg("greedy_cholesky", rank = r), validation = list(x = d$xt, y = d$yt))
   secs <- proc.time()[["elapsed"]] - t0
   v <- fit$trace[!is.na(fit$trace$validation), ]
-  final <- sqrt(mean((predict(fit, te$x) - yt)^2))
+  final <- sqrt(mean((predict(fit, d$xt) - d$yt)^2))
   k <- which(abs(v$validation / final - 1) <= 1e-4)[1L]
   cat(sprintf("| %d | %.1f | %d | %.1f |\n", r, secs, fit$iterations, v$seconds[k]))
 }
