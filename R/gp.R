@@ -366,8 +366,13 @@ gp_warn_loose <- function(object, v, loose, call) {
 gp_solve <- function(object, B) {
   set <- settings_from_fit(object, object$lambda, object$tol, object$max_passes,
                       object$time_limit, FALSE)
-  state <- krr_state(object)
-  kept <- identical(state, object$state)
+  # a kept state solves B with its own setup; otherwise the state is built
+  # for B's columns (the solver sizes its setup, e.g. PCG's automatic rank,
+  # for the right-hand sides it will solve)
+  kept <- state_alive(object$state)
+  dimnames(B) <- NULL
+  state <- if (kept) object$state else
+    state_new(if (is.null(object$x_train)) object$x else object$x_train, B, set)
   on.exit({
     if (kept) {
       native_fit_set_targets(state, gp_yc(object))
@@ -378,8 +383,7 @@ gp_solve <- function(object, B) {
       native_fit_free(state)
     }
   }, add = TRUE)
-  dimnames(B) <- NULL
-  native_fit_set_targets(state, B)
+  if (kept) native_fit_set_targets(state, B)
   res <- drive_solver(state, set, list(task = "multioutput"), gp_xs(object))
   if (!solve_reached(res$reason)) {
     abort_askotch(sprintf(paste(

@@ -146,8 +146,9 @@
 #'   object. For the other solvers `NULL` uses 100 capped at the
 #'   block size (for `pcg()`: the number of points, and for
 #'   `pcg("greedy_cholesky")` a rank chosen by cost,
-#'   \eqn{\lceil\sqrt{3 n (2p + 44) / 3.4}\rceil} (the factor's work about
-#'   three iterations' worth) capped at 4096 and at half the
+#'   \eqn{\lceil\sqrt{3 n (2p + 44 + 2.5 (m - 1)) / 3.4}\rceil} for \eqn{m}
+#'   right-hand sides (the factor's work about three iterations' worth)
+#'   capped at 4096 and at half the
 #'   memory budget, where the factor stops early once the trace of the
 #'   residual \eqn{K - F F^\top} is below \eqn{\lambda}; for `askotch(variant =
 #'   "v1")`: the smallest block of the partition; for `eigenpro()`: one less

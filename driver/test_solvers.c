@@ -61,7 +61,7 @@ static void test_pcg(krr_ctx *ctx, const double *X, const double *y, int64_t n, 
       if (tfit_make(ctx, pr ? KRR_DOUBLE : KRR_FLOAT, X, n, p, y, m, k, lambda, &f) != KRR_OK) return;
       for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
         char spec[160];
-        /* "/auto": the automatic rank (at most ceil(sqrt(3 n (2 p + 44) / 3.4))) */
+        /* "/auto": the automatic rank (at most ceil(sqrt(3 n (2 p + 44 + 2.5 (m - 1)) / 3.4))) */
         int autor = strstr(cfg[c].name, "/auto") != NULL;
         snprintf(spec, sizeof spec, "%s%s seed=3", cfg[c].spec, autor ? "" : " rank=40");
         double tol = pr ? 1e-11 : 1e-4;
@@ -72,7 +72,7 @@ static void test_pcg(krr_ctx *ctx, const double *X, const double *y, int64_t n, 
         double err = rel_diff(w, w_ref, n * m);
         if (autor && st == KRR_OK) {
           double rk = textra(s, "rank_effective"),
-                 cap = ceil(sqrt(3.0 * n * (2.0 * p + 44.0) / 3.4));
+                 cap = ceil(sqrt(3.0 * n * (2.0 * p + 44.0 + 2.5 * (m - 1)) / 3.4));
           CHECK(rk >= 1 && rk <= cap, "pcg greedy automatic rank %.0f outside [1, %.0f]", rk, cap);
         }
         if (verbose)

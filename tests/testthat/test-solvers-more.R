@@ -76,6 +76,12 @@ test_that("pcg('greedy_cholesky') picks its rank: stops by the trace, within the
   expect_true(r >= 1 && r <= cap)
   expect_identical(fit$solver$rank_cap, cap)
   expect_null(fit$solver$rank) # stays automatic for later fits
+  # more right-hand sides make an iteration dearer: 20 outputs, a larger cap
+  Y20 <- sapply(1:20, function(j) d$y + 0.1 * j * d$x[, 1])
+  f20 <- krr(d$x, Y20, bandwidth = bw, lambda = 0.5, solver = pcg("greedy_cholesky"),
+             max_passes = 100, seed = 1, threads = 1)
+  expect_identical(f20$solver$rank_cap,
+                   as.integer(ceiling(sqrt(3 * 600 * (2 * 3 + 44 + 2.5 * 19) / 3.4))))
   expect_output(print(fit$solver), sprintf("greedy_cholesky preconditioner, rank %d\\)", r))
   # it stops where the trace of the residual K - F F^T first falls below
   # lambda: the greedy pivoted Cholesky of LAPACK (dpstrf, one pivot at a

@@ -25,10 +25,11 @@
  * updates, 1.1 n r^2 in the Gram triangle of the Woodbury core, the rest in
  * the kernel columns, pivot searches and triangular solves), an iteration
  * n^2 kernel entries worth about 2 p + 44 flops each at that rate
- * (inst/bench/bench_kernel_mv.c: 64 in double and 55 in float at p = 10);
- * r is chosen so that the factor costs about three iterations,
- * r = sqrt(3 n (2 p + 44) / 3.4), capped at n, at 4096 and at what fits in
- * half the memory budget.  On Friedman 1 (p = 10, ML lambda;
+ * (inst/bench/bench_kernel_mv.c: 64 in double and 55 in float at p = 10)
+ * and 2.5 more for each further right-hand side (measured: 10 columns cost
+ * 1.35 times one); r is chosen so that the factor costs about three
+ * iterations, r = sqrt(3 n (2 p + 44 + 2.5 (m - 1)) / 3.4), capped at n, at
+ * 4096 and at what fits in half the memory budget.  On Friedman 1 (p = 10, ML lambda;
  * inst/bench/RESULTS.md) that rank was within 15% of the fastest of the
  * ranks tried, to the converged solution and to the converged test error,
  * at n = 4e4 and 1e5.  The
@@ -81,11 +82,11 @@ static const char *const extras[] = {"rho", "rank_effective", NULL};
 
 /* the automatic rank of the blocked greedy Cholesky preconditioner (see the top) */
 #define PCG_AUTO_PASSES 3.0 /* the factor's cost in iterations */
-#define PCG_PAIR_FLOPS(p) (2.0 * (p) + 44.0)
+#define PCG_PAIR_FLOPS(p, m) (2.0 * (p) + 44.0 + 2.5 * ((m)-1.0))
 #define PCG_FACTOR_FLOPS 3.4 /* the factor's cost over n r^2 flops */
 static int64_t auto_rank(const krr_solver *s) {
-  double r = ceil(
-      sqrt(PCG_AUTO_PASSES * (double)s->n * PCG_PAIR_FLOPS((double)s->op->p) / PCG_FACTOR_FLOPS));
+  double r = ceil(sqrt(PCG_AUTO_PASSES * (double)s->n *
+                       PCG_PAIR_FLOPS((double)s->op->p, (double)s->m) / PCG_FACTOR_FLOPS));
   if (r > PCG_AUTO_RANK_MAX) r = PCG_AUTO_RANK_MAX;
   return (int64_t)r < s->n ? (int64_t)r : s->n;
 }
