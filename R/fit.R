@@ -361,15 +361,19 @@ solve_reached <- function(reason) reason %in% c("tol", "exact", "precision")
 path_columns <- function(m, L) lapply(seq_len(L), function(l) (l - 1L) * m + seq_len(m))
 
 # The fit's solver state: the kept one when alive, else a new one built from
-# the fit's own data and options (the same centres and resolved choices).
-krr_state <- function(object) {
+# the fit's own data and options (the same centres and resolved choices),
+# for the targets Y when given (the solver sizes its setup, e.g. PCG's
+# automatic rank, for Y's columns), else the fit's own.
+krr_state <- function(object, Y = NULL) {
   if (state_alive(object$state)) return(object$state)
   xs <- if (is.null(object$x_train)) object$x else object$x_train
   set <- settings_from_fit(object, object$lambda, object$tol, object$max_passes,
                       object$time_limit, FALSE)
-  tgt <- list(task = object$task, Y = object$y)
-  state_new(xs, loss_targets(set$loss, tgt, set$intercept == 0,
-                             set$obs_weights)$Yc, set)
+  if (is.null(Y)) {
+    tgt <- list(task = object$task, Y = object$y)
+    Y <- loss_targets(set$loss, tgt, set$intercept == 0, set$obs_weights)$Yc
+  }
+  state_new(xs, Y, set)
 }
 
 # TRUE when a kept state is alive (not freed, not read back from a file)

@@ -366,13 +366,10 @@ gp_warn_loose <- function(object, v, loose, call) {
 gp_solve <- function(object, B) {
   set <- settings_from_fit(object, object$lambda, object$tol, object$max_passes,
                       object$time_limit, FALSE)
-  # a kept state solves B with its own setup; otherwise the state is built
-  # for B's columns (the solver sizes its setup, e.g. PCG's automatic rank,
-  # for the right-hand sides it will solve)
-  kept <- state_alive(object$state)
+  # a kept state solves B with its own setup; a new one is built for B
   dimnames(B) <- NULL
-  state <- if (kept) object$state else
-    state_new(if (is.null(object$x_train)) object$x else object$x_train, B, set)
+  state <- krr_state(object, B)
+  kept <- identical(state, object$state)
   on.exit({
     if (kept) {
       native_fit_set_targets(state, gp_yc(object))

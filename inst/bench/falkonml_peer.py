@@ -27,7 +27,7 @@ n, p, nt = (int(v) for v in open(os.path.join(d, "dims.txt")).read().split())
 
 def load(name, rows, cols):
     a = np.fromfile(os.path.join(d, name), dtype=np.float64)
-    return torch.from_numpy(a.reshape(rows, cols) if cols > 1 else a.reshape(rows, 1))
+    return torch.from_numpy(a.reshape(rows, cols))
 
 
 xtr, ytr = load("xtr.bin", n, p), load("ytr.bin", n, 1)

@@ -16,8 +16,6 @@
  * r x r Gram matrices and U^T g -- is a local product plus an allreduce
  * (r^2 or r m numbers per rank); everything else is row-local. */
 static int lr_dist(const krr_lowrank *lr) { return lr->comm && lr->comm->size > 1; }
-static krr_status lr_sum(krr_ctx *ctx, krr_lowrank *lr, krr_status st, int rows, int cols, void *C,
-                         int same);
 
 void krr_lowrank_distribute(krr_lowrank *lr, krr_comm *comm, int64_t row0, int64_t nglob) {
   lr->comm = comm;
@@ -33,27 +31,9 @@ void krr_lowrank_distribute(krr_lowrank *lr, krr_comm *comm, int64_t row0, int64
 static krr_status lr_gram(krr_ctx *ctx, krr_lowrank *lr, int polled, int rows, int cols,
                           const void *A, const void *B, void *C, int same) {
   const int64_t n = lr->n;
-  krr_status st = polled ? krr_gemm_polled(ctx, lr->prec, 1, 0, rows, cols, n, 1.0, A, n, B, n,
-                                           0.0, C, rows)
-                         : LOP(ctx, lr, gemm, 1, 0, rows, cols, n, 1.0, A, n, B, n, 0.0, C, rows);
-  return lr_sum(ctx, lr, st, rows, cols, C, same);
-}
-
-/* r x r C = A^T B whose value is symmetric and which potrf then reads
- * through its upper triangle (the ops table's contract): that triangle
- * alone (half the work) on one process, the whole product when the rows
- * are distributed (the sum over the ranks moves whole matrices).  (syev has
- * no such contract: the CPU backend reads the lower triangle, cuSOLVER the
- * upper, so its input stays whole.) */
-static krr_status lr_sym(krr_ctx *ctx, krr_lowrank *lr, int r, const void *A, const void *B,
-                         void *C) {
-  if (lr_dist(lr)) return lr_gram(ctx, lr, 1, r, r, A, B, C, 1);
-  return krr_gram_upper_polled(ctx, lr->prec, r, lr->n, A, lr->n, B, lr->n, C, r);
-}
-
-/* C (rows x cols) summed over the ranks after a local product of status st */
-static krr_status lr_sum(krr_ctx *ctx, krr_lowrank *lr, krr_status st, int rows, int cols, void *C,
-                         int same) {
+  krr_status st =
+      polled ? krr_gemm_polled(ctx, lr->prec, 1, 0, rows, cols, n, 1.0, A, n, B, n, 0.0, C, rows)
+             : LOP(ctx, lr, gemm, 1, 0, rows, cols, n, 1.0, A, n, B, n, 0.0, C, rows);
   if (!lr_dist(lr)) return st;
   KTRY(krr_comm_agree(lr->comm, ctx, st));
   const int64_t count = (int64_t)rows * cols;
@@ -68,6 +48,18 @@ static krr_status lr_sum(krr_ctx *ctx, krr_lowrank *lr, krr_status st, int rows,
   if (st == KRR_OK) st = krr_upload_vec_into(ctx, lr->prec, h, count, C);
   free(h);
   return st;
+}
+
+/* r x r C = A^T B whose value is symmetric and which potrf then reads
+ * through its upper triangle (the ops table's contract): that triangle
+ * alone (half the work) on one process, the whole product when the rows
+ * are distributed (the sum over the ranks moves whole matrices).  (syev has
+ * no such contract: the CPU backend reads the lower triangle, cuSOLVER the
+ * upper, so its input stays whole.) */
+static krr_status lr_sym(krr_ctx *ctx, krr_lowrank *lr, int r, const void *A, const void *B,
+                         void *C) {
+  if (lr_dist(lr)) return lr_gram(ctx, lr, 1, r, r, A, B, C, 1);
+  return krr_gram_upper_polled(ctx, lr->prec, r, lr->n, A, lr->n, B, lr->n, C, r);
 }
 
 double krr_lowrank_memory(krr_precision prec, int64_t n, int r, int mmax) {
