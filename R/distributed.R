@@ -245,9 +245,10 @@ dist_settings <- function(g, args, rank, ecall) {
       "(the data-driven rules need all rows on one process)."), "input", ecall)
   }
   tol <- args$tol
-  if (is.null(tol)) {
+  rule <- tol_rule(tol, loss_squared(), ecall)
+  if (!is.na(rule)) {
     precision <- check_choice(args$precision, c("double", "single"), "precision", ecall)
-    tol <- auto_tol(NULL, lspec$value, precision, ts = dist_target_scales(g))
+    tol <- rule_tol(rule, NULL, lspec$value, precision, ts = dist_target_scales(g), n = g$n)
   }
   dargs <- args
   dargs[c("kernel", "bandwidth", "bandwidth_given", "lambda", "tol", "time_limit",

@@ -110,6 +110,8 @@
 #'   [joker()].
 #'   The solver must support the loss ([solver_info()] lists them).
 #' @param tol Tolerance on the loss's criterion; see *Stopping and trace*.
+#'   With `loss_squared()` also the automatic rules of [krr()] by name
+#'   (`"uniform"`, `"average"`).
 #' @param features `NULL` (the exact kernel) or a number \eqn{M} of random
 #'   Fourier features (inexact mode).
 #' @param intercept `FALSE`, `TRUE` (a penalised intercept with `c = 1`) or

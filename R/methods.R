@@ -337,7 +337,8 @@ summary.krr <- function(object, ...) {
     resid_exact = object$resid_exact, tol = object$tol,
     converged = object$converged, reason = object$reason,
     validation_metric = object$validation_metric, validation = vm,
-    tol_auto = isTRUE(object$tol_auto), accuracy = accuracy_bound(object),
+    tol_auto = isTRUE(object$tol_auto), tol_rule = fit_tol_rule(object),
+    accuracy = accuracy_bound(object),
     model = model_stats(object), hyper = gp_hyper_table(object),
     trend = if (!is.null(object$trend)) {
       lapply(seq_len(object$m), function(o) trend_table(object, o))
@@ -348,9 +349,12 @@ summary.krr <- function(object, ...) {
 }
 
 # What the final relative residual guarantees about the predictions of a
-# squared-loss fit on the full kernel: |f(x) - f*(x)| <= bound at every x,
-# f* the exact solution (see auto_tol()); NULL where it does not apply
-# (other losses, inducing points, random features).
+# squared-loss fit on the full kernel, f* the exact solution: |f(x) - f*(x)|
+# <= bound at every x (see auto_tol()), and the root mean square of
+# f(x_i) - f*(x_i) over the training points <= rms (see average_tol(); for
+# a weighted fit the weighted one, the residual being that of the scaled
+# system); NULL where it does not apply (other losses, inducing points,
+# random features).
 accuracy_bound <- function(object) {
   squared <- is.null(object$loss) || object$loss$name == "squared"
   if (!squared || !is.null(object$centers) || fit_features(object) > 0 ||
@@ -361,15 +365,23 @@ accuracy_bound <- function(object) {
   r <- if (from_exact) object$resid_exact else object$resid_est
   Y <- as.matrix(object$y)
   Yc <- Y - rep(object$y_center, each = nrow(Y))
+  w <- fit_obs_weights(object)
   ts <- if (is.null(object$distributed)) target_scales(Yc) else {
     # the ranks' rows together (collective); Yc is centred at the global mean
     ss <- mpi_reduce(colSums(Yc^2), "sum")
     list(norm = sqrt(ss), sd = sqrt(ss / object$distributed$n))
   }
+  # the norm of the (scaled) system's right-hand side, and the weights' sum
+  nrm <- if (is.null(object$obs_weights)) ts$norm else sqrt(colSums(w * Yc^2))
+  wsum <- if (is.null(object$distributed)) sum(w) else object$distributed$n
   b <- pred_error_bound(r, Yc, object$lambda, 1 + fit_intercept(object),
-                        per_column = from_exact, nrm = ts$norm)
-  list(bound = max(b), relative = max(b / pmax(ts$sd, 1e-300)),
-       from = if (from_exact) "exact" else "estimated")
+                        per_column = from_exact, nrm = nrm)
+  # ||f(X) - f*(X)|| <= ||r_j|| per column (the exact criterion), or
+  # ||R||_F for every column (the running estimate, as pred_error_bound())
+  rms <- r * (if (from_exact) nrm else rep(sqrt(sum(nrm^2)), length(nrm))) / sqrt(wsum)
+  sdy <- pmax(ts$sd, 1e-300)
+  list(bound = max(b), relative = max(b / sdy), rms = max(rms),
+       rms_relative = max(rms / sdy), from = if (from_exact) "exact" else "estimated")
 }
 
 # The model statistics of summary(): a named list, printed in order in the
@@ -436,13 +448,19 @@ print.summary.krr <- function(x, ...) {
     "Residual (exact)" = if (is.na(x$resid_exact))
       "not computed (n above option askotch.exact_max_n)"
       else format(signif(x$resid_exact, 4)),
-    "Tolerance" = if (isTRUE(x$tol_auto))
-      sprintf("%s (automatic: predictions within 0.001 sd of the exact solution's)",
-              format(signif(x$tol, 3))) else format(x$tol),
+    "Tolerance" = if (isTRUE(x$tol_auto)) sprintf("%s (%s)", format(signif(x$tol, 3)),
+      if (identical(x$tol_rule, "average"))
+        "\"average\": fitted values within 0.001 sd of the exact solution's, RMS"
+      else "automatic: predictions within 0.001 sd of the exact solution's")
+      else format(x$tol),
     "Accuracy" = if (!is.null(x$accuracy) && is.finite(x$accuracy$bound))
       sprintf("|f(x) - exact f(x)| <= %s at every x (%s sd of the response; %s residual)",
               format(signif(x$accuracy$bound, 2)),
               format(signif(x$accuracy$relative, 2)), x$accuracy$from),
+    "Accuracy (fitted)" = if (!is.null(x$accuracy) && is.finite(x$accuracy$rms))
+      sprintf("root mean square of f(x_i) - exact f(x_i) <= %s (%s sd)",
+              format(signif(x$accuracy$rms, 2)),
+              format(signif(x$accuracy$rms_relative, 2))),
     "Converged" = sprintf("%s (reason: %s)", if (x$converged) "yes" else "no",
                           x$reason),
     x$extra  # kernel machines: loss, objectives, support vectors

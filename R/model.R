@@ -352,6 +352,7 @@ new_krr <- function(dat, set, res, call) {
     seed = set$seed,
     tol = rule$tol,
     tol_auto = isTRUE(set$tol_auto),
+    tol_rule = if (isTRUE(set$tol_auto)) set$tol_rule %||% "uniform" else NA_character_,
     max_passes = rule$max_passes,
     time_limit = rule$time_limit,
     validation_metric = if (is.null(set$validation)) NA_character_ else

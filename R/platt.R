@@ -88,7 +88,8 @@ platt_oof <- function(fit, call) {
   # name, its sizes chosen for the fold)
   args <- list(kernel = fit$kernel, bandwidth = "median", lambda = fit$lambda,
                solver = fit$solver$name, precision = fit$precision, device = fit$device,
-               max_passes = fit$max_passes, tol = if (isTRUE(fit$tol_auto)) NULL else fit$tol,
+               max_passes = fit$max_passes,
+               tol = if (isTRUE(fit$tol_auto)) fit_tol_rule(fit) else fit$tol,
                time_limit = Inf, standardize = FALSE, seed = fit$seed, progress = FALSE,
                threads = if (isTRUE(fit$threads > 0)) fit$threads,
                mem_limit = if (isTRUE(fit$mem_limit > 0)) fit$mem_limit, keep_state = FALSE,

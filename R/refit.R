@@ -132,12 +132,16 @@ refit_targets <- function(object, newresp, n, ecall) {
   new_tgt
 }
 
-# The stop rule's settings of a refit: the automatic tolerance follows the
-# new lambda and responses; the rest default to the fit's.
+# The stop rule's settings of a refit: an automatic tolerance (the fit's
+# rule, or one `tol` names) follows the new lambda and responses; the rest
+# default to the fit's.
 refit_rule <- function(object, Yc, lambda, tol, max_passes, time_limit, ecall) {
-  tol_auto <- is.null(tol) && isTRUE(object$tol_auto)
+  rule <- if (is.null(tol)) {
+    if (isTRUE(object$tol_auto)) fit_tol_rule(object) else NA_character_
+  } else tol_rule(tol, fit_loss(object), ecall)
+  tol_auto <- !is.na(rule)
   if (tol_auto) {
-    tol <- auto_tol(Yc, lambda, object$precision, kdiag = 1 + fit_intercept(object))
+    tol <- rule_tol(rule, Yc, lambda, object$precision, kdiag = 1 + fit_intercept(object))
   } else if (is.null(tol)) {
     tol <- object$tol
   }
@@ -146,7 +150,7 @@ refit_rule <- function(object, Yc, lambda, tol, max_passes, time_limit, ecall) {
   time_limit <- if (is.null(time_limit)) object$time_limit else time_limit
   check_positive(max_passes, "max_passes", allow_inf = TRUE, call = ecall)
   check_positive(time_limit, "time_limit", allow_inf = TRUE, call = ecall)
-  list(tol = tol, tol_auto = tol_auto, max_passes = max_passes,
+  list(tol = tol, tol_auto = tol_auto, tol_rule = rule, max_passes = max_passes,
        time_limit = time_limit)
 }
 
@@ -172,6 +176,7 @@ refit_fields <- function(object, res, tgt, cen, lambda, rs) {
   fit$solver <- solver_resolved(object$solver, res$options, res$extras)
   fit$tol <- rs$tol
   fit$tol_auto <- rs$tol_auto
+  fit$tol_rule <- rs$tol_rule
   fit$max_passes <- rs$max_passes
   fit$time_limit <- rs$time_limit
   fit$validation_metric <- NA_character_

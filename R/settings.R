@@ -89,6 +89,7 @@ settings_from_args <- function(dat, loss, args, intercept = 0, objective = FALSE
   set <- new_settings(kern, lspec$value, sv$solver, precision, device, rule, loss, seed,
                       res$threads, res$mem_limit, args$progress, args$keep_state, val,
                       lspec, tl$tol_auto, sv$features, intercept, objective)
+  set$tol_rule <- tl$tol_rule
   set$select <- settings_select(args, kern, dat, loss)
   set$bandwidth_given <- isTRUE(args$bandwidth_given)
   set$laplace <- laplace
@@ -111,19 +112,55 @@ settings_from_fit <- function(object, lambda, tol, max_passes, time_limit, progr
                obs_weights = object$obs_weights)
 }
 
-# The stop rule's tolerance: the automatic one for the squared loss (its
-# lambda chosen from the data: tune_hyper() sets it), else the user's or
-# the precision's default.
+# The stop rule's tolerance: an automatic rule's for the squared loss
+# (tol_rule(); its lambda chosen from the data: tune_hyper() sets it), else
+# the user's number or the precision's default.
 settings_tol <- function(tol, lambda, Yc, precision, loss, intercept, call) {
-  tol_auto <- is.null(tol) && loss$name == "squared"
-  if (tol_auto) {
+  rule <- tol_rule(tol, loss, call)
+  if (!is.na(rule)) {
     tol <- if (is.na(lambda)) 1e-3 else
-      auto_tol(Yc, lambda, precision, kdiag = 1 + intercept)
+      rule_tol(rule, Yc, lambda, precision, kdiag = 1 + intercept)
   } else if (is.null(tol)) {
     tol <- if (precision == "double") 1e-6 else 1e-4
   }
   check_tol(tol, call)
-  list(tol = tol, tol_auto = tol_auto)
+  list(tol = tol, tol_auto = !is.na(rule), tol_rule = rule)
+}
+
+# The automatic tolerance rules of the squared loss: "uniform" (the default:
+# the fitted function near the exact one at every point, auto_tol()) and
+# "average" (its fitted values near the exact ones in root mean square,
+# average_tol()).
+tol_rules <- c("uniform", "average")
+
+# The rule `tol` names (NULL: "uniform" for the squared loss), or NA for a
+# number and for the other losses' default (a tolerance on the duality gap).
+tol_rule <- function(tol, loss, call) {
+  squared <- loss$name == "squared"
+  if (is.null(tol)) return(if (squared) "uniform" else NA_character_)
+  if (!is.character(tol)) return(NA_character_)
+  if (!squared) {
+    abort_askotch(sprintf(paste(
+      "`tol = %s` names a rule of the squared loss; the %s loss stops on its",
+      "relative duality gap: give `tol` as a number."), fmt_value(tol),
+      loss$name), "input", call)
+  }
+  check_choice(tol, tol_rules, "tol", call)
+}
+
+# The automatic rule of a fit (validate_krr() checks it; fits made before
+# there were two hold none: "uniform").
+fit_tol_rule <- function(object) {
+  r <- object$tol_rule
+  if (is.null(r) || is.na(r)) "uniform" else r
+}
+
+# The tolerance of an automatic rule at lambda (`ts`: the targets' scales,
+# `n` their rows; a distributed fit passes the reduced ones).
+rule_tol <- function(rule, Yc, lambda, precision, kdiag = 1, ts = target_scales(Yc),
+                     n = NROW(Yc)) {
+  if (identical(rule, "average")) average_tol(precision, ts, n) else
+    auto_tol(Yc, lambda, precision, kdiag, ts = ts)
 }
 
 # max_passes, time_limit, progress, keep_state checked; threads (0: the
@@ -286,6 +323,28 @@ auto_tol <- function(Yc, lambda, precision, kdiag = 1, frac = 1e-3,
   min(max(tol, floor), 1e-3)
 }
 
+# The tolerance of the rule "average": stop when the fitted values at the
+# training points are within `frac` standard deviations of the response of
+# the exact solution's, in root mean square. With r = y - (K + lambda I) w,
+# the fitted values' error is K (K + lambda I)^{-1} r, whose matrix has
+# eigenvalues s / (s + lambda) < 1, so ||f(X) - f*(X)|| <= ||r|| whatever
+# lambda (an intercept's c 1 1^T is part of K; a weighted fit's scaled
+# system D K D + lambda I bounds the weighted mean square the same way).
+# Per output column, ||r_j|| / sqrt(n) <= frac sd(y_j) holds when
+#   tol = frac sqrt(n) min_j (sd(y_j) / ||y_j||),
+# which is frac itself for centred targets; kept within [floor, 1e-3]. No
+# bound follows at a single new point: for new points x from the training
+# points' distribution the mean square error E_x (k(x, X) e)^2,
+# e = (K + lambda I)^{-1} r, has ||K e||^2 / n as its sample estimate (an
+# approximation, not a bound).
+average_tol <- function(precision, ts, n, frac = 1e-3) {
+  floor <- precision_tol_floor(precision)
+  if (!all(is.finite(ts$norm)) || !all(is.finite(ts$sd)) || min(ts$sd) <= 0) {
+    return(floor)
+  }
+  min(max(frac * sqrt(n) * min(ts$sd / ts$norm), floor), 1e-3)
+}
+
 prepare_validation <- function(validation, p, xnames, scaling, tgt, call) {
   if (!is.list(validation) || is.data.frame(validation) ||
       is.null(validation$x) || is.null(validation$y)) {
@@ -379,9 +438,11 @@ check_solver_loss <- function(solver, loss, call = NULL) {
   invisible(solver)
 }
 
-# The automatic tolerance of a squared-loss fit at lambda (see auto_tol()).
+# The automatic tolerance of a squared-loss fit at lambda (its rule's:
+# rule_tol()).
 lambda_tol <- function(set, Yc, lambda) {
-  auto_tol(Yc, lambda, set$precision, kdiag = 1 + set_intercept(set))
+  rule_tol(set$tol_rule %||% "uniform", Yc, lambda, set$precision,
+           kdiag = 1 + set_intercept(set))
 }
 
 # The `lambda` argument: list(value = a number (NA when chosen from the

@@ -402,6 +402,12 @@ check_fit_record <- function(fit, bad) {
   if (!is.null(fit$terms) && !inherits(fit$terms, "terms")) {
     bad("terms", "must be a terms object")
   }
+  tr <- fit$tol_rule
+  if (!is.null(tr) && !(identical(tr, NA_character_) ||
+                        (is.character(tr) && length(tr) == 1L && tr %in% tol_rules))) {
+    bad("tol_rule", sprintf("must be NA or one of %s",
+                            paste0("\"", tol_rules, "\"", collapse = ", ")))
+  }
 }
 
 # A fit that stopped without converging (and had a tolerance to reach) warns.

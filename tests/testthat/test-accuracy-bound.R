@@ -115,3 +115,97 @@ test_that("several outputs: the worst column's residual, and each output's bound
   expect_true(all(err_sd <= 1e-3))
   expect_lte(max(err_sd), summary(fit)$accuracy$relative * (1 + 1e-6))
 })
+
+# tol = "average": with r = y - (K + lambda I) w, the fitted values' error at
+# the training points is K (K + lambda I)^{-1} r, whose matrix has
+# eigenvalues below 1, so its root mean square is at most ||r|| / sqrt(n).
+# Oracle: the exact solution by solve() in base R.
+test_that("tol = \"average\": 1e-3 for centred targets, fitted values within 1e-3 sd", {
+  d <- make_regression(600, seed = 76)
+  sdy <- sqrt(mean((d$y - mean(d$y))^2))
+  cases <- list(list(lambda = 0.01, s = pcg()),
+                list(lambda = 0.1, s = askotch(block_size = 60)))
+  for (cs in cases) {
+    or <- oracle_krr(d$x, d$y, d$x, "rbf", 1, cs$lambda)
+    passes <- c()
+    for (rule in c("uniform", "average")) {
+      fit <- krr(d$x, d$y, kernel = "rbf", bandwidth = 1, lambda = cs$lambda, tol = rule,
+                 solver = cs$s, seed = 1, threads = 1)
+      expect_true(fit$converged)
+      expect_true(fit$tol_auto)
+      expect_identical(fit$tol_rule, rule)
+      rms <- sqrt(mean((fitted(fit) - or$pred)^2))
+      acc <- summary(fit)$accuracy
+      expect_lte(rms, 1e-3 * sdy)
+      expect_lte(rms, acc$rms * (1 + 1e-6))
+      # the bound is ||r|| / sqrt(n)
+      expect_equal(acc$rms, fit$resid_exact * sqrt(sum((d$y - mean(d$y))^2) / 600),
+                   tolerance = 1e-10)
+      passes[rule] <- fit$passes
+    }
+    expect_identical(fit$tol, 1e-3)
+    expect_lt(passes[["average"]], passes[["uniform"]])
+  }
+  out <- capture.output(summary(fit))
+  expect_true(any(grepl("\"average\": fitted values within 0.001 sd", out)))
+  expect_true(any(grepl("^Accuracy \\(fitted\\) .*root mean square", out)))
+})
+
+test_that("the fitted-value bound holds at any residual, weighted or with an intercept", {
+  d <- make_regression(400, seed = 77)
+  w <- stats::runif(400, 0.2, 3)
+  sc <- oracle_scale(d$x)
+  xs <- scale(d$x, sc$center, sc$scale)
+  K <- oracle_kernel(xs, xs, "rbf", 1)
+  lam <- 1e-3
+  # weighted: (K + lambda W^{-1}) a = y - weighted mean; the weighted root
+  # mean square is bounded
+  yc <- d$y - sum(w * d$y) / sum(w)
+  a <- solve(K + lam * diag(1 / w), yc)
+  for (mp in c(1, 2)) {
+    fit <- krr(d$x, d$y, kernel = "rbf", bandwidth = 1, lambda = lam, weights = w,
+               solver = askotch(block_size = 40), max_passes = mp, tol = 0, seed = 1,
+               threads = 1)
+    e <- fitted(fit) - (K %*% a + sum(w * d$y) / sum(w))
+    acc <- summary(fit)$accuracy
+    expect_gt(acc$rms, 0)
+    expect_lte(sqrt(sum(w * e^2) / sum(w)), acc$rms * (1 + 1e-6))
+    expect_lt(acc$rms, 1e3 * sqrt(sum(w * e^2) / sum(w)))
+  }
+  # a penalised intercept (targets not centred): the rule's tolerance is
+  # 1e-3 sqrt(n) sd(y) / ||y||, below 1e-3
+  y <- d$y + 3
+  fit <- kernel_machine(d$x, y, loss = loss_squared(), kernel = "rbf", bandwidth = 1,
+                        lambda = 0.01, intercept = TRUE, tol = "average", solver = pcg(),
+                        seed = 1, threads = 1)
+  want <- 1e-3 * sqrt(400) * sqrt(mean((y - mean(y))^2)) / sqrt(sum(y^2))
+  expect_equal(fit$tol, want, tolerance = 1e-12)
+  Kc <- K + 1
+  ex <- Kc %*% solve(Kc + 0.01 * diag(400), y)
+  expect_lte(sqrt(mean((fitted(fit) - ex)^2)), 1e-3 * stats::sd(y))
+})
+
+test_that("the rule is kept by refit() and Platt scaling, and refused where it means nothing", {
+  d <- make_regression(300, seed = 78)
+  fit <- krr(d$x, d$y, lambda = 0.05, tol = "average", solver = pcg(), seed = 1,
+             threads = 1, keep_state = TRUE)
+  f2 <- refit(fit, lambda = 0.005)
+  expect_identical(f2$tol_rule, "average")
+  expect_identical(f2$tol, 1e-3)
+  f3 <- refit(fit, lambda = 0.005, tol = "uniform")
+  expect_identical(f3$tol_rule, "uniform")
+  expect_lt(f3$tol, 1e-4)
+  f4 <- refit(fit, tol = 1e-8)
+  expect_false(f4$tol_auto)
+  expect_true(is.na(f4$tol_rule))
+  expect_error(krr(d$x, d$y, tol = "avg"), "`tol`", class = "askotch_error_input")
+  expect_error(krr(d$x, d$y, tol = c("average", "uniform")), "`tol`",
+               class = "askotch_error_input")
+  cl <- factor(d$y > mean(d$y))
+  expect_error(kernel_machine(d$x, cl, loss = loss_hinge(), tol = "average"),
+               "duality gap", class = "askotch_error_input")
+  expect_error(refit(fit, tol = "sometimes"), "`tol`", class = "askotch_error_input")
+  bad <- fit
+  bad$tol_rule <- "often"
+  expect_error(summary(bad), "tol_rule", class = "askotch_error_object")
+})

@@ -103,6 +103,18 @@ test_that("np = 2: distributed ASkotch / Skotch / NSAP / SAP / PCG equal the one
     expect_equal(whole$n, n)
     expect_equal(unname(predict(whole, xnew)), unname(predict(one, xnew)), tolerance = 1e-10)
   }
+  # tol = "average": the rule's tolerance and fitted-value bound from the
+  # ranks' reduced targets, the one-process fit's
+  one <- krr(x, y, lambda = 0.05, bandwidth = "median", solver = pcg("nystrom", rank = 20),
+             seed = 3, tol = "average", threads = 1)
+  op <- options(askotch.exact_max_n = 0)
+  one_rms <- summary(one)$accuracy$rms
+  options(op)
+  for (k in r$ranks) {
+    expect_equal(k$average$tol, one$tol, tolerance = 1e-13)
+    expect_equal(k$average$iters, one$iterations)
+    expect_equal(k$average$rms, one_rms, tolerance = 1e-8)
+  }
 })
 
 test_that("np = 2: distributed Falkon equals the one-process fit and is whole on every rank", {
