@@ -31,52 +31,8 @@ tlim <- if (length(args) >= 2L) as.numeric(args[2L]) else 90
 out <- if (length(args) >= 3L) args[3L] else "inst/bench/auto_solver_results.rds"
 threads <- 2L
 
-read_idx <- function(f) {
-  con <- gzfile(f, "rb"); on.exit(close(con))
-  magic <- readBin(con, "integer", 1, endian = "big"); nd <- magic %% 256
-  dims <- readBin(con, "integer", nd, endian = "big")
-  v <- readBin(con, "integer", prod(dims), size = 1, signed = FALSE)
-  if (nd == 1) v else matrix(v, dims[1], prod(dims[-1]), byrow = TRUE)
-}
-fashion_dir <- Sys.getenv("ASKOTCH_FASHION_DIR", "/usr/share/datasets/fashion-mnist")
-fashion <- NULL
-gen <- function(data, n, nt = 2000) {
-  set.seed(1)
-  m <- n + nt
-  if (data == "friedman") { # Friedman 1: p = 10, noise sd 1
-    x <- matrix(runif(m * 10), m, 10)
-    y <- 10 * sin(pi * x[, 1] * x[, 2]) + 20 * (x[, 3] - 0.5)^2 + 10 * x[, 4] +
-      5 * x[, 5] + rnorm(m)
-  } else if (data == "smooth3") { # p = 3, smooth, noise sd 0.1
-    x <- matrix(runif(m * 3), m, 3)
-    y <- sin(4 * x[, 1]) * cos(3 * x[, 2]) + x[, 3]^2 + 0.1 * rnorm(m)
-  } else if (data == "fashion") { # Fashion-MNIST, p = 784: class 0 vs the rest as 0/1
-    if (is.null(fashion)) {
-      X <- read_idx(file.path(fashion_dir, "train-images-idx3-ubyte.gz")) / 255
-      lab <- read_idx(file.path(fashion_dir, "train-labels-idx1-ubyte.gz"))
-      fashion <<- list(X = X, lab = lab)
-    }
-    i <- sample(nrow(fashion$X), m)
-    x <- fashion$X[i, ]; y <- as.numeric(fashion$lab[i] == 0)
-  }
-  list(x = x[1:n, , drop = FALSE], y = y[1:n], xt = x[-(1:n), , drop = FALSE],
-       yt = y[-(1:n)])
-}
-
-# name = data, n, lambda rule ("ml" or a multiple of n), kernel, precision
-tasks <- list(
-  friedman_1e4_ml       = list("friedman", 1e4, "ml", "rbf", "double"),
-  friedman_2e4_ml       = list("friedman", 2e4, "ml", "rbf", "double"),
-  friedman_1e4_paper    = list("friedman", 1e4, 1e-6, "rbf", "double"),
-  friedman_1e4_big      = list("friedman", 1e4, 1e-1, "rbf", "double"),
-  friedman_1e4_matern   = list("friedman", 1e4, "ml", "matern52", "double"),
-  friedman_1e4_single   = list("friedman", 1e4, "ml", "rbf", "single"),
-  smooth3_2e4_ml        = list("smooth3", 2e4, "ml", "rbf", "double"),
-  smooth3_2e4_paper     = list("smooth3", 2e4, 1e-6, "rbf", "double"),
-  smooth3_1e4_laplace   = list("smooth3", 1e4, "ml", "laplace", "double"),
-  fashion_1e4_ml        = list("fashion", 1e4, "ml", "rbf", "double"),
-  fashion_1e4_paper     = list("fashion", 1e4, 1e-6, "rbf", "double"),
-  fashion_1e4_single    = list("fashion", 1e4, 1e-5, "rbf", "single"))
+# the grid: gen(), tasks, save_results()
+source(system.file("bench", "grid_tasks.R", package = "askotch"))
 if (!is.null(pick)) tasks <- tasks[pick]
 
 candidates <- list(
@@ -138,10 +94,4 @@ for (tn in names(tasks)) {
                 f$passes, f$converged, f$resid_exact, row$rmse, row$maxdiff_sd))
   }
 }
-res <- do.call(rbind, rows)
-attr(res, "machine") <- sprintf("%s, %s cores; %s", sub(".*: *", "", grep("Model name",
-  system("lscpu", intern = TRUE), value = TRUE)), system("nproc", intern = TRUE),
-  system("uptime", intern = TRUE))
-attr(res, "date") <- format(Sys.time(), "%Y-%m-%d %H:%M UTC", tz = "UTC")
-saveRDS(res, out)
-cat("\n", attr(res, "date"), "; ", attr(res, "machine"), "\n", sep = "")
+save_results(do.call(rbind, rows), out)
