@@ -11,7 +11,9 @@
 # Reported per rule: the seconds (median, min and max over the
 # repetitions), the passes, whether the fit converged, the test RMSE's
 # relative difference from the exact one, and the test predictions'
-# largest and root-mean-square difference from the exact ones in sd(y).
+# largest and root-mean-square difference from the exact ones in sd(y)
+# (classification, fashion10_2e4_ml: the error rate, and the decision
+# scores' differences in their sd).
 #
 # The task "friedman_1e5_default" is the whole default call krr(x, y) on
 # Friedman 1 at n = 1e5 (hyperparameters by maximum likelihood included;
@@ -34,6 +36,7 @@ tlim <- 300
 source(system.file("bench", "grid_tasks.R", package = "askotch"))
 source(system.file("bench", "friedman.R", package = "askotch"))
 tasks$friedman_1e5_default <- list("friedman", 1e5, "ml", "auto", "double", default = TRUE)
+tasks$fashion10_2e4_ml <- list("fashion10", 2e4, "ml", "rbf", "double")
 if (!is.null(pick)) tasks <- tasks[pick]
 rules <- list(uniform = NULL, average = "average")
 
@@ -43,7 +46,6 @@ for (tn in names(tasks)) {
   tk <- tasks[[tn]]
   whole <- isTRUE(tk$default)
   d <- if (whole) friedman_data(tk[[2]], nt = 2000) else gen(tk[[1]], tk[[2]])
-  sdy <- sd(d$y)
   fit_rule <- function(tol) {
     if (whole) {
       return(krr(d$x, d$y, tol = tol, seed = 2, threads = threads))
@@ -66,29 +68,39 @@ for (tn in names(tasks)) {
     fits[[rn]] <- fit_rule(rules[[rn]])
     secs[[rn]] <- c(secs[[rn]], el() - t0)
   }
-  mu_ref <- predict(if (whole) fits$uniform else ex, d$xt)
-  rmse_ref <- sqrt(mean((mu_ref - d$yt)^2))
+  ref <- if (whole) fits$uniform else ex
+  # regression: predictions and RMSE; classification: decision scores and
+  # the error rate
+  cls <- is.factor(d$y)
+  score <- function(f) predict(f, d$xt, type = if (cls) "decision" else "response")
+  err <- function(f) {
+    if (cls) mean(predict(f, d$xt) != d$yt) else sqrt(mean((predict(f, d$xt) - d$yt)^2))
+  }
+  mu_ref <- score(ref)
+  err_ref <- err(ref)
+  sdy <- if (cls) sd(as.vector(mu_ref)) else sd(d$y)
   cat(sprintf(paste("\n[%s] n = %d, p = %d, lambda = %.4g, bandwidth %.4g, %s, %s;",
-                    "reference test RMSE %.6g (%s)\n"),
+                    "reference test %s %.6g (%s)\n"),
               tn, nrow(d$x), ncol(d$x), fits$uniform$lambda, fits$uniform$kernel$bandwidth,
-              fits$uniform$kernel$name, tk[[5]], rmse_ref,
+              fits$uniform$kernel$name, tk[[5]], if (cls) "error rate" else "RMSE", err_ref,
               if (whole) "the uniform rule's fit" else "exact"))
   for (rn in names(rules)) {
     f <- fits[[rn]]
-    mu <- predict(f, d$xt)
-    rmse <- sqrt(mean((mu - d$yt)^2))
+    mu <- score(f)
+    e <- err(f)
     row <- data.frame(task = tn, n = nrow(d$x), p = ncol(d$x), rule = rn,
                       solver = format(f$solver), tol = f$tol,
                       sec_med = median(secs[[rn]]), sec_min = min(secs[[rn]]),
                       sec_max = max(secs[[rn]]), passes = f$passes, converged = f$converged,
-                      rmse = rmse, rmse_rel = rmse / rmse_ref - 1,
+                      metric = if (cls) "error rate" else "rmse", err = e,
+                      err_rel = e / err_ref - 1,
                       maxdiff_sd = max(abs(mu - mu_ref)) / sdy,
                       rmsdiff_sd = sqrt(mean((mu - mu_ref)^2)) / sdy)
     rows[[length(rows) + 1L]] <- row
     cat(sprintf(paste("  %-8s tol %.2e  %6.1f s [%5.1f, %5.1f]  passes %6.1f  conv %-5s",
-                      "rmse %.6g (%+.1e)  test diff/sd max %.1e rms %.1e\n"),
+                      "%s %.6g (%+.1e)  test diff/sd max %.1e rms %.1e\n"),
                 rn, f$tol, row$sec_med, row$sec_min, row$sec_max, f$passes, f$converged,
-                rmse, row$rmse_rel, row$maxdiff_sd, row$rmsdiff_sd))
+                row$metric, e, row$err_rel, row$maxdiff_sd, row$rmsdiff_sd))
   }
 }
 save_results(do.call(rbind, rows), out)

@@ -1,7 +1,8 @@
 # The benchmark grid of the solver and stopping-rule studies
 # (bench_auto_solver.R, bench_early_stop.R): gen(data, n) draws n training
 # and 2000 test points of a data set (Friedman 1, a smooth p = 3 function,
-# or Fashion-MNIST's class 0 against the rest as 0/1 targets, p = 784), and
+# or Fashion-MNIST's class 0 against the rest as 0/1 targets, p = 784, or
+# its ten classes), and
 # `tasks` names the grid's problems: data, n, lambda rule ("ml" or a multiple
 # of n), kernel, precision. Fashion-MNIST comes from Debian's
 # dataset-fashion-mnist (or ASKOTCH_FASHION_DIR).
@@ -19,7 +20,9 @@ gen <- function(data, n, nt = 2000) {
   } else if (data == "smooth3") { # p = 3, smooth, noise sd 0.1
     x <- matrix(runif(m * 3), m, 3)
     y <- sin(4 * x[, 1]) * cos(3 * x[, 2]) + x[, 3]^2 + 0.1 * rnorm(m)
-  } else if (data == "fashion") { # Fashion-MNIST, p = 784: class 0 vs the rest as 0/1
+  } else if (data %in% c("fashion", "fashion10")) {
+    # Fashion-MNIST, p = 784: class 0 against the rest as 0/1, or the ten
+    # classes (a factor)
     if (is.null(fashion)) {
       X <- read_idx(file.path(fashion_dir, "train-images-idx3-ubyte.gz")) / 255
       lab <- read_idx(file.path(fashion_dir, "train-labels-idx1-ubyte.gz"))
@@ -27,7 +30,8 @@ gen <- function(data, n, nt = 2000) {
     }
     i <- sample(nrow(fashion$X), m)
     x <- fashion$X[i, ]
-    y <- as.numeric(fashion$lab[i] == 0)
+    y <- if (data == "fashion") as.numeric(fashion$lab[i] == 0) else
+      factor(fashion$lab[i], levels = 0:9)
   }
   list(x = x[1:n, , drop = FALSE], y = y[1:n], xt = x[-(1:n), , drop = FALSE],
        yt = y[-(1:n)])
