@@ -78,7 +78,15 @@ tidy.krr <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {
   out <- data.frame(term = names(terms), estimate = unname(as.numeric(terms)),
                     stringsAsFactors = FALSE)
   if (conf.int) check_level(conf.level, "conf.level", call)
-  if (!is.null(x$trend)) return(tidy_trend(x, out, conf.int, conf.level))
+  if (!is.null(x$trend)) {
+    # the hyperparameters' intervals where vcov() has them (exact sizes, a
+    # listed kernel, no noise model)
+    if (conf.int && isTRUE(tryCatch(gp_hyper_check(x, "tidy()", call),
+                                    askotch_error_input = function(e) FALSE))) {
+      out <- tidy_conf_int(x, out, conf.level)
+    }
+    return(tidy_trend(x, out, conf.int, conf.level))
+  }
   if (conf.int) {
     gp_hyper_check(x, "tidy(conf.int = TRUE)", call)
     out <- tidy_conf_int(x, out, conf.level)
@@ -89,7 +97,8 @@ tidy.krr <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {
 # tidy() of a fit with a mean function: the hyperparameters, then one row
 # per trend coefficient ("mean:<term>", or "mean:<output>:<term>") with its
 # standard error, t statistic and p value (trend_table()); conf.int adds
-# the coefficients' t intervals (none for the hyperparameters).
+# the coefficients' t intervals (the hyperparameters' are tidy_conf_int()'s
+# when `out` has them, else NA).
 tidy_trend <- function(x, out, conf.int, level) {
   rows <- lapply(seq_len(x$m), function(o) {
     tb <- trend_table(x, o)
@@ -101,7 +110,9 @@ tidy_trend <- function(x, out, conf.int, level) {
                p.value = tb$p.value, conf.low = tb$estimate - h,
                conf.high = tb$estimate + h, stringsAsFactors = FALSE)
   })
-  out[c("std.error", "statistic", "p.value", "conf.low", "conf.high")] <- NA_real_
+  for (col in c("std.error", "statistic", "p.value", "conf.low", "conf.high")) {
+    if (is.null(out[[col]])) out[[col]] <- NA_real_
+  }
   out <- rbind(out, do.call(rbind, rows))
   if (!is.null(x$noise)) {
     # the noise model's log-linear coefficients (estimates only)

@@ -64,8 +64,14 @@ gp_hyper_values <- function(object, h) {
 # log lambda if est_lambda, log s_c^2) at the points xs (as the kernel sees
 # them), centred targets Y, signal variances s2 (their estimates when NULL)
 # and observation-weight roots d (NULL: none). Exact, by one Cholesky.
+# With a mean function (trend: list(F, reml)) the likelihood is the profile
+# one in beta (GLS), or REML: with P = A^{-1} - A^{-1} F C^{-1} F^T A^{-1},
+# C = F^T A^{-1} F, y^T P y replaces y^T A^{-1} y (d/dtheta P = -P A_i P),
+# so alpha = P y and P A_j alpha enter the quadratic terms, and the
+# log-determinant's traces take A^{-1} (ML) or P (REML: log |A| + log |C|,
+# whose derivative is tr(P A_i)); n - ncol(F) replaces n for REML.
 gp_hessian_exact <- function(xs, Y, kernel, lambda, codes, est_lambda,
-                             s2 = NULL, d = NULL, threads = 0L) {
+                             s2 = NULL, d = NULL, threads = 0L, trend = NULL) {
   n <- nrow(xs)
   m <- ncol(Y)
   if (!is.null(d)) Y <- d * Y
@@ -73,26 +79,41 @@ gp_hessian_exact <- function(xs, Y, kernel, lambda, codes, est_lambda,
   if (!is.null(d)) A <- A * outer(d, d)
   diag(A) <- diag(A) + lambda
   R <- chol(A)
-  alpha <- backsolve(R, forwardsolve(t(R), Y))
-  yAy <- colSums(Y * alpha)
-  if (is.null(s2)) s2 <- yAy / n
   Ainv <- chol2inv(R)
+  P <- Ainv
+  nn <- n
+  logdet <- 2 * sum(log(diag(R)))
+  if (!is.null(trend)) {
+    Fd <- if (is.null(d)) trend$F else d * trend$F
+    AF <- Ainv %*% Fd
+    Rc <- chol(crossprod(Fd, AF))
+    AFh <- t(backsolve(Rc, t(AF), transpose = TRUE))  # A^{-1} F R_C^{-1}
+    P <- Ainv - tcrossprod(AFh)
+    if (isTRUE(trend$reml)) {
+      nn <- n - ncol(Fd)
+      logdet <- logdet + 2 * sum(log(diag(Rc)))
+    }
+  }
+  Atr <- if (isTRUE(trend$reml)) P else Ainv  # the log-determinant's traces
+  alpha <- P %*% Y
+  yAy <- colSums(Y * alpha)
+  if (is.null(s2)) s2 <- yAy / nn
   dA <- gp_hyper_dA(xs, kernel, lambda, codes, est_lambda, d)
   q <- length(dA)
-  AiA <- lapply(dA, function(M) Ainv %*% M)
+  AiA <- lapply(dA, function(M) Atr %*% M)
   Aa <- lapply(dA, function(M) M %*% alpha)       # A_i alpha
-  AAa <- lapply(Aa, function(v) Ainv %*% v)       # A^{-1} A_i alpha
+  AAa <- lapply(Aa, function(v) P %*% v)          # P A_i alpha
   aAa <- vapply(Aa, function(v) colSums(alpha * v), numeric(m))  # alpha_c^T A_i alpha_c
   aAa <- matrix(aAa, nrow = m)
   g <- c(vapply(seq_len(q), function(i) {
     sum(aAa[, i] / (2 * s2)) - m / 2 * sum(diag(AiA[[i]]))
-  }, 0), -n / 2 + yAy / (2 * s2))
+  }, 0), -nn / 2 + yAy / (2 * s2))
   H <- matrix(0, q + m, q + m)
   for (i in seq_len(q)) {
     for (j in seq_len(i)) {
       Aij <- gp_hyper_d2A(xs, kernel, lambda, codes, est_lambda, d, i, j)
       tr2 <- sum(AiA[[i]] * t(AiA[[j]]))
-      tr1 <- if (is.null(Aij)) 0 else sum(Ainv * Aij)
+      tr1 <- if (is.null(Aij)) 0 else sum(Atr * Aij)
       quad <- 2 * colSums(Aa[[i]] * AAa[[j]]) -
         (if (is.null(Aij)) 0 else colSums(alpha * (Aij %*% alpha)))
       H[i, j] <- H[j, i] <- -m / 2 * (tr1 - tr2) - sum(quad / (2 * s2))
@@ -100,7 +121,7 @@ gp_hessian_exact <- function(xs, Y, kernel, lambda, codes, est_lambda,
     H[i, q + seq_len(m)] <- H[q + seq_len(m), i] <- -aAa[, i] / (2 * s2)
   }
   H[cbind(q + seq_len(m), q + seq_len(m))] <- -yAy / (2 * s2)
-  ll <- sum(-n / 2 * log(2 * pi * s2) - yAy / (2 * s2)) - m * sum(log(diag(R)))
+  ll <- sum(-nn / 2 * log(2 * pi * s2) - yAy / (2 * s2)) - m / 2 * logdet
   if (!is.null(d)) ll <- ll + m * sum(log(d))
   list(loglik = ll, gradient = g, hessian = H, signal_var = s2)
 }
@@ -191,6 +212,14 @@ gp_hessian_stochastic <- function(object, h, step = 0.05,
 #' given, or chosen otherwise (the median heuristic, GCV, cross-validation),
 #' are held fixed and left out.
 #'
+#' With a mean function (`mean =`, universal kriging) the likelihood is the
+#' one the fit maximised: profiled over the trend's coefficients (GLS), or
+#' the restricted likelihood of a REML fit. The coefficients' own standard
+#' errors are in [summary()][summary.krr] and [tidy()][krr-tidiers].
+#' A mean function's hyperparameters have an exact covariance for
+#' \eqn{n \le} 2000 and a listed kernel. A fit with a noise model
+#' (`noise =`) has none: its noise coefficients would be held fixed.
+#'
 #' `vcov()` is the inverse of the observed information \eqn{-\nabla^2 \ell}
 #' of the log likelihood at the estimate, in the parameters' logarithms (on
 #' which the likelihood is closer to quadratic), computed exactly from the
@@ -249,7 +278,7 @@ vcov.krr <- function(object, ...) {
     if (object$n > tune_exact_max_n()) gp_hessian_stochastic(object, h)$hessian else
     gp_hessian_exact(object$x, gp_yc(object), object$kernel, object$lambda,
                      h$codes, h$est_lambda, d = gp_dw(object),
-                     threads = gp_threads(object))$hessian
+                     threads = gp_threads(object), trend = trend_lik(object))$hessian
   V <- tryCatch({
     R <- chol(-H)
     chol2inv(R)
@@ -286,11 +315,21 @@ gp_hyper_check <- function(object, what, call) {
       "for n <= %d (option askotch.tune_exact_max_n); this fit has n = %d."), what,
       tune_exact_max_n(), object$n), "input", call)
   }
-  if (!is.null(object$trend)) {
+  if (!is.null(object$noise)) {
     abort_askotch(sprintf(paste(
-      "%s of the hyperparameters is not available for a fit with a mean",
-      "function; the trend's coefficients have standard errors in summary()",
-      "and tidy()."), what), "input", call)
+      "%s of the hyperparameters is not available for a fit with a noise model",
+      "(`noise =`): the observed information would hold the noise coefficients",
+      "fixed and understate the uncertainty."), what), "input", call)
+  }
+  if (!is.null(object$trend) &&
+      (object$n > tune_exact_max_n() || is_composite_kernel(object$kernel))) {
+    abort_askotch(sprintf(paste(
+      "%s of the hyperparameters of a fit with a mean function is exact, for a",
+      "listed kernel and n <= %d (option askotch.tune_exact_max_n); this fit",
+      "has n = %d%s. The trend's coefficients have standard errors in",
+      "summary() and tidy()."), what, tune_exact_max_n(), object$n,
+      if (is_composite_kernel(object$kernel)) " and a composite kernel" else ""),
+      "input", call)
   }
   if (!gp_applicable(object)) {
     abort_askotch(sprintf("%s needs a fit on the exact kernel without an intercept.", what),
@@ -380,8 +419,9 @@ gp_profile_rows <- function(object, h, ci, level) {
       "weights and n <= %d (its likelihoods are exact); use method = \"wald\"."),
       tune_exact_max_n()), "input")
   }
-  top <- gp_loglik_exact(object$x, gp_yc(object), object$kernel, object$lambda,
-                         gradient = FALSE, threads = gp_threads(object))$loglik
+  top <- gp_loglik_exact(object$x, gp_lik_targets(object), object$kernel, object$lambda,
+                         gradient = FALSE, threads = gp_threads(object),
+                         trend = trend_lik(object))$loglik
   cut <- top - stats::qchisq(level, 1) / 2
   for (what in intersect(c("lambda", "bandwidth"), rownames(ci))) {
     f <- gp_profile_fun(object, h, what)
@@ -395,23 +435,32 @@ gp_profile_rows <- function(object, h, ci, level) {
 # it was) or of the log bandwidth (lambda re-estimated when it was)
 gp_profile_fun <- function(object, h, what) {
   xs <- object$x
-  Y <- gp_yc(object)
+  Y <- gp_lik_targets(object)
   th <- gp_threads(object)
   kern <- object$kernel
+  tr <- trend_lik(object)
   if (what == "lambda") {
     return(function(t) {
       if (identical(h$codes, -1L)) {
-        gp_optimise(xs, Y, kern, lambda = exp(t), threads = th)$optim$loglik
-      } else gp_loglik_exact(xs, Y, kern, exp(t), gradient = FALSE, threads = th)$loglik
+        gp_optimise(xs, Y, kern, lambda = exp(t), threads = th, trend = tr)$optim$loglik
+      } else {
+        gp_loglik_exact(xs, Y, kern, exp(t), gradient = FALSE, threads = th,
+                        trend = tr)$loglik
+      }
     })
   }
   function(t) {
     kern$bandwidth <- exp(t)
-    lam <- if (h$est_lambda) gp_eigen_best(gp_eigen(kernel_mat(xs, xs, kern, th), Y), "ml") else
-      object$lambda
-    gp_loglik_exact(xs, Y, kern, lam, gradient = FALSE, threads = th)$loglik
+    lam <- if (h$est_lambda) {
+      gp_eigen_best(gp_eigen(kernel_mat(xs, xs, kern, th), Y, tr), "ml")
+    } else object$lambda
+    gp_loglik_exact(xs, Y, kern, lam, gradient = FALSE, threads = th, trend = tr)$loglik
   }
 }
+
+# The targets of a fit's exact likelihood: the centred ones, or with a mean
+# function the responses themselves (beta is profiled from them afresh)
+gp_lik_targets <- function(object) if (is.null(object$trend)) gp_yc(object) else object$y
 
 # Where the profile log likelihood f falls to `cut`, from the estimate `at`
 # in direction dir (log scale): steps of 0.25 doubling out to a factor 1e4,
@@ -436,12 +485,14 @@ gp_hyper_table <- function(object) {
   if (!is.null(object$distributed) || !gp_applicable(object) ||
       !object$task %in% c("regression", "multioutput") ||
       inherits(object, "kernel_machine") || is.null(object$x) ||
-      !is.null(object$trend) || object$n > tune_exact_max_n()) return(NULL)
+      object$n > tune_exact_max_n()) return(NULL)
   q <- length(gp_hyper(object)$names)
   if (q * as.numeric(object$n)^3 > 5e9) return(NULL)
   td <- tryCatch(suppressWarnings(tidy(object, conf.int = TRUE)), error = function(e) NULL)
   if (is.null(td)) return(NULL)
-  td <- td[!is.na(td$std.error), , drop = FALSE]
+  # (the mean function's and the noise model's coefficients have their own
+  # tables)
+  td <- td[!is.na(td$std.error) & !grepl("^(mean|noise):", td$term), , drop = FALSE]
   if (nrow(td) == 0L) return(NULL)
   data.frame(estimate = td$estimate, std.error = td$std.error, lower = td$conf.low,
              upper = td$conf.high, row.names = td$term)

@@ -486,7 +486,8 @@ print.summary.krr <- function(x, ...) {
     cat(sprintf("%-*s : %s", w, names(mod), mod), sep = "\n")
   }
   if (!is.null(x$hyper)) {
-    cat("\nHyperparameters (maximum likelihood; 95% intervals, see confint()):\n")
+    cat(sprintf("\nHyperparameters (%s; 95%% intervals, see confint()):\n",
+                if (isTRUE(x$trend_reml)) "REML" else "maximum likelihood"))
     print(x$hyper, digits = 4)
   }
   print_trend_tables(x)

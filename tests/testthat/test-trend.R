@@ -266,7 +266,6 @@ test_that("what a mean function does not support is a classed error", {
   fit <- krr(d$x, d$y, mean = ~ a, kernel = "rbf", bandwidth = 0.3, lambda = 0.1,
              threads = 1)
   expect_error(refit(fit, lambda = 1), "mean function", class = "askotch_error_input")
-  expect_error(vcov(fit), "mean function", class = "askotch_error_input")
   expect_error(predict(fit, cbind(b = 1)), class = "askotch_error_input")
   expect_error(coef(fit, type = "slopes"), "type", class = "askotch_error_input")
   bad <- fit
@@ -291,4 +290,48 @@ test_that("above the exact sizes: subsample tuning and the SLQ likelihood", {
     ll <- logLik(fit)
     expect_lt(abs(as.numeric(ll) - o$ll), 4 * attr(ll, "se") + 1e-6 * abs(o$ll))
   }
+})
+
+# The hyperparameters' covariance of a fit with a mean function: the
+# observed information of the likelihood the fit maximised (profiled over
+# beta, or REML). Oracle: the likelihood in base R (solve(), determinant())
+# and its Hessian by finite differences (optimHess).
+test_that("vcov() with a mean function: the profile and the restricted likelihood", {
+  d <- trend_data(70, seed = 21)
+  Fm <- cbind(1, d$x[, "a"])
+  for (lk in c("ml", "reml")) {
+    fit <- krr(d$x, d$y, mean = ~ a, kernel = "matern32", standardize = FALSE,
+               likelihood = lk, threads = 1)
+    V <- vcov(fit)
+    expect_identical(rownames(V), c("bandwidth", "lambda", "signal_var"))
+    ll <- function(th) {
+      A <- oracle_kernel(d$x, d$x, "matern32", exp(th[1])) + exp(th[2]) * diag(70)
+      Ai <- solve(A)
+      C <- crossprod(Fm, Ai %*% Fm)
+      r <- d$y - Fm %*% solve(C, crossprod(Fm, Ai %*% d$y))
+      nn <- if (lk == "reml") 70 - 2 else 70
+      -nn / 2 * log(2 * pi * exp(th[3])) - sum(r * (Ai %*% r)) / (2 * exp(th[3])) -
+        determinant(A)$modulus / 2 - if (lk == "reml") determinant(C)$modulus / 2 else 0
+    }
+    th <- log(c(fit$kernel$bandwidth, fit$lambda, summary(fit)$model[[
+      if (lk == "reml") "Signal variance (s^2, REML)" else "Signal variance (s^2, ML)"]]))
+    Vo <- solve(-stats::optimHess(th, ll, control = list(ndeps = rep(1e-4, 3))))
+    expect_lt(max(abs(V - Vo) / sqrt(outer(diag(Vo), diag(Vo)))), 1e-3)
+    ci <- confint(fit)
+    expect_true(all(ci[, 1] < ci[, 2]))
+    td <- tidy(fit, conf.int = TRUE)
+    expect_equal(td$std.error[td$term == "lambda"], fit$lambda * sqrt(V["lambda", "lambda"]),
+                 tolerance = 1e-10)
+    expect_true(all(!is.na(td$std.error[grepl("^mean:", td$term)])))
+    out <- capture.output(summary(fit))
+    expect_true(any(grepl(sprintf("^Hyperparameters \\(%s;",
+                                  if (lk == "reml") "REML" else "maximum likelihood"), out)))
+  }
+  # given bandwidth and lambda: only s^2, whose variance (log scale) is 2 / n
+  fit <- krr(d$x, d$y, mean = ~ a, kernel = "rbf", bandwidth = 0.3, lambda = 0.1,
+             threads = 1)
+  expect_equal(c(vcov(fit)), 2 / 70, tolerance = 1e-8)
+  # a noise model's coefficients would be held fixed: refused
+  fit <- krr(d$x, d$y, noise = ~ a, threads = 1)
+  expect_error(vcov(fit), "noise model", class = "askotch_error_input")
 })
