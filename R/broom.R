@@ -80,12 +80,15 @@ tidy.krr <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {
   if (conf.int) check_level(conf.level, "conf.level", call)
   if (!is.null(x$trend)) {
     # the hyperparameters' intervals where vcov() has them (exact sizes, a
-    # listed kernel, no noise model)
-    if (conf.int && isTRUE(tryCatch(gp_hyper_check(x, "tidy()", call),
-                                    askotch_error_input = function(e) FALSE))) {
-      out <- tidy_conf_int(x, out, conf.level)
+    # listed kernel; a noise model's coefficients for one output)
+    ls <- if (conf.int && isTRUE(tryCatch(gp_hyper_check(x, "tidy()", call),
+                                          askotch_error_input = function(e) FALSE))) {
+      gp_log_se(x, gp_hyper(x))
     }
-    return(tidy_trend(x, out, conf.int, conf.level))
+    if (!is.null(ls)) out <- tidy_conf_int(x, out, conf.level, ls)
+    out <- tidy_trend(x, out, conf.int, conf.level)
+    if (!is.null(ls) && !is.null(x$noise)) out <- tidy_noise_se(x, out, ls, conf.level)
+    return(out)
   }
   if (conf.int) {
     gp_hyper_check(x, "tidy(conf.int = TRUE)", call)
@@ -128,13 +131,37 @@ tidy_trend <- function(x, out, conf.int, level) {
   out
 }
 
-# tidy()'s standard errors and intervals (confint.krr()): rows for the
-# length scales, signal and noise variances added
-tidy_conf_int <- function(x, out, level) {
+# The noise model's rows of tidy() (one output) with their standard errors
+# and Wald intervals: the coefficients' from vcov(), the intercept's
+# log(lambda s^2) - sum_j center_j delta_j by the delta method (lambda's
+# part only when it was estimated).
+tidy_noise_se <- function(x, out, ls, level) {
+  nz <- x$noise
+  V <- ls$V
+  nm <- rownames(V)
+  g <- stats::setNames(numeric(length(nm)), nm)
+  g[grep("^signal_var", nm)] <- 1
+  if ("lambda" %in% nm) g["lambda"] <- 1
+  g[paste0("noise:", nz$names)] <- -nz$center
+  se <- c(sqrt(drop(crossprod(g, V %*% g))), ls$se[paste0("noise:", nz$names)])
+  at <- match(paste0("noise:", c("(Intercept)", nz$names)), out$term)
+  out$std.error[at] <- se
+  z <- stats::qnorm((1 + level) / 2)
+  if (!is.null(out$conf.low)) {
+    out$conf.low[at] <- out$estimate[at] - z * se
+    out$conf.high[at] <- out$estimate[at] + z * se
+  }
+  out
+}
+
+# tidy()'s standard errors and intervals (confint.krr(); ls: gp_log_se()'s):
+# rows for the length scales, signal and noise variances added (a noise
+# model's coefficients are tidy_trend()'s rows)
+tidy_conf_int <- function(x, out, level, ls = gp_log_se(x, gp_hyper(x))) {
   h <- gp_hyper(x)
-  ls <- gp_log_se(x, h)
   ci <- gp_wald(ls, level)
   est <- stats::setNames(gp_hyper_values(x, h), h$names)
+  est <- est[!grepl("^noise:", names(est))]
   s2 <- gp_signal_var(x)
   extra <- c(est[!names(est) %in% out$term],
              stats::setNames(x$lambda * s2, sub("^signal_var", "noise_var",

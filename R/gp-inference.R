@@ -34,7 +34,8 @@ gp_hyper <- function(object) {
   if (length(xn) != object$p) xn <- paste0("x", seq_len(object$p))
   nm <- c(if (bw == "ml") "bandwidth",
           if (bw == "ard") paste0("length_scale:", xn),
-          if (est_lambda) "lambda", s2)
+          if (est_lambda) "lambda",
+          if (!is.null(object$noise)) paste0("noise:", object$noise$names), s2)
   list(codes = codes, est_lambda = est_lambda, names = nm)
 }
 
@@ -57,13 +58,17 @@ gp_hyper_values <- function(object, h) {
   }
   c(if (identical(h$codes, -1L)) object$kernel$bandwidth,
     if (length(h$codes) && !identical(h$codes, -1L)) object$length_scales,
-    if (h$est_lambda) object$lambda, gp_signal_var(object))
+    if (h$est_lambda) object$lambda,
+    if (!is.null(object$noise)) object$noise$coef / object$noise$scale,
+    gp_signal_var(object))
 }
 
 # The full log likelihood's value, gradient and Hessian in (kernel codes,
 # log lambda if est_lambda, log s_c^2) at the points xs (as the kernel sees
 # them), centred targets Y, signal variances s2 (their estimates when NULL)
-# and observation-weight roots d (NULL: none). Exact, by one Cholesky.
+# and observation-weight roots d (NULL: none), or a noise model (noise:
+# list(Z, v), A = K + lambda diag(v), the noise coefficients after lambda).
+# Exact, by one Cholesky.
 # With a mean function (trend: list(F, reml)) the likelihood is the profile
 # one in beta (GLS), or REML: with P = A^{-1} - A^{-1} F C^{-1} F^T A^{-1},
 # C = F^T A^{-1} F, y^T P y replaces y^T A^{-1} y (d/dtheta P = -P A_i P),
@@ -71,13 +76,14 @@ gp_hyper_values <- function(object, h) {
 # log-determinant's traces take A^{-1} (ML) or P (REML: log |A| + log |C|,
 # whose derivative is tr(P A_i)); n - ncol(F) replaces n for REML.
 gp_hessian_exact <- function(xs, Y, kernel, lambda, codes, est_lambda,
-                             s2 = NULL, d = NULL, threads = 0L, trend = NULL) {
+                             s2 = NULL, d = NULL, threads = 0L, trend = NULL,
+                             noise = NULL) {
   n <- nrow(xs)
   m <- ncol(Y)
   if (!is.null(d)) Y <- d * Y
   A <- kernel_mat(xs, xs, kernel, threads)
   if (!is.null(d)) A <- A * outer(d, d)
-  diag(A) <- diag(A) + lambda
+  diag(A) <- diag(A) + lambda * (if (is.null(noise)) 1 else noise$v)
   R <- chol(A)
   Ainv <- chol2inv(R)
   P <- Ainv
@@ -98,7 +104,7 @@ gp_hessian_exact <- function(xs, Y, kernel, lambda, codes, est_lambda,
   alpha <- P %*% Y
   yAy <- colSums(Y * alpha)
   if (is.null(s2)) s2 <- yAy / nn
-  dA <- gp_hyper_dA(xs, kernel, lambda, codes, est_lambda, d)
+  dA <- gp_hyper_dA(xs, kernel, lambda, codes, est_lambda, d, noise)
   q <- length(dA)
   AiA <- lapply(dA, function(M) Atr %*% M)
   Aa <- lapply(dA, function(M) M %*% alpha)       # A_i alpha
@@ -111,7 +117,7 @@ gp_hessian_exact <- function(xs, Y, kernel, lambda, codes, est_lambda,
   H <- matrix(0, q + m, q + m)
   for (i in seq_len(q)) {
     for (j in seq_len(i)) {
-      Aij <- gp_hyper_d2A(xs, kernel, lambda, codes, est_lambda, d, i, j)
+      Aij <- gp_hyper_d2A(xs, kernel, lambda, codes, est_lambda, d, i, j, noise)
       tr2 <- sum(AiA[[i]] * t(AiA[[j]]))
       tr1 <- if (is.null(Aij)) 0 else sum(Atr * Aij)
       quad <- 2 * colSums(Aa[[i]] * AAa[[j]]) -
@@ -126,8 +132,17 @@ gp_hessian_exact <- function(xs, Y, kernel, lambda, codes, est_lambda,
   list(loglik = ll, gradient = g, hessian = H, signal_var = s2)
 }
 
-# dA/dtheta_i: the kernel's derivatives (times d d^T with weights), lambda I
-gp_hyper_dA <- function(xs, kernel, lambda, codes, est_lambda, d) {
+# The directions in which the hyperparameters move A's diagonal lambda V
+# (V = diag(v), v = exp(Z gamma) under a noise model, else 1): log lambda
+# (a column of ones) when estimated, and each noise coefficient gamma_j
+# (the column z_j); dA = lambda diag(v z), d2A = lambda diag(v z z').
+gp_hyper_diag <- function(n, est_lambda, noise) {
+  cbind(if (est_lambda) rep(1, n), if (!is.null(noise)) noise$Z)
+}
+
+# dA/dtheta_i: the kernel's derivatives (times d d^T with weights), then
+# the diagonal directions
+gp_hyper_dA <- function(xs, kernel, lambda, codes, est_lambda, d, noise = NULL) {
   out <- list()
   if (length(codes)) {
     dK <- native_kernel_deriv(xs, xs, kernel, codes)
@@ -136,15 +151,24 @@ gp_hyper_dA <- function(xs, kernel, lambda, codes, est_lambda, d) {
       if (is.null(d)) M else M * outer(d, d)
     })
   }
-  if (est_lambda) out[[length(out) + 1L]] <- diag(lambda, nrow(xs))
+  n <- nrow(xs)
+  lv <- lambda * (if (is.null(noise)) 1 else noise$v)
+  Dz <- gp_hyper_diag(n, est_lambda, noise)
+  for (c in seq_len(if (is.null(Dz)) 0L else ncol(Dz))) {
+    out[[length(out) + 1L]] <- diag(lv * Dz[, c], n)
+  }
   out
 }
 
 # d2A/dtheta_i dtheta_j (NULL for zero)
-gp_hyper_d2A <- function(xs, kernel, lambda, codes, est_lambda, d, i, j) {
+gp_hyper_d2A <- function(xs, kernel, lambda, codes, est_lambda, d, i, j, noise = NULL) {
   k <- length(codes)
   if (i > k || j > k) {
-    return(if (i > k && j > k) diag(lambda, nrow(xs)) else NULL)
+    if (i <= k || j <= k) return(NULL)
+    n <- nrow(xs)
+    Dz <- gp_hyper_diag(n, est_lambda, noise)
+    lv <- lambda * (if (is.null(noise)) 1 else noise$v)
+    return(diag(lv * Dz[, i - k] * Dz[, j - k], n))
   }
   M <- native_kernel_deriv(xs, xs, kernel, cbind(codes[i], codes[j]))[, , 1L]
   if (is.null(d)) M else M * outer(d, d)
@@ -217,8 +241,12 @@ gp_hessian_stochastic <- function(object, h, step = 0.05,
 #' the restricted likelihood of a REML fit. The coefficients' own standard
 #' errors are in [summary()][summary.krr] and [tidy()][krr-tidiers].
 #' A mean function's hyperparameters have an exact covariance for
-#' \eqn{n \le} 2000 and a listed kernel. A fit with a noise model
-#' (`noise =`) has none: its noise coefficients would be held fixed.
+#' \eqn{n \le} 2000 and a listed kernel. With a noise model (`noise =`,
+#' one output, the same sizes) the noise coefficients are hyperparameters
+#' too (rows `noise:<covariate>`, in the data's units as in `summary()`'s
+#' noise table, not logarithms: their intervals are \eqn{\hat\gamma \pm z
+#' \, \mathrm{se}}), and `tidy(conf.int = TRUE)` gives the noise model's
+#' intercept its standard error by the delta method.
 #'
 #' `vcov()` is the inverse of the observed information \eqn{-\nabla^2 \ell}
 #' of the log likelihood at the estimate, in the parameters' logarithms (on
@@ -274,11 +302,22 @@ vcov.krr <- function(object, ...) {
   check_no_dots(list(...), "vcov", call)
   gp_hyper_check(object, "vcov()", call)
   h <- gp_hyper(object)
+  nz <- object$noise
   H <- if (isTRUE(h$composite)) composite_hessian(object) else
     if (object$n > tune_exact_max_n()) gp_hessian_stochastic(object, h)$hessian else
     gp_hessian_exact(object$x, gp_yc(object), object$kernel, object$lambda,
-                     h$codes, h$est_lambda, d = gp_dw(object),
-                     threads = gp_threads(object), trend = trend_lik(object))$hessian
+                     h$codes, h$est_lambda, d = if (is.null(nz)) gp_dw(object),
+                     threads = gp_threads(object), trend = trend_lik(object),
+                     noise = if (!is.null(nz)) {
+                       list(Z = nz$Z, v = 1 / fit_obs_weights(object))
+                     })$hessian
+  if (!is.null(nz)) {
+    # the coefficients of the standardised covariates gamma to the data's
+    # units, gamma / scale (noise_table()'s)
+    J <- rep(1, length(h$names))
+    J[grepl("^noise:", h$names)] <- 1 / nz$scale
+    H <- H / outer(J, J)
+  }
   V <- tryCatch({
     R <- chol(-H)
     chol2inv(R)
@@ -315,11 +354,13 @@ gp_hyper_check <- function(object, what, call) {
       "for n <= %d (option askotch.tune_exact_max_n); this fit has n = %d."), what,
       tune_exact_max_n(), object$n), "input", call)
   }
-  if (!is.null(object$noise)) {
+  if (!is.null(object$noise) && (is.null(object$noise$Z) || object$m > 1L ||
+                                 object$n > tune_exact_max_n())) {
     abort_askotch(sprintf(paste(
-      "%s of the hyperparameters is not available for a fit with a noise model",
-      "(`noise =`): the observed information would hold the noise coefficients",
-      "fixed and understate the uncertainty."), what), "input", call)
+      "%s of the hyperparameters of a fit with a noise model (`noise =`) is",
+      "exact, for one output and n <= %d (option askotch.tune_exact_max_n), and",
+      "needs the noise design the fit keeps (fits made before it was kept: fit",
+      "again)."), what, tune_exact_max_n()), "input", call)
   }
   if (!is.null(object$trend) &&
       (object$n > tune_exact_max_n() || is_composite_kernel(object$kernel))) {
@@ -390,7 +431,10 @@ check_parm <- function(parm, rows, call) {
 # estimated: list(log, se), named vectors
 gp_log_se <- function(object, h) {
   V <- vcov(object)
-  lv <- stats::setNames(log(gp_hyper_values(object, h)), h$names)
+  # (a noise model's coefficients are on the log scale already)
+  nzr <- grepl("^noise:", h$names)
+  lv <- stats::setNames(gp_hyper_values(object, h), h$names)
+  lv[!nzr] <- log(lv[!nzr])
   se <- sqrt(diag(V))
   if (h$est_lambda) {
     s2 <- grep("^signal_var", h$names)
@@ -399,13 +443,16 @@ gp_log_se <- function(object, h) {
     lv[nv] <- lv[il] + lv[s2]
     se[nv] <- sqrt(V[il, il] + diag(V)[s2] + 2 * V[il, s2])
   }
-  list(log = lv, se = se)
+  list(log = lv, se = se, V = V)
 }
 
 # Wald intervals exp(log +- z se) of gp_log_se()'s estimates, one row each
+# (a noise model's coefficients: log +- z se)
 gp_wald <- function(ls, level) {
   z <- stats::qnorm((1 - level) / 2, lower.tail = FALSE)
-  ci <- cbind(exp(ls$log - z * ls$se), exp(ls$log + z * ls$se))
+  ci <- cbind(ls$log - z * ls$se, ls$log + z * ls$se)
+  lin <- grepl("^noise:", names(ls$log))
+  ci[!lin, ] <- exp(ci[!lin, , drop = FALSE])
   rownames(ci) <- names(ls$log)
   ci
 }
@@ -416,7 +463,8 @@ gp_profile_rows <- function(object, h, ci, level) {
   if (!is.null(gp_dw(object)) || object$m > 1L || object$n > tune_exact_max_n()) {
     abort_askotch(sprintf(paste(
       "method = \"profile\" needs a single-output fit without observation",
-      "weights and n <= %d (its likelihoods are exact); use method = \"wald\"."),
+      "weights or a noise model and n <= %d (its likelihoods are exact); use",
+      "method = \"wald\"."),
       tune_exact_max_n()), "input")
   }
   top <- gp_loglik_exact(object$x, gp_lik_targets(object), object$kernel, object$lambda,

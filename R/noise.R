@@ -79,9 +79,10 @@ noise_at <- function(object, Znew) {
 }
 
 # The fit's noise fields: the standardisation, the coefficients gamma (of
-# the standardised columns) and what predict() builds the design from
+# the standardised columns), what predict() builds the design from, and the
+# standardised training design Z (vcov()'s dA / dgamma)
 noise_fit_fields <- function(nz, gamma) {
   list(coef = stats::setNames(as.numeric(gamma), nz$names), center = nz$center,
        scale = nz$scale, names = nz$names, terms = nz$terms, xlevels = nz$xlevels,
-       contrasts = nz$contrasts)
+       contrasts = nz$contrasts, Z = unname(nz$Z))
 }

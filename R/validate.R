@@ -56,6 +56,12 @@ check_fit_noise <- function(fit, bad) {
     length(nz$center) == r && all(is.finite(nz$center)) && is.numeric(nz$scale) &&
     length(nz$scale) == r && all(is.finite(nz$scale) & nz$scale > 0)
   if (!ok) bad("noise", "must hold named finite coefficients with their centres and scales")
+  Z <- nz$Z
+  if (!is.null(Z) && !(is.matrix(Z) && is.numeric(Z) && identical(dim(Z), c(fit$n, r)) &&
+                       all(is.finite(Z)))) {
+    bad("noise", sprintf("must hold the standardised noise design Z (%d x %d, finite)",
+                         fit$n, r))
+  }
   if (is.null(fit$trend) || is.null(fit$obs_weights)) {
     bad("noise", "needs the fit's mean function and observation weights")
   }

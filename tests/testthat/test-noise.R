@@ -126,3 +126,44 @@ test_that("the formula method, a kept bandwidth and bad input", {
   bad$noise$scale <- -1
   expect_error(predict(bad, df), "noise", class = "askotch_error_object")
 })
+
+# The hyperparameters' covariance with a noise model: the observed
+# information of the likelihood with A = K + lambda diag(exp(z gamma)),
+# beta and s^2's estimate as the fit's, in (log bandwidth, log lambda,
+# gamma / scale, log s^2). Oracle: the base R likelihood (solve(),
+# determinant()) and its Hessian by finite differences (optimHess).
+test_that("vcov(), confint() and tidy() with a noise model", {
+  d <- noise_data(80, seed = 5)
+  fit <- krr(d$x, d$y, noise = ~ t, kernel = "rbf", standardize = FALSE, threads = 1)
+  nz <- fit$noise
+  zs <- (d$x[, 1] - nz$center) / nz$scale
+  ll <- function(th) {
+    A <- oracle_kernel(d$x, d$x, "rbf", exp(th[1])) + exp(th[2]) * diag(exp(zs * th[3]))
+    Ai <- solve(A)
+    r <- d$y - sum(Ai %*% d$y) / sum(Ai)
+    -80 / 2 * log(2 * pi * exp(th[4])) - sum(r * (Ai %*% r)) / (2 * exp(th[4])) -
+      c(determinant(A)$modulus) / 2
+  }
+  s2 <- summary(fit)$model[["Signal variance (s^2, ML)"]]
+  th <- c(log(fit$kernel$bandwidth), log(fit$lambda), nz$coef, log(s2))
+  J <- diag(c(1, 1, 1 / nz$scale, 1))
+  Vo <- J %*% solve(-stats::optimHess(th, ll, control = list(ndeps = rep(1e-4, 4)))) %*% J
+  V <- vcov(fit)
+  expect_identical(rownames(V), c("bandwidth", "lambda", "noise:t", "signal_var"))
+  expect_lt(max(abs(V - Vo) / sqrt(outer(diag(Vo), diag(Vo)))), 1e-3)
+  # the coefficient's interval is linear (it is a log-scale effect already)
+  ci <- confint(fit)
+  est <- nz$coef[["t"]] / nz$scale
+  expect_equal(unname(ci["noise:t", ]), est + c(-1, 1) * stats::qnorm(0.975) * sqrt(V[3, 3]),
+               tolerance = 1e-10)
+  td <- tidy(fit, conf.int = TRUE)
+  expect_equal(td$std.error[td$term == "noise:t"], sqrt(V[3, 3]), tolerance = 1e-10)
+  # the intercept log(lambda s^2) - center * delta, by the delta method
+  g <- c(0, 1, -nz$center, 1)
+  expect_equal(td$std.error[td$term == "noise:(Intercept)"], sqrt(drop(g %*% V %*% g)),
+               tolerance = 1e-10)
+  expect_error(confint(fit, method = "profile"), "noise model", class = "askotch_error_input")
+  bad <- fit
+  bad$noise$Z <- bad$noise$Z[-1, , drop = FALSE]
+  expect_error(vcov(bad), "noise", class = "askotch_error_object")
+})
