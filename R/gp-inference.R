@@ -526,24 +526,38 @@ gp_profile_end <- function(f, at, cut, dir) {
   stats::uniroot(function(t) f(t) - cut, sort(c(inner, outer)), tol = 1e-4)$root
 }
 
-# summary()'s table of the estimated hyperparameters (tidy(conf.int = TRUE)'s
-# rows with a standard error), NULL where it does not apply or would cost
-# more than about 5e9 operations
-gp_hyper_table <- function(object) {
+# tidy(conf.int = TRUE) for summary()'s tables of the estimated
+# hyperparameters, NULL where it does not apply or would cost more than
+# about 5e9 operations
+gp_hyper_tidy <- function(object) {
   if (!is.null(object$distributed) || !gp_applicable(object) ||
       !object$task %in% c("regression", "multioutput") ||
       inherits(object, "kernel_machine") || is.null(object$x) ||
       object$n > tune_exact_max_n()) return(NULL)
   q <- length(gp_hyper(object)$names)
   if (q * as.numeric(object$n)^3 > 5e9) return(NULL)
-  td <- tryCatch(suppressWarnings(tidy(object, conf.int = TRUE)), error = function(e) NULL)
+  tryCatch(suppressWarnings(tidy(object, conf.int = TRUE)), error = function(e) NULL)
+}
+
+# The hyperparameters' table of gp_hyper_tidy()'s rows (the mean
+# function's and the noise model's coefficients have their own tables)
+gp_hyper_table <- function(td) {
   if (is.null(td)) return(NULL)
-  # (the mean function's and the noise model's coefficients have their own
-  # tables)
   td <- td[!is.na(td$std.error) & !grepl("^(mean|noise):", td$term), , drop = FALSE]
   if (nrow(td) == 0L) return(NULL)
   data.frame(estimate = td$estimate, std.error = td$std.error, lower = td$conf.low,
              upper = td$conf.high, row.names = td$term)
+}
+
+# summary()'s noise table: noise_table() with the coefficients' standard
+# errors from gp_hyper_tidy()'s rows where it has them (one output)
+noise_summary <- function(object, td) {
+  nt <- noise_table(object)
+  se <- if (!is.null(td) && ncol(nt) == 1L) {
+    td$std.error[match(paste0("noise:", rownames(nt)), td$term)]
+  }
+  if (is.null(se) || all(is.na(se))) return(nt)
+  cbind(estimate = nt[, 1L], std.error = se)
 }
 
 # A fit whose lambda was chosen by maximum likelihood warns (class

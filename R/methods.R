@@ -323,6 +323,7 @@ summary.krr <- function(object, ...) {
   tr <- object$trace
   vm <- if (!is.null(tr$validation) && any(!is.na(tr$validation)))
     utils::tail(tr$validation[!is.na(tr$validation)], 1L) else NA_real_
+  td <- gp_hyper_tidy(object)  # the hyperparameters' and noise model's tables
   structure(list(
     call = object$call, n = object$n, p = object$p, m = object$m,
     task = object$task, task_label = task_label(object),
@@ -339,12 +340,12 @@ summary.krr <- function(object, ...) {
     validation_metric = object$validation_metric, validation = vm,
     tol_auto = isTRUE(object$tol_auto), tol_rule = fit_tol_rule(object),
     accuracy = accuracy_bound(object),
-    model = model_stats(object), hyper = gp_hyper_table(object),
+    model = model_stats(object), hyper = gp_hyper_table(td),
     trend = if (!is.null(object$trend)) {
       lapply(seq_len(object$m), function(o) trend_table(object, o))
     },
     trend_reml = isTRUE(object$trend$reml), y_names = object$y_names,
-    noise = if (!is.null(object$noise)) noise_table(object)
+    noise = if (!is.null(object$noise)) noise_summary(object, td)
   ), class = "summary.krr")
 }
 

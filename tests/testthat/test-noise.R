@@ -162,6 +162,11 @@ test_that("vcov(), confint() and tidy() with a noise model", {
   g <- c(0, 1, -nz$center, 1)
   expect_equal(td$std.error[td$term == "noise:(Intercept)"], sqrt(drop(g %*% V %*% g)),
                tolerance = 1e-10)
+  # summary()'s noise table carries the same standard errors
+  nt <- summary(fit)$noise
+  expect_equal(unname(nt[, "std.error"]),
+               td$std.error[match(c("noise:(Intercept)", "noise:t"), td$term)],
+               tolerance = 1e-12)
   expect_error(confint(fit, method = "profile"), "noise model", class = "askotch_error_input")
   bad <- fit
   bad$noise$Z <- bad$noise$Z[-1, , drop = FALSE]
