@@ -146,10 +146,11 @@ tidy_noise_se <- function(x, out, ls, level) {
   se <- c(sqrt(drop(crossprod(g, V %*% g))), ls$se[paste0("noise:", nz$names)])
   at <- match(paste0("noise:", c("(Intercept)", nz$names)), out$term)
   out$std.error[at] <- se
-  z <- stats::qnorm((1 + level) / 2)
   if (!is.null(out$conf.low)) {
-    out$conf.low[at] <- out$estimate[at] - z * se
-    out$conf.high[at] <- out$estimate[at] + z * se
+    # (gp_wald()'s intervals are linear for the noise rows)
+    ci <- gp_wald(list(log = stats::setNames(out$estimate[at], out$term[at]), se = se), level)
+    out$conf.low[at] <- ci[, 1L]
+    out$conf.high[at] <- ci[, 2L]
   }
   out
 }
