@@ -101,10 +101,12 @@
 #'   each step solves the dual exactly in the one variable whose step lowers
 #'   it most (logistic loss: by Newton's method) and updates the kernel
 #'   products with one column of the kernel matrix, \eqn{O(n)} work; when
-#'   that slows down (a large \eqn{C}), conjugate-gradient steps on the
+#'   that slows down (a large \eqn{C}), a damped Newton step on the
 #'   variables off their bounds (logistic loss: the points near the decision
-#'   boundary) with a search along their projection on the box (a projected
-#'   Newton step). Memory \eqn{n^2}
+#'   boundary), from a Cholesky factor of their block of the kernel matrix
+#'   (conjugate-gradient steps when the factor would cost more than the
+#'   coordinate steps since the last such step), with a search along its
+#'   projection on the box (a projected Newton step). Memory \eqn{n^2}
 #'   numbers of the fit's precision; the default for the losses other than
 #'   the squared while that fits (see [kernel_machine()]).
 #' * `cholesky()`: the exact direct solve by a Cholesky factorisation of

@@ -390,7 +390,7 @@ test_that("solver = \"auto\": dcd() while the kernel matrix fits, else joker()",
   expect_identical(f$solver$name, "dcd")
   expect_true(f$converged)
   # C = 500: coordinate descent alone crawls on the ill-conditioned face;
-  # its CG steps on the free variables end it at the QP's optimum
+  # its Newton steps on the free variables end it at the QP's optimum
   r <- check_against_oracle(loss_hinge(), d$yc, lambda = 0.002, solver = "dcd")
   expect_lte(r$fit$passes, 100)
   # above askotch.auto_dual_max_n, or when K (320 kB here) exceeds mem_limit,
@@ -420,6 +420,41 @@ test_that("solver = \"auto\": dcd() while the kernel matrix fits, else joker()",
   expect_equal(predict(s1, d$xt, type = "decision"), predict(f, d$xt, type = "decision"),
                tolerance = 1e-3)
   expect_error(dcd(steps = 0), "steps", class = "askotch_error_input")
+})
+
+test_that("dcd() at C = 1000 with duplicated points: certified optimal", {
+  skip_if_not_installed("quadprog")
+  skip_if_no_loss("hinge")
+  # 40 points twice: the free variables' block of K is singular, the face
+  # steps' Newton factor needs its damping and jitter; C = 1000 is where
+  # coordinate descent alone crawls
+  d <- loss_data()
+  dup <- c(seq_len(nrow(d$x)), 1:40)
+  d$x <- d$x[dup, ]
+  d$yc <- d$yc[dup]
+  K <- oracle_kernel(d$x, d$x, "rbf", BW)
+  lambda <- 1e-3
+  for (nm in c("hinge", "squared_hinge", "logistic")) {
+    loss <- switch(nm, hinge = loss_hinge(), squared_hinge = loss_squared_hinge(),
+                   logistic = loss_logistic())
+    y <- factor(d$yc, levels = c(-1, 1))
+    fit <- fit_loss_km(d, loss, y, lambda, tol = 1e-10, solver = dcd())
+    expect_true(fit$converged, info = nm)
+    expect_lte(fit$passes, 100)
+    # the duality gap recomputed here from the weights, by the definitions
+    a <- drop(coef(fit))
+    P <- primal_value(nm, a, K, d$yc, lambda)
+    D <- if (nm == "logistic") dual_logistic(a, K, d$yc, lambda) else
+      dual_value(nm, a, K, d$yc, lambda)
+    expect_lt(abs(rel_gap(P, D)), 1e-8, label = nm)
+  }
+  # the hinge's decision values against the QP's (its optimum is not unique
+  # in the weights of duplicated points, but it is in the decision values)
+  lo <- ifelse(d$yc > 0, 0, -1 / lambda)
+  aq <- qp_box(K, d$yc, lo, lo + 1 / lambda)
+  fit <- fit_loss_km(d, loss_hinge(), factor(d$yc, levels = c(-1, 1)), lambda, tol = 1e-10)
+  Kt <- oracle_kernel(d$xt, d$x, "rbf", BW)
+  expect_lt(rel_err(predict(fit, d$xt, type = "decision"), drop(Kt %*% aq)), 1e-4)
 })
 
 test_that("squared hinge loss matches the QP dual", {

@@ -24,8 +24,9 @@
  * Coordinate descent finds the face (which variables sit at their bounds)
  * fast but crawls on it when K restricted to the free variables is
  * ill-conditioned, as at a large C.  When an iteration cuts the gap by less
- * than half, a face step (face_step) runs conjugate gradients on the free
- * variables and a projected search along their direction.
+ * than half, a face step (face_step) takes a damped Newton direction on
+ * the free variables (a Cholesky factor of their block of K; conjugate
+ * gradients when that costs too much) and a projected search along it.
  *
  * The loops run on the host over a host copy of K (on a device the matrix
  * is formed there and downloaded): a chain of O(n) steps is latency bound on
@@ -63,6 +64,8 @@ typedef struct {
   /* the steps on the free variables (face_step) */
   int64_t cap;          /* the most free variables it takes */
   double *H;            /* host cap x cap (double): K_FF + diag f'' */
+  double *R;            /* host cap x cap (double): H's Cholesky factor (face_newton) */
+  double *mu;           /* host m: each column's damping of the Newton steps (face_newton) */
   double *g, *cv, *sv;  /* host cap: gradient, curvatures, the step */
   double *cr, *cp, *cq; /* host cap: CG's residual, direction, product */
   double *sa, *sb, *sy; /* host cap: with the six above, the shrunk problem's arrays */
@@ -80,6 +83,14 @@ static const char *const extras[] = {"steps", "face_steps", NULL};
  * doubles, 32 MB) and on their CG steps */
 #define FACE_MAX 2048
 #define FACE_CG_MAX 500
+/* the flops of a dense factorisation that cost as much time as one double
+ * read by the coordinate steps' memory-bound sweeps (a conservative ratio) */
+#define FLOPS_PER_READ 16.0
+/* the Newton steps' damping mu (relative to H's mean diagonal): its start,
+ * least and most */
+#define MU_START 1e-6
+#define MU_MIN 1e-12
+#define MU_MAX 1.0
 
 #define D(s) ((dcd_t *)(s)->st)
 #define O(s) SOPT(s, opts_t)
@@ -88,7 +99,7 @@ static double dcd_memory(const krr_solver *s) {
   double n = (double)s->n, nm = n * (double)s->m, K = (double)s->es * n * n;
   double dev = s->ctx && !krr_ctx_on_host(s->ctx) ? K : 0.0; /* K formed on the device first */
   double c = n < FACE_MAX ? n : FACE_MAX;
-  return K + dev + 8.0 * (7.0 * nm + 4.0 * n + c * c + 10.0 * c) + (double)s->es * 3.0 * nm;
+  return K + dev + 8.0 * (7.0 * nm + 4.0 * n + 2.0 * c * c + 10.0 * c) + (double)s->es * 3.0 * nm;
 }
 
 static krr_status dcd_resolve(krr_solver *s) {
@@ -117,9 +128,11 @@ static krr_status dcd_init(krr_solver *s) {
   d->work = krr_arena_dev(ar, nm, s->es);
   d->cap = n < FACE_MAX ? n : FACE_MAX;
   d->H = krr_arena_host(ar, d->cap * d->cap, sizeof(double));
+  d->R = krr_arena_host(ar, d->cap * d->cap, sizeof(double));
+  d->mu = krr_arena_host(ar, s->m, sizeof(double));
   d->idx = krr_arena_host(ar, d->cap, sizeof(int64_t));
   KTRY(KRR_ALLOCATED(ar, d->K, d->a, d->F, d->y, d->lo, d->hi, d->gp, d->ih, d->q, d->gain, d->keys,
-                     d->Fd, d->work, d->H, d->idx));
+                     d->Fd, d->work, d->H, d->R, d->mu, d->idx));
   double **vec[] = {&d->g, &d->cv, &d->sv, &d->cr, &d->cp, &d->cq, &d->sa, &d->sb, &d->sy};
   for (size_t v = 0; v < sizeof vec / sizeof vec[0]; v++)
     if (!(*vec[v] = (double *)krr_arena_host(ar, d->cap, sizeof(double)))) return s->ctx->status;
@@ -162,10 +175,11 @@ static void gather_block(const void *K, size_t es, int64_t n, const int64_t *idx
 }
 
 /* F[:] += t K_{:j} (K n x n, element size es) */
-static void add_column(const void *K, size_t es, int64_t n, double *F, int64_t j, double t) {
+static void add_column(const void *K, size_t es, int64_t n, double *restrict F, int64_t j,
+                       double t) {
   BY_PREC(es, KT, {
-    const KT *Kj = (const KT *)K + j * n;
-    for (int64_t r = 0; r < n; r++) F[r] += t * (double)Kj[r];
+    const KT *restrict Kj = (const KT *)K + j * n;
+    _Pragma("omp simd") for (int64_t r = 0; r < n; r++) F[r] += t * (double)Kj[r];
   });
 }
 
@@ -241,39 +255,48 @@ static krr_status dcd_start(krr_solver *s) {
       curv_of(s, d->q[i], d->y[i + c * n], a[i], &d->gp[i + c * n], &d->ih[i + c * n]);
   }
   d->steps = d->faces = d->work_since = 0;
+  for (int c = 0; c < s->m; c++) d->mu[c] = MU_START;
   d->last_crit = NAN;
   return KRR_OK;
 }
 
 /* One sweep: F += delta K_{:j} (delta = 0: none), then the decrease gain[r]
- * of the step on each variable r; the largest and its row.  Q: the
- * quadratic-or-Newton form (t = clamp(a - g / h)), V: SVR's soft threshold.
- * One loop per precision of K (BY_PREC) and form, so that each vectorises. */
-#define SWEEP_BODY(KT, FORM)              \
-  {                                       \
-    const KT *Kj = (const KT *)K + j * n; \
-    for (int64_t r = 0; r < n; r++) {     \
-      F[r] += delta * (double)Kj[r];      \
-      FORM                                \
-    }                                     \
+ * of the step on each variable r, and the largest of them (0 when none is
+ * positive; NaN never wins).  Q: the quadratic-or-Newton form (t = clamp(a -
+ * g / h)), V: SVR's soft threshold.  One loop per precision of K (BY_PREC)
+ * and form, each vectorised (omp simd: the arrays do not alias). */
+#define SWEEP_BODY(KT, FORM)                                                    \
+  {                                                                             \
+    const KT *restrict Kj = (const KT *)K + j * n;                              \
+    _Pragma("omp simd reduction(max : best)") for (int64_t r = 0; r < n; r++) { \
+      F[r] += delta * (double)Kj[r];                                            \
+      FORM;                                                                     \
+      best = gain[r] > best ? gain[r] : best;                                   \
+    }                                                                           \
   }
-#define FORM_Q                                     \
-  double g = F[r] + gp[r], t = a[r] - g * ih[r];   \
-  t = t < lo[r] ? lo[r] : (t > hi[r] ? hi[r] : t); \
-  double dt = t - a[r];                            \
+#define FORM_Q                                   \
+  double g = F[r] + gp[r], t = a[r] - g * ih[r]; \
+  t = t < lo[r] ? lo[r] : t;                     \
+  t = t > hi[r] ? hi[r] : t;                     \
+  double dt = t - a[r];                          \
   gain[r] = -dt * (g + 0.5 * dt / ih[r]);
 #define FORM_V                                                   \
   double g = F[r] + gp[r], z = a[r] - g * ih[r], th = p * ih[r]; \
-  double t = z > th ? z - th : (z < -th ? z + th : 0.0);         \
-  t = t < lo[r] ? lo[r] : (t > hi[r] ? hi[r] : t);               \
+  double t = z > th ? z - th : 0.0;                              \
+  t = z < -th ? z + th : t;                                      \
+  t = t < lo[r] ? lo[r] : t;                                     \
+  t = t > hi[r] ? hi[r] : t;                                     \
   double dt = t - a[r];                                          \
   gain[r] = -(dt * (g + 0.5 * dt / ih[r]) + p * (fabs(t) - fabs(a[r])));
 
-static void sweep(const void *K, size_t es, int svr, double p, int64_t n, int64_t j, double delta,
-                  const double *a, double *F, const double *gp, const double *ih, const double *lo,
-                  const double *hi, double *gain) {
+static double sweep(const void *K, size_t es, int svr, double p, int64_t n, int64_t j, double delta,
+                    const double *restrict a, double *restrict F, const double *restrict gp,
+                    const double *restrict ih, const double *restrict lo, const double *restrict hi,
+                    double *restrict gain) {
+  double best = 0;
   if (j < 0) j = 0, delta = 0.0;
   BY_PREC(es, KT, if (svr) SWEEP_BODY(KT, FORM_V) else SWEEP_BODY(KT, FORM_Q));
+  return best;
 }
 
 /* the logistic step in u = lambda y t in [e, 1 - e]: the root of the
@@ -346,14 +369,12 @@ static krr_status greedy(krr_solver *s, const cd_view *v, int64_t steps, int64_t
   int svr = s->obj->loss->code == KRR_LOSS_SVR;
   for (k = 0; k < steps; k++) {
     if ((k & 255) == 255) KTRY(krr_poll(s->ctx));
-    sweep(v->K, v->es, svr, s->obj->param, n, j, delta, v->a, v->F, v->gp, v->ih, v->lo, v->hi,
-          v->gain);
-    int64_t best = -1;
-    double bg = 0;
-    for (int64_t r = 0; r < n; r++)
-      if (v->gain[r] > bg) bg = v->gain[r], best = r;
+    double bg = sweep(v->K, v->es, svr, s->obj->param, n, j, delta, v->a, v->F, v->gp, v->ih, v->lo,
+                      v->hi, v->gain);
+    int64_t best = 0;
     j = -1;
-    if (best < 0) break; /* no variable decreases D: the column is solved */
+    if (!(bg > 0)) break; /* no variable decreases D: the column is solved */
+    while (best < n - 1 && v->gain[best] != bg) best++; /* the first row of the largest */
     double t = step_to(s, v->q[best], v->y[best], v->a[best], v->F[best], v->lo[best], v->hi[best]);
     if (!isfinite(t))
       return krr_fail(s->ctx, KRR_ERR_NUMERIC, "the iterate diverged (non-finite step)");
@@ -532,6 +553,36 @@ static krr_status face_cg(krr_solver *s, int64_t nf, int64_t its, int *ok) {
   return KRR_OK;
 }
 
+/* The damped Newton direction on the free set, x = -(H + mu h I)^{-1} g
+ * (into sv; h the mean of diag(H), mu the column's damping), by a Cholesky
+ * factor: near the solution's face a step close to Newton's solves the
+ * column's problem, which CG on an ill-conditioned K_FF (a large C) takes
+ * hundreds of products to approach.  Undamped, the step's components along
+ * the smallest eigenvalues are so long that the projection sends the
+ * variables to their bounds and no t of the projected search decreases D;
+ * the damping (Levenberg-Marquardt, adapted in face_step) keeps them to the
+ * scale of the box.  A jitter (from 1e-14 h, krr_chol_jitter) where H +
+ * mu h I is still singular in working precision; x stays a descent
+ * direction.  *ok: x is one. */
+static krr_status face_newton(krr_solver *s, int c, int64_t nf, int *ok) {
+  dcd_t *d = D(s);
+  krr_ctx *hc = d->host ? &d->hctx : s->ctx;
+  double used = NAN, tr = 0, gx = 0;
+  *ok = 0;
+  for (int64_t k = 0; k < nf; k++) tr += d->H[k + k * nf];
+  double mu = d->mu[c] * tr / nf;
+  for (int64_t k = 0; k < nf; k++) d->H[k + k * nf] += mu;
+  krr_status st = krr_chol_jitter(hc, nf, d->H, d->R, 1e-14 * tr / nf, &used);
+  for (int64_t k = 0; k < nf; k++) d->H[k + k * nf] -= mu;
+  KTRY(krr_ctx_forward(s->ctx, hc, st));
+  if (!isfinite(used)) return KRR_OK;
+  for (int64_t k = 0; k < nf; k++) d->sv[k] = -d->g[k];
+  KTRY(krr_ctx_forward(s->ctx, hc, krr_chol_solve(hc, nf, d->R, 1, d->sv, nf)));
+  for (int64_t k = 0; k < nf; k++) gx += d->g[k] * d->sv[k];
+  *ok = gx < 0;
+  return KRR_OK;
+}
+
 /* P(a_i + t x) for variable i (x a step of it): the projection on its box,
  * for SVR also on its orthant (the |a| of its f is linear there) */
 static double projected(const krr_solver *s, int64_t i, double t, double x) {
@@ -569,25 +620,36 @@ static krr_status projected_change(krr_solver *s, int c, int64_t nf, double t, d
 }
 
 /* A step on column c's face (free_set: the variables off their bounds, for
- * SVR off zero, for the logistic loss the coupled ones; the others held): truncated CG on the Newton
- * system of D there (face_cg), then a projected search along it, t = 1,
+ * SVR off zero, for the logistic loss the coupled ones; the others held):
+ * the damped Newton direction of D there (newton: face_newton, whose
+ * damping this adapts as Levenberg and Marquardt do: a tenth after a full
+ * step, ten times after a shortened one, a hundred after none), or
+ * truncated CG on the Newton system (face_cg, its steps; also when the
+ * factor fails), then a projected search along it, t = 1,
  * 1/2, 1/4, ... until D decreases (Bertsekas, "Projected Newton methods for
  * optimization problems with simple constraints", SIAM J. Control Optim.
  * 1982; in the spirit of Moré and Toraldo's GPCG, SIAM J. Optim. 1991, with
  * coordinate descent as the face-finding phase).  The projection lets the
  * step put many variables on their bounds at once, where stopping at the
  * first crossing moved one. */
-static krr_status face_step(krr_solver *s, int c, int64_t nf, int64_t its) {
+static krr_status face_step(krr_solver *s, int c, int64_t nf, int newton, int64_t its) {
   dcd_t *d = D(s);
   int64_t n = s->n, off = (int64_t)c * n;
   int ok = 0;
   face_system(s, c, nf);
-  KTRY(face_cg(s, nf, its, &ok));
+  if (newton) KTRY(face_newton(s, c, nf, &ok));
+  if (!ok) KTRY(face_cg(s, nf, its, &ok));
   if (!ok) return KRR_OK;
   double t = 1.0, dD = 0;
   for (int k = 0; k < 30; k++, t *= 0.5) {
     KTRY(projected_change(s, c, nf, t, &dD));
     if (dD < 0) break;
+  }
+  if (newton) { /* less damping after a full step, more after a shortened or failed one */
+    double mu = d->mu[c];
+    d->mu[c] = !(dD < 0)  ? fmin(100 * mu, MU_MAX)
+               : t == 1.0 ? fmax(mu / 10, MU_MIN)
+                          : fmin(10 * mu, MU_MAX);
   }
   if (!(dD < 0)) return KRR_OK;
   for (int64_t k = 0; k < nf; k++) {
@@ -618,10 +680,12 @@ static krr_status criterion(krr_solver *s, double *crit) {
 }
 
 /* Face steps on the free sets when the last iteration cut the criterion
- * by less than half, each with as many CG steps (at most FACE_CG_MAX and
- * the number of free variables, at least 5) as three times the memory
- * traffic of the coordinate steps since the previous face steps pays for:
- * the face steps at most triple the work of the coordinate steps */
+ * by less than half: a Newton step when its factor costs at most three
+ * times the memory traffic of the coordinate steps since the previous face
+ * steps (FLOPS_PER_READ converts), else as many CG steps (at most
+ * FACE_CG_MAX and the number of free variables, at least 5) as that
+ * budget pays for: the face steps at most triple the work of the
+ * coordinate steps */
 static krr_status maybe_faces(krr_solver *s, double *crit) {
   dcd_t *d = D(s);
   int stalled = isfinite(d->last_crit) && *crit > 0.5 * d->last_crit;
@@ -635,8 +699,11 @@ static krr_status maybe_faces(krr_solver *s, double *crit) {
      * each CG step nf^2 (a coordinate step 8 n: work_since) */
     double f = (double)nf, left = 3.0 * d->work_since / s->m - f * f - f * (double)s->n;
     double its = fmin(fmin(f, FACE_CG_MAX), left / (f * f));
-    if (its < 5) continue;
-    KTRY(face_step(s, c, nf, (int64_t)its));
+    /* the Newton step where its factor (f^3 / 3 flops at BLAS-3 speed) fits the
+     * budget, with CG's steps as its fallback; else CG */
+    int newton = f * f * f / (3.0 * FLOPS_PER_READ) <= left;
+    if (!newton && its < 5) continue;
+    KTRY(face_step(s, c, nf, newton, (int64_t)fmax(its, 5)));
     any = 1;
   }
   if (!any) return KRR_OK;
