@@ -99,9 +99,13 @@
 #'   and a vector of values is a path to choose from the same way: for the
 #'   losses other than the squared, the held-out share of misclassified
 #'   points (classification) or mean squared error (regression), each
-#'   fold's path solved from the largest \eqn{\lambda} down, warm-started;
-#'   `"cv"`'s path is \eqn{C = 1/\lambda} from 0.1 to 1000 (nine values).
-#'   The table is `fit$tuning$path`.
+#'   fold's path solved from the largest \eqn{\lambda} down, warm-started,
+#'   each fold's fit to a relative duality gap of at most `tol` or
+#'   \eqn{10^{-3}} (option `askotch.cv_gap_tol`), whichever is larger (the
+#'   held-out errors then differ from those of fully converged fits by far
+#'   less than their own sampling error; the final fit uses `tol`);
+#'   `"cv"`'s path is \eqn{C = 1/\lambda}
+#'   from 0.1 to 1000 (nine values). The table is `fit$tuning$path`.
 #' @param solver A solver specification or name; `NULL` (default) or
 #'   `"auto"` choose as [krr()] does for the squared loss ([cholesky()] up to
 #'   5000 points, then PCG, then ASkotch); for the other losses [dcd()] up
