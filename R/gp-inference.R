@@ -589,10 +589,12 @@ warn_hyper <- function(fit, call = NULL) {
                   "the data show no signal at this bandwidth. Try %sa larger",
                   "`bandwidth`."), format(signif(lam, 3)), try_bw)
   } else if (is.finite(ratio) && ratio > 100) {
+    tries <- paste0(try_bw, try_k)
     sprintf(paste("The maximum-likelihood signal variance is %s times var(y)",
-                  "(lambda = %s): the kernel is too narrow for these data. Try",
-                  "%s%sor check the scaling of `x`."),
-            format(signif(ratio, 3)), format(signif(lam, 3)), try_bw, try_k)
+                  "(lambda = %s): the kernel is too narrow for these data. %s"),
+            format(signif(ratio, 3)), format(signif(lam, 3)),
+            if (nzchar(tries)) sprintf("Try %sor check the scaling of `x`.", tries) else
+              "Check the scaling of `x`.")
   }
   if (!is.null(msg)) warn_askotch(msg, "hyper", call)
   invisible(NULL)

@@ -201,6 +201,12 @@ test_that("a median-bandwidth fit with an implausible signal variance warns", {
   # the fit the warning points to does not warn
   expect_no_warning(krr(x[1:600, ], y[1:600], kernel = "matern32", bandwidth = "ml",
                         threads = 1))
+  # with nothing of the kernel's to suggest (a Matern kernel, its scales by
+  # likelihood) the advice is the scaling alone, in a sentence of its own
+  d <- make_regression(300, p = 4, seed = 8)
+  w <- tryCatch(krr(d$x, d$y, kernel = "matern52", bandwidth = "ard", threads = 1),
+                askotch_warning_hyper = function(w) conditionMessage(w))
+  expect_match(w, "too narrow for these data. Check the scaling of `x`.", fixed = TRUE)
 })
 
 test_that("time_limit stops the hyperparameter search at its best point", {
