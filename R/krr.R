@@ -115,9 +115,10 @@
 #' `askotch.select_subsample`), first the input scaling (each column by its
 #' standard deviation, or all by one scale) with the Matérn 3/2 kernel, then
 #' the Matérn 1/2 and 5/2 and Gaussian kernels at the chosen scaling, each
-#' with its own maximum-likelihood bandwidth and \eqn{\lambda}. The two
-#' candidates of the largest likelihoods are then estimated on all tuning
-#' points (below), and the larger likelihood there wins. Every candidate
+#' with its own maximum-likelihood bandwidth and \eqn{\lambda}. The three
+#' candidates of the largest likelihoods (option
+#' `askotch.select_finalists`) are then estimated on all tuning points
+#' (below), and the largest likelihood there wins. Every candidate
 #' has the same number of hyperparameters, so this is also the choice by
 #' AIC or BIC. `fit$tuning$models` lists the candidates with their
 #' likelihoods (`loglik` on the subsample, `loglik_all` on all tuning
@@ -131,8 +132,8 @@
 #' where it beat the median-heuristic Gaussian kernel on four of six sets,
 #' and `fields::spatialProcess()` on North American rainfall. It costs
 #' likelihood evaluations of \eqn{O(m^3)} each (\eqn{m \le} 2000 tuning
-#' points) before the solve: on two cores about 2 s at \eqn{n = 500} and
-#' 10-20 s from \eqn{n \approx 1500} on. The papers' setting is one argument
+#' points) before the solve: on two cores about 1 s at \eqn{n = 500} and
+#' 6-10 s from \eqn{n \approx 1500} on. The papers' setting is one argument
 #' away: `bandwidth = "median"` (with `kernel = "auto"`, the Gaussian
 #' kernel and the median heuristic). Classification (whose +1/-1 targets the
 #' Gaussian likelihood does not model; on Fashion-MNIST the likelihood's
