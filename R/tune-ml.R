@@ -220,8 +220,8 @@ bound_kkt <- function(th, g, b) {
 # product, alpha projected out). NULL (no whitening) where K + lambda I has
 # no Cholesky factor or S is not numerically positive definite. (With ARD
 # length scales, several of which often end on a bound, the whitened search
-# took up to three times the plain one's evaluations on some sets and half
-# on others: not used there.)
+# took half the plain one's evaluations on two sets and three to six times
+# them on a third, with either continuation beyond the box: not used there.)
 gp_whitening <- function(xs, Y, kernel, lambda, codes, threads, tstat) {
   n <- nrow(xs)
   A <- if (is.null(tstat)) kernel_mat(xs, xs, kernel, threads) else
