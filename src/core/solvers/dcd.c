@@ -638,6 +638,7 @@ static krr_status face_step(krr_solver *s, int c, int64_t nf, int newton, int64_
   int ok = 0;
   face_system(s, c, nf);
   if (newton) KTRY(face_newton(s, c, nf, &ok));
+  int by_newton = ok; /* a Newton direction: its damping adapts below */
   if (!ok) KTRY(face_cg(s, nf, its, &ok));
   if (!ok) return KRR_OK;
   double t = 1.0, dD = 0;
@@ -645,7 +646,7 @@ static krr_status face_step(krr_solver *s, int c, int64_t nf, int newton, int64_
     KTRY(projected_change(s, c, nf, t, &dD));
     if (dD < 0) break;
   }
-  if (newton) { /* less damping after a full step, more after a shortened or failed one */
+  if (by_newton) { /* less damping after a full step, more after a shortened or failed one */
     double mu = d->mu[c];
     d->mu[c] = !(dD < 0)  ? fmin(100 * mu, MU_MAX)
                : t == 1.0 ? fmax(mu / 10, MU_MIN)
