@@ -83,7 +83,7 @@ gp_hessian_exact <- function(xs, Y, kernel, lambda, codes, est_lambda,
   if (!is.null(d)) Y <- d * Y
   A <- kernel_mat(xs, xs, kernel, threads)
   if (!is.null(d)) A <- A * outer(d, d)
-  diag(A) <- diag(A) + lambda * (if (is.null(noise)) 1 else noise$v)
+  diag(A) <- diag(A) + gp_noise_diag(lambda, noise)
   R <- chol(A)
   Ainv <- chol2inv(R)
   P <- Ainv
@@ -132,6 +132,9 @@ gp_hessian_exact <- function(xs, Y, kernel, lambda, codes, est_lambda,
   list(loglik = ll, gradient = g, hessian = H, signal_var = s2)
 }
 
+# A's noise diagonal lambda v (v = exp(Z gamma) under a noise model, else 1)
+gp_noise_diag <- function(lambda, noise) lambda * (if (is.null(noise)) 1 else noise$v)
+
 # The directions in which the hyperparameters move A's diagonal lambda V
 # (V = diag(v), v = exp(Z gamma) under a noise model, else 1): log lambda
 # (a column of ones) when estimated, and each noise coefficient gamma_j
@@ -152,7 +155,7 @@ gp_hyper_dA <- function(xs, kernel, lambda, codes, est_lambda, d, noise = NULL) 
     })
   }
   n <- nrow(xs)
-  lv <- lambda * (if (is.null(noise)) 1 else noise$v)
+  lv <- gp_noise_diag(lambda, noise)
   Dz <- gp_hyper_diag(n, est_lambda, noise)
   for (c in seq_len(if (is.null(Dz)) 0L else ncol(Dz))) {
     out[[length(out) + 1L]] <- diag(lv * Dz[, c], n)
@@ -167,7 +170,7 @@ gp_hyper_d2A <- function(xs, kernel, lambda, codes, est_lambda, d, i, j, noise =
     if (i <= k || j <= k) return(NULL)
     n <- nrow(xs)
     Dz <- gp_hyper_diag(n, est_lambda, noise)
-    lv <- lambda * (if (is.null(noise)) 1 else noise$v)
+    lv <- gp_noise_diag(lambda, noise)
     return(diag(lv * Dz[, i - k] * Dz[, j - k], n))
   }
   M <- native_kernel_deriv(xs, xs, kernel, cbind(codes[i], codes[j]))[, , 1L]

@@ -155,6 +155,12 @@ kernel_stat_matrix <- function(xs, metric) {
   tstat
 }
 
+# K(xs, xs): from an isotropic kernel's statistics tstat (kernel_stat_matrix())
+# when given, else from the points
+kernel_at <- function(xs, kernel, tstat, threads) {
+  if (is.null(tstat)) kernel_mat(xs, xs, kernel, threads) else native_kernel_eval(kernel, tstat)
+}
+
 # Exact profile log likelihood of centred targets Y at the points xs (already
 # standardised and, for ARD, divided by the length scales), kernel with its
 # bandwidth, noise ratio lambda; with the gradient w.r.t. (log bandwidth or
@@ -173,8 +179,7 @@ gp_loglik_exact <- function(xs, Y, kernel, lambda, ard = FALSE,
                             trend = NULL, noise = NULL) {
   n <- nrow(xs)
   m <- ncol(Y)
-  A <- if (is.null(tstat)) kernel_mat(xs, xs, kernel, threads) else
-    native_kernel_eval(kernel, tstat)
+  A <- kernel_at(xs, kernel, tstat, threads)
   # the noise model: lambda v_i, v = exp(Z gamma) (R/noise.R)
   v <- if (is.null(noise)) 1 else exp(drop(noise$Z %*% noise$gamma))
   dg <- seq.int(1L, by = n + 1L, length.out = n) # (in place; diag<- copies A)

@@ -224,8 +224,7 @@ bound_kkt <- function(th, g, b) {
 # them on a third, with either continuation beyond the box: not used there.)
 gp_whitening <- function(xs, Y, kernel, lambda, codes, threads, tstat) {
   n <- nrow(xs)
-  A <- if (is.null(tstat)) kernel_mat(xs, xs, kernel, threads) else
-    native_kernel_eval(kernel, tstat)
+  A <- kernel_at(xs, kernel, tstat, threads)
   dg <- seq.int(1L, by = n + 1L, length.out = n)
   A[dg] <- A[dg] + lambda
   R <- tryCatch(chol(A), error = function(e) NULL)
@@ -265,8 +264,7 @@ gp_optimise_box <- function(xs, Y, kernel, nk, lambda, tstat, threads, start, tr
       if (nz > 0L) st[nk + 1L + seq_len(nz)] %||% rep(0, nz))
   } else {
     lam0 <- if (fit_lambda) {
-      K0 <- if (is.null(tstat)) kernel_mat(xs, xs, kernel, threads) else
-        native_kernel_eval(kernel, tstat)
+      K0 <- kernel_at(xs, kernel, tstat, threads)
       gp_eigen_best(gp_eigen(K0, Y, trend), "ml")
     }
     c(rep(log(sig0), nk), if (fit_lambda) log(lam0), rep(0, nz))

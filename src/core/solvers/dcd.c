@@ -570,10 +570,10 @@ static krr_status face_newton(krr_solver *s, int c, int64_t nf, int *ok) {
   double used = NAN, tr = 0, gx = 0;
   *ok = 0;
   for (int64_t k = 0; k < nf; k++) tr += d->H[k + k * nf];
-  double mu = d->mu[c] * tr / nf;
-  for (int64_t k = 0; k < nf; k++) d->H[k + k * nf] += mu;
+  double mu = d->mu[c] * tr / nf, *dg = d->cp; /* cp (CG's) keeps diag(H) meanwhile */
+  for (int64_t k = 0; k < nf; k++) dg[k] = d->H[k + k * nf], d->H[k + k * nf] += mu;
   krr_status st = krr_chol_jitter(hc, nf, d->H, d->R, 1e-14 * tr / nf, &used);
-  for (int64_t k = 0; k < nf; k++) d->H[k + k * nf] -= mu;
+  for (int64_t k = 0; k < nf; k++) d->H[k + k * nf] = dg[k]; /* exactly restored */
   KTRY(krr_ctx_forward(s->ctx, hc, st));
   if (!isfinite(used)) return KRR_OK;
   for (int64_t k = 0; k < nf; k++) d->sv[k] = -d->g[k];
