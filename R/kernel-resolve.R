@@ -125,10 +125,10 @@ settings_composite <- function(args, xs, xnames, seed, loss, standardize, call) 
     abort_askotch(paste("A great-circle distance needs longitude and latitude in degrees:",
                         "use `standardize = FALSE` (or \"auto\")."), "input", call)
   }
-  if (identical(args$posterior, "laplace")) {
-    abort_askotch(paste("The GP classifier (posterior = \"laplace\") takes one kernel of the",
-                        "list (kernel_rbf() and the like), not a composite kernel."),
-                  "input", call)
+  if (is_gp_classifier(args$posterior)) {
+    abort_askotch(sprintf(paste("The GP classifier (posterior = \"%s\") takes one kernel of",
+                                "the list (kernel_rbf() and the like), not a composite kernel."),
+                          args$posterior), "input", call)
   }
   ml <- NROW(composite_params(k)$table) > 0L
   if (ml && loss$name != "squared") {

@@ -59,6 +59,24 @@
 #' Newton's method for the mode at each evaluation). More than two classes:
 #' one binary classifier per class (one-vs-rest) sharing \eqn{\lambda} and
 #' the kernel, their probabilities normalised to sum to one.
+#'
+#' `posterior = "ep"` replaces the Laplace approximation by expectation
+#' propagation (Minka 2001; Rasmussen and Williams 2006, sec. 3.6), which
+#' matches the moments of each point's likelihood term instead of expanding
+#' around the mode. The Laplace approximation's Gaussian sits at the mode,
+#' nearer zero than the posterior mean, so its probabilities are too close to
+#' 1/2; EP's are better calibrated (Kuss and Rasmussen 2005; Nickisch and
+#' Rasmussen 2008), at the cost of about ten to twenty sweeps of
+#' \eqn{O(n^3)} dense linear algebra (all sites updated together, damped
+#' when the updates oscillate, started from the Laplace approximation) after
+#' the fit: up to 5000 points (option `askotch.ep_max_n`). `lambda` and the
+#' bandwidth are still chosen by the Laplace marginal likelihood;
+#' `logLik()` is EP's approximation of the marginal likelihood. The decision
+#' values and classes of `predict()` are EP's posterior mean, while the fit's
+#' weights (and `fitted()`, `summary()`'s objective) remain the posterior
+#' mode's. The sweeps stop when no site changes by more than 1e-4
+#' (relative; option `askotch.ep_tol`), at most 200 (option
+#' `askotch.ep_max_sweeps`; a classed warning when reached).
 #' @section Random features:
 #' `features = M` replaces the kernel by \eqn{M} random Fourier features
 #' \eqn{z(x)} (\eqn{K \approx Z Z^T}) drawn from `seed`: an inexact but
@@ -120,10 +138,10 @@
 #'   Fourier features (inexact mode).
 #' @param intercept `FALSE`, `TRUE` (a penalised intercept with `c = 1`) or
 #'   a positive constant `c`; see *Intercept*.
-#' @param posterior (by name only) `"none"` (default) or `"laplace"`: with
-#'   `loss = loss_logistic()`, read the fit as the posterior mode of a
-#'   Gaussian-process classifier and add its Laplace approximation; see *GP
-#'   classification*.
+#' @param posterior (by name only) `"none"` (default), `"laplace"` or
+#'   `"ep"`: with `loss = loss_logistic()`, read the fit as the posterior mode
+#'   of a Gaussian-process classifier and add its Laplace approximation, or
+#'   its expectation-propagation approximation; see *GP classification*.
 #' @param probability (by name only) `TRUE`: class probabilities for any
 #'   classification loss by Platt scaling, as LIBSVM's `-b 1`: the fit's
 #'   decision values are mapped by \eqn{1 / (1 + e^{A f + B})}, with
@@ -145,13 +163,27 @@
 #'   `print()`, [summary()][summary.kernel_machine], [plot()][plot.kernel_machine],
 #'   `coef()`, `fitted()`, `residuals()`, [refit()].
 #' @seealso [losses], [joker()], [krr()]
-#' @references Lin, H.-T., Lin, C.-J. and Weng, R. C. (2007). A note on
+#' @references Kuss, M. and Rasmussen, C. E. (2005). Assessing approximate
+#'   inference for binary Gaussian process classification. *Journal of
+#'   Machine Learning Research* 6, 1679-1704.
+#'
+#'   Lin, H.-T., Lin, C.-J. and Weng, R. C. (2007). A note on
 #'   Platt's probabilistic outputs for support vector machines. *Machine
 #'   Learning* 68, 267-276.
 #'
 #'   Platt, J. C. (1999). Probabilistic outputs for support vector machines
 #'   and comparisons to regularized likelihood methods. In *Advances in Large
 #'   Margin Classifiers*, MIT Press.
+#'
+#'   Minka, T. P. (2001). Expectation propagation for approximate Bayesian
+#'   inference. In *Proceedings of UAI 2001*, 362-369.
+#'
+#'   Nickisch, H. and Rasmussen, C. E. (2008). Approximations for binary
+#'   Gaussian process classification. *Journal of Machine Learning Research*
+#'   9, 2035-2078.
+#'
+#'   Rasmussen, C. E. and Williams, C. K. I. (2006). *Gaussian Processes for
+#'   Machine Learning*. MIT Press.
 #' @examples
 #' set.seed(1)
 #' x <- matrix(runif(400), ncol = 2)
@@ -222,19 +254,22 @@ kernel_machine.formula <- function(formula, data = NULL, subset, weights,
 
 # Argument checks and defaults ----------------------------------------------
 
-# posterior = "laplace" needs the logistic loss on the exact kernel, without
-# an intercept or observation weights (R/laplace.R)
+# posterior = "laplace" or "ep" needs the logistic loss on the exact kernel,
+# without an intercept or observation weights (R/laplace.R, R/ep.R)
 check_posterior <- function(posterior, loss, intercept, features, weights, call) {
-  posterior <- check_choice(posterior, c("none", "laplace"), "posterior", call)
-  if (posterior == "laplace" &&
+  posterior <- check_choice(posterior, c("none", "laplace", "ep"), "posterior", call)
+  if (posterior != "none" &&
       (loss$name != "logistic" || !isFALSE(intercept) || !is.null(features) ||
        !is.null(weights))) {
-    abort_askotch(paste(
-      "posterior = \"laplace\" needs loss = loss_logistic() on the exact kernel,",
-      "without `intercept`, `features` or `weights`."), "input", call)
+    abort_askotch(sprintf(paste(
+      "posterior = \"%s\" needs loss = loss_logistic() on the exact kernel,",
+      "without `intercept`, `features` or `weights`."), posterior), "input", call)
   }
   posterior
 }
+
+# TRUE for a GP classifier's posterior (R/laplace.R, R/ep.R)
+is_gp_classifier <- function(posterior) isTRUE(posterior %in% c("laplace", "ep"))
 
 # The kernel_machine fields ---------------------------------------------------
 
@@ -250,14 +285,15 @@ check_posterior <- function(posterior, loss, intercept, features, weights, call)
 #'   \eqn{F(x)}, including the bias and, for regression, the target mean)
 #'   or `"prob"` (the logistic loss, or a fit with `probability = TRUE`).
 #' @param device As for [predict.krr()].
-#' @param se.fit For a `posterior = "laplace"` fit and `type = "decision"`:
-#'   also return the latent function's posterior standard deviation.
+#' @param se.fit For a `posterior = "laplace"` or `"ep"` fit and `type =
+#'   "decision"`: also return the latent function's posterior standard
+#'   deviation.
 #' @param ... Unused; any argument given here is an error naming it.
 #' @return As [predict.krr()]; for `type = "prob"` the probability of the
 #'   second level: \eqn{1 / (1 + e^{A F + B})} for a fit with `probability =
 #'   TRUE` (Platt scaling), else \eqn{1 / (1 + e^{-F})} (binary), or a matrix with one
-#'   column per class (one-vs-rest). For a `posterior = "laplace"` fit the
-#'   probability is averaged over the latent posterior \eqn{N(\mu, v)}
+#'   column per class (one-vs-rest). For a `posterior = "laplace"` or `"ep"`
+#'   fit the probability is averaged over the latent posterior \eqn{N(\mu, v)}
 #'   (the probit approximation \eqn{\sigma(\mu / \sqrt{1 + \pi v / 8})});
 #'   with `se.fit = TRUE` a list of `fit` (the latent mean \eqn{\mu}, the
 #'   decision values) and `se.fit` (\eqn{\sqrt v}). *Note*: with more than two classes the
@@ -275,6 +311,11 @@ check_posterior <- function(posterior, loss, intercept, features, weights, call)
 #'                       posterior = "laplace", threads = 1)
 #' head(predict(gpc, iris[51:150, ], type = "prob"))
 #' str(predict(gpc, iris[51:53, ], type = "decision", se.fit = TRUE))
+#' # expectation propagation: probabilities further from 1/2 where the data
+#' # are clear
+#' gpc_ep <- kernel_machine(Species ~ ., data = iris[51:150, ], loss = loss_logistic(),
+#'                          posterior = "ep", threads = 1)
+#' head(predict(gpc_ep, iris[51:150, ], type = "prob"))
 #' @export
 predict.kernel_machine <- function(object, newdata = NULL,
                                    type = c("response", "class", "decision",
@@ -283,10 +324,10 @@ predict.kernel_machine <- function(object, newdata = NULL,
   validate_krr(object, sys.call(), "object")
   check_no_dots(list(...), "predict", sys.call())
   check_flag(se.fit, "se.fit", sys.call())
-  laplace <- identical(object$posterior, "laplace")
+  laplace <- is_gp_classifier(object$posterior)
   if (se.fit && (!laplace || !identical(type[1L], "decision"))) {
     abort_askotch(paste(
-      "`se.fit` needs a posterior = \"laplace\" fit and type = \"decision\"."),
+      "`se.fit` needs a posterior = \"laplace\" or \"ep\" fit and type = \"decision\"."),
       "input", sys.call())
   }
   if (!is.character(type) || length(type) < 1L) {
@@ -301,6 +342,8 @@ predict.kernel_machine <- function(object, newdata = NULL,
       "training points."), "input")
   }
   if (laplace && (type == "prob" || se.fit)) return(laplace_predict(object, newdata, se.fit))
+  # EP's decision values and classes: its posterior mean
+  if (identical(object$posterior, "ep")) object <- ep_as_mean(object)
   if (type != "prob") {
     return(predict.krr(object, newdata, type = type, device = device))
   }
@@ -410,6 +453,11 @@ summary.kernel_machine <- function(object, ...) {
       sprintf("; log marginal likelihood %s", format(signif(laplace_loglik(object)$loglik, 6)))
     } else ""
     extra <- c(extra, "Posterior" = paste0("Laplace approximation (GP classifier)", ll))
+  }
+  if (identical(object$posterior, "ep")) {
+    extra <- c(extra, "Posterior" = sprintf(paste(
+      "expectation propagation (GP classifier), %s sweeps; log marginal likelihood %s"),
+      paste(object$ep$sweeps, collapse = ", "), format(signif(sum(object$ep$logz), 6))))
   }
   if (!is.null(object$platt)) {
     extra <- c(extra, "Probabilities" = sprintf(

@@ -25,32 +25,40 @@
 # R/tune-laplace.R). One-vs-rest: one binary GP per class, sharing lambda
 # and the kernel, log q summed over the classes.
 
-# The weighted-GP view of column o of a Laplace fit: what R/gp.R's variance
-# methods read (weights W from its decision values f at the training
-# points, lambda, no mean term), as a regression fit
-laplace_view <- function(object, o, f) {
-  pi <- stats::plogis(f)
+# The weighted-GP view of column o of a GP classifier: what R/gp.R's
+# variance methods read (the observation weights w, lambda, no mean term),
+# as a regression fit
+laplace_view <- function(object, o, w) {
   v <- object
   class(v) <- "krr"
   v$loss <- loss_squared()
   v$task <- "regression"
   v$m <- 1L
   v$weights <- object$weights[, o, drop = FALSE]
-  v$obs_weights <- pmax(pi * (1 - pi), .Machine$double.eps)
+  v$obs_weights <- pmax(w, .Machine$double.eps)
   v$gp_no_mean <- TRUE
   v$gp_id <- paste0(object$gp_id, ":laplace:", o)
   v
 }
 
+# The weights of the weighted-GP views (n x m): W = pi (1 - pi) at the
+# modes (Laplace), or EP's site precisions
+gpc_site_weights <- function(object) {
+  if (identical(object$posterior, "ep")) return(object$ep$tau)
+  pi <- stats::plogis(fitted_scores(object))
+  pi * (1 - pi)
+}
+
 # The latent mean and variance at the standardised points xs (n_new x m each)
 laplace_latent <- function(object, xs, call = NULL) {
+  W <- gpc_site_weights(object)
+  if (identical(object$posterior, "ep")) object <- ep_as_mean(object)
   mu <- krr_scores(object, xs)
-  Fh <- fitted_scores(object)  # the modes at the training points, once
   # the exact variance, or the Nystrom bracket's lower end (the pathwise
   # method would solve with the logistic fit's solver)
   method <- if (object$n <= gp_exact_fallback_n()) "exact" else "nystrom"
   V <- vapply(seq_len(ncol(mu)), function(o) {
-    gp_variance(laplace_view(object, o, Fh[, o]), xs, method, 100L, call)$var / object$lambda
+    gp_variance(laplace_view(object, o, W[, o]), xs, method, 100L, call)$var / object$lambda
   }, numeric(nrow(xs)))
   list(mean = mu, var = matrix(V, nrow(xs)))
 }
@@ -114,10 +122,13 @@ laplace_predict <- function(object, newdata, se.fit) {
   na_expand(out, pp$ok, pp$rn)
 }
 
-#' Laplace approximation's log marginal likelihood of a GP classifier
+#' Log marginal likelihood of a GP classifier
 #'
 #' For a [kernel_machine()] fit with `loss = loss_logistic()` and
-#' `posterior = "laplace"`: the approximate log marginal likelihood
+#' `posterior = "ep"`: expectation propagation's approximation of the log
+#' marginal likelihood (Rasmussen and Williams 2006, eq. 3.65), summed over
+#' the one-vs-rest classifiers. With `posterior = "laplace"`: the Laplace
+#' approximation's
 #' \eqn{\log q(y \mid X) = -\frac12 \hat f^T \tilde K^{-1} \hat f + \sum_i
 #' \log \sigma(y_i \hat f_i) - \frac12 \log\det(I + W^{1/2} \tilde K
 #' W^{1/2})} (Rasmussen and Williams 2006, eq. 3.32), \eqn{\tilde K = K /
@@ -128,7 +139,8 @@ laplace_predict <- function(object, newdata, se.fit) {
 #' `lambda` and the bandwidth were chosen by maximising it (on a subsample
 #' of at most 1000 points, option `askotch.laplace_tune_max_n`) unless given.
 #'
-#' @param object A `"kernel_machine"` fit with `posterior = "laplace"`.
+#' @param object A `"kernel_machine"` fit with `posterior = "laplace"` or
+#'   `"ep"`.
 #' @param ... Unused.
 #' @return An object of class `"logLik"` with attributes `df` (\eqn{\lambda}
 #'   and the bandwidth where estimated) and `nobs`.
@@ -143,14 +155,15 @@ laplace_predict <- function(object, newdata, se.fit) {
 logLik.kernel_machine <- function(object, ...) {
   validate_krr(object, sys.call(), "object")
   check_no_dots(list(...), "logLik", sys.call())
-  if (!identical(object$posterior, "laplace")) {
+  if (!is_gp_classifier(object$posterior)) {
     abort_askotch(paste(
-      "logLik() of a kernel machine needs posterior = \"laplace\" (the logistic",
-      "loss's GP classifier); the squared loss's fits are krr() fits."), "input")
+      "logLik() of a kernel machine needs posterior = \"laplace\" or \"ep\" (the",
+      "logistic loss's GP classifier); the squared loss's fits are krr() fits."), "input")
   }
   tn <- object$tuning
   df <- (!is.null(tn) && identical(tn$lambda_rule, "laplace")) +
     (!is.null(tn) && identical(tn$bandwidth_rule, "ml"))
-  v <- laplace_loglik(object)
+  v <- if (identical(object$posterior, "ep")) list(loglik = sum(object$ep$logz)) else
+    laplace_loglik(object)
   structure(v$loglik, df = df, nobs = object$n, se = v$se, class = "logLik")
 }

@@ -73,6 +73,15 @@ platt_fold_ids <- function(cls, k, seed) {
   ids
 }
 
+# The fold fits' tolerance: the fit's; for the losses other than the
+# squared at most the relative duality gap of lambda = "cv"'s folds
+# (cv_fold_gap_tol(), R/tune.R), which leaves the decision values, and so
+# the sigmoid, to within the cross-validation's own noise
+platt_fold_tol <- function(fit) {
+  if (isTRUE(fit$tol_auto)) return(fit_tol_rule(fit))
+  if (fit_loss(fit)$name == "squared") fit$tol else max(fit$tol, cv_fold_gap_tol())
+}
+
 # The out-of-fold decision values of a classification fit: each fold
 # predicted by a fit on the others with the fit's hyperparameters and
 # solver, on its (scaled) training points. A fold fit that does not
@@ -89,7 +98,7 @@ platt_oof <- function(fit, call) {
   args <- list(kernel = fit$kernel, bandwidth = "median", lambda = fit$lambda,
                solver = fit$solver$name, precision = fit$precision, device = fit$device,
                max_passes = fit$max_passes,
-               tol = if (isTRUE(fit$tol_auto)) fit_tol_rule(fit) else fit$tol,
+               tol = platt_fold_tol(fit),
                time_limit = Inf, standardize = FALSE, seed = fit$seed, progress = FALSE,
                threads = if (isTRUE(fit$threads > 0)) fit$threads,
                mem_limit = if (isTRUE(fit$mem_limit > 0)) fit$mem_limit, keep_state = FALSE,
@@ -121,9 +130,10 @@ platt_calibrate <- function(fit, call) {
     abort_askotch("`probability = TRUE` needs classification (a factor response).", "input",
                   call)
   }
-  if (fit_features(fit) != 0L || identical(fit$posterior, "laplace")) {
+  if (fit_features(fit) != 0L || is_gp_classifier(fit$posterior)) {
     abort_askotch(paste("`probability = TRUE` needs the exact kernel (no random features;",
-                        "a posterior = \"laplace\" fit has its own probabilities)."),
+                        "a GP classifier (posterior = \"laplace\" or \"ep\") has its own",
+                        "probabilities)."),
                   "input", call)
   }
   if (min(tabulate(platt_classes(fit), length(fit$levels))) < platt_folds()) {

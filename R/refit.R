@@ -183,5 +183,7 @@ refit_fields <- function(object, res, tgt, cen, lambda, rs) {
   sf <- solve_fields(res, rs$tol_auto)
   fit[names(sf)] <- sf
   if (inherits(object, "kernel_machine")) fit <- km_fields(fit, res)
+  # EP's sites belong to the former lambda and targets (R/ep.R)
+  if (identical(fit$posterior, "ep")) fit$ep <- ep_fit(fit)
   fit
 }

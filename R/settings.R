@@ -56,7 +56,13 @@ new_settings <- function(kernel, lambda, solver, precision, device, rule, loss,
 settings_from_args <- function(dat, loss, args, intercept = 0, objective = FALSE,
                                call = NULL) {
   n <- dat$n
-  laplace <- identical(args$posterior, "laplace")
+  laplace <- is_gp_classifier(args$posterior)
+  if (identical(args$posterior, "ep") && n > ep_max_n()) {
+    abort_askotch(sprintf(paste(
+      "posterior = \"ep\" works with the n x n kernel matrix and is available up to %d",
+      "points (option askotch.ep_max_n); with n = %d use posterior = \"laplace\"."),
+      ep_max_n(), n), "input", call)
+  }
   lspec <- lambda_spec(args$lambda, loss, n, call, laplace)
   precision <- check_choice(args$precision, c("double", "single"), "precision", call)
   tl <- settings_tol(args$tol, lspec$value, dat$Yc, precision, loss, intercept, call)
@@ -93,6 +99,7 @@ settings_from_args <- function(dat, loss, args, intercept = 0, objective = FALSE
   set$select <- settings_select(args, kern, dat, loss)
   set$bandwidth_given <- isTRUE(args$bandwidth_given)
   set$laplace <- laplace
+  set$posterior <- args$posterior
   set
 }
 
@@ -206,7 +213,7 @@ check_seed <- function(seed, call) {
 settings_kernel <- function(args, xs, seed, loss, task, call) {
   bw <- args$bandwidth
   w <- args$weights
-  laplace <- identical(args$posterior, "laplace")
+  laplace <- is_gp_classifier(args$posterior)
   if (laplace) {
     # the GP classifier: the Gaussian kernel, its bandwidth by the Laplace
     # marginal likelihood unless given (tune_laplace())

@@ -29,11 +29,7 @@ validate_krr <- function(fit, call = NULL, arg = "object") {
   check_fit_extras(fit, bad)
   check_fit_trend(fit, bad)
   check_fit_noise(fit, bad)
-  if (!is.null(fit$posterior) && (!identical(fit$posterior, "laplace") ||
-                                  !inherits(fit, "kernel_machine") ||
-                                  fit_loss(fit)$name != "logistic")) {
-    bad("posterior", "must be NULL, or \"laplace\" for a logistic kernel machine")
-  }
+  check_fit_posterior(fit, bad)
   pl <- fit$platt
   if (!is.null(pl) && (!is.list(pl) || !inherits(fit, "kernel_machine") ||
                        !is.numeric(pl$A) || !is.numeric(pl$B) || length(pl$A) != fit$m ||
@@ -460,4 +456,25 @@ warn_not_converged <- function(fit, call = NULL) {
       paste("Raise `max_passes` or `time_limit`; a larger `lambda` (a smaller",
             "C = 1 / lambda) converges in fewer passes.")), "convergence", call)
   invisible(fit)
+}
+
+# A GP classifier's posterior: "laplace" or "ep" on a logistic kernel
+# machine; EP's sites (precisions tau >= 0) and mean weights, n x m
+check_fit_posterior <- function(fit, bad) {
+  if (is.null(fit$posterior)) {
+    if (!is.null(fit[["ep"]])) bad("ep", "must be NULL without posterior = \"ep\"")
+    return(invisible())
+  }
+  if (!is_gp_classifier(fit$posterior) || !inherits(fit, "kernel_machine") ||
+      fit_loss(fit)$name != "logistic") {
+    bad("posterior", "must be NULL, \"laplace\" or \"ep\" for a logistic kernel machine")
+  }
+  if (!identical(fit$posterior, "ep")) return(invisible())
+  ep <- fit[["ep"]]
+  dims_ok <- function(M) is.matrix(M) && is.numeric(M) && identical(dim(M), c(fit$n, fit$m)) &&
+    all(is.finite(M))
+  if (!is.list(ep) || !dims_ok(ep$tau) || any(ep$tau < 0) || !dims_ok(ep$weights) ||
+      !is.numeric(ep$logz) || length(ep$logz) != fit$m) {
+    bad("ep", "must hold the sites' precisions `tau` (>= 0) and the weights, n x m, and `logz`")
+  }
 }

@@ -1,5 +1,5 @@
 # GP classification (kernel_machine(loss = loss_logistic(), posterior =
-# "laplace")) on Sonar (mlbench) and spam (kernlab): held-out accuracy,
+# "laplace" or "ep")) on Sonar (mlbench) and spam (kernlab): held-out accuracy,
 # expected calibration error (10 equal-width bins of the predicted
 # probability of the second class) and log loss, against the logistic
 # kernel machine with its default C = 1, the hinge-loss kernel machine with
@@ -28,6 +28,10 @@ ece <- function(p, y01, bins = 10) {
 models <- list(
   "askotch GP classifier (Laplace, ML)" = function(x, y, xt) {
     f <- kernel_machine(x, y, loss = loss_logistic(), posterior = "laplace", threads = 2)
+    predict(f, xt, type = "prob")
+  },
+  "askotch GP classifier (EP, Laplace's hyperparameters)" = function(x, y, xt) {
+    f <- kernel_machine(x, y, loss = loss_logistic(), posterior = "ep", threads = 2)
     predict(f, xt, type = "prob")
   },
   "askotch logistic, C = 1 (default)" = function(x, y, xt) {

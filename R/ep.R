@@ -1,0 +1,156 @@
+# Gaussian-process classification by expectation propagation -----------------
+#
+# kernel_machine(x, y, loss = loss_logistic(), posterior = "ep"). The model
+# is that of posterior = "laplace" (R/laplace.R): latent prior
+# f ~ GP(0, K~), K~ = K / lambda, logistic likelihood sigma(y_i f_i). EP
+# (Minka 2001; Rasmussen and Williams 2006, sec. 3.6) replaces each
+# likelihood term by a Gaussian site with precision tau~_i and shift nu~_i,
+# chosen so that the posterior marginal of f_i matches the moments of the
+# "tilted" distribution sigma(y_i f_i) N(f_i; cavity). The Laplace
+# approximation centres its Gaussian at the mode, which for the logistic
+# likelihood sits closer to zero than the posterior mean, and so gives
+# probabilities that are too close to 1/2 (Kuss and Rasmussen 2005;
+# Nickisch and Rasmussen 2008, who find EP the most accurate of the
+# approximations they compare).
+#
+# Here all sites are updated together from the current posterior (a
+# parallel version of R&W's Algorithm 3.5), with the step halved when the
+# sites' change grows and lengthened again while it shrinks, started from
+# the Laplace approximation's sites (tau~ = W, nu~ = W f^ + grad log
+# p(y | f^), whose posterior is the Laplace one). A sweep costs a Cholesky
+# factor of B = I + S^(1/2) K~ S^(1/2) and a triangular solve with n
+# right-hand sides, in base R linear algebra: exact, for up to option
+# askotch.ep_max_n points. The tilted moments are integrals in one
+# variable, by the trapezoidal rule. Predictions are those of a weighted GP
+# regression with weights tau~ and pseudo-targets nu~ / tau~ (R&W sec.
+# 3.6.2), through R/gp.R as for the Laplace approximation.
+
+# EP's options, each one positive number (what = its meaning)
+ep_option <- function(name, default, what) {
+  v <- getOption(name, default)
+  if (!is.numeric(v) || length(v) != 1L || !isTRUE(v > 0)) {
+    abort_askotch(sprintf("option `%s` (%s) must be one positive number.", name, what),
+                  "input")
+  }
+  v
+}
+ep_max_n <- function() ep_option("askotch.ep_max_n", 5000, "the most points")
+ep_max_sweeps <- function() ep_option("askotch.ep_max_sweeps", 200L, "the most sweeps")
+# the convergence tolerance on the sites' change between sweeps (relative)
+ep_tol <- function() ep_option("askotch.ep_tol", 1e-4, "the sites' relative change")
+
+# The logistic likelihood's log sigma(y f); tests pass a Gaussian one, for
+# which EP is exact
+ep_logistic <- function(y, f) stats::plogis(y * f, log.p = TRUE)
+
+# log Z, mean and variance of the tilted distributions
+# p(y | f) N(f; m, v) / Z, one per element of y, m, v: the trapezoidal
+# rule over m +- 10 sqrt(v) with a spacing of at most 0.25 (the logistic
+# likelihood is analytic within pi of the real axis, so the rule's error is
+# of order exp(-2 pi^2 / 0.25)) and at most sqrt(v) / 4
+ep_tilted <- function(y, m, v, loglik = ep_logistic) {
+  s <- sqrt(v)
+  q <- as.integer(max(81, ceiling(20 * max(s) / 0.25) + 1))
+  z <- seq(-10, 10, length.out = q)
+  Fz <- outer(s, z) + m
+  lL <- loglik(y, Fz)
+  top <- apply(lL, 1L, max)
+  L <- exp(lL - top) * rep(stats::dnorm(z), each = length(m))
+  Z <- rowSums(L)
+  mu <- rowSums(L * Fz) / Z
+  list(logZ = log(Z * (z[2L] - z[1L])) + top, mean = mu,
+       var = rowSums(L * (Fz - mu)^2) / Z)
+}
+
+# The posterior N(mu, Sigma) of the sites (tau, nu) for the prior K~:
+# its marginal variances and means, B's factor, and the weights alpha with
+# posterior mean K~ alpha at any point (GPML's epComputeParams)
+ep_posterior <- function(Kt, tau, nu) {
+  sw <- sqrt(tau)
+  L <- chol(diag(length(tau)) + outer(sw, sw) * Kt)
+  V <- backsolve(L, sw * Kt, transpose = TRUE)
+  alpha <- nu - sw * backsolve(L, backsolve(L, sw * drop(Kt %*% nu), transpose = TRUE))
+  list(var = diag(Kt) - colSums(V^2), mean = drop(Kt %*% alpha), L = L, V = V, alpha = alpha)
+}
+
+# EP's log marginal likelihood (R&W eq. 3.65, in GPML's form): the sites'
+# tilted normalisers, the Gaussian terms and B's log determinant
+ep_logz <- function(post, tau, nu, y, loglik = ep_logistic) {
+  v <- post$var
+  tc <- 1 / v - tau
+  nc <- post$mean / v - nu
+  lz <- ep_tilted(y, nc / tc, 1 / tc, loglik)$logZ
+  # nu^T Sigma nu = nu^T mu for the zero prior mean
+  sum(lz) - sum(log(diag(post$L))) + sum(nu * post$mean) / 2 - sum(v * nu^2) / 2 +
+    sum(nc * ((tau / tc * nc - 2 * nu) * v)) / 2 + sum(log1p(tau / tc)) / 2
+}
+
+# EP for one +1/-1 column y, started from the Laplace sites at the latent
+# mode f (the mode of y's logistic fit at the training points)
+ep_column <- function(Kt, y, f, loglik = ep_logistic) {
+  p <- stats::plogis(y * f)
+  w <- pmax(p * (1 - p), 1e-12)
+  tau <- w
+  nu <- w * f + y * (1 - p)
+  post <- ep_posterior(Kt, tau, nu)
+  converged <- FALSE
+  damping <- 1
+  last <- Inf
+  for (sweep in seq_len(ep_max_sweeps())) {
+    tc <- 1 / post$var - tau
+    nc <- post$mean / post$var - nu
+    ok <- tc > 0  # a site whose cavity is not a proper Gaussian keeps its values
+    th <- ep_tilted(y[ok], nc[ok] / tc[ok], 1 / tc[ok], loglik)
+    tnew <- tau
+    nnew <- nu
+    tnew[ok] <- pmax(1 / th$var - tc[ok], 0)
+    nnew[ok] <- th$mean / th$var - nc[ok]
+    change <- max(abs(tnew - tau) / (1 + tau), abs(nnew - nu) / (1 + abs(nu)))
+    # parallel updates can oscillate: the step is halved (to 1/16) when the
+    # change grows, and lengthened again (to a full step) while it shrinks
+    damping <- if (change > last) max(damping / 2, 1 / 16) else min(1, damping * 1.5)
+    last <- change
+    tau <- tau + damping * (tnew - tau)
+    nu <- nu + damping * (nnew - nu)
+    post <- ep_posterior(Kt, tau, nu)
+    if (change <= ep_tol()) {
+      converged <- TRUE
+      break
+    }
+  }
+  list(tau = tau, nu = nu, alpha = post$alpha, logz = ep_logz(post, tau, nu, y, loglik),
+       sweeps = sweep, converged = converged, change = change)
+}
+
+# The EP fields of a logistic fit (its weights are the posterior modes):
+# per column the site precisions tau (the weighted-GP view's weights), the
+# weights of the posterior mean (K w), log Z, the sweeps; warns (classed)
+# when a column did not converge
+ep_fit <- function(fit, call = NULL) {
+  lam <- fit$lambda
+  xs <- gp_xs(fit)
+  Kt <- gp_kmat(fit, xs, xs) / lam
+  Fh <- krr_scores(fit, xs)
+  cols <- lapply(seq_len(fit$m), function(o) ep_column(Kt, fit$y[, o], Fh[, o]))
+  pick <- function(nm) vapply(cols, `[[`, numeric(if (nm %in% c("tau", "alpha")) fit$n else 1L),
+                              nm)
+  ep <- list(tau = matrix(pick("tau"), fit$n), weights = matrix(pick("alpha"), fit$n) / lam,
+             logz = pick("logz"), sweeps = as.integer(pick("sweeps")),
+             converged = as.logical(pick("converged")))
+  if (!all(ep$converged)) {
+    warn_askotch(sprintf(paste(
+      "Expectation propagation did not converge in %d sweeps (largest relative change of",
+      "the sites %.2g); its probabilities are those of the last sweep. A larger `lambda`",
+      "or posterior = \"laplace\" avoids this."), ep_max_sweeps(),
+      max(vapply(cols, `[[`, 1, "change"))), "convergence", call)
+  }
+  ep
+}
+
+# The fit as the weighted-GP view of R/laplace.R reads it: the EP
+# posterior mean's weights in place of the mode's
+ep_as_mean <- function(object) {
+  object$weights <- object$ep$weights
+  object$gp_id <- paste0(object$gp_id, ":ep")
+  object
+}

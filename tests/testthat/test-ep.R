@@ -1,0 +1,182 @@
+# GP classification by expectation propagation (kernel_machine(posterior =
+# "ep")) against a base R sequential EP written from Rasmussen and Williams
+# (2006), Algorithm 3.5 and eq. 3.65, with the tilted moments by
+# stats::integrate(): no shared code with R/ep.R, which updates all sites
+# together and integrates by the trapezoidal rule.
+
+# the tilted distribution sigma(y f) N(f; m, v): its normaliser, mean, variance
+# (in the standardised variable z = (f - m) / sqrt(v))
+oracle_tilted <- function(y, m, v) {
+  s <- sqrt(v)
+  g <- function(k, c = 0) {
+    integrate(function(z) (z - c)^k * plogis(y * (m + s * z)) * dnorm(z), -12, 12,
+              rel.tol = 1e-12, abs.tol = 1e-15, subdivisions = 500L)$value
+  }
+  z <- g(0)
+  ez <- g(1) / z
+  list(z = z, mean = m + s * ez, var = v * g(2, ez) / z)
+}
+
+# sequential EP (R&W Algorithm 3.5) for the prior covariance Kt, +1/-1 y;
+# log Z_EP by eq. 3.65 written as log N(mu~; 0, Kt + S~^-1) plus the sites'
+# normalisers
+oracle_ep <- function(Kt, y) {
+  n <- length(y)
+  tt <- nt <- numeric(n)
+  Sigma <- Kt
+  mu <- numeric(n)
+  for (sweep in 1:100) {
+    old <- c(tt, nt)
+    for (i in seq_len(n)) {
+      tc <- 1 / Sigma[i, i] - tt[i]
+      nc <- mu[i] / Sigma[i, i] - nt[i]
+      h <- oracle_tilted(y[i], nc / tc, 1 / tc)
+      dt <- 1 / h$var - tc - tt[i]
+      tt[i] <- tt[i] + dt
+      nt[i] <- h$mean / h$var - nc
+      s <- Sigma[, i]
+      Sigma <- Sigma - outer(s, s) / (1 / dt + s[i])
+      mu <- drop(Sigma %*% nt)
+    }
+    Sigma <- solve(solve(Kt) + diag(tt))
+    mu <- drop(Sigma %*% nt)
+    if (max(abs(c(tt, nt) - old)) < 1e-12) break
+  }
+  vc <- 1 / (1 / diag(Sigma) - tt)              # cavity variances
+  mc <- vc * (mu / diag(Sigma) - nt)            # cavity means
+  mt <- nt / tt                                  # site means, site variances 1 / tt
+  C <- Kt + diag(1 / tt)
+  lz <- vapply(seq_len(n), function(i) log(oracle_tilted(y[i], mc[i], vc[i])$z), 0)
+  logz <- sum(lz + 0.5 * log(vc + 1 / tt) + (mc - mt)^2 / (2 * (vc + 1 / tt))) -
+    0.5 * c(determinant(C)$modulus) - 0.5 * sum(mt * solve(C, mt))
+  list(tau = tt, nu = nt, mu = mu, Sigma = Sigma, logz = logz, C = C, mt = mt)
+}
+
+ep_data <- function(n = 40, seed = 1) {
+  set.seed(seed)
+  x <- matrix(rnorm(2 * n), ncol = 2)
+  y <- factor(ifelse(sin(2 * x[, 1]) + x[, 2] + rnorm(n, sd = 0.5) > 0, "b", "a"))
+  list(x = x, y = y, s = ifelse(y == "b", 1, -1))
+}
+
+test_that("EP's latent mean, variance, probabilities and log Z are the base R ones", {
+  old <- options(askotch.ep_tol = 1e-11)
+  on.exit(options(old))
+  d <- ep_data()
+  fit <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "ep", bandwidth = 0.8,
+                        lambda = 0.05, standardize = FALSE, tol = 1e-12, threads = 1)
+  K <- oracle_kernel(d$x, d$x, "rbf", 0.8)
+  o <- oracle_ep(K / 0.05, d$s)
+  expect_equal(drop(fit$ep$tau), o$tau, tolerance = 1e-8)
+  expect_equal(as.numeric(logLik(fit)), o$logz, tolerance = 1e-8)
+  xn <- rbind(c(0, 1), c(-1, 0.5), c(3, 3), d$x[1:2, ])
+  kx <- oracle_kernel(xn, d$x, "rbf", 0.8) / 0.05
+  mu <- drop(kx %*% solve(o$C, o$mt))
+  v <- 1 / 0.05 - rowSums((kx %*% solve(o$C)) * kx)
+  p <- predict(fit, xn, type = "decision", se.fit = TRUE)
+  expect_equal(unname(p$fit), mu, tolerance = 1e-7)
+  expect_equal(unname(p$se.fit^2), v, tolerance = 1e-7)
+  expect_equal(unname(p$fit[4:5]), o$mu[1:2], tolerance = 1e-7)
+  expect_equal(unname(p$se.fit[4:5]^2), diag(o$Sigma)[1:2], tolerance = 1e-7)
+  expect_equal(unname(predict(fit, xn, type = "prob")), plogis(mu / sqrt(1 + pi * v / 8)),
+               tolerance = 1e-7)
+  expect_identical(as.character(predict(fit, xn)), ifelse(mu > 0, "b", "a"))
+  # the weights stay the posterior mode's (the logistic fit, its duality gap)
+  lap <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace",
+                        bandwidth = 0.8, lambda = 0.05, standardize = FALSE, tol = 1e-12,
+                        threads = 1)
+  expect_equal(fit$weights, lap$weights, tolerance = 1e-10)
+  # EP's probabilities lie further from 1/2 than the Laplace approximation's
+  # (its Gaussian sits at the mode, nearer zero than the posterior mean)
+  pl <- predict(lap, d$x, type = "prob")
+  pe <- predict(fit, d$x, type = "prob")
+  expect_gt(mean(abs(pe - 0.5)), mean(abs(pl - 0.5)))
+})
+
+test_that("with one point EP is the exact posterior", {
+  ep_column <- getFromNamespace("ep_column", "askotch")
+  ep_posterior <- getFromNamespace("ep_posterior", "askotch")
+  for (cf in list(c(1, 2, 0.3), c(-1, 50, 1.2), c(1, 0.01, -0.5))) {
+    e <- ep_column(matrix(cf[2]), cf[1], cf[3])
+    p <- ep_posterior(matrix(cf[2]), e$tau, e$nu)
+    h <- oracle_tilted(cf[1], 0, cf[2])
+    expect_equal(p$mean, h$mean, tolerance = 1e-9)
+    expect_equal(p$var, h$var, tolerance = 1e-9)
+    expect_equal(e$logz, log(h$z), tolerance = 1e-10)
+  }
+})
+
+test_that("one-vs-rest EP: one binary EP per class, probabilities normalised", {
+  old <- options(askotch.ep_tol = 1e-10)
+  on.exit(options(old))
+  ir <- iris[c(1:15, 51:65, 101:115), ]
+  fit <- kernel_machine(Species ~ ., data = ir, loss = loss_logistic(), posterior = "ep",
+                        bandwidth = 1, lambda = 0.1, tol = 1e-12, threads = 1)
+  P <- predict(fit, ir, type = "prob")
+  expect_equal(unname(rowSums(P)), rep(1, 45), tolerance = 1e-12)
+  xs <- scale(as.matrix(ir[, 1:4]))
+  K <- oracle_kernel(xs, xs, "rbf", 1) / 0.1
+  raw <- sapply(levels(ir$Species), function(l) {
+    o <- oracle_ep(K, ifelse(ir$Species == l, 1, -1))
+    v <- diag(o$Sigma)
+    plogis(o$mu / sqrt(1 + pi * v / 8))
+  })
+  expect_equal(unname(P), unname(raw / rowSums(raw)), tolerance = 1e-6)
+  expect_length(fit$ep$sweeps, 3L)
+})
+
+test_that("the hyperparameters are the Laplace approximation's", {
+  d <- ep_data(60, seed = 2)
+  lap <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace",
+                        standardize = FALSE, threads = 1)
+  ep <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "ep",
+                       standardize = FALSE, threads = 1)
+  expect_identical(ep$tuning$lambda_rule, "laplace")
+  expect_equal(ep$lambda, lap$lambda)
+  expect_equal(ep$kernel$bandwidth, lap$kernel$bandwidth)
+  expect_match(summary(ep)$extra[["Posterior"]], "expectation propagation")
+  expect_output(print(summary(ep)), format(signif(as.numeric(logLik(ep)), 6)), fixed = TRUE)
+})
+
+test_that("EP's limits and failures are classed errors and warnings", {
+  d <- ep_data(30, seed = 3)
+  e <- function(...) expect_error(kernel_machine(d$x, d$y, threads = 1, ...),
+                                  class = "askotch_error_input")
+  e(loss = loss_hinge(), posterior = "ep")
+  e(loss = loss_logistic(), posterior = "ep", intercept = TRUE)
+  e(loss = loss_logistic(), posterior = "ep", probability = TRUE)
+  old <- options(askotch.ep_max_n = 20, askotch.ep_max_sweeps = 1L, askotch.ep_tol = 1e-14)
+  on.exit(options(old))
+  expect_error(kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "ep",
+                              threads = 1), "askotch.ep_max_n", class = "askotch_error_input")
+  options(askotch.ep_max_n = NULL)
+  expect_warning(fit <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "ep",
+                                       lambda = 0.01, bandwidth = 0.5, threads = 1),
+                 "propagation did not converge", class = "askotch_warning_convergence")
+  expect_false(fit$ep$converged)
+  options(askotch.ep_tol = "small")
+  expect_error(kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "ep",
+                              threads = 1), "askotch.ep_tol", class = "askotch_error_input")
+  bad <- fit
+  bad$ep$tau[1] <- -1
+  expect_error(predict(bad, d$x, type = "prob"), "ep", class = "askotch_error_object")
+  bad <- fit
+  bad$ep <- NULL
+  expect_error(predict(bad, d$x, type = "prob"), "ep", class = "askotch_error_object")
+})
+
+test_that("refit() recomputes EP's sites at the new lambda", {
+  old <- options(askotch.ep_tol = 1e-10)
+  on.exit(options(old))
+  d <- ep_data(40, seed = 5)
+  fit <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "ep", bandwidth = 0.8,
+                        lambda = 0.05, standardize = FALSE, tol = 1e-12, threads = 1)
+  r <- refit(fit, lambda = 0.2)
+  direct <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "ep",
+                           bandwidth = 0.8, lambda = 0.2, standardize = FALSE, tol = 1e-12,
+                           threads = 1)
+  expect_equal(r$ep$tau, direct$ep$tau, tolerance = 1e-7)
+  expect_equal(predict(r, d$x[1:5, ], type = "prob"), predict(direct, d$x[1:5, ], type = "prob"),
+               tolerance = 1e-7)
+  expect_equal(as.numeric(logLik(r)), as.numeric(logLik(direct)), tolerance = 1e-8)
+})
