@@ -100,11 +100,13 @@ ep_column <- function(Kt, y, f, loglik = ep_logistic) {
     tc <- 1 / post$var - tau
     nc <- post$mean / post$var - nu
     ok <- tc > 0  # a site whose cavity is not a proper Gaussian keeps its values
-    th <- ep_tilted(y[ok], nc[ok] / tc[ok], 1 / tc[ok], loglik)
     tnew <- tau
     nnew <- nu
-    tnew[ok] <- pmax(1 / th$var - tc[ok], 0)
-    nnew[ok] <- th$mean / th$var - nc[ok]
+    if (any(ok)) {
+      th <- ep_tilted(y[ok], nc[ok] / tc[ok], 1 / tc[ok], loglik)
+      tnew[ok] <- pmax(1 / th$var - tc[ok], 0)
+      nnew[ok] <- th$mean / th$var - nc[ok]
+    }
     change <- max(abs(tnew - tau) / (1 + tau), abs(nnew - nu) / (1 + abs(nu)))
     # parallel updates can oscillate: the step is halved (to 1/16) when the
     # change grows, and lengthened again (to a full step) while it shrinks

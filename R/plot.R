@@ -25,13 +25,19 @@
 #' Williams 2006, section 5.4.2): with \eqn{A = K + \lambda W^{-1}},
 #' \eqn{\mu_{-i} = y_i - [A^{-1} y]_i / [A^{-1}]_{ii}} and
 #' \eqn{\sigma^2_{-i} = s^2 / [A^{-1}]_{ii}}, the hyperparameters and the
-#' constant mean held at their estimates. They need the factor of \eqn{A}, so
-#' `"qq"` and `"pit"` are drawn for squared-loss fits on the full kernel with
-#' at most `getOption("askotch.gp_exact_max_n", 5000)` points.
+#' constant mean held at their estimates. For squared-loss fits on the full
+#' kernel with at most `getOption("askotch.gp_exact_max_n", 5000)` points
+#' they come from the factor of \eqn{A}, for every training point; above, at
+#' a random subsample of 200 of them (option `askotch.plot_loo_points`; the
+#' fit's `seed`), from the fit's solver applied to the subsample's unit
+#' vectors (\eqn{A^{-1} e_i} gives \eqn{[A^{-1}]_{ii}}): exact to the fit's
+#' tolerance, at the cost of one solve with that many right-hand sides.
 #'
 #' By default every panel that applies to the fit is drawn: the trace for
 #' an iterative solver, the residuals, and for a Gaussian-process fit the
-#' QQ plot, the fitted function and the PIT histogram.
+#' QQ plot, the fitted function and the PIT histogram (the QQ plot and the
+#' PIT histogram above the exact range only when `which` names them, as
+#' they cost a solve).
 #'
 #' @param x A `"krr"` fit.
 #' @param which Panels to draw, a subset of `"residuals"`, `"qq"`, `"fit"`,
@@ -82,8 +88,10 @@ plot_which <- function(x, which, ecall) {
   regression <- x$task %in% c("regression", "multioutput")
   loo_ok <- gp_loo_applicable(x)
   if (is.null(which)) {
-    return(c(if (iterative) "trace", "residuals", if (loo_ok) "qq",
-             if (regression) "fit", if (loo_ok) "pit"))
+    # above the exact range the LOO panels cost a solve: drawn when asked for
+    loo_default <- loo_ok && x$n <= gp_exact_max_n()
+    return(c(if (iterative) "trace", "residuals", if (loo_default) "qq",
+             if (regression) "fit", if (loo_default) "pit"))
   }
   if (!is.character(which) || length(which) < 1L || anyNA(which) ||
       !all(which %in% all)) {
@@ -94,8 +102,7 @@ plot_which <- function(x, which, ecall) {
   if (any(c("qq", "pit") %in% which) && !loo_ok) {
     abort_askotch(paste(
       "The \"qq\" and \"pit\" panels need the exact leave-one-out predictive",
-      "distributions: a squared-loss regression fit on the full kernel with at",
-      sprintf("most %d points (option askotch.gp_exact_max_n).", gp_exact_max_n())),
+      "distributions: a squared-loss regression fit on the full kernel."),
       "input", ecall)
   }
   if ("fit" %in% which && !regression) {
@@ -125,11 +132,20 @@ plot_has_validation <- function(x) {
 # Exact leave-one-out predictive distributions of the training responses of
 # output `o` (see ?plot.krr): mean, sd and the standardised residuals z.
 gp_loo_applicable <- function(x) {
-  gp_applicable(x) && x$task %in% c("regression", "multioutput") &&
-    x$n <= gp_exact_max_n()
+  gp_applicable(x) && x$task %in% c("regression", "multioutput")
+}
+
+plot_loo_points <- function() {
+  m <- getOption("askotch.plot_loo_points", 200)
+  if (!is.numeric(m) || length(m) != 1L || !isTRUE(m >= 10)) {
+    abort_askotch("option `askotch.plot_loo_points` must be one number of at least 10.",
+                  "input")
+  }
+  as.integer(m)
 }
 
 gp_loo <- function(x, o = 1L) {
+  if (x$n > gp_exact_max_n()) return(gp_loo_sampled(x, o))
   fac <- gp_exact_factor(x)
   Ri <- backsolve(fac$R, diag(fac$n))
   dA <- rowSums(Ri^2)
@@ -148,6 +164,32 @@ gp_loo <- function(x, o = 1L) {
   list(mean = mu, sd = sd, z = (y - mu) / sd)
 }
 
+# The same at a random subsample of the training points (plot_loo_points(),
+# drawn from the fit's seed), by one solve with the fit's solver (gp_solve())
+# for A^{-1} [y_c, e_i (i in the subsample), F]: [A^{-1}]_ii, alpha = A^{-1} y_c
+# and the trend's correction as in gp_loo()
+gp_loo_sampled <- function(x, o) {
+  n <- x$n
+  idx <- subsample_rows(n, plot_loo_points(), if (is.null(x$seed)) 1L else x$seed)
+  m <- length(idx)
+  E <- matrix(0, n, m)
+  E[cbind(idx, seq_len(m))] <- 1
+  yc <- gp_yc(x)[, o]
+  V <- gp_solve(x, cbind(yc, E, x$trend$F))
+  alpha <- V[, 1L]
+  dA <- V[cbind(idx, 1L + seq_len(m))]
+  if (!is.null(x$trend)) {
+    AF <- V[, -seq_len(m + 1L), drop = FALSE]
+    Rc <- chol(crossprod(x$trend$F, AF))
+    dA <- dA - rowSums(t(backsolve(Rc, t(AF[idx, , drop = FALSE]), transpose = TRUE))^2)
+  }
+  s2 <- sum(yc * alpha) / (n - trend_reml_q(x))
+  y <- x$y[idx, o]
+  mu <- y - alpha[idx] / dA
+  sd <- sqrt(s2 / dA)
+  list(mean = mu, sd = sd, z = (y - mu) / sd, rows = idx)
+}
+
 plot_residuals <- function(x, o, ...) {
   f <- as.matrix(fitted_scores(x))[, o]
   r <- x$y[, o] - f
@@ -157,9 +199,13 @@ plot_residuals <- function(x, o, ...) {
   if (length(unique(f)) > 3L) graphics::lines(stats::lowess(f, r), col = "red")
 }
 
+# " (m sampled points)" when the LOO distributions are a subsample's
+loo_note <- function(loo) if (is.null(loo$rows)) "" else
+  sprintf(" (%d sampled points)", length(loo$rows))
+
 plot_qq <- function(loo, ...) {
   z <- loo$z
-  stats::qqnorm(z, main = "Normal QQ, standardised LOO residuals",
+  stats::qqnorm(z, main = paste0("Normal QQ, standardised LOO residuals", loo_note(loo)),
                 ylab = "standardised LOO residuals", pch = 1, cex = 0.7, ...)
   graphics::abline(0, 1, lty = 3, col = "grey40")
 }
@@ -168,8 +214,8 @@ plot_pit <- function(loo, level, ...) {
   u <- stats::pnorm(loo$z)
   cover <- mean(abs(loo$z) <= stats::qnorm((1 + level) / 2))
   graphics::hist(u, breaks = seq(0, 1, by = 0.1), freq = FALSE, xlab = "PIT",
-                 main = sprintf("PIT; LOO %g%% intervals cover %.1f%%", 100 * level,
-                                100 * cover), col = "grey85", ...)
+                 main = sprintf("PIT; LOO %g%% intervals cover %.1f%%%s", 100 * level,
+                                100 * cover, loo_note(loo)), col = "grey85", ...)
   graphics::abline(h = 1, lty = 3, col = "grey40")
 }
 

@@ -70,9 +70,41 @@ test_that("plot() refuses what it cannot draw with a classed error", {
   cl <- krr(d$x, factor(d$y > 0), lambda = 0.1, threads = 1)
   expect_error(plot(cl, which = "qq"), "leave-one-out", class = "askotch_error_input")
   expect_error(plot(cl, which = "fit"), class = "askotch_error_input")
-  old <- options(askotch.gp_exact_max_n = 10)
+  old <- options(askotch.plot_loo_points = 5, askotch.gp_exact_max_n = 10)
   on.exit(options(old), add = TRUE)
-  expect_error(plot(gp, which = "pit"), "at most 10", class = "askotch_error_input")
+  expect_error(plot(gp, which = "pit"), "askotch.plot_loo_points",
+               class = "askotch_error_input")
+})
+
+test_that("above the exact range the LOO distributions are a subsample's, by solves", {
+  pdf(NULL)
+  on.exit(dev.off(), add = TRUE)
+  d <- make_regression(120, p = 2, seed = 35)
+  d$x <- cbind(d$x, seq(0, 1, length.out = 120))
+  colnames(d$x) <- c("a", "b", "t")
+  fits <- list(
+    krr(d$x, d$y, kernel = "matern32", bandwidth = 1.2, lambda = 0.05,
+        weights = seq(0.5, 2, length.out = 120), solver = pcg(), tol = 1e-12, threads = 1,
+        seed = 3),
+    krr(d$x, d$y, kernel = "rbf", bandwidth = 1, lambda = 0.1, solver = cholesky(),
+        threads = 1, seed = 4),
+    krr(y ~ ., data = data.frame(d$x, y = d$y), mean = ~ t, bandwidth = 1, lambda = 0.1,
+        threads = 1, seed = 5))
+  for (fit in fits) {
+    exact <- gp_loo(fit)
+    old <- options(askotch.gp_exact_max_n = 50, askotch.plot_loo_points = 30)
+    s <- gp_loo(fit)
+    expect_length(s$rows, 30L)
+    expect_identical(s$rows, sort(unique(s$rows)))
+    expect_lt(rel_err(s$mean, exact$mean[s$rows]), 1e-7)
+    expect_lt(rel_err(s$sd, exact$sd[s$rows]), 1e-7)
+    expect_lt(rel_err(s$z, exact$z[s$rows]), 1e-6)
+    # drawn when asked for, not by default (a solve with 30 right-hand sides)
+    expect_false(any(c("qq", "pit") %in%
+                       getFromNamespace("plot_which", "askotch")(fit, NULL, NULL)))
+    expect_invisible(plot(fit, which = c("qq", "pit")))
+    options(old)
+  }
 })
 
 test_that("a kernel machine plots its convergence only", {
