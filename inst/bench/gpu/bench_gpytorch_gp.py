@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""The GPU peer of issue 11's target: GPyTorch's exact GP (CG + LOVE) on Friedman 1.
+"""GPyTorch's exact GP (CG + LOVE) on Friedman 1: the peer of the GP analysis at scale.
+
+Runs on the GPU when there is one, else on the CPU (with --keops the kernel is
+KeOps' CPU code, compiled on first use).
 
     python3 inst/bench/gpu/bench_gpytorch_gp.py [--n 100000] [--ntest 10000]
         [--iters 50] [--budget 240] [--seed 1] [--precond 100]
