@@ -31,7 +31,10 @@
 #'   \eqn{\lambda} (the fit's selected one unless `lambda` is given): the
 #'   other fits of a \eqn{\lambda} path are dropped, so
 #'   `predict(lambda = )` on it is an error rather than a mix of old weights
-#'   and new responses.
+#'   and new responses. A kernel machine's probabilities follow the new fit:
+#'   Platt's sigmoid (`probability = TRUE`) is fitted again by its
+#'   cross-validation, and expectation propagation (`posterior = "ep"`) runs
+#'   again.
 #' @seealso [krr()]
 #' @examples
 #' set.seed(1)
@@ -103,6 +106,8 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
   res <- drive_solver(state, set, tgt, xs, t0, use_floor = TRUE)
   keep <- keep_state
   fit <- refit_fields(object, res, tgt, cen, lambda, rs)
+  # Platt's sigmoid belongs to the former lambda and targets: fitted again
+  if (!is.null(fit[["platt"]])) fit <- platt_calibrate(fit, ecall)
   fit$state <- if (keep_state) state else NULL
   fit$call <- ecall
   warn_not_converged(validate_krr(fit), ecall)

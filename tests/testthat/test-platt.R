@@ -86,3 +86,19 @@ test_that("probability = TRUE refuses what it cannot calibrate", {
   fit <- kernel_machine(x, cls2, loss = loss_hinge(), lambda = 0.1, threads = 1)
   expect_error(predict(fit, x, type = "prob"), "probability = TRUE", class = "askotch_error_input")
 })
+
+test_that("refit() fits the Platt sigmoid again at the new lambda", {
+  set.seed(6)
+  x <- cbind(a = runif(120), b = runif(120))
+  cls <- factor(ifelse(x[, 1] - x[, 2] + rnorm(120, sd = 0.3) > 0, "p", "q"))
+  fit <- kernel_machine(x, cls, loss = loss_hinge(), lambda = 0.05, bandwidth = 0.4,
+                        probability = TRUE, threads = 1, seed = 7)
+  r <- refit(fit, lambda = 0.3)
+  direct <- kernel_machine(x, cls, loss = loss_hinge(), lambda = 0.3, bandwidth = 0.4,
+                           probability = TRUE, threads = 1, seed = 7)
+  expect_false(isTRUE(all.equal(r$platt$A, fit$platt$A)))
+  expect_equal(r$platt, direct$platt, tolerance = 1e-8)
+  expect_equal(predict(r, x[1:5, ], type = "prob"), predict(direct, x[1:5, ], type = "prob"),
+               tolerance = 1e-6)
+})
+
