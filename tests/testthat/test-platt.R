@@ -101,4 +101,3 @@ test_that("refit() fits the Platt sigmoid again at the new lambda", {
   expect_equal(predict(r, x[1:5, ], type = "prob"), predict(direct, x[1:5, ], type = "prob"),
                tolerance = 1e-6)
 })
-
