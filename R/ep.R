@@ -73,8 +73,9 @@ ep_posterior <- function(Kt, tau, nu) {
   list(var = diag(Kt) - colSums(V^2), mean = drop(Kt %*% alpha), L = L, V = V, alpha = alpha)
 }
 
-# EP's log marginal likelihood (R&W eq. 3.65, in GPML's form): the sites'
-# tilted normalisers, the Gaussian terms and B's log determinant
+# EP's log marginal likelihood (R&W sec. 3.6, in the form of GPML's
+# infEP): the sites' tilted normalisers, the Gaussian terms and B's log
+# determinant
 ep_logz <- function(post, tau, nu, y, loglik = ep_logistic) {
   v <- post$var
   tc <- 1 / v - tau

@@ -126,7 +126,7 @@ laplace_predict <- function(object, newdata, se.fit) {
 #'
 #' For a [kernel_machine()] fit with `loss = loss_logistic()` and
 #' `posterior = "ep"`: expectation propagation's approximation of the log
-#' marginal likelihood (Rasmussen and Williams 2006, eq. 3.65), summed over
+#' marginal likelihood (Rasmussen and Williams 2006, sec. 3.6), summed over
 #' the one-vs-rest classifiers. With `posterior = "laplace"`: the Laplace
 #' approximation's
 #' \eqn{\log q(y \mid X) = -\frac12 \hat f^T \tilde K^{-1} \hat f + \sum_i

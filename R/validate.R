@@ -471,8 +471,9 @@ check_fit_posterior <- function(fit, bad) {
   }
   if (!identical(fit$posterior, "ep")) return(invisible())
   ep <- fit[["ep"]]
-  dims_ok <- function(M) is.matrix(M) && is.numeric(M) && identical(dim(M), c(fit$n, fit$m)) &&
-    all(is.finite(M))
+  dims_ok <- function(M) {
+    is.matrix(M) && is.numeric(M) && isTRUE(all(dim(M) == c(fit$n, fit$m))) && all(is.finite(M))
+  }
   if (!is.list(ep) || !dims_ok(ep$tau) || any(ep$tau < 0) || !dims_ok(ep$weights) ||
       !is.numeric(ep$logz) || length(ep$logz) != fit$m) {
     bad("ep", "must hold the sites' precisions `tau` (>= 0) and the weights, n x m, and `logz`")

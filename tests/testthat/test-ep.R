@@ -1,6 +1,6 @@
 # GP classification by expectation propagation (kernel_machine(posterior =
 # "ep")) against a base R sequential EP written from Rasmussen and Williams
-# (2006), Algorithm 3.5 and eq. 3.65, with the tilted moments by
+# (2006), Algorithm 3.5 and sec. 3.6, with the tilted moments by
 # stats::integrate(): no shared code with R/ep.R, which updates all sites
 # together and integrates by the trapezoidal rule.
 
@@ -18,7 +18,7 @@ oracle_tilted <- function(y, m, v) {
 }
 
 # sequential EP (R&W Algorithm 3.5) for the prior covariance Kt, +1/-1 y;
-# log Z_EP by eq. 3.65 written as log N(mu~; 0, Kt + S~^-1) plus the sites'
+# log Z_EP from its definition: log N(mu~; 0, Kt + S~^-1) plus the sites'
 # normalisers
 oracle_ep <- function(Kt, y) {
   n <- length(y)
