@@ -22,6 +22,7 @@
 # Usage (from the package root, with askotch, e1071, kernlab and mlbench):
 #   Rscript inst/bench/bench_small_n.R            # 5 repeats
 #   ASKOTCH_BENCH_REPS=3 ASKOTCH_BENCH_FASHION=10000 Rscript inst/bench/bench_small_n.R
+# ASKOTCH_BENCH_METHODS=askotch,e1071 leaves joker() out.
 # Prints one table: per set and method, the median (min-max) fit seconds,
 # the mean test accuracy, and how many fits converged.
 
@@ -29,6 +30,8 @@ suppressPackageStartupMessages(library(askotch))
 now <- function() proc.time()[["elapsed"]]
 reps <- as.integer(Sys.getenv("ASKOTCH_BENCH_REPS", "5"))
 fashion_n <- as.numeric(Sys.getenv("ASKOTCH_BENCH_FASHION", "0"))
+# the methods compared (comma separated; default all three)
+methods <- strsplit(Sys.getenv("ASKOTCH_BENCH_METHODS", "askotch,joker,e1071"), ",")[[1]]
 
 # split_set() and the sets spam, pima, sonar (80/20 splits, standardised)
 source(system.file("bench", "small_sets.R", package = "askotch"))
@@ -72,8 +75,7 @@ for (nm in names(sets)) {
   for (r in seq_len(reps)) {
     d <- sets[[nm]](r)
     bw <- run_askotch(d)$bandwidth # warm-up and the kernel for LIBSVM
-    order <- c("askotch", "joker", "e1071")
-    order <- order[(seq_along(order) + r - 2) %% 3 + 1]
+    order <- methods[(seq_along(methods) + r - 2) %% length(methods) + 1]
     for (m in order) {
       res <- switch(m, askotch = run_askotch(d), joker = run_askotch(d, joker()),
                     e1071 = run_e1071(d, bw))
