@@ -108,3 +108,12 @@ trend_oracle <- function(x, y, Fm, bw, lambda, xn = NULL, Fn = NULL, w = NULL,
   }
   out
 }
+
+# Two-class data for the GP classifiers (test-laplace.R, test-ep.R): a
+# wavy boundary in two inputs, labels "a" / "b" and their -1 / +1 codes
+gpc_data <- function(n = 120, seed = 1) {
+  set.seed(seed)
+  x <- matrix(rnorm(2 * n), ncol = 2)
+  y <- factor(ifelse(sin(2 * x[, 1]) + x[, 2] + rnorm(n, sd = 0.5) > 0, "b", "a"))
+  list(x = x, y = y, s = ifelse(y == "b", 1, -1))
+}

@@ -52,17 +52,10 @@ oracle_ep <- function(Kt, y) {
   list(tau = tt, nu = nt, mu = mu, Sigma = Sigma, logz = logz, C = C, mt = mt)
 }
 
-ep_data <- function(n = 40, seed = 1) {
-  set.seed(seed)
-  x <- matrix(rnorm(2 * n), ncol = 2)
-  y <- factor(ifelse(sin(2 * x[, 1]) + x[, 2] + rnorm(n, sd = 0.5) > 0, "b", "a"))
-  list(x = x, y = y, s = ifelse(y == "b", 1, -1))
-}
-
 test_that("EP's latent mean, variance, probabilities and log Z are the base R ones", {
   old <- options(askotch.ep_tol = 1e-11)
   on.exit(options(old))
-  d <- ep_data()
+  d <- gpc_data(40)
   fit <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "ep", bandwidth = 0.8,
                         lambda = 0.05, standardize = FALSE, tol = 1e-12, threads = 1)
   K <- oracle_kernel(d$x, d$x, "rbf", 0.8)
@@ -126,7 +119,7 @@ test_that("one-vs-rest EP: one binary EP per class, probabilities normalised", {
 })
 
 test_that("the hyperparameters are the Laplace approximation's", {
-  d <- ep_data(60, seed = 2)
+  d <- gpc_data(60, seed = 2)
   lap <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace",
                         standardize = FALSE, threads = 1)
   ep <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "ep",
@@ -139,7 +132,7 @@ test_that("the hyperparameters are the Laplace approximation's", {
 })
 
 test_that("EP's limits and failures are classed errors and warnings", {
-  d <- ep_data(30, seed = 3)
+  d <- gpc_data(30, seed = 3)
   e <- function(...) expect_error(kernel_machine(d$x, d$y, threads = 1, ...),
                                   class = "askotch_error_input")
   e(loss = loss_hinge(), posterior = "ep")
@@ -168,7 +161,7 @@ test_that("EP's limits and failures are classed errors and warnings", {
 test_that("refit() recomputes EP's sites at the new lambda", {
   old <- options(askotch.ep_tol = 1e-10)
   on.exit(options(old))
-  d <- ep_data(40, seed = 5)
+  d <- gpc_data(40, seed = 5)
   fit <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "ep", bandwidth = 0.8,
                         lambda = 0.05, standardize = FALSE, tol = 1e-12, threads = 1)
   r <- refit(fit, lambda = 0.2)

@@ -26,15 +26,8 @@ oracle_laplace <- function(K, y, lambda) {
   list(f = f, w = w, a = a, logq = logq)
 }
 
-laplace_data <- function(n = 120, seed = 1) {
-  set.seed(seed)
-  x <- matrix(rnorm(2 * n), ncol = 2)
-  y <- factor(ifelse(sin(2 * x[, 1]) + x[, 2] + rnorm(n, sd = 0.5) > 0, "b", "a"))
-  list(x = x, y = y, s = ifelse(y == "b", 1, -1))
-}
-
 test_that("mode, latent variance, probabilities and log q are the base R ones", {
-  d <- laplace_data()
+  d <- gpc_data()
   fit <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace",
                         bandwidth = 0.8, lambda = 0.05, standardize = FALSE,
                         tol = 1e-12, threads = 1)
@@ -59,7 +52,7 @@ test_that("mode, latent variance, probabilities and log q are the base R ones", 
 })
 
 test_that("lambda and the bandwidth maximise the Laplace marginal likelihood", {
-  d <- laplace_data(100, seed = 2)
+  d <- gpc_data(100, seed = 2)
   fit <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace",
                         standardize = FALSE, tol = 1e-10, threads = 1)
   expect_identical(fit$tuning$lambda_rule, "laplace")
@@ -97,7 +90,7 @@ test_that("one-vs-rest: one binary GP classifier per class, shared hyperparamete
 })
 
 test_that("above the exact sizes: the stochastic log q and the Nystrom variance", {
-  d <- laplace_data(300, seed = 3)
+  d <- gpc_data(300, seed = 3)
   fit <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace",
                         bandwidth = 0.8, lambda = 0.05, standardize = FALSE,
                         tol = 1e-12, threads = 1)
@@ -113,7 +106,7 @@ test_that("above the exact sizes: the stochastic log q and the Nystrom variance"
 })
 
 test_that("what the Laplace posterior needs is checked with classed errors", {
-  d <- laplace_data(60, seed = 4)
+  d <- gpc_data(60, seed = 4)
   e <- function(...) expect_error(kernel_machine(d$x, d$y, threads = 1, ...),
                                   class = "askotch_error_input")
   e(loss = loss_hinge(), posterior = "laplace")
@@ -136,7 +129,7 @@ test_that("what the Laplace posterior needs is checked with classed errors", {
 })
 
 test_that("at small lambda the solver starts from the Newton mode and converges", {
-  d <- laplace_data(300, seed = 5)
+  d <- gpc_data(300, seed = 5)
   fit <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace",
                         lambda = 1e-4, bandwidth = 0.5, threads = 1)
   expect_true(fit$converged)
@@ -146,7 +139,7 @@ test_that("at small lambda the solver starts from the Newton mode and converges"
 })
 
 test_that("summary() of a GP classifier reports its log marginal likelihood", {
-  d <- laplace_data(80, seed = 6)
+  d <- gpc_data(80, seed = 6)
   gpc <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace",
                         lambda = 0.1, bandwidth = 1, threads = 1)
   s <- summary(gpc)
@@ -156,7 +149,7 @@ test_that("summary() of a GP classifier reports its log marginal likelihood", {
 })
 
 test_that("the gradient of log q matches finite differences of the base R one", {
-  d <- laplace_data(60, seed = 7)
+  d <- gpc_data(60, seed = 7)
   lq <- function(th) {
     oracle_laplace(oracle_kernel(d$x, d$x, "rbf", exp(th[1])), d$s, exp(th[2]))$logq
   }
