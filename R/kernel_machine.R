@@ -171,16 +171,16 @@
 #'   Platt's probabilistic outputs for support vector machines. *Machine
 #'   Learning* 68, 267-276.
 #'
-#'   Platt, J. C. (1999). Probabilistic outputs for support vector machines
-#'   and comparisons to regularized likelihood methods. In *Advances in Large
-#'   Margin Classifiers*, MIT Press.
-#'
 #'   Minka, T. P. (2001). Expectation propagation for approximate Bayesian
 #'   inference. In *Proceedings of UAI 2001*, 362-369.
 #'
 #'   Nickisch, H. and Rasmussen, C. E. (2008). Approximations for binary
 #'   Gaussian process classification. *Journal of Machine Learning Research*
 #'   9, 2035-2078.
+#'
+#'   Platt, J. C. (1999). Probabilistic outputs for support vector machines
+#'   and comparisons to regularized likelihood methods. In *Advances in Large
+#'   Margin Classifiers*, MIT Press.
 #'
 #'   Rasmussen, C. E. and Williams, C. K. I. (2006). *Gaussian Processes for
 #'   Machine Learning*. MIT Press.
