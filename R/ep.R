@@ -25,19 +25,12 @@
 # regression with weights tau~ and pseudo-targets nu~ / tau~ (R&W sec.
 # 3.6.2), through R/gp.R as for the Laplace approximation.
 
-# EP's options, each one positive number (what = its meaning)
-ep_option <- function(name, default, what) {
-  v <- getOption(name, default)
-  if (!is.numeric(v) || length(v) != 1L || !isTRUE(v > 0)) {
-    abort_askotch(sprintf("option `%s` (%s) must be one positive number.", name, what),
-                  "input")
-  }
-  v
-}
-ep_max_n <- function() ep_option("askotch.ep_max_n", 5000, "the most points")
-ep_max_sweeps <- function() ep_option("askotch.ep_max_sweeps", 200L, "the most sweeps")
-# the convergence tolerance on the sites' change between sweeps (relative)
-ep_tol <- function() ep_option("askotch.ep_tol", 1e-4, "the sites' relative change")
+# EP's options: the most points and sweeps, and the convergence tolerance
+# on the sites' change between sweeps (relative)
+ep_option <- function(name, default) number_option(name, default, function(v) v > 0, "above 0")
+ep_max_n <- function() ep_option("askotch.ep_max_n", 5000)
+ep_max_sweeps <- function() ep_option("askotch.ep_max_sweeps", 200L)
+ep_tol <- function() ep_option("askotch.ep_tol", 1e-4)
 
 # The logistic likelihood's log sigma(y f); tests pass a Gaussian one, for
 # which EP is exact

@@ -324,8 +324,8 @@ predict.kernel_machine <- function(object, newdata = NULL,
   validate_krr(object, sys.call(), "object")
   check_no_dots(list(...), "predict", sys.call())
   check_flag(se.fit, "se.fit", sys.call())
-  laplace <- is_gp_classifier(object$posterior)
-  if (se.fit && (!laplace || !identical(type[1L], "decision"))) {
+  gpc <- is_gp_classifier(object$posterior)
+  if (se.fit && (!gpc || !identical(type[1L], "decision"))) {
     abort_askotch(paste(
       "`se.fit` needs a posterior = \"laplace\" or \"ep\" fit and type = \"decision\"."),
       "input", sys.call())
@@ -341,7 +341,7 @@ predict.kernel_machine <- function(object, newdata = NULL,
       "`newdata` is needed: a random-features fit does not keep its",
       "training points."), "input")
   }
-  if (laplace && (type == "prob" || se.fit)) return(laplace_predict(object, newdata, se.fit))
+  if (gpc && (type == "prob" || se.fit)) return(laplace_predict(object, newdata, se.fit))
   # EP's decision values and classes: its posterior mean
   if (identical(object$posterior, "ep")) object <- ep_as_mean(object)
   if (type != "prob") {

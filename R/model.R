@@ -292,7 +292,7 @@ fit_model <- function(x, y, loss, args, machine, call, ecall) {
   fit$tuning <- tn$tuning
   if (path) fit <- path_fields(fit, res)
   if (set$objective) fit <- as_kernel_machine(fit, tn$dat, tn$set, res)
-  if (isTRUE(set$laplace)) fit$posterior <- set$posterior
+  if (is_gp_classifier(set$posterior)) fit$posterior <- set$posterior
   if (identical(set$posterior, "ep")) fit$ep <- ep_fit(fit, ecall)
   warn_not_converged(validate_krr(fit), ecall)
 }

@@ -129,65 +129,55 @@ plot_has_validation <- function(x) {
   !is.null(v) && any(!is.na(v))
 }
 
-# Exact leave-one-out predictive distributions of the training responses of
-# output `o` (see ?plot.krr): mean, sd and the standardised residuals z.
 gp_loo_applicable <- function(x) {
   gp_applicable(x) && x$task %in% c("regression", "multioutput")
 }
 
 plot_loo_points <- function() {
-  m <- getOption("askotch.plot_loo_points", 200)
-  if (!is.numeric(m) || length(m) != 1L || !isTRUE(m >= 10)) {
-    abort_askotch("option `askotch.plot_loo_points` must be one number of at least 10.",
-                  "input")
-  }
-  as.integer(m)
+  as.integer(number_option("askotch.plot_loo_points", 200, function(m) m >= 10,
+                           "of at least 10"))
 }
 
+# Exact leave-one-out predictive distributions of the training responses of
+# output `o` (see ?plot.krr): mean, sd and the standardised residuals z, at
+# every point, or above gp_exact_max_n() at the sampled `rows`. From
+# alpha = A^{-1} y_c, the diagonal [A^{-1}]_ii and, with a mean function,
+# A^{-1} F for the diagonal of P = A^{-1} - A^{-1} F C^{-1} F^T A^{-1}
+# (alpha is then P y).
 gp_loo <- function(x, o = 1L) {
-  if (x$n > gp_exact_max_n()) return(gp_loo_sampled(x, o))
-  fac <- gp_exact_factor(x)
-  Ri <- backsolve(fac$R, diag(fac$n))
-  dA <- rowSums(Ri^2)
   yc <- gp_yc(x)[, o]
-  alpha <- drop(Ri %*% crossprod(Ri, yc))
+  s <- if (x$n > gp_exact_max_n()) loo_solves_sampled(x, yc) else loo_solves_exact(x, yc)
+  rows <- if (is.null(s$rows)) seq_len(x$n) else s$rows
+  dA <- s$dA
   if (!is.null(x$trend)) {
-    # the diagonal of P = A^{-1} - A^{-1} F C^{-1} F^T A^{-1} (alpha is P y)
-    AF <- Ri %*% crossprod(Ri, x$trend$F)
-    Rc <- chol(crossprod(x$trend$F, AF))
-    dA <- dA - rowSums(t(backsolve(Rc, t(AF), transpose = TRUE))^2)
+    Rc <- chol(crossprod(x$trend$F, s$AF))
+    dA <- dA - rowSums(t(backsolve(Rc, t(s$AF[rows, , drop = FALSE]), transpose = TRUE))^2)
   }
-  s2 <- sum(yc * alpha) / (fac$n - trend_reml_q(x))
-  y <- x$y[, o]
-  mu <- y - alpha / dA
+  s2 <- sum(yc * s$alpha) / (x$n - trend_reml_q(x))
+  y <- x$y[rows, o]
+  mu <- y - s$alpha[rows] / dA
   sd <- sqrt(s2 / dA)
-  list(mean = mu, sd = sd, z = (y - mu) / sd)
+  list(mean = mu, sd = sd, z = (y - mu) / sd, rows = s$rows)
+}
+
+# gp_loo()'s solves from the Cholesky factor of A, for every point
+loo_solves_exact <- function(x, yc) {
+  Ri <- backsolve(gp_exact_factor(x)$R, diag(x$n))
+  list(alpha = drop(Ri %*% crossprod(Ri, yc)), dA = rowSums(Ri^2),
+       AF = if (!is.null(x$trend)) Ri %*% crossprod(Ri, x$trend$F))
 }
 
 # The same at a random subsample of the training points (plot_loo_points(),
 # drawn from the fit's seed), by one solve with the fit's solver (gp_solve())
-# for A^{-1} [y_c, e_i (i in the subsample), F]: [A^{-1}]_ii, alpha = A^{-1} y_c
-# and the trend's correction as in gp_loo()
-gp_loo_sampled <- function(x, o) {
-  n <- x$n
-  idx <- subsample_rows(n, plot_loo_points(), if (is.null(x$seed)) 1L else x$seed)
+# for A^{-1} [y_c, e_i (i in the subsample), F]
+loo_solves_sampled <- function(x, yc) {
+  idx <- subsample_rows(x$n, plot_loo_points(), if (is.null(x$seed)) 1L else x$seed)
   m <- length(idx)
-  E <- matrix(0, n, m)
+  E <- matrix(0, x$n, m)
   E[cbind(idx, seq_len(m))] <- 1
-  yc <- gp_yc(x)[, o]
   V <- gp_solve(x, cbind(yc, E, x$trend$F))
-  alpha <- V[, 1L]
-  dA <- V[cbind(idx, 1L + seq_len(m))]
-  if (!is.null(x$trend)) {
-    AF <- V[, -seq_len(m + 1L), drop = FALSE]
-    Rc <- chol(crossprod(x$trend$F, AF))
-    dA <- dA - rowSums(t(backsolve(Rc, t(AF[idx, , drop = FALSE]), transpose = TRUE))^2)
-  }
-  s2 <- sum(yc * alpha) / (n - trend_reml_q(x))
-  y <- x$y[idx, o]
-  mu <- y - alpha[idx] / dA
-  sd <- sqrt(s2 / dA)
-  list(mean = mu, sd = sd, z = (y - mu) / sd, rows = idx)
+  list(alpha = V[, 1L], dA = V[cbind(idx, 1L + seq_len(m))],
+       AF = if (!is.null(x$trend)) V[, -seq_len(m + 1L), drop = FALSE], rows = idx)
 }
 
 plot_residuals <- function(x, o, ...) {

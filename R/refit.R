@@ -106,8 +106,9 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
   res <- drive_solver(state, set, tgt, xs, t0, use_floor = TRUE)
   keep <- keep_state
   fit <- refit_fields(object, res, tgt, cen, lambda, rs)
-  # Platt's sigmoid belongs to the former lambda and targets: fitted again
+  # Platt's sigmoid and EP's sites belong to the former lambda and targets
   if (!is.null(fit[["platt"]])) fit <- platt_calibrate(fit, ecall)
+  if (identical(fit$posterior, "ep")) fit$ep <- ep_fit(fit, ecall)
   fit$state <- if (keep_state) state else NULL
   fit$call <- ecall
   warn_not_converged(validate_krr(fit), ecall)
@@ -188,7 +189,5 @@ refit_fields <- function(object, res, tgt, cen, lambda, rs) {
   sf <- solve_fields(res, rs$tol_auto)
   fit[names(sf)] <- sf
   if (inherits(object, "kernel_machine")) fit <- km_fields(fit, res)
-  # EP's sites belong to the former lambda and targets (R/ep.R)
-  if (identical(fit$posterior, "ep")) fit$ep <- ep_fit(fit)
   fit
 }

@@ -98,7 +98,6 @@ settings_from_args <- function(dat, loss, args, intercept = 0, objective = FALSE
   set$tol_rule <- tl$tol_rule
   set$select <- settings_select(args, kern, dat, loss)
   set$bandwidth_given <- isTRUE(args$bandwidth_given)
-  set$laplace <- laplace
   set$posterior <- args$posterior
   set
 }

@@ -29,11 +29,7 @@ single_lambda_floor <- 1e-5
 # rates' own sampling error (spam and Pima: at most 0.35 standard errors,
 # inst/bench/RESULTS.md), at half the cost or less.
 cv_fold_gap_tol <- function() {
-  g <- getOption("askotch.cv_gap_tol", 1e-3)
-  if (!is.numeric(g) || length(g) != 1L || !isTRUE(g > 0 && g < 1)) {
-    abort_askotch("option `askotch.cv_gap_tol` must be one number in (0, 1).", "input")
-  }
-  g
+  number_option("askotch.cv_gap_tol", 1e-3, function(g) g > 0 && g < 1, "in (0, 1)")
 }
 
 # The default lambda path of lambda = "cv" for the losses other than the
@@ -66,7 +62,7 @@ tune_loss_cv <- function(dat, set) {
 tune_hyper <- function(dat, set, call = NULL) {
   ls <- set$lambda_spec
   bw_rule <- set$kernel$bandwidth_rule
-  if (isTRUE(set$laplace)) return(tune_laplace(dat, set))
+  if (is_gp_classifier(set$posterior)) return(tune_laplace(dat, set))
   if (ls$rule == "fixed" && !bw_rule %in% c("ml", "ard") && is.null(dat$noise)) {
     return(list(dat = dat, set = set, tuning = NULL))
   }

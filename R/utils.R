@@ -65,3 +65,13 @@ with_seed <- function(seed, expr) {
 }
 
 `%||%` <- function(a, b) if (is.null(a)) b else a
+
+# A numeric option: one number with ok(v) TRUE (what: the condition, for the
+# classed error naming the option), else `default`
+number_option <- function(name, default, ok, what) {
+  v <- getOption(name, default)
+  if (!is.numeric(v) || length(v) != 1L || !isTRUE(ok(v))) {
+    abort_askotch(sprintf("option `%s` must be one number %s.", name, what), "input")
+  }
+  v
+}
