@@ -357,6 +357,13 @@ gp_hyper_check <- function(object, what, call) {
       "for n <= %d (option askotch.tune_exact_max_n); this fit has n = %d."), what,
       tune_exact_max_n(), object$n), "input", call)
   }
+  if (!is.null(object$noise$gp)) {
+    abort_askotch(sprintf(paste(
+      "%s of the hyperparameters is not available under a latent noise process",
+      "(noise = ~ gp()): they are estimated by a Laplace approximation whose",
+      "Hessian is not computed. A log-linear noise model (noise = ~ z) has it."), what),
+      "input", call)
+  }
   if (!is.null(object$noise) && (is.null(object$noise$Z) || object$m > 1L ||
                                  object$n > tune_exact_max_n())) {
     abort_askotch(sprintf(paste(

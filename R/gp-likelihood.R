@@ -174,14 +174,23 @@ kernel_at <- function(xs, kernel, tstat, threads) {
 # numerically positive definite shows as a rank below n rather than as an
 # error (a handler for chol()'s error would also catch an interrupt's), and
 # everything after it is in the pivot order.
+# noise: list(Z, gamma), a log-linear noise model (v = exp(Z gamma), the
+# gradient in gamma after lambda's), or list(h), the log relative noise
+# variances of the points themselves (v = exp(h); R/noise-gp.R): then the
+# result has `gradient_h` (d loglik / dh_i, one output); gradient = "info"
+# returns these, `info_h`, the Fisher information of the h_i, (lambda v_i)
+# (lambda v_j) P_ij^2 / 2 with P = A^{-1} (REML: the projection's P), and
+# `hess_h`, the observed information (minus the Hessian in h, one output),
+# instead of the kernel's and lambda's gradient.
 gp_loglik_exact <- function(xs, Y, kernel, lambda, ard = FALSE,
                             gradient = TRUE, threads = 0L, tstat = NULL,
                             trend = NULL, noise = NULL) {
   n <- nrow(xs)
   m <- ncol(Y)
   A <- kernel_at(xs, kernel, tstat, threads)
-  # the noise model: lambda v_i, v = exp(Z gamma) (R/noise.R)
-  v <- if (is.null(noise)) 1 else exp(drop(noise$Z %*% noise$gamma))
+  # the noise model: lambda v_i, v = exp(Z gamma) (R/noise.R) or exp(h)
+  v <- if (is.null(noise)) 1 else if (!is.null(noise$h)) exp(noise$h) else
+    exp(drop(noise$Z %*% noise$gamma))
   dg <- seq.int(1L, by = n + 1L, length.out = n) # (in place; diag<- copies A)
   A[dg] <- A[dg] + lambda * v
   R <- suppressWarnings(chol(A, pivot = TRUE))
@@ -200,15 +209,38 @@ gp_loglik_exact <- function(xs, Y, kernel, lambda, ard = FALSE,
   logdet <- 2 * sum(log(diag(R))) + if (reml) gls$logdetC else 0
   ll <- sum(-nn / 2 * (log(2 * pi * s2) + 1)) - m / 2 * logdet
   out <- list(loglik = ll, signal_var = s2, logdet = logdet, yAy = yAy)
-  if (!gradient) return(out)
+  if (isFALSE(gradient)) return(out)
   # M = -m/2 P (REML) or -m/2 A^{-1}, plus the data terms
-  M <- chol2inv(R) * (-m / 2)
+  M <- chol2inv(R)
   rm(R)
-  if (reml) M <- M + tcrossprod(gls$AFh) * (m / 2)
+  if (reml) M <- M - tcrossprod(gls$AFh)
+  info <- identical(gradient, "info")
+  if (info) Fh <- outer(lambda * v[piv], lambda * v[piv]) * M^2 / 2
+  if (info) {
+    # the data term's projection: P = A^{-1} - AFh AFh^T with a mean function
+    Hh <- outer(lambda * v[piv] * alpha[, 1L], lambda * v[piv] * alpha[, 1L]) *
+      (if (!is.null(gls) && !reml) M - tcrossprod(gls$AFh) else M)
+  }
+  M <- M * (-m / 2)
   M <- M + tcrossprod(sweep(alpha, 2L, sqrt(nn / (2 * yAy)), "*", check.margin = FALSE))
-  gk <- native_kernel_deriv_dot(xs[piv, , drop = FALSE], kernel, kernel_grad_codes(xs, ard), M)
   dM <- diag(M)
-  if (!is.null(noise)) {
+  if (!is.null(noise$h)) {
+    out$gradient_h <- numeric(n)
+    out$gradient_h[piv] <- dM * lambda * v[piv]
+  }
+  if (info) {
+    # the h derivatives only; the observed information of the profile
+    # likelihood (s^2 profiled: a rank-one correction u u^T 2 / n)
+    u <- lambda * v[piv] * alpha[, 1L]^2 / (2 * s2)
+    Hh <- Hh / s2 - Fh - tcrossprod(u) * (2 / nn)
+    diag(Hh) <- diag(Hh) - dM * lambda * v[piv]
+    out$info_h <- out$hess_h <- matrix(0, n, n)
+    out$info_h[piv, piv] <- Fh
+    out$hess_h[piv, piv] <- Hh
+    return(out)
+  }
+  gk <- native_kernel_deriv_dot(xs[piv, , drop = FALSE], kernel, kernel_grad_codes(xs, ard), M)
+  if (!is.null(noise$Z)) {
     # dA/dgamma_j = lambda diag(v z_j); the pivot order
     lv <- lambda * v[piv]
     return(c(out, list(gradient = c(gk, sum(dM * lv),

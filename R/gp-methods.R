@@ -9,7 +9,8 @@ gp_df <- function(object) {
   est_kernel <- if (is.null(tn)) 0L else if (!is.null(tn$composite)) NROW(tn$composite) else
     switch(tn$bandwidth_rule, ml = 1L, ard = object$p, 0L)
   q <- if (is.null(object$trend)) 1L else ncol(object$trend$F)
-  object$m * (1L + regression * q) + est_lambda + est_kernel + length(object$noise$coef)
+  object$m * (1L + regression * q) + est_lambda + est_kernel + length(object$noise$coef) +
+    2L * !is.null(object$noise$gp)
 }
 
 #' Log marginal likelihood, AIC, BIC, deviance and the number of observations
@@ -70,6 +71,12 @@ logLik.krr <- function(object, ...) {
       "input")
   }
   st <- gp_fit_stats(object)
+  if (is.na(st$loglik)) {
+    abort_askotch(sprintf(paste(
+      "logLik() of a latent noise process (noise = ~ gp()) is its Laplace",
+      "approximation on the rows it was estimated on, here %d of %d (option",
+      "askotch.noise_gp_max_n)."), length(object$noise$gp$rows), object$n), "input")
+  }
   structure(st$loglik, df = gp_df(object), nobs = object$n,
             se = st$se, class = "logLik")
 }
@@ -236,6 +243,7 @@ trend_table <- function(object, o = 1L) {
 # delta_0 = log(lambda s^2) - center^T delta.
 noise_table <- function(object) {
   nz <- object$noise
+  if (!is.null(nz$gp)) return(noise_gp_table(object))
   delta <- nz$coef / nz$scale
   s2 <- gp_signal_var(object)
   d0 <- log(object$lambda * s2) - sum(nz$center * delta)

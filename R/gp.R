@@ -879,12 +879,15 @@ gp_fit_stats <- function(object) {
     if (!is.null(trend)) Y <- object$y
     cr <- gp_exact_stats(object$x, Y, object$kernel, object$lambda, threads,
                          gp_dw(object), trend)
+    # a latent noise process: the Laplace approximation of its marginal likelihood
+    if (!is.null(object$noise$gp)) cr$loglik <- noise_gp_loglik(object)
     return(list(loglik = cr$loglik, edf = cr$edf, gcv = cr$gcv, loo = cr$loo,
                 method = "exact"))
   }
   st <- gp_loglik_stochastic(object$x, Y, object$kernel, object$lambda,
                              gradient = FALSE, seed = object$seed,
                              threads = threads, d = gp_dw(object))
+  if (!is.null(object$noise$gp)) st$loglik <- noise_gp_loglik(object)
   n <- object$n
   # the (weighted) residual sum of squares
   rss <- sum(fit_obs_weights(object) * (object$y - fitted_scores(object))^2)

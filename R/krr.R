@@ -189,6 +189,31 @@
 #' variance's coefficients in the data's units. `lambda` must be chosen by
 #' maximum likelihood or given; not with `weights`.
 #'
+#' `noise = ~ gp(z1, z2)` (the formula's only term) makes the log noise
+#' variance a smooth of the covariates instead: \eqn{\hat s^2 \lambda
+#' \exp(h(z_i))} with \eqn{h} a Gaussian process of mean 0, standard
+#' deviation `sd` and a length scale, on the covariates centred and scaled
+#' (Matérn 3/2; `gp(z, kernel = "rbf")`, `"matern12"` or `"matern52"` for
+#' another), the second smooth of a location-scale model (as mgcv's
+#' `gaulss` family or brms' `sigma ~ gp()`). Given the hyperparameters, the
+#' latent values at the training points are their posterior mode (Newton
+#' steps with the likelihood's exact Hessian); the hyperparameters (the
+#' process's sd and length scale, \eqn{\lambda} and the kernel's scale)
+#' maximise the Laplace approximation of the marginal likelihood, with the
+#' Fisher information for the curvature (Rasmussen and Williams 2006, sec.
+#' 3.4), by Nelder–Mead from the constant-noise estimates; the kernel is
+#' chosen under constant noise. Each step is \eqn{O(m^3)} on at most \eqn{m}
+#' = 1000 of the tuning rows (option `askotch.noise_gp_max_n`; every point
+#' then gets the latent's posterior mean), and the search takes a few
+#' hundred of them. New points' noise variance is the log-normal mean of the latent's
+#' Laplace posterior, so intervals widen where the noise level is
+#' uncertain. [logLik()][logLik.krr] is the Laplace approximation (when all
+#' rows were used); [summary()][summary.krr] and [tidy()][tidy.krr] report
+#' the log noise variance where the latent is 0, the process's sd and its
+#' length scale in each covariate's units; [vcov()][vcov.krr] is not
+#' available. One response, a listed kernel and one bandwidth (not
+#' `"ard"`).
+#'
 #' @section Observation weights:
 #' `weights = w` makes the noise variance of point \eqn{i} equal to
 #' \eqn{\lambda / w_i} (a Gaussian process with heteroscedastic noise; the
@@ -399,8 +424,9 @@
 #'   (restricted maximum likelihood); also the divisor of the signal
 #'   variance, \eqn{n} or \eqn{n - q}.
 #' @param noise (by name only) A noise model: `NULL` (default: the same noise variance at
-#'   every point) or a one-sided formula over the columns of `x` (by name) or
-#'   of `data`; see *Heteroscedastic noise*.
+#'   every point), a one-sided formula over the columns of `x` (by name) or
+#'   of `data` (a log-linear model), or `~ gp(z1, ...)` (a Gaussian process
+#'   on the log noise variance); see *Heteroscedastic noise*.
 #' @param distributed (by name only) `TRUE` in an SPMD program under MPI (`mpirun -np P
 #'   Rscript fit.R`): every rank passes its own rows `x`, `y` (the same
 #'   columns, at least one row each) and the same other arguments; the rows
@@ -461,6 +487,13 @@
 #' colnames(x) <- c("a", "b")
 #' fit_uk <- krr(x, y, mean = ~ a + b, likelihood = "reml", threads = 1)
 #' coef(fit_uk)
+#'
+#' # a noise level that is itself a smooth of time (heteroscedastic GP)
+#' if (requireNamespace("MASS", quietly = TRUE)) {
+#'   data(mcycle, package = "MASS")
+#'   fit_het <- krr(accel ~ times, data = mcycle, noise = ~ gp(times), threads = 1)
+#'   predict(fit_het, data.frame(times = c(10, 20, 40)), interval = "prediction")
+#' }
 #'
 #' # formula interface, classification
 #' fit2 <- krr(Species ~ ., data = iris, lambda = 1, threads = 1)

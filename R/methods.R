@@ -345,7 +345,8 @@ summary.krr <- function(object, ...) {
       lapply(seq_len(object$m), function(o) trend_table(object, o))
     },
     trend_reml = isTRUE(object$trend$reml), y_names = object$y_names,
-    noise = if (!is.null(object$noise)) noise_summary(object, td)
+    noise = if (!is.null(object$noise)) noise_summary(object, td),
+    noise_gp = !is.null(object$noise$gp)
   ), class = "summary.krr")
 }
 
@@ -493,7 +494,9 @@ print.summary.krr <- function(x, ...) {
   }
   print_trend_tables(x)
   if (!is.null(x$noise)) {
-    cat("\nNoise model (log noise variance, maximum likelihood):\n")
+    cat(if (isTRUE(x$noise_gp)) {
+      "\nNoise model (a Gaussian process on the log noise variance, Laplace approximation):\n"
+    } else "\nNoise model (log noise variance, maximum likelihood):\n")
     print(x$noise, digits = 4)
   }
   invisible(x)

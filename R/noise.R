@@ -46,15 +46,18 @@ noise_setup <- function(noise, x, weights, call = NULL) {
   check_trend_design(cbind(1, Z), call)
   list(Z = sweep(sweep(Z, 2L, ctr), 2L, sc, "/"), center = ctr, scale = sc,
        terms = des$terms, xlevels = des$xlevels, contrasts = des$contrasts,
-       names = colnames(Z))
+       names = colnames(Z), gp = des$gp)
 }
 
 # The design of `noise` on the rows of `data`: trend_build()'s with the
-# intercept dropped (lambda is the model's level)
+# intercept dropped (lambda is the model's level); for a gp() term
+# (R/noise-gp.R) the design of its variables, and `gp` its kernel's name.
 noise_build <- function(noise, data, call = NULL) {
-  des <- trend_build(noise, data, call, "noise")
+  gp <- noise_gp_term(noise, call)
+  des <- trend_build(if (is.null(gp)) noise else gp$formula, data, call, "noise")
   keep <- colnames(des$F) != "(Intercept)"
   des$F <- des$F[, keep, drop = FALSE]
+  if (!is.null(gp)) des$gp <- list(kernel = gp$kernel)
   des
 }
 
@@ -73,16 +76,24 @@ noise_design_new <- function(object, newdata, x) {
 
 # Each point's noise variance relative to lambda s^2 at the prediction
 # points: the training points' 1 / w (Znew NULL), else the model at Znew
+# (the raw design); under a latent GP, its log-normal mean at either
 noise_at <- function(object, Znew) {
-  if (is.null(object$noise)) return(1)
-  if (is.null(Znew)) 1 / fit_obs_weights(object) else noise_relative(object$noise, Znew)
+  nz <- object$noise
+  if (is.null(nz)) return(1)
+  if (!is.null(nz$gp)) {
+    # the latent's log-normal mean, at the training points too
+    Zs <- if (is.null(Znew)) nz$Z else sweep(sweep(Znew, 2L, nz$center), 2L, nz$scale, "/")
+    return(noise_gp_relative(nz$gp, Zs))
+  }
+  if (is.null(Znew)) 1 / fit_obs_weights(object) else noise_relative(nz, Znew)
 }
 
 # The fit's noise fields: the standardisation, the coefficients gamma (of
 # the standardised columns), what predict() builds the design from, and the
-# standardised training design Z (vcov()'s dA / dgamma)
-noise_fit_fields <- function(nz, gamma) {
-  list(coef = stats::setNames(as.numeric(gamma), nz$names), center = nz$center,
-       scale = nz$scale, names = nz$names, terms = nz$terms, xlevels = nz$xlevels,
-       contrasts = nz$contrasts, Z = unname(nz$Z))
+# standardised training design Z (vcov()'s dA / dgamma); under a latent GP
+# no coefficients but `gp` (noise_gp_tune()'s noise_gp)
+noise_fit_fields <- function(nz, gamma, gp = NULL) {
+  list(coef = if (is.null(gp)) stats::setNames(as.numeric(gamma), nz$names),
+       center = nz$center, scale = nz$scale, names = nz$names, terms = nz$terms,
+       xlevels = nz$xlevels, contrasts = nz$contrasts, Z = unname(nz$Z), gp = gp)
 }

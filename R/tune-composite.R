@@ -118,6 +118,11 @@ tune_composite <- function(dat, set, call) {
   }
   clock <- tune_clock(set)
   sub <- tune_data(dat, set, call, size = min(dat$n, composite_ml_points()))
+  if (!is.null(sub$noise_gp)) {
+    abort_askotch(paste(
+      "`noise = ~ gp()` needs a listed kernel (kernel = \"auto\", \"rbf\", ...); with a",
+      "composite kernel use a log-linear noise model (noise = ~ z)."), "input", call)
+  }
   pr <- composite_params(set$kernel)
   start <- composite_start(pr$kernel, pr$table, sub$xs, set$seed, call)
   res <- composite_optimise(pr$kernel, pr$table, start,

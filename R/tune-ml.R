@@ -52,16 +52,23 @@ tune_data <- function(dat, set, call, size = NULL) {
   }
   list(rows = rows, xs = dat$xs[rows, , drop = FALSE], Y = Y, d = d,
        weighted = weighted, all = length(rows) == n, trend = trend,
-       noise = if (!is.null(dat$noise)) list(Z = dat$noise$Z[rows, , drop = FALSE]))
+       noise = if (!is.null(dat$noise) && is.null(dat$noise$gp)) {
+         list(Z = dat$noise$Z[rows, , drop = FALSE])
+       },
+       noise_gp = if (!is.null(dat$noise$gp)) {
+         list(Z = dat$noise$Z[rows, , drop = FALSE], kernel = dat$noise$gp$kernel)
+       })
 }
 
 # The settings once the hyperparameters are chosen: lambda, the noise
-# model's weights exp(-z^T gamma) (R/noise.R), what is left of time_limit
-# (it bounds the tuning and the solve together) and the automatic tolerance
-# at lambda.
-tune_settle <- function(set, dat, lambda, noise_coef, clock) {
+# model's weights exp(-z^T gamma) (R/noise.R) or, under a latent noise
+# process noise_gp (R/noise-gp.R), exp(-h) at its posterior mean, what is
+# left of time_limit (it bounds the tuning and the solve together) and the
+# automatic tolerance at lambda.
+tune_settle <- function(set, dat, lambda, noise_coef, clock, noise_gp = NULL) {
   set$lambda <- lambda
   if (!is.null(noise_coef)) set$obs_weights <- exp(-drop(dat$noise$Z %*% noise_coef))
+  if (!is.null(noise_gp)) set$obs_weights <- exp(-noise_gp_latent(noise_gp, dat$noise$Z)$mean)
   set$rule$time_limit <- max(set$rule$time_limit - clock$seconds(), set$rule$time_limit / 10)
   if (isTRUE(set$tol_auto)) set$rule$tol <- lambda_tol(set, dat$Yc, lambda)
   set
@@ -422,11 +429,13 @@ tune_best <- function(memo, th, f, clock, what) {
   if (!is.null(clock)) clock$tick(what, -f)
 }
 
-# L-BFGS-B on the log scale; stopped by the tuning clock, the best point so
-# far (memo) with convergence code 1 and message "time_limit", or by a
-# stochastic search's stopping rule (refine_stop), with code 0. to_par maps
-# the search's variables to the parameters memo holds (a whitened search).
-tune_optim <- function(th0, fn, gr, lower, upper, control, memo, scale, to_par = identity) {
+# L-BFGS-B (or `method`, unbounded) on the log scale; stopped by the tuning
+# clock, the best point so far (memo) with convergence code 1 and message
+# "time_limit", or by a stochastic search's stopping rule (refine_stop),
+# with code 0. to_par maps the search's variables to the parameters memo
+# holds (a whitened search).
+tune_optim <- function(th0, fn, gr, lower, upper, control, memo, scale, to_par = identity,
+                       method = "L-BFGS-B") {
   best <- function(code, message) {
     list(par = if (is.null(memo$best_th)) to_par(th0) else memo$best_th,
          value = if (is.null(memo$best_f)) NA_real_ else memo$best_f / scale,
@@ -434,7 +443,7 @@ tune_optim <- function(th0, fn, gr, lower, upper, control, memo, scale, to_par =
          convergence = code, message = message)
   }
   tryCatch({
-    res <- stats::optim(th0, fn, gr, method = "L-BFGS-B", lower = lower, upper = upper,
+    res <- stats::optim(th0, fn, gr, method = method, lower = lower, upper = upper,
                         control = control)
     res$par <- to_par(res$par)
     res

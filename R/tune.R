@@ -76,6 +76,10 @@ tune_hyper <- function(dat, set, call = NULL) {
   set <- sl$set
   sub <- sl$sub
   ml <- tune_ml(dat, set, sub, clock, sl)
+  if (!is.null(sub$noise_gp)) {
+    noise_gp_check(sub, ml, call)
+    ml <- noise_gp_tune(ml, sub, set, clock)
+  }
   kern <- ml$kernel
   ell <- ml$length_scales
   lambda <- ml$lambda
@@ -94,7 +98,10 @@ tune_hyper <- function(dat, set, call = NULL) {
     lambda <- path$lambda[which.min(path$cv)]
   }
   # the record's eigendecomposition is skipped once time_limit has stopped the tuning
-  if (!clock$expired()) path <- tune_path_record(path, lambda, ml, sub, set, by_validation)
+  # (not under a latent noise process: the record's criteria are constant noise's)
+  if (!clock$expired() && is.null(ml$noise_gp)) {
+    path <- tune_path_record(path, lambda, ml, sub, set, by_validation)
+  }
   if (set$precision == "single" && ls$rule != "path") {
     # single precision cannot factor or solve K + lambda I reliably below
     # its rounding level
@@ -111,7 +118,7 @@ tune_hyper <- function(dat, set, call = NULL) {
     set$validation$x <- sweep(set$validation$x, 2L, scale0 / dat$scaling$scale, "*",
                               check.margin = FALSE)
   }
-  set <- tune_settle(set, dat, lambda, ml$noise_coef, clock)
+  set <- tune_settle(set, dat, lambda, ml$noise_coef, clock, ml$noise_gp)
   tuning <- list(
     lambda_rule = if (by_validation) "validation" else if (ls$rule == "default") "ml" else ls$rule,
     bandwidth_rule = ml$bandwidth_rule,
@@ -122,8 +129,9 @@ tune_hyper <- function(dat, set, call = NULL) {
     optim = if (!is.null(ml$opt)) ml$opt$optim,
     stochastic = if (!is.null(ml$refined)) ml$refined$optim,
     noise_coef = ml$noise_coef,
+    noise_gp = ml$noise_gp$optim,
     path = path)
-  list(dat = dat, set = set, tuning = tuning)
+  list(dat = dat, set = set, tuning = tuning, noise_gp = ml$noise_gp)
 }
 
 # Maximum likelihood: the bandwidth or length scales (gp_optimise(), or the

@@ -46,12 +46,16 @@ validate_krr <- function(fit, call = NULL, arg = "object") {
 check_fit_noise <- function(fit, bad) {
   nz <- fit$noise
   if (is.null(nz)) return(invisible(NULL))
-  r <- length(nz$coef)
-  ok <- is.list(nz) && r >= 1L && is.numeric(nz$coef) && all(is.finite(nz$coef)) &&
-    identical(names(nz$coef), nz$names) && is.numeric(nz$center) &&
+  if (!is.list(nz)) bad("noise", "must be a list")
+  r <- length(nz$names)
+  ok <- r >= 1L && is.numeric(nz$center) &&
     length(nz$center) == r && all(is.finite(nz$center)) && is.numeric(nz$scale) &&
     length(nz$scale) == r && all(is.finite(nz$scale) & nz$scale > 0)
+  ok <- ok && if (is.null(nz$gp)) {
+    is.numeric(nz$coef) && all(is.finite(nz$coef)) && identical(names(nz$coef), nz$names)
+  } else is.null(nz$coef)
   if (!ok) bad("noise", "must hold named finite coefficients with their centres and scales")
+  if (!is.null(nz$gp)) check_fit_noise_gp(nz$gp, r, fit$n, bad)
   Z <- nz$Z
   if (!is.null(Z) && !(is.matrix(Z) && is.numeric(Z) && identical(dim(Z), c(fit$n, r)) &&
                        all(is.finite(Z)))) {
@@ -60,6 +64,28 @@ check_fit_noise <- function(fit, bad) {
   }
   if (is.null(fit$trend) || is.null(fit$obs_weights)) {
     bad("noise", "needs the fit's mean function and observation weights")
+  }
+}
+
+# A latent noise process's fields (R/noise-gp.R): its kernel and sd, the
+# estimation rows' standardised covariates Z (n_g x r), the mode's a and
+# the variance factor vf (n_g x n_g), the rows and the log marginal
+# likelihood
+check_fit_noise_gp <- function(gp, r, n, bad) {
+  k <- gp$kernel
+  ng <- NROW(gp$Z)
+  fin <- function(v) is.numeric(v) && all(is.finite(v))
+  ok <- is.list(gp) && inherits(k, "askotch_kernel") &&
+    isTRUE(k$name %in% c("matern12", "matern32", "matern52", "rbf")) &&
+    is.numeric(k$bandwidth) && length(k$bandwidth) == 1L && isTRUE(k$bandwidth > 0) &&
+    fin(gp$sd) && length(gp$sd) == 1L && gp$sd > 0 &&
+    is.matrix(gp$Z) && fin(gp$Z) && ncol(gp$Z) == r && ng >= 1L &&
+    fin(gp$a) && length(gp$a) == ng && is.matrix(gp$vf) && fin(gp$vf) &&
+    identical(dim(gp$vf), c(ng, ng)) && is.numeric(gp$rows) && length(gp$rows) == ng &&
+    all(gp$rows >= 1 & gp$rows <= n) && fin(gp$loglik) && length(gp$loglik) == 1L
+  if (!ok) {
+    bad("noise", paste("must hold the latent noise process: its kernel, sd, covariates,",
+                       "mode and variance factor"))
   }
 }
 

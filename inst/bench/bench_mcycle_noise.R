@@ -1,8 +1,9 @@
 # Heteroscedastic noise on MASS::mcycle: held-out RMSE, negative log
 # predictive density and 95% prediction-interval coverage by region (calm:
 # times < 15 ms; crash: the rest), 25 random 107/26 splits, askotch's
-# krr(noise = ) against its homoscedastic default and mgcv (gam(accel ~
-# s(times)) and the location-scale gaulss family).
+# krr(noise = ) (log-linear models and the latent Gaussian process gp())
+# against its homoscedastic default and mgcv (gam(accel ~ s(times)) and the
+# location-scale gaulss family).
 #
 # Rscript inst/bench/bench_mcycle_noise.R [splits]
 suppressPackageStartupMessages({
@@ -26,6 +27,7 @@ models <- list(
   "krr(noise = ~ poly(times, 2))" = krr_noise(~ poly(times, 2)),
   "krr(noise = ~ ns(times, 3))" = krr_noise(~ splines::ns(times, df = 3)),
   "krr(noise = ~ I(times < 15))" = krr_noise(~ I(times < 15)),
+  "krr(noise = ~ gp(times))" = krr_noise(~ gp(times)),
   "mgcv gam(accel ~ s(times))" = function(tr, te) {
     g <- gam(accel ~ s(times), data = tr, method = "REML")
     p <- predict(g, te, se.fit = TRUE)

@@ -1,0 +1,215 @@
+# Heteroscedastic noise with a latent Gaussian process (krr(noise = ~ gp(z))):
+# the likelihood's derivatives in the log noise variances, the posterior
+# mode and the Laplace approximation against base R (solve(),
+# determinant(), optim()), the fit's optimum, weights and predictions, and
+# coverage by region on data drawn with a noise level that rises and falls.
+
+# the noise sd rises in the middle of [0, 1] and falls again: no monotone
+# log-linear model fits it
+bump_sd <- function(t) exp(-2.3 + 2.5 * exp(-((t - 0.5) / 0.15)^2))
+bump_data <- function(n, seed) {
+  set.seed(seed)
+  t <- sort(runif(n))
+  list(x = cbind(t = t), y = sin(5 * t) + rnorm(n, sd = bump_sd(t)), n = n)
+}
+
+# the profile log likelihood of y ~ N(1 beta, s^2 (K + lambda diag(exp(h))))
+# (beta and s^2 profiled, ML), and the latent's log posterior psi(h)
+gpn_ll <- function(K, y, lambda, h) {
+  n <- length(y)
+  A <- K + lambda * diag(exp(h))
+  Ai <- solve(A)
+  r <- y - sum(Ai %*% y) / sum(Ai)
+  s2 <- sum(r * (Ai %*% r)) / n
+  -n / 2 * log(2 * pi * s2) - n / 2 - 0.5 * c(determinant(A)$modulus)
+}
+gpn_psi <- function(K, Kg, y, lambda, h) gpn_ll(K, y, lambda, h) - 0.5 * sum(h * solve(Kg, h))
+
+# The mode by BFGS on psi and the Laplace approximation with the Fisher
+# information F = (lambda v)(lambda v)^T o A^{-2} / 2
+gpn_oracle <- function(K, Kg, y, lambda) {
+  n <- length(y)
+  # (a step to a numerically singular A is rejected by a huge value)
+  negpsi <- function(h) {
+    v <- tryCatch(-gpn_psi(K, Kg, y, lambda, h), error = function(e) NA)
+    if (is.finite(v)) v else 1e100
+  }
+  o <- optim(numeric(n), negpsi, method = "BFGS", control = list(reltol = 1e-15, maxit = 5000))
+  h <- o$par
+  lv <- lambda * exp(h)
+  Ai <- solve(K + diag(lv))
+  Fi <- outer(lv, lv) * Ai^2 / 2
+  list(h = h, psi = -o$value,
+       lml = -o$value - 0.5 * c(determinant(diag(n) + Kg %*% Fi)$modulus), F = Fi)
+}
+
+test_that("the likelihood's derivatives in the log noise variances are exact", {
+  set.seed(3)
+  n <- 30
+  x <- matrix(runif(n))
+  y <- matrix(sin(4 * x) + rnorm(n, sd = 0.3))
+  h <- rnorm(n, sd = 0.5)
+  k <- kernel_rbf(0.4)
+  for (trend in list(NULL, list(F = cbind(1, x), reml = FALSE),
+                     list(F = cbind(1, x), reml = TRUE))) {
+    f <- function(h) askotch:::gp_loglik_exact(x, y, k, 0.2, gradient = "info", trend = trend,
+                                               noise = list(h = h))
+    v <- f(h)
+    num_g <- vapply(seq_len(n), function(i) {
+      e <- replace(numeric(n), i, 1e-5)
+      (f(h + e)$loglik - f(h - e)$loglik) / 2e-5
+    }, 0)
+    num_H <- vapply(seq_len(n), function(i) {
+      e <- replace(numeric(n), i, 1e-5)
+      (f(h + e)$gradient_h - f(h - e)$gradient_h) / 2e-5
+    }, numeric(n))
+    expect_equal(v$gradient_h, num_g, tolerance = 1e-6)
+    expect_equal(v$hess_h, -num_H, tolerance = 1e-6)
+    # the Fisher information with A^{-1} (ML) or the REML projection P
+    A <- oracle_kernel(x, x, "rbf", 0.4) + 0.2 * diag(exp(h))
+    P <- solve(A)
+    if (isTRUE(trend$reml)) {
+      Fm <- trend$F
+      P <- P - P %*% Fm %*% solve(crossprod(Fm, P %*% Fm), crossprod(Fm, P))
+    }
+    lv <- 0.2 * exp(h)
+    expect_equal(v$info_h, outer(lv, lv) * P^2 / 2, tolerance = 1e-9)
+  }
+})
+
+test_that("the latent's mode and the Laplace approximation match base R", {
+  d <- bump_data(40, seed = 4)
+  z <- d$x
+  K <- oracle_kernel(d$x, d$x, "rbf", 0.2)
+  for (g in list(list(kernel = kernel_matern32(0.5), sd = 1.5, name = "matern32"),
+                 list(kernel = kernel_matern12(0.3), sd = 0.8, name = "matern12"))) {
+    Kg <- g$sd^2 * oracle_kernel(z, z, g$name, g$kernel$bandwidth)
+    o <- gpn_oracle(K, Kg, d$y, 0.05)
+    m <- askotch:::noise_gp_mode(d$x, matrix(d$y), kernel_rbf(0.2), 0.05, z, g,
+                                 list(F = matrix(1, d$n, 1), reml = FALSE), NULL, 1L)
+    expect_equal(m$h, o$h, tolerance = 1e-5)
+    expect_equal(m$psi, o$psi, tolerance = 1e-9)
+    expect_equal(m$lml, o$lml, tolerance = 1e-7)
+    # the latent's Laplace posterior at new points: mean k^T K_g^{-1} h,
+    # variance k(z, z) - k^T (K_g + F^{-1})^{-1} k
+    zn <- matrix(c(0.1, 0.45, 0.9))
+    ks <- g$sd^2 * oracle_kernel(zn, z, g$name, g$kernel$bandwidth)
+    lat <- askotch:::noise_gp_latent(c(g, list(Z = z, a = m$a, vf = m$vf)), zn)
+    expect_equal(lat$mean, drop(ks %*% solve(Kg, o$h)), tolerance = 1e-5)
+    expect_equal(lat$var, g$sd^2 - rowSums((ks %*% solve(Kg + solve(o$F))) * ks),
+                 tolerance = 1e-6)
+  }
+})
+
+test_that("the fit is the Laplace optimum, its weights and predictions are exact", {
+  d <- bump_data(60, seed = 5)
+  fit <- krr(d$x, d$y, noise = ~ gp(t), kernel = "rbf", standardize = FALSE, threads = 1)
+  nz <- fit$noise
+  gp <- nz$gp
+  expect_identical(gp$kernel$name, "matern32")
+  z <- (d$x - nz$center) / nz$scale
+  lml_at <- function(th) {
+    K <- oracle_kernel(d$x, d$x, "rbf", exp(th[1]))
+    Kg <- exp(th[3])^2 * oracle_kernel(z, z, "matern32", exp(th[4]))
+    gpn_oracle(K, Kg, d$y, exp(th[2]))
+  }
+  th <- log(c(fit$kernel$bandwidth, fit$lambda, gp$sd, gp$kernel$bandwidth))
+  o <- lml_at(th)
+  expect_equal(as.numeric(logLik(fit)), o$lml, tolerance = 1e-7)
+  expect_equal(attr(logLik(fit), "df"), 6)  # beta, s^2, bandwidth, lambda, sd, length scale
+  # a maximum: no step of 2% in any hyperparameter raises the approximation
+  for (j in 1:4) for (s in c(-1, 1)) {
+    expect_lt(lml_at(th + s * 0.02 * (seq_len(4) == j))$lml, o$lml + 1e-6)
+  }
+  # the weights are exp(-h) at the mode; predictions are the weighted GP's
+  expect_equal(unname(weights(fit)), exp(-o$h), tolerance = 1e-5)
+  xn <- cbind(t = c(0.1, 0.5, 0.93))
+  w <- exp(-o$h)
+  tro <- trend_oracle(d$x, d$y, matrix(1, d$n), fit$kernel$bandwidth, fit$lambda, xn,
+                      matrix(1, 3), w = w)
+  p <- predict(fit, xn, se.fit = TRUE)
+  expect_equal(unname(p$fit), tro$mu, tolerance = 1e-6)
+  expect_equal(unname(p$se.fit), sqrt(tro$var), tolerance = 1e-6)
+  # each new point's noise: the log-normal mean of the latent's posterior
+  Kg <- gp$sd^2 * oracle_kernel(z, z, "matern32", gp$kernel$bandwidth)
+  zn <- (xn - nz$center) / nz$scale
+  ks <- gp$sd^2 * oracle_kernel(zn, z, "matern32", gp$kernel$bandwidth)
+  mu <- drop(ks %*% solve(Kg, o$h))
+  vr <- gp$sd^2 - rowSums((ks %*% solve(Kg + solve(o$F))) * ks)
+  expect_equal(unname(p$residual.scale), sqrt(tro$s2 * fit$lambda * exp(mu + vr / 2)),
+               tolerance = 1e-5)
+  tb <- tidy(fit)
+  expect_equal(tb$estimate[tb$term == "noise:gp_sd"], gp$sd)
+  expect_equal(tb$estimate[tb$term == "noise:gp_length_scale:t"],
+               unname(gp$kernel$bandwidth * nz$scale))
+  expect_equal(tb$estimate[tb$term == "noise:(Intercept)"], log(fit$lambda * tro$s2),
+               tolerance = 1e-6)
+})
+
+test_that("intervals cover at the nominal rate where the noise rises and falls", {
+  inside <- matrix(0, 2, 2, dimnames = list(c("gp", "linear"), c("calm", "noisy")))
+  total <- c(calm = 0, noisy = 0)
+  for (r in 1:12) {
+    d <- bump_data(120, seed = 300 + r)
+    set.seed(400 + r)
+    tn <- runif(300)
+    yn <- sin(5 * tn) + rnorm(300, sd = bump_sd(tn))
+    calm <- abs(tn - 0.5) > 0.25
+    for (m in c("gp", "linear")) {
+      fit <- krr(d$x, d$y, noise = if (m == "gp") ~ gp(t) else ~ t, threads = 1)
+      p <- predict(fit, cbind(t = tn), interval = "prediction")
+      ok <- yn >= p[, "lwr"] & yn <= p[, "upr"]
+      inside[m, ] <- inside[m, ] + c(sum(ok[calm]), sum(ok[!calm]))
+    }
+    total <- total + c(sum(calm), sum(!calm))
+  }
+  cover <- sweep(inside, 2L, total, "/")
+  expect_true(all(cover["gp", ] >= 0.92 & cover["gp", ] <= 0.98))
+  # a log-linear model cannot follow the bump: it over-covers the calm ends
+  expect_gt(cover["linear", "calm"], 0.98)
+})
+
+test_that("a subsample estimates the process; the formula method; bad input", {
+  d <- bump_data(90, seed = 6)
+  df <- data.frame(y = d$y, t = d$x[, 1])
+  fit <- krr(y ~ t, data = df, noise = ~ gp(t, kernel = "rbf"), threads = 1)
+  fm <- krr(d$x, d$y, noise = ~ gp(t, kernel = "rbf"), threads = 1)
+  expect_equal(fitted(fit), fitted(fm), tolerance = 1e-12)
+  expect_identical(fit$noise$gp$kernel$name, "rbf")
+  old <- options(askotch.noise_gp_max_n = 40)
+  on.exit(options(old))
+  sub <- krr(y ~ t, data = df, noise = ~ gp(t), threads = 1)
+  gp <- sub$noise$gp
+  expect_length(gp$rows, 40)
+  # every point's weight is exp(-h) at the latent's posterior mean
+  z <- (d$x - sub$noise$center) / sub$noise$scale
+  lat <- askotch:::noise_gp_latent(gp, z)
+  expect_equal(unname(weights(sub)), exp(-lat$mean), tolerance = 1e-12)
+  expect_error(logLik(sub), "askotch.noise_gp_max_n", class = "askotch_error_input")
+  options(old)
+  e <- function(...) expect_error(krr(d$x, d$y, threads = 1, ...),
+                                  class = "askotch_error_input")
+  e(noise = ~ gp(t) + t)
+  e(noise = ~ gp())
+  e(noise = ~ gp(t, sd = 1))
+  e(noise = ~ gp(t, kernel = "laplace"))
+  e(noise = ~ gp(t), bandwidth = "ard")
+  e(noise = ~ gp(t), lambda = "gcv")
+  e(noise = ~ gp(t), kernel = kernel_rbf() + kernel_matern32())
+  e(noise = ~ gp(t), weights = rep(1, 90))
+  expect_error(krr(d$x, cbind(d$y, d$y), noise = ~ gp(t), threads = 1),
+               class = "askotch_error_input")
+  expect_error(vcov(fit), "latent noise process", class = "askotch_error_input")
+  options(askotch.noise_gp_max_n = 2.5)
+  expect_error(krr(d$x, d$y, noise = ~ gp(t), threads = 1), "askotch.noise_gp_max_n",
+               class = "askotch_error_input")
+  options(old)
+  for (f in c("sd", "a", "vf", "Z")) {
+    bad <- fit
+    bad$noise$gp[[f]] <- bad$noise$gp[[f]][-1]
+    expect_error(predict(bad, df), "noise", class = "askotch_error_object")
+  }
+  bad <- fit
+  bad$noise$coef <- c(t = 1)
+  expect_error(predict(bad, df), "noise", class = "askotch_error_object")
+})
