@@ -203,7 +203,7 @@
 #' Fisher information for the curvature (Rasmussen and Williams 2006, sec.
 #' 3.4), by Nelder–Mead from the constant-noise estimates; the kernel is
 #' chosen under constant noise. Each step is \eqn{O(m^3)} on at most \eqn{m}
-#' = 1000 of the tuning rows (option `askotch.noise_gp_max_n`; every point
+#' = 300 of the tuning rows (option `askotch.noise_gp_max_n`; every point
 #' then gets the latent's posterior mean), and the search takes a few
 #' hundred of them. New points' noise variance is the log-normal mean of the latent's
 #' Laplace posterior, so intervals widen where the noise level is

@@ -31,7 +31,7 @@
 # The most rows the latent noise process is estimated on (option
 # askotch.noise_gp_max_n)
 noise_gp_max_n <- function() {
-  as.integer(number_option("askotch.noise_gp_max_n", 1000,
+  as.integer(number_option("askotch.noise_gp_max_n", 300,
                            function(v) v >= 10 && v == round(v), "(a whole number, at least 10)"))
 }
 
@@ -209,10 +209,6 @@ noise_gp_tune <- function(ml, sub, set, clock) {
   }
   res <- tune_optim(th0, obj, NULL, -Inf, Inf, list(maxit = 500L, reltol = 1e-7), memo, 1,
                     method = "Nelder-Mead")
-  if (res$convergence == 0L) {
-    res <- tune_optim(res$par, obj, NULL, -Inf, Inf, list(maxit = 300L, reltol = 1e-7), memo, 1,
-                      method = "Nelder-Mead")
-  }
   d <- decode(memo$best_th)
   r <- noise_gp_mode(xs, Y, d$kernel, d$lambda, Z, d$g, tr, memo$a, set$threads)
   if (is.null(r)) {
