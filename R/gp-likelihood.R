@@ -178,10 +178,11 @@ kernel_at <- function(xs, kernel, tstat, threads) {
 # gradient in gamma after lambda's), or list(h), the log relative noise
 # variances of the points themselves (v = exp(h); R/noise-gp.R): then the
 # result has `gradient_h` (d loglik / dh_i, one output); gradient = "info"
-# returns these, `info_h`, the Fisher information of the h_i, (lambda v_i)
-# (lambda v_j) P_ij^2 / 2 with P = A^{-1} (REML: the projection's P), and
-# `hess_h`, the observed information (minus the Hessian in h, one output),
-# instead of the kernel's and lambda's gradient.
+# returns these, `info_h`, the Fisher information of the h_i with s^2
+# profiled, (lambda v_i) (lambda v_j) P_ij^2 / 2 - c_i c_j 2 / nn with c_i =
+# lambda v_i P_ii / 2 and P = A^{-1} (REML: the projection's P), and
+# `hess_h`, the observed information (minus the Hessian in h), for one
+# output, instead of the kernel's and lambda's gradient.
 gp_loglik_exact <- function(xs, Y, kernel, lambda, ard = FALSE,
                             gradient = TRUE, threads = 0L, tstat = NULL,
                             trend = NULL, noise = NULL) {
@@ -210,17 +211,24 @@ gp_loglik_exact <- function(xs, Y, kernel, lambda, ard = FALSE,
   ll <- sum(-nn / 2 * (log(2 * pi * s2) + 1)) - m / 2 * logdet
   out <- list(loglik = ll, signal_var = s2, logdet = logdet, yAy = yAy)
   if (isFALSE(gradient)) return(out)
-  # M = -m/2 P (REML) or -m/2 A^{-1}, plus the data terms
   M <- chol2inv(R)
   rm(R)
   if (reml) M <- M - tcrossprod(gls$AFh)
   info <- identical(gradient, "info")
-  if (info) Fh <- outer(lambda * v[piv], lambda * v[piv]) * M^2 / 2
   if (info) {
-    # the data term's projection: P = A^{-1} - AFh AFh^T with a mean function
-    Hh <- outer(lambda * v[piv] * alpha[, 1L], lambda * v[piv] * alpha[, 1L]) *
-      (if (!is.null(gls) && !reml) M - tcrossprod(gls$AFh) else M)
+    stopifnot(m == 1L)
+    # the Fisher information with s^2 profiled (the joint information's
+    # Schur complement: c_i = lambda v_i M_ii / 2, I_ss = nn / 2 per s^4);
+    # the observed information's terms in M and in the data term's
+    # projection P = A^{-1} - AFh AFh^T (with a mean function)
+    lv <- lambda * v[piv]
+    F2 <- outer(lv, lv) * M^2 / 2
+    Fh <- F2 - tcrossprod(lv * diag(M) / 2) * (2 / nn)
+    Hh <- outer(lv * alpha[, 1L], lv * alpha[, 1L]) / s2 *
+      (if (!is.null(gls) && !reml) M - tcrossprod(gls$AFh) else M) - F2
+    rm(F2)
   }
+  # M = -m/2 P (REML) or -m/2 A^{-1}, plus the data terms
   M <- M * (-m / 2)
   M <- M + tcrossprod(sweep(alpha, 2L, sqrt(nn / (2 * yAy)), "*", check.margin = FALSE))
   dM <- diag(M)
@@ -231,9 +239,9 @@ gp_loglik_exact <- function(xs, Y, kernel, lambda, ard = FALSE,
   if (info) {
     # the h derivatives only; the observed information of the profile
     # likelihood (s^2 profiled: a rank-one correction u u^T 2 / n)
-    u <- lambda * v[piv] * alpha[, 1L]^2 / (2 * s2)
-    Hh <- Hh / s2 - Fh - tcrossprod(u) * (2 / nn)
-    diag(Hh) <- diag(Hh) - dM * lambda * v[piv]
+    u <- lv * alpha[, 1L]^2 / (2 * s2)
+    Hh <- Hh - tcrossprod(u) * (2 / nn)
+    diag(Hh) <- diag(Hh) - dM * lv
     out$info_h <- out$hess_h <- matrix(0, n, n)
     out$info_h[piv, piv] <- Fh
     out$hess_h[piv, piv] <- Hh

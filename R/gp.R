@@ -638,7 +638,9 @@ simulate.krr <- function(object, nsim = 1, seed = NULL, newdata = NULL,
   if (is.null(newdata)) {
     xs <- gp_xs(object)
     rn <- NULL
-    noise_w <- 1 / fit_obs_weights(object)  # the training points' own noise
+    # the training points' own noise (a latent process's: its log-normal mean, as predict())
+    noise_w <- if (is.null(object$noise$gp)) 1 / fit_obs_weights(object) else
+      noise_at(object, NULL)
     Fnew <- NULL
   } else {
     nf <- new_features(object, newdata)

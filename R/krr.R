@@ -525,6 +525,7 @@ krr.default <- function(x, y, kernel = "auto", bandwidth = "ml",
   if (distributed) return(fit_distributed(x, y, args, call, ecall))
   fit <- fit_model(x, y, loss_squared(), args, machine = FALSE, call = call, ecall = ecall)
   warn_hyper(fit, ecall)
+  warn_noise_gp(fit, ecall)
   fit
 }
 

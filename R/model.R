@@ -278,7 +278,8 @@ fit_model <- function(x, y, loss, args, machine, call, ecall) {
   }
   fit <- new_krr(tn$dat, tn$set, res, call = call)
   fit$trend <- gls$trend
-  if (!is.null(nz)) fit$noise <- noise_fit_fields(nz, tn$tuning$noise_coef, tn$noise_gp)
+  if (!is.null(nz)) fit$noise <- noise_fit_fields(nz, tn$tuning$noise_coef,
+                                                    tn$noise_gp[names(tn$noise_gp) != "optim"])
   fit[names(res$fields)] <- res$fields  # a spec's own fields (svrg(): epochs)
   if (!set$objective && !is.null(res$theta)) {
     # features (bcd("random"), svrg()): predictions z(x)^T theta, or x^T w

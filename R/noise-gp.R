@@ -15,9 +15,9 @@
 # with noise = list(h)), by Newton steps in the parametrisation of
 # Rasmussen and Williams (2006, Algorithm 3.1), in which K_g is never
 # inverted (ties in z make it singular). The Fisher information F of l in
-# h (positive definite: a Schur product of positive definite matrices, F =
-# G G^T) stands for the negative Hessian in the Laplace approximation of
-# the marginal likelihood, with B = I + G^T K_g G,
+# h (s^2 profiled: a rank-one correction; positive semidefinite, F = G G^T)
+# stands for the negative Hessian in the Laplace approximation of the
+# marginal likelihood, with B = I + G^T K_g G,
 #   log p(y | theta) ~ psi(h) - log det B / 2
 # (R&W sec. 3.4.4), which the hyperparameters maximise by Nelder-Mead on the
 # log scale from the constant-noise estimates. At a new point the latent's
@@ -31,8 +31,8 @@
 # The most rows the latent noise process is estimated on (option
 # askotch.noise_gp_max_n)
 noise_gp_max_n <- function() {
-  as.integer(number_option("askotch.noise_gp_max_n", 300,
-                           function(v) v >= 10 && v == round(v), "(a whole number, at least 10)"))
+  number_option("askotch.noise_gp_max_n", 300, function(v) v >= 10 && v == round(v),
+                "(a whole number, at least 10, or Inf)")
 }
 
 # The gp() term of a noise formula: NULL when there is none, else
@@ -58,15 +58,15 @@ noise_gp_term <- function(noise, call = NULL) {
                           paste0("`", bad, "`", collapse = ", ")), "input", call)
   }
   vars <- args[nm == ""]
-  if (length(vars) == 0L) {
-    abort_askotch("gp() in `noise` needs at least one variable, e.g. gp(time).",
-                  "input", call)
+  if (length(vars) == 0L || !all(vapply(vars, function(v) is.name(v) || is.call(v), FALSE))) {
+    abort_askotch(paste(
+      "gp() in `noise` takes variables (or expressions of them) unnamed, e.g.",
+      "gp(time), and the kernel by name: gp(time, kernel = \"rbf\")."), "input", call)
   }
   kernel <- if ("kernel" %in% nm) args[["kernel"]] else "matern32"
-  ok <- c("matern12", "matern32", "matern52", "rbf")
-  if (!(is.character(kernel) && length(kernel) == 1L && kernel %in% ok)) {
-    abort_askotch(sprintf("gp(kernel = ) in `noise` must be one of %s.",
-                          paste0("\"", ok, "\"", collapse = ", ")), "input", call)
+  if (!(is.character(kernel) && length(kernel) == 1L && kernel %in% auto_kernels)) {
+    abort_askotch(sprintf("gp(kernel = ) in `noise` must be a quoted name, one of %s.",
+                          paste0("\"", auto_kernels, "\"", collapse = ", ")), "input", call)
   }
   f <- stats::reformulate(vapply(vars, function(v) paste(deparse(v), collapse = ""), ""))
   environment(f) <- environment(noise)
@@ -80,10 +80,12 @@ noise_gp_kmat <- function(Z1, Z2, g) g$sd^2 * kernel_mat(Z1, Z2, g$kernel)
 # its length scale as bandwidth, sd) by Newton steps from a0 (the previous
 # mode's a, or zeros): with the observed information W of l (exact, from
 # gp_loglik_exact()), a_new = (I + W K_g)^{-1} (W h + grad l), an ascent
-# direction wherever K_g^{-1} + W is positive definite; elsewhere the Fisher
-# scoring step (W the Fisher information F, always positive definite).
-# Returns the mode's a, h, psi, the Laplace log marginal likelihood lml and
-# G R_B^{-1} (the variance's factor, vf), or NULL where K + lambda V is not
+# direction wherever K_g^{-1} + W is positive definite; elsewhere, or where
+# its line search fails, the Fisher scoring step (W the Fisher information,
+# whose direction always ascends). It stops when a step's predicted gain
+# (the Newton decrement) is below 1e-10 of |psi|. Returns the mode's a, h,
+# psi, the Laplace log marginal likelihood lml, G R_B^{-1} (the variance's
+# factor, vf) and whether it converged, or NULL where K + lambda V is not
 # positive definite.
 noise_gp_mode <- function(xs, Y, kernel, lambda, Z, g, trend, a0, threads = 0L) {
   n <- nrow(xs)
@@ -99,53 +101,66 @@ noise_gp_mode <- function(xs, Y, kernel, lambda, Z, g, trend, a0, threads = 0L) 
   cur <- at(if (is.null(a0)) numeric(n) else a0)
   if (is.null(cur) && !is.null(a0)) cur <- at(numeric(n))
   if (is.null(cur)) return(NULL)
+  converged <- FALSE
   for (it in seq_len(100L)) {
-    d <- noise_gp_direction(cur, Kg)
-    t <- 1
     nw <- NULL
-    while (t > 1e-8) {
-      nw <- at(cur$a + t * d)
-      if (!is.null(nw) && nw$psi >= cur$psi) break
-      nw <- NULL
-      t <- t / 2
+    for (fisher in c(FALSE, TRUE)) {
+      d <- noise_gp_direction(cur, Kg, fisher)
+      dec <- sum((cur$grad - cur$a) * drop(Kg %*% d))  # grad psi . dh
+      converged <- dec / 2 <= 1e-10 * (1 + abs(cur$psi))
+      if (converged) break
+      nw <- noise_gp_search(at, cur, d)
+      if (!is.null(nw)) break
     }
-    if (is.null(nw)) break
-    gain <- nw$psi - cur$psi
+    if (converged || is.null(nw)) break
     cur <- nw
-    if (gain <= 1e-10 * (1 + abs(cur$psi))) break
   }
-  G <- noise_gp_factor(cur$info)
-  RB <- chol(diag(n) + crossprod(G, Kg %*% G))
-  list(a = cur$a, h = cur$h, psi = cur$psi, lml = cur$psi - sum(log(diag(RB))),
-       vf = t(backsolve(RB, t(G), transpose = TRUE)))
+  b <- noise_gp_B(cur$info, Kg)
+  list(a = cur$a, h = cur$h, psi = cur$psi, lml = cur$psi - sum(log(diag(b$R))),
+       vf = t(backsolve(b$R, t(b$G), transpose = TRUE)), converged = converged)
 }
 
-# A Cholesky factor G (F = G G^T) of the Fisher information (positive
-# definite), with a jitter of 1e-12 of its largest diagonal entry, more
-# where rounding has made it indefinite
-noise_gp_factor <- function(info) {
-  for (j in c(1e-12, 1e-9, 1e-6)) {
-    R <- suppressWarnings(chol(info + diag(j * max(diag(info)), nrow(info)), pivot = TRUE))
-    if (attr(R, "rank") == nrow(info)) break
+# Backtracking from a + d (halving, at least 2^-26 of it) to the first point
+# that raises psi; NULL when none does
+noise_gp_search <- function(at, cur, d) {
+  t <- 1
+  while (t > 1e-8) {
+    nw <- at(cur$a + t * d)
+    if (!is.null(nw) && nw$psi > cur$psi) return(nw)
+    t <- t / 2
   }
-  G <- matrix(0, nrow(info), nrow(info))
+  NULL
+}
+
+# B = I + G^T K_g G = R^T R for the Fisher information F = G G^T: G (a
+# pivoted Cholesky factor of F with a jitter of 1e-12 of its largest
+# diagonal entry, more where rounding has made it indefinite) and R
+noise_gp_B <- function(info, Kg) {
+  n <- nrow(info)
+  for (j in c(1e-12, 1e-9, 1e-6)) {
+    R <- suppressWarnings(chol(info + diag(j * max(diag(info)), n), pivot = TRUE))
+    if (attr(R, "rank") == n) break
+  }
+  G <- matrix(0, n, n)
   G[attr(R, "pivot"), ] <- t(R)
-  G
+  list(G = G, R = chol(diag(n) + crossprod(G, Kg %*% G)))
 }
 
 # The Newton direction in a from the state s: the observed information's
-# step where it ascends, else Fisher scoring's
-noise_gp_direction <- function(s, Kg) {
+# step where it ascends (fisher = FALSE), else Fisher scoring's
+noise_gp_direction <- function(s, Kg, fisher = FALSE) {
   n <- length(s$a)
-  slope <- function(d) sum((s$grad - s$a) * drop(Kg %*% d))  # grad psi . dh
-  d <- tryCatch(solve(diag(n) + s$hess %*% Kg, drop(s$hess %*% s$h) + s$grad) - s$a,
-                error = function(e) NULL)
-  if (!is.null(d) && all(is.finite(d)) && slope(d) > 0) return(d)
-  G <- noise_gp_factor(s$info)
-  RB <- chol(diag(n) + crossprod(G, Kg %*% G))
+  if (!fisher) {
+    d <- tryCatch(solve(diag(n) + s$hess %*% Kg, drop(s$hess %*% s$h) + s$grad) - s$a,
+                  error = function(e) NULL)
+    if (!is.null(d) && all(is.finite(d)) && sum((s$grad - s$a) * drop(Kg %*% d)) > 0) {
+      return(d)
+    }
+  }
+  b <- noise_gp_B(s$info, Kg)
   c0 <- drop(s$info %*% s$h) + s$grad
-  c0 - drop(G %*% backsolve(RB, backsolve(RB, crossprod(G, Kg %*% c0), transpose = TRUE))) -
-    s$a
+  u <- backsolve(b$R, backsolve(b$R, crossprod(b$G, Kg %*% c0), transpose = TRUE))
+  c0 - drop(b$G %*% u) - s$a
 }
 
 # The latent's Laplace posterior at standardised covariates Znew: mean and
@@ -183,16 +198,19 @@ noise_gp_tune <- function(ml, sub, set, clock) {
   ell0 <- median_bandwidth(Z, gk$metric, set$seed)
   th0 <- c(if (est_bw) log(ml$kernel$bandwidth), if (est_lambda) log(ml$lambda), 0,
            log(ell0))
-  lower <- c(if (est_bw) th0[1L] - log(100), if (est_lambda) log(ml_lambda_range[1L]),
+  names(th0) <- c(if (est_bw) "bandwidth", if (est_lambda) "lambda", "sd", "length scale")
+  # (single precision: lambda no lower than its floor, as tune_hyper() sets)
+  lam_lo <- if (set$precision == "single") single_lambda_floor else ml_lambda_range[1L]
+  lower <- c(if (est_bw) th0[1L] - log(100), if (est_lambda) log(lam_lo),
              log(1e-3), log(ell0 / 100))
   upper <- c(if (est_bw) th0[1L] + log(100), if (est_lambda) log(ml_lambda_range[2L]),
              log(30), log(ell0 * 100))
   decode <- function(th) {
     k <- ml$kernel
-    if (est_bw) k$bandwidth <- exp(th[1L])
-    gk$bandwidth <- exp(th[length(th)])
-    list(kernel = k, lambda = if (est_lambda) exp(th[est_bw + 1L]) else ml$lambda,
-         g = list(kernel = gk, sd = exp(th[length(th) - 1L])))
+    if (est_bw) k$bandwidth <- exp(th[[1L]])
+    gk$bandwidth <- exp(th[[length(th)]])
+    list(kernel = k, lambda = if (est_lambda) exp(th[[est_bw + 1L]]) else ml$lambda,
+         g = list(kernel = gk, sd = exp(th[[length(th) - 1L]])))
   }
   memo <- new.env(parent = emptyenv())
   obj <- function(th) {
@@ -219,11 +237,28 @@ noise_gp_tune <- function(ml, sub, set, clock) {
   }
   ml$kernel <- d$kernel
   ml$lambda <- d$lambda
+  # the process's sd and length scale on a bound of their range (the
+  # others' bounds are the constant-noise search's)
+  th <- memo$best_th
+  edge <- (th <= lower + 1e-6 | th >= upper - 1e-6) & names(th0) %in% c("sd", "length scale")
   ml$noise_gp <- list(kernel = d$g$kernel, sd = d$g$sd, Z = Z, a = r$a, vf = r$vf,
                       rows = sub$rows[rows], loglik = r$lml,
                       optim = list(loglik = r$lml, convergence = res$convergence,
-                                   evaluations = memo$evaluations))
+                                   message = res$message, evaluations = memo$evaluations,
+                                   at_bound = names(th0)[edge]))
   ml
+}
+
+# A fit whose latent noise process's sd or length scale ended on a bound of
+# its search range warns (class askotch_warning_hyper), as warn_hyper() for
+# lambda
+warn_noise_gp <- function(fit, call = NULL) {
+  b <- fit$tuning$noise_gp$at_bound
+  if (is.null(fit$noise$gp) || length(b) == 0L) return(invisible(NULL))
+  warn_askotch(sprintf(paste(
+    "The noise process's %s ended on a bound of its search range: the data say",
+    "little about it. A log-linear noise model (noise = ~ z) or constant noise may",
+    "fit as well."), paste(b, collapse = " and ")), "hyper", call)
 }
 
 # The Laplace approximation of the marginal likelihood of a fit's latent
@@ -246,12 +281,12 @@ noise_gp_table <- function(object) {
 
 # What a latent noise process needs: one output and one isotropic scale of
 # the inputs (the composite kernels tune elsewhere and refuse it there)
-noise_gp_check <- function(sub, ml, call) {
+noise_gp_check <- function(sub, set, call) {
   if (ncol(sub$Y) > 1L) {
     abort_askotch("`noise = ~ gp()` models one response; fit each column separately.",
                   "input", call)
   }
-  if (identical(ml$bandwidth_rule, "ard")) {
+  if (identical(set$kernel$bandwidth_rule, "ard")) {
     abort_askotch(paste(
       "`noise = ~ gp()` needs one bandwidth for all columns: use bandwidth = \"ml\"",
       "(or a number) rather than \"ard\"."), "input", call)

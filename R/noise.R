@@ -44,7 +44,7 @@ noise_setup <- function(noise, x, weights, call = NULL) {
                           paste(colnames(Z)[const], collapse = ", ")), "input", call)
   }
   check_trend_design(cbind(1, Z), call)
-  list(Z = sweep(sweep(Z, 2L, ctr), 2L, sc, "/"), center = ctr, scale = sc,
+  list(Z = noise_standardise(list(center = ctr, scale = sc), Z), center = ctr, scale = sc,
        terms = des$terms, xlevels = des$xlevels, contrasts = des$contrasts,
        names = colnames(Z), gp = des$gp)
 }
@@ -64,8 +64,12 @@ noise_build <- function(noise, data, call = NULL) {
 # The relative noise variances exp(z^T gamma) at the rows of a design (in
 # the data's units)
 noise_relative <- function(nz, Zraw) {
-  Zs <- sweep(sweep(Zraw, 2L, nz$center), 2L, nz$scale, "/")
-  exp(drop(Zs %*% nz$coef))
+  exp(drop(noise_standardise(nz, Zraw) %*% nz$coef))
+}
+
+# A noise design in the data's units, centred and scaled as the model's
+noise_standardise <- function(nz, Zraw) {
+  sweep(sweep(Zraw, 2L, nz$center), 2L, nz$scale, "/")
 }
 
 # The design of the fit's noise model at new data (as trend_design_new())
@@ -82,7 +86,7 @@ noise_at <- function(object, Znew) {
   if (is.null(nz)) return(1)
   if (!is.null(nz$gp)) {
     # the latent's log-normal mean, at the training points too
-    Zs <- if (is.null(Znew)) nz$Z else sweep(sweep(Znew, 2L, nz$center), 2L, nz$scale, "/")
+    Zs <- if (is.null(Znew)) nz$Z else noise_standardise(nz, Znew)
     return(noise_gp_relative(nz$gp, Zs))
   }
   if (is.null(Znew)) 1 / fit_obs_weights(object) else noise_relative(nz, Znew)

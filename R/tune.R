@@ -70,16 +70,14 @@ tune_hyper <- function(dat, set, call = NULL) {
   if (set$loss$name != "squared") return(tune_loss_cv(dat, set))
   scale0 <- dat$scaling$scale
   sub <- tune_data(dat, set, call)
+  if (!is.null(sub$noise_gp)) noise_gp_check(sub, set, call)
   clock <- tune_clock(set)
   sl <- tune_select(dat, set, sub, clock)
   dat <- sl$dat
   set <- sl$set
   sub <- sl$sub
   ml <- tune_ml(dat, set, sub, clock, sl)
-  if (!is.null(sub$noise_gp)) {
-    noise_gp_check(sub, ml, call)
-    ml <- noise_gp_tune(ml, sub, set, clock)
-  }
+  if (!is.null(sub$noise_gp)) ml <- noise_gp_tune(ml, sub, set, clock)
   kern <- ml$kernel
   ell <- ml$length_scales
   lambda <- ml$lambda

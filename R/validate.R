@@ -57,7 +57,9 @@ check_fit_noise <- function(fit, bad) {
   if (!ok) bad("noise", "must hold named finite coefficients with their centres and scales")
   if (!is.null(nz$gp)) check_fit_noise_gp(nz$gp, r, fit$n, bad)
   Z <- nz$Z
-  if (!is.null(Z) && !(is.matrix(Z) && is.numeric(Z) && identical(dim(Z), c(fit$n, r)) &&
+  # (a latent noise process reads Z at the training points)
+  if ((!is.null(Z) || !is.null(nz$gp)) &&
+      !(is.matrix(Z) && is.numeric(Z) && identical(dim(Z), c(fit$n, r)) &&
                        all(is.finite(Z)))) {
     bad("noise", sprintf("must hold the standardised noise design Z (%d x %d, finite)",
                          fit$n, r))
@@ -72,21 +74,30 @@ check_fit_noise <- function(fit, bad) {
 # the variance factor vf (n_g x n_g), the rows and the log marginal
 # likelihood
 check_fit_noise_gp <- function(gp, r, n, bad) {
+  msg <- paste("must hold the latent noise process: its kernel, sd, covariates,",
+               "mode and variance factor")
+  if (!is.list(gp)) bad("noise", msg)
   k <- gp$kernel
   ng <- NROW(gp$Z)
   fin <- function(v) is.numeric(v) && all(is.finite(v))
-  ok <- is.list(gp) && inherits(k, "askotch_kernel") &&
-    isTRUE(k$name %in% c("matern12", "matern32", "matern52", "rbf")) &&
-    is.numeric(k$bandwidth) && length(k$bandwidth) == 1L && isTRUE(k$bandwidth > 0) &&
+  ok <- listed_kernel_ok(k) && is.null(k$spec) && isTRUE(k$name %in% auto_kernels) &&
     fin(gp$sd) && length(gp$sd) == 1L && gp$sd > 0 &&
     is.matrix(gp$Z) && fin(gp$Z) && ncol(gp$Z) == r && ng >= 1L &&
     fin(gp$a) && length(gp$a) == ng && is.matrix(gp$vf) && fin(gp$vf) &&
-    identical(dim(gp$vf), c(ng, ng)) && is.numeric(gp$rows) && length(gp$rows) == ng &&
-    all(gp$rows >= 1 & gp$rows <= n) && fin(gp$loglik) && length(gp$loglik) == 1L
-  if (!ok) {
-    bad("noise", paste("must hold the latent noise process: its kernel, sd, covariates,",
-                       "mode and variance factor"))
-  }
+    identical(dim(gp$vf), c(ng, ng)) && fin(gp$rows) && length(gp$rows) == ng &&
+    all(gp$rows >= 1 & gp$rows <= n & gp$rows == round(gp$rows)) &&
+    fin(gp$loglik) && length(gp$loglik) == 1L
+  if (!ok) bad("noise", msg)
+}
+
+# A listed kernel object: its name's code and metric, a positive finite
+# bandwidth
+listed_kernel_ok <- function(kern) {
+  inherits(kern, "askotch_kernel") && is.list(kern) &&
+    identical(kern$code, tryCatch(kernel_code(kern$name), error = function(e) NULL)) &&
+    is.numeric(kern$bandwidth) && length(kern$bandwidth) == 1L &&
+    is.finite(kern$bandwidth) && kern$bandwidth > 0 &&
+    is.character(kern$metric) && length(kern$metric) == 1L
 }
 
 # A mean function's fields (R/trend.R): the training design F (n x q), its
@@ -330,12 +341,7 @@ check_fit_model <- function(fit, bad) {
         !identical(kern$code, composite_info()$code)) {
       bad("kernel", "must be a composite kernel with every hyperparameter a number")
     }
-  } else if (!inherits(kern, "askotch_kernel") || !is.list(kern) ||
-      !identical(kern$code, tryCatch(kernel_code(kern$name),
-                                     error = function(e) NULL)) ||
-      !is.numeric(kern$bandwidth) || length(kern$bandwidth) != 1L ||
-      !is.finite(kern$bandwidth) || kern$bandwidth <= 0 ||
-      !is.character(kern$metric) || length(kern$metric) != 1L) {
+  } else if (!listed_kernel_ok(kern)) {
     bad("kernel", "must be a kernel object with a positive finite bandwidth")
   }
   if (!is.numeric(fit$lambda) || length(fit$lambda) != 1L ||

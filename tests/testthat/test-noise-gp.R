@@ -26,7 +26,8 @@ gpn_ll <- function(K, y, lambda, h) {
 gpn_psi <- function(K, Kg, y, lambda, h) gpn_ll(K, y, lambda, h) - 0.5 * sum(h * solve(Kg, h))
 
 # The mode by BFGS on psi and the Laplace approximation with the Fisher
-# information F = (lambda v)(lambda v)^T o A^{-2} / 2
+# information of the profile likelihood (s^2 profiled), F = (lambda v)
+# (lambda v)^T o A^{-2} / 2 - c c^T 2 / n, c = lambda v o diag(A^{-1}) / 2
 gpn_oracle <- function(K, Kg, y, lambda) {
   n <- length(y)
   # (a step to a numerically singular A is rejected by a huge value)
@@ -38,7 +39,7 @@ gpn_oracle <- function(K, Kg, y, lambda) {
   h <- o$par
   lv <- lambda * exp(h)
   Ai <- solve(K + diag(lv))
-  Fi <- outer(lv, lv) * Ai^2 / 2
+  Fi <- outer(lv, lv) * Ai^2 / 2 - tcrossprod(lv * diag(Ai) / 2) * (2 / n)
   list(h = h, psi = -o$value,
        lml = -o$value - 0.5 * c(determinant(diag(n) + Kg %*% Fi)$modulus), F = Fi)
 }
@@ -65,15 +66,21 @@ test_that("the likelihood's derivatives in the log noise variances are exact", {
     }, numeric(n))
     expect_equal(v$gradient_h, num_g, tolerance = 1e-6)
     expect_equal(v$hess_h, -num_H, tolerance = 1e-6)
-    # the Fisher information with A^{-1} (ML) or the REML projection P
+    # the Fisher information with A^{-1} (ML) or the REML projection P, s^2
+    # profiled: the Schur complement of the joint information in (h, s^2)
     A <- oracle_kernel(x, x, "rbf", 0.4) + 0.2 * diag(exp(h))
     P <- solve(A)
+    nn <- n
     if (isTRUE(trend$reml)) {
       Fm <- trend$F
       P <- P - P %*% Fm %*% solve(crossprod(Fm, P %*% Fm), crossprod(Fm, P))
+      nn <- n - ncol(Fm)
     }
     lv <- 0.2 * exp(h)
-    expect_equal(v$info_h, outer(lv, lv) * P^2 / 2, tolerance = 1e-9)
+    s2 <- v$signal_var
+    Ihh <- outer(lv, lv) * P^2 / 2
+    Ihs <- lv * diag(P) / (2 * s2)
+    expect_equal(v$info_h, Ihh - tcrossprod(Ihs) / (nn / (2 * s2^2)), tolerance = 1e-9)
   }
 })
 
@@ -191,6 +198,7 @@ test_that("a subsample estimates the process; the formula method; bad input", {
                                   class = "askotch_error_input")
   e(noise = ~ gp(t) + t)
   e(noise = ~ gp())
+  e(noise = ~ gp(t, "rbf"))
   e(noise = ~ gp(t, sd = 1))
   e(noise = ~ gp(t, kernel = "laplace"))
   e(noise = ~ gp(t), bandwidth = "ard")
@@ -200,6 +208,8 @@ test_that("a subsample estimates the process; the formula method; bad input", {
   expect_error(krr(d$x, cbind(d$y, d$y), noise = ~ gp(t), threads = 1),
                class = "askotch_error_input")
   expect_error(vcov(fit), "latent noise process", class = "askotch_error_input")
+  options(askotch.noise_gp_max_n = Inf)
+  expect_length(krr(d$x, d$y, noise = ~ gp(t), threads = 1)$noise$gp$rows, 90)
   options(askotch.noise_gp_max_n = 2.5)
   expect_error(krr(d$x, d$y, noise = ~ gp(t), threads = 1), "askotch.noise_gp_max_n",
                class = "askotch_error_input")
@@ -212,4 +222,32 @@ test_that("a subsample estimates the process; the formula method; bad input", {
   bad <- fit
   bad$noise$coef <- c(t = 1)
   expect_error(predict(bad, df), "noise", class = "askotch_error_object")
+  for (v in list(1, NULL)) {
+    bad <- fit
+    bad$noise[c("gp", "Z")][[if (is.null(v)) "Z" else "gp"]] <- list(v)
+    bad$noise[["Z"]] <- if (is.null(v)) NULL else bad$noise[["Z"]]
+    if (!is.null(v)) bad$noise$gp <- v
+    expect_error(predict(bad, df, interval = "prediction"), "noise",
+                 class = "askotch_error_object")
+  }
+})
+
+test_that("simulate(), time_limit and a process the data do not support", {
+  d <- bump_data(70, seed = 7)
+  fit <- krr(d$x, d$y, noise = ~ gp(t), threads = 1)
+  # the noise of new draws at the training points: predict()'s
+  s <- simulate(fit, nsim = 4000, seed = 1, noise = TRUE)
+  p <- predict(fit, se.fit = TRUE)
+  v <- apply(as.matrix(s), 1L, stats::var)
+  expect_equal(unname(v / (p$se.fit^2 + p$residual.scale^2)), rep(1, 70), tolerance = 0.15)
+  # a search stopped by the clock says so and keeps its best point
+  g <- krr(d$x, d$y, noise = ~ gp(t), threads = 1, time_limit = 0.2)
+  expect_identical(g$tuning$noise_gp$message, "time_limit")
+  expect_true(is.finite(as.numeric(logLik(g))))
+  # constant noise: the process's sd goes to the lower end of its range
+  set.seed(8)
+  y0 <- sin(5 * d$x[, 1]) + rnorm(70, sd = 0.2)
+  expect_warning(h <- krr(d$x, y0, noise = ~ gp(t), threads = 1), "noise process",
+                 class = "askotch_warning_hyper")
+  expect_true("sd" %in% h$tuning$noise_gp$at_bound)
 })
