@@ -199,9 +199,9 @@
 #' latent values at the training points are their posterior mode (Newton
 #' steps with the likelihood's exact Hessian); the hyperparameters (the
 #' process's sd and length scale, \eqn{\lambda} and the kernel's scale)
-#' maximise the Laplace approximation of the marginal likelihood, with the
-#' Fisher information for the curvature (Rasmussen and Williams 2006, sec.
-#' 3.4), by Nelder–Mead from the constant-noise estimates; the kernel is
+#' maximise the Laplace approximation of the marginal likelihood (at the
+#' mode, with the likelihood's exact Hessian; Rasmussen and Williams 2006,
+#' sec. 3.4), by Nelder–Mead from the constant-noise estimates; the kernel is
 #' chosen under constant noise. Each step is \eqn{O(m^3)} on at most \eqn{m}
 #' = 300 of the tuning rows (option `askotch.noise_gp_max_n`; every point
 #' then gets the latent's posterior mean), and the search takes a few

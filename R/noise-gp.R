@@ -15,14 +15,15 @@
 # with noise = list(h)), by Newton steps in the parametrisation of
 # Rasmussen and Williams (2006, Algorithm 3.1), in which K_g is never
 # inverted (ties in z make it singular). The Fisher information F of l in
-# h (s^2 profiled: a rank-one correction; positive semidefinite, F = G G^T)
-# stands for the negative Hessian in the Laplace approximation of the
-# marginal likelihood, with B = I + G^T K_g G,
-#   log p(y | theta) ~ psi(h) - log det B / 2
-# (R&W sec. 3.4.4), which the hyperparameters maximise by Nelder-Mead on the
-# log scale from the constant-noise estimates. At a new point the latent's
-# Laplace posterior is N(k^T a, k(z, z) - k^T G B^{-1} G^T k), and the
-# relative noise variance is its log-normal mean exp(mean + var / 2).
+# h (s^2 profiled, positive semidefinite) serves where the observed
+# information W is not positive definite. The Laplace approximation of the
+# marginal likelihood,
+#   log p(y | theta) ~ psi(h) - log det(I + W K_g) / 2
+# (R&W sec. 3.4.4), is maximised over the hyperparameters by Nelder-Mead on
+# the log scale from the constant-noise estimates. At a new point the
+# latent's posterior is N(k^T a, k(z, z) - k^T (K_g + F^{-1})^{-1} k) (F:
+# noise_gp_laplace() says why), and the relative noise variance is its
+# log-normal mean exp(mean + var / 2).
 #
 # The estimation runs on at most noise_gp_max_n() of the tuning rows (each
 # Newton step is O(n^3)); the latent at every training point is then its
@@ -84,9 +85,9 @@ noise_gp_kmat <- function(Z1, Z2, g) g$sd^2 * kernel_mat(Z1, Z2, g$kernel)
 # its line search fails, the Fisher scoring step (W the Fisher information,
 # whose direction always ascends). It stops when a step's predicted gain
 # (the Newton decrement) is below 1e-10 of |psi|. Returns the mode's a, h,
-# psi, the Laplace log marginal likelihood lml, G R_B^{-1} (the variance's
-# factor, vf) and whether it converged, or NULL where K + lambda V is not
-# positive definite.
+# psi, the Laplace log marginal likelihood lml and the latent's posterior
+# matrix C (noise_gp_laplace()) and whether it converged, or NULL where K +
+# lambda V is not positive definite.
 noise_gp_mode <- function(xs, Y, kernel, lambda, Z, g, trend, a0, threads = 0L) {
   n <- nrow(xs)
   Kg <- noise_gp_kmat(Z, Z, g)
@@ -115,9 +116,32 @@ noise_gp_mode <- function(xs, Y, kernel, lambda, Z, g, trend, a0, threads = 0L) 
     if (converged || is.null(nw)) break
     cur <- nw
   }
-  b <- noise_gp_B(cur$info, Kg)
-  list(a = cur$a, h = cur$h, psi = cur$psi, lml = cur$psi - sum(log(diag(b$R))),
-       vf = t(backsolve(b$R, t(b$G), transpose = TRUE)), converged = converged)
+  lap <- noise_gp_laplace(cur, Kg)
+  list(a = cur$a, h = cur$h, psi = cur$psi, lml = cur$psi - lap$logdet / 2, C = lap$C,
+       converged = converged)
+}
+
+# The Laplace approximation at the mode s: the log posterior's Hessian is
+# -(K_g^{-1} + W), W the observed information, so log p(y | theta) ~ psi -
+# log det(I + W K_g) / 2. That needs K_g^{-1} + W positive definite (a
+# strict maximum), checked by a Cholesky factor of the symmetric I + L^T W
+# L, L L^T = K_g + 1e-10 max(diag K_g) I (K_g is singular with ties); where
+# it is not, the Fisher information F replaces W. The latent's posterior
+# covariance at new points, k(z, z) - k^T C k, takes F always, C = G B^{-1}
+# G^T with F = G G^T and B = I + G^T K_g G: the likelihood is not
+# log-concave in h, W can be indefinite, and with it the variance can
+# exceed the prior's by orders of magnitude away from the data; with F it
+# stays below.
+noise_gp_laplace <- function(s, Kg) {
+  n <- length(s$a)
+  b <- noise_gp_B(s$info, Kg)
+  V <- t(backsolve(b$R, t(b$G), transpose = TRUE))
+  L <- tryCatch(t(chol(Kg + diag(1e-10 * max(diag(Kg)), n))), error = function(e) NULL)
+  RW <- if (!is.null(L)) {
+    suppressWarnings(chol(diag(n) + crossprod(L, s$hess %*% L), pivot = TRUE))
+  }
+  R <- if (!is.null(RW) && attr(RW, "rank") == n) RW else b$R
+  list(logdet = 2 * sum(log(diag(R))), C = tcrossprod(V))
 }
 
 # Backtracking from a + d (halving, at least 2^-26 of it) to the first point
@@ -164,10 +188,10 @@ noise_gp_direction <- function(s, Kg, fisher = FALSE) {
 }
 
 # The latent's Laplace posterior at standardised covariates Znew: mean and
-# variance (nz$gp: the estimation rows' Z, a, vf, kernel, sd)
+# variance (nz$gp: the estimation rows' Z, a, C, kernel, sd)
 noise_gp_latent <- function(gp, Znew) {
   Ks <- noise_gp_kmat(Znew, gp$Z, gp)
-  v <- gp$sd^2 - rowSums((Ks %*% gp$vf)^2)
+  v <- gp$sd^2 - rowSums((Ks %*% gp$C) * Ks)
   list(mean = drop(Ks %*% gp$a), var = pmax(v, 0))
 }
 
@@ -241,7 +265,7 @@ noise_gp_tune <- function(ml, sub, set, clock) {
   # others' bounds are the constant-noise search's)
   th <- memo$best_th
   edge <- (th <= lower + 1e-6 | th >= upper - 1e-6) & names(th0) %in% c("sd", "length scale")
-  ml$noise_gp <- list(kernel = d$g$kernel, sd = d$g$sd, Z = Z, a = r$a, vf = r$vf,
+  ml$noise_gp <- list(kernel = d$g$kernel, sd = d$g$sd, Z = Z, a = r$a, C = r$C,
                       rows = sub$rows[rows], loglik = r$lml,
                       optim = list(loglik = r$lml, convergence = res$convergence,
                                    message = res$message, evaluations = memo$evaluations,

@@ -71,11 +71,11 @@ check_fit_noise <- function(fit, bad) {
 
 # A latent noise process's fields (R/noise-gp.R): its kernel and sd, the
 # estimation rows' standardised covariates Z (n_g x r), the mode's a and
-# the variance factor vf (n_g x n_g), the rows and the log marginal
+# the posterior matrix C (n_g x n_g), the rows and the log marginal
 # likelihood
 check_fit_noise_gp <- function(gp, r, n, bad) {
   msg <- paste("must hold the latent noise process: its kernel, sd, covariates,",
-               "mode and variance factor")
+               "mode and posterior matrix")
   if (!is.list(gp)) bad("noise", msg)
   k <- gp$kernel
   ng <- NROW(gp$Z)
@@ -83,8 +83,8 @@ check_fit_noise_gp <- function(gp, r, n, bad) {
   ok <- listed_kernel_ok(k) && is.null(k$spec) && isTRUE(k$name %in% auto_kernels) &&
     fin(gp$sd) && length(gp$sd) == 1L && gp$sd > 0 &&
     is.matrix(gp$Z) && fin(gp$Z) && ncol(gp$Z) == r && ng >= 1L &&
-    fin(gp$a) && length(gp$a) == ng && is.matrix(gp$vf) && fin(gp$vf) &&
-    identical(dim(gp$vf), c(ng, ng)) && fin(gp$rows) && length(gp$rows) == ng &&
+    fin(gp$a) && length(gp$a) == ng && is.matrix(gp$C) && fin(gp$C) &&
+    identical(dim(gp$C), c(ng, ng)) && fin(gp$rows) && length(gp$rows) == ng &&
     all(gp$rows >= 1 & gp$rows <= n & gp$rows == round(gp$rows)) &&
     fin(gp$loglik) && length(gp$loglik) == 1L
   if (!ok) bad("noise", msg)

@@ -25,9 +25,11 @@ gpn_ll <- function(K, y, lambda, h) {
 }
 gpn_psi <- function(K, Kg, y, lambda, h) gpn_ll(K, y, lambda, h) - 0.5 * sum(h * solve(Kg, h))
 
-# The mode by BFGS on psi and the Laplace approximation with the Fisher
-# information of the profile likelihood (s^2 profiled), F = (lambda v)
-# (lambda v)^T o A^{-2} / 2 - c c^T 2 / n, c = lambda v o diag(A^{-1}) / 2
+# The mode by BFGS on psi and the Laplace approximation with psi's Hessian H
+# there by finite differences (optimHess): log p(y) ~ psi - (log det K_g +
+# log det(-H)) / 2; and the Fisher information of the profile likelihood
+# (s^2 profiled), F = (lambda v) (lambda v)^T o A^{-2} / 2 - c c^T 2 / n, c =
+# lambda v o diag(A^{-1}) / 2, for the latent's predictive variance
 gpn_oracle <- function(K, Kg, y, lambda) {
   n <- length(y)
   # (a step to a numerically singular A is rejected by a huge value)
@@ -37,12 +39,17 @@ gpn_oracle <- function(K, Kg, y, lambda) {
   }
   o <- optim(numeric(n), negpsi, method = "BFGS", control = list(reltol = 1e-15, maxit = 5000))
   h <- o$par
+  H <- -stats::optimHess(h, negpsi, control = list(ndeps = rep(1e-4, n)))
   lv <- lambda * exp(h)
   Ai <- solve(K + diag(lv))
   Fi <- outer(lv, lv) * Ai^2 / 2 - tcrossprod(lv * diag(Ai) / 2) * (2 / n)
-  list(h = h, psi = -o$value,
-       lml = -o$value - 0.5 * c(determinant(diag(n) + Kg %*% Fi)$modulus), F = Fi)
+  list(h = h, psi = -o$value, F = Fi,
+       lml = -o$value - 0.5 * c(determinant(Kg)$modulus + determinant(-H)$modulus))
 }
+
+# The latent's predictive variance at new points: k(z, z) - k^T (K_g +
+# F^{-1})^{-1} k
+gpn_var <- function(o, Kg, ks, sd) sd^2 - rowSums((ks %*% solve(Kg + solve(o$F))) * ks)
 
 test_that("the likelihood's derivatives in the log noise variances are exact", {
   set.seed(3)
@@ -88,7 +95,9 @@ test_that("the latent's mode and the Laplace approximation match base R", {
   d <- bump_data(40, seed = 4)
   z <- d$x
   K <- oracle_kernel(d$x, d$x, "rbf", 0.2)
-  for (g in list(list(kernel = kernel_matern32(0.5), sd = 1.5, name = "matern32"),
+  # (length scales at which K_g is well conditioned: the oracle's Hessian is
+  # by finite differences)
+  for (g in list(list(kernel = kernel_matern32(0.12), sd = 1.5, name = "matern32"),
                  list(kernel = kernel_matern12(0.3), sd = 0.8, name = "matern12"))) {
     Kg <- g$sd^2 * oracle_kernel(z, z, g$name, g$kernel$bandwidth)
     o <- gpn_oracle(K, Kg, d$y, 0.05)
@@ -96,15 +105,13 @@ test_that("the latent's mode and the Laplace approximation match base R", {
                                  list(F = matrix(1, d$n, 1), reml = FALSE), NULL, 1L)
     expect_equal(m$h, o$h, tolerance = 1e-5)
     expect_equal(m$psi, o$psi, tolerance = 1e-9)
-    expect_equal(m$lml, o$lml, tolerance = 1e-7)
-    # the latent's Laplace posterior at new points: mean k^T K_g^{-1} h,
-    # variance k(z, z) - k^T (K_g + F^{-1})^{-1} k
+    expect_equal(m$lml, o$lml, tolerance = 1e-5)
+    # the latent's Laplace posterior at new points: mean k^T K_g^{-1} h
     zn <- matrix(c(0.1, 0.45, 0.9))
     ks <- g$sd^2 * oracle_kernel(zn, z, g$name, g$kernel$bandwidth)
-    lat <- askotch:::noise_gp_latent(c(g, list(Z = z, a = m$a, vf = m$vf)), zn)
+    lat <- askotch:::noise_gp_latent(c(g, list(Z = z, a = m$a, C = m$C)), zn)
     expect_equal(lat$mean, drop(ks %*% solve(Kg, o$h)), tolerance = 1e-5)
-    expect_equal(lat$var, g$sd^2 - rowSums((ks %*% solve(Kg + solve(o$F))) * ks),
-                 tolerance = 1e-6)
+    expect_equal(lat$var, gpn_var(o, Kg, ks, g$sd), tolerance = 1e-6)
   }
 })
 
@@ -122,11 +129,13 @@ test_that("the fit is the Laplace optimum, its weights and predictions are exact
   }
   th <- log(c(fit$kernel$bandwidth, fit$lambda, gp$sd, gp$kernel$bandwidth))
   o <- lml_at(th)
-  expect_equal(as.numeric(logLik(fit)), o$lml, tolerance = 1e-7)
+  # (to the oracle's finite-difference Hessian, less precise where K_g is
+  # ill conditioned; the test above has the approximation to 1e-5)
+  expect_equal(as.numeric(logLik(fit)), o$lml, tolerance = 1e-3)
   expect_equal(attr(logLik(fit), "df"), 6)  # beta, s^2, bandwidth, lambda, sd, length scale
   # a maximum: no step of 2% in any hyperparameter raises the approximation
   for (j in 1:4) for (s in c(-1, 1)) {
-    expect_lt(lml_at(th + s * 0.02 * (seq_len(4) == j))$lml, o$lml + 1e-6)
+    expect_lt(lml_at(th + s * 0.02 * (seq_len(4) == j))$lml, o$lml + 1e-4)
   }
   # the weights are exp(-h) at the mode; predictions are the weighted GP's
   expect_equal(unname(weights(fit)), exp(-o$h), tolerance = 1e-5)
@@ -142,7 +151,7 @@ test_that("the fit is the Laplace optimum, its weights and predictions are exact
   zn <- (xn - nz$center) / nz$scale
   ks <- gp$sd^2 * oracle_kernel(zn, z, "matern32", gp$kernel$bandwidth)
   mu <- drop(ks %*% solve(Kg, o$h))
-  vr <- gp$sd^2 - rowSums((ks %*% solve(Kg + solve(o$F))) * ks)
+  vr <- gpn_var(o, Kg, ks, gp$sd)
   expect_equal(unname(p$residual.scale), sqrt(tro$s2 * fit$lambda * exp(mu + vr / 2)),
                tolerance = 1e-5)
   tb <- tidy(fit)
@@ -214,7 +223,7 @@ test_that("a subsample estimates the process; the formula method; bad input", {
   expect_error(krr(d$x, d$y, noise = ~ gp(t), threads = 1), "askotch.noise_gp_max_n",
                class = "askotch_error_input")
   options(old)
-  for (f in c("sd", "a", "vf", "Z")) {
+  for (f in c("sd", "a", "C", "Z")) {
     bad <- fit
     bad$noise$gp[[f]] <- bad$noise$gp[[f]][-1]
     expect_error(predict(bad, df), "noise", class = "askotch_error_object")
