@@ -105,7 +105,7 @@
 #' evaluation on it. The choice is recorded in `fit$tuning` (the rule, the
 #' points used, and a table `path` of \eqn{\lambda}, log likelihood,
 #' signal variance, effective degrees of freedom, residual sum of squares,
-#' GCV, LOO and CV errors).
+#' GCV, LOO and CV errors; not with a noise model, whose criteria differ).
 #'
 #' @section Choosing the kernel and the scaling:
 #' With every default (`kernel = "auto"`, `bandwidth = "ml"`, `standardize

@@ -96,8 +96,8 @@ tune_hyper <- function(dat, set, call = NULL) {
     lambda <- path$lambda[which.min(path$cv)]
   }
   # the record's eigendecomposition is skipped once time_limit has stopped the tuning
-  # (not under a latent noise process: the record's criteria are constant noise's)
-  if (!clock$expired() && is.null(ml$noise_gp)) {
+  # (not under a noise model: the record's criteria are constant noise's)
+  if (!clock$expired() && is.null(dat$noise)) {
     path <- tune_path_record(path, lambda, ml, sub, set, by_validation)
   }
   if (set$precision == "single" && ls$rule != "path") {

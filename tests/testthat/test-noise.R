@@ -34,6 +34,8 @@ test_that("the noise model's likelihood, optimum and predictions are exact", {
   expect_equal(as.numeric(logLik(fit)), noise_ll(d$x, d$y, bw, fit$lambda, v),
                tolerance = 1e-10)
   expect_equal(attr(logLik(fit), "df"), 5)  # s^2, beta, bandwidth, lambda, gamma
+  # no lambda record: its criteria would be constant noise's
+  expect_null(fit$tuning$path)
   # the base R optimum over (log bandwidth, log lambda, gamma)
   negll <- function(th) -noise_ll(d$x, d$y, exp(th[1]), exp(th[2]), exp(zs * th[3]))
   th <- c(log(bw), log(fit$lambda), nz$coef)
