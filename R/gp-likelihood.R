@@ -214,6 +214,7 @@ gp_loglik_exact <- function(xs, Y, kernel, lambda, ard = FALSE,
   M <- chol2inv(R)
   rm(R)
   if (reml) M <- M - tcrossprod(gls$AFh)
+  lv <- if (!is.null(noise)) lambda * v[piv]  # the noise diagonal, pivot order
   info <- identical(gradient, "info")
   if (info) {
     stopifnot(m == 1L)
@@ -221,7 +222,6 @@ gp_loglik_exact <- function(xs, Y, kernel, lambda, ard = FALSE,
     # Schur complement: c_i = lambda v_i M_ii / 2, I_ss = nn / 2 per s^4);
     # the observed information's terms in M and in the data term's
     # projection P = A^{-1} - AFh AFh^T (with a mean function)
-    lv <- lambda * v[piv]
     F2 <- outer(lv, lv) * M^2 / 2
     Fh <- F2 - tcrossprod(lv * diag(M) / 2) * (2 / nn)
     Hh <- outer(lv * alpha[, 1L], lv * alpha[, 1L]) / s2 *
@@ -234,7 +234,7 @@ gp_loglik_exact <- function(xs, Y, kernel, lambda, ard = FALSE,
   dM <- diag(M)
   if (!is.null(noise$h)) {
     out$gradient_h <- numeric(n)
-    out$gradient_h[piv] <- dM * lambda * v[piv]
+    out$gradient_h[piv] <- dM * lv
   }
   if (info) {
     # the h derivatives only; the observed information of the profile
@@ -250,7 +250,6 @@ gp_loglik_exact <- function(xs, Y, kernel, lambda, ard = FALSE,
   gk <- native_kernel_deriv_dot(xs[piv, , drop = FALSE], kernel, kernel_grad_codes(xs, ard), M)
   if (!is.null(noise$Z)) {
     # dA/dgamma_j = lambda diag(v z_j); the pivot order
-    lv <- lambda * v[piv]
     return(c(out, list(gradient = c(gk, sum(dM * lv),
                                     drop(crossprod(noise$Z[piv, , drop = FALSE], dM * lv))))))
   }
