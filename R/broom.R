@@ -212,14 +212,22 @@ class_index <- function(x) {
   if (ncol(Y) == 1L) ifelse(Y[, 1L] > 0, 2L, 1L) else max.col(Y, "first")
 }
 
-# Weighted training R^2 over all outputs (the offset cancels: y and the
-# fitted values both leave it out)
-training_r2 <- function(x) {
+# Weighted training R^2 (the observation weights, all 1 without): pooled over
+# the outputs (glance()) or one per output (summary()).  The offset cancels:
+# y and the fitted values both leave it out.  For an exact squared-loss solve
+# on the full kernel the residuals are y - K alpha = lambda W^{-1} alpha
+# (R/weights.R), so above option askotch.exact_max_n the O(n^2) kernel pass
+# is skipped.
+training_r2 <- function(x, pooled = TRUE) {
   w <- fit_obs_weights(x)
   Y <- x$y
-  R <- Y - fitted_scores(x)
-  mu <- colSums(w * Y) / sum(w)
-  1 - sum(w * R^2) / sum(w * sweep(Y, 2L, mu)^2)
+  dual <- !inherits(x, "kernel_machine") && fit_loss(x)$name == "squared" &&
+    is.null(x$centers) && fit_features(x) == 0 &&
+    x$n > getOption("askotch.exact_max_n", 50000)
+  R <- if (dual) x$lambda * as.matrix(x$weights) / w else Y - fitted_scores(x)
+  D <- sweep(Y, 2L, colSums(w * Y) / sum(w), check.margin = FALSE)
+  if (pooled) return(1 - sum(w * R^2) / sum(w * D^2))
+  stats::setNames(1 - colSums(w * R^2) / colSums(w * D^2), x$y_names)
 }
 
 #' @rdname krr-tidiers

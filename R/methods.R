@@ -397,19 +397,7 @@ model_stats <- function(object) {
   full <- is.null(object$centers) && fit_features(object) == 0
   if (fit_features(object) == 0) {
     if (regr) {
-      Y <- object$y
-      # residuals y - K w - ybar = lambda w for an exact solve: the
-      # O(n^2) kernel pass is skipped above option askotch.exact_max_n
-      R <- if (squared && full &&
-               object$n > getOption("askotch.exact_max_n", 50000)) {
-        object$lambda * object$weights
-      } else {
-        Y - as.matrix(fitted.krr(object))
-      }
-      r2 <- 1 - colSums(R^2) /
-        colSums(sweep(Y, 2L, colMeans(Y), check.margin = FALSE)^2)
-      names(r2) <- object$y_names
-      st[["R-squared (training)"]] <- r2
+      st[["R-squared (training)"]] <- training_r2(object, pooled = FALSE)
     } else {
       cls <- scores_to_class(krr_scores(object, gp_xs(object)), object$levels)
       st[["Accuracy (training)"]] <-

@@ -45,6 +45,16 @@ test_that("glance() is one row with R^2 / accuracy and logLik when available", {
   mu <- sum(w * mtcars$mpg) / sum(w)
   r2w <- 1 - sum(w * (mtcars$mpg - fitted(fw))^2) / sum(w * (mtcars$mpg - mu)^2)
   expect_equal(glance(fw)$r.squared, r2w, tolerance = 1e-12)
+  # summary() reports the same weighted R^2, also from the residuals
+  # lambda alpha / w it uses above option askotch.exact_max_n
+  expect_equal(unname(summary(fw)$model[["R-squared (training)"]]), r2w,
+               tolerance = 1e-12)
+  old <- options(askotch.exact_max_n = 10)
+  on.exit(options(old))
+  expect_equal(unname(summary(fw)$model[["R-squared (training)"]]), r2w,
+               tolerance = 1e-8)
+  expect_equal(glance(fw)$r.squared, r2w, tolerance = 1e-8)
+  options(old)
   # classification: training accuracy
   fc <- krr(Species ~ ., data = iris, lambda = 1, solver = cholesky(),
             threads = 1)
