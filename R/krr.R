@@ -201,7 +201,12 @@
 #' process's sd and length scale, \eqn{\lambda} and the kernel's scale)
 #' maximise the Laplace approximation of the marginal likelihood (at the
 #' mode, with the likelihood's exact Hessian; Rasmussen and Williams 2006,
-#' sec. 3.4), by Nelder–Mead from the constant-noise estimates; the kernel is
+#' sec. 3.4) times a penalised-complexity prior on the process's length
+#' scale and sd (Simpson et al. 2017; Fuglstad et al. 2019), which shrinks
+#' towards constant noise: by default P(length scale < 0.5) = 0.05, in units
+#' of the covariates' sd, and P(sd > 1) = 0.05; `gp(z, prior = c(range = ,
+#' sd = ))` sets the two scales, `gp(z, prior = FALSE)` drops the prior. The
+#' search is Nelder–Mead from the constant-noise estimates; the kernel is
 #' chosen under constant noise. Each step is \eqn{O(m^3)} on at most \eqn{m}
 #' = 300 of the tuning rows (option `askotch.noise_gp_max_n`; every point
 #' then gets the latent's posterior mean), and the search takes a few

@@ -19,8 +19,10 @@
 # information W is not positive definite. The Laplace approximation of the
 # marginal likelihood,
 #   log p(y | theta) ~ psi(h) - log det(I + W K_g) / 2
-# (R&W sec. 3.4.4), is maximised over the hyperparameters by Nelder-Mead on
-# the log scale from the constant-noise estimates. At a new point the
+# (R&W sec. 3.4.4), plus the log density of a penalised-complexity prior on
+# the process's length scale and sd (noise_gp_logprior()), is maximised over
+# the hyperparameters by Nelder-Mead on the log scale from the
+# constant-noise estimates. At a new point the
 # latent's posterior is N(k^T a, k(z, z) - k^T (K_g + F^{-1})^{-1} k) (F:
 # noise_gp_laplace() says why), and the relative noise variance is its
 # log-normal mean exp(mean + var / 2).
@@ -53,9 +55,9 @@ noise_gp_term <- function(noise, call = NULL) {
   }
   args <- as.list(rhs)[-1L]
   nm <- names(args) %||% rep("", length(args))
-  bad <- setdiff(nm[nm != ""], "kernel")
+  bad <- setdiff(nm[nm != ""], c("kernel", "prior"))
   if (length(bad) > 0L) {
-    abort_askotch(sprintf("gp() in `noise` takes its variables and `kernel`, not %s.",
+    abort_askotch(sprintf("gp() in `noise` takes its variables, `kernel` and `prior`, not %s.",
                           paste0("`", bad, "`", collapse = ", ")), "input", call)
   }
   vars <- args[nm == ""]
@@ -71,7 +73,39 @@ noise_gp_term <- function(noise, call = NULL) {
   }
   f <- stats::reformulate(vapply(vars, function(v) paste(deparse(v), collapse = ""), ""))
   environment(f) <- environment(noise)
-  list(formula = f, kernel = kernel)
+  prior <- if ("prior" %in% nm) eval(args[["prior"]], environment(noise)) else TRUE
+  list(formula = f, kernel = kernel, prior = noise_gp_prior_spec(prior, call))
+}
+
+# gp(prior = ): TRUE (the default scales), FALSE (none: the Laplace
+# marginal likelihood alone), or c(range = , sd = ). Returns NULL or the
+# two scales.
+noise_gp_prior_spec <- function(prior, call = NULL) {
+  if (isTRUE(prior)) return(c(range = 0.5, sd = 1))
+  if (isFALSE(prior)) return(NULL)
+  if (!is.numeric(prior) || length(prior) != 2L ||
+      !setequal(names(prior) %||% "", c("range", "sd")) ||
+      !all(is.finite(prior) & prior > 0)) {
+    abort_askotch(sprintf(paste(
+      "gp(prior = ) in `noise` must be TRUE, FALSE or c(range = , sd = ), two",
+      "positive numbers, not %s."), fmt_value(prior)), "input", call)
+  }
+  prior[c("range", "sd")]
+}
+
+# The log density of the penalised-complexity prior (Simpson et al. 2017;
+# Fuglstad et al. 2019, for Matern fields in d dimensions) of the latent's
+# log length scale and log sd, th = (log ell, log sd), up to a constant:
+# P(ell < range) = 0.05 and P(sd > sd0) = 0.05, ell in the standardised
+# covariates' units. It shrinks towards the base model, constant noise
+# (ell -> Inf or sd -> 0): ell's density is lambda1 (d / 2) ell^(-d/2 - 1)
+# exp(-lambda1 ell^(-d/2)), sd's exponential of rate lambda2 (each times
+# its Jacobian on the log scale).
+noise_gp_logprior <- function(th, prior, d) {
+  if (is.null(prior)) return(0)
+  l1 <- -log(0.05) * prior[["range"]]^(d / 2)
+  l2 <- -log(0.05) / prior[["sd"]]
+  -d / 2 * th[[1L]] - l1 * exp(-d / 2 * th[[1L]]) + th[[2L]] - l2 * exp(th[[2L]])
 }
 
 # The latent's kernel matrix sd^2 k_g(Z1, Z2) on standardised covariates
@@ -219,6 +253,7 @@ noise_gp_tune <- function(ml, sub, set, clock) {
   tr <- trend_rows(sub$trend, rows)
   Z <- sub$noise_gp$Z[rows, , drop = FALSE]
   gk <- new_kernel(sub$noise_gp$kernel, "median")
+  prior <- sub$noise_gp$prior
   ell0 <- median_bandwidth(Z, gk$metric, set$seed)
   th0 <- c(if (est_bw) log(ml$kernel$bandwidth), if (est_lambda) log(ml$lambda), 0,
            log(ell0))
@@ -244,7 +279,7 @@ noise_gp_tune <- function(ml, sub, set, clock) {
     memo$evaluations <- (memo$evaluations %||% 0L) + 1L
     f <- if (is.null(r)) .Machine$double.xmax / 4 else {
       memo$a <- r$a
-      -r$lml
+      -r$lml - noise_gp_logprior(rev(tail(thc, 2L)), prior, ncol(Z))
     }
     tune_best(memo, thc, f, clock, "noise process (Laplace approximation)")
     f + 1e3 * sum((th - thc)^2)
@@ -269,7 +304,7 @@ noise_gp_tune <- function(ml, sub, set, clock) {
                       rows = sub$rows[rows], loglik = r$lml,
                       optim = list(loglik = r$lml, convergence = res$convergence,
                                    message = res$message, evaluations = memo$evaluations,
-                                   at_bound = names(th0)[edge]))
+                                   at_bound = names(th0)[edge], prior = prior))
   ml
 }
 

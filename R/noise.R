@@ -57,7 +57,7 @@ noise_build <- function(noise, data, call = NULL) {
   des <- trend_build(if (is.null(gp)) noise else gp$formula, data, call, "noise")
   keep <- colnames(des$F) != "(Intercept)"
   des$F <- des$F[, keep, drop = FALSE]
-  if (!is.null(gp)) des$gp <- list(kernel = gp$kernel)
+  if (!is.null(gp)) des$gp <- list(kernel = gp$kernel, prior = gp$prior)
   des
 }
 

@@ -56,7 +56,8 @@ tune_data <- function(dat, set, call, size = NULL) {
          list(Z = dat$noise$Z[rows, , drop = FALSE])
        },
        noise_gp = if (!is.null(dat$noise$gp)) {
-         list(Z = dat$noise$Z[rows, , drop = FALSE], kernel = dat$noise$gp$kernel)
+         list(Z = dat$noise$Z[rows, , drop = FALSE], kernel = dat$noise$gp$kernel,
+              prior = dat$noise$gp$prior)
        })
 }
 

@@ -38,6 +38,7 @@ models <- list(
   "krr(noise = ~ poly(x, 2))" = krr_noise(~ poly(x, 2)),
   "krr(noise = ~ ns(x, 3))" = krr_noise(~ splines::ns(x, df = 3)),
   "krr(noise = ~ gp(x))" = krr_noise(~ gp(x)),
+  "krr(noise = ~ gp(x, prior = FALSE))" = krr_noise(~ gp(x, prior = FALSE)),
   "mgcv gam(y ~ s(x))" = function(tr, te) {
     g <- gam(y ~ s(x), data = tr, method = "REML")
     p <- predict(g, te, se.fit = TRUE)

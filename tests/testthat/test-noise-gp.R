@@ -115,9 +115,45 @@ test_that("the latent's mode and the Laplace approximation match base R", {
   }
 })
 
+test_that("the process's prior has the tail probabilities it is given", {
+  # exp(logprior) is the density of (log ell, log sd) up to a constant:
+  # normalised by quadrature, P(ell < range) = P(sd > sd0) = 0.05
+  for (d in 1:2) for (pr in list(c(range = 0.5, sd = 1), c(range = 2, sd = 0.3))) {
+    f_ell <- function(t) exp(vapply(t, function(u)
+      askotch:::noise_gp_logprior(c(u, 0), pr, d), 0))
+    f_sd <- function(t) exp(vapply(t, function(u)
+      askotch:::noise_gp_logprior(c(0, u), pr, d), 0))
+    q <- function(f, lo, hi) integrate(f, lo, hi, rel.tol = 1e-10)$value
+    expect_equal(q(f_ell, -30, log(pr[["range"]])) / q(f_ell, -30, 80), 0.05,
+                 tolerance = 1e-6)
+    expect_equal(q(f_sd, log(pr[["sd"]]), 10) / q(f_sd, -30, 10), 0.05, tolerance = 1e-6)
+  }
+  expect_null(askotch:::noise_gp_prior_spec(FALSE))
+  expect_identical(askotch:::noise_gp_prior_spec(c(sd = 2, range = 1)), c(range = 1, sd = 2))
+})
+
 test_that("the fit is the Laplace optimum, its weights and predictions are exact", {
   d <- bump_data(60, seed = 5)
-  fit <- krr(d$x, d$y, noise = ~ gp(t), kernel = "rbf", standardize = FALSE, threads = 1)
+  # the default: the posterior mode under the prior; the other checks below
+  # are on the fit without it (the Laplace approximation's maximum)
+  fp <- krr(d$x, d$y, noise = ~ gp(t), kernel = "rbf", standardize = FALSE, threads = 1)
+  expect_identical(fp$tuning$noise_gp$prior, c(range = 0.5, sd = 1))
+  zp <- (d$x - fp$noise$center) / fp$noise$scale
+  post_at <- function(th) {
+    K <- oracle_kernel(d$x, d$x, "rbf", exp(th[1]))
+    Kg <- exp(th[3])^2 * oracle_kernel(zp, zp, "matern32", exp(th[4]))
+    gpn_oracle(K, Kg, d$y, exp(th[2]))$lml +
+      askotch:::noise_gp_logprior(th[4:3], c(range = 0.5, sd = 1), 1)
+  }
+  thp <- log(c(fp$kernel$bandwidth, fp$lambda, fp$noise$gp$sd,
+               fp$noise$gp$kernel$bandwidth))
+  p0 <- post_at(thp)
+  for (j in 1:4) for (s in c(-1, 1)) {
+    expect_lt(post_at(thp + s * 0.02 * (seq_len(4) == j)), p0 + 1e-4)
+  }
+  fit <- krr(d$x, d$y, noise = ~ gp(t, prior = FALSE), kernel = "rbf", standardize = FALSE,
+             threads = 1)
+  expect_null(fit$tuning$noise_gp$prior)
   nz <- fit$noise
   gp <- nz$gp
   expect_identical(gp$kernel$name, "matern32")
@@ -210,6 +246,10 @@ test_that("a subsample estimates the process; the formula method; bad input", {
   e(noise = ~ gp(t, "rbf"))
   e(noise = ~ gp(t, sd = 1))
   e(noise = ~ gp(t, kernel = "laplace"))
+  e(noise = ~ gp(t, prior = "yes"))
+  e(noise = ~ gp(t, prior = c(1, 2)))
+  e(noise = ~ gp(t, prior = c(range = -1, sd = 1)))
+  e(noise = ~ gp(t, prior = c(range = 1, sd = Inf)))
   e(noise = ~ gp(t), bandwidth = "ard")
   e(noise = ~ gp(t), lambda = "gcv")
   e(noise = ~ gp(t), kernel = kernel_rbf() + kernel_matern32())
@@ -253,10 +293,13 @@ test_that("simulate(), time_limit and a process the data do not support", {
   g <- krr(d$x, d$y, noise = ~ gp(t), threads = 1, time_limit = 0.2)
   expect_identical(g$tuning$noise_gp$message, "time_limit")
   expect_true(is.finite(as.numeric(logLik(g))))
-  # constant noise: the process's sd goes to the lower end of its range
+  # constant noise: without the prior the process's sd goes to the lower
+  # end of its range; with it, the noise stays close to constant
   set.seed(8)
   y0 <- sin(5 * d$x[, 1]) + rnorm(70, sd = 0.2)
-  expect_warning(h <- krr(d$x, y0, noise = ~ gp(t), threads = 1), "noise process",
-                 class = "askotch_warning_hyper")
+  expect_warning(h <- krr(d$x, y0, noise = ~ gp(t, prior = FALSE), threads = 1),
+                 "noise process", class = "askotch_warning_hyper")
   expect_true("sd" %in% h$tuning$noise_gp$at_bound)
+  expect_no_warning(hp <- krr(d$x, y0, noise = ~ gp(t), threads = 1))
+  expect_lt(diff(range(log(weights(hp)))), 0.5)
 })
