@@ -120,9 +120,11 @@ noise_gp_kmat <- function(Z1, Z2, g) g$sd^2 * kernel_mat(Z1, Z2, g$kernel)
 # whose direction always ascends). It stops when a step's predicted gain
 # (the Newton decrement) is below 1e-10 of |psi|. Returns the mode's a, h,
 # psi, the Laplace log marginal likelihood lml and the latent's posterior
-# matrix C (noise_gp_laplace()) and whether it converged, or NULL where K +
-# lambda V is not positive definite.
-noise_gp_mode <- function(xs, Y, kernel, lambda, Z, g, trend, a0, threads = 0L) {
+# matrix C (noise_gp_laplace(); only with `posterior`, as the search needs
+# lml alone) and whether it converged, or NULL where K + lambda V is not
+# positive definite.
+noise_gp_mode <- function(xs, Y, kernel, lambda, Z, g, trend, a0, threads = 0L,
+                          posterior = TRUE) {
   n <- nrow(xs)
   Kg <- noise_gp_kmat(Z, Z, g)
   at <- function(a) {
@@ -150,7 +152,7 @@ noise_gp_mode <- function(xs, Y, kernel, lambda, Z, g, trend, a0, threads = 0L) 
     if (converged || is.null(nw)) break
     cur <- nw
   }
-  lap <- noise_gp_laplace(cur, Kg)
+  lap <- noise_gp_laplace(cur, Kg, posterior)
   list(a = cur$a, h = cur$h, psi = cur$psi, lml = cur$psi - lap$logdet / 2, C = lap$C,
        converged = converged)
 }
@@ -165,17 +167,18 @@ noise_gp_mode <- function(xs, Y, kernel, lambda, Z, g, trend, a0, threads = 0L) 
 # G^T with F = G G^T and B = I + G^T K_g G: the likelihood is not
 # log-concave in h, W can be indefinite, and with it the variance can
 # exceed the prior's by orders of magnitude away from the data; with F it
-# stays below.
-noise_gp_laplace <- function(s, Kg) {
+# stays below. (C, O(n^3), only with `posterior`.)
+noise_gp_laplace <- function(s, Kg, posterior = TRUE) {
   n <- length(s$a)
-  b <- noise_gp_B(s$info, Kg)
-  V <- t(backsolve(b$R, t(b$G), transpose = TRUE))
   L <- tryCatch(t(chol(Kg + diag(1e-10 * max(diag(Kg)), n))), error = function(e) NULL)
   RW <- if (!is.null(L)) {
     suppressWarnings(chol(diag(n) + crossprod(L, s$hess %*% L), pivot = TRUE))
   }
-  R <- if (!is.null(RW) && attr(RW, "rank") == n) RW else b$R
-  list(logdet = 2 * sum(log(diag(R))), C = tcrossprod(V))
+  observed <- !is.null(RW) && attr(RW, "rank") == n
+  b <- if (posterior || !observed) noise_gp_B(s$info, Kg)
+  R <- if (observed) RW else b$R
+  C <- if (posterior) tcrossprod(t(backsolve(b$R, t(b$G), transpose = TRUE)))
+  list(logdet = 2 * sum(log(diag(R))), C = C)
 }
 
 # Backtracking from a + d (halving, at least 2^-26 of it) to the first point
@@ -275,7 +278,8 @@ noise_gp_tune <- function(ml, sub, set, clock) {
   obj <- function(th) {
     thc <- pmin(pmax(th, lower), upper)
     d <- decode(thc)
-    r <- noise_gp_mode(xs, Y, d$kernel, d$lambda, Z, d$g, tr, memo$a, set$threads)
+    r <- noise_gp_mode(xs, Y, d$kernel, d$lambda, Z, d$g, tr, memo$a, set$threads,
+                       posterior = FALSE)
     memo$evaluations <- (memo$evaluations %||% 0L) + 1L
     f <- if (is.null(r)) .Machine$double.xmax / 4 else {
       memo$a <- r$a
