@@ -346,7 +346,8 @@ summary.krr <- function(object, ...) {
     },
     trend_reml = isTRUE(object$trend$reml), y_names = object$y_names,
     noise = if (!is.null(object$noise)) noise_summary(object, td),
-    noise_gp = !is.null(object$noise$gp)
+    noise_gp = !is.null(object$noise$gp),
+    noise_gp_prior = object$tuning$noise_gp$prior
   ), class = "summary.krr")
 }
 
@@ -482,8 +483,14 @@ print.summary.krr <- function(x, ...) {
   }
   print_trend_tables(x)
   if (!is.null(x$noise)) {
+    pr <- x$noise_gp_prior
+    prior <- if (is.numeric(pr) && length(pr) == 2L && all(is.finite(pr))) {
+      sprintf(paste(";\n  posterior mode under a PC prior: P(length scale < %g sd) =",
+                    "P(gp_sd > %g) = 0.05"), pr[[1L]], pr[[2L]])
+    }
     cat(if (isTRUE(x$noise_gp)) {
-      "\nNoise model (a Gaussian process on the log noise variance, Laplace approximation):\n"
+      paste0("\nNoise model (a Gaussian process on the log noise variance, Laplace ",
+             "approximation", prior, "):\n")
     } else "\nNoise model (log noise variance, maximum likelihood):\n")
     print(x$noise, digits = 4)
   }

@@ -138,6 +138,8 @@ test_that("the fit is the Laplace optimum, its weights and predictions are exact
   # are on the fit without it (the Laplace approximation's maximum)
   fp <- krr(d$x, d$y, noise = ~ gp(t), kernel = "rbf", standardize = FALSE, threads = 1)
   expect_identical(fp$tuning$noise_gp$prior, c(range = 0.5, sd = 1))
+  expect_true(any(grepl("PC prior: P(length scale < 0.5 sd) = P(gp_sd > 1) = 0.05",
+                        capture.output(print(summary(fp))), fixed = TRUE)))
   zp <- (d$x - fp$noise$center) / fp$noise$scale
   post_at <- function(th) {
     K <- oracle_kernel(d$x, d$x, "rbf", exp(th[1]))
