@@ -73,7 +73,10 @@ noise_gp_term <- function(noise, call = NULL) {
   }
   f <- stats::reformulate(vapply(vars, function(v) paste(deparse(v), collapse = ""), ""))
   environment(f) <- environment(noise)
-  prior <- if ("prior" %in% nm) eval(args[["prior"]], environment(noise)) else TRUE
+  prior <- if (!"prior" %in% nm) TRUE else tryCatch(
+    eval(args[["prior"]], environment(noise)),
+    error = function(e) abort_askotch(sprintf("gp(prior = ) in `noise` could not be evaluated: %s",
+                                              conditionMessage(e)), "input", call))
   list(formula = f, kernel = kernel, prior = noise_gp_prior_spec(prior, call))
 }
 
@@ -283,7 +286,7 @@ noise_gp_tune <- function(ml, sub, set, clock) {
     memo$evaluations <- (memo$evaluations %||% 0L) + 1L
     f <- if (is.null(r)) .Machine$double.xmax / 4 else {
       memo$a <- r$a
-      -r$lml - noise_gp_logprior(rev(tail(thc, 2L)), prior, ncol(Z))
+      -r$lml - noise_gp_logprior(thc[length(thc) - 0:1], prior, ncol(Z))
     }
     tune_best(memo, thc, f, clock, "noise process (Laplace approximation)")
     f + 1e3 * sum((th - thc)^2)

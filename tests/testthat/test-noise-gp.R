@@ -249,6 +249,7 @@ test_that("a subsample estimates the process; the formula method; bad input", {
   e(noise = ~ gp(t, sd = 1))
   e(noise = ~ gp(t, kernel = "laplace"))
   e(noise = ~ gp(t, prior = "yes"))
+  e(noise = ~ gp(t, prior = no_such_object))
   e(noise = ~ gp(t, prior = c(1, 2)))
   e(noise = ~ gp(t, prior = c(range = -1, sd = 1)))
   e(noise = ~ gp(t, prior = c(range = 1, sd = Inf)))
