@@ -486,7 +486,7 @@ print.summary.krr <- function(x, ...) {
     pr <- x$noise_gp_prior
     prior <- if (is.numeric(pr) && length(pr) == 2L && all(is.finite(pr))) {
       sprintf(paste(";\n  posterior mode under a PC prior: P(length scale < %g sd) =",
-                    "P(gp_sd > %g) = 0.05"), pr[[1L]], pr[[2L]])
+                    "P(gp_sd > %g) = %g"), pr[[1L]], pr[[2L]], noise_gp_prior_tail)
     }
     cat(if (isTRUE(x$noise_gp)) {
       paste0("\nNoise model (a Gaussian process on the log noise variance, Laplace ",

@@ -96,18 +96,21 @@ noise_gp_prior_spec <- function(prior, call = NULL) {
   prior[c("range", "sd")]
 }
 
+# The prior's tail probability: P(ell < range) = P(sd > sd0)
+noise_gp_prior_tail <- 0.05
+
 # The log density of the penalised-complexity prior (Simpson et al. 2017;
 # Fuglstad et al. 2019, for Matern fields in d dimensions) of the latent's
 # log length scale and log sd, th = (log ell, log sd), up to a constant:
-# P(ell < range) = 0.05 and P(sd > sd0) = 0.05, ell in the standardised
+# P(ell < range) = P(sd > sd0) = noise_gp_prior_tail, ell in the standardised
 # covariates' units. It shrinks towards the base model, constant noise
 # (ell -> Inf or sd -> 0): ell's density is lambda1 (d / 2) ell^(-d/2 - 1)
 # exp(-lambda1 ell^(-d/2)), sd's exponential of rate lambda2 (each times
 # its Jacobian on the log scale).
 noise_gp_logprior <- function(th, prior, d) {
   if (is.null(prior)) return(0)
-  l1 <- -log(0.05) * prior[["range"]]^(d / 2)
-  l2 <- -log(0.05) / prior[["sd"]]
+  l1 <- -log(noise_gp_prior_tail) * prior[["range"]]^(d / 2)
+  l2 <- -log(noise_gp_prior_tail) / prior[["sd"]]
   -d / 2 * th[[1L]] - l1 * exp(-d / 2 * th[[1L]]) + th[[2L]] - l2 * exp(th[[2L]])
 }
 
