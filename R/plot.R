@@ -41,7 +41,9 @@
 #'
 #' @param x A `"krr"` fit.
 #' @param which Panels to draw, a subset of `"residuals"`, `"qq"`, `"fit"`,
-#'   `"pit"` and `"trace"` (`NULL`: all that apply, see above).
+#'   `"pit"` and `"trace"`, or their numbers in that order (`1:2` draws the
+#'   residuals and the QQ plot, as for [stats::plot.lm()]); `NULL`: all that
+#'   apply, see above.
 #' @param input For `"fit"`: the input column drawn on the horizontal axis,
 #'   by name or number (columns of the model matrix for a formula fit).
 #' @param output For a multi-output fit: the output column, by name or
@@ -93,10 +95,15 @@ plot_which <- function(x, which, ecall) {
     return(c(if (iterative) "trace", "residuals", if (loo_default) "qq",
              if (regression) "fit", if (loo_default) "pit"))
   }
+  if (is.numeric(which) && length(which) >= 1L && !anyNA(which) &&
+      all(which %in% seq_along(all))) {
+    which <- all[which]  # by number, in the order above (as plot.lm())
+  }
   if (!is.character(which) || length(which) < 1L || anyNA(which) ||
       !all(which %in% all)) {
-    abort_askotch(sprintf("`which` must name panels among %s.",
-                          paste0("\"", all, "\"", collapse = ", ")), "input", ecall)
+    abort_askotch(sprintf("`which` must name panels among %s, or number them 1 to %d.",
+                          paste0("\"", all, "\"", collapse = ", "), length(all)),
+                  "input", ecall)
   }
   which <- unique(which)
   if (any(c("qq", "pit") %in% which) && !loo_ok) {

@@ -43,6 +43,10 @@ test_that("plot() draws the panels that apply to each kind of fit", {
   expect_identical(getFromNamespace("plot_which", "askotch")(it, NULL, NULL),
                    c("trace", "residuals", "qq", "fit", "pit"))
   expect_invisible(plot(it, which = c("trace", "fit"), input = 2))
+  # by number, in the order of the documentation (residuals and QQ first, as plot.lm())
+  expect_identical(getFromNamespace("plot_which", "askotch")(it, c(5, 1, 2, 1), NULL),
+                   c("trace", "residuals", "qq"))
+  expect_invisible(plot(gp, which = 1:2))
   fo <- krr(mpg ~ wt + hp, data = mtcars, lambda = 0.5, threads = 1)
   expect_invisible(plot(fo, which = "fit", input = "hp", level = 0.8))
   mo <- krr(d$x, cbind(a = d$y, b = -d$y), lambda = 0.1, threads = 1)
@@ -61,7 +65,8 @@ test_that("plot() refuses what it cannot draw with a classed error", {
   on.exit(dev.off(), add = TRUE)
   d <- make_regression(50, p = 2, seed = 33)
   gp <- krr(d$x, d$y, lambda = 0.1, threads = 1)
-  bad <- list(list(which = 2), list(which = "foo"), list(which = character()),
+  bad <- list(list(which = 6), list(which = 1.5), list(which = c(1, NA)),
+              list(which = "foo"), list(which = character()),
               list(input = 3), list(input = "z"), list(output = 2),
               list(level = 1), list(level = NA))
   for (a in bad) {
