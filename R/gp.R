@@ -809,11 +809,18 @@ lambda_rule_label <- function(tn) {
             cv = sprintf("%d-fold CV", cv_folds()),
             path = sprintf("%d-fold CV over the given path", cv_folds()),
             validation = "the validation set, over the given path",
-            fixed = "given")[[tn$lambda_rule]]
-  if (!is.null(tn$stochastic)) {
+            laplace = "the Laplace marginal likelihood", fixed = "given")[[tn$lambda_rule]]
+  if (!is.null(tn$noise_gp) && tn$lambda_rule == "ml") {
+    # jointly with the latent noise process (R/noise-gp.R)
+    n_gp <- tn$noise_gp$n_used %||% tn$n_used
+    what <- sprintf("the Laplace approximation with the noise process%s%s",
+                    if (is.numeric(tn$noise_gp$prior)) ", under its prior" else "",
+                    if (n_gp < tn$n_total) sprintf(", on %d of %d points", n_gp,
+                                                   tn$n_total) else "")
+  } else if (!is.null(tn$stochastic)) {
     what <- sprintf(paste("%s (stochastic, all %d points, from a subsample",
                           "of %d)"), what, tn$n_total, tn$n_used)
-  } else if (tn$lambda_rule %in% c("ml", "gcv", "loo") &&
+  } else if (tn$lambda_rule %in% c("ml", "gcv", "loo", "laplace") &&
              tn$n_used < tn$n_total) {
     what <- sprintf("%s on a subsample of %d points", what, tn$n_used)
   }

@@ -366,8 +366,12 @@ print.kernel_machine <- function(x, ...) {
   cat("Kernel machine (askotch)\n")
   cat(sprintf("  %s, n = %d, p = %d%s\n", task_label(x), x$n, x$p,
               if (x$task == "multioutput") sprintf(", %d outputs", x$m) else ""))
+  tn <- x$tuning
+  rule <- if (!is.null(tn$lambda_rule) && tn$lambda_rule != "fixed") {
+    paste0("; ", lambda_rule_label(tn))
+  }
   cat("  loss: ", format(fit_loss(x)), ", lambda = ", format(signif(x$lambda, 4)),
-      " (C = ", format(signif(1 / x$lambda, 4)), ")\n", sep = "")
+      " (C = ", format(signif(1 / x$lambda, 4)), rule, ")\n", sep = "")
   cat("  ", format(x$kernel), model_text(x), "\n", sep = "")
   cat("  solver: ", format(x$solver), ", ", x$precision, " precision on ",
       x$device, "\n", sep = "")

@@ -279,12 +279,31 @@ print.krr <- function(x, ...) {
       if (!is.null(x$tuning)) paste0(" (", lambda_rule_label(x$tuning), ")"),
       "\n", sep = "")
   if (!is.null(x$tuning$models)) cat("  ", model_choice_label(x$tuning$models), "\n", sep = "")
+  for (l in model_terms_labels(x)) cat("  ", l, "\n", sep = "")
   cat("  solver: ", format(x$solver), ", ", x$precision, " precision on ",
       x$device, "\n", sep = "")
   cat(sprintf("  %s after %d iterations (%.3g passes, %.3g s); %s\n",
               if (x$converged) "converged" else "not converged",
               x$iterations, x$passes, x$seconds, resid_text(x)))
   invisible(x)
+}
+
+# One line each for a mean function and a noise model, as print() shows them
+model_terms_labels <- function(x) {
+  rhs <- function(tt) paste(deparse(stats::formula(stats::delete.response(tt)),
+                                    width.cutoff = 200L), collapse = " ")
+  tt <- x$trend$terms
+  # (a constant mean, also kept as a trend by weighted and noise-model fits, is not shown)
+  c(if (inherits(tt, "terms") && length(attr(tt, "term.labels")) > 0L) {
+      sprintf("mean: %s (generalised least squares%s)", rhs(tt),
+              if (isTRUE(x$trend$reml)) ", REML" else "")
+    },
+    if (!is.null(x$noise$gp)) {
+      sprintf("noise: log variance a %s Gaussian process in %s", kernel_info(
+        x$noise$gp$kernel$name)$label, rhs(x$noise$terms))
+    } else if (!is.null(x$noise)) {
+      sprintf("noise: log variance linear in %s", rhs(x$noise$terms))
+    })
 }
 
 #' Summarise a kernel ridge regression fit

@@ -314,7 +314,8 @@ noise_gp_tune <- function(ml, sub, set, clock) {
                       rows = sub$rows[rows], loglik = r$lml,
                       optim = list(loglik = r$lml, convergence = res$convergence,
                                    message = res$message, evaluations = memo$evaluations,
-                                   at_bound = names(th0)[edge], prior = prior))
+                                   at_bound = names(th0)[edge], prior = prior,
+                                   n_used = length(rows)))
   ml
 }
 

@@ -56,6 +56,8 @@ test_that("lambda and the bandwidth maximise the Laplace marginal likelihood", {
   fit <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace",
                         standardize = FALSE, tol = 1e-10, threads = 1)
   expect_identical(fit$tuning$lambda_rule, "laplace")
+  expect_true(any(grepl("(C = [0-9.e+-]+; the Laplace marginal likelihood)",
+                        capture.output(print(fit)), fixed = FALSE)))
   expect_equal(attr(logLik(fit), "df"), 2)
   negq <- function(th) -oracle_laplace(oracle_kernel(d$x, d$x, "rbf", exp(th[1])), d$s,
                                        exp(th[2]))$logq

@@ -707,6 +707,7 @@ test_that("lambda = \"cv\" and paths for the other losses: each fold's held-out 
                                          threads = 1, seed = 1, max_passes = 50))
   expect_equal(fc$tuning$path$lambda, 10^seq(1, -3, by = -0.5))
   expect_equal(fc$tuning$lambda_rule, "cv")
+  expect_true(any(grepl("; 5-fold CV)", capture.output(print(fc)), fixed = TRUE)))
   expect_error(kernel_machine(d$x, d$yc, loss = loss_hinge(), lambda = "ml"),
                "\"cv\" for the hinge loss", class = "askotch_error_input")
 })

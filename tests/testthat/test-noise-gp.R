@@ -140,6 +140,11 @@ test_that("the fit is the Laplace optimum, its weights and predictions are exact
   expect_identical(fp$tuning$noise_gp$prior, c(range = 0.5, sd = 1))
   expect_true(any(grepl("PC prior: P(length scale < 0.5 sd) = P(gp_sd > 1) = 0.05",
                         capture.output(print(summary(fp))), fixed = TRUE)))
+  out <- capture.output(print(fp))
+  expect_true(any(grepl("noise: log variance a Matern 3/2 Gaussian process in ~t",
+                        out, fixed = TRUE)))
+  expect_true(any(grepl(
+    "lambda = .*the Laplace approximation with the noise process, under its prior\\)$", out)))
   zp <- (d$x - fp$noise$center) / fp$noise$scale
   post_at <- function(th) {
     K <- oracle_kernel(d$x, d$x, "rbf", exp(th[1]))

@@ -332,3 +332,18 @@ test_that("vcov() with a mean function: the profile and the restricted likelihoo
              threads = 1)
   expect_equal(c(vcov(fit)), 2 / 70, tolerance = 1e-8)
 })
+
+test_that("print() names the mean function and the noise model", {
+  set.seed(41)
+  d <- data.frame(t = seq(0, 10, length.out = 60))
+  d$y <- 0.5 * d$t + sin(d$t) + rnorm(60, sd = 0.2 + 0.05 * d$t)
+  fit <- krr(y ~ t, data = d, mean = ~ t, noise = ~ t, likelihood = "reml",
+             kernel = "rbf", threads = 1)
+  out <- capture.output(print(fit))
+  expect_true("  mean: ~t (generalised least squares, REML)" %in% out)
+  expect_true("  noise: log variance linear in ~t" %in% out)
+  # a constant mean (kept as a trend by weighted fits) gets no line
+  plain <- capture.output(print(krr(y ~ t, data = d, weights = rep(1:2, 30),
+                                    lambda = 0.1, threads = 1)))
+  expect_false(any(grepl("mean:|noise:", plain)))
+})
