@@ -31,10 +31,15 @@ generics::augment
 #'   `.resid` when it holds the (numeric) response.
 #' @param newdata New data to augment instead of `data`.
 #' @param se_fit Add the standard errors of the fitted values (`.se.fit`)?
+#' @param interval For `augment()` of a regression fit: `"none"`,
+#'   `"confidence"` or `"prediction"` adds the columns `.lower` and `.upper`,
+#'   [predict()][predict.krr]'s interval at the data (each point's own noise
+#'   under a noise model), as `broom`'s `augment.lm()`.
 #' @param conf.int For `tidy()`: add the hyperparameters' standard errors
 #'   and confidence intervals (see [confint.krr()]; Gaussian-process fits
 #'   only)?
-#' @param conf.level The intervals' confidence level.
+#' @param conf.level The intervals' confidence level (`tidy()` and
+#'   `augment()`).
 #' @param ... Unused.
 #' @return A data frame. `tidy()`: columns `term` (`"bandwidth"`,
 #'   `"lambda"`, and `"intercept"` / `"features"` for kernel machines that
@@ -52,14 +57,16 @@ generics::augment
 #'   (y_i - \bar y_w)^2} on the training points, with the observation
 #'   weights, all 1 without) or `accuracy` (classification, on the training
 #'   points), `logLik`, `AIC`, `BIC`. `augment()`: the data (if any) with
-#'   `.fitted` (the predicted class for classification) and `.resid`
-#'   (regression), one column per output for several outputs.
+#'   `.fitted` (the predicted class for classification), `.resid`
+#'   (regression) and, when asked for, `.se.fit`, `.lower` and `.upper`; one
+#'   column per output for several outputs.
 #' @examples
 #' fit <- krr(mpg ~ wt + hp, data = mtcars, lambda = 1, threads = 1,
 #'            solver = cholesky())
 #' tidy(fit)
 #' glance(fit)
 #' head(augment(fit, data = mtcars))
+#' augment(fit, newdata = mtcars[1:3, ], interval = "prediction")
 #' @name krr-tidiers
 NULL
 
@@ -232,10 +239,16 @@ training_r2 <- function(x, pooled = TRUE) {
 
 #' @rdname krr-tidiers
 #' @export
-augment.krr <- function(x, data = NULL, newdata = NULL, se_fit = FALSE, ...) {
-  validate_krr(x, sys.call(), "x")
-  check_no_dots(list(...), "augment", sys.call())
+augment.krr <- function(x, data = NULL, newdata = NULL, se_fit = FALSE,
+                        interval = c("none", "confidence", "prediction"),
+                        conf.level = 0.95, ...) {
+  ecall <- sys.call()
+  validate_krr(x, ecall, "x")
+  check_no_dots(list(...), "augment", ecall)
   check_flag(se_fit, "se_fit")
+  interval <- check_choice(interval[1L], c("none", "confidence", "prediction"), "interval",
+                           ecall)
+  check_level(conf.level, "conf.level", ecall)
   nd <- if (is.null(newdata)) data else newdata
   classif <- x$task %in% c("binary", "multiclass")
   if (is.null(nd)) {
@@ -260,13 +273,34 @@ augment.krr <- function(x, data = NULL, newdata = NULL, se_fit = FALSE, ...) {
   if (se_fit) {
     p <- tryCatch(stats::predict(x, nd, se.fit = TRUE), error = function(e) NULL)
     if (is.list(p) && !is.null(p$se.fit)) {
-      out <- add_columns(out, ".se.fit", p$se.fit)
+      # at the training points, padded as fitted() is (na.exclude)
+      out <- add_columns(out, ".se.fit", if (is.null(nd)) stats::napredict(x$na.action,
+                                                                           p$se.fit) else p$se.fit)
     } else {
       warn_askotch("predict() gives no standard errors for this fit: `.se.fit` left out.",
                    "se_fit")
     }
   }
+  if (interval != "none") out <- augment_interval(x, nd, out, interval, conf.level, ecall)
   out
+}
+
+# augment()'s `.lower` and `.upper`: predict()'s interval at the data (the
+# training points when nd is NULL), one column per output for several
+augment_interval <- function(x, nd, out, interval, level, ecall) {
+  if (!x$task %in% c("regression", "multioutput")) {
+    abort_askotch("`interval` needs a regression fit.", "input", ecall)
+  }
+  p <- if (is.null(nd)) stats::predict(x, interval = interval, level = level) else
+    stats::predict(x, nd, interval = interval, level = level)
+  col <- function(k) {
+    v <- if (length(dim(p)) == 3L) p[, k, ] else p[, k]
+    # at the training points, padded as fitted() is (na.exclude)
+    if (is.null(nd)) stats::napredict(x$na.action, v) else v
+  }
+  lwr <- col("lwr")
+  upr <- col("upr")
+  add_columns(add_columns(out, ".lower", lwr), ".upper", upr)
 }
 
 # The response of a formula fit found in new data (NULL when absent)

@@ -98,6 +98,55 @@ test_that("augment() adds .fitted and .resid", {
   }
 })
 
+test_that("augment(interval = ) adds predict()'s interval as .lower and .upper", {
+  fit <- fit_mt()
+  nd <- mtcars[1:5, ]
+  for (iv in c("confidence", "prediction")) {
+    p <- predict(fit, nd, interval = iv, level = 0.9)
+    a <- augment(fit, newdata = nd, interval = iv, conf.level = 0.9)
+    expect_equal(a$.lower, unname(p[, "lwr"]))
+    expect_equal(a$.upper, unname(p[, "upr"]))
+    expect_equal(a$.fitted, unname(p[, "fit"]))
+  }
+  # the training points: the same interval as predict() without new data,
+  # which is predict() at the training data
+  a0 <- augment(fit, interval = "prediction")
+  p0 <- predict(fit, mtcars, interval = "prediction")
+  expect_equal(a0$.lower, unname(p0[, "lwr"]), tolerance = 1e-10)
+  # na.exclude: padded to the data's rows, as .fitted
+  dn <- mtcars
+  dn$hp[4] <- NA
+  fe <- krr(mpg ~ wt + hp, data = dn, lambda = 0.5, solver = cholesky(),
+            threads = 1, na.action = na.exclude)
+  ae <- augment(fe, interval = "confidence", se_fit = TRUE)
+  expect_equal(which(is.na(ae$.lower)), 4L)
+  expect_equal(which(is.na(ae$.se.fit)), 4L)
+  expect_equal(ae$.upper[-4], unname(predict(fe, dn[-4, ], interval = "confidence")[, "upr"]),
+               tolerance = 1e-10)
+  # a noise model: each point's own noise, so the widths differ with the covariate
+  set.seed(7)
+  d <- data.frame(t = seq(0, 1, length.out = 80))
+  d$y <- sin(6 * d$t) + rnorm(80, sd = 0.05 + 0.5 * d$t)
+  fn <- krr(y ~ t, data = d, noise = ~ t, kernel = "rbf", threads = 1)
+  an <- augment(fn, data = d, interval = "prediction")
+  z <- qnorm(0.975)
+  pn <- predict(fn, d, se.fit = TRUE)
+  half <- z * sqrt(pn$se.fit^2 + pn$residual.scale^2)
+  expect_equal(an$.upper - an$.fitted, unname(half), tolerance = 1e-8)
+  expect_gt(diff(range(an$.upper - an$.lower)), 0.5)
+  # several outputs: one column per output
+  mo <- krr(as.matrix(mtcars[, c("wt", "hp")]), cbind(a = mtcars$mpg, b = mtcars$qsec),
+            lambda = 0.5, solver = cholesky(), threads = 1)
+  am <- augment(mo, interval = "confidence")
+  expect_true(all(c(".lower.a", ".upper.b") %in% names(am)))
+  expect_error(augment(fit, interval = "bogus"), "`interval`", class = "askotch_error_input")
+  expect_error(augment(fit, interval = "confidence", conf.level = 2), "`conf.level`",
+               class = "askotch_error_input")
+  fc <- krr(Species ~ ., data = iris, lambda = 1, solver = cholesky(), threads = 1)
+  expect_error(augment(fc, interval = "confidence"), "regression",
+               class = "askotch_error_input")
+})
+
 test_that("caret::train() tunes lambda and bandwidth with caret_krr()", {
   # loading caret asks Sys.timezone(), which warns on machines without
   # timedatectl: load it without warnings
