@@ -428,7 +428,10 @@ model_stats <- function(object) {
     s2 <- gp_signal_var(object)
     st[[if (isTRUE(object$trend$reml)) "Signal variance (s^2, REML)" else
       "Signal variance (s^2, ML)"]] <- s2
-    st[["Noise variance (lambda s^2)"]] <- object$lambda * s2
+    # under a noise model, the variance where the log-variance model is 0
+    # (the noise covariates at their means; the latent process at its prior mean)
+    st[[if (is.null(object$noise)) "Noise variance (lambda s^2)" else
+      "Noise variance (lambda s^2, the noise model's baseline)"]] <- object$lambda * s2
   }
   c(st, gp_model_stats(object))
 }

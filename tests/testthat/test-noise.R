@@ -147,6 +147,9 @@ test_that("vcov(), confint() and tidy() with a noise model", {
       c(determinant(A)$modulus) / 2
   }
   s2 <- summary(fit)$model[["Signal variance (s^2, ML)"]]
+  # the noise variance where the log-linear model is 0 (t at its mean)
+  expect_equal(summary(fit)$model[["Noise variance (lambda s^2, the noise model's baseline)"]],
+               fit$lambda * s2)
   th <- c(log(fit$kernel$bandwidth), log(fit$lambda), nz$coef, log(s2))
   J <- diag(c(1, 1, 1 / nz$scale, 1))
   Vo <- J %*% solve(-stats::optimHess(th, ll, control = list(ndeps = rep(1e-4, 4)))) %*% J
