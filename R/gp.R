@@ -332,16 +332,16 @@ gp_pathwise_features <- function() getOption("askotch.gp_pathwise_features", 256
 gp_var_pathwise <- function(object, xnew, draws, Fnew = NULL) {
   draws <- as.integer(draws)
   M <- as.numeric(gp_pathwise_features())
-  dr <- gp_cached(object, list("pathwise", draws, M), function() {
-    gp_pathwise_draws(object, draws, M, TRUE)
+  # (the control variate's rank in the key: draws made under another rank option are not reused)
+  cvr <- if (gp_cv_applies(object)) gp_cv_rank(object$n)
+  dr <- gp_cached(object, list("pathwise", draws, M, cvr), function() {
+    gp_pathwise_draws(object, draws, M, TRUE, cv = TRUE)
   }, size = function(v) as.numeric(object$n) * draws)
   U <- gp_pathwise_eval(object, dr, xnew, Fnew)
-  U2 <- U^2
-  v <- rowMeans(U2)
-  mc <- if (draws > 1L) sqrt(pmax(rowSums((U2 - v)^2), 0) / (draws - 1L) / draws) else
-    rep(NA_real_, length(v))
-  list(var = v, lower = NULL, upper = NULL, mc_se = mc, draws = as.integer(draws),
-       with_trend = TRUE)
+  # with the Nystrom control variate where it applies (R/gp-pathwise-cv.R)
+  est <- gp_cv_estimate(U^2, if (!is.null(dr$cv)) gp_cv_eval(object, dr$cv, xnew))
+  list(var = est$var, lower = NULL, upper = NULL, mc_se = est$mc_se,
+       draws = as.integer(draws), cv_rank = dr$cv$rank, with_trend = TRUE)
 }
 
 # A Nystrom bracket that leaves the exact variance more than twice the
@@ -412,7 +412,7 @@ gp_predict <- function(object, xs, fit, rn, se.fit, interval, level, method,
   se_out <- se
   if (one) {
     se_out <- stats::setNames(se[, 1L], rn)
-    for (a in c("var_range", "rank", "trace_error", "var_mc_se", "draws")) {
+    for (a in c("var_range", "rank", "trace_error", "var_mc_se", "draws", "control_rank")) {
       attr(se_out, a) <- attr(se, a)
     }
   }
@@ -523,6 +523,7 @@ gp_se_attributes <- function(se, v, s2, rn, y_names, one) {
     dimnames(mse) <- list(rn, y_names)
     attr(se, "var_mc_se") <- if (one) stats::setNames(mse[, 1L], rn) else mse
     attr(se, "draws") <- v$draws
+    attr(se, "control_rank") <- v$cv_rank
   }
   se
 }
@@ -762,7 +763,7 @@ gp_pathwise <- function(object, xnew, q, M, noise, noise_w = 1, fresh = FALSE,
 # prior's feature seeds and coefficients, the centring rbar and the solve
 # V = A^{-1} (r - rbar) of the pseudo-data r = g(X) + e.  A draw is then a
 # function that gp_pathwise_eval() evaluates at any points.
-gp_pathwise_draws <- function(object, q, M, fresh) {
+gp_pathwise_draws <- function(object, q, M, fresh, cv = FALSE) {
   if (is_composite_kernel(object$kernel)) {
     abort_askotch(paste(
       "Pathwise posterior draws need random Fourier features of a listed kernel;",
@@ -777,11 +778,13 @@ gp_pathwise_draws <- function(object, q, M, fresh) {
   # column)
   dr <- list(fseed = fseed, theta = theta, M = M)
   w <- fit_obs_weights(object)
-  r <- gp_prior_at(object, dr, xs, score_device(object, as.numeric(n) * q)) +
-    sqrt(object$lambda / w) * matrix(stats::rnorm(n * q), n, q)
+  fx <- gp_prior_at(object, dr, xs, score_device(object, as.numeric(n) * q))
+  noise <- sqrt(object$lambda / w) * matrix(stats::rnorm(n * q), n, q)
+  r <- fx + noise
   # the fit's centring: the weighted mean (a mean function: gp_pathwise_eval())
   dr$rbar <- if (is.null(object$trend)) colSums(w * r) / sum(w) else rep(0, q)
   dr$V <- gp_solve(object, sweep(r, 2L, dr$rbar, check.margin = FALSE))
+  if (cv && gp_cv_applies(object)) dr$cv <- gp_cv_draws(object, dr, noise)
   dr
 }
 

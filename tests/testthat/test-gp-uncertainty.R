@@ -200,8 +200,12 @@ test_that("pathwise standard errors: unbiased Monte Carlo estimates of the exact
   fit <- krr(d$x, d$y, bandwidth = 1, lambda = lam, solver = cholesky(),
              threads = 1)
   N <- 2000
+  # the plain estimate first (no control variate: R/gp-pathwise-cv.R)
+  old0 <- options(askotch.gp_cv_rank = 0)
+  on.exit(options(old0), add = TRUE)
   set.seed(1)
   p <- predict(fit, d$xnew, se.fit = TRUE, method = "pathwise", draws = N)
+  expect_null(attr(p$se.fit, "control_rank"))
   expect_lt(rel_err(p$fit, o$fit), 1e-8)
   v <- p$se.fit^2
   mc <- attr(p$se.fit, "var_mc_se")
@@ -218,14 +222,25 @@ test_that("pathwise standard errors: unbiased Monte Carlo estimates of the exact
                 draws = N)
   expect_equal(unname(pi[, "upr"] - pi[, "fit"]),
                as.numeric(stats::qnorm(0.975) * p$se.fit), tolerance = 1e-12)
+  # with the control variate (the default; the factor's rank stops where its
+  # trace error is negligible): within 5 of its own, smaller, Monte Carlo
+  # standard errors
+  options(old0)
+  set.seed(1)
+  pc <- predict(fit, d$xnew, se.fit = TRUE, method = "pathwise", draws = N)
+  expect_gt(attr(pc$se.fit, "control_rank"), 10L)
+  mcc <- attr(pc$se.fit, "var_mc_se")
+  expect_true(all(abs(pc$se.fit^2 - ex) <= 5 * mcc))
+  expect_lt(stats::median(mcc / mc), 0.8)
   # two random features per draw: each draw's prior is a rank-2 kernel, far
   # from k, but new frequencies for every draw keep the mean unbiased (one
   # shared pair would not: the variance would be that of a rank-2 model)
   old <- options(askotch.gp_pathwise_features = 2)
-  on.exit(options(old))
+  on.exit(options(old), add = TRUE)
   set.seed(2)
   p2 <- predict(fit, d$xnew, se.fit = TRUE, method = "pathwise", draws = 4 * N)
   v2 <- p2$se.fit^2
+  expect_null(attr(p2$se.fit, "control_rank"))  # two features a draw: no control variate
   expect_true(all(abs(v2 - ex) <= 5 * attr(p2$se.fit, "var_mc_se")))
   expect_lt(abs(mean(v2 / ex) - 1), 0.1)
   # a weighted fit, a multi-output fit: the same unit-scale estimate per
