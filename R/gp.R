@@ -808,11 +808,12 @@ gp_pathwise_eval <- function(object, dr, xnew, Fnew = NULL) {
 }
 
 lambda_rule_label <- function(tn) {
-  what <- c(ml = "maximum likelihood", gcv = "GCV", loo = "leave-one-out CV",
-            cv = sprintf("%d-fold CV", cv_folds()),
-            path = sprintf("%d-fold CV over the given path", cv_folds()),
-            validation = "the validation set, over the given path",
-            laplace = "the Laplace marginal likelihood", fixed = "given")[[tn$lambda_rule]]
+  labels <- c(ml = "maximum likelihood", gcv = "GCV", loo = "leave-one-out CV",
+              cv = sprintf("%d-fold CV", cv_folds()),
+              path = sprintf("%d-fold CV over the given path", cv_folds()),
+              validation = "the validation set, over the given path",
+              laplace = "the Laplace marginal likelihood", fixed = "given")
+  what <- if (tn$lambda_rule %in% names(labels)) labels[[tn$lambda_rule]] else tn$lambda_rule
   if (!is.null(tn$noise_gp) && tn$lambda_rule == "ml") {
     # jointly with the latent noise process (R/noise-gp.R)
     n_gp <- tn$noise_gp$n_used %||% tn$n_used
