@@ -273,9 +273,7 @@ augment.krr <- function(x, data = NULL, newdata = NULL, se_fit = FALSE,
   if (se_fit) {
     p <- tryCatch(stats::predict(x, nd, se.fit = TRUE), error = function(e) NULL)
     if (is.list(p) && !is.null(p$se.fit)) {
-      # at the training points, padded as fitted() is (na.exclude)
-      out <- add_columns(out, ".se.fit", if (is.null(nd)) stats::napredict(x$na.action,
-                                                                           p$se.fit) else p$se.fit)
+      out <- add_columns(out, ".se.fit", augment_pad(x, nd, p$se.fit))
     } else {
       warn_askotch("predict() gives no standard errors for this fit: `.se.fit` left out.",
                    "se_fit")
@@ -293,15 +291,13 @@ augment_interval <- function(x, nd, out, interval, level, ecall) {
   }
   p <- if (is.null(nd)) stats::predict(x, interval = interval, level = level) else
     stats::predict(x, nd, interval = interval, level = level)
-  col <- function(k) {
-    v <- if (length(dim(p)) == 3L) p[, k, ] else p[, k]
-    # at the training points, padded as fitted() is (na.exclude)
-    if (is.null(nd)) stats::napredict(x$na.action, v) else v
-  }
-  lwr <- col("lwr")
-  upr <- col("upr")
-  add_columns(add_columns(out, ".lower", lwr), ".upper", upr)
+  col <- function(k) augment_pad(x, nd, if (length(dim(p)) == 3L) p[, k, ] else p[, k])
+  add_columns(add_columns(out, ".lower", col("lwr")), ".upper", col("upr"))
 }
+
+# predict()'s values at the training points (nd NULL) padded to the data's
+# rows as fitted() is (na.exclude); at new data as they are
+augment_pad <- function(x, nd, v) if (is.null(nd)) stats::napredict(x$na.action, v) else v
 
 # The response of a formula fit found in new data (NULL when absent)
 augment_response <- function(x, nd) {

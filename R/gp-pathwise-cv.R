@@ -52,9 +52,10 @@ gp_cv_applies <- function(object) {
 }
 
 # The control variate's draws for the pathwise draws dr (their prior's
-# frequencies and coefficients) and their noise e (n x S): what gp_cv_eval()
-# needs at new points, r x r and r x S numbers (L itself is dropped).
-gp_cv_draws <- function(object, dr, noise) {
+# frequencies and coefficients) and their noise e (n x S), with a factor of
+# at most `rank`: what gp_cv_eval() needs at new points, r x r and r x S
+# numbers (L itself is dropped).
+gp_cv_draws <- function(object, dr, noise, rank) {
   xs <- gp_xs(object)
   n <- nrow(xs)
   lam <- object$lambda
@@ -63,7 +64,7 @@ gp_cv_draws <- function(object, dr, noise) {
   # is not one of K_PP (only its average over the frequencies is), so tiny
   # pivots would give rare, huge d_N (heavy tails, a Monte Carlo error
   # underestimated); such pivots barely change the posterior
-  pc <- native_pivoted_cholesky(xs, object$kernel, NULL, gp_cv_rank(n), 1e-6 * lam,
+  pc <- native_pivoted_cholesky(xs, object$kernel, NULL, rank, 1e-6 * lam,
                                 0.01 * lam, gp_threads(object))
   k <- pc$rank
   L <- if (k == ncol(pc$L)) pc$L else pc$L[, seq_len(k), drop = FALSE]

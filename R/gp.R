@@ -335,7 +335,7 @@ gp_var_pathwise <- function(object, xnew, draws, Fnew = NULL) {
   # (the control variate's rank in the key: draws made under another rank option are not reused)
   cvr <- if (gp_cv_applies(object)) gp_cv_rank(object$n)
   dr <- gp_cached(object, list("pathwise", draws, M, cvr), function() {
-    gp_pathwise_draws(object, draws, M, TRUE, cv = TRUE)
+    gp_pathwise_draws(object, draws, M, TRUE, cv_rank = cvr)
   }, size = function(v) as.numeric(object$n) * draws)
   U <- gp_pathwise_eval(object, dr, xnew, Fnew)
   # with the Nystrom control variate where it applies (R/gp-pathwise-cv.R)
@@ -763,7 +763,7 @@ gp_pathwise <- function(object, xnew, q, M, noise, noise_w = 1, fresh = FALSE,
 # prior's feature seeds and coefficients, the centring rbar and the solve
 # V = A^{-1} (r - rbar) of the pseudo-data r = g(X) + e.  A draw is then a
 # function that gp_pathwise_eval() evaluates at any points.
-gp_pathwise_draws <- function(object, q, M, fresh, cv = FALSE) {
+gp_pathwise_draws <- function(object, q, M, fresh, cv_rank = NULL) {
   if (is_composite_kernel(object$kernel)) {
     abort_askotch(paste(
       "Pathwise posterior draws need random Fourier features of a listed kernel;",
@@ -784,7 +784,8 @@ gp_pathwise_draws <- function(object, q, M, fresh, cv = FALSE) {
   # the fit's centring: the weighted mean (a mean function: gp_pathwise_eval())
   dr$rbar <- if (is.null(object$trend)) colSums(w * r) / sum(w) else rep(0, q)
   dr$V <- gp_solve(object, sweep(r, 2L, dr$rbar, check.margin = FALSE))
-  if (cv && gp_cv_applies(object)) dr$cv <- gp_cv_draws(object, dr, noise)
+  # the control variate of that rank (gp_cv_rank(), where gp_cv_applies())
+  if (!is.null(cv_rank)) dr$cv <- gp_cv_draws(object, dr, noise, cv_rank)
   dr
 }
 
