@@ -5,7 +5,9 @@
  * (ASKOTCH_CPU_ISA = avx512, avx2, generic) and awkward sizes / leading
  * dimensions.  Also: K(x, x) == 1 exactly, untouched padding of OUT, and
  * the same bits run to run and for every thread count.  Also the kernel
- * list's rate and derivative columns and krr_kernel_deriv_host (run_derivs).
+ * list's rate and derivative columns and krr_kernel_deriv_host (run_derivs),
+ * and the fused products of composite components krr_cpu_kprod_{mv,block}
+ * against krr_kc_eval per component (run_prods).
  *
  * Tolerances (justified in the comments at each check):
  *   block, double: |K - Kref| <= 1e-14 Kref (1 + u) + 1e-300, u the exponent
@@ -22,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "../src/cpu/cpu.h"
-#include "../src/core/kernel_math.h"
+#include "../src/core/kcomp_math.h"
 
 static int n_pass = 0, n_fail = 0;
 static void check(int ok, const char *fmt, const char *isa, int kern, int prec, long n1, long n2,
@@ -345,6 +347,165 @@ static void run_errors(void) {
         1, 1, 1, 1, 0);
 }
 
+/* A product of components (krr_kprod) against the product of krr_kc_eval
+ * on double statistics: block entry-wise within 1e-13 (1 + |K|) in double
+ * and 2e-5 (1 + |K|) in float (the statistics are summed in REAL, the data
+ * spans a few length scales and periods), mv norm-wise (1e-12, 2e-5); OUT's
+ * padding rows untouched. */
+static double prod_ref(const krr_kprod *pr, const double *x, const double *y) {
+  double v = 1;
+  for (int e = 0; e < pr->ncomp; e++) {
+    const int k0 = pr->off[e], kind = krr_kc_stat_kind(&pr->comp[e]);
+    v *= krr_kc_eval(&pr->comp[e], krr_kc_stat_d(kind, x + k0, 1, y + k0, 1, pr->off[e + 1] - k0),
+                     -1);
+  }
+  return v;
+}
+
+static void prod_case(const char *isa, const krr_kprod *pr, int id, int prec, long n1, long n2,
+                      int q) {
+  const int p = pr->off[pr->ncomp];
+  const long ldo = n1 + 3;
+  double *X1 = malloc(sizeof(double) * n1 * p), *X2 = malloc(sizeof(double) * n2 * p);
+  double *V = malloc(sizeof(double) * n2 * q), *K = malloc(sizeof(double) * ldo * n2);
+  double *O = malloc(sizeof(double) * ldo * q), *R = malloc(sizeof(double) * n1 * n2);
+  float *f = malloc(sizeof(float) * (n1 * p + n2 * p + n2 * q + ldo * n2 + ldo * q));
+  for (long i = 0; i < n1 * p; i++) X1[i] = 3 * urand();
+  for (long i = 0; i < n2 * p; i++) X2[i] = 3 * urand();
+  for (long i = 0; i < n2 * q; i++) V[i] = nrand();
+  if (!prec) { /* the reference on the float-rounded data */
+    for (long i = 0; i < n1 * p; i++) X1[i] = (float)X1[i];
+    for (long i = 0; i < n2 * p; i++) X2[i] = (float)X2[i];
+    for (long i = 0; i < n2 * q; i++) V[i] = (float)V[i];
+  }
+  for (long j = 0; j < n2; j++)
+    for (long i = 0; i < n1; i++) R[j * n1 + i] = prod_ref(pr, X1 + i * p, X2 + j * p);
+  for (long i = 0; i < ldo * n2; i++) K[i] = 7;
+  for (long i = 0; i < ldo * q; i++) O[i] = 7;
+  krr_ctx ctx;
+  memset(&ctx, 0, sizeof ctx);
+  ctx.threads = 2;
+  krr_status st;
+  if (prec) {
+    st = krr_cpu_kprod_block_d(&ctx, pr, X1, n1, X2, n2, p, K, ldo);
+    if (st == KRR_OK) st = krr_cpu_kprod_mv_d(&ctx, pr, X1, n1, X2, n2, p, V, n2, q, O, ldo);
+  } else {
+    float *x1 = f, *x2 = x1 + n1 * p, *v = x2 + n2 * p, *k = v + n2 * q, *o = k + ldo * n2;
+    for (long i = 0; i < n1 * p; i++) x1[i] = (float)X1[i];
+    for (long i = 0; i < n2 * p; i++) x2[i] = (float)X2[i];
+    for (long i = 0; i < n2 * q; i++) v[i] = (float)V[i];
+    for (long i = 0; i < ldo * n2; i++) k[i] = 7;
+    for (long i = 0; i < ldo * q; i++) o[i] = 7;
+    st = krr_cpu_kprod_block_s(&ctx, pr, x1, n1, x2, n2, p, k, ldo);
+    if (st == KRR_OK) st = krr_cpu_kprod_mv_s(&ctx, pr, x1, n1, x2, n2, p, v, n2, q, o, ldo);
+    for (long i = 0; i < ldo * n2; i++) K[i] = k[i];
+    for (long i = 0; i < ldo * q; i++) O[i] = o[i];
+  }
+  check(st == KRR_OK, "prod-status", isa, id, prec, n1, n2, p, q, (double)st);
+  const double tol = prec ? 1e-13 : 2e-5;
+  double worst = 0;
+  int pad = 1;
+  for (long j = 0; j < n2; j++) {
+    for (long i = 0; i < n1; i++) {
+      const double e = fabs(K[j * ldo + i] - R[j * n1 + i]);
+      if (!(e <= tol * (1 + fabs(R[j * n1 + i]))) && !(e <= worst)) worst = isnan(e) ? 1e300 : e;
+    }
+    for (long i = n1; i < ldo; i++) pad = pad && K[j * ldo + i] == 7;
+  }
+  check(worst == 0, "prod-block", isa, id, prec, n1, n2, p, q, worst);
+  double rel = 0;
+  for (int c = 0; c < q; c++) {
+    double num = 0, den = 0;
+    for (long i = 0; i < n1; i++) {
+      double r = 0;
+      for (long j = 0; j < n2; j++) r += R[j * n1 + i] * V[c * n2 + j];
+      num += (O[c * ldo + i] - r) * (O[c * ldo + i] - r);
+      den += r * r;
+    }
+    for (long i = n1; i < ldo; i++) pad = pad && O[c * ldo + i] == 7;
+    const double e = sqrt(num / (den > 0 ? den : 1));
+    if (!(e <= rel)) rel = isnan(e) ? 1e300 : e;
+  }
+  check(rel <= (prec ? 1e-12 : 2e-5), "prod-mv", isa, id, prec, n1, n2, p, q, rel);
+  check(pad, "prod-padding", isa, id, prec, n1, n2, p, q, 0);
+  free(X1);
+  free(X2);
+  free(V);
+  free(K);
+  free(O);
+  free(R);
+  free(f);
+}
+
+static krr_kcomp prod_comp(int family, int base, double bw, double p0, double p1, double p2) {
+  krr_kcomp c;
+  memset(&c, 0, sizeof c);
+  c.family = family;
+  c.base = base;
+  c.bw = bw;
+  c.par[0] = p0;
+  c.par[1] = p1;
+  c.par[2] = p2;
+  return c;
+}
+
+static void run_prods(void) {
+  /* (components, columns each): every family the products serve; the
+   * listed L1 kernel; 40 columns (the statistic's 32-column chunks); and
+   * eight components */
+  krr_kprod pr[4];
+  memset(pr, 0, sizeof pr);
+  const krr_kcomp all[5] = {prod_comp(KRR_KF_LISTED, KRR_RBF, 1.2, 0, 0, 0),
+                            prod_comp(KRR_KF_PERIODIC, 0, 0.8, 0.7, 0, 0),
+                            prod_comp(KRR_KF_LISTED, KRR_LAPLACE, 2.0, 0, 0, 0),
+                            prod_comp(KRR_KF_LINEAR, 0, 0, 0, 0, 0),
+                            prod_comp(KRR_KF_POLY, 0, 0, 3, 0.3, 0.5)};
+  const int cols0[5] = {2, 1, 3, 2, 2};
+  pr[0].ncomp = 5;
+  for (int e = 0; e < 5; e++) {
+    pr[0].comp[e] = all[e];
+    pr[0].off[e + 1] = pr[0].off[e] + cols0[e];
+  }
+  pr[1].ncomp = 2;
+  pr[1].comp[0] = prod_comp(KRR_KF_LISTED, KRR_MATERN52, 6.0, 0, 0, 0);
+  pr[1].comp[1] = prod_comp(KRR_KF_LISTED, KRR_LAPLACE, 30.0, 0, 0, 0);
+  pr[1].off[1] = 40;
+  pr[1].off[2] = 80;
+  pr[2].ncomp = 8;
+  for (int e = 0; e < 8; e++) {
+    pr[2].comp[e] = prod_comp(KRR_KF_LISTED, e % KRR_N_KERNELS, 0.5 + e, 0, 0, 0);
+    pr[2].off[e + 1] = e + 1;
+  }
+  pr[3].ncomp = 1; /* one periodic component alone */
+  pr[3].comp[0] = prod_comp(KRR_KF_PERIODIC, 0, 1.5, 0.2, 0, 0);
+  pr[3].off[1] = 1;
+  static const long sz[][3] = {{1, 1, 1}, {7, 33, 3}, {65, 777, 1}, {300, 600, 20}, {129, 513, 5}};
+  const char *isas[3] = {"avx512", "avx2", "generic"};
+  for (int s = 0; s < 3; s++) {
+    setenv("ASKOTCH_CPU_ISA", isas[s], 1);
+    for (int k = 0; k < 4; k++)
+      for (int prec = 0; prec < 2; prec++)
+        for (int z = 0; z < 5; z++)
+          prod_case(isas[s], &pr[k], k, prec, sz[z][0], sz[z][1], (int)sz[z][2]);
+  }
+  unsetenv("ASKOTCH_CPU_ISA");
+  /* what the products do not serve is an input error, OUT untouched */
+  krr_ctx ctx;
+  memset(&ctx, 0, sizeof ctx);
+  ctx.threads = 1;
+  double x[4] = {0, 1, 2, 3}, K[4] = {7, 7, 7, 7};
+  krr_kprod bad = pr[3];
+  bad.comp[0] = prod_comp(KRR_KF_MATERN, 0, 1.0, 1.3, 0, 0);
+  krr_status st = krr_cpu_kprod_block_d(&ctx, &bad, x, 2, x, 2, 1, K, 2);
+  check(st == KRR_ERR_INPUT && ctx.msg[0] && K[0] == 7, "prod-unserved", "-", 0, 1, 2, 2, 1, 0, 0);
+  bad = pr[3];
+  bad.comp[0].metric = 1;
+  st = krr_cpu_kprod_mv_d(&ctx, &bad, x, 2, x, 2, 1, x, 2, 1, K, 2);
+  check(st == KRR_ERR_INPUT && K[0] == 7, "prod-metric", "-", 0, 1, 2, 2, 1, 1, 0);
+  st = krr_cpu_kprod_mv_d(&ctx, &pr[3], x, 2, x, 2, 2, x, 2, 1, K, 2);
+  check(st == KRR_ERR_INPUT && K[0] == 7, "prod-columns", "-", 0, 1, 2, 2, 2, 1, 0);
+}
+
 /* The kernel list's rate and derivative columns (kernel_math.h: A, DLOGS,
  * krr_kernel_dlog_ell) against the reference kernel value, and
  * krr_kernel_deriv_host (src/core/data/kernel_deriv.c) against them.
@@ -583,6 +744,7 @@ int main(int argc, char **argv) {
   run_team();
   run_errors();
   run_derivs();
+  run_prods();
   printf("%d passed, %d failed\n", n_pass, n_fail);
   return n_fail ? 1 : 0;
 }

@@ -93,6 +93,14 @@ typedef struct {
   double bw;     /* bandwidth / length scale (families LISTED, MATERN, PERIODIC) */
   double par[3]; /* as above */
 } krr_kcomp;
+/* One product term of a composite, for the backends' fused products
+ * (ops.h kprod_mv / kprod_block): the points hold the components' columns
+ * side by side, component c reading columns off[c] .. off[c + 1). */
+typedef struct {
+  int ncomp;
+  int off[KRR_KS_MAXC + 1];
+  krr_kcomp comp[KRR_KS_MAXC];
+} krr_kprod;
 typedef struct {
   int nterm, ncomp;        /* ncomp >= nterm >= 1; components ordered by term */
   double amp[KRR_KS_MAXC]; /* the terms' amplitudes (> 0) */

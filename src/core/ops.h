@@ -34,10 +34,22 @@ extern "C" {
  * krr_kc_stat_kind and krr_kc_eval, in double arithmetic), the points
  * holding exactly the component's p columns; with pairs = 1, out[i] =
  * k_c(X1_i, X2_i) for i < n1 (n2 = n1, ldo ignored). */
-#define KRR_OPS_KCOMP_TYPED(real, S)                                                     \
-  krr_status (*kcomp_map_##S)(krr_ctx *, const krr_kcomp *c, const real *X1, int64_t n1, \
-                              const real *X2, int64_t n2, int p, int pairs, real *out,   \
-                              int64_t ldo);
+/* kprod_mv: OUT(n1 x q, ld ldo) = K(X1, X2) V and kprod_block: OUT(n1 x n2,
+ * ld ldo) = K(X1, X2) for the product K = prod_c k_c of a term's components
+ * (krr_kprod; the points n x p with p = off[ncomp]), the kernel formed in
+ * registers as kernel_mv forms a listed kernel (the statistics summed in
+ * real).  Only the families data/kcomp.c hands them: listed, periodic,
+ * linear and polynomial components on Euclidean (L1) distances.  NULL in a
+ * backend without them: data/kcomp.c then forms the term in tiles. */
+#define KRR_OPS_KCOMP_TYPED(real, S)                                                               \
+  krr_status (*kcomp_map_##S)(krr_ctx *, const krr_kcomp *c, const real *X1, int64_t n1,           \
+                              const real *X2, int64_t n2, int p, int pairs, real *out,             \
+                              int64_t ldo);                                                        \
+  krr_status (*kprod_mv_##S)(krr_ctx *, const krr_kprod *k, const real *X1, int64_t n1,            \
+                             const real *X2, int64_t n2, int p, const real *V, int64_t ldv, int q, \
+                             real *out, int64_t ldo);                                              \
+  krr_status (*kprod_block_##S)(krr_ctx *, const krr_kprod *k, const real *X1, int64_t n1,         \
+                                const real *X2, int64_t n2, int p, real *out, int64_t ldo);
 
 /* The losses the device maps know (the order of the table in loss/loss.c
  * need not match: each loss entry carries its code). */

@@ -396,6 +396,10 @@ static const krr_ops cpu_ops = {
     /* composite-kernel components */
     .kcomp_map_d = cpu_kcomp_map_d,
     .kcomp_map_s = cpu_kcomp_map_s,
+    .kprod_mv_d = krr_cpu_kprod_mv_d,
+    .kprod_mv_s = krr_cpu_kprod_mv_s,
+    .kprod_block_d = krr_cpu_kprod_block_d,
+    .kprod_block_s = krr_cpu_kprod_block_s,
 };
 
 const krr_ops *krr_cpu_ops(void) { return &cpu_ops; }

@@ -48,7 +48,7 @@
 #include <string.h>
 #include <cblas.h>
 #include "cpu.h"
-#include "../core/kernel_math.h"
+#include "../core/kcomp_math.h"
 
 #ifndef KRR_P_DIRECT
 #define KRR_P_DIRECT 32 /* direct differences up to this p */
@@ -255,6 +255,44 @@ static inline void krr_lane_sqrt_d(double *x, int n) {
   }
 KRR_SCALAR_T(float, s)
 KRR_SCALAR_T(double, d)
+
+/* products of components: every pair's components by krr_kc_eval */
+#define KRR_SCALAR_P(REAL, SFX)                                                                    \
+  static double krr_kp_pair_##SFX(const krr_kprod *pr, const REAL *x, const REAL *y) {             \
+    double v = 1;                                                                                  \
+    for (int e = 0; e < pr->ncomp; e++) {                                                          \
+      const int k0 = pr->off[e], kind = krr_kc_stat_kind(&pr->comp[e]);                            \
+      v *= krr_kc_eval(&pr->comp[e],                                                               \
+                       krr_kc_stat_##SFX(kind, x + k0, 1, y + k0, 1, pr->off[e + 1] - k0), -1);    \
+    }                                                                                              \
+    return v;                                                                                      \
+  }                                                                                                \
+  static krr_status krr_k_gen_##SFX##_kprod_mv(                                                    \
+      krr_ctx *ctx, const krr_kprod *pr, const REAL *X1, int64_t n1, const REAL *X2, int64_t n2,   \
+      int p, const REAL *V, int64_t ldv, int q, REAL *out, int64_t ldo) {                          \
+    int nth = krr_cpu_team(ctx, krr_cpu_work_kernel(n1, n2, p, q));                                \
+    _Pragma("omp parallel for schedule(static) num_threads(nth)") for (int64_t i = 0; i < n1;      \
+                                                                       i++) for (int c = 0; c < q; \
+                                                                                 c++) {            \
+      double s = 0;                                                                                \
+      for (int64_t j = 0; j < n2; j++)                                                             \
+        s += krr_kp_pair_##SFX(pr, X1 + i * p, X2 + j * p) * (double)V[c * ldv + j];               \
+      out[c * ldo + i] = (REAL)s;                                                                  \
+    }                                                                                              \
+    return KRR_OK;                                                                                 \
+  }                                                                                                \
+  static krr_status krr_k_gen_##SFX##_kprod_block(krr_ctx *ctx, const krr_kprod *pr,               \
+                                                  const REAL *X1, int64_t n1, const REAL *X2,      \
+                                                  int64_t n2, int p, REAL *out, int64_t ldo) {     \
+    int nth = krr_cpu_team(ctx, krr_cpu_work_kernel(n1, n2, p, 0));                                \
+    _Pragma("omp parallel for schedule(static) num_threads(nth)") for (int64_t j = 0; j < n2;      \
+                                                                       j++) for (int64_t i = 0;    \
+                                                                                 i < n1; i++)      \
+        out[j * ldo + i] = (REAL)krr_kp_pair_##SFX(pr, X1 + i * p, X2 + j * p);                    \
+    return KRR_OK;                                                                                 \
+  }
+KRR_SCALAR_P(float, s)
+KRR_SCALAR_P(double, d)
 #endif
 
 #ifdef KRR_X86_DISPATCH
@@ -288,6 +326,32 @@ static krr_status krr_kcheck(krr_ctx *ctx, const krr_kernel *k, int64_t n1, int6
   return KRR_OK;
 }
 
+/* the products the fused tiles serve: listed (not great-circle), periodic,
+ * linear and polynomial components on consecutive column ranges */
+static krr_status krr_kpcheck(krr_ctx *ctx, const krr_kprod *pr, int64_t n1, int64_t n2, int p,
+                              int64_t ldo, const char *what) {
+  if (!pr || pr->ncomp < 1 || pr->ncomp > KRR_KS_MAXC || pr->off[0] != 0 || pr->off[pr->ncomp] != p)
+    return krr_fail(ctx, KRR_ERR_INPUT, "%s: a product needs 1 to 8 components on p columns", what);
+  for (int e = 0; e < pr->ncomp; e++) {
+    const krr_kcomp *c = &pr->comp[e];
+    const int f = c->family;
+    if (pr->off[e + 1] <= pr->off[e] || c->metric != 0 ||
+        !(f == KRR_KF_LISTED || f == KRR_KF_PERIODIC || f == KRR_KF_LINEAR || f == KRR_KF_POLY))
+      return krr_fail(ctx, KRR_ERR_INPUT, "%s: component %d is not served by the fused product",
+                      what, e);
+    if (f == KRR_KF_LISTED && (!KRR_KERNEL_LISTED(c->base) || !(c->bw > 0)))
+      return krr_fail(ctx, KRR_ERR_INPUT, "%s: component %d: bad kernel", what, e);
+    if (f == KRR_KF_PERIODIC && !(c->bw > 0 && c->par[0] > 0))
+      return krr_fail(ctx, KRR_ERR_INPUT, "%s: component %d: bad periodic kernel", what, e);
+    if (f == KRR_KF_POLY && !(c->par[0] >= 1 && c->par[0] <= 20 && c->par[0] == floor(c->par[0])))
+      return krr_fail(ctx, KRR_ERR_INPUT, "%s: component %d: bad polynomial degree", what, e);
+  }
+  if (n1 < 0 || n2 < 0 || ldo < n1)
+    return krr_fail(ctx, KRR_ERR_INPUT, "%s: invalid sizes n1=%lld n2=%lld ldo=%lld", what,
+                    (long long)n1, (long long)n2, (long long)ldo);
+  return KRR_OK;
+}
+
 #ifdef KRR_X86_DISPATCH
 #define KRR_DISPATCH(SFX, op, ...)                                                \
   switch (krr_cpu_isa()) {                                                        \
@@ -301,31 +365,50 @@ static krr_status krr_kcheck(krr_ctx *ctx, const krr_kernel *k, int64_t n1, int6
 #define KRR_DISPATCH(SFX, op, ...) return krr_k_gen_##SFX##_##op(__VA_ARGS__);
 #endif
 
-#define KRR_PUBLIC(REAL, SFX)                                                                  \
-  krr_status krr_cpu_kernel_mv_##SFX(krr_ctx *ctx, const krr_kernel *k, const REAL *X1,       \
-                                     int64_t n1, const REAL *X2, int64_t n2, int p,           \
-                                     const REAL *V, int64_t ldv, int q, REAL *out,            \
-                                     int64_t ldo) {                                           \
-    krr_status st = krr_kcheck(ctx, k, n1, n2, p, ldo, "kernel_mv");                          \
-    if (st != KRR_OK) return st;                                                              \
-    if (q < 0 || (q > 0 && ldv < n2))                                                         \
-      return krr_fail(ctx, KRR_ERR_INPUT, "kernel_mv: invalid q=%d or ldv=%lld", q,           \
-                      (long long)ldv);                                                        \
-    if (n1 == 0 || q == 0) return KRR_OK;                                                     \
-    if (n2 == 0) {                                                                            \
-      for (int c = 0; c < q; c++)                                                             \
-        for (int64_t i = 0; i < n1; i++) out[c * ldo + i] = 0;                                \
-      return KRR_OK;                                                                          \
-    }                                                                                         \
-    KRR_DISPATCH(SFX, mv, ctx, k, X1, n1, X2, n2, p, V, ldv, q, out, ldo)                     \
-  }                                                                                           \
-  krr_status krr_cpu_kernel_block_##SFX(krr_ctx *ctx, const krr_kernel *k, const REAL *X1,    \
-                                        int64_t n1, const REAL *X2, int64_t n2, int p,        \
-                                        REAL *out, int64_t ldo) {                             \
-    krr_status st = krr_kcheck(ctx, k, n1, n2, p, ldo, "kernel_block");                       \
-    if (st != KRR_OK) return st;                                                              \
-    if (n1 == 0 || n2 == 0) return KRR_OK;                                                    \
-    KRR_DISPATCH(SFX, block, ctx, k, X1, n1, X2, n2, p, out, ldo)                             \
+/* the right-hand sides checked; nothing to do for n1 = 0 or q = 0; OUT = 0
+ * for n2 = 0 */
+#define KRR_MV_EDGES(what)                                                                     \
+  if (q < 0 || (q > 0 && ldv < n2))                                                            \
+    return krr_fail(ctx, KRR_ERR_INPUT, what ": invalid q=%d or ldv=%lld", q, (long long)ldv); \
+  if (n1 == 0 || q == 0) return KRR_OK;                                                        \
+  if (n2 == 0) {                                                                               \
+    for (int c = 0; c < q; c++)                                                                \
+      for (int64_t i = 0; i < n1; i++) out[c * ldo + i] = 0;                                   \
+    return KRR_OK;                                                                             \
+  }
+
+#define KRR_PUBLIC(REAL, SFX)                                                                      \
+  krr_status krr_cpu_kernel_mv_##SFX(krr_ctx *ctx, const krr_kernel *k, const REAL *X1,            \
+                                     int64_t n1, const REAL *X2, int64_t n2, int p, const REAL *V, \
+                                     int64_t ldv, int q, REAL *out, int64_t ldo) {                 \
+    krr_status st = krr_kcheck(ctx, k, n1, n2, p, ldo, "kernel_mv");                               \
+    if (st != KRR_OK) return st;                                                                   \
+    KRR_MV_EDGES("kernel_mv")                                                                      \
+    KRR_DISPATCH(SFX, mv, ctx, k, X1, n1, X2, n2, p, V, ldv, q, out, ldo)                          \
+  }                                                                                                \
+  krr_status krr_cpu_kernel_block_##SFX(krr_ctx *ctx, const krr_kernel *k, const REAL *X1,         \
+                                        int64_t n1, const REAL *X2, int64_t n2, int p, REAL *out,  \
+                                        int64_t ldo) {                                             \
+    krr_status st = krr_kcheck(ctx, k, n1, n2, p, ldo, "kernel_block");                            \
+    if (st != KRR_OK) return st;                                                                   \
+    if (n1 == 0 || n2 == 0) return KRR_OK;                                                         \
+    KRR_DISPATCH(SFX, block, ctx, k, X1, n1, X2, n2, p, out, ldo)                                  \
+  }                                                                                                \
+  krr_status krr_cpu_kprod_mv_##SFX(krr_ctx *ctx, const krr_kprod *pr, const REAL *X1, int64_t n1, \
+                                    const REAL *X2, int64_t n2, int p, const REAL *V, int64_t ldv, \
+                                    int q, REAL *out, int64_t ldo) {                               \
+    krr_status st = krr_kpcheck(ctx, pr, n1, n2, p, ldo, "kprod_mv");                              \
+    if (st != KRR_OK) return st;                                                                   \
+    KRR_MV_EDGES("kprod_mv")                                                                       \
+    KRR_DISPATCH(SFX, kprod_mv, ctx, pr, X1, n1, X2, n2, p, V, ldv, q, out, ldo)                   \
+  }                                                                                                \
+  krr_status krr_cpu_kprod_block_##SFX(krr_ctx *ctx, const krr_kprod *pr, const REAL *X1,          \
+                                       int64_t n1, const REAL *X2, int64_t n2, int p, REAL *out,   \
+                                       int64_t ldo) {                                              \
+    krr_status st = krr_kpcheck(ctx, pr, n1, n2, p, ldo, "kprod_block");                           \
+    if (st != KRR_OK) return st;                                                                   \
+    if (n1 == 0 || n2 == 0) return KRR_OK;                                                         \
+    KRR_DISPATCH(SFX, kprod_block, ctx, pr, X1, n1, X2, n2, p, out, ldo)                           \
   }
 KRR_PUBLIC(double, d)
 KRR_PUBLIC(float, s)

@@ -1096,9 +1096,14 @@ static const krr_ops kcu_ops = {
     /* random features (positional: the order of struct krr_ops) */
     op_rff_map<double>,
     op_rff_map<float>,
-    /* composite-kernel components */
+    /* composite-kernel components; no fused products (kprod_mv,
+     * kprod_block): data/kcomp.c forms product terms in tiles */
     op_kcomp_map<double>,
+    NULL,
+    NULL,
     op_kcomp_map<float>,
+    NULL,
+    NULL,
 };
 
 /* ===== extern "C" entry points ============================================ */

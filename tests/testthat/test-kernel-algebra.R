@@ -71,6 +71,50 @@ test_that("a composite kernel's matrix and products equal their base R construct
                tolerance = 1e-13, ignore_attr = TRUE)
 })
 
+test_that("product terms through the fused products equal base R, on every instruction set", {
+  # sizes across the CPU tiles (512 points of X2, 4-row blocks, odd remainders),
+  # a time column spanning 15 periods, and every family the fused products serve
+  set.seed(3)
+  mk <- function(n) cbind(t = runif(n, 0, 20), a = runif(n), b = runif(n), c = runif(n),
+                          d = rnorm(n))
+  x <- mk(701)
+  xn <- mk(533)
+  k <- kernel_rbf(0.7, dims = c("a", "b")) * kernel_laplace(0.9, dims = "c") *
+    kernel_periodic(period = 1.3, bandwidth = 0.8, dims = "t") +
+    0.6 * kernel_linear(dims = "d") * kernel_matern52(0.6, dims = c("a", "d")) +
+    0.7 * kernel_polynomial(3, 0.4, 1, dims = c("b", "c")) * kernel_matern32(4, dims = "t")
+  l1 <- function(a, b) abs(outer(a, b, "-"))
+  d_ad <- ka_dist(x[, c("a", "d")], xn[, c("a", "d")])
+  d_t <- l1(x[, "t"], xn[, "t"])
+  o <- exp(-ka_dist(x[, 2:3], xn[, 2:3])^2 / (2 * 0.7^2)) * exp(-l1(x[, "c"], xn[, "c"]) / 0.9) *
+    exp(-2 * sin(pi * d_t / 1.3)^2 / 0.8^2) +
+    0.6 * outer(x[, "d"], xn[, "d"]) * ka_matern(d_ad, 2.5, 0.6) +
+    0.7 * (0.4 * x[, c("b", "c")] %*% t(xn[, c("b", "c")]) + 1)^3 * ka_matern(d_t, 1.5, 4)
+  kc <- ka_resolve(k, x)
+  v1 <- matrix(rnorm(533), 533)
+  v20 <- matrix(rnorm(533 * 20), 533)
+  old <- Sys.getenv("ASKOTCH_CPU_ISA", NA)
+  on.exit(if (is.na(old)) Sys.unsetenv("ASKOTCH_CPU_ISA") else Sys.setenv(ASKOTCH_CPU_ISA = old))
+  for (isa in c("avx512", "avx2", "generic")) {
+    Sys.setenv(ASKOTCH_CPU_ISA = isa)
+    km <- ffi("native_kernel_matrix")
+    ap <- ffi("native_kernel_apply")
+    expect_lt(max(abs(km(x, xn, kc) - o)), 1e-13 * max(abs(o)))
+    expect_lt(max(abs(km(x, xn, kc, precision = "single") - o)), 1e-5 * max(abs(o)))
+    # one right-hand side fused into the tiles; 20 through a stored tile
+    expect_equal(ap(x, xn, v1, kc), o %*% v1, tolerance = 1e-12)
+    expect_equal(ap(x, xn, v20, kc, threads = 1), o %*% v20, tolerance = 1e-12)
+    expect_equal(ap(x, xn, v20, kc, precision = "single"), o %*% v20, tolerance = 1e-5)
+  }
+  # far pairs: each Matern factor's polynomial is large where its exponential
+  # is 0; the product stays finite (0) in single precision too
+  xf <- cbind(a = seq(0, 1000, length.out = 40), b = seq(1000, 0, length.out = 40))
+  kf <- ka_resolve(kernel_matern52(1e-4, dims = "a") * kernel_matern52(1e-4, dims = "b") *
+                     kernel_matern52(2e-4, dims = c("a", "b")), xf)
+  for (prec in c("double", "single"))
+    expect_equal(ffi("native_kernel_matrix")(xf, xf, kf, precision = prec), diag(40))
+})
+
 test_that("the Matern kernel of any smoothness matches besselK()", {
   u <- 10^seq(-6, log10(600), length.out = 50)
   worst <- 0

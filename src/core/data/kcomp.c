@@ -5,8 +5,12 @@
  * A component's columns are gathered once per call (gather_rows on the
  * points seen as a p x n column-major matrix).  A term that is one listed
  * kernel on Euclidean distances goes through the backend's fused kernel_mv,
- * so a sum of listed kernels costs the sum of their products.  Every other
- * term (products, the other families) is formed in tiles of at most
+ * so a sum of listed kernels costs the sum of their products.  A term of
+ * listed (Euclidean or L1), periodic, linear and polynomial components goes
+ * through the backend's fused product (kprod_mv / kprod_block), on the
+ * term's columns gathered side by side, where the backend has one.  Every
+ * other term (the Matern of any smoothness, great-circle distances, or a
+ * backend without the fused product) is formed in tiles of at most
  * KC_TILE_R x KC_TILE_C: each component's tile by kernel_block (listed) or
  * kcomp_map, multiplied in place (loss_map's elementwise MUL), the terms
  * added with their amplitudes (axpby), and the tile multiplied into the
@@ -21,9 +25,9 @@
  * 20 + 3 p units a kernel entry) */
 #define KC_TILE_R 2048
 #define KC_TILE_C 1024
-/* device buffers of one call: per component an index and the gathered
- * points of X1 and of X2, then the tiles and a product */
-#define KC_MAX_OWN (4 * KRR_KS_MAXC + 8)
+/* device buffers of one call: per component and per fused term an index
+ * and the gathered points of X1 and of X2, then the tiles and a product */
+#define KC_MAX_OWN (6 * KRR_KS_MAXC + 8)
 
 /* NULL when the spec is valid for points of p columns, else the reason */
 const char *krr_kspec_invalid(const krr_kspec *s, int p) {
@@ -66,13 +70,17 @@ const char *krr_kspec_invalid(const krr_kspec *s, int p) {
 }
 
 /* one call's gathered points: component c reads P1[c] (n1 x pc[c]) and
- * P2[c] (n2 x pc[c]), row-major */
+ * P2[c] (n2 x pc[c]), row-major; a fused term t (fz[t]) reads T1[t] and
+ * T2[t], its components' columns side by side as pr[t] says */
 typedef struct {
   krr_ctx *ctx;
   krr_precision prec;
   size_t es;
   const krr_kspec *s;
   const void *P1[KRR_KS_MAXC], *P2[KRR_KS_MAXC];
+  const void *T1[KRR_KS_MAXC], *T2[KRR_KS_MAXC];
+  krr_kprod pr[KRR_KS_MAXC];
+  int fz[KRR_KS_MAXC];
   void *own[KC_MAX_OWN];
   int pc[KRR_KS_MAXC], nown;
 } kc_call;
@@ -92,6 +100,36 @@ static void kc_release(kc_call *k) {
   k->nown = 0;
 }
 
+static int comp_fast(const krr_kcomp *c) { return c->family == KRR_KF_LISTED && c->metric == 0; }
+
+/* the first component of term t, and one past its last */
+static void term_range(const krr_kspec *s, int t, int *c0, int *c1) {
+  int a = 0;
+  while (s->comp[a].term != t) a++;
+  int b = a;
+  while (b < s->ncomp && s->comp[b].term == t) b++;
+  *c0 = a;
+  *c1 = b;
+}
+
+static int term_fast(const krr_kspec *s, int t) {
+  int c0, c1;
+  term_range(s, t, &c0, &c1);
+  return c1 == c0 + 1 && comp_fast(&s->comp[c0]);
+}
+
+/* the columns idx[0 .. m) of the points X (n x p) as n x m row-major */
+static krr_status gather_idx(kc_call *k, const int64_t *idx, int m, const void *X, int64_t n, int p,
+                             const void **out) {
+  int64_t *didx = (int64_t *)kc_alloc(k, m, sizeof(int64_t));
+  void *dst = kc_alloc(k, n * m, k->es);
+  if (!didx || !dst) return k->ctx->status;
+  KTRY(k->ctx->ops->upload(k->ctx, didx, idx, sizeof(int64_t) * (size_t)m));
+  *out = dst;
+  /* the points as a p x n column-major matrix: rows idx, n columns */
+  return KOP(k->ctx, k->prec, gather_rows, X, p, (int)n, didx, m, dst, m);
+}
+
 static krr_status gather_cols(kc_call *k, const krr_kcomp *c, const void *X, int64_t n, int p,
                               const void **out) {
   if (c->nd == 0) {
@@ -100,13 +138,47 @@ static krr_status gather_cols(kc_call *k, const krr_kcomp *c, const void *X, int
   }
   int64_t idx[KRR_KS_MAXD];
   for (int d = 0; d < c->nd; d++) idx[d] = c->dims[d];
-  int64_t *didx = (int64_t *)kc_alloc(k, c->nd, sizeof(int64_t));
-  void *dst = kc_alloc(k, n * c->nd, k->es);
-  if (!didx || !dst) return k->ctx->status;
-  KTRY(k->ctx->ops->upload(k->ctx, didx, idx, sizeof(int64_t) * (size_t)c->nd));
-  *out = dst;
-  /* the points as a p x n column-major matrix: rows dims, n columns */
-  return KOP(k->ctx, k->prec, gather_rows, X, p, (int)n, didx, c->nd, dst, c->nd);
+  return gather_idx(k, idx, c->nd, X, n, p, out);
+}
+
+/* a component the fused product serves (ops.h kprod_mv) */
+static int comp_fusable(const krr_kcomp *c) {
+  return c->metric == 0 && (c->family == KRR_KF_LISTED || c->family == KRR_KF_PERIODIC ||
+                            c->family == KRR_KF_LINEAR || c->family == KRR_KF_POLY);
+}
+
+/* term t through the backend's fused product: its columns side by side */
+static krr_status fuse_term(kc_call *k, int t, const void *X1, int64_t n1, const void *X2,
+                            int64_t n2, int p) {
+  int c0, c1, m = 0;
+  term_range(k->s, t, &c0, &c1);
+  krr_kprod *pr = &k->pr[t];
+  memset(pr, 0, sizeof *pr);
+  pr->ncomp = c1 - c0;
+  for (int c = c0; c < c1; c++) {
+    pr->comp[c - c0] = k->s->comp[c];
+    pr->off[c - c0] = m;
+    m += k->pc[c];
+  }
+  pr->off[pr->ncomp] = m;
+  int64_t *idx = (int64_t *)malloc(sizeof(int64_t) * (size_t)m);
+  if (!idx) return krr_fail(k->ctx, KRR_ERR_MEMORY, "out of host memory");
+  for (int c = c0, j = 0; c < c1; c++) {
+    const krr_kcomp *cp = &k->s->comp[c];
+    for (int d = 0; d < k->pc[c]; d++) idx[j++] = cp->nd ? cp->dims[d] : d;
+  }
+  krr_status st = gather_idx(k, idx, m, X1, n1, p, &k->T1[t]);
+  if (st == KRR_OK && X2 == X1 && n2 == n1) k->T2[t] = k->T1[t];
+  else if (st == KRR_OK) st = gather_idx(k, idx, m, X2, n2, p, &k->T2[t]);
+  free(idx);
+  k->fz[t] = st == KRR_OK;
+  return st;
+}
+
+/* whether the backend has the fused product in this precision */
+static int kprod_ok(const krr_ctx *ctx, krr_precision prec) {
+  const krr_ops *o = ctx->ops;
+  return prec == KRR_DOUBLE ? o->kprod_mv_d && o->kprod_block_d : o->kprod_mv_s && o->kprod_block_s;
 }
 
 static krr_status kc_setup(kc_call *k, krr_ctx *ctx, krr_precision prec, const krr_kernel *kn,
@@ -125,25 +197,14 @@ static krr_status kc_setup(kc_call *k, krr_ctx *ctx, krr_precision prec, const k
     if (X2 == X1 && n2 == n1) k->P2[c] = k->P1[c];
     else KTRY(gather_cols(k, cp, X2, n2, p, &k->P2[c]));
   }
+  if (!kprod_ok(ctx, prec)) return KRR_OK;
+  for (int t = 0; t < k->s->nterm; t++) {
+    int c0, c1, all = 1;
+    term_range(k->s, t, &c0, &c1);
+    for (int c = c0; c < c1; c++) all = all && comp_fusable(&k->s->comp[c]);
+    if (all && !term_fast(k->s, t)) KTRY(fuse_term(k, t, X1, n1, X2, n2, p));
+  }
   return KRR_OK;
-}
-
-static int comp_fast(const krr_kcomp *c) { return c->family == KRR_KF_LISTED && c->metric == 0; }
-
-/* the first component of term t, and one past its last */
-static void term_range(const krr_kspec *s, int t, int *c0, int *c1) {
-  int a = 0;
-  while (s->comp[a].term != t) a++;
-  int b = a;
-  while (b < s->ncomp && s->comp[b].term == t) b++;
-  *c0 = a;
-  *c1 = b;
-}
-
-static int term_fast(const krr_kspec *s, int t) {
-  int c0, c1;
-  term_range(s, t, &c0, &c1);
-  return c1 == c0 + 1 && comp_fast(&s->comp[c0]);
 }
 
 static krr_kernel listed_of(const krr_kcomp *c) {
@@ -171,6 +232,12 @@ static krr_status comp_tile(kc_call *k, int c, int64_t i0, int64_t r, int64_t j0
  * contiguous), Q scratch */
 static krr_status term_tile(kc_call *k, int t, int64_t i0, int64_t r, int64_t j0, int64_t s,
                             void *P, void *Q) {
+  if (k->fz[t]) {
+    const krr_kprod *pr = &k->pr[t];
+    const int m = pr->off[pr->ncomp];
+    return KOP(k->ctx, k->prec, kprod_block, pr, KAT(k->T1[t], i0 * m, k->es), r,
+               KAT(k->T2[t], j0 * m, k->es), s, m, P, r);
+  }
   int c0, c1;
   term_range(k->s, t, &c0, &c1);
   KTRY(comp_tile(k, c0, i0, r, j0, s, P, r));
@@ -181,8 +248,11 @@ static krr_status term_tile(kc_call *k, int t, int64_t i0, int64_t r, int64_t j0
   return KRR_OK;
 }
 
+/* a term the products take whole (kernel_mv or kprod_mv), not in tiles */
+static int term_whole(const kc_call *k, int t) { return k->fz[t] || term_fast(k->s, t); }
+
 /* T (r x s, contiguous) = the sum of the terms (all, or only those not
- * fast when skip_fast) on the tile, each times its amplitude except that a
+ * taken whole when skip_fast) on the tile, each times its amplitude except that a
  * single term is left unscaled with *scale its amplitude (the caller's GEMM
  * applies it); P, Q scratch of the same size */
 static krr_status kc_tile(kc_call *k, int64_t i0, int64_t r, int64_t j0, int64_t s, int skip_fast,
@@ -190,7 +260,7 @@ static krr_status kc_tile(kc_call *k, int64_t i0, int64_t r, int64_t j0, int64_t
   const int64_t len = r * s;
   int nt = 0, last = 0;
   for (int t = 0; t < k->s->nterm; t++)
-    if (!(skip_fast && term_fast(k->s, t))) nt++, last = t;
+    if (!(skip_fast && term_whole(k, t))) nt++, last = t;
   *scale = 1.0;
   if (nt == 1) {
     *scale = k->s->amp[last];
@@ -198,7 +268,7 @@ static krr_status kc_tile(kc_call *k, int64_t i0, int64_t r, int64_t j0, int64_t
   }
   KTRY(k->ctx->ops->zero(k->ctx, T, (size_t)len * k->es));
   for (int t = 0; t < k->s->nterm; t++) {
-    if (skip_fast && term_fast(k->s, t)) continue;
+    if (skip_fast && term_whole(k, t)) continue;
     KTRY(term_tile(k, t, i0, r, j0, s, P, Q));
     KTRY(KOP(k->ctx, k->prec, axpby, len, k->s->amp[t], P, 1.0, T));
   }
@@ -234,7 +304,7 @@ static krr_status block_use(kc_call *k, int64_t i0, int64_t r, int64_t j0, int64
   return KRR_OK;
 }
 
-/* every tile of the n1 x n2 product (the terms, without the fast ones when
+/* every tile of the n1 x n2 product (the terms, without the whole ones when
  * skip_fast), handed to `use`, polling between tiles */
 static krr_status kc_tiles(kc_call *k, int64_t n1, int64_t n2, int skip_fast, kc_use use,
                            const kc_dest *d) {
@@ -255,6 +325,22 @@ static krr_status kc_tiles(kc_call *k, int64_t n1, int64_t n2, int skip_fast, kc
   return krr_poll(k->ctx);
 }
 
+/* tmp (n1 x q) = term t's fused product times V, in row chunks polled
+ * between (as krr_kernel_mv_polled) */
+static krr_status kprod_mv_polled(kc_call *k, int t, int64_t n1, int64_t n2, const void *V,
+                                  int64_t ldv, int q, void *tmp) {
+  const krr_kprod *pr = &k->pr[t];
+  const int m = pr->off[pr->ncomp];
+  const int64_t ch = krr_kernel_chunk_rows(n2, m + 16 * pr->ncomp, q);
+  for (int64_t i0 = 0; i0 < n1; i0 += ch) {
+    const int64_t r = n1 - i0 < ch ? n1 - i0 : ch;
+    KTRY(krr_poll(k->ctx));
+    KTRY(KOP(k->ctx, k->prec, kprod_mv, pr, KAT(k->T1[t], i0 * m, k->es), r, k->T2[t], n2, m, V,
+             ldv, q, KAT(tmp, i0, k->es), n1));
+  }
+  return krr_poll(k->ctx);
+}
+
 static krr_status kc_mv_run(kc_call *k, int64_t n1, int64_t n2, const void *V, int64_t ldv, int q,
                             void *out, int64_t ldo) {
   krr_ctx *ctx = k->ctx;
@@ -263,7 +349,7 @@ static krr_status kc_mv_run(kc_call *k, int64_t n1, int64_t n2, const void *V, i
   int tiles = 0;
   void *tmp = NULL;
   for (int t = 0; t < k->s->nterm; t++) {
-    if (!term_fast(k->s, t)) {
+    if (!term_whole(k, t)) {
       tiles = 1;
       continue;
     }
@@ -271,8 +357,10 @@ static krr_status kc_mv_run(kc_call *k, int64_t n1, int64_t n2, const void *V, i
     term_range(k->s, t, &c0, &c1);
     if (!tmp && !(tmp = kc_alloc(k, n1 * q, es))) return ctx->status;
     const krr_kernel kk = listed_of(&k->s->comp[c0]);
-    KTRY(krr_kernel_mv_polled(ctx, k->prec, &kk, k->P1[c0], n1, k->P2[c0], n2, k->pc[c0], V, ldv, q,
-                              tmp, n1));
+    if (k->fz[t]) KTRY(kprod_mv_polled(k, t, n1, n2, V, ldv, q, tmp));
+    else
+      KTRY(krr_kernel_mv_polled(ctx, k->prec, &kk, k->P1[c0], n1, k->P2[c0], n2, k->pc[c0], V, ldv,
+                                q, tmp, n1));
     for (int c = 0; c < q; c++)
       KTRY(KOP(ctx, k->prec, axpby, n1, k->s->amp[t], KAT(tmp, c * n1, es), 1.0,
                KAT(out, c * ldo, es)));
