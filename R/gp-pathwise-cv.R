@@ -41,13 +41,12 @@ gp_cv_rank <- function(n) {
   if (r < 10) NULL else as.integer(r)
 }
 
-# Does the control variate apply? (the plain estimate's model: a listed
-# kernel, constant mean estimated by the mean, no observation weights; and
+# Does the control variate apply? (the plain estimate's model: a constant
+# mean estimated by the mean, no observation weights; and
 # draws of at least 64 random features, close enough to draws of the
 # kernel at the pivots: with a few, d_N has heavy tails)
 gp_cv_applies <- function(object) {
-  is.null(object$obs_weights) && is.null(object$trend) &&
-    !is_composite_kernel(object$kernel) && !is.null(gp_cv_rank(object$n)) &&
+  is.null(object$obs_weights) && is.null(object$trend) && !is.null(gp_cv_rank(object$n)) &&
     gp_pathwise_features() >= 64
 }
 

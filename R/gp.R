@@ -448,9 +448,12 @@ gp_variance <- function(object, xs, method, draws, call, Fnew = NULL) {
       # that did not converge (they would stop short too, after as long as
       # the fit took) and when they stop short anyway (a time limit), the
       # bracket with its warning rather than an error
-      v <- if (!isTRUE(object$converged) || is_composite_kernel(object$kernel)) NULL else
+      v <- if (!isTRUE(object$converged)) NULL else
         tryCatch(gp_var_pathwise(object, xs, draws, Fnew),
-                 askotch_error_numeric = function(e) NULL)
+                 askotch_error_numeric = function(e) NULL,
+                 askotch_error_input = function(e) {
+                   if (is_composite_kernel(object$kernel)) NULL else stop(e)
+                 })
       if (is.null(v)) {
         v <- gp_var_nystrom(object, xs)
         loose <- v$upper > 2 * v$lower
@@ -764,12 +767,6 @@ gp_pathwise <- function(object, xnew, q, M, noise, noise_w = 1, fresh = FALSE,
 # V = A^{-1} (r - rbar) of the pseudo-data r = g(X) + e.  A draw is then a
 # function that gp_pathwise_eval() evaluates at any points.
 gp_pathwise_draws <- function(object, q, M, fresh, cv_rank = NULL) {
-  if (is_composite_kernel(object$kernel)) {
-    abort_askotch(paste(
-      "Pathwise posterior draws need random Fourier features of a listed kernel;",
-      "a composite kernel has exact variances (method = \"exact\") and the Nystrom",
-      "bracket (method = \"nystrom\")."), "input")
-  }
   xs <- gp_xs(object)
   n <- nrow(xs)
   fseed <- floor(stats::runif(if (fresh) q else 1L) * 2^31)

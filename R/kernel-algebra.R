@@ -134,13 +134,19 @@ new_composite <- function(terms, call = NULL) {
 #' [confint()][confint.krr] and `tidy(conf.int = TRUE)` give their
 #' uncertainty from the observed information (exact, up to 2000 points;
 #' without `mean` or `noise`). Not yet with a composite kernel:
-#' cross-validated \eqn{\lambda}, pathwise posterior draws (exact and
-#' Nyström variances work) and the GP classifier. A fit with a composite kernel uses the
+#' cross-validated \eqn{\lambda} and the GP classifier. A fit with a composite kernel uses the
 #' data as given (`standardize = "auto"` means no scaling), so that
 #' periods, length scales, `dims` and great-circle distances keep the units
 #' of `x`. The composite is evaluated by the compiled code on every device
-#' and solver that uses the exact kernel (not with random features, not
-#' distributed).
+#' and solver that uses the exact kernel (not distributed). A composite
+#' of stationary components (all but the linear, polynomial and
+#' great-circle ones; a periodic kernel on one column) also has random
+#' Fourier features: a frequency is a term drawn with probability
+#' proportional to its amplitude and the sum of independent draws of its
+#' components' spectral densities (a periodic kernel's is discrete, at
+#' whole multiples of \eqn{2\pi / P}). So `features =` fits and the
+#' pathwise posterior draws of [simulate()][simulate.krr] and
+#' `predict(se.fit = TRUE)` above the exact range work with it.
 #'
 #' @param e1,e2 Kernel objects (a number for `*` scales a kernel).
 #' @return A kernel object of class `"askotch_kernel_composite"`.

@@ -84,7 +84,11 @@
 #' kept in the fit instead of the training points (predictions \eqn{z(x)^T
 #' \theta}); the fit is \eqn{O(M)} in size, not \eqn{O(n)}, so `fitted()`
 #' and [refit()] are not available. As \eqn{M} grows the fit converges to
-#' the exact one (at rate \eqn{O(1/\sqrt M)}). Memory beyond the data and
+#' the exact one (at rate \eqn{O(1/\sqrt M)}). Every listed kernel has
+#' random features, and so has a composite kernel ([kernel_algebra]) of
+#' stationary components (the listed kernels, the Matérn of any
+#' smoothness, the periodic kernel on one column); linear, polynomial and
+#' great-circle components have none. Memory beyond the data and
 #' the \eqn{n \times m} weights: the \eqn{M \times p} frequencies,
 #' \eqn{\theta}, and for a block of \eqn{b} points its \eqn{b \times M}
 #' features and \eqn{b \times b} kernel block, \eqn{O(Mp + bM + b^2)};

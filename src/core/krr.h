@@ -354,7 +354,8 @@ void krr_op_free(krr_op *op);
  * on every device and thread count).  Supported: rbf (Gaussian), laplace
  * (independent Cauchy per coordinate), matern12/32/52 (multivariate t with
  * 1/3/5 degrees of freedom), each matching the scale conventions of
- * kernel_math.h.  Holds W, c beyond the data (O(M p)) and never all of Z:
+ * kernel_math.h, and composites of stationary components (op/features.c;
+ * psi then scaled by the square root of the sum of the amplitudes).  Holds W, c beyond the data (O(M p)) and never all of Z:
  * products run over chunks of rows; a loaded block of b rows holds Z_B
  * (b x M).  The problem must outlive the operator. */
 krr_status krr_op_features_create(krr_ctx *ctx, const krr_problem *pb, const krr_kernel *k,

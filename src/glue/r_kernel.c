@@ -244,8 +244,7 @@ SEXP ffi_features_apply(SEXP xnew, SEXP theta, SEXP kernel, SEXP bandwidth, SEXP
                         SEXP seed, SEXP precision, SEXP device, SEXP threads) {
   askotch_glue_check_matrix(xnew, "xnew");
   askotch_glue_check_matrix(theta, "theta");
-  krr_kernel k = {.type = (krr_kernel_type)askotch_glue_int1(kernel, "kernel"),
-                  .bandwidth = askotch_glue_num1(bandwidth, "bandwidth")};
+  const krr_kernel k = askotch_glue_kernel(kernel, bandwidth, Rf_ncols(xnew));
   double M = askotch_glue_num1(features, "features");
   (void)precision; /* krr_features_apply works in double */
   int dev = askotch_glue_device_of(device);

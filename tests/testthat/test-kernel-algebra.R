@@ -115,6 +115,73 @@ test_that("product terms through the fused products equal base R, on every instr
     expect_equal(ffi("native_kernel_matrix")(xf, xf, kf, precision = prec), diag(40))
 })
 
+test_that("random features of a composite kernel: prior draws have its covariance", {
+  # one draw of M = 16 features per column (fresh frequencies), so the
+  # covariance of q columns psi_j(x)^T theta_j, theta_j ~ N(0, I), estimates
+  # the kernel itself with standard errors sqrt((K_ii K_jj + K_ij^2) / q)
+  set.seed(4)
+  x <- cbind(t = runif(20, 0, 3), a = runif(20), b = runif(20))
+  kernels <- list(
+    periodic = 2 * kernel_periodic(period = 0.8, bandwidth = 0.7, dims = "t"),
+    matern = kernel_matern(nu = 1.3, bandwidth = 0.5, dims = c("a", "b")),
+    small_nu = kernel_matern(nu = 0.6, bandwidth = 0.8),
+    algebra = kernel_rbf(0.7, dims = c("a", "b")) *
+      kernel_periodic(period = 0.8, bandwidth = 0.9, dims = "t") +
+      0.5 * kernel_laplace(0.5, dims = "a") * kernel_matern52(1, dims = "t"))
+  q <- 20000
+  M <- 16
+  for (nm in names(kernels)) {
+    kc <- ka_resolve(kernels[[nm]], x)
+    K <- ffi("native_kernel_matrix")(x, x, kc)
+    Fz <- ffi("native_features_apply")(x, matrix(rnorm(M * q), M), kc, M, seed = as.numeric(1:q))
+    z <- (tcrossprod(Fz) / q - K) / sqrt((outer(diag(K), diag(K)) + K^2) / q)
+    expect_lt(max(abs(z)), 4.5, label = nm)
+  }
+  # a fit in random features approaches the exact fit as M grows
+  y <- sin(3 * x[, "t"]) + x[, "a"]
+  k <- kernels$algebra
+  f0 <- krr(x, y, kernel = k, lambda = 0.05, threads = 1)
+  err <- vapply(c(200, 20000), function(M) {
+    f <- kernel_machine(x, y, loss = loss_squared(), kernel = k, lambda = 0.05, features = M,
+                        seed = 1, threads = 1)
+    max(abs(predict(f, x) - fitted(f0)))
+  }, 0)
+  expect_lt(err[2], 0.05)
+  expect_lt(err[2], err[1] / 3)
+})
+
+test_that("pathwise standard errors and draws for a composite kernel", {
+  set.seed(5)
+  n <- 300
+  x <- cbind(t = runif(n, 0, 4), a = runif(n))
+  y <- sin(2 * pi * x[, "t"]) + x[, "a"]^2 + rnorm(n, sd = 0.2)
+  k <- kernel_rbf(1.5, dims = "t") * kernel_periodic(period = 1, bandwidth = 1, dims = "t") +
+    0.5 * kernel_matern32(0.5, dims = "a")
+  fit <- krr(x, y, kernel = k, lambda = 0.1, threads = 1)
+  xnew <- cbind(t = c(0.3, 2.2, 4.5), a = c(0.1, 0.5, 0.9))
+  ex <- predict(fit, xnew, se.fit = TRUE, method = "exact")$se.fit^2
+  old <- options(askotch.gp_cv_rank = 0)
+  on.exit(options(old), add = TRUE)
+  N <- 2000
+  p <- predict(fit, xnew, se.fit = TRUE, method = "pathwise", draws = N)
+  mc <- attr(p$se.fit, "var_mc_se")
+  expect_true(all(abs(p$se.fit^2 - ex) <= 5 * mc))
+  expect_true(all(mc / ex < 2 * sqrt(2 / N)))
+  # with the control variate: the same, with smaller Monte Carlo errors
+  options(old)
+  pc <- predict(fit, xnew, se.fit = TRUE, method = "pathwise", draws = N)
+  mcc <- attr(pc$se.fit, "var_mc_se")
+  expect_gt(attr(pc$se.fit, "control_rank"), 10L)
+  expect_true(all(abs(pc$se.fit^2 - ex) <= 5 * mcc))
+  expect_lt(stats::median(mcc / mc), 0.8)
+  # posterior draws (one feature map shared by the draws, 4096 features:
+  # the variance of that random-features model, within 15% of the exact;
+  # the same holds for a listed kernel)
+  sims <- as.matrix(simulate(fit, nsim = 4000, seed = 2, newdata = xnew, method = "pathwise"))
+  expect_lt(max(abs(apply(sims, 1, stats::var) / ex - 1)), 0.15)
+  expect_lt(max(abs(rowMeans(sims) - predict(fit, xnew)) / sqrt(ex / 4000)), 4.5)
+})
+
 test_that("the Matern kernel of any smoothness matches besselK()", {
   u <- 10^seq(-6, log10(600), length.out = 50)
   worst <- 0
@@ -376,16 +443,21 @@ test_that("composite kernels refuse what they cannot do, with classed errors", {
                class = "askotch_error_input")
   expect_error(krr(x, y, kernel = kernel_rbf(1, dims = 1), lambda = "gcv"),
                class = "askotch_error_input")
-  expect_error(kernel_machine(x, y, kernel = kernel_rbf(1, dims = 1), lambda = 1,
-                              features = 50), class = "askotch_error_input")
+  expect_error(kernel_machine(x, y, kernel = kernel_rbf(1, dims = 1) + kernel_linear(dims = 2),
+                              lambda = 1, features = 50), class = "askotch_error_input")
   expect_error(krr(x, y, kernel = kernel_rbf(1, dims = 1:2, distance = "great_circle"),
                    lambda = 1, standardize = TRUE), class = "askotch_error_input")
   expect_error(kernel_machine(x, factor(y > 0.5), loss = loss_hinge(),
                               kernel = kernel_rbf("ml", dims = 1)),
                class = "askotch_error_input")
-  fit <- krr(x, y, kernel = kernel_rbf(1, dims = 1), lambda = 1, threads = 1)
+  # random features (so pathwise draws) need stationary components
+  fit <- krr(x, y, kernel = kernel_rbf(1, dims = 1) * kernel_linear(dims = 2), lambda = 1,
+             threads = 1)
   expect_error(simulate(fit, nsim = 2, seed = 1, method = "pathwise"),
-               class = "askotch_error_input")
+               "not stationary", class = "askotch_error_input")
+  expect_error(kernel_machine(x, factor(y > 0.5), kernel = kernel_periodic(1, 1, dims = 1:2),
+                              lambda = 0.01, features = 50, threads = 1),
+               "one column", class = "askotch_error_input")
   expect_error(kernel_machine(x, factor(y > 0.5), loss = loss_logistic(), posterior = "laplace",
                               kernel = kernel_rbf(0.3, dims = 1)), class = "askotch_error_input")
   # a fixed composite fits the other losses

@@ -23,10 +23,10 @@ krr_status krr_op_compose(krr_ctx *ctx, const krr_problem *pb, krr_kernel kernel
                           krr_op **out) {
   krr_op *inner = NULL, *mid = NULL;
   *out = NULL;
-  if (kernel.type == KRR_COMPOSITE && (M > 0 || comm))
+  if (kernel.type == KRR_COMPOSITE && comm)
     return krr_fail(ctx, KRR_ERR_INPUT,
-                    "a composite kernel takes the exact kernel on one process (no random "
-                    "features, no distributed fit)");
+                    "a composite kernel takes the exact kernel or random features on one "
+                    "process (no distributed fit)");
   krr_status st = M > 0   ? krr_op_features_create(ctx, pb, &kernel, M, seed, &inner)
                   : M < 0 ? krr_op_linear_create(ctx, pb, &inner)
                           : krr_op_exact_create(ctx, pb, kernel, &inner);

@@ -15,6 +15,20 @@
  *    with 2 nu degrees of freedom and scale 1/l:
  *    w = z / (l sqrt(g / (2 nu))), z ~ N(0, I), g ~ chi^2_{2 nu} (the sum
  *    of 2 nu squared normals; one g per frequency).
+ * A composite kernel (krr.h, krr_kspec) K = sum_t amp_t prod_c k_c of
+ * stationary components: its spectral measure is the mixture of its terms'
+ * with weights amp_t / A, A = sum_t amp_t = K(x, x), and a term's is the
+ * convolution of its components' (Bochner; Rasmussen and Williams 2006,
+ * sec. 4.2.1), so a frequency is a term drawn by its weight and the sum of
+ * independent draws of its components, each on its own columns, and psi is
+ * scaled by sqrt(A) (krr_features_variance).  The components' measures:
+ * the listed kernels' above; the Matern of any smoothness nu, the
+ * multivariate t with g ~ 2 Gamma(nu) (Marsaglia and Tsang 2000); the
+ * periodic kernel on one column, exp(-2 sin^2(pi d / P) / l^2) = sum_k
+ * e^(-2 mu) I_|k|(2 mu) cos(2 pi k d / P) with 2 mu = 1 / l^2, so
+ * w = 2 pi k / P with k the difference of two Poisson(mu) draws.  Linear,
+ * polynomial and great-circle components are not stationary in x: no
+ * features.
  * Draws are counter-based (rng.h) from streams of the seed, on the host, so W
  * and c do not depend on the device or on the thread count; they are
  * uploaded once in the operator's precision.
@@ -44,7 +58,7 @@ typedef struct {
   void *ones;        /* device: M ones */
   int own;           /* frees W, c, c2, ones (a subset shares its parent's) */
   int64_t M, chunk;
-  double scale;      /* sqrt(2 / M) */
+  double scale; /* sqrt(2 A / M), A = krr_features_variance */
   /* scratch, grown on demand (device unless said) */
   void *Z1, *Z2, *T, *v;
   int64_t Z1cap, Z2cap, Tcap, vcap;
@@ -56,45 +70,169 @@ typedef struct {
 
 /* ---- the spectral draws (host) ------------------------------------------- */
 
+#define FEAT_TWO_PI 6.283185307179586
+#define FEAT_PERIODIC_MAX_MU 1e5 /* 1 / (2 l^2): periodic length scales >= 0.0023 */
+
+/* the streams of one seed's draws */
+typedef struct {
+  uint64_t w, c, g, u, t, k; /* normals / uniforms of w, phases, chi-square normals and
+                                uniforms, a composite's terms, periodic counts */
+} feat_streams;
+
+static feat_streams feat_streams_of(uint64_t seed) {
+  feat_streams r = {krr_rng_stream(seed, 0x52FF, 1), krr_rng_stream(seed, 0x52FF, 2),
+                    krr_rng_stream(seed, 0x52FF, 3), krr_rng_stream(seed, 0x52FF, 4),
+                    krr_rng_stream(seed, 0x52FF, 5), krr_rng_stream(seed, 0x52FF, 6)};
+  return r;
+}
+
+/* 2 nu of a listed Matern kernel, 0 for the others */
+static int listed_dof(int type) {
+  return type == KRR_MATERN12 ? 1 : type == KRR_MATERN32 ? 3 : type == KRR_MATERN52 ? 5 : 0;
+}
+
+/* a frequency of the listed kernel (type, rate a) on n coordinates, added
+ * to w[col[l]] (col NULL: w[l]): normals or uniforms of stream r->w from
+ * index i0; a Matern's chi-square from 2 nu normals of r->g from g0 */
+static void listed_freq(int type, double a, int n, const int *col, const feat_streams *r,
+                        uint64_t i0, uint64_t g0, double *w) {
+  double s = sqrt(2.0 * a); /* RBF: 1 / bandwidth */
+  if (type == KRR_LAPLACE) {
+    for (int l = 0; l < n; l++)
+      w[col ? col[l] : l] += a * tan(3.141592653589793 * (krr_rng_unif(r->w, i0 + l) - 0.5));
+    return;
+  }
+  const int dof = listed_dof(type);
+  if (dof) {
+    double g = 0;
+    for (int q = 0; q < dof; q++) {
+      const double z = krr_rng_normal(r->g, g0 + (uint64_t)q);
+      g += z * z;
+    }
+    /* a / sqrt(2 nu) = 1 / l; divided by sqrt(g / (2 nu)) */
+    s = a / sqrt((double)dof) / sqrt(g / (double)dof);
+  }
+  for (int l = 0; l < n; l++) w[col ? col[l] : l] += s * krr_rng_normal(r->w, i0 + l);
+}
+
+/* a chi-square draw with 2 nu degrees of freedom, 2 Gamma(nu): Marsaglia
+ * and Tsang (2000) on Gamma(nu + 1) for nu < 1, times U^(1 / nu); attempt
+ * q uses normal and uniform g0 + q (acceptance above 95%: 64 attempts) */
+static double chisq_draw(double nu, const feat_streams *r, uint64_t g0) {
+  const double b = nu < 1 ? nu + 1 : nu, d = b - 1.0 / 3.0, cc = 1.0 / sqrt(9.0 * d);
+  double v = d;
+  for (int q = 0; q < 64; q++) {
+    const double x = krr_rng_normal(r->g, g0 + q), t = 1 + cc * x;
+    if (t <= 0) continue;
+    const double u = krr_rng_unif(r->u, 2 * (g0 + q)), t3 = t * t * t;
+    if (log(u) < 0.5 * x * x + d - d * t3 + d * log(t3)) {
+      v = d * t3;
+      break;
+    }
+  }
+  if (nu < 1) v *= pow(krr_rng_unif(r->u, 2 * g0 + 1), 1.0 / nu);
+  return 2 * v;
+}
+
+/* a Poisson(mu) draw, mu <= FEAT_PERIODIC_MAX_MU: the sum of pieces of
+ * mean at most 200, each by inversion of uniform k0 + piece */
+static double poisson_draw(double mu, uint64_t s, uint64_t k0) {
+  const int pieces = (int)ceil(mu / 200.0);
+  const double m = mu / (pieces > 0 ? pieces : 1);
+  double total = 0;
+  for (int i = 0; i < pieces; i++) {
+    const double u = krr_rng_unif(s, k0 + i);
+    double k = 0, pk = exp(-m), F = pk;
+    while (u > F && k < 1e4) {
+      k += 1;
+      pk *= m / k;
+      F += pk;
+    }
+    total += k;
+  }
+  return total;
+}
+
+/* NULL when the component has a spectral sampler on p columns, else why */
+static const char *comp_unsampled(const krr_kcomp *c, int p) {
+  if (c->metric != 0 || c->family == KRR_KF_LINEAR || c->family == KRR_KF_POLY)
+    return "linear, polynomial and great-circle kernels are not stationary in x and have "
+           "none; use the exact kernel (and method = \"exact\" for posterior draws)";
+  if (c->family == KRR_KF_PERIODIC && (c->nd > 1 || (c->nd == 0 && p > 1)))
+    return "a periodic kernel has them on one column only (`dims`)";
+  if (c->family == KRR_KF_PERIODIC && !(0.5 / (c->bw * c->bw) <= FEAT_PERIODIC_MAX_MU))
+    return "a periodic kernel has them for length scales of at least 0.0023";
+  return NULL;
+}
+
+/* component e's frequency added to w, at counters of (j, e) */
+static void comp_freq(const krr_kcomp *c, int p, uint64_t j, int e, const feat_streams *r,
+                      double *w) {
+  int col[KRR_KS_MAXD], *cp = NULL;
+  const int n = c->nd ? c->nd : p;
+  if (c->nd) {
+    for (int l = 0; l < c->nd; l++) col[l] = c->dims[l];
+    cp = col;
+  }
+  const uint64_t base = j * KRR_KS_MAXC + (uint64_t)e;
+  if (c->family == KRR_KF_LISTED) {
+    listed_freq(c->base, krr_kparams_of(c->base, c->bw).a, n, cp, r, base * (uint64_t)p, base * 64,
+                w);
+  } else if (c->family == KRR_KF_MATERN) {
+    const double nu = c->par[0], g = chisq_draw(nu, r, base * 64);
+    const double s = 1.0 / (c->bw * sqrt(g / (2.0 * nu)));
+    for (int l = 0; l < n; l++) w[cp ? cp[l] : l] += s * krr_rng_normal(r->w, base * p + l);
+  } else { /* periodic, one column */
+    const double mu = 0.5 / (c->bw * c->bw);
+    const double k =
+        poisson_draw(mu, r->k, base * 2048) - poisson_draw(mu, r->k, base * 2048 + 1024);
+    w[cp ? cp[0] : 0] += FEAT_TWO_PI * k / c->par[0];
+  }
+}
+
+/* a composite's frequency j: a term by its amplitude, its components' sum */
+static void composite_freq(const krr_kspec *s, int p, uint64_t j, const feat_streams *r,
+                           double *w) {
+  double A = 0, acc = 0;
+  for (int t = 0; t < s->nterm; t++) A += s->amp[t];
+  const double u = krr_rng_unif(r->t, j) * A;
+  int t = 0;
+  while (t < s->nterm - 1 && u > (acc += s->amp[t])) t++;
+  for (int e = 0; e < s->ncomp; e++)
+    if (s->comp[e].term == t) comp_freq(&s->comp[e], p, j, e, r, w);
+}
+
+double krr_features_variance(const krr_kernel *k) {
+  if (k->type != KRR_COMPOSITE) return 1.0;
+  double A = 0;
+  for (int t = 0; t < k->spec.nterm; t++) A += k->spec.amp[t];
+  return A;
+}
+
+/* why (kernel, p) has no spectral sampler, or NULL */
+static const char *kernel_unsampled(const krr_kernel *k, int p) {
+  if (k->type == KRR_COMPOSITE) {
+    const char *bad = krr_kspec_invalid(&k->spec, p);
+    for (int e = 0; !bad && e < k->spec.ncomp; e++) bad = comp_unsampled(&k->spec.comp[e], p);
+    return bad;
+  }
+  if (!KRR_KERNEL_LISTED((int)k->type)) return "no spectral sampler for this kernel code";
+  const double a = krr_kparams_make(k).a;
+  return a > 0 && isfinite(a) ? NULL : "`bandwidth` must be positive and finite";
+}
+
 krr_status krr_features_draw(krr_ctx *ctx, const krr_kernel *k, int p, int64_t M, uint64_t seed,
                              double *W, double *c) {
-  krr_kparams kp = krr_kparams_make(k);
-  const uint64_t sw = krr_rng_stream(seed, 0x52FF, 1), sc = krr_rng_stream(seed, 0x52FF, 2),
-                 sg = krr_rng_stream(seed, 0x52FF, 3);
-  int dof = 0; /* Matern: 2 nu */
-  switch (k->type) {
-    case KRR_RBF: case KRR_LAPLACE: break;
-    case KRR_MATERN12: dof = 1; break;
-    case KRR_MATERN32: dof = 3; break;
-    case KRR_MATERN52: dof = 5; break;
-    default:
-      return ctx ? krr_fail(ctx, KRR_ERR_INPUT, "random features: no spectral sampler for kernel "
-                            "code %d", (int)k->type) : KRR_ERR_INPUT;
-  }
-  if (!(kp.a > 0) || !isfinite(kp.a))
-    return ctx ? krr_fail(ctx, KRR_ERR_INPUT, "`bandwidth` must be positive and finite")
-               : KRR_ERR_INPUT;
-  const double two_pi = 6.283185307179586;
+  const char *bad = kernel_unsampled(k, p);
+  if (bad) return ctx ? krr_fail(ctx, KRR_ERR_INPUT, "random features: %s", bad) : KRR_ERR_INPUT;
+  const feat_streams r = feat_streams_of(seed);
+  const double a = k->type == KRR_COMPOSITE ? 0 : krr_kparams_make(k).a;
   for (int64_t j = 0; j < M; j++) {
-    c[j] = two_pi * krr_rng_unif(sc, (uint64_t)j);
+    c[j] = FEAT_TWO_PI * krr_rng_unif(r.c, (uint64_t)j);
     double *w = W + j * (int64_t)p;
-    uint64_t i0 = (uint64_t)j * (uint64_t)p;
-    if (k->type == KRR_RBF) {
-      const double s = sqrt(2.0 * kp.a); /* 1 / bandwidth */
-      for (int l = 0; l < p; l++) w[l] = s * krr_rng_normal(sw, i0 + (uint64_t)l);
-    } else if (k->type == KRR_LAPLACE) {
-      for (int l = 0; l < p; l++)
-        w[l] = kp.a * tan(3.141592653589793 * (krr_rng_unif(sw, i0 + (uint64_t)l) - 0.5));
-    } else {
-      double g = 0;
-      for (int r = 0; r < dof; r++) {
-        double z = krr_rng_normal(sg, (uint64_t)j * 5 + (uint64_t)r);
-        g += z * z;
-      }
-      /* a / sqrt(2 nu) = 1 / l; divided by sqrt(g / (2 nu)) */
-      const double s = kp.a / sqrt((double)dof) / sqrt(g / (double)dof);
-      for (int l = 0; l < p; l++) w[l] = s * krr_rng_normal(sw, i0 + (uint64_t)l);
-    }
+    memset(w, 0, sizeof(double) * (size_t)p);
+    if (k->type == KRR_COMPOSITE) composite_freq(&k->spec, p, (uint64_t)j, &r, w);
+    else listed_freq(k->type, a, p, NULL, &r, (uint64_t)j * p, (uint64_t)j * 5, w);
   }
   return KRR_OK;
 }
@@ -225,7 +363,8 @@ static krr_status ft_mat(krr_op *op, const krr_block *A, const krr_block *B, voi
   return KRR_OK;
 }
 
-/* out[i] = ||psi(x_i)||^2 = 1 + (1/M) sum_j cos(2 (w_j x_i + c_j)) */
+/* out[i] = ||psi(x_i)||^2 = A (1 + (1/M) sum_j cos(2 (w_j x_i + c_j))), A
+ * the kernel's variance (krr_features_variance) */
 static krr_status ft_diag(krr_op *op, const krr_block *A, double *out) {
   feat_t *F = FT(op);
   const int64_t n = A ? A->b : op->nloc;
@@ -242,7 +381,8 @@ static krr_status ft_diag(krr_op *op, const krr_block *A, double *out) {
     KTRY(XOP(op, gemm, 0, 0, cnt, 1, F->M, 1.0 / (double)F->M, F->Z1, cnt, F->ones, F->M, 0.0,
              F->v, cnt));
     KTRY(krr_download_vec(op->ctx, op->prec, F->v, cnt, F->hv));
-    for (int64_t i = 0; i < cnt; i++) out[r0 + i] = 1.0 + F->hv[i];
+    const double A = krr_features_variance(&op->kernel);
+    for (int64_t i = 0; i < cnt; i++) out[r0 + i] = A * (1.0 + F->hv[i]);
   }
   return KRR_OK;
 }
@@ -357,7 +497,7 @@ static krr_status make(krr_ctx *ctx, krr_precision prec, const void *X, int64_t 
   op->nfeat = M;
   F->X = X;
   F->M = M;
-  F->scale = sqrt(2.0 / (double)M);
+  F->scale = sqrt(2.0 * krr_features_variance(&kernel) / (double)M);
   F->chunk = chunk_rows(n, M);
   if (share) { /* a subset: the parent's draws */
     F->W = share->W; F->c = share->c; F->c2 = share->c2; F->ones = share->ones;
@@ -372,7 +512,7 @@ krr_status krr_op_features_create(krr_ctx *ctx, const krr_problem *pb, const krr
   *out = NULL;
   if (!k || !(k->bandwidth > 0) || !(k->bandwidth < INFINITY))
     return krr_fail(ctx, KRR_ERR_INPUT, "`bandwidth` must be positive and finite");
-  if (!krr_kernel_name(k->type))
+  if (!krr_kernel_name(k->type) && k->type != KRR_COMPOSITE)
     return krr_fail(ctx, KRR_ERR_INPUT, "unknown kernel code %d", (int)k->type);
   if (M < 1 || M > ((int64_t)1 << 31) - 1)
     return krr_fail(ctx, KRR_ERR_INPUT, "the number of random features must be in 1 .. 2^31 - 1, "
@@ -446,7 +586,8 @@ krr_status krr_features_apply(krr_ctx *ctx, const krr_kernel *k, int p, int64_t 
     st = krr_poll(ctx);
     if (st == KRR_OK) st = ctx->ops->upload(ctx, dX, hx, es * (size_t)(cnt * p));
     if (st == KRR_OK)
-      st = feat_eval(ctx, prec, F.W, F.c, 1.0, sqrt(2.0 / (double)M), M, p, dX, cnt, dZ, cnt);
+      st = feat_eval(ctx, prec, F.W, F.c, 1.0, sqrt(2.0 * krr_features_variance(k) / (double)M), M,
+                     p, dX, cnt, dZ, cnt);
     if (st == KRR_OK) st = KOP(ctx, prec, gemm, 0, 0, cnt, m, M, 1.0, dZ, cnt, dth, M, 0.0, dO, cnt);
     if (st == KRR_OK) st = ctx->ops->download(ctx, ho, dO, es * (size_t)(cnt * m));
     for (int q = 0; st == KRR_OK && q < m; q++)

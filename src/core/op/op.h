@@ -157,6 +157,9 @@ static inline krr_status krr_op_feature_cols(krr_op *op, int64_t j0, int64_t cnt
  * without a spectral sampler. */
 krr_status krr_features_draw(krr_ctx *ctx, const krr_kernel *k, int p, int64_t M, uint64_t seed,
                              double *W, double *c);
+/* K(x, x) of a stationary kernel: 1 for a listed kernel, the sum of the
+ * terms' amplitudes for a composite; psi is scaled by its square root */
+double krr_features_variance(const krr_kernel *k);
 
 /* The points (n x p, row-major, device) of an exact operator; NULL for
  * any other operator. */

@@ -414,7 +414,7 @@ static krr_status svrg_rff(krr_ctx *ctx, const krr_kernel *k, const double *X, i
   /* Wf is M x p row-major = p x M column-major: Zt = Wf' X' (M x n) */
   if (st == KRR_OK) st = DOP(ctx, gemm, 1, 1, M, n, p, 1.0, Wf, p, X, n, 0.0, Zt, M);
   if (st == KRR_OK) {
-    const double sc = sqrt(2.0 / (double)M);
+    const double sc = sqrt(2.0 * krr_features_variance(k) / (double)M);
     for (int64_t i = 0; i < n; i++)
       for (int64_t j = 0; j < M; j++) Zt[j + i * M] = sc * cos(Zt[j + i * M] + c[j]);
   }
