@@ -45,7 +45,10 @@ composite_loglik <- function(k, tab, lambda, xs, Y, trend = NULL, noise = NULL, 
   s2 <- s2 %||% (yay / nq)
   value <- sum(-nq / 2 * log(2 * pi * s2) - nq / 2) - m * logdet / 2
   W <- alpha %*% (t(alpha) / s2) - m * P
-  g <- vapply(seq_len(NROW(tab)), function(i) 0.5 * sum(W * D[, , i + 1L]), 0)
+  # 1/2 sum(W * dA_i) for every derivative at once: one product with the
+  # matrices as columns (no copies of them)
+  dim(D) <- c(length(W), dim(D)[3L])
+  g <- 0.5 * drop(crossprod(D, as.vector(W)))[-1L]
   wv <- 0.5 * lambda * diag(W) * v
   list(value = value,
        grad = c(g, sum(wv), if (!is.null(noise)) drop(crossprod(noise$Z, wv))),

@@ -489,22 +489,28 @@ static double *host_cols(const krr_kcomp *c, const double *X, int64_t n, int p) 
   return R;
 }
 
+/* sym (the same points on both sides): the pairs i >= j only, mirrored,
+ * the matrices being symmetric */
 static krr_status deriv_run(krr_ctx *ctx, const krr_kspec *s, double **R1, double **R2, int64_t n1,
-                            int64_t n2, int p, const int *codes, int nd, double *out) {
+                            int64_t n2, int p, const int *codes, int nd, int sym, double *out) {
+  const int64_t mat = n1 * n2;
   for (int64_t j0 = 0; j0 < n2; j0 += 64) {
     KTRY(krr_poll(ctx));
     const int64_t j1 = n2 - j0 < 64 ? n2 : j0 + 64;
     for (int64_t j = j0; j < j1; j++) {
       double v[KRR_KS_MAXC], st[KRR_KS_MAXC];
-      for (int64_t i = 0; i < n1; i++) {
+      for (int64_t i = sym ? j : 0; i < n1; i++) {
         for (int c = 0; c < s->ncomp; c++) {
           const krr_kcomp *cp = &s->comp[c];
           const int pc = cp->nd ? cp->nd : p;
           st[c] = krr_kc_stat_d(krr_kc_stat_kind(cp), R1[c] + i * pc, 1, R2[c] + j * pc, 1, pc);
           v[c] = krr_kc_eval(cp, st[c], -1);
         }
-        for (int d = 0; d < nd; d++)
-          out[(int64_t)d * n1 * n2 + j * n1 + i] = pair_deriv(s, codes[d], v, st);
+        for (int d = 0; d < nd; d++) {
+          const double g = pair_deriv(s, codes[d], v, st);
+          out[d * mat + j * n1 + i] = g;
+          if (sym) out[d * mat + i * n1 + j] = g;
+        }
       }
     }
   }
@@ -523,16 +529,17 @@ krr_status krr_kcomp_deriv_host(krr_ctx *ctx, const krr_kernel *k, const double 
     if (!code_ok(s, codes[d]))
       return krr_fail(ctx, KRR_ERR_INPUT, "composite kernel derivative: bad code %d", codes[d]);
   double *R1[KRR_KS_MAXC] = {0}, *R2[KRR_KS_MAXC] = {0};
+  const int sym = X1 == X2 && n1 == n2;
   krr_status st = KRR_OK;
   for (int c = 0; c < s->ncomp && st == KRR_OK; c++) {
     R1[c] = host_cols(&s->comp[c], X1, n1, p);
-    R2[c] = host_cols(&s->comp[c], X2, n2, p);
+    R2[c] = sym ? R1[c] : host_cols(&s->comp[c], X2, n2, p);
     if (!R1[c] || !R2[c]) st = krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
   }
-  if (st == KRR_OK) st = deriv_run(ctx, s, R1, R2, n1, n2, p, codes, nd, out);
+  if (st == KRR_OK) st = deriv_run(ctx, s, R1, R2, n1, n2, p, codes, nd, sym, out);
   for (int c = 0; c < s->ncomp; c++) {
     free(R1[c]);
-    free(R2[c]);
+    if (!sym) free(R2[c]);
   }
   return st;
 }
