@@ -133,8 +133,12 @@ new_composite <- function(terms, call = NULL) {
 #' edge of its search range warns. [vcov()][vcov.krr], Wald
 #' [confint()][confint.krr] and `tidy(conf.int = TRUE)` give their
 #' uncertainty from the observed information (exact, up to 2000 points;
-#' without `mean` or `noise`). Not yet with a composite kernel:
-#' cross-validated \eqn{\lambda} and the GP classifier. A fit with a composite kernel uses the
+#' without `mean` or `noise`). With `lambda = "gcv"`, `"loo"`, `"cv"` or
+#' a vector of values, the hyperparameters are still estimated by maximum
+#' likelihood (with \eqn{\lambda}), and \eqn{\lambda} is then chosen by
+#' that criterion: GCV and LOO on the same rows, K-fold cross-validation
+#' (option `askotch.cv_folds`) on all of them. Not yet with a composite
+#' kernel: the GP classifier. A fit with a composite kernel uses the
 #' data as given (`standardize = "auto"` means no scaling), so that
 #' periods, length scales, `dims` and great-circle distances keep the units
 #' of `x`. The composite is evaluated by the compiled code on every device

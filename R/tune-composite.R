@@ -109,15 +109,16 @@ composite_optimise <- function(k, tab, start, lambda, xs, Y, trend = NULL, Z = N
 }
 
 # Maximum likelihood for a composite kernel (and lambda unless given) on at
-# most composite_ml_points() rows; what tune_hyper() returns.
+# most composite_ml_points() rows, lambda then by GCV, LOO or K-fold CV when
+# asked (composite_lambda()); what tune_hyper() returns.
 tune_composite <- function(dat, set, call) {
   ls <- set$lambda_spec
-  if (!ls$rule %in% c("fixed", "default", "ml") ||
+  if (!ls$rule %in% c("fixed", "default", "ml", "gcv", "loo", "cv", "path") ||
       (!is.null(set$obs_weights) && any(set$obs_weights != 1))) {
     abort_askotch(paste(
-      "With a composite kernel, lambda is a number or chosen by maximum likelihood",
-      "(lambda = NULL or \"ml\"), without observation weights (`noise =` models them)."),
-      "input", call)
+      "With a composite kernel, lambda is a number, a path, or chosen by maximum",
+      "likelihood (lambda = NULL or \"ml\"), \"gcv\", \"loo\" or \"cv\", without",
+      "observation weights (`noise =` models them)."), "input", call)
   }
   clock <- tune_clock(set)
   sub <- tune_data(dat, set, call, size = min(dat$n, composite_ml_points()))
@@ -127,12 +128,15 @@ tune_composite <- function(dat, set, call) {
       "composite kernel use a log-linear noise model (noise = ~ z)."), "input", call)
   }
   pr <- composite_params(set$kernel)
-  start <- composite_start(pr$kernel, pr$table, sub$xs, set$seed, call)
-  res <- composite_optimise(pr$kernel, pr$table, start,
-                            if (ls$rule == "fixed") set$lambda, sub$xs, sub$Y, sub$trend,
-                            sub$noise$Z)
+  by_rule <- ls$rule %in% c("gcv", "loo", "cv", "path")
+  res <- if (by_rule && NROW(pr$table) == 0L) list(kernel = pr$kernel) else {
+    start <- composite_start(pr$kernel, pr$table, sub$xs, set$seed, call)
+    composite_optimise(pr$kernel, pr$table, start, if (ls$rule == "fixed") set$lambda,
+                       sub$xs, sub$Y, sub$trend, sub$noise$Z)
+  }
   set$kernel[c("terms", "spec")] <- res$kernel[c("terms", "spec")]
-  set <- tune_settle(set, dat, res$lambda, res$noise_coef, clock)
+  rl <- if (by_rule) composite_lambda(dat, set, sub) else list(lambda = res$lambda)
+  set <- tune_settle(set, dat, rl$lambda, res$noise_coef, clock)
   tab <- pr$table
   if (NROW(tab)) tab$estimate <- exp(res$optim$par[seq_len(NROW(tab))])
   if (length(res$at_bound)) {
@@ -142,9 +146,27 @@ tune_composite <- function(dat, set, call) {
       "see fit$tuning$composite."), paste(unique(res$at_bound), collapse = ", ")),
       "hyper", call)
   }
-  tuning <- list(lambda_rule = if (ls$rule == "fixed") "fixed" else "ml",
+  tuning <- list(lambda_rule = if (ls$rule %in% c("default", "ml")) "ml" else ls$rule,
                  bandwidth_rule = set$kernel$bandwidth_rule, n_used = length(sub$rows),
                  n_total = dat$n, composite = tab, loglik = res$loglik,
-                 noise_coef = res$noise_coef, optim = res$optim)
+                 noise_coef = res$noise_coef, optim = res$optim, path = rl$path)
   list(dat = dat, set = set, tuning = tuning)
+}
+
+# lambda for the composite kernel of set (its hyperparameters settled) by
+# GCV or LOO on the subsample's kernel matrix (its eigendecomposition, as
+# for a listed kernel: tune_ml()), or by K-fold cross-validation of a path
+# on all the points (cv_path(); "path": the given lambdas, "cv": the
+# default noise-to-signal ratios)
+composite_lambda <- function(dat, set, sub) {
+  ls <- set$lambda_spec
+  if (ls$rule %in% c("gcv", "loo")) {
+    eg <- gp_eigen(kernel_mat(sub$xs, sub$xs, set$kernel, set$threads), sub$Y, sub$trend)
+    return(list(lambda = gp_eigen_best(eg, ls$rule)))
+  }
+  lams <- if (ls$rule == "cv") default_lambda_path() else ls$path
+  path <- cv_path(dat$xs, dat$Yc, dat$tgt$task, set$kernel, lams, set)
+  lambda <- path$lambda[which.min(path$cv)]
+  path$selected <- abs(path$lambda - lambda) <= 1e-12 * lambda
+  list(lambda = lambda, path = path)
 }

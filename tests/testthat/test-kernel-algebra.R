@@ -150,14 +150,19 @@ test_that("random features of a composite kernel: prior draws have its covarianc
   expect_lt(err[2], err[1] / 3)
 })
 
-test_that("pathwise standard errors and draws for a composite kernel", {
-  set.seed(5)
-  n <- 300
+# a seasonal series with a second covariate, and a composite for it
+ka_season <- function(n, sd, seed) {
+  set.seed(seed)
   x <- cbind(t = runif(n, 0, 4), a = runif(n))
-  y <- sin(2 * pi * x[, "t"]) + x[, "a"]^2 + rnorm(n, sd = 0.2)
-  k <- kernel_rbf(1.5, dims = "t") * kernel_periodic(period = 1, bandwidth = 1, dims = "t") +
-    0.5 * kernel_matern32(0.5, dims = "a")
-  fit <- krr(x, y, kernel = k, lambda = 0.1, threads = 1)
+  list(x = x, y = sin(2 * pi * x[, "t"]) + x[, "a"]^2 + rnorm(n, sd = sd),
+       k = kernel_rbf(1.5, dims = "t") * kernel_periodic(period = 1, bandwidth = 1, dims = "t") +
+         0.5 * kernel_matern32(0.5, dims = "a"))
+}
+
+test_that("pathwise standard errors and draws for a composite kernel", {
+  d <- ka_season(300, 0.2, 5)
+  x <- d$x
+  fit <- krr(x, d$y, kernel = d$k, lambda = 0.1, threads = 1)
   xnew <- cbind(t = c(0.3, 2.2, 4.5), a = c(0.1, 0.5, 0.9))
   ex <- predict(fit, xnew, se.fit = TRUE, method = "exact")$se.fit^2
   old <- options(askotch.gp_cv_rank = 0)
@@ -180,6 +185,55 @@ test_that("pathwise standard errors and draws for a composite kernel", {
   sims <- as.matrix(simulate(fit, nsim = 4000, seed = 2, newdata = xnew, method = "pathwise"))
   expect_lt(max(abs(apply(sims, 1, stats::var) / ex - 1)), 0.15)
   expect_lt(max(abs(rowMeans(sims) - predict(fit, xnew)) / sqrt(ex / 4000)), 4.5)
+})
+
+test_that("lambda of a composite kernel by GCV, LOO and K-fold CV: the closed forms", {
+  n <- 120
+  d <- ka_season(n, 0.3, 6)
+  x <- d$x
+  y <- d$y
+  k <- d$k
+  K <- ffi("native_kernel_matrix")(x, x, ka_resolve(k, x))
+  yc <- y - mean(y)
+  crit <- function(l) {
+    H <- K %*% solve(K + l * diag(n))
+    r <- drop(yc - H %*% yc)
+    c(gcv = mean(r^2) / (1 - sum(diag(H)) / n)^2, loo = mean((r / (1 - diag(H)))^2))
+  }
+  grid <- 10^seq(-4, 1, length.out = 101)
+  cg <- vapply(grid, crit, numeric(2))
+  for (rule in c("gcv", "loo")) {
+    fit <- krr(x, y, kernel = k, lambda = rule, threads = 1)
+    expect_identical(fit$tuning$lambda_rule, rule)
+    at <- crit(fit$lambda)[[rule]]
+    # the chosen lambda minimises the closed-form criterion: no grid point
+    # and no 2% step does better
+    expect_lte(at, min(cg[rule, ]) * (1 + 1e-6))
+    expect_lte(at, crit(fit$lambda * 1.02)[[rule]] * (1 + 1e-9))
+    expect_lte(at, crit(fit$lambda / 1.02)[[rule]] * (1 + 1e-9))
+  }
+  # 5-fold CV of a given path: the folds' held-out errors in base R
+  lams <- c(0.01, 0.1, 1)
+  fit <- krr(x, y, kernel = k, lambda = lams, seed = 3, threads = 1)
+  fold <- ffi("with_seed")(3 + 11, sample(rep_len(1:5, n)))
+  cv <- vapply(lams, function(l) {
+    sum(vapply(1:5, function(f) {
+      tr <- fold != f
+      mu <- mean(y[tr])
+      pr <- mu + K[!tr, tr] %*% solve(K[tr, tr] + l * diag(sum(tr)), y[tr] - mu)
+      sum((y[!tr] - pr)^2)
+    }, 0)) / n
+  }, 0)
+  path <- fit$tuning$path
+  expect_equal(path$cv[match(lams, path$lambda)], cv, tolerance = 1e-8)
+  expect_equal(fit$lambda, lams[which.min(cv)])
+  expect_identical(fit$tuning$lambda_rule, "path")
+  # with hyperparameters by maximum likelihood, then lambda by GCV
+  fm <- krr(x, y, kernel = kernel_rbf("ml", dims = "t") *
+              kernel_periodic(period = 1, bandwidth = 1, dims = "t") +
+              0.5 * kernel_matern32(0.5, dims = "a"), lambda = "gcv", threads = 1)
+  expect_identical(fm$tuning$lambda_rule, "gcv")
+  expect_true(is.finite(fm$tuning$composite$estimate))
 })
 
 test_that("the Matern kernel of any smoothness matches besselK()", {
@@ -441,8 +495,8 @@ test_that("composite kernels refuse what they cannot do, with classed errors", {
                class = "askotch_error_input")
   expect_error(krr(x, y, kernel = kernel_rbf(1, dims = 1), weights = rep(2, 40)),
                class = "askotch_error_input")
-  expect_error(krr(x, y, kernel = kernel_rbf(1, dims = 1), lambda = "gcv"),
-               class = "askotch_error_input")
+  expect_error(krr(x, y, kernel = kernel_rbf(1, dims = 1), lambda = "gcv", noise = ~ b),
+               "maximum likelihood", class = "askotch_error_input")
   expect_error(kernel_machine(x, y, kernel = kernel_rbf(1, dims = 1) + kernel_linear(dims = 2),
                               lambda = 1, features = 50), class = "askotch_error_input")
   expect_error(krr(x, y, kernel = kernel_rbf(1, dims = 1:2, distance = "great_circle"),
