@@ -453,7 +453,7 @@ static void run_prods(void) {
   /* (components, columns each): every family the products serve; the
    * listed L1 kernel; 40 columns (the statistic's 32-column chunks); and
    * eight components */
-  krr_kprod pr[4];
+  krr_kprod pr[5];
   memset(pr, 0, sizeof pr);
   const krr_kcomp all[5] = {prod_comp(KRR_KF_LISTED, KRR_RBF, 1.2, 0, 0, 0),
                             prod_comp(KRR_KF_PERIODIC, 0, 0.8, 0.7, 0, 0),
@@ -479,11 +479,19 @@ static void run_prods(void) {
   pr[3].ncomp = 1; /* one periodic component alone */
   pr[3].comp[0] = prod_comp(KRR_KF_PERIODIC, 0, 1.5, 0.2, 0, 0);
   pr[3].off[1] = 1;
+  /* great-circle km on (lon, lat) in degrees (the data's 0-3 degrees: up to
+   * 470 km) times a kernel on a third column */
+  pr[4].ncomp = 2;
+  pr[4].comp[0] = prod_comp(KRR_KF_LISTED, KRR_MATERN52, 150.0, 0, 0, 0);
+  pr[4].comp[0].metric = 1;
+  pr[4].comp[1] = prod_comp(KRR_KF_LISTED, KRR_RBF, 1.0, 0, 0, 0);
+  pr[4].off[1] = 2;
+  pr[4].off[2] = 3;
   static const long sz[][3] = {{1, 1, 1}, {7, 33, 3}, {65, 777, 1}, {300, 600, 20}, {129, 513, 5}};
   const char *isas[3] = {"avx512", "avx2", "generic"};
   for (int s = 0; s < 3; s++) {
     setenv("ASKOTCH_CPU_ISA", isas[s], 1);
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 5; k++)
       for (int prec = 0; prec < 2; prec++)
         for (int z = 0; z < 5; z++)
           prod_case(isas[s], &pr[k], k, prec, sz[z][0], sz[z][1], (int)sz[z][2]);
@@ -498,7 +506,7 @@ static void run_prods(void) {
   bad.comp[0] = prod_comp(KRR_KF_MATERN, 0, 1.0, 1.3, 0, 0);
   krr_status st = krr_cpu_kprod_block_d(&ctx, &bad, x, 2, x, 2, 1, K, 2);
   check(st == KRR_ERR_INPUT && ctx.msg[0] && K[0] == 7, "prod-unserved", "-", 0, 1, 2, 2, 1, 0, 0);
-  bad = pr[3];
+  bad = pr[3]; /* great-circle distances need two columns and an L2 listed kernel */
   bad.comp[0].metric = 1;
   st = krr_cpu_kprod_mv_d(&ctx, &bad, x, 2, x, 2, 1, x, 2, 1, K, 2);
   check(st == KRR_ERR_INPUT && K[0] == 7, "prod-metric", "-", 0, 1, 2, 2, 1, 1, 0);

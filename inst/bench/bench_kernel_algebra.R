@@ -4,7 +4,9 @@
 #   sum      rbf(dims 1:2) + matern32(dims 3)      (target: <= 1.3x the two products)
 #   product  rbf(dims 1:2) * matern32(dims 3)      (tiles: kernel blocks, a Hadamard
 #                                                   product and a GEMM)
-#   periodic periodic(dims 3) * rbf(dims 3)        (the kcomp_map path)
+#   periodic periodic(dims 3) * rbf(dims 3)
+#   great-circle  matern32(dims 1:2, great-circle km) against the Euclidean
+#            matern32 on the same columns (longitude and latitude in degrees)
 #
 # Rscript inst/bench/bench_kernel_algebra.R [n] [reps]
 suppressPackageStartupMessages(library(askotch))
@@ -14,8 +16,11 @@ reps <- if (length(args) >= 2) as.integer(args[2]) else 5L
 set.seed(1)
 x <- cbind(a = runif(n), b = runif(n), c = runif(n))
 v <- matrix(rnorm(n), n)
+ll <- cbind(lon = runif(n, -125, -65), lat = runif(n, 25, 50))
 apply_k <- function(x1, k) askotch:::native_kernel_apply(x1, x1, v, k, threads = 2L)
-resolve <- function(k) askotch:::composite_resolve(k, x, colnames(x), 1, NULL)
+resolve <- function(k, xk = x) {
+  askotch:::composite_resolve(askotch:::as_composite(k), xk, colnames(xk), 1, NULL)
+}
 rbf <- kernel_rbf(0.3)
 m32 <- kernel_matern32(0.4)
 cases <- list(
@@ -24,14 +29,17 @@ cases <- list(
   product = list(comp = resolve(kernel_rbf(0.3, dims = 1:2) * kernel_matern32(0.4, dims = 3)),
                  parts = function() apply_k(x[, 1:2], rbf) + apply_k(x[, 3, drop = FALSE], m32)),
   periodic = list(comp = resolve(kernel_periodic(0.5, 1, dims = 3) * kernel_rbf(0.3, dims = 3)),
-                  parts = function() apply_k(x[, 1:2], rbf) + apply_k(x[, 3, drop = FALSE], m32)))
+                  parts = function() apply_k(x[, 1:2], rbf) + apply_k(x[, 3, drop = FALSE], m32)),
+  great_circle = list(
+    comp = resolve(kernel_matern32(800, dims = 1:2, distance = "great_circle"), ll),
+    x = ll, parts = function() apply_k(ll, kernel_matern32(8))))
 tm <- function(f) system.time(f())[["elapsed"]]
 rows <- list()
 for (nm in names(cases)) {
   cs <- cases[[nm]]
   a <- b <- numeric(reps)
   for (r in seq_len(reps)) {  # interleaved: composite, parts, composite, parts ...
-    a[r] <- tm(function() apply_k(x, cs$comp))
+    a[r] <- tm(function() apply_k(if (is.null(cs$x)) x else cs$x, cs$comp))
     b[r] <- tm(cs$parts)
   }
   rows[[nm]] <- data.frame(case = nm, n = n, composite_med = median(a), composite_min = min(a),

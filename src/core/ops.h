@@ -39,7 +39,8 @@ extern "C" {
  * (krr_kprod; the points n x p with p = off[ncomp]), the kernel formed in
  * registers as kernel_mv forms a listed kernel (the statistics summed in
  * real).  Only the families data/kcomp.c hands them: listed, periodic,
- * linear and polynomial components on Euclidean (L1) distances.  NULL in a
+ * linear and polynomial components on Euclidean (L1) distances, and listed
+ * L2 kernels on great-circle distances (two columns: lon, lat).  NULL in a
  * backend without them: data/kcomp.c then forms the term in tiles. */
 #define KRR_OPS_KCOMP_TYPED(real, S)                                                               \
   krr_status (*kcomp_map_##S)(krr_ctx *, const krr_kcomp *c, const real *X1, int64_t n1,           \

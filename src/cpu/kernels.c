@@ -326,8 +326,9 @@ static krr_status krr_kcheck(krr_ctx *ctx, const krr_kernel *k, int64_t n1, int6
   return KRR_OK;
 }
 
-/* the products the fused tiles serve: listed (not great-circle), periodic,
- * linear and polynomial components on consecutive column ranges */
+/* the products the fused tiles serve: listed (on great-circle distances
+ * too: L2 kernels on two columns), periodic, linear and polynomial
+ * components on consecutive column ranges */
 static krr_status krr_kpcheck(krr_ctx *ctx, const krr_kprod *pr, int64_t n1, int64_t n2, int p,
                               int64_t ldo, const char *what) {
   if (!pr || pr->ncomp < 1 || pr->ncomp > KRR_KS_MAXC || pr->off[0] != 0 || pr->off[pr->ncomp] != p)
@@ -335,7 +336,9 @@ static krr_status krr_kpcheck(krr_ctx *ctx, const krr_kprod *pr, int64_t n1, int
   for (int e = 0; e < pr->ncomp; e++) {
     const krr_kcomp *c = &pr->comp[e];
     const int f = c->family;
-    if (pr->off[e + 1] <= pr->off[e] || c->metric != 0 ||
+    const int gc_ok = c->metric == 1 && f == KRR_KF_LISTED && KRR_KERNEL_LISTED(c->base) &&
+                      !krr_kernel_is_l1(c->base) && pr->off[e + 1] - pr->off[e] == 2;
+    if (pr->off[e + 1] <= pr->off[e] || (c->metric != 0 && !gc_ok) ||
         !(f == KRR_KF_LISTED || f == KRR_KF_PERIODIC || f == KRR_KF_LINEAR || f == KRR_KF_POLY))
       return krr_fail(ctx, KRR_ERR_INPUT, "%s: component %d is not served by the fused product",
                       what, e);

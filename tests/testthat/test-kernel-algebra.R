@@ -106,6 +106,31 @@ test_that("product terms through the fused products equal base R, on every instr
     expect_equal(ap(x, xn, v20, kc, threads = 1), o %*% v20, tolerance = 1e-12)
     expect_equal(ap(x, xn, v20, kc, precision = "single"), o %*% v20, tolerance = 1e-5)
   }
+  # great-circle distances (the haversine formula in base R), fused with a
+  # kernel on time: every instruction set, double and single
+  hav <- function(a, b) {
+    r <- pi / 180
+    dl <- outer(a[, 2], b[, 2], "-") * r
+    dg <- outer(a[, 1], b[, 1], "-") * r
+    h <- sin(dl / 2)^2 + outer(cos(a[, 2] * r), cos(b[, 2] * r)) * sin(dg / 2)^2
+    2 * 6371.0088 * asin(sqrt(pmin(h, 1)))
+  }
+  mg <- function(n) cbind(lon = runif(n, -125, -65), lat = runif(n, 25, 50), t = runif(n, 0, 5))
+  sg <- mg(300)
+  sg[1:20, 1:2] <- sg[21:40, 1:2] + 1e-4  # pairs about 10 m apart
+  sn <- mg(77)
+  kg <- ka_resolve(kernel_matern32(600, dims = c("lon", "lat"), distance = "great_circle") *
+                     kernel_rbf(2, dims = "t"), sg)
+  u <- sqrt(3) * hav(sg, sn) / 600
+  og <- (1 + u) * exp(-u) * exp(-outer(sg[, 3], sn[, 3], "-")^2 / 8)
+  vg <- matrix(rnorm(77), 77)
+  for (isa in c("avx512", "avx2", "generic")) {
+    Sys.setenv(ASKOTCH_CPU_ISA = isa)
+    expect_lt(max(abs(ffi("native_kernel_matrix")(sg, sn, kg) - og)), 1e-12)
+    expect_lt(max(abs(ffi("native_kernel_matrix")(sg, sn, kg, precision = "single") - og)), 1e-5)
+    expect_equal(ffi("native_kernel_apply")(sg, sn, vg, kg), og %*% vg, tolerance = 1e-12)
+  }
+  expect_equal(diag(ffi("native_kernel_matrix")(sg, sg, kg)), rep(1, 300))
   # far pairs: each Matern factor's polynomial is large where its exponential
   # is 0; the product stays finite (0) in single precision too
   xf <- cbind(a = seq(0, 1000, length.out = 40), b = seq(1000, 0, length.out = 40))

@@ -141,10 +141,13 @@ static krr_status gather_cols(kc_call *k, const krr_kcomp *c, const void *X, int
   return gather_idx(k, idx, c->nd, X, n, p, out);
 }
 
-/* a component the fused product serves (ops.h kprod_mv) */
+/* a component the fused product serves (ops.h kprod_mv; great-circle
+ * distances for the listed kernels, which krr_kspec_invalid restricts to L2
+ * kernels on two columns) */
 static int comp_fusable(const krr_kcomp *c) {
-  return c->metric == 0 && (c->family == KRR_KF_LISTED || c->family == KRR_KF_PERIODIC ||
-                            c->family == KRR_KF_LINEAR || c->family == KRR_KF_POLY);
+  if (c->metric == 1) return c->family == KRR_KF_LISTED;
+  return c->family == KRR_KF_LISTED || c->family == KRR_KF_PERIODIC || c->family == KRR_KF_LINEAR ||
+         c->family == KRR_KF_POLY;
 }
 
 /* term t through the backend's fused product: its columns side by side */
