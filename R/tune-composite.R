@@ -120,6 +120,9 @@ tune_composite <- function(dat, set, call) {
       "likelihood (lambda = NULL or \"ml\"), \"gcv\", \"loo\" or \"cv\", without",
       "observation weights (`noise =` models them)."), "input", call)
   }
+  # the other losses: lambda by K-fold CV of their own path (the composite's
+  # hyperparameters are given: "ml" needs the squared loss)
+  if (set$loss$name != "squared") return(tune_loss_cv(dat, set))
   clock <- tune_clock(set)
   sub <- tune_data(dat, set, call, size = min(dat$n, composite_ml_points()))
   if (!is.null(sub$noise_gp)) {
@@ -136,6 +139,10 @@ tune_composite <- function(dat, set, call) {
   }
   set$kernel[c("terms", "spec")] <- res$kernel[c("terms", "spec")]
   rl <- if (by_rule) composite_lambda(dat, set, sub) else list(lambda = res$lambda)
+  if (set$precision == "single" && ls$rule != "path") {
+    # as tune_hyper(): single precision cannot solve below its rounding level
+    rl$lambda <- max(rl$lambda, single_lambda_floor)
+  }
   set <- tune_settle(set, dat, rl$lambda, res$noise_coef, clock)
   tab <- pr$table
   if (NROW(tab)) tab$estimate <- exp(res$optim$par[seq_len(NROW(tab))])
@@ -146,7 +153,7 @@ tune_composite <- function(dat, set, call) {
       "see fit$tuning$composite."), paste(unique(res$at_bound), collapse = ", ")),
       "hyper", call)
   }
-  tuning <- list(lambda_rule = if (ls$rule %in% c("default", "ml")) "ml" else ls$rule,
+  tuning <- list(lambda_rule = rl$rule %||% if (ls$rule %in% c("default", "ml")) "ml" else ls$rule,
                  bandwidth_rule = set$kernel$bandwidth_rule, n_used = length(sub$rows),
                  n_total = dat$n, composite = tab, loglik = res$loglik,
                  noise_coef = res$noise_coef, optim = res$optim, path = rl$path)
@@ -157,12 +164,17 @@ tune_composite <- function(dat, set, call) {
 # GCV or LOO on the subsample's kernel matrix (its eigendecomposition, as
 # for a listed kernel: tune_ml()), or by K-fold cross-validation of a path
 # on all the points (cv_path(); "path": the given lambdas, "cv": the
-# default noise-to-signal ratios)
+# default noise-to-signal ratios). A path with a validation set on a path
+# solver is solved whole and chosen by the validation set (as tune_hyper():
+# fit_path()), starting from its largest lambda.
 composite_lambda <- function(dat, set, sub) {
   ls <- set$lambda_spec
   if (ls$rule %in% c("gcv", "loo")) {
     eg <- gp_eigen(kernel_mat(sub$xs, sub$xs, set$kernel, set$threads), sub$Y, sub$trend)
     return(list(lambda = gp_eigen_best(eg, ls$rule)))
+  }
+  if (ls$rule == "path" && path_solver(set$solver) && !is.null(set$validation)) {
+    return(list(lambda = max(ls$path), rule = "validation"))
   }
   lams <- if (ls$rule == "cv") default_lambda_path() else ls$path
   path <- cv_path(dat$xs, dat$Yc, dat$tgt$task, set$kernel, lams, set)

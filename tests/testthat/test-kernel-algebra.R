@@ -62,6 +62,14 @@ test_that("a composite kernel's matrix and products equal their base R construct
   }))
   expect_equal(km(x, xn, ka_resolve(k8, x)), o8, tolerance = 1e-13)
   expect_equal(ap(x, xn, v, ka_resolve(k8, x)), o8 %*% v, tolerance = 1e-12)
+  # eight one-component terms on their own columns, X1 != X2: every term
+  # gathers its own columns of both point sets as well
+  kp8 <- Reduce(`+`, lapply(1:8, function(i) kernel_periodic(0.2 * i, 1, dims = 1 + i %% 3)))
+  op8 <- Reduce(`+`, lapply(1:8, function(i) {
+    exp(-2 * sin(pi * abs(outer(x[, 1 + i %% 3], xn[, 1 + i %% 3], "-")) / (0.2 * i))^2)
+  }))
+  expect_equal(ap(x, xn, v, ka_resolve(kp8, x)), op8 %*% v, tolerance = 1e-12)
+  expect_equal(km(x, xn, ka_resolve(kp8, x)), op8, tolerance = 1e-13)
   # the linear kernel, and the polynomial against kernlab
   expect_equal(km(x, xn, ka_resolve(3 * kernel_linear(dims = 2), x)),
                3 * x[, 2] %o% xn[, 2], tolerance = 1e-14)
@@ -71,7 +79,7 @@ test_that("a composite kernel's matrix and products equal their base R construct
                tolerance = 1e-13, ignore_attr = TRUE)
 })
 
-test_that("product terms through the fused products equal base R, on every instruction set", {
+test_that("product terms equal base R on every instruction set (the CPU's fused products)", {
   # sizes across the CPU tiles (512 points of X2, 4-row blocks, odd remainders),
   # a time column spanning 15 periods, and every family the fused products serve
   set.seed(3)
@@ -130,7 +138,12 @@ test_that("product terms through the fused products equal base R, on every instr
     expect_lt(max(abs(ffi("native_kernel_matrix")(sg, sn, kg, precision = "single") - og)), 1e-5)
     expect_equal(ffi("native_kernel_apply")(sg, sn, vg, kg), og %*% vg, tolerance = 1e-12)
   }
-  expect_equal(diag(ffi("native_kernel_matrix")(sg, sg, kg)), rep(1, 300))
+  # the pairs 10 m apart (and every other) against themselves: K(x, x) = 1
+  us <- sqrt(3) * hav(sg, sg) / 600
+  os <- (1 + us) * exp(-us) * exp(-outer(sg[, 3], sg[, 3], "-")^2 / 8)
+  Ks <- ffi("native_kernel_matrix")(sg, sg, kg)
+  expect_lt(max(abs(Ks - os)), 1e-12)
+  expect_equal(diag(Ks), rep(1, 300))
   # far pairs: each Matern factor's polynomial is large where its exponential
   # is 0; the product stays finite (0) in single precision too
   xf <- cbind(a = seq(0, 1000, length.out = 40), b = seq(1000, 0, length.out = 40))
@@ -150,6 +163,7 @@ test_that("random features of a composite kernel: prior draws have its covarianc
     periodic = 2 * kernel_periodic(period = 0.8, bandwidth = 0.7, dims = "t"),
     matern = kernel_matern(nu = 1.3, bandwidth = 0.5, dims = c("a", "b")),
     small_nu = kernel_matern(nu = 0.6, bandwidth = 0.8),
+    rbf_laplace = kernel_rbf(0.5, dims = "a") * kernel_laplace(0.7, dims = c("a", "b")),
     algebra = kernel_rbf(0.7, dims = c("a", "b")) *
       kernel_periodic(period = 0.8, bandwidth = 0.9, dims = "t") +
       0.5 * kernel_laplace(0.5, dims = "a") * kernel_matern52(1, dims = "t"))
@@ -543,4 +557,11 @@ test_that("composite kernels refuse what they cannot do, with classed errors", {
   km <- kernel_machine(x, factor(y > 0.5), kernel = kernel_rbf(0.5, dims = 1) +
                          kernel_linear(dims = 2), lambda = 0.01, threads = 1)
   expect_gt(mean(predict(km, x) == factor(y > 0.5)), 0.9)
+  # and their lambda by K-fold CV on those losses' own path
+  kc <- kernel_machine(x, factor(y > 0.5), loss = loss_hinge(),
+                       kernel = kernel_rbf(0.5, dims = 1) + kernel_linear(dims = 2),
+                       lambda = "cv", threads = 1)
+  expect_identical(kc$tuning$lambda_rule, "cv")
+  expect_setequal(kc$tuning$path$lambda, ffi("default_loss_lambda_path")())
+  expect_true(kc$lambda %in% kc$tuning$path$lambda)
 })

@@ -9,8 +9,9 @@
  * listed (Euclidean or L1), periodic, linear and polynomial components goes
  * through the backend's fused product (kprod_mv / kprod_block), on the
  * term's columns gathered side by side, where the backend has one.  Every
- * other term (the Matern of any smoothness, great-circle distances, or a
- * backend without the fused product) is formed in tiles of at most
+ * other term (the Matern of any smoothness, periodic or Matern components
+ * on great-circle distances, or a backend without the fused product) is
+ * formed in tiles of at most
  * KC_TILE_R x KC_TILE_C: each component's tile by kernel_block (listed) or
  * kcomp_map, multiplied in place (loss_map's elementwise MUL), the terms
  * added with their amplitudes (axpby), and the tile multiplied into the
@@ -26,8 +27,9 @@
 #define KC_TILE_R 2048
 #define KC_TILE_C 1024
 /* device buffers of one call: per component and per fused term an index
- * and the gathered points of X1 and of X2, then the tiles and a product */
-#define KC_MAX_OWN (6 * KRR_KS_MAXC + 8)
+ * and the gathered points of X1 and of X2 (4 each), then the tiles and a
+ * product */
+#define KC_MAX_OWN (8 * KRR_KS_MAXC + 8)
 
 /* NULL when the spec is valid for points of p columns, else the reason */
 const char *krr_kspec_invalid(const krr_kspec *s, int p) {

@@ -75,14 +75,16 @@ typedef struct {
 
 /* the streams of one seed's draws */
 typedef struct {
-  uint64_t w, c, g, u, t, k; /* normals / uniforms of w, phases, chi-square normals and
-                                uniforms, a composite's terms, periodic counts */
+  uint64_t w, c, g, u, t, k, l; /* normals (and a listed kernel's Laplace uniforms) of w,
+                                   phases, chi-square normals and uniforms, a composite's
+                                   terms, periodic counts, a composite's Laplace uniforms */
 } feat_streams;
 
 static feat_streams feat_streams_of(uint64_t seed) {
   feat_streams r = {krr_rng_stream(seed, 0x52FF, 1), krr_rng_stream(seed, 0x52FF, 2),
                     krr_rng_stream(seed, 0x52FF, 3), krr_rng_stream(seed, 0x52FF, 4),
-                    krr_rng_stream(seed, 0x52FF, 5), krr_rng_stream(seed, 0x52FF, 6)};
+                    krr_rng_stream(seed, 0x52FF, 5), krr_rng_stream(seed, 0x52FF, 6),
+                    krr_rng_stream(seed, 0x52FF, 7)};
   return r;
 }
 
@@ -92,14 +94,16 @@ static int listed_dof(int type) {
 }
 
 /* a frequency of the listed kernel (type, rate a) on n coordinates, added
- * to w[col[l]] (col NULL: w[l]): normals or uniforms of stream r->w from
- * index i0; a Matern's chi-square from 2 nu normals of r->g from g0 */
+ * to w[col[l]] (col NULL: w[l]): normals of stream r->w from index i0, or
+ * uniforms of stream su (a Laplace kernel; a normal i takes the uniforms
+ * 2i and 2i + 1, so a composite keeps them on a stream of their own); a
+ * Matern's chi-square from 2 nu normals of r->g from g0 */
 static void listed_freq(int type, double a, int n, const int *col, const feat_streams *r,
-                        uint64_t i0, uint64_t g0, double *w) {
+                        uint64_t su, uint64_t i0, uint64_t g0, double *w) {
   double s = sqrt(2.0 * a); /* RBF: 1 / bandwidth */
   if (type == KRR_LAPLACE) {
     for (int l = 0; l < n; l++)
-      w[col ? col[l] : l] += a * tan(3.141592653589793 * (krr_rng_unif(r->w, i0 + l) - 0.5));
+      w[col ? col[l] : l] += a * tan(3.141592653589793 * (krr_rng_unif(su, i0 + l) - 0.5));
     return;
   }
   const int dof = listed_dof(type);
@@ -176,8 +180,8 @@ static void comp_freq(const krr_kcomp *c, int p, uint64_t j, int e, const feat_s
   }
   const uint64_t base = j * KRR_KS_MAXC + (uint64_t)e;
   if (c->family == KRR_KF_LISTED) {
-    listed_freq(c->base, krr_kparams_of(c->base, c->bw).a, n, cp, r, base * (uint64_t)p, base * 64,
-                w);
+    listed_freq(c->base, krr_kparams_of(c->base, c->bw).a, n, cp, r, r->l, base * (uint64_t)p,
+                base * 64, w);
   } else if (c->family == KRR_KF_MATERN) {
     const double nu = c->par[0], g = chisq_draw(nu, r, base * 64);
     const double s = 1.0 / (c->bw * sqrt(g / (2.0 * nu)));
@@ -232,7 +236,7 @@ krr_status krr_features_draw(krr_ctx *ctx, const krr_kernel *k, int p, int64_t M
     double *w = W + j * (int64_t)p;
     memset(w, 0, sizeof(double) * (size_t)p);
     if (k->type == KRR_COMPOSITE) composite_freq(&k->spec, p, (uint64_t)j, &r, w);
-    else listed_freq(k->type, a, p, NULL, &r, (uint64_t)j * p, (uint64_t)j * 5, w);
+    else listed_freq(k->type, a, p, NULL, &r, r.w, (uint64_t)j * p, (uint64_t)j * 5, w);
   }
   return KRR_OK;
 }
