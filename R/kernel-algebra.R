@@ -137,8 +137,10 @@ new_composite <- function(terms, call = NULL) {
 #' a vector of values, the hyperparameters are still estimated by maximum
 #' likelihood (with \eqn{\lambda}), and \eqn{\lambda} is then chosen by
 #' that criterion: GCV and LOO on the same rows, K-fold cross-validation
-#' (option `askotch.cv_folds`) on all of them. Not yet with a composite
-#' kernel: the GP classifier. A fit with a composite kernel uses the
+#' (option `askotch.cv_folds`) on all of them. The GP classifier
+#' ([kernel_machine()] with `posterior = "laplace"` or `"ep"`) takes a
+#' composite with given hyperparameters, \eqn{\lambda} by its marginal
+#' likelihood. A fit with a composite kernel uses the
 #' data as given (`standardize = "auto"` means no scaling), so that
 #' periods, length scales, `dims` and great-circle distances keep the units
 #' of `x`. The composite is evaluated by the compiled code on every device

@@ -125,11 +125,6 @@ settings_composite <- function(args, xs, xnames, seed, loss, standardize, call) 
     abort_askotch(paste("A great-circle distance needs longitude and latitude in degrees:",
                         "use `standardize = FALSE` (or \"auto\")."), "input", call)
   }
-  if (is_gp_classifier(args$posterior)) {
-    abort_askotch(sprintf(paste("The GP classifier (posterior = \"%s\") takes one kernel of",
-                                "the list (kernel_rbf() and the like), not a composite kernel."),
-                          args$posterior), "input", call)
-  }
   ml <- NROW(composite_params(k)$table) > 0L
   if (ml && loss$name != "squared") {
     abort_askotch(paste("Hyperparameters \"ml\" of a composite kernel need the squared loss;",

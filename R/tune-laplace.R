@@ -69,10 +69,14 @@ tune_laplace <- function(dat, set) {
 
 # L-BFGS-B with the exact gradient (laplace_grad()) on the log bandwidth
 # (fit_bw) and log lambda (lambda NULL) of the summed log q at the points
-# xs, targets Y; each evaluation's modes start from the previous ones
+# xs, targets Y; each evaluation's modes start from the previous ones. A
+# composite kernel's hyperparameters are given (\"ml\" needs the squared
+# loss): its matrix is formed once.
 laplace_search <- function(xs, Y, kern, lambda, fit_bw) {
   fit_lam <- is.null(lambda)
-  tstat <- kernel_stat_matrix(xs, kern$metric)
+  composite <- is_composite_kernel(kern)
+  tstat <- if (!composite) kernel_stat_matrix(xs, kern$metric)
+  K0 <- if (composite) kernel_mat(xs, xs, kern)
   modes <- matrix(0, nrow(Y), ncol(Y))
   decode <- function(th) {
     c(bw = if (fit_bw) exp(th[1L]) else kern$bandwidth,
@@ -84,7 +88,7 @@ laplace_search <- function(xs, Y, kern, lambda, fit_bw) {
     h <- decode(th)
     k <- kern
     k$bandwidth <- h[["bw"]]
-    Kt <- native_kernel_eval(k, tstat) / h[["lambda"]]
+    Kt <- (if (composite) K0 else native_kernel_eval(k, tstat)) / h[["lambda"]]
     # dKt / dlog bandwidth, dKt / dlog lambda = -Kt
     dK <- c(if (fit_bw) list(native_kernel_eval(k, tstat, -1L) / h[["lambda"]]),
             if (fit_lam) list(-Kt))

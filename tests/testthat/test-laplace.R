@@ -51,6 +51,28 @@ test_that("mode, latent variance, probabilities and log q are the base R ones", 
   expect_lt(abs(predict(fit, xn, type = "prob")[3] - 0.5), abs(pm[3] - 0.5))
 })
 
+test_that("a composite kernel: the mode, variance and lambda of the base R Laplace", {
+  d <- gpc_data(110, seed = 4)
+  k <- kernel_rbf(1.5, dims = 1) * kernel_matern32(2, dims = 2) + 0.5 * kernel_linear(dims = 2)
+  d12 <- abs(outer(d$x[, 2], d$x[, 2], "-"))
+  K <- exp(-outer(d$x[, 1], d$x[, 1], "-")^2 / (2 * 1.5^2)) *
+    (1 + sqrt(3) * d12 / 2) * exp(-sqrt(3) * d12 / 2) + 0.5 * outer(d$x[, 2], d$x[, 2])
+  fit <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace", kernel = k,
+                        tol = 1e-12, threads = 1)
+  # lambda maximises the base R log q (the kernel is given: one hyperparameter)
+  lq <- function(l) oracle_laplace(K, d$s, l)$logq
+  expect_identical(fit$tuning$lambda_rule, "laplace")
+  best <- stats::optimize(function(t) -lq(exp(t)), log(c(1e-3, 10)), tol = 1e-8)
+  expect_equal(log(fit$lambda), best$minimum, tolerance = 1e-3)
+  o <- oracle_laplace(K, d$s, fit$lambda)
+  expect_equal(unname(predict(fit, type = "decision")), o$f, tolerance = 1e-7)
+  expect_equal(as.numeric(logLik(fit)), o$logq, tolerance = 1e-8)
+  # the latent variance at the training points: diag(K - K (K + lambda W^-1)^-1 K) / lambda
+  v <- diag(K - K %*% solve(K + fit$lambda * diag(1 / o$w), K)) / fit$lambda
+  p <- predict(fit, d$x[1:5, ], type = "decision", se.fit = TRUE)
+  expect_equal(unname(p$se.fit^2), v[1:5], tolerance = 1e-7)
+})
+
 test_that("lambda and the bandwidth maximise the Laplace marginal likelihood", {
   d <- gpc_data(100, seed = 2)
   fit <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace",
