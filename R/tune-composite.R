@@ -139,10 +139,7 @@ tune_composite <- function(dat, set, call) {
   }
   set$kernel[c("terms", "spec")] <- res$kernel[c("terms", "spec")]
   rl <- if (by_rule) composite_lambda(dat, set, sub) else list(lambda = res$lambda)
-  if (set$precision == "single" && ls$rule != "path") {
-    # as tune_hyper(): single precision cannot solve below its rounding level
-    rl$lambda <- max(rl$lambda, single_lambda_floor)
-  }
+  rl$lambda <- lambda_floored(set, rl$lambda)
   set <- tune_settle(set, dat, rl$lambda, res$noise_coef, clock)
   tab <- pr$table
   if (NROW(tab)) tab$estimate <- exp(res$optim$par[seq_len(NROW(tab))])

@@ -23,6 +23,16 @@ cv_folds <- function() {
 # The smallest lambda chosen from the data in single precision.
 single_lambda_floor <- 1e-5
 
+# lambda chosen from the data, raised to single_lambda_floor in single
+# precision (which cannot factor or solve K + lambda I reliably below its
+# rounding level); a path's lambdas are the user's
+lambda_floored <- function(set, lambda) {
+  if (set$precision == "single" && set$lambda_spec$rule != "path") {
+    lambda <- max(lambda, single_lambda_floor)
+  }
+  lambda
+}
+
 # The relative duality gap to which cross-validation solves the folds of the
 # losses other than the squared (at least; the fit's tol when larger): their
 # held-out error rates then differ from converged fits' by far less than the
@@ -100,11 +110,7 @@ tune_hyper <- function(dat, set, call = NULL) {
   if (!clock$expired() && is.null(dat$noise)) {
     path <- tune_path_record(path, lambda, ml, sub, set, by_validation)
   }
-  if (set$precision == "single" && ls$rule != "path") {
-    # single precision cannot factor or solve K + lambda I reliably below
-    # its rounding level
-    lambda <- max(lambda, single_lambda_floor)
-  }
+  lambda <- lambda_floored(set, lambda)
   if (!is.null(path)) path$selected <- abs(path$lambda - lambda) <= 1e-12 * lambda
   if (!is.null(ell)) {
     dat$xs <- xs_all

@@ -72,7 +72,8 @@ const char *krr_kspec_invalid(const krr_kspec *s, int p) {
 }
 
 /* one call's gathered points: component c reads P1[c] (n1 x pc[c]) and
- * P2[c] (n2 x pc[c]), row-major; a fused term t (fz[t]) reads T1[t] and
+ * P2[c] (n2 x pc[c]), row-major (NULL in a fused term, but for the linear
+ * and polynomial components); a fused term t (fz[t]) reads T1[t] and
  * T2[t], its components' columns side by side as pr[t] says */
 typedef struct {
   krr_ctx *ctx;
@@ -195,19 +196,22 @@ static krr_status kc_setup(kc_call *k, krr_ctx *ctx, krr_precision prec, const k
   k->s = &kn->spec;
   const char *bad = krr_kspec_invalid(k->s, p);
   if (bad) return krr_fail(ctx, KRR_ERR_INPUT, "%s", bad);
-  for (int c = 0; c < k->s->ncomp; c++) {
-    const krr_kcomp *cp = &k->s->comp[c];
-    k->pc[c] = cp->nd ? cp->nd : p;
-    KTRY(gather_cols(k, cp, X1, n1, p, &k->P1[c]));
-    if (X2 == X1 && n2 == n1) k->P2[c] = k->P1[c];
-    else KTRY(gather_cols(k, cp, X2, n2, p, &k->P2[c]));
-  }
-  if (!kprod_ok(ctx, prec)) return KRR_OK;
-  for (int t = 0; t < k->s->nterm; t++) {
+  for (int c = 0; c < k->s->ncomp; c++) k->pc[c] = k->s->comp[c].nd ? k->s->comp[c].nd : p;
+  for (int t = 0; kprod_ok(ctx, prec) && t < k->s->nterm; t++) {
     int c0, c1, all = 1;
     term_range(k->s, t, &c0, &c1);
     for (int c = c0; c < c1; c++) all = all && comp_fusable(&k->s->comp[c]);
     if (all && !term_fast(k->s, t)) KTRY(fuse_term(k, t, X1, n1, X2, n2, p));
+  }
+  /* a component's own columns: not for a fused term's, but for the linear
+   * and polynomial components, whose values on the diagonal kc_diag_run
+   * reads from them */
+  for (int c = 0; c < k->s->ncomp; c++) {
+    const krr_kcomp *cp = &k->s->comp[c];
+    if (k->fz[cp->term] && cp->family != KRR_KF_LINEAR && cp->family != KRR_KF_POLY) continue;
+    KTRY(gather_cols(k, cp, X1, n1, p, &k->P1[c]));
+    if (X2 == X1 && n2 == n1) k->P2[c] = k->P1[c];
+    else KTRY(gather_cols(k, cp, X2, n2, p, &k->P2[c]));
   }
   return KRR_OK;
 }
