@@ -14,10 +14,10 @@
 # approximations they compare).
 #
 # Here all sites are updated together from the current posterior (a
-# parallel version of R&W's Algorithm 3.5), with the step halved when the
-# sites' change grows and lengthened again while it shrinks, started from
-# the Laplace approximation's sites (tau~ = W, nu~ = W f^ + grad log
-# p(y | f^), whose posterior is the Laplace one). A sweep costs a Cholesky
+# parallel version of R&W's Algorithm 3.5), each site's step halved when
+# its update reverses direction and lengthened again while it does not,
+# started from the Laplace approximation's sites (tau~ = W, nu~ = W f^ +
+# grad log p(y | f^), whose posterior is the Laplace one). A sweep costs a Cholesky
 # factor of B = I + S^(1/2) K~ S^(1/2) and a triangular solve with n
 # right-hand sides, in base R linear algebra: exact, for up to option
 # askotch.ep_max_n points. The tilted moments are integrals in one
@@ -80,16 +80,22 @@ ep_logz <- function(post, tau, nu, y, loglik = ep_logistic) {
 }
 
 # EP for one +1/-1 column y, started from the Laplace sites at the latent
-# mode f (the mode of y's logistic fit at the training points)
-ep_column <- function(Kt, y, f, loglik = ep_logistic) {
-  p <- stats::plogis(y * f)
-  w <- pmax(p * (1 - p), 1e-12)
-  tau <- w
-  nu <- w * f + y * (1 - p)
+# mode f (the mode of y's logistic fit at the training points), or from
+# given sites (a list of tau and nu); tol: on the sites' relative change;
+# with dK (a list of dKt / dtheta_j) also log Z's gradient in theta
+ep_column <- function(Kt, y, f, loglik = ep_logistic, sites = NULL, tol = ep_tol(),
+                      dK = NULL) {
+  if (is.null(sites)) {
+    p <- stats::plogis(y * f)
+    w <- pmax(p * (1 - p), 1e-12)
+    sites <- list(tau = w, nu = w * f + y * (1 - p))
+  }
+  tau <- sites$tau
+  nu <- sites$nu
   post <- ep_posterior(Kt, tau, nu)
   converged <- FALSE
-  damping <- 1
-  last <- Inf
+  damping <- rep(1, length(y))
+  last <- numeric(length(y))
   for (sweep in seq_len(ep_max_sweeps())) {
     tc <- 1 / post$var - tau
     nc <- post$mean / post$var - nu
@@ -102,20 +108,36 @@ ep_column <- function(Kt, y, f, loglik = ep_logistic) {
       nnew[ok] <- th$mean / th$var - nc[ok]
     }
     change <- max(abs(tnew - tau) / (1 + tau), abs(nnew - nu) / (1 + abs(nu)))
-    # parallel updates can oscillate: the step is halved (to 1/16) when the
-    # change grows, and lengthened again (to a full step) while it shrinks
-    damping <- if (change > last) max(damping / 2, 1 / 16) else min(1, damping * 1.5)
-    last <- change
+    # parallel updates can make a site oscillate between two values about
+    # its fixed point (slowly decaying, or not at all): a site's step is
+    # halved (to 1/16) when its precision's update changes sign from the
+    # last sweep's, and lengthened again (to a full step) while it does not
+    step <- tnew - tau
+    damping <- ifelse(step * last < 0, pmax(damping / 2, 1 / 16), pmin(1, damping * 1.5))
+    last <- step
     tau <- tau + damping * (tnew - tau)
     nu <- nu + damping * (nnew - nu)
     post <- ep_posterior(Kt, tau, nu)
-    if (change <= ep_tol()) {
+    if (change <= tol) {
       converged <- TRUE
       break
     }
   }
   list(tau = tau, nu = nu, alpha = post$alpha, logz = ep_logz(post, tau, nu, y, loglik),
-       sweeps = sweep, converged = converged, change = change)
+       sweeps = sweep, converged = converged, change = change,
+       gradient = if (length(dK)) ep_grad(post, tau, dK))
+}
+
+# The gradient of EP's log marginal likelihood in the hyperparameters of
+# the prior covariance Kt, at the sites' fixed point, where the sites'
+# own dependence on them drops out (R&W eq. 5.27; Seeger 2005):
+# 1/2 alpha^T dKt alpha - 1/2 tr(R dKt) with R = S^1/2 B^-1 S^1/2, S the
+# sites' precisions
+ep_grad <- function(post, tau, dK) {
+  sw <- sqrt(tau)
+  R <- outer(sw, sw) * chol2inv(post$L)
+  a <- post$alpha
+  vapply(dK, function(C) (sum(a * drop(C %*% a)) - sum(R * C)) / 2, 0)
 }
 
 # The EP fields of a logistic fit (its weights are the posterior modes):
@@ -149,4 +171,42 @@ ep_as_mean <- function(object) {
   object$weights <- object$ep$weights
   object$gp_id <- paste0(object$gp_id, ":ep")
   object
+}
+
+# The hyperparameters by EP's own marginal likelihood, maximised by
+# gpc_search() (R/tune-laplace.R) from the Laplace search's optimum `start`
+# (bandwidth, lambda) with ep_grad()'s gradient, each evaluation's EP
+# started from the previous evaluation's sites; sig0 the rule's bandwidth
+# (the bounds' centre). On data a kernel separates, EP's marginal
+# likelihood keeps growing with the latent scale sd_f = 1 / sqrt(lambda),
+# so lambda has a penalised-complexity prior (Simpson et al. 2017): sd_f
+# exponential with P(sd_f > U) = 0.05, U = 30 (option
+# askotch.ep_sd_prior). At one sd of 30 a class probability is within
+# 1e-13 of 0 or 1, so the prior matters little where the likelihood has a
+# maximum; U = 30 was ahead of U = 10 on Sonar's splits in
+# inst/bench/bench_gp_classifier.R (accuracy, ECE and log loss).
+ep_search <- function(xs, Y, kern, start, fit_bw, fit_lam, sig0) {
+  rate <- -log(0.05) / getOption("askotch.ep_sd_prior", 30)
+  sites <- vector("list", ncol(Y))
+  value <- function(K, dK, lam, th) {
+    # minus the log prior density of log lambda (sd_f's, times its Jacobian)
+    val <- list(f = 0, g = numeric(length(th)))
+    if (fit_lam) {
+      sf <- lam^-0.5
+      val <- list(f = rate * sf + log(lam) / 2, g = c(if (fit_bw) 0, (1 - rate * sf) / 2))
+    }
+    for (j in seq_len(ncol(Y))) {
+      f0 <- if (is.null(sites[[j]])) laplace_mode(K, Y[, j], lam)$f
+      r <- tryCatch(ep_column(K / lam, Y[, j], f0, sites = sites[[j]], dK = dK),
+                    error = function(e) NULL)
+      if (is.null(r)) return(list(f = .Machine$double.xmax / 4, g = numeric(length(th))))
+      sites[[j]] <<- r[c("tau", "nu")]
+      val$f <- val$f - r$logz
+      val$g <- val$g - r$gradient
+    }
+    val
+  }
+  gpc_search(xs, kern, start, fit_bw, fit_lam,
+             log(c(if (fit_bw) start[["bandwidth"]], if (fit_lam) start[["lambda"]])), sig0,
+             value)
 }

@@ -810,7 +810,10 @@ lambda_rule_label <- function(tn) {
               cv = sprintf("%d-fold CV", cv_folds()),
               path = sprintf("%d-fold CV over the given path", cv_folds()),
               validation = "the validation set, over the given path",
-              laplace = "the Laplace marginal likelihood", fixed = "given")
+              laplace = "the Laplace marginal likelihood",
+              ep = paste("expectation propagation's marginal likelihood, under a prior on",
+                         "the latent scale"),
+              fixed = "given")
   what <- if (tn$lambda_rule %in% names(labels)) labels[[tn$lambda_rule]] else tn$lambda_rule
   if (!is.null(tn$noise_gp) && tn$lambda_rule == "ml") {
     # jointly with the latent noise process (R/noise-gp.R)
@@ -822,7 +825,7 @@ lambda_rule_label <- function(tn) {
   } else if (!is.null(tn$stochastic)) {
     what <- sprintf(paste("%s (stochastic, all %d points, from a subsample",
                           "of %d)"), what, tn$n_total, tn$n_used)
-  } else if (tn$lambda_rule %in% c("ml", "gcv", "loo", "laplace") &&
+  } else if (tn$lambda_rule %in% c("ml", "gcv", "loo", "laplace", "ep") &&
              tn$n_used < tn$n_total) {
     what <- sprintf("%s on a subsample of %d points", what, tn$n_used)
   }

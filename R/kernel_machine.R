@@ -72,7 +72,18 @@
 #' \eqn{O(n^3)} dense linear algebra (all sites updated together, damped
 #' when the updates oscillate, started from the Laplace approximation) after
 #' the fit: up to 5000 points (option `askotch.ep_max_n`). `lambda` and the
-#' bandwidth are still chosen by the Laplace marginal likelihood;
+#' bandwidth (unless given) maximise EP's own approximation of the marginal
+#' likelihood, which is more accurate than the Laplace approximation's
+#' (Kuss and Rasmussen 2005), on the same subsample, from the Laplace
+#' search's optimum (L-BFGS-B with the exact gradient at EP's fixed point,
+#' Rasmussen and Williams 2006, eq. 5.27), times a penalised-complexity
+#' prior on the latent scale \eqn{s_f = \lambda^{-1/2}}: exponential with
+#' \eqn{P(s_f > 30) = 0.05} (Simpson et al. 2017; option
+#' `askotch.ep_sd_prior` for 30). Without it, on data the kernel separates
+#' the marginal likelihood grows without bound as \eqn{\lambda \to 0}.
+#' Each step of that search is an EP run on the subsample, started from the
+#' previous step's sites. Option `askotch.ep_tune = FALSE` keeps the Laplace
+#' search's values.
 #' `logLik()` is EP's approximation of the marginal likelihood. The decision
 #' values and classes of `predict()` are EP's posterior mean, while the fit's
 #' weights (and `fitted()`, `summary()`'s objective) remain the posterior

@@ -137,7 +137,9 @@ laplace_predict <- function(object, newdata, se.fit) {
 #' exact up to 2000 points (option `askotch.tune_exact_max_n`), above with
 #' a stochastic log determinant (its standard error the attribute `"se"`).
 #' `lambda` and the bandwidth were chosen by maximising it (on a subsample
-#' of at most 1000 points, option `askotch.laplace_tune_max_n`) unless given.
+#' of at most 1000 points, option `askotch.laplace_tune_max_n`) unless given;
+#' with `posterior = "ep"`, EP's approximation times a prior on the latent
+#' scale ([kernel_machine()]).
 #'
 #' @param object A `"kernel_machine"` fit with `posterior = "laplace"` or
 #'   `"ep"`.
@@ -161,7 +163,7 @@ logLik.kernel_machine <- function(object, ...) {
       "logistic loss's GP classifier); the squared loss's fits are krr() fits."), "input")
   }
   tn <- object$tuning
-  df <- (!is.null(tn) && identical(tn$lambda_rule, "laplace")) +
+  df <- (!is.null(tn) && tn$lambda_rule %in% c("laplace", "ep")) +
     (!is.null(tn) && identical(tn$bandwidth_rule, "ml"))
   v <- if (identical(object$posterior, "ep")) list(loglik = sum(object$ep$logz)) else
     laplace_loglik(object)

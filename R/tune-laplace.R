@@ -54,11 +54,14 @@ tune_laplace <- function(dat, set) {
   tuning <- NULL
   if (fit_bw || fit_lam) {
     rows <- subsample_rows(dat$n, laplace_tune_max_n(), set$seed)
-    o <- laplace_search(dat$xs[rows, , drop = FALSE], dat$Yc[rows, , drop = FALSE], kern,
-                        if (fit_lam) NULL else ls$value, fit_bw)
+    xs <- dat$xs[rows, , drop = FALSE]
+    Ys <- dat$Yc[rows, , drop = FALSE]
+    o <- laplace_search(xs, Ys, kern, if (fit_lam) NULL else ls$value, fit_bw)
+    by_ep <- identical(set$posterior, "ep") && isTRUE(getOption("askotch.ep_tune", TRUE))
+    if (by_ep) o <- ep_search(xs, Ys, kern, o, fit_bw, fit_lam, kern$bandwidth)
     kern$bandwidth <- o$bandwidth
     set$lambda <- o$lambda
-    tuning <- list(lambda_rule = if (fit_lam) "laplace" else "fixed",
+    tuning <- list(lambda_rule = if (!fit_lam) "fixed" else if (by_ep) "ep" else "laplace",
                    bandwidth_rule = kern$bandwidth_rule, n_used = length(rows),
                    n_total = dat$n, optim = o$optim)
   }
@@ -67,59 +70,70 @@ tune_laplace <- function(dat, set) {
   list(dat = dat, set = set, tuning = tuning)
 }
 
-# L-BFGS-B with the exact gradient (laplace_grad()) on the log bandwidth
-# (fit_bw) and log lambda (lambda NULL) of the summed log q at the points
-# xs, targets Y; each evaluation's modes start from the previous ones. A
-# composite kernel's hyperparameters are given (\"ml\" needs the squared
-# loss): its matrix is formed once.
-laplace_search <- function(xs, Y, kern, lambda, fit_bw) {
-  fit_lam <- is.null(lambda)
+# The search both GP classifiers run: L-BFGS-B from th0 on the log
+# bandwidth (fit_bw, within [sig0 / 100, 1000 sig0]) and log lambda
+# (fit_lam, within [1e-6, 1e4]) at the points xs; `fixed` holds the
+# bandwidth and lambda not searched. value(K, dK, lambda, th) returns the
+# objective to minimise and its gradient in th, list(f, g), for the kernel
+# matrix K and dK, the list of d(K / lambda) / dtheta_j; it is evaluated
+# once per th (optim() asks for the value and the gradient separately). A
+# composite kernel's matrix is formed once.
+gpc_search <- function(xs, kern, fixed, fit_bw, fit_lam, th0, sig0, value) {
   composite <- is_composite_kernel(kern)
   tstat <- if (!composite) kernel_stat_matrix(xs, kern$metric)
   K0 <- if (composite) kernel_mat(xs, xs, kern)
-  modes <- matrix(0, nrow(Y), ncol(Y))
   decode <- function(th) {
-    c(bw = if (fit_bw) exp(th[1L]) else kern$bandwidth,
-      lambda = if (fit_lam) exp(th[fit_bw + 1L]) else lambda)
+    c(bw = if (fit_bw) exp(th[1L]) else fixed[["bandwidth"]],
+      lambda = if (fit_lam) exp(th[fit_bw + 1L]) else fixed[["lambda"]])
   }
   memo <- new.env(parent = emptyenv())
   eval_at <- function(th) {
-    if (identical(memo$th, th)) return(memo$val)
-    h <- decode(th)
-    k <- kern
-    k$bandwidth <- h[["bw"]]
-    Kt <- (if (composite) K0 else native_kernel_eval(k, tstat)) / h[["lambda"]]
-    # dKt / dlog bandwidth, dKt / dlog lambda = -Kt
-    dK <- c(if (fit_bw) list(native_kernel_eval(k, tstat, -1L) / h[["lambda"]]),
-            if (fit_lam) list(-Kt))
-    val <- list(f = 0, g = numeric(length(th)))
-    for (j in seq_len(ncol(Y))) {
-      m <- tryCatch(laplace_mode(Kt * h[["lambda"]], Y[, j], h[["lambda"]], modes[, j]),
-                    error = function(e) NULL)
-      if (is.null(m)) {
-        val <- list(f = .Machine$double.xmax / 4, g = numeric(length(th)))
-        break
-      }
-      modes[, j] <<- m$f
-      gq <- laplace_grad(Kt, m$f, Y[, j], dK)
-      val$f <- val$f - gq$logq
-      val$g <- val$g - gq$gradient
+    if (!identical(memo$th, th)) {
+      h <- decode(th)
+      k <- kern
+      k$bandwidth <- h[["bw"]]
+      K <- if (composite) K0 else native_kernel_eval(k, tstat)
+      # d(K / lambda) / dlog bandwidth; d(K / lambda) / dlog lambda = -K / lambda
+      dK <- c(if (fit_bw) list(native_kernel_eval(k, tstat, -1L) / h[["lambda"]]),
+              if (fit_lam) list(-K / h[["lambda"]]))
+      memo$val <- value(K, dK, h[["lambda"]], th)
+      memo$th <- th
     }
-    memo$th <- th
-    memo$val <- val
-    val
+    memo$val
   }
-  sig0 <- kern$bandwidth
-  th0 <- c(if (fit_bw) log(sig0), if (fit_lam) 0)
   lower <- c(if (fit_bw) log(sig0 / 100), if (fit_lam) log(1e-6))
   upper <- c(if (fit_bw) log(sig0 * 1000), if (fit_lam) log(1e4))
-  opt <- stats::optim(th0, function(th) eval_at(th)$f, function(th) eval_at(th)$g,
-                      method = "L-BFGS-B", lower = lower, upper = upper,
-                      control = list(maxit = 100))
+  opt <- stats::optim(pmin(pmax(th0, lower), upper), function(th) eval_at(th)$f,
+                      function(th) eval_at(th)$g, method = "L-BFGS-B", lower = lower,
+                      upper = upper, control = list(maxit = 100))
   h <- decode(opt$par)
   list(bandwidth = h[["bw"]], lambda = h[["lambda"]],
        optim = list(loglik = -opt$value, convergence = opt$convergence,
                     evaluations = unname(opt$counts[1L]), message = opt$message))
+}
+
+# The summed log q (laplace_grad()) maximised by gpc_search() from the
+# rule's bandwidth and lambda = 1, each evaluation's modes started from the
+# previous ones. A composite kernel's hyperparameters are given ("ml"
+# needs the squared loss).
+laplace_search <- function(xs, Y, kern, lambda, fit_bw) {
+  modes <- matrix(0, nrow(Y), ncol(Y))
+  value <- function(K, dK, lam, th) {
+    val <- list(f = 0, g = numeric(length(th)))
+    for (j in seq_len(ncol(Y))) {
+      m <- tryCatch(laplace_mode(K, Y[, j], lam, modes[, j]), error = function(e) NULL)
+      if (is.null(m)) return(list(f = .Machine$double.xmax / 4, g = numeric(length(th))))
+      modes[, j] <<- m$f
+      gq <- laplace_grad(K / lam, m$f, Y[, j], dK)
+      val$f <- val$f - gq$logq
+      val$g <- val$g - gq$gradient
+    }
+    val
+  }
+  fit_lam <- is.null(lambda)
+  sig0 <- kern$bandwidth
+  gpc_search(xs, kern, c(bandwidth = sig0, lambda = lambda), fit_bw, fit_lam,
+             c(if (fit_bw) log(sig0), if (fit_lam) 0), sig0, value)
 }
 
 # log q and its gradient in the hyperparameters of the prior covariance Kt

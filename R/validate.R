@@ -173,7 +173,7 @@ check_fit_extras <- function(fit, bad) {
 # the record of the hyperparameter choice (NULL: none), as the methods read it
 check_fit_tuning <- function(tn, bad) {
   if (is.null(tn)) return(invisible())
-  rules <- c("ml", "gcv", "loo", "cv", "path", "validation", "fixed", "laplace")
+  rules <- c("ml", "gcv", "loo", "cv", "path", "validation", "fixed", "laplace", "ep")
   if (!is.list(tn) || !is.character(tn$lambda_rule) || length(tn$lambda_rule) != 1L ||
       !tn$lambda_rule %in% rules) {
     bad("tuning", sprintf("must be a list whose `lambda_rule` is one of %s",

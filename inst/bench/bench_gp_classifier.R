@@ -30,7 +30,13 @@ models <- list(
     f <- kernel_machine(x, y, loss = loss_logistic(), posterior = "laplace", threads = 2)
     predict(f, xt, type = "prob")
   },
+  "askotch GP classifier (EP, EP's hyperparameters)" = function(x, y, xt) {
+    f <- kernel_machine(x, y, loss = loss_logistic(), posterior = "ep", threads = 2)
+    predict(f, xt, type = "prob")
+  },
   "askotch GP classifier (EP, Laplace's hyperparameters)" = function(x, y, xt) {
+    op <- options(askotch.ep_tune = FALSE)
+    on.exit(options(op))
     f <- kernel_machine(x, y, loss = loss_logistic(), posterior = "ep", threads = 2)
     predict(f, xt, type = "prob")
   },
@@ -52,8 +58,11 @@ for (nm in names(sets)) {
   s <- sets[[nm]]
   x <- as.matrix(s$d[, setdiff(names(s$d), s$y)])
   y <- s$d[[s$y]]
+  # the splits are drawn before any fit (LIBSVM's Platt scaling draws
+  # random numbers), so that every model sees the same ones
+  tests <- lapply(seq_len(s$splits), function(k) sample(nrow(x), round(s$test * nrow(x))))
   for (k in seq_len(s$splits)) {
-    te <- sample(nrow(x), round(s$test * nrow(x)))
+    te <- tests[[k]]
     for (m in names(models)) {
       t0 <- proc.time()[["elapsed"]]
       p <- models[[m]](x[-te, ], y[-te], x[te, ])

@@ -118,7 +118,48 @@ test_that("one-vs-rest EP: one binary EP per class, probabilities normalised", {
   expect_length(fit$ep$sweeps, 3L)
 })
 
-test_that("the hyperparameters are the Laplace approximation's", {
+test_that("the hyperparameters maximise EP's marginal likelihood under the scale prior", {
+  d <- gpc_data(40, seed = 2)
+  ep <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "ep",
+                       standardize = FALSE, threads = 1)
+  expect_identical(ep$tuning$lambda_rule, "ep")
+  expect_identical(ep$tuning$bandwidth_rule, "ml")
+  y <- ifelse(d$y == levels(d$y)[2], 1, -1)
+  # log Z_EP (the oracle's) plus the log density of log lambda under the
+  # prior sd_f = lambda^(-1/2) ~ exponential, P(sd_f > 30) = 0.05
+  objective <- function(th) {
+    Kt <- oracle_kernel(d$x, d$x, "rbf", exp(th[1])) / exp(th[2])
+    r <- -log(0.05) / 30
+    oracle_ep(Kt, y)$logz - r * exp(-th[2] / 2) - th[2] / 2
+  }
+  th <- log(c(ep$kernel$bandwidth, ep$lambda))
+  h <- 1e-3
+  g <- vapply(1:2, function(k) {
+    e <- replace(numeric(2), k, h)
+    (objective(th + e) - objective(th - e)) / (2 * h)
+  }, 0)
+  # the optimiser's stationary point: the gradient within 1e-3 of zero
+  # (its second derivatives here are of order 1-10)
+  expect_lt(max(abs(g)), 1e-3)
+  expect_equal(as.numeric(logLik(ep)), oracle_ep(oracle_kernel(d$x, d$x, "rbf",
+    ep$kernel$bandwidth) / ep$lambda, y)$logz, tolerance = 1e-6)
+})
+
+test_that("on separable data the scale prior keeps lambda inside its range", {
+  set.seed(4)
+  x <- rbind(matrix(rnorm(40, -3), 20), matrix(rnorm(40, 3), 20))
+  y <- factor(rep(c("a", "b"), each = 20))
+  ep <- kernel_machine(x, y, loss = loss_logistic(), posterior = "ep", threads = 1)
+  # without the prior the marginal likelihood grows as lambda -> 0, and the
+  # search ends at its lower bound, 1e-6
+  expect_gt(ep$lambda, 1e-4)
+  expect_true(all(ep$ep$converged))
+  expect_identical(ep$tuning$optim$convergence, 0L)
+})
+
+test_that("with option askotch.ep_tune = FALSE the hyperparameters are Laplace's", {
+  old <- options(askotch.ep_tune = FALSE)
+  on.exit(options(old))
   d <- gpc_data(60, seed = 2)
   lap <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace",
                         standardize = FALSE, threads = 1)
