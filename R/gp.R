@@ -335,7 +335,7 @@ gp_var_pathwise <- function(object, xnew, draws, Fnew = NULL) {
   # (the control variate's rank in the key: draws made under another rank option are not reused)
   cvr <- if (gp_cv_applies(object)) gp_cv_rank(object$n)
   dr <- gp_cached(object, list("pathwise", draws, M, cvr), function() {
-    gp_pathwise_draws(object, draws, M, TRUE, cv_rank = cvr)
+    gp_pathwise_draws(object, draws, M, cv_rank = cvr)
   }, size = function(v) as.numeric(object$n) * draws)
   U <- gp_pathwise_eval(object, dr, xnew, Fnew)
   # with the Nystrom control variate where it applies (R/gp-pathwise-cv.R)
@@ -581,9 +581,13 @@ gp_intervals <- function(fit, se, noise_var, interval, level, rn, y_names, one) 
 #' of \eqn{(K + \lambda I) v = r - \bar r} per draw, all draws at once as a
 #' matrix of right-hand sides, with the fit's own solver, tolerance and
 #' stopping rules (its kept state when `keep_state = TRUE`). The update uses
-#' the exact kernel; only the prior draw is approximate (its covariance is
-#' the random-feature kernel, with error of order \eqn{1/\sqrt{M}}). Memory
-#' and time are those of the fit plus \eqn{O((n + n_{new}) M)} per draw.
+#' the exact kernel; only the prior draw is approximate: each draw has its
+#' own random frequencies, so that the draws' covariance is the exact
+#' posterior covariance in expectation over them (one set of features shared
+#' by all draws would give the covariance of that one random-feature kernel,
+#' whose error, of order \eqn{1/\sqrt{M}} in the prior, is several percent of
+#' a small posterior variance). Memory and time are those of the fit plus
+#' \eqn{O((n + n_{new}) M p)} per draw, \eqn{M} = `features`.
 #'
 #' @param object A squared-loss `"krr"` regression fit.
 #' @param nsim Number of draws.
@@ -595,8 +599,11 @@ gp_intervals <- function(fit, se, noise_var, interval, level, rn, y_names, one) 
 #'   and of new points are at most `getOption("askotch.gp_exact_max_n",
 #'   5000)`, else `"pathwise"`), `"exact"` or `"pathwise"`.
 #' @param noise Add observation noise to the draws?
-#' @param features Number of random Fourier features for the pathwise prior
-#'   draw.
+#' @param features Number of random Fourier features of each pathwise prior
+#'   draw. Each draw has its own, so their number does not bias the draws'
+#'   covariance; it sets how close each draw is to Gaussian (a sum of
+#'   `features` random cosines) and the time, \eqn{O((n + n_{new})
+#'   \,\code{features}\, p)} per draw.
 #' @param ... Unused; any argument given here is an error naming it.
 #' @return A data frame with one column per draw (`sim_1`, `sim_2`, ...; for
 #'   multi-output fits each column is an n x m matrix) and one row per point,
@@ -622,7 +629,7 @@ gp_intervals <- function(fit, se, noise_var, interval, level, rn, y_names, one) 
 #' @export
 simulate.krr <- function(object, nsim = 1, seed = NULL, newdata = NULL,
                          method = c("auto", "exact", "pathwise"),
-                         noise = FALSE, features = 4096, ...) {
+                         noise = FALSE, features = 256, ...) {
   validate_krr(object, sys.call(), "object")
   ecall <- sys.call()
   check_no_dots(list(...), "simulate", ecall)
@@ -752,11 +759,8 @@ simulate_frame <- function(object, mu, U, nsim, rn) {
 # q unit-scale pathwise draws (Wilson et al. 2020) at the rows of xnew.
 # noise_w: the relative noise variance at each new point (1 / w_i at the
 # training points of a weighted fit, else 1)
-# fresh: new random frequencies for every draw (unbiased covariance, see
-# gp_var_pathwise()), else one set shared by the draws (one feature map)
-gp_pathwise <- function(object, xnew, q, M, noise, noise_w = 1, fresh = FALSE,
-                        Fnew = NULL) {
-  U <- gp_pathwise_eval(object, gp_pathwise_draws(object, q, M, fresh), xnew, Fnew)
+gp_pathwise <- function(object, xnew, q, M, noise, noise_w = 1, Fnew = NULL) {
+  U <- gp_pathwise_eval(object, gp_pathwise_draws(object, q, M), xnew, Fnew)
   if (noise) U <- U + sqrt(object$lambda * noise_w) *
       matrix(stats::rnorm(nrow(xnew) * q), nrow(xnew), q)
   U
@@ -766,13 +770,14 @@ gp_pathwise <- function(object, xnew, q, M, noise, noise_w = 1, fresh = FALSE,
 # prior's feature seeds and coefficients, the centring rbar and the solve
 # V = A^{-1} (r - rbar) of the pseudo-data r = g(X) + e.  A draw is then a
 # function that gp_pathwise_eval() evaluates at any points.
-gp_pathwise_draws <- function(object, q, M, fresh, cv_rank = NULL) {
+gp_pathwise_draws <- function(object, q, M, cv_rank = NULL) {
   xs <- gp_xs(object)
   n <- nrow(xs)
-  fseed <- floor(stats::runif(if (fresh) q else 1L) * 2^31)
+  # every draw has its own random frequencies (one feature seed per column),
+  # so that the draws' prior covariance is K in expectation (Rahimi and
+  # Recht 2007), not one random-feature kernel shared by all of them
+  fseed <- floor(stats::runif(q) * 2^31)
   theta <- matrix(stats::rnorm(M * q), M, q)
-  # with fresh frequencies every draw has its own features (one seed per
-  # column)
   dr <- list(fseed = fseed, theta = theta, M = M)
   w <- fit_obs_weights(object)
   fx <- gp_prior_at(object, dr, xs, score_device(object, as.numeric(n) * q))
