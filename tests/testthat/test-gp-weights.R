@@ -129,9 +129,10 @@ test_that("weighted posterior draws have the weighted covariance", {
   # variance about 2.2%)
   expect_lt(max(abs(diag(S) / diag(target) - 1)), 0.1)
   # the pathwise draws solve (K + lambda W^{-1}) v = r with the fit's own
-  # solver: their variances within 20% (500 draws, random-feature prior)
+  # solver: their variances within 20% (500 draws: a sample variance's sd
+  # about 6.3%, a little more for the random-feature priors' mixture)
   sp <- simulate(fit, nsim = 500, seed = 2, newdata = d$xnew[1:3, ],
-                 method = "pathwise", features = 8192)
+                 method = "pathwise")
   Sp <- stats::cov(t(as.matrix(sp)))
   expect_lt(max(abs(diag(Sp) / diag(target) - 1)), 0.2)
   # noise at the training points is lambda s^2 / w_i
