@@ -25,12 +25,14 @@
 # regression with weights tau~ and pseudo-targets nu~ / tau~ (R&W sec.
 # 3.6.2), through R/gp.R as for the Laplace approximation.
 
-# EP's options: the most points and sweeps, and the convergence tolerance
-# on the sites' change between sweeps (relative)
+# EP's options: the most points and sweeps, the convergence tolerance on
+# the sites' change between sweeps (relative), the latent scale's prior
 ep_option <- function(name, default) number_option(name, default, function(v) v > 0, "above 0")
 ep_max_n <- function() ep_option("askotch.ep_max_n", 5000)
 ep_max_sweeps <- function() ep_option("askotch.ep_max_sweeps", 200L)
 ep_tol <- function() ep_option("askotch.ep_tol", 1e-4)
+# the scale U of the latent sd's prior in ep_search(): P(sd > U) = 0.05
+ep_sd_prior <- function() ep_option("askotch.ep_sd_prior", 30)
 
 # The logistic likelihood's log sigma(y f); tests pass a Gaussian one, for
 # which EP is exact
@@ -81,10 +83,9 @@ ep_logz <- function(post, tau, nu, y, loglik = ep_logistic) {
 
 # EP for one +1/-1 column y, started from the Laplace sites at the latent
 # mode f (the mode of y's logistic fit at the training points), or from
-# given sites (a list of tau and nu); tol: on the sites' relative change;
-# with dK (a list of dKt / dtheta_j) also log Z's gradient in theta
-ep_column <- function(Kt, y, f, loglik = ep_logistic, sites = NULL, tol = ep_tol(),
-                      dK = NULL) {
+# given sites (a list of tau and nu); with dK (a list of dKt / dtheta_j)
+# also log Z's gradient in theta
+ep_column <- function(Kt, y, f, loglik = ep_logistic, sites = NULL, dK = NULL) {
   if (is.null(sites)) {
     p <- stats::plogis(y * f)
     w <- pmax(p * (1 - p), 1e-12)
@@ -110,15 +111,17 @@ ep_column <- function(Kt, y, f, loglik = ep_logistic, sites = NULL, tol = ep_tol
     change <- max(abs(tnew - tau) / (1 + tau), abs(nnew - nu) / (1 + abs(nu)))
     # parallel updates can make a site oscillate between two values about
     # its fixed point (slowly decaying, or not at all): a site's step is
-    # halved (to 1/16) when its precision's update changes sign from the
-    # last sweep's, and lengthened again (to a full step) while it does not
+    # halved (to 1/16) when its precision's update changes sign from its
+    # last nonzero one, and lengthened again (to a full step) while it does
+    # not; a site that does not move keeps both
     step <- tnew - tau
-    damping <- ifelse(step * last < 0, pmax(damping / 2, 1 / 16), pmin(1, damping * 1.5))
-    last <- step
+    damping <- ifelse(step * last < 0, pmax(damping / 2, 1 / 16),
+                      ifelse(step != 0, pmin(1, damping * 1.5), damping))
+    last <- ifelse(step != 0, step, last)
     tau <- tau + damping * (tnew - tau)
     nu <- nu + damping * (nnew - nu)
     post <- ep_posterior(Kt, tau, nu)
-    if (change <= tol) {
+    if (change <= ep_tol()) {
       converged <- TRUE
       break
     }
@@ -183,30 +186,38 @@ ep_as_mean <- function(object) {
 # exponential with P(sd_f > U) = 0.05, U = 30 (option
 # askotch.ep_sd_prior). At one sd of 30 a class probability is within
 # 1e-13 of 0 or 1, so the prior matters little where the likelihood has a
-# maximum; U = 30 was ahead of U = 10 on Sonar's splits in
-# inst/bench/bench_gp_classifier.R (accuracy, ECE and log loss).
+# maximum (U chosen on inst/bench/bench_gp_classifier.R: RESULTS.md). An
+# evaluation at which EP fails or does not converge (its gradient holds
+# only at the fixed point) counts as failed. The optimum's log Z and log
+# prior density are kept as optim$loglik and optim$log_prior.
 ep_search <- function(xs, Y, kern, start, fit_bw, fit_lam, sig0) {
-  rate <- -log(0.05) / getOption("askotch.ep_sd_prior", 30)
+  # log lambda's log prior density: sd_f's on the log scale, log sd_f =
+  # -log(lambda) / 2 (the constant Jacobian 1/2 dropped), and its derivative
+  U <- ep_sd_prior()
+  log_prior <- function(lam) {
+    lp <- pc_sd_logprior(-log(lam) / 2, U)
+    c(value = if (fit_lam) lp[["value"]] else 0, deriv = -lp[["deriv"]] / 2)
+  }
   sites <- vector("list", ncol(Y))
   value <- function(K, dK, lam, th) {
-    # minus the log prior density of log lambda (sd_f's, times its Jacobian)
-    val <- list(f = 0, g = numeric(length(th)))
-    if (fit_lam) {
-      sf <- lam^-0.5
-      val <- list(f = rate * sf + log(lam) / 2, g = c(if (fit_bw) 0, (1 - rate * sf) / 2))
-    }
+    lp <- log_prior(lam)
+    val <- list(f = -lp[["value"]], g = c(if (fit_bw) 0, if (fit_lam) -lp[["deriv"]]))
     for (j in seq_len(ncol(Y))) {
-      f0 <- if (is.null(sites[[j]])) laplace_mode(K, Y[, j], lam)$f
-      r <- tryCatch(ep_column(K / lam, Y[, j], f0, sites = sites[[j]], dK = dK),
-                    error = function(e) NULL)
-      if (is.null(r)) return(list(f = .Machine$double.xmax / 4, g = numeric(length(th))))
+      r <- tryCatch({
+        f0 <- if (is.null(sites[[j]])) laplace_mode(K, Y[, j], lam)$f
+        ep_column(K / lam, Y[, j], f0, sites = sites[[j]], dK = dK)
+      }, error = function(e) NULL)
+      if (is.null(r) || !r$converged) return(NULL)
       sites[[j]] <<- r[c("tau", "nu")]
       val$f <- val$f - r$logz
       val$g <- val$g - r$gradient
     }
     val
   }
-  gpc_search(xs, kern, start, fit_bw, fit_lam,
-             log(c(if (fit_bw) start[["bandwidth"]], if (fit_lam) start[["lambda"]])), sig0,
-             value)
+  o <- gpc_search(xs, kern, start, fit_bw, fit_lam,
+                  log(c(if (fit_bw) start[["bandwidth"]], if (fit_lam) start[["lambda"]])),
+                  sig0, value)
+  o$optim$log_prior <- log_prior(o$lambda)[["value"]]
+  o$optim$loglik <- o$optim$loglik - o$optim$log_prior
+  o
 }

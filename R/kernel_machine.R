@@ -68,7 +68,7 @@
 #' around the mode. The Laplace approximation's Gaussian sits at the mode,
 #' nearer zero than the posterior mean, so its probabilities are too close to
 #' 1/2; EP's are better calibrated (Kuss and Rasmussen 2005; Nickisch and
-#' Rasmussen 2008), at the cost of about ten to twenty sweeps of
+#' Rasmussen 2008), at the cost of ten to twenty-five sweeps of
 #' \eqn{O(n^3)} dense linear algebra (all sites updated together, damped
 #' when the updates oscillate, started from the Laplace approximation) after
 #' the fit: up to 5000 points (option `askotch.ep_max_n`). `lambda` and the
@@ -80,7 +80,8 @@
 #' prior on the latent scale \eqn{s_f = \lambda^{-1/2}}: exponential with
 #' \eqn{P(s_f > 30) = 0.05} (Simpson et al. 2017; option
 #' `askotch.ep_sd_prior` for 30). Without it, on data the kernel separates
-#' the marginal likelihood grows without bound as \eqn{\lambda \to 0}.
+#' the marginal likelihood keeps growing (towards its supremum) as
+#' \eqn{\lambda \to 0}, and the search ends at its bound.
 #' Each step of that search is an EP run on the subsample, started from the
 #' previous step's sites. Option `askotch.ep_tune = FALSE` keeps the Laplace
 #' search's values.

@@ -99,6 +99,16 @@ noise_gp_prior_spec <- function(prior, call = NULL) {
 # The prior's tail probability: P(ell < range) = P(sd > sd0)
 noise_gp_prior_tail <- 0.05
 
+# The penalised-complexity prior of a standard deviation (Simpson et al.
+# 2017): exponential with P(sd > U) = noise_gp_prior_tail. Its log density
+# on the log scale (times the Jacobian sd), log sd - rate sd up to a
+# constant, and the derivative in log sd, 1 - rate sd; here and in EP's
+# search (ep_search()).
+pc_sd_logprior <- function(log_sd, U) {
+  rate <- -log(noise_gp_prior_tail) / U
+  c(value = log_sd - rate * exp(log_sd), deriv = 1 - rate * exp(log_sd))
+}
+
 # The log density of the penalised-complexity prior (Simpson et al. 2017;
 # Fuglstad et al. 2019, for Matern fields in d dimensions) of the latent's
 # log length scale and log sd, th = (log ell, log sd), up to a constant:
@@ -110,8 +120,8 @@ noise_gp_prior_tail <- 0.05
 noise_gp_logprior <- function(th, prior, d) {
   if (is.null(prior)) return(0)
   l1 <- -log(noise_gp_prior_tail) * prior[["range"]]^(d / 2)
-  l2 <- -log(noise_gp_prior_tail) / prior[["sd"]]
-  -d / 2 * th[[1L]] - l1 * exp(-d / 2 * th[[1L]]) + th[[2L]] - l2 * exp(th[[2L]])
+  -d / 2 * th[[1L]] - l1 * exp(-d / 2 * th[[1L]]) +
+    pc_sd_logprior(th[[2L]], prior[["sd"]])[["value"]]
 }
 
 # The latent's kernel matrix sd^2 k_g(Z1, Z2) on standardised covariates

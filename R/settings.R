@@ -215,7 +215,7 @@ settings_kernel <- function(args, xs, seed, loss, task, call) {
   laplace <- is_gp_classifier(args$posterior)
   if (laplace) {
     # the GP classifier: the Gaussian kernel, its bandwidth by the Laplace
-    # marginal likelihood unless given (tune_laplace())
+    # (or EP) marginal likelihood unless given (tune_laplace())
     if (is_auto_kernel(args$kernel)) args$kernel <- "rbf"
     if (!isTRUE(args$bandwidth_given)) bw <- "ml"
   } else if (!isTRUE(args$bandwidth_given) &&

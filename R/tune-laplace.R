@@ -1,7 +1,8 @@
 # Gaussian-process classification, before the solve: the search for lambda
-# and the bandwidth by the Laplace approximation's marginal likelihood, and
-# the posterior modes by Newton's method (the model, and what the fit offers
-# afterwards, are described in the file laplace.R).
+# and the bandwidth by the Laplace approximation's marginal likelihood (with
+# posterior = "ep" then by EP's, ep_search() in R/ep.R), and the posterior
+# modes by Newton's method (the model, and what the fit offers afterwards,
+# are described in the file laplace.R).
 
 laplace_tune_max_n <- function() getOption("askotch.laplace_tune_max_n", 1000)
 
@@ -44,8 +45,9 @@ laplace_modes <- function(dat, set) {
 }
 
 # The hyperparameters by the summed log q on a subsample (laplace_search();
-# a given lambda or bandwidth is kept), and the modes on all points as the
-# solver's start (up to laplace_newton_max_n() points).
+# with posterior = "ep" then by EP's log Z, ep_search(); a given lambda or
+# bandwidth is kept), and the modes on all points as the solver's start (up
+# to laplace_newton_max_n() points).
 tune_laplace <- function(dat, set) {
   ls <- set$lambda_spec
   kern <- set$kernel
@@ -75,9 +77,10 @@ tune_laplace <- function(dat, set) {
 # (fit_lam, within [1e-6, 1e4]) at the points xs; `fixed` holds the
 # bandwidth and lambda not searched. value(K, dK, lambda, th) returns the
 # objective to minimise and its gradient in th, list(f, g), for the kernel
-# matrix K and dK, the list of d(K / lambda) / dtheta_j; it is evaluated
-# once per th (optim() asks for the value and the gradient separately). A
-# composite kernel's matrix is formed once.
+# matrix K and dK, the list of d(K / lambda) / dtheta_j, or NULL where it
+# failed (then a value far above any other, which L-BFGS-B's line search
+# backs away from); it is evaluated once per th (optim() asks for the value
+# and the gradient separately). A composite kernel's matrix is formed once.
 gpc_search <- function(xs, kern, fixed, fit_bw, fit_lam, th0, sig0, value) {
   composite <- is_composite_kernel(kern)
   tstat <- if (!composite) kernel_stat_matrix(xs, kern$metric)
@@ -96,7 +99,8 @@ gpc_search <- function(xs, kern, fixed, fit_bw, fit_lam, th0, sig0, value) {
       # d(K / lambda) / dlog bandwidth; d(K / lambda) / dlog lambda = -K / lambda
       dK <- c(if (fit_bw) list(native_kernel_eval(k, tstat, -1L) / h[["lambda"]]),
               if (fit_lam) list(-K / h[["lambda"]]))
-      memo$val <- value(K, dK, h[["lambda"]], th)
+      memo$val <- value(K, dK, h[["lambda"]], th) %||%
+        list(f = .Machine$double.xmax / 4, g = numeric(length(th)))
       memo$th <- th
     }
     memo$val
@@ -122,7 +126,7 @@ laplace_search <- function(xs, Y, kern, lambda, fit_bw) {
     val <- list(f = 0, g = numeric(length(th)))
     for (j in seq_len(ncol(Y))) {
       m <- tryCatch(laplace_mode(K, Y[, j], lam, modes[, j]), error = function(e) NULL)
-      if (is.null(m)) return(list(f = .Machine$double.xmax / 4, g = numeric(length(th))))
+      if (is.null(m)) return(NULL)
       modes[, j] <<- m$f
       gq <- laplace_grad(K / lam, m$f, Y[, j], dK)
       val$f <- val$f - gq$logq

@@ -179,7 +179,8 @@ test_that("EP's limits and failures are classed errors and warnings", {
   e(loss = loss_hinge(), posterior = "ep")
   e(loss = loss_logistic(), posterior = "ep", intercept = TRUE)
   e(loss = loss_logistic(), posterior = "ep", probability = TRUE)
-  old <- options(askotch.ep_max_n = 20, askotch.ep_max_sweeps = 1L, askotch.ep_tol = 1e-14)
+  old <- options(askotch.ep_max_n = 20, askotch.ep_max_sweeps = 1L, askotch.ep_tol = 1e-14,
+                 askotch.ep_sd_prior = NULL)
   on.exit(options(old))
   expect_error(kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "ep",
                               threads = 1), "askotch.ep_max_n", class = "askotch_error_input")
@@ -191,6 +192,9 @@ test_that("EP's limits and failures are classed errors and warnings", {
   options(askotch.ep_tol = "small")
   expect_error(kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "ep",
                               threads = 1), "askotch.ep_tol", class = "askotch_error_input")
+  options(askotch.ep_tol = NULL, askotch.ep_max_sweeps = NULL, askotch.ep_sd_prior = -1)
+  expect_error(kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "ep",
+                              threads = 1), "askotch.ep_sd_prior", class = "askotch_error_input")
   bad <- fit
   bad$ep$tau[1] <- -1
   expect_error(predict(bad, d$x, type = "prob"), "ep", class = "askotch_error_object")
