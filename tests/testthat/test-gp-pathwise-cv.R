@@ -14,7 +14,7 @@ test_that("the Nystrom model's variance is the closed form with K_hat (base R)",
   on.exit(options(old))
   set.seed(1)
   S <- 3000L
-  dr <- askotch:::gp_pathwise_draws(fit, S, 256, TRUE, cv_rank = askotch:::gp_cv_rank(150))
+  dr <- askotch:::gp_pathwise_draws(fit, S, 256, cv_rank = askotch:::gp_cv_rank(150))
   cv <- dr$cv
   expect_identical(cv$rank, 12L)
   set.seed(2)
@@ -54,7 +54,7 @@ test_that("the controlled estimate is unbiased for the exact variance, with less
   mc <- attr(p$se.fit, "var_mc_se")
   expect_lt(max(abs(p$se.fit^2 - ex) / mc), 4.5)
   # the plain estimate from the same draws spreads more
-  dr <- askotch:::gp_pathwise_draws(fit, 200L, 256, TRUE)
+  dr <- askotch:::gp_pathwise_draws(fit, 200L, 256)
   plain <- askotch:::gp_cv_estimate(askotch:::gp_pathwise_eval(fit, dr, xn)^2)
   expect_gt(stats::median(plain$mc_se * s2 / mc), 3)
 })
