@@ -118,7 +118,7 @@ ep_column <- function(Kt, y, f, loglik = ep_logistic, sites = NULL, dK = NULL) {
     damping <- ifelse(step * last < 0, pmax(damping / 2, 1 / 16),
                       ifelse(step != 0, pmin(1, damping * 1.5), damping))
     last <- ifelse(step != 0, step, last)
-    tau <- tau + damping * (tnew - tau)
+    tau <- tau + damping * step
     nu <- nu + damping * (nnew - nu)
     post <- ep_posterior(Kt, tau, nu)
     if (change <= ep_tol()) {
