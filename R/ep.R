@@ -177,10 +177,10 @@ ep_as_mean <- function(object) {
 }
 
 # The hyperparameters by EP's own marginal likelihood, maximised by
-# gpc_search() (R/tune-laplace.R) from the Laplace search's optimum `start`
-# (bandwidth, lambda) with ep_grad()'s gradient, each evaluation's EP
-# started from the previous evaluation's sites; sig0 the rule's bandwidth
-# (the bounds' centre). On data a kernel separates, EP's marginal
+# gpc_search() (R/tune-laplace.R) over the same space (gpc_space()) from
+# the Laplace search's optimum `start` with ep_grad()'s gradient, each
+# evaluation's EP started from the previous evaluation's sites. On data a
+# kernel separates, EP's marginal
 # likelihood keeps growing with the latent scale sd_f = 1 / sqrt(lambda),
 # so lambda has a penalised-complexity prior (Simpson et al. 2017): sd_f
 # exponential with P(sd_f > U) = 0.05, U = 30 (option
@@ -189,8 +189,10 @@ ep_as_mean <- function(object) {
 # maximum (U chosen on inst/bench/bench_gp_classifier.R: RESULTS.md). An
 # evaluation at which EP fails or does not converge (its gradient holds
 # only at the fixed point) counts as failed. The optimum's log Z and log
-# prior density are kept as optim$loglik and optim$log_prior.
-ep_search <- function(xs, Y, kern, start, fit_bw, fit_lam, sig0) {
+# prior density are kept as optim$loglik and optim$log_prior. If no
+# evaluation succeeds, the result is `start` (the Laplace search's), marked
+# ep_failed.
+ep_search <- function(space, Y, start, fit_lam) {
   # log lambda's log prior density: sd_f's on the log scale, log sd_f =
   # -log(lambda) / 2 (the constant Jacobian 1/2 dropped), and its derivative
   U <- ep_sd_prior()
@@ -199,9 +201,11 @@ ep_search <- function(xs, Y, kern, start, fit_bw, fit_lam, sig0) {
     c(value = if (fit_lam) lp[["value"]] else 0, deriv = -lp[["deriv"]] / 2)
   }
   sites <- vector("list", ncol(Y))
+  succeeded <- FALSE
   value <- function(K, dK, lam, th) {
     lp <- log_prior(lam)
-    val <- list(f = -lp[["value"]], g = c(if (fit_bw) 0, if (fit_lam) -lp[["deriv"]]))
+    val <- list(f = -lp[["value"]], g = numeric(length(th)))
+    if (fit_lam) val$g[length(th)] <- -lp[["deriv"]]
     for (j in seq_len(ncol(Y))) {
       r <- tryCatch({
         f0 <- if (is.null(sites[[j]])) laplace_mode(K, Y[, j], lam)$f
@@ -212,11 +216,11 @@ ep_search <- function(xs, Y, kern, start, fit_bw, fit_lam, sig0) {
       val$f <- val$f - r$logz
       val$g <- val$g - r$gradient
     }
+    succeeded <<- TRUE
     val
   }
-  o <- gpc_search(xs, kern, start, fit_bw, fit_lam,
-                  log(c(if (fit_bw) start[["bandwidth"]], if (fit_lam) start[["lambda"]])),
-                  sig0, value)
+  o <- gpc_search(space, fit_lam, start$lambda, start$th, value)
+  if (!succeeded) return(c(start, list(ep_failed = TRUE)))
   o$optim$log_prior <- log_prior(o$lambda)[["value"]]
   o$optim$loglik <- o$optim$loglik - o$optim$log_prior
   o

@@ -138,9 +138,10 @@ new_composite <- function(terms, call = NULL) {
 #' likelihood (with \eqn{\lambda}), and \eqn{\lambda} is then chosen by
 #' that criterion: GCV and LOO on the same rows, K-fold cross-validation
 #' (option `askotch.cv_folds`) on all of them. The GP classifier
-#' ([kernel_machine()] with `posterior = "laplace"` or `"ep"`) takes a
-#' composite with given hyperparameters, \eqn{\lambda} by its marginal
-#' likelihood. A fit with a composite kernel uses the
+#' ([kernel_machine()] with `posterior = "laplace"` or `"ep"`) estimates
+#' the `"ml"` hyperparameters and \eqn{\lambda} by its approximate marginal
+#' likelihood instead (the other losses need them given). A fit with a
+#' composite kernel uses the
 #' data as given (`standardize = "auto"` means no scaling), so that
 #' periods, length scales, `dims` and great-circle distances keep the units
 #' of `x`. The composite is evaluated by the compiled code on every device

@@ -126,8 +126,9 @@ settings_composite <- function(args, xs, xnames, seed, loss, standardize, call) 
                         "use `standardize = FALSE` (or \"auto\")."), "input", call)
   }
   ml <- NROW(composite_params(k)$table) > 0L
-  if (ml && loss$name != "squared") {
-    abort_askotch(paste("Hyperparameters \"ml\" of a composite kernel need the squared loss;",
+  if (ml && loss$name != "squared" && !is_gp_classifier(args$posterior)) {
+    abort_askotch(paste("Hyperparameters \"ml\" of a composite kernel need the squared loss",
+                        "or a GP classifier (posterior = \"laplace\" or \"ep\");",
                         "give them as numbers."), "input", call)
   }
   k$bandwidth <- 1

@@ -56,9 +56,10 @@
 #' likelihood, by which `lambda` (default, or `"ml"`) and the bandwidth
 #' (default `"ml"`; the kernel `"auto"` is the Gaussian) are chosen on a
 #' subsample of at most 1000 points (option `askotch.laplace_tune_max_n`;
-#' Newton's method for the mode at each evaluation). A composite kernel
-#' ([kernel_algebra]) is taken with the hyperparameters it is given, and
-#' \eqn{\lambda} chosen so. More than two classes:
+#' Newton's method for the mode at each evaluation). A composite kernel's
+#' ([kernel_algebra]) hyperparameters given as `"ml"` are estimated with
+#' \eqn{\lambda} by the same marginal likelihood (their estimates in
+#' `fit$tuning$composite`); the others are taken as given. More than two classes:
 #' one binary classifier per class (one-vs-rest) sharing \eqn{\lambda} and
 #' the kernel, their probabilities normalised to sum to one.
 #'

@@ -163,8 +163,8 @@ logLik.kernel_machine <- function(object, ...) {
       "logistic loss's GP classifier); the squared loss's fits are krr() fits."), "input")
   }
   tn <- object$tuning
-  df <- (!is.null(tn) && tn$lambda_rule %in% c("laplace", "ep")) +
-    (!is.null(tn) && identical(tn$bandwidth_rule, "ml"))
+  df <- if (is.null(tn)) 0L else (tn$lambda_rule %in% c("laplace", "ep")) +
+    if (!is.null(tn$composite)) NROW(tn$composite) else identical(tn$bandwidth_rule, "ml")
   v <- if (identical(object$posterior, "ep")) list(loglik = sum(object$ep$logz)) else
     laplace_loglik(object)
   structure(v$loglik, df = df, nobs = object$n, se = v$se, class = "logLik")

@@ -51,76 +51,134 @@ laplace_modes <- function(dat, set) {
 tune_laplace <- function(dat, set) {
   ls <- set$lambda_spec
   kern <- set$kernel
-  fit_bw <- identical(kern$bandwidth_rule, "ml")
+  fit_k <- identical(kern$bandwidth_rule, "ml")
   fit_lam <- ls$rule %in% c("default", "ml")
   tuning <- NULL
-  if (fit_bw || fit_lam) {
+  if (fit_k || fit_lam) {
     rows <- subsample_rows(dat$n, laplace_tune_max_n(), set$seed)
     xs <- dat$xs[rows, , drop = FALSE]
     Ys <- dat$Yc[rows, , drop = FALSE]
-    o <- laplace_search(xs, Ys, kern, if (fit_lam) NULL else ls$value, fit_bw)
-    by_ep <- identical(set$posterior, "ep") && isTRUE(getOption("askotch.ep_tune", TRUE))
-    if (by_ep) o <- ep_search(xs, Ys, kern, o, fit_bw, fit_lam, kern$bandwidth)
-    kern$bandwidth <- o$bandwidth
+    space <- gpc_space(xs, kern, fit_k, set$seed)
+    o <- laplace_search(space, Ys, if (fit_lam) NULL else ls$value)
+    by_ep <- identical(set$posterior, "ep") && flag_option("askotch.ep_tune", TRUE)
+    if (by_ep) {
+      o <- ep_search(space, Ys, o, fit_lam)
+      by_ep <- !isTRUE(o$ep_failed)
+      if (!by_ep) o$optim$message <- "EP failed at every step: the Laplace search's values"
+    }
+    tab <- space$table
+    if (is.null(tab)) kern$bandwidth <- o$kernel$bandwidth else {
+      kern[c("terms", "spec")] <- o$kernel[c("terms", "spec")]
+      tab$estimate <- exp(o$th[seq_len(NROW(tab))])
+      gpc_bound_warning(o, space, fit_lam)
+    }
     set$lambda <- o$lambda
     tuning <- list(lambda_rule = if (!fit_lam) "fixed" else if (by_ep) "ep" else "laplace",
                    bandwidth_rule = kern$bandwidth_rule, n_used = length(rows),
-                   n_total = dat$n, optim = o$optim)
+                   n_total = dat$n, composite = tab, optim = o$optim)
   }
   set$kernel <- kern
   if (dat$n <= laplace_newton_max_n()) set$start_weights <- laplace_modes(dat, set)
   list(dat = dat, set = set, tuning = tuning)
 }
 
-# The search both GP classifiers run: L-BFGS-B from th0 on the log
-# bandwidth (fit_bw, within [sig0 / 100, 1000 sig0]) and log lambda
-# (fit_lam, within [1e-6, 1e4]) at the points xs; `fixed` holds the
-# bandwidth and lambda not searched. value(K, dK, lambda, th) returns the
-# objective to minimise and its gradient in th, list(f, g), for the kernel
-# matrix K and dK, the list of d(K / lambda) / dtheta_j, or NULL where it
-# failed (then a value far above any other, which L-BFGS-B's line search
-# backs away from); it is evaluated once per th (optim() asks for the value
-# and the gradient separately). A composite kernel's matrix is formed once.
-gpc_search <- function(xs, kern, fixed, fit_bw, fit_lam, th0, sig0, value) {
-  composite <- is_composite_kernel(kern)
-  tstat <- if (!composite) kernel_stat_matrix(xs, kern$metric)
-  K0 <- if (composite) kernel_mat(xs, xs, kern)
+# The kernel's part of a GP classifier's search: the logarithms of a listed
+# kernel's bandwidth (fit_k; within [sig0 / 100, 1000 sig0] of the rule's
+# value sig0) or of a composite kernel's "ml" hyperparameters (the rows of
+# composite_params(); from composite_start() within the ranges of
+# composite_optimise(): amplitudes a factor 1e6, the others 1e3), nothing
+# for given ones. kernel(th) is the kernel at th, mats(k) its matrix at the
+# points xs, K, and the list dK of dK / dth_j (the compiled derivatives),
+# a given kernel's matrix formed once.
+gpc_space <- function(xs, kern, fit_k, seed) {
+  none <- numeric()
+  if (!is_composite_kernel(kern)) {
+    tstat <- kernel_stat_matrix(xs, kern$metric)
+    sig0 <- kern$bandwidth
+    return(list(th0 = if (fit_k) log(sig0) else none,
+                lower = if (fit_k) log(sig0 / 100) else none,
+                upper = if (fit_k) log(sig0 * 1000) else none,
+                kernel = function(th) {
+                  if (fit_k) kern$bandwidth <- exp(th[[1L]])
+                  kern
+                },
+                mats = function(k) {
+                  list(K = native_kernel_eval(k, tstat),
+                       dK = if (fit_k) list(native_kernel_eval(k, tstat, -1L)))
+                }))
+  }
+  pr <- composite_params(kern)
+  tab <- pr$table
+  if (!NROW(tab)) {
+    K0 <- kernel_mat(xs, xs, kern)
+    return(list(th0 = none, lower = none, upper = none, kernel = function(th) kern,
+                mats = function(k) list(K = K0, dK = list())))
+  }
+  th0 <- log(composite_start(pr$kernel, tab, xs, seed, NULL))
+  width <- ifelse(tab$what == "amplitude", log(1e6), log(1e3))
+  list(th0 = th0, lower = th0 - width, upper = th0 + width, table = tab,
+       kernel = function(th) composite_set(pr$kernel, tab, exp(th)),
+       mats = function(k) {
+         D <- native_kernel_deriv(xs, xs, k, c(0L, tab$code))
+         list(K = D[, , 1L], dK = lapply(seq_len(NROW(tab)) + 1L, function(j) D[, , j]))
+       })
+}
+
+# The search both GP classifiers run: L-BFGS-B from th0 (the kernel's part
+# of space, gpc_space(), then log lambda when fit_lam, within [1e-6, 1e4];
+# else lambda is given). value(K, dK, lambda, th) returns the objective to
+# minimise and its gradient in th, list(f, g), for the kernel matrix K and
+# dK, the list of d(K / lambda) / dth_j, or NULL where it failed (then a
+# value far above any other, which L-BFGS-B's line search backs away
+# from); it is evaluated once per th (optim() asks for the value and the
+# gradient separately). Returns the kernel and lambda at the optimum, th,
+# and the search's record.
+gpc_search <- function(space, fit_lam, lambda, th0, value) {
+  nk <- length(space$th0)
   decode <- function(th) {
-    c(bw = if (fit_bw) exp(th[1L]) else fixed[["bandwidth"]],
-      lambda = if (fit_lam) exp(th[fit_bw + 1L]) else fixed[["lambda"]])
+    list(kernel = space$kernel(th[seq_len(nk)]),
+         lambda = if (fit_lam) exp(th[[nk + 1L]]) else lambda)
   }
   memo <- new.env(parent = emptyenv())
   eval_at <- function(th) {
     if (!identical(memo$th, th)) {
       h <- decode(th)
-      k <- kern
-      k$bandwidth <- h[["bw"]]
-      K <- if (composite) K0 else native_kernel_eval(k, tstat)
-      # d(K / lambda) / dlog bandwidth; d(K / lambda) / dlog lambda = -K / lambda
-      dK <- c(if (fit_bw) list(native_kernel_eval(k, tstat, -1L) / h[["lambda"]]),
-              if (fit_lam) list(-K / h[["lambda"]]))
-      memo$val <- value(K, dK, h[["lambda"]], th) %||%
+      m <- space$mats(h$kernel)
+      # d(K / lambda) / dth_j; d(K / lambda) / dlog lambda = -K / lambda
+      dK <- c(lapply(m$dK, function(D) D / h$lambda), if (fit_lam) list(-m$K / h$lambda))
+      memo$val <- value(m$K, dK, h$lambda, th) %||%
         list(f = .Machine$double.xmax / 4, g = numeric(length(th)))
       memo$th <- th
     }
     memo$val
   }
-  lower <- c(if (fit_bw) log(sig0 / 100), if (fit_lam) log(1e-6))
-  upper <- c(if (fit_bw) log(sig0 * 1000), if (fit_lam) log(1e4))
+  lower <- c(space$lower, if (fit_lam) log(1e-6))
+  upper <- c(space$upper, if (fit_lam) log(1e4))
   opt <- stats::optim(pmin(pmax(th0, lower), upper), function(th) eval_at(th)$f,
                       function(th) eval_at(th)$g, method = "L-BFGS-B", lower = lower,
                       upper = upper, control = list(maxit = 100))
   h <- decode(opt$par)
-  list(bandwidth = h[["bw"]], lambda = h[["lambda"]],
+  list(kernel = h$kernel, lambda = h$lambda, th = opt$par,
+       at_bound = abs(opt$par - lower) < 1e-6 | abs(opt$par - upper) < 1e-6,
        optim = list(loglik = -opt$value, convergence = opt$convergence,
                     evaluations = unname(opt$counts[1L]), message = opt$message))
 }
 
+# A composite's estimates on the edge of their search range warn (as
+# tune_composite()'s do)
+gpc_bound_warning <- function(o, space, fit_lam) {
+  what <- c(space$table$what, if (fit_lam) "lambda")[o$at_bound]
+  if (!length(what)) return(invisible())
+  warn_askotch(sprintf(paste(
+    "The marginal-likelihood %s of the composite kernel ended on the bound of its",
+    "search range: the model may not need that part, or needs another start; see",
+    "fit$tuning$composite."), paste(unique(what), collapse = ", ")), "hyper")
+}
+
 # The summed log q (laplace_grad()) maximised by gpc_search() from the
-# rule's bandwidth and lambda = 1, each evaluation's modes started from the
-# previous ones. A composite kernel's hyperparameters are given ("ml"
-# needs the squared loss).
-laplace_search <- function(xs, Y, kern, lambda, fit_bw) {
+# kernel's start (gpc_space()) and lambda = 1, each evaluation's modes
+# started from the previous ones.
+laplace_search <- function(space, Y, lambda) {
   modes <- matrix(0, nrow(Y), ncol(Y))
   value <- function(K, dK, lam, th) {
     val <- list(f = 0, g = numeric(length(th)))
@@ -135,9 +193,7 @@ laplace_search <- function(xs, Y, kern, lambda, fit_bw) {
     val
   }
   fit_lam <- is.null(lambda)
-  sig0 <- kern$bandwidth
-  gpc_search(xs, kern, c(bandwidth = sig0, lambda = lambda), fit_bw, fit_lam,
-             c(if (fit_bw) log(sig0), if (fit_lam) 0), sig0, value)
+  gpc_search(space, fit_lam, lambda, c(space$th0, if (fit_lam) 0), value)
 }
 
 # log q and its gradient in the hyperparameters of the prior covariance Kt

@@ -141,7 +141,7 @@ gp_optimise <- function(xs, Y, kernel, ard = FALSE, lambda = NULL,
   }
   scale_f <- nrow(xs) * ncol(Y)
   W <- if (is.null(trend) && nz == 0L && fit_lambda && !fix_kernel && !ard &&
-           isTRUE(getOption("askotch.ml_whiten", TRUE))) {
+           flag_option("askotch.ml_whiten", TRUE)) {
     d0 <- decode(b$th0)
     gp_whitening(d0$x, Y, d0$kernel, d0$lambda, kernel_grad_codes(xs, ard), threads, tstat)
   }

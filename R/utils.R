@@ -75,3 +75,13 @@ number_option <- function(name, default, ok, what) {
   }
   v
 }
+
+# A logical option: TRUE or FALSE (else the classed error naming it), or
+# `default` when unset
+flag_option <- function(name, default) {
+  v <- getOption(name, default)
+  if (!is.logical(v) || length(v) != 1L || is.na(v)) {
+    abort_askotch(sprintf("option `%s` must be TRUE or FALSE.", name), "input")
+  }
+  v
+}

@@ -117,3 +117,11 @@ gpc_data <- function(n = 120, seed = 1) {
   y <- factor(ifelse(sin(2 * x[, 1]) + x[, 2] + rnorm(n, sd = 0.5) > 0, "b", "a"))
   list(x = x, y = y, s = ifelse(y == "b", 1, -1))
 }
+
+# The central-difference gradient of f at th, step h in every coordinate
+num_grad <- function(f, th, h) {
+  vapply(seq_along(th), function(i) {
+    e <- replace(numeric(length(th)), i, h)
+    (f(th + e) - f(th - e)) / (2 * h)
+  }, 0)
+}

@@ -133,16 +133,33 @@ test_that("the hyperparameters maximise EP's marginal likelihood under the scale
     oracle_ep(Kt, y)$logz - r * exp(-th[2] / 2) - th[2] / 2
   }
   th <- log(c(ep$kernel$bandwidth, ep$lambda))
-  h <- 1e-3
-  g <- vapply(1:2, function(k) {
-    e <- replace(numeric(2), k, h)
-    (objective(th + e) - objective(th - e)) / (2 * h)
-  }, 0)
   # the optimiser's stationary point: the gradient within 1e-3 of zero
   # (its second derivatives here are of order 1-10)
-  expect_lt(max(abs(g)), 1e-3)
+  expect_lt(max(abs(num_grad(objective, th, 1e-3))), 1e-3)
   expect_equal(as.numeric(logLik(ep)), oracle_ep(oracle_kernel(d$x, d$x, "rbf",
     ep$kernel$bandwidth) / ep$lambda, y)$logz, tolerance = 1e-6)
+})
+
+test_that("a composite's \"ml\" hyperparameters maximise EP's marginal likelihood", {
+  d <- gpc_data(40, seed = 2)
+  k <- kernel_rbf("ml") + kernel_linear(dims = 2, amplitude = "ml")
+  ep <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "ep", kernel = k,
+                       threads = 1)
+  expect_identical(ep$tuning$lambda_rule, "ep")
+  tab <- ep$tuning$composite
+  expect_identical(tab$what, c("bandwidth", "amplitude"))
+  y <- ifelse(d$y == levels(d$y)[2], 1, -1)
+  # the oracle's log Z_EP for the Gaussian kernel of bandwidth b plus
+  # a x2 x2', and lambda, plus the log density of log lambda under the
+  # scale prior (above)
+  objective <- function(th) {
+    K <- oracle_kernel(d$x, d$x, "rbf", exp(th[1])) + exp(th[2]) * outer(d$x[, 2], d$x[, 2])
+    oracle_ep(K / exp(th[3]), y)$logz - -log(0.05) / 30 * exp(-th[3] / 2) - th[3] / 2
+  }
+  th <- log(c(tab$estimate, ep$lambda))
+  expect_lt(max(abs(num_grad(objective, th, 1e-3))), 1e-3)
+  expect_equal(as.numeric(logLik(ep)) - -log(0.05) / 30 * exp(-th[3] / 2) - th[3] / 2,
+               objective(th), tolerance = 1e-6)
 })
 
 test_that("on separable data the scale prior keeps lambda inside its range", {
@@ -189,12 +206,24 @@ test_that("EP's limits and failures are classed errors and warnings", {
                                        lambda = 0.01, bandwidth = 0.5, threads = 1),
                  "propagation did not converge", class = "askotch_warning_convergence")
   expect_false(fit$ep$converged)
+  # when EP fails at the Laplace search's optimum, its values are kept
+  lap <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace", threads = 1)
+  expect_warning(fit2 <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "ep",
+                                        threads = 1),
+                 "propagation did not converge", class = "askotch_warning_convergence")
+  expect_identical(fit2$tuning$lambda_rule, "laplace")
+  expect_match(fit2$tuning$optim$message, "EP failed")
+  expect_equal(c(fit2$lambda, fit2$kernel$bandwidth), c(lap$lambda, lap$kernel$bandwidth))
   options(askotch.ep_tol = "small")
   expect_error(kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "ep",
                               threads = 1), "askotch.ep_tol", class = "askotch_error_input")
   options(askotch.ep_tol = NULL, askotch.ep_max_sweeps = NULL, askotch.ep_sd_prior = -1)
   expect_error(kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "ep",
                               threads = 1), "askotch.ep_sd_prior", class = "askotch_error_input")
+  options(askotch.ep_sd_prior = NULL, askotch.ep_tune = "no")
+  expect_error(kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "ep",
+                              threads = 1), "askotch.ep_tune", class = "askotch_error_input")
+  options(askotch.ep_tune = NULL)
   bad <- fit
   bad$ep$tau[1] <- -1
   expect_error(predict(bad, d$x, type = "prob"), "ep", class = "askotch_error_object")

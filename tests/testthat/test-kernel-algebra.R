@@ -550,8 +550,8 @@ test_that("composite kernels refuse what they cannot do, with classed errors", {
   expect_error(kernel_machine(x, factor(y > 0.5), kernel = kernel_periodic(1, 1, dims = 1:2),
                               lambda = 0.01, features = 50, threads = 1),
                "one column", class = "askotch_error_input")
-  expect_error(kernel_machine(x, factor(y > 0.5), loss = loss_logistic(), posterior = "laplace",
-                              kernel = kernel_rbf("ml", dims = 1)), "squared loss",
+  expect_error(kernel_machine(x, factor(y > 0.5), loss = loss_logistic(),
+                              kernel = kernel_rbf("ml", dims = 1)), "GP classifier",
                class = "askotch_error_input")
   # a fixed composite fits the other losses
   km <- kernel_machine(x, factor(y > 0.5), kernel = kernel_rbf(0.5, dims = 1) +

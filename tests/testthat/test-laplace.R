@@ -73,6 +73,36 @@ test_that("a composite kernel: the mode, variance and lambda of the base R Lapla
   expect_equal(unname(p$se.fit^2), v[1:5], tolerance = 1e-7)
 })
 
+test_that("a composite's \"ml\" hyperparameters and lambda maximise the base R log q", {
+  d <- gpc_data(110, seed = 4)
+  k <- kernel_rbf("ml", dims = 1) + kernel_linear(dims = 2, amplitude = "ml")
+  fit <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace", kernel = k,
+                        tol = 1e-12, threads = 1)
+  expect_identical(fit$tuning$lambda_rule, "laplace")
+  tab <- fit$tuning$composite
+  expect_identical(tab$what, c("bandwidth", "amplitude"))
+  expect_equal(attr(logLik(fit), "df"), 3)
+  # the oracle's kernel: exp(-d^2 / (2 b^2)) + a x2 x2'
+  kmat <- function(b, a) exp(-outer(d$x[, 1], d$x[, 1], "-")^2 / (2 * b^2)) +
+    a * outer(d$x[, 2], d$x[, 2])
+  lq <- function(th) oracle_laplace(kmat(exp(th[1]), exp(th[2])), d$s, exp(th[3]))$logq
+  th <- log(c(tab$estimate, fit$lambda))
+  # a stationary point: central differences of the oracle's log q
+  expect_lt(max(abs(num_grad(lq, th, 1e-4))), 1e-3)
+  expect_equal(as.numeric(logLik(fit)), lq(th), tolerance = 1e-8)
+  # the fitted kernel is the composite at the estimates
+  o <- oracle_laplace(kmat(tab$estimate[1], tab$estimate[2]), d$s, fit$lambda)
+  expect_equal(unname(predict(fit, type = "decision")), o$f, tolerance = 1e-7)
+  # a given lambda: only the kernel's two are estimated
+  fl <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace", kernel = k,
+                       lambda = 0.5, tol = 1e-12, threads = 1)
+  expect_identical(fl$tuning$lambda_rule, "fixed")
+  expect_equal(fl$lambda, 0.5)
+  lq2 <- function(th2) lq(c(th2, log(0.5)))
+  expect_lt(max(abs(num_grad(lq2, log(fl$tuning$composite$estimate), 1e-4))), 1e-3)
+  expect_equal(attr(logLik(fl), "df"), 2)
+})
+
 test_that("lambda and the bandwidth maximise the Laplace marginal likelihood", {
   d <- gpc_data(100, seed = 2)
   fit <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace",
@@ -178,10 +208,7 @@ test_that("the gradient of log q matches finite differences of the base R one", 
     oracle_laplace(oracle_kernel(d$x, d$x, "rbf", exp(th[1])), d$s, exp(th[2]))$logq
   }
   th <- log(c(0.7, 0.03))
-  num <- vapply(1:2, function(i) {
-    e <- replace(numeric(2), i, 1e-5)
-    (lq(th + e) - lq(th - e)) / 2e-5
-  }, 0)
+  num <- num_grad(lq, th, 1e-5)
   k <- kernel_rbf(0.7)
   tstat <- getFromNamespace("kernel_stat_matrix", "askotch")(d$x, "L2")
   ev <- getFromNamespace("native_kernel_eval", "askotch")
