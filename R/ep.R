@@ -83,9 +83,9 @@ ep_logz <- function(post, tau, nu, y, loglik = ep_logistic) {
 
 # EP for one +1/-1 column y, started from the Laplace sites at the latent
 # mode f (the mode of y's logistic fit at the training points), or from
-# given sites (a list of tau and nu); with dK (a list of dKt / dtheta_j)
-# also log Z's gradient in theta
-ep_column <- function(Kt, y, f, loglik = ep_logistic, sites = NULL, dK = NULL) {
+# given sites (a list of tau and nu); with gdot (W -> sum(W * dKt / dth_j),
+# gpc_search()'s) also log Z's gradient in theta
+ep_column <- function(Kt, y, f, loglik = ep_logistic, sites = NULL, gdot = NULL) {
   if (is.null(sites)) {
     p <- stats::plogis(y * f)
     w <- pmax(p * (1 - p), 1e-12)
@@ -128,19 +128,18 @@ ep_column <- function(Kt, y, f, loglik = ep_logistic, sites = NULL, dK = NULL) {
   }
   list(tau = tau, nu = nu, alpha = post$alpha, logz = ep_logz(post, tau, nu, y, loglik),
        sweeps = sweep, converged = converged, change = change,
-       gradient = if (length(dK)) ep_grad(post, tau, dK))
+       gradient = if (!is.null(gdot)) ep_grad(post, tau, gdot))
 }
 
 # The gradient of EP's log marginal likelihood in the hyperparameters of
 # the prior covariance Kt, at the sites' fixed point, where the sites'
 # own dependence on them drops out (R&W eq. 5.27; Seeger 2005):
 # 1/2 alpha^T dKt alpha - 1/2 tr(R dKt) with R = S^1/2 B^-1 S^1/2, S the
-# sites' precisions
-ep_grad <- function(post, tau, dK) {
+# sites' precisions: the contraction with (alpha alpha^T - R) / 2
+ep_grad <- function(post, tau, gdot) {
   sw <- sqrt(tau)
   R <- outer(sw, sw) * chol2inv(post$L)
-  a <- post$alpha
-  vapply(dK, function(C) (sum(a * drop(C %*% a)) - sum(R * C)) / 2, 0)
+  gdot((tcrossprod(post$alpha) - R) / 2)
 }
 
 # The EP fields of a logistic fit (its weights are the posterior modes):
@@ -202,14 +201,14 @@ ep_search <- function(space, Y, start, fit_lam) {
   }
   sites <- vector("list", ncol(Y))
   succeeded <- FALSE
-  value <- function(K, dK, lam, th) {
+  value <- function(K, gdot, lam, th) {
     lp <- log_prior(lam)
     val <- list(f = -lp[["value"]], g = numeric(length(th)))
     if (fit_lam) val$g[length(th)] <- -lp[["deriv"]]
     for (j in seq_len(ncol(Y))) {
       r <- tryCatch({
         f0 <- if (is.null(sites[[j]])) laplace_mode(K, Y[, j], lam)$f
-        ep_column(K / lam, Y[, j], f0, sites = sites[[j]], dK = dK)
+        ep_column(K / lam, Y[, j], f0, sites = sites[[j]], gdot = gdot)
       }, error = function(e) NULL)
       if (is.null(r) || !r$converged) return(NULL)
       sites[[j]] <<- r[c("tau", "nu")]

@@ -87,9 +87,10 @@ tune_laplace <- function(dat, set) {
 # value sig0) or of a composite kernel's "ml" hyperparameters (the rows of
 # composite_params(); from composite_start() within the ranges of
 # composite_optimise(): amplitudes a factor 1e6, the others 1e3), nothing
-# for given ones. kernel(th) is the kernel at th, mats(k) its matrix at the
-# points xs, K, and the list dK of dK / dth_j (the compiled derivatives),
-# a given kernel's matrix formed once.
+# for given ones. kernel(th) is the kernel at th, mat(k) its matrix at the
+# points xs (a given kernel's formed once), and dot(k, W) the contractions
+# sum(W * dK / dth_j) with an n x n W, in C without forming the derivative
+# matrices.
 gpc_space <- function(xs, kern, fit_k, seed) {
   none <- numeric()
   if (!is_composite_kernel(kern)) {
@@ -102,33 +103,30 @@ gpc_space <- function(xs, kern, fit_k, seed) {
                   if (fit_k) kern$bandwidth <- exp(th[[1L]])
                   kern
                 },
-                mats = function(k) {
-                  list(K = native_kernel_eval(k, tstat),
-                       dK = if (fit_k) list(native_kernel_eval(k, tstat, -1L)))
-                }))
+                mat = function(k) native_kernel_eval(k, tstat),
+                dot = function(k, W) if (fit_k) native_kernel_deriv_dot(xs, k, -1L, W) else none))
   }
   pr <- composite_params(kern)
   tab <- pr$table
   if (!NROW(tab)) {
     K0 <- kernel_mat(xs, xs, kern)
     return(list(th0 = none, lower = none, upper = none, kernel = function(th) kern,
-                mats = function(k) list(K = K0, dK = list())))
+                mat = function(k) K0, dot = function(k, W) none))
   }
   th0 <- log(composite_start(pr$kernel, tab, xs, seed, NULL))
   width <- ifelse(tab$what == "amplitude", log(1e6), log(1e3))
   list(th0 = th0, lower = th0 - width, upper = th0 + width, table = tab,
        kernel = function(th) composite_set(pr$kernel, tab, exp(th)),
-       mats = function(k) {
-         D <- native_kernel_deriv(xs, xs, k, c(0L, tab$code))
-         list(K = D[, , 1L], dK = lapply(seq_len(NROW(tab)) + 1L, function(j) D[, , j]))
-       })
+       mat = function(k) kernel_mat(xs, xs, k),
+       dot = function(k, W) native_kernel_deriv_dot(xs, k, tab$code, W))
 }
 
 # The search both GP classifiers run: L-BFGS-B from th0 (the kernel's part
 # of space, gpc_space(), then log lambda when fit_lam, within [1e-6, 1e4];
-# else lambda is given). value(K, dK, lambda, th) returns the objective to
-# minimise and its gradient in th, list(f, g), for the kernel matrix K and
-# dK, the list of d(K / lambda) / dth_j, or NULL where it failed (then a
+# else lambda is given). value(K, gdot, lambda, th) returns the objective
+# to minimise and its gradient in th, list(f, g), for the kernel matrix K,
+# where gdot(W) is the vector of sum(W * d(K / lambda) / dth_j) (every
+# gradient here is such a contraction), or NULL where it failed (then a
 # value far above any other, which L-BFGS-B's line search backs away
 # from); it is evaluated once per th (optim() asks for the value and the
 # gradient separately). Returns the kernel and lambda at the optimum, th,
@@ -143,10 +141,13 @@ gpc_search <- function(space, fit_lam, lambda, th0, value) {
   eval_at <- function(th) {
     if (!identical(memo$th, th)) {
       h <- decode(th)
-      m <- space$mats(h$kernel)
-      # d(K / lambda) / dth_j; d(K / lambda) / dlog lambda = -K / lambda
-      dK <- c(lapply(m$dK, function(D) D / h$lambda), if (fit_lam) list(-m$K / h$lambda))
-      memo$val <- value(m$K, dK, h$lambda, th) %||%
+      K <- space$mat(h$kernel)
+      # d(K / lambda) / dth_j = (dK / dth_j) / lambda; d(K / lambda) /
+      # dlog lambda = -K / lambda
+      gdot <- function(W) {
+        c(space$dot(h$kernel, W), if (fit_lam) -sum(W * K)) / h$lambda
+      }
+      memo$val <- value(K, gdot, h$lambda, th) %||%
         list(f = .Machine$double.xmax / 4, g = numeric(length(th)))
       memo$th <- th
     }
@@ -180,13 +181,13 @@ gpc_bound_warning <- function(o, space, fit_lam) {
 # started from the previous ones.
 laplace_search <- function(space, Y, lambda) {
   modes <- matrix(0, nrow(Y), ncol(Y))
-  value <- function(K, dK, lam, th) {
+  value <- function(K, gdot, lam, th) {
     val <- list(f = 0, g = numeric(length(th)))
     for (j in seq_len(ncol(Y))) {
       m <- tryCatch(laplace_mode(K, Y[, j], lam, modes[, j]), error = function(e) NULL)
       if (is.null(m)) return(NULL)
       modes[, j] <<- m$f
-      gq <- laplace_grad(K / lam, m$f, Y[, j], dK)
+      gq <- laplace_grad(K / lam, m$f, Y[, j], gdot)
       val$f <- val$f - gq$logq
       val$g <- val$g - gq$gradient
     }
@@ -198,10 +199,13 @@ laplace_search <- function(space, Y, lambda) {
 
 # log q and its gradient in the hyperparameters of the prior covariance Kt
 # at the mode f of the +1/-1 column y (R&W Algorithm 5.1: the explicit
-# terms and the implicit one through the mode's dependence on them); dK the
-# list of dKt / dtheta_j. For the logistic likelihood the third derivative
-# of log p is -pi (1 - pi) (1 - 2 pi).
-laplace_grad <- function(Kt, f, y, dK) {
+# terms and the implicit one through the mode's dependence on them);
+# gdot(W) the contractions sum(W * dKt / dth_j). For the logistic
+# likelihood the third derivative of log p is -pi (1 - pi) (1 - 2 pi). Every
+# term is linear in dKt_j = C (symmetric): 1/2 a^T C a - 1/2 tr(R C) +
+# s2^T (I - Kt R) C a = sum(W * C) with W = (a a^T - R) / 2 + u a^T,
+# u = s2 - R Kt s2.
+laplace_grad <- function(Kt, f, y, gdot) {
   n <- length(y)
   pi <- stats::plogis(f)
   w <- pi * (1 - pi)
@@ -214,11 +218,6 @@ laplace_grad <- function(Kt, f, y, dK) {
   # d log q / d f^_i = 1/2 [(Kt^-1 + W)^-1]_ii d3_i: only -1/2 log det B
   # depends on the mode there, through dW_ii / df_i = -d3_i
   s2 <- (diag(Kt) - colSums(Cm^2)) / 2 * (-w * (1 - 2 * pi))
-  g <- vapply(dK, function(Cj) {
-    s1 <- sum(a * drop(Cj %*% a)) / 2 - sum(Rm * Cj) / 2
-    b <- drop(Cj %*% a)
-    s3 <- b - drop(Kt %*% (Rm %*% b))
-    s1 + sum(s2 * s3)
-  }, 0)
-  list(logq = logq, gradient = g)
+  u <- s2 - drop(Rm %*% drop(Kt %*% s2))
+  list(logq = logq, gradient = gdot(outer(a / 2 + u, a) - Rm / 2))
 }

@@ -291,6 +291,11 @@ const char *krr_kspec_invalid(const krr_kspec *s, int p);
 krr_status krr_kcomp_deriv_host(krr_ctx *ctx, const krr_kernel *k, const double *X1, int64_t n1,
                                 const double *X2, int64_t n2, int p, const int *codes, int nd,
                                 double *out);
+/* The same codes' contractions out[c] = sum_{i,l} W_il dK_c(x_i, x_l) with
+ * the n x n column-major weights W, the points X against themselves,
+ * without forming the matrices (as krr_kernel_deriv_dot_host). */
+krr_status krr_kcomp_deriv_dot_host(krr_ctx *ctx, const krr_kernel *k, const double *X, int64_t n,
+                                    int p, const int *codes, int nd, const double *W, double *out);
 
 /* The statistic of component c (kcomp_math.h: squared distance, L1
  * distance, dot product, or squared great-circle km) between the rows of

@@ -458,9 +458,10 @@ SEXP ffi_kcomp_stat(SEXP x1, SEXP x2, SEXP kernel, SEXP spec, SEXP comp) {
   return out;
 }
 
-/* sum_{i,l} W_il dK_c(x_i, x_l) for each code deriv[c] (0, -1 or 1..p, as
- * for ffi_kernel_deriv): the likelihood gradient's traces tr(W dK_c) for a
- * symmetric W, without forming the derivative matrices. */
+/* sum_{i,l} W_il dK_c(x_i, x_l) for each code deriv[c] (0, -1 or 1..p, or
+ * a composite's codes, as for ffi_kernel_deriv): the likelihood gradient's
+ * traces tr(W dK_c) for a symmetric W, without forming the derivative
+ * matrices. */
 SEXP ffi_kernel_deriv_dot(SEXP x, SEXP kernel, SEXP bandwidth, SEXP deriv, SEXP w) {
   if (!Rf_isReal(x) || !Rf_isMatrix(x))
     askotch_glue_raise_status(KRR_ERR_INPUT, "x must be a double matrix");
@@ -469,13 +470,16 @@ SEXP ffi_kernel_deriv_dot(SEXP x, SEXP kernel, SEXP bandwidth, SEXP deriv, SEXP 
   const int64_t n = Rf_nrows(x);
   if (!Rf_isReal(w) || !Rf_isMatrix(w) || Rf_nrows(w) != n || Rf_ncols(w) != n)
     askotch_glue_raise_status(KRR_ERR_INPUT, "w must be an n x n double matrix");
-  krr_kernel k = kernel_of(kernel, bandwidth);
+  krr_kernel k = kernel_or_composite(kernel, bandwidth, Rf_ncols(x), NULL);
   const int nd = (int)XLENGTH(deriv);
   SEXP out = PROTECT(Rf_allocVector(REALSXP, nd));
   krr_ctx ctx;
   krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), krr_cpu_ops(), 1, 0);
   askotch_glue_poll_attach(&ctx);
-  if (st == KRR_OK)
+  if (st == KRR_OK && k.type == KRR_COMPOSITE)
+    st = krr_kcomp_deriv_dot_host(&ctx, &k, REAL(x), n, Rf_ncols(x), INTEGER(deriv), nd, REAL(w),
+                                  REAL(out));
+  else if (st == KRR_OK)
     st = krr_kernel_deriv_dot_host(&ctx, &k, REAL(x), n, Rf_ncols(x), INTEGER(deriv), nd, REAL(w),
                                    REAL(out));
   askotch_glue_ctx_done(&ctx, st, 0);

@@ -331,6 +331,13 @@ test_that("a composite's derivative matrices match finite differences", {
              km(x, x, ffi("composite_set")(pr$kernel, tab, dn))) / (2 * h)
     expect_lt(max(abs(D[, , i + 1L] - fd)), 1e-7 * max(1, max(abs(fd))))
   }
+  # the contractions sum(W * dK_c) without the matrices, for a W that is
+  # not symmetric
+  set.seed(3)
+  W <- matrix(rnorm(900), 30)
+  dots <- ffi("native_kernel_deriv_dot")(x, kk, c(0L, tab$code), W)
+  expect_equal(dots, vapply(seq_len(nrow(tab) + 1L), function(c) sum(W * D[, , c]), 0),
+               tolerance = 1e-12)
 })
 
 test_that("a fit with a fixed composite kernel is the closed form, on every solver", {

@@ -498,6 +498,18 @@ static double *host_cols(const krr_kcomp *c, const double *X, int64_t n, int p) 
   return R;
 }
 
+/* the components' statistics st and values v at the pair (row i of R1,
+ * row j of R2) */
+static void pair_values(const krr_kspec *s, double **R1, double **R2, int64_t i, int64_t j, int p,
+                        double *v, double *st) {
+  for (int c = 0; c < s->ncomp; c++) {
+    const krr_kcomp *cp = &s->comp[c];
+    const int pc = cp->nd ? cp->nd : p;
+    st[c] = krr_kc_stat_d(krr_kc_stat_kind(cp), R1[c] + i * pc, 1, R2[c] + j * pc, 1, pc);
+    v[c] = krr_kc_eval(cp, st[c], -1);
+  }
+}
+
 /* sym (the same points on both sides): the pairs i >= j only, mirrored,
  * the matrices being symmetric */
 static krr_status deriv_run(krr_ctx *ctx, const krr_kspec *s, double **R1, double **R2, int64_t n1,
@@ -509,12 +521,7 @@ static krr_status deriv_run(krr_ctx *ctx, const krr_kspec *s, double **R1, doubl
     for (int64_t j = j0; j < j1; j++) {
       double v[KRR_KS_MAXC], st[KRR_KS_MAXC];
       for (int64_t i = sym ? j : 0; i < n1; i++) {
-        for (int c = 0; c < s->ncomp; c++) {
-          const krr_kcomp *cp = &s->comp[c];
-          const int pc = cp->nd ? cp->nd : p;
-          st[c] = krr_kc_stat_d(krr_kc_stat_kind(cp), R1[c] + i * pc, 1, R2[c] + j * pc, 1, pc);
-          v[c] = krr_kc_eval(cp, st[c], -1);
-        }
+        pair_values(s, R1, R2, i, j, p, v, st);
         for (int d = 0; d < nd; d++) {
           const double g = pair_deriv(s, codes[d], v, st);
           out[d * mat + j * n1 + i] = g;
@@ -526,30 +533,74 @@ static krr_status deriv_run(krr_ctx *ctx, const krr_kspec *s, double **R1, doubl
   return krr_poll(ctx);
 }
 
-krr_status krr_kcomp_deriv_host(krr_ctx *ctx, const krr_kernel *k, const double *X1, int64_t n1,
-                                const double *X2, int64_t n2, int p, const int *codes, int nd,
-                                double *out) {
+/* sum_{i,l} W_il dK_code(x_i, x_l) into out[d] over the pairs i >= l, an
+ * off-diagonal pair weighted W_il + W_li (the matrices are symmetric) */
+static krr_status dot_run(krr_ctx *ctx, const krr_kspec *s, double **R, int64_t n, int p,
+                          const int *codes, int nd, const double *W, double *out) {
+  for (int d = 0; d < nd; d++) out[d] = 0;
+  for (int64_t l = 0; l < n; l++) {
+    if (l % 64 == 0) KTRY(krr_poll(ctx));
+    double v[KRR_KS_MAXC], st[KRR_KS_MAXC];
+    for (int64_t i = l; i < n; i++) {
+      pair_values(s, R, R, i, l, p, v, st);
+      const double w = i == l ? W[l * n + i] : W[l * n + i] + W[i * n + l];
+      for (int d = 0; d < nd; d++) out[d] += w * pair_deriv(s, codes[d], v, st);
+    }
+  }
+  return krr_poll(ctx);
+}
+
+/* the checks of the derivative entries: a valid composite and codes */
+static krr_status deriv_check(krr_ctx *ctx, const krr_kernel *k, int p, const int *codes, int nd) {
   if (k->type != KRR_COMPOSITE)
     return krr_fail(ctx, KRR_ERR_INPUT, "kcomp_deriv: not a composite kernel");
-  const krr_kspec *s = &k->spec;
-  const char *bad = krr_kspec_invalid(s, p);
+  const char *bad = krr_kspec_invalid(&k->spec, p);
   if (bad) return krr_fail(ctx, KRR_ERR_INPUT, "%s", bad);
   for (int d = 0; d < nd; d++)
-    if (!code_ok(s, codes[d]))
+    if (!code_ok(&k->spec, codes[d]))
       return krr_fail(ctx, KRR_ERR_INPUT, "composite kernel derivative: bad code %d", codes[d]);
-  double *R1[KRR_KS_MAXC] = {0}, *R2[KRR_KS_MAXC] = {0};
-  const int sym = X1 == X2 && n1 == n2;
-  krr_status st = KRR_OK;
-  for (int c = 0; c < s->ncomp && st == KRR_OK; c++) {
+  return KRR_OK;
+}
+
+/* every component's columns of X1 (and X2 unless sym) as host_cols() */
+static krr_status cols_all(krr_ctx *ctx, const krr_kspec *s, const double *X1, int64_t n1,
+                           const double *X2, int64_t n2, int p, int sym, double **R1, double **R2) {
+  for (int c = 0; c < s->ncomp; c++) {
     R1[c] = host_cols(&s->comp[c], X1, n1, p);
     R2[c] = sym ? R1[c] : host_cols(&s->comp[c], X2, n2, p);
-    if (!R1[c] || !R2[c]) st = krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
+    if (!R1[c] || !R2[c]) return krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
   }
-  if (st == KRR_OK) st = deriv_run(ctx, s, R1, R2, n1, n2, p, codes, nd, sym, out);
+  return KRR_OK;
+}
+
+static void cols_free(const krr_kspec *s, int sym, double **R1, double **R2) {
   for (int c = 0; c < s->ncomp; c++) {
     free(R1[c]);
     if (!sym) free(R2[c]);
   }
+}
+
+krr_status krr_kcomp_deriv_host(krr_ctx *ctx, const krr_kernel *k, const double *X1, int64_t n1,
+                                const double *X2, int64_t n2, int p, const int *codes, int nd,
+                                double *out) {
+  KTRY(deriv_check(ctx, k, p, codes, nd));
+  const krr_kspec *s = &k->spec;
+  double *R1[KRR_KS_MAXC] = {0}, *R2[KRR_KS_MAXC] = {0};
+  const int sym = X1 == X2 && n1 == n2;
+  krr_status st = cols_all(ctx, s, X1, n1, X2, n2, p, sym, R1, R2);
+  if (st == KRR_OK) st = deriv_run(ctx, s, R1, R2, n1, n2, p, codes, nd, sym, out);
+  cols_free(s, sym, R1, R2);
+  return st;
+}
+
+krr_status krr_kcomp_deriv_dot_host(krr_ctx *ctx, const krr_kernel *k, const double *X, int64_t n,
+                                    int p, const int *codes, int nd, const double *W, double *out) {
+  KTRY(deriv_check(ctx, k, p, codes, nd));
+  const krr_kspec *s = &k->spec;
+  double *R[KRR_KS_MAXC] = {0};
+  krr_status st = cols_all(ctx, s, X, n, X, n, p, 1, R, R);
+  if (st == KRR_OK) st = dot_run(ctx, s, R, n, p, codes, nd, W, out);
+  cols_free(s, 1, R, R);
   return st;
 }
 
