@@ -18,10 +18,9 @@ composite_ml_points <- function() getOption("askotch.composite_ml_points", 1000)
 # full likelihood's in the same, and grad_s2 its gradient in log s2,
 # -n/2 + y^T a / (2 s2) (R/composite-inference.R).
 composite_loglik <- function(k, tab, lambda, xs, Y, trend = NULL, noise = NULL, s2 = NULL) {
-  D <- native_kernel_deriv(xs, xs, k, c(0L, tab$code))
   m <- ncol(Y)
   v <- if (is.null(noise)) rep(1, nrow(xs)) else exp(drop(noise$Z %*% noise$gamma))
-  A <- D[, , 1L]
+  A <- kernel_mat(xs, xs, k)
   diag(A) <- diag(A) + lambda * v
   R <- tryCatch(chol(A), error = function(e) NULL)
   ng <- NROW(tab) + 1L + if (is.null(noise)) 0L else ncol(noise$Z)
@@ -45,10 +44,9 @@ composite_loglik <- function(k, tab, lambda, xs, Y, trend = NULL, noise = NULL, 
   s2 <- s2 %||% (yay / nq)
   value <- sum(-nq / 2 * log(2 * pi * s2) - nq / 2) - m * logdet / 2
   W <- alpha %*% (t(alpha) / s2) - m * P
-  # 1/2 sum(W * dA_i) for every derivative at once: one product with the
-  # matrices as columns (no copies of them)
-  dim(D) <- c(length(W), dim(D)[3L])
-  g <- 0.5 * drop(crossprod(D, as.vector(W)))[-1L]
+  # 1/2 sum(W * dA_i) for every derivative at once, in C without the
+  # derivative matrices
+  g <- 0.5 * native_kernel_deriv_dot(xs, k, tab$code, W)
   wv <- 0.5 * lambda * diag(W) * v
   list(value = value,
        grad = c(g, sum(wv), if (!is.null(noise)) drop(crossprod(noise$Z, wv))),

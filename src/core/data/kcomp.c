@@ -538,6 +538,7 @@ static krr_status deriv_run(krr_ctx *ctx, const krr_kspec *s, double **R1, doubl
 static krr_status dot_run(krr_ctx *ctx, const krr_kspec *s, double **R, int64_t n, int p,
                           const int *codes, int nd, const double *W, double *out) {
   for (int d = 0; d < nd; d++) out[d] = 0;
+  if (nd == 0) return KRR_OK;
   for (int64_t l = 0; l < n; l++) {
     if (l % 64 == 0) KTRY(krr_poll(ctx));
     double v[KRR_KS_MAXC], st[KRR_KS_MAXC];
