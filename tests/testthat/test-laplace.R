@@ -143,6 +143,26 @@ test_that("one-vs-rest: one binary GP classifier per class, shared hyperparamete
   expect_equal(as.numeric(logLik(fit)), total, tolerance = 1e-8)
 })
 
+test_that("one-vs-rest with a composite: the summed base R log q is stationary", {
+  ir <- iris[c(1:20, 51:70, 101:120), ]
+  x <- as.matrix(ir[, 1:4])
+  k <- kernel_rbf("ml", dims = 1:2) + kernel_rbf("ml", dims = 3:4, amplitude = "ml")
+  fit <- kernel_machine(x, ir$Species, loss = loss_logistic(), posterior = "laplace",
+                        kernel = k, tol = 1e-12, threads = 1)
+  tab <- fit$tuning$composite
+  expect_identical(tab$what, c("bandwidth", "amplitude", "bandwidth"))
+  rbf <- function(cols, b) exp(-as.matrix(dist(x[, cols]))^2 / (2 * b^2))
+  lq <- function(th) {
+    K <- rbf(1:2, exp(th[1])) + exp(th[2]) * rbf(3:4, exp(th[3]))
+    sum(vapply(levels(ir$Species), function(l) {
+      oracle_laplace(K, ifelse(ir$Species == l, 1, -1), exp(th[4]))$logq
+    }, 0))
+  }
+  th <- log(c(tab$estimate, fit$lambda))
+  expect_lt(max(abs(num_grad(lq, th, 1e-4))), 1e-3)
+  expect_equal(as.numeric(logLik(fit)), lq(th), tolerance = 1e-8)
+})
+
 test_that("above the exact sizes: the stochastic log q and the Nystrom variance", {
   d <- gpc_data(300, seed = 3)
   fit <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace",
