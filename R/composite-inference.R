@@ -20,8 +20,8 @@ composite_param_names <- function(k, tab) {
 # The full log likelihood's gradient in (the log hyperparameters of tab,
 # log lambda when estimated, log s_c^2) at given signal variances s2
 # (composite_loglik()).
-composite_full_grad <- function(k, tab, lambda, s2, est_lambda, xs, Y) {
-  r <- composite_loglik(k, tab, lambda, xs, Y, s2 = s2)
+composite_full_grad <- function(k, tab, lambda, s2, est_lambda, xs, Y, threads = 0L) {
+  r <- composite_loglik(k, tab, lambda, xs, Y, s2 = s2, threads = threads)
   np <- NROW(tab)
   c(r$grad[seq_len(np)], if (est_lambda) r$grad[np + 1L], r$grad_s2)
 }
@@ -41,7 +41,7 @@ composite_hessian <- function(object) {
     k <- composite_set(object$kernel, tab, exp(phi[seq_len(np)]))
     lam <- if (est_lambda) exp(phi[np + 1L]) else object$lambda
     composite_full_grad(k, tab, lam, exp(phi[length(phi) - m + seq_len(m)]), est_lambda,
-                        object$x, Y)
+                        object$x, Y, gp_threads(object))
   }
   h <- 1e-4
   H <- vapply(seq_along(phi0), function(j) {

@@ -42,10 +42,27 @@ ep_logistic <- function(y, f) stats::plogis(y * f, log.p = TRUE)
 # p(y | f) N(f; m, v) / Z, one per element of y, m, v: the trapezoidal
 # rule over m +- 10 sqrt(v) with a spacing of at most 0.25 (the logistic
 # likelihood is analytic within pi of the real axis, so the rule's error is
-# of order exp(-2 pi^2 / 0.25)) and at most sqrt(v) / 4
+# of order exp(-2 pi^2 / 0.25)) and at most sqrt(v) / 4, up to sd 1250
+# (beyond, 1e5 + 1 nodes). The sites go in order of their sd, in chunks of
+# at most 2e6 grid values, each on the grid of its largest sd.
 ep_tilted <- function(y, m, v, loglik = ep_logistic) {
   s <- sqrt(v)
-  q <- as.integer(max(81, ceiling(20 * max(s) / 0.25) + 1))
+  ord <- order(s)
+  q <- pmin(pmax(81, ceiling(20 * s[ord] / 0.25) + 1), 1e5 + 1)
+  out <- matrix(0, length(s), 3L)
+  i <- 1L
+  while (i <= length(s)) {
+    rest <- seq.int(i, length(s))
+    j <- i - 1L + max(1L, sum((rest - i + 1) * q[rest] <= 2e6))
+    idx <- ord[i:j]
+    out[idx, ] <- ep_tilted_grid(y[idx], m[idx], s[idx], q[[j]], loglik)
+    i <- j + 1L
+  }
+  list(logZ = out[, 1L], mean = out[, 2L], var = out[, 3L])
+}
+
+# ep_tilted() for sites of sd s on a grid of q nodes: (log Z, mean, var)
+ep_tilted_grid <- function(y, m, s, q, loglik) {
   z <- seq(-10, 10, length.out = q)
   Fz <- outer(s, z) + m
   lL <- loglik(y, Fz)
@@ -53,8 +70,7 @@ ep_tilted <- function(y, m, v, loglik = ep_logistic) {
   L <- exp(lL - top) * rep(stats::dnorm(z), each = length(m))
   Z <- rowSums(L)
   mu <- rowSums(L * Fz) / Z
-  list(logZ = log(Z * (z[2L] - z[1L])) + top, mean = mu,
-       var = rowSums(L * (Fz - mu)^2) / Z)
+  cbind(log(Z * (z[2L] - z[1L])) + top, mu, rowSums(L * (Fz - mu)^2) / Z)
 }
 
 # The posterior N(mu, Sigma) of the sites (tau, nu) for the prior K~:
@@ -179,32 +195,37 @@ ep_as_mean <- function(object) {
 # gpc_search() (R/tune-laplace.R) over the same space (gpc_space()) from
 # the Laplace search's optimum `start` with ep_grad()'s gradient, each
 # evaluation's EP started from the previous evaluation's sites. On data a
-# kernel separates, EP's marginal
-# likelihood keeps growing with the latent scale sd_f = 1 / sqrt(lambda),
-# so lambda has a penalised-complexity prior (Simpson et al. 2017): sd_f
-# exponential with P(sd_f > U) = 0.05, U = 30 (option
-# askotch.ep_sd_prior). At one sd of 30 a class probability is within
-# 1e-13 of 0 or 1, so the prior matters little where the likelihood has a
-# maximum (U chosen on inst/bench/bench_gp_classifier.R: RESULTS.md). An
-# evaluation at which EP fails or does not converge (its gradient holds
-# only at the fixed point) counts as failed. The optimum's log Z and log
-# prior density are kept as optim$loglik and optim$log_prior. If no
+# kernel separates, EP's marginal likelihood keeps growing with the latent
+# scale, so each term t of the kernel (a listed kernel: one) has a
+# penalised-complexity prior on its latent sd, sd_t = sqrt(a_t / lambda)
+# with a_t its amplitude (Simpson et al. 2017): exponential with
+# P(sd_t > U) = 0.05, U = 30 (option askotch.ep_sd_prior). At one sd of 30
+# a class probability is within 1e-13 of 0 or 1, so the prior matters
+# little where the likelihood has a maximum (U chosen on
+# inst/bench/bench_gp_classifier.R: RESULTS.md). An evaluation at which EP
+# fails or does not converge (its gradient holds only at the fixed point),
+# or where the latent prior's largest sd exceeds 10 U (a prior probability
+# below 1e-13, and a costly EP), counts as failed. The optimum's log Z and
+# log prior density are kept as optim$loglik and optim$log_prior. If no
 # evaluation succeeds, the result is `start` (the Laplace search's), marked
 # ep_failed.
 ep_search <- function(space, Y, start, fit_lam) {
-  # log lambda's log prior density: sd_f's on the log scale, log sd_f =
-  # -log(lambda) / 2 (the constant Jacobian 1/2 dropped), and its derivative
   U <- ep_sd_prior()
-  log_prior <- function(lam) {
-    lp <- pc_sd_logprior(-log(lam) / 2, U)
-    c(value = if (fit_lam) lp[["value"]] else 0, deriv = -lp[["deriv"]] / 2)
+  # the terms' log prior densities on log sd_t = (log a_t - log lambda) / 2
+  # (the constant Jacobians dropped), and their gradient in th
+  log_prior <- function(th, lam) {
+    a <- space$amps(th)
+    lp <- vapply((a$log - log(lam)) / 2, pc_sd_logprior, c(value = 0, deriv = 0), U = U)
+    g <- drop(lp["deriv", ] %*% a$J) / 2
+    if (fit_lam) g[length(th)] <- -sum(lp["deriv", ]) / 2
+    list(value = sum(lp["value", ]), g = g)
   }
   sites <- vector("list", ncol(Y))
   succeeded <- FALSE
   value <- function(K, gdot, lam, th) {
-    lp <- log_prior(lam)
-    val <- list(f = -lp[["value"]], g = numeric(length(th)))
-    if (fit_lam) val$g[length(th)] <- -lp[["deriv"]]
+    if (max(diag(K)) / lam > (10 * U)^2) return(NULL)
+    lp <- log_prior(th, lam)
+    val <- list(f = -lp$value, g = -lp$g)
     for (j in seq_len(ncol(Y))) {
       r <- tryCatch({
         f0 <- if (is.null(sites[[j]])) laplace_mode(K, Y[, j], lam)$f
@@ -220,7 +241,7 @@ ep_search <- function(space, Y, start, fit_lam) {
   }
   o <- gpc_search(space, fit_lam, start$lambda, start$th, value)
   if (!succeeded) return(c(start, list(ep_failed = TRUE)))
-  o$optim$log_prior <- log_prior(o$lambda)[["value"]]
+  o$optim$log_prior <- log_prior(o$th, o$lambda)$value
   o$optim$loglik <- o$optim$loglik - o$optim$log_prior
   o
 }

@@ -140,7 +140,11 @@ new_composite <- function(terms, call = NULL) {
 #' (option `askotch.cv_folds`) on all of them. The GP classifier
 #' ([kernel_machine()] with `posterior = "laplace"` or `"ep"`) estimates
 #' the `"ml"` hyperparameters and \eqn{\lambda} by its approximate marginal
-#' likelihood instead (the other losses need them given). A fit with a
+#' likelihood instead, on at most 1000 rows (option
+#' `askotch.laplace_tune_max_n`); there \eqn{\lambda} carries the latent
+#' prior's scale, so the first amplitude is held at 1 only when
+#' \eqn{\lambda} is estimated, and `vcov()` and `confint()` are not
+#' available. The other losses need the hyperparameters given. A fit with a
 #' composite kernel uses the
 #' data as given (`standardize = "auto"` means no scaling), so that
 #' periods, length scales, `dims` and great-circle distances keep the units

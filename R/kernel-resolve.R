@@ -65,14 +65,15 @@ component_median <- function(cmp, xs, seed, call) {
 # The hyperparameters to estimate: one row per "ml" value, with the
 # compiled derivative code (0-based component c, index j: 1 + 4 c + j; a
 # term's amplitude: -t) and where it sits in the composite. If every
-# amplitude is "ml", the first is held at 1: the profiled signal variance
-# carries the overall scale.
-composite_params <- function(k) {
+# amplitude is "ml", the first is held at 1 (hold_first): the profiled
+# signal variance carries the overall scale.
+composite_params <- function(k, hold_first = TRUE) {
   rows <- list()
   amps <- vapply(k$terms, function(t) identical(t$amplitude, "ml"), TRUE)
+  hold <- hold_first && all(amps)
   c0 <- 0L
   for (t in seq_along(k$terms)) {
-    if (amps[t] && !(all(amps) && t == 1L)) {
+    if (amps[t] && !(hold && t == 1L)) {
       rows[[length(rows) + 1L]] <- list(term = t, comp = 0L, what = "amplitude", code = -t)
     }
     for (c in seq_along(k$terms[[t]]$components)) {
@@ -85,7 +86,7 @@ composite_params <- function(k) {
     }
     c0 <- c0 + length(k$terms[[t]]$components)
   }
-  if (all(amps)) k$terms[[1L]]$amplitude <- 1
+  if (hold) k$terms[[1L]]$amplitude <- 1
   list(kernel = composite_finalise(k), table = do.call(rbind, lapply(rows, as.data.frame)))
 }
 

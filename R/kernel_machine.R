@@ -73,19 +73,24 @@
 #' \eqn{O(n^3)} dense linear algebra (all sites updated together, damped
 #' when the updates oscillate, started from the Laplace approximation) after
 #' the fit: up to 5000 points (option `askotch.ep_max_n`). `lambda` and the
-#' bandwidth (unless given) maximise EP's own approximation of the marginal
+#' bandwidth (or a composite kernel's `"ml"` hyperparameters) unless given
+#' maximise EP's own approximation of the marginal
 #' likelihood, which is more accurate than the Laplace approximation's
 #' (Kuss and Rasmussen 2005), on the same subsample, from the Laplace
 #' search's optimum (L-BFGS-B with the exact gradient at EP's fixed point,
 #' Rasmussen and Williams 2006, eq. 5.27), times a penalised-complexity
-#' prior on the latent scale \eqn{s_f = \lambda^{-1/2}}: exponential with
-#' \eqn{P(s_f > 30) = 0.05} (Simpson et al. 2017; option
+#' prior on the latent scale \eqn{s_f = \lambda^{-1/2}} (for a composite,
+#' on each term's \eqn{\sqrt{a_t / \lambda}}, \eqn{a_t} its amplitude):
+#' exponential with \eqn{P(s_f > 30) = 0.05} (Simpson et al. 2017; option
 #' `askotch.ep_sd_prior` for 30). Without it, on data the kernel separates
 #' the marginal likelihood keeps growing (towards its supremum) as
 #' \eqn{\lambda \to 0}, and the search ends at its bound.
 #' Each step of that search is an EP run on the subsample, started from the
-#' previous step's sites. Option `askotch.ep_tune = FALSE` keeps the Laplace
-#' search's values.
+#' previous step's sites; a step where EP does not converge counts as
+#' failed, and if every step fails the Laplace search's values are kept
+#' (`fit$tuning$lambda_rule` is then `"laplace"` and
+#' `fit$tuning$optim$message` says so). Option `askotch.ep_tune = FALSE`
+#' keeps the Laplace search's values.
 #' `logLik()` is EP's approximation of the marginal likelihood. The decision
 #' values and classes of `predict()` are EP's posterior mean, while the fit's
 #' weights (and `fitted()`, `summary()`'s objective) remain the posterior

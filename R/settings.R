@@ -460,6 +460,12 @@ lambda_spec <- function(lambda, loss, n, call = NULL, laplace = FALSE) {
   if (laplace && (is.null(lambda) || identical(lambda, "ml"))) {
     return(list(value = NA_real_, rule = "ml"))
   }
+  if (laplace && (is.character(lambda) || length(lambda) > 1L)) {
+    abort_askotch(paste(
+      "A GP classifier (posterior = \"laplace\" or \"ep\") chooses `lambda` by its",
+      "marginal likelihood (lambda = NULL or \"ml\") or takes one positive number."),
+      "input", call)
+  }
   if (is.null(lambda)) {
     if (!squared) return(list(value = 1, rule = "fixed"))
     return(list(value = NA_real_, rule = "default"))

@@ -17,10 +17,11 @@ composite_ml_points <- function() getOption("askotch.composite_ml_points", 1000)
 # signal variances s2 given (not profiled; no trend), the gradient is the
 # full likelihood's in the same, and grad_s2 its gradient in log s2,
 # -n/2 + y^T a / (2 s2) (R/composite-inference.R).
-composite_loglik <- function(k, tab, lambda, xs, Y, trend = NULL, noise = NULL, s2 = NULL) {
+composite_loglik <- function(k, tab, lambda, xs, Y, trend = NULL, noise = NULL, s2 = NULL,
+                             threads = 0L) {
   m <- ncol(Y)
   v <- if (is.null(noise)) rep(1, nrow(xs)) else exp(drop(noise$Z %*% noise$gamma))
-  A <- kernel_mat(xs, xs, k)
+  A <- kernel_mat(xs, xs, k, threads)
   diag(A) <- diag(A) + lambda * v
   R <- tryCatch(chol(A), error = function(e) NULL)
   ng <- NROW(tab) + 1L + if (is.null(noise)) 0L else ncol(noise$Z)
@@ -59,7 +60,8 @@ composite_loglik <- function(k, tab, lambda, xs, Y, trend = NULL, noise = NULL, 
 # [1e-8, 1e4]; gamma, of standardised covariates, in [-10, 10]); lambda
 # starts at the best of a grid, gamma at 0. `at_bound` names the estimates
 # that end on a bound.
-composite_optimise <- function(k, tab, start, lambda, xs, Y, trend = NULL, Z = NULL) {
+composite_optimise <- function(k, tab, start, lambda, xs, Y, trend = NULL, Z = NULL,
+                               threads = 0L) {
   np <- NROW(tab)
   nz <- if (is.null(Z)) 0L else ncol(Z)
   width <- if (np) ifelse(tab$what == "amplitude", log(1e6), log(1e3)) else numeric()
@@ -69,7 +71,7 @@ composite_optimise <- function(k, tab, start, lambda, xs, Y, trend = NULL, Z = N
     grid <- 10^seq(-4, 1)
     ll <- vapply(grid, function(l) {
       composite_loglik(composite_set(k, tab, start), NULL, l, xs, Y, trend,
-                       noise_of(rep(0, nz)))$value
+                       noise_of(rep(0, nz)), threads = threads)$value
     }, 0)
     lambda <- grid[which.max(ll)]
   }
@@ -89,7 +91,8 @@ composite_optimise <- function(k, tab, start, lambda, xs, Y, trend = NULL, Z = N
     key <- paste(th, collapse = ",")
     if (!identical(cache$key, key)) {
       u <- unpack(th)
-      r <- composite_loglik(u$k, tab, u$lambda, xs, Y, trend, noise_of(u$gamma))
+      r <- composite_loglik(u$k, tab, u$lambda, xs, Y, trend, noise_of(u$gamma),
+                            threads = threads)
       cache$key <- key
       cache$r <- list(value = -r$value, grad = -r$grad[at])
     }
@@ -119,7 +122,8 @@ tune_composite <- function(dat, set, call) {
       "observation weights (`noise =` models them)."), "input", call)
   }
   # the other losses: lambda by K-fold CV of their own path (the composite's
-  # hyperparameters are given: "ml" needs the squared loss)
+  # hyperparameters are given: "ml" needs the squared loss or a GP
+  # classifier, which tune_laplace() tunes)
   if (set$loss$name != "squared") return(tune_loss_cv(dat, set))
   clock <- tune_clock(set)
   sub <- tune_data(dat, set, call, size = min(dat$n, composite_ml_points()))
@@ -133,7 +137,7 @@ tune_composite <- function(dat, set, call) {
   res <- if (by_rule && NROW(pr$table) == 0L) list(kernel = pr$kernel) else {
     start <- composite_start(pr$kernel, pr$table, sub$xs, set$seed, call)
     composite_optimise(pr$kernel, pr$table, start, if (ls$rule == "fixed") set$lambda,
-                       sub$xs, sub$Y, sub$trend, sub$noise$Z)
+                       sub$xs, sub$Y, sub$trend, sub$noise$Z, set$threads)
   }
   set$kernel[c("terms", "spec")] <- res$kernel[c("terms", "spec")]
   rl <- if (by_rule) composite_lambda(dat, set, sub) else list(lambda = res$lambda)

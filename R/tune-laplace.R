@@ -1,8 +1,9 @@
 # Gaussian-process classification, before the solve: the search for lambda
-# and the bandwidth by the Laplace approximation's marginal likelihood (with
-# posterior = "ep" then by EP's, ep_search() in R/ep.R), and the posterior
-# modes by Newton's method (the model, and what the fit offers afterwards,
-# are described in the file laplace.R).
+# and the kernel's hyperparameters (a listed kernel's bandwidth, a
+# composite's "ml" values) by the Laplace approximation's marginal
+# likelihood (with posterior = "ep" then by EP's, ep_search() in R/ep.R),
+# and the posterior modes by Newton's method (the model, and what the fit
+# offers afterwards, are described in the file laplace.R).
 
 laplace_tune_max_n <- function() getOption("askotch.laplace_tune_max_n", 1000)
 
@@ -46,8 +47,8 @@ laplace_modes <- function(dat, set) {
 
 # The hyperparameters by the summed log q on a subsample (laplace_search();
 # with posterior = "ep" then by EP's log Z, ep_search(); a given lambda or
-# bandwidth is kept), and the modes on all points as the solver's start (up
-# to laplace_newton_max_n() points).
+# kernel hyperparameter is kept), and the modes on all points as the
+# solver's start (up to laplace_newton_max_n() points).
 tune_laplace <- function(dat, set) {
   ls <- set$lambda_spec
   kern <- set$kernel
@@ -58,7 +59,7 @@ tune_laplace <- function(dat, set) {
     rows <- subsample_rows(dat$n, laplace_tune_max_n(), set$seed)
     xs <- dat$xs[rows, , drop = FALSE]
     Ys <- dat$Yc[rows, , drop = FALSE]
-    space <- gpc_space(xs, kern, fit_k, set$seed)
+    space <- gpc_space(xs, kern, fit_k, fit_lam, set$seed, set$threads)
     o <- laplace_search(space, Ys, if (fit_lam) NULL else ls$value)
     by_ep <- identical(set$posterior, "ep") && flag_option("askotch.ep_tune", TRUE)
     if (by_ep) {
@@ -87,11 +88,14 @@ tune_laplace <- function(dat, set) {
 # value sig0) or of a composite kernel's "ml" hyperparameters (the rows of
 # composite_params(); from composite_start() within the ranges of
 # composite_optimise(): amplitudes a factor 1e6, the others 1e3), nothing
-# for given ones. kernel(th) is the kernel at th, mat(k) its matrix at the
-# points xs (a given kernel's formed once), and dot(k, W) the contractions
+# for given ones. If every amplitude is "ml", the first is held at 1 when
+# lambda is estimated (lambda then carries the overall scale of the latent
+# prior K / lambda). kernel(th) is the kernel at th, mat(k) its matrix at
+# the points xs (a given kernel's formed once), dot(k, W) the contractions
 # sum(W * dK / dth_j) with an n x n W, in C without forming the derivative
-# matrices.
-gpc_space <- function(xs, kern, fit_k, seed) {
+# matrices, and amps(th) the terms' log amplitudes and their Jacobian in th
+# (a listed kernel: one term of amplitude 1).
+gpc_space <- function(xs, kern, fit_k, fit_lam, seed, threads = 0L) {
   none <- numeric()
   if (!is_composite_kernel(kern)) {
     tstat <- kernel_stat_matrix(xs, kern$metric)
@@ -104,21 +108,36 @@ gpc_space <- function(xs, kern, fit_k, seed) {
                   kern
                 },
                 mat = function(k) native_kernel_eval(k, tstat),
-                dot = function(k, W) if (fit_k) native_kernel_deriv_dot(xs, k, -1L, W) else none))
+                dot = function(k, W) if (fit_k) native_kernel_deriv_dot(xs, k, -1L, W) else none,
+                amps = function(th) list(log = 0, J = matrix(0, 1L, length(th)))))
   }
-  pr <- composite_params(kern)
+  pr <- composite_params(kern, hold_first = fit_lam)
   tab <- pr$table
+  nt <- length(pr$kernel$terms)
+  given <- vapply(pr$kernel$terms, function(t) {
+    if (is.numeric(t$amplitude)) log(t$amplitude) else 0
+  }, 0)
+  # the terms' log amplitudes at th and their Jacobian in th
+  amps <- function(th) {
+    J <- matrix(0, nt, length(th))
+    la <- given
+    for (j in which(tab$what == "amplitude")) {
+      la[tab$term[j]] <- th[[j]]
+      J[tab$term[j], j] <- 1
+    }
+    list(log = la, J = J)
+  }
   if (!NROW(tab)) {
-    K0 <- kernel_mat(xs, xs, kern)
+    K0 <- kernel_mat(xs, xs, kern, threads)
     return(list(th0 = none, lower = none, upper = none, kernel = function(th) kern,
-                mat = function(k) K0, dot = function(k, W) none))
+                mat = function(k) K0, dot = function(k, W) none, amps = amps))
   }
   th0 <- log(composite_start(pr$kernel, tab, xs, seed, NULL))
   width <- ifelse(tab$what == "amplitude", log(1e6), log(1e3))
   list(th0 = th0, lower = th0 - width, upper = th0 + width, table = tab,
        kernel = function(th) composite_set(pr$kernel, tab, exp(th)),
-       mat = function(k) kernel_mat(xs, xs, k),
-       dot = function(k, W) native_kernel_deriv_dot(xs, k, tab$code, W))
+       mat = function(k) kernel_mat(xs, xs, k, threads),
+       dot = function(k, W) native_kernel_deriv_dot(xs, k, tab$code, W), amps = amps)
 }
 
 # The search both GP classifiers run: L-BFGS-B from th0 (the kernel's part
@@ -171,9 +190,10 @@ gpc_bound_warning <- function(o, space, fit_lam) {
   what <- c(space$table$what, if (fit_lam) "lambda")[o$at_bound]
   if (!length(what)) return(invisible())
   warn_askotch(sprintf(paste(
-    "The marginal-likelihood %s of the composite kernel ended on the bound of its",
-    "search range: the model may not need that part, or needs another start; see",
-    "fit$tuning$composite."), paste(unique(what), collapse = ", ")), "hyper")
+    "The marginal-likelihood estimate of the composite GP classifier's %s ended on",
+    "the bound of its search range: the model may not need that part, or needs",
+    "another start; see fit$tuning$composite."), paste(unique(what), collapse = ", ")),
+    "hyper")
 }
 
 # The summed log q (laplace_grad()) maximised by gpc_search() from the

@@ -150,16 +150,20 @@ test_that("a composite's \"ml\" hyperparameters maximise EP's marginal likelihoo
   expect_identical(tab$what, c("bandwidth", "amplitude"))
   y <- ifelse(d$y == levels(d$y)[2], 1, -1)
   # the oracle's log Z_EP for the Gaussian kernel of bandwidth b plus
-  # a x2 x2', and lambda, plus the log density of log lambda under the
-  # scale prior (above)
+  # a x2 x2', and lambda, plus each term's scale prior (above) on the log
+  # of its latent sd: -log(lambda) / 2 and (log a - log lambda) / 2
+  prior <- function(th) {
+    ls <- c(-th[3], th[2] - th[3]) / 2
+    sum(ls - -log(0.05) / 30 * exp(ls))
+  }
   objective <- function(th) {
     K <- oracle_kernel(d$x, d$x, "rbf", exp(th[1])) + exp(th[2]) * outer(d$x[, 2], d$x[, 2])
-    oracle_ep(K / exp(th[3]), y)$logz - -log(0.05) / 30 * exp(-th[3] / 2) - th[3] / 2
+    oracle_ep(K / exp(th[3]), y)$logz + prior(th)
   }
   th <- log(c(tab$estimate, ep$lambda))
   expect_lt(max(abs(num_grad(objective, th, 1e-3))), 1e-3)
-  expect_equal(as.numeric(logLik(ep)) - -log(0.05) / 30 * exp(-th[3] / 2) - th[3] / 2,
-               objective(th), tolerance = 1e-6)
+  expect_equal(as.numeric(logLik(ep)) + prior(th), objective(th), tolerance = 1e-6)
+  expect_equal(ep$tuning$optim$log_prior, prior(th), tolerance = 1e-10)
 })
 
 test_that("on separable data the scale prior keeps lambda inside its range", {
@@ -172,6 +176,15 @@ test_that("on separable data the scale prior keeps lambda inside its range", {
   expect_gt(ep$lambda, 1e-4)
   expect_true(all(ep$ep$converged))
   expect_identical(ep$tuning$optim$convergence, 0L)
+  # a composite: each term's latent sd has the prior, so no amplitude runs
+  # off (the Laplace search's does, on these data)
+  k <- kernel_rbf("ml", dims = 1) + kernel_rbf("ml", dims = 2, amplitude = "ml")
+  ec <- suppressWarnings(kernel_machine(x, y, loss = loss_logistic(), posterior = "ep",
+                                        kernel = k, threads = 1))
+  expect_true(all(ec$ep$converged))
+  expect_identical(ec$tuning$lambda_rule, "ep")
+  amp <- ec$tuning$composite$estimate[ec$tuning$composite$what == "amplitude"]
+  expect_lt(sqrt(max(1, amp) / ec$lambda), 300)
 })
 
 test_that("with option askotch.ep_tune = FALSE the hyperparameters are Laplace's", {

@@ -101,6 +101,15 @@ test_that("a composite's \"ml\" hyperparameters and lambda maximise the base R l
   lq2 <- function(th2) lq(c(th2, log(0.5)))
   expect_lt(max(abs(num_grad(lq2, log(fl$tuning$composite$estimate), 1e-4))), 1e-3)
   expect_equal(attr(logLik(fl), "df"), 2)
+  # with lambda given, every "ml" amplitude is estimated (lambda cannot
+  # carry the latent scale); with lambda estimated the first is held at 1
+  k2 <- kernel_rbf(1, dims = 1, amplitude = "ml") + kernel_linear(dims = 2, amplitude = "ml")
+  f2 <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace", kernel = k2,
+                       lambda = 0.5, threads = 1)
+  expect_identical(f2$tuning$composite$what, c("amplitude", "amplitude"))
+  f3 <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace", kernel = k2,
+                       threads = 1)
+  expect_equal(f3$tuning$composite$term, 2)
 })
 
 test_that("lambda and the bandwidth maximise the Laplace marginal likelihood", {
@@ -189,6 +198,8 @@ test_that("what the Laplace posterior needs is checked with classed errors", {
   e(loss = loss_logistic(), posterior = "laplace", weights = rep(1, 60))
   e(loss = loss_logistic(), posterior = "bayes")
   e(loss = loss_logistic(), posterior = "laplace", lambda = "gcv")
+  e(loss = loss_logistic(), posterior = "laplace", lambda = "cv")
+  e(loss = loss_logistic(), posterior = "ep", lambda = c(0.1, 1))
   km <- kernel_machine(d$x, d$y, loss = loss_logistic(), lambda = 0.1, threads = 1)
   expect_error(logLik(km), "laplace", class = "askotch_error_input")
   expect_error(predict(km, d$x, type = "decision", se.fit = TRUE), "laplace",

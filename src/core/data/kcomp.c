@@ -533,12 +533,11 @@ static krr_status deriv_run(krr_ctx *ctx, const krr_kspec *s, double **R1, doubl
   return krr_poll(ctx);
 }
 
-/* sum_{i,l} W_il dK_code(x_i, x_l) into out[d] over the pairs i >= l, an
- * off-diagonal pair weighted W_il + W_li (the matrices are symmetric) */
+/* sum_{i,l} W_il dK_code(x_i, x_l) added to out[d] (zeroed by the caller)
+ * over the pairs i >= l, an off-diagonal pair weighted W_il + W_li (the
+ * matrices are symmetric) */
 static krr_status dot_run(krr_ctx *ctx, const krr_kspec *s, double **R, int64_t n, int p,
                           const int *codes, int nd, const double *W, double *out) {
-  for (int d = 0; d < nd; d++) out[d] = 0;
-  if (nd == 0) return KRR_OK;
   for (int64_t l = 0; l < n; l++) {
     if (l % 64 == 0) KTRY(krr_poll(ctx));
     double v[KRR_KS_MAXC], st[KRR_KS_MAXC];
@@ -597,6 +596,8 @@ krr_status krr_kcomp_deriv_host(krr_ctx *ctx, const krr_kernel *k, const double 
 krr_status krr_kcomp_deriv_dot_host(krr_ctx *ctx, const krr_kernel *k, const double *X, int64_t n,
                                     int p, const int *codes, int nd, const double *W, double *out) {
   KTRY(deriv_check(ctx, k, p, codes, nd));
+  for (int d = 0; d < nd; d++) out[d] = 0;
+  if (n == 0 || nd == 0) return KRR_OK;
   const krr_kspec *s = &k->spec;
   double *R[KRR_KS_MAXC] = {0};
   krr_status st = cols_all(ctx, s, X, n, X, n, p, 1, R, R);
