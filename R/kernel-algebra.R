@@ -127,8 +127,9 @@ new_composite <- function(terms, call = NULL) {
 #' `askotch.composite_ml_points`), with `mean =` by maximum or restricted
 #' likelihood and with a `noise =` model's coefficients; bandwidths start
 #' from the median distance in their columns, the others from 1. If every
-#' term's amplitude is `"ml"`, the first is held at 1 (the signal variance
-#' carries the overall scale). The estimates are
+#' term's amplitude is `"ml"` and \eqn{\lambda} is estimated, the first is
+#' held at 1 (the signal variance and \eqn{\lambda} carry the overall
+#' scales). The estimates are
 #' in `fit$tuning$composite` and [tidy()][tidy.krr]; an estimate on the
 #' edge of its search range warns. [vcov()][vcov.krr], Wald
 #' [confint()][confint.krr] and `tidy(conf.int = TRUE)` give their
@@ -141,9 +142,7 @@ new_composite <- function(terms, call = NULL) {
 #' ([kernel_machine()] with `posterior = "laplace"` or `"ep"`) estimates
 #' the `"ml"` hyperparameters and \eqn{\lambda} by its approximate marginal
 #' likelihood instead, on at most 1000 rows (option
-#' `askotch.laplace_tune_max_n`); there \eqn{\lambda} carries the latent
-#' prior's scale, so the first amplitude is held at 1 only when
-#' \eqn{\lambda} is estimated, and `vcov()` and `confint()` are not
+#' `askotch.laplace_tune_max_n`), where `vcov()` and `confint()` are not
 #' available. The other losses need the hyperparameters given. A fit with a
 #' composite kernel uses the
 #' data as given (`standardize = "auto"` means no scaling), so that

@@ -65,8 +65,9 @@ component_median <- function(cmp, xs, seed, call) {
 # The hyperparameters to estimate: one row per "ml" value, with the
 # compiled derivative code (0-based component c, index j: 1 + 4 c + j; a
 # term's amplitude: -t) and where it sits in the composite. If every
-# amplitude is "ml", the first is held at 1 (hold_first): the profiled
-# signal variance carries the overall scale.
+# amplitude is "ml", the first is held at 1 (hold_first, the fits that
+# estimate lambda): the profiled signal variance (a GP classifier's lambda)
+# carries the overall scale.
 composite_params <- function(k, hold_first = TRUE) {
   rows <- list()
   amps <- vapply(k$terms, function(t) identical(t$amplitude, "ml"), TRUE)

@@ -132,7 +132,9 @@ tune_composite <- function(dat, set, call) {
       "`noise = ~ gp()` needs a listed kernel (kernel = \"auto\", \"rbf\", ...); with a",
       "composite kernel use a log-linear noise model (noise = ~ z)."), "input", call)
   }
-  pr <- composite_params(set$kernel)
+  # the first amplitude is held at 1 when lambda is estimated (the profiled
+  # s^2 and lambda then carry both scales), not when lambda is given
+  pr <- composite_params(set$kernel, hold_first = ls$rule != "fixed")
   by_rule <- ls$rule %in% c("gcv", "loo", "cv", "path")
   res <- if (by_rule && NROW(pr$table) == 0L) list(kernel = pr$kernel) else {
     start <- composite_start(pr$kernel, pr$table, sub$xs, set$seed, call)

@@ -406,6 +406,19 @@ test_that("maximum likelihood over a composite's hyperparameters", {
   expect_equal(tab$estimate[tab$what == "bandwidth"][1], kk$terms[[1]]$components[[1]]$bandwidth)
   # the periodic part is found: the fit interpolates the seasonal shape
   expect_lt(sqrt(mean((fitted(fit) - (0.3 * tt + sin(2 * pi * tt)))^2)), 0.1)
+  # with lambda given, both amplitudes are estimated (the signal-to-noise
+  # ratio is no longer free), at a maximum of the base R likelihood
+  fl <- krr(y ~ t, data = d, kernel = k, lambda = 0.05, threads = 1)
+  tl <- fl$tuning$composite
+  expect_identical(tl$what, c("amplitude", "bandwidth", "amplitude", "bandwidth"))
+  ll_at <- function(th) {
+    kk <- ffi("composite_set")(fl$kernel, tl, exp(th))
+    A <- ffi("native_kernel_matrix")(cbind(t = tt), cbind(t = tt), kk) + 0.05 * diag(150)
+    s2 <- drop(crossprod(yc, solve(A, yc))) / 150
+    -75 * log(2 * pi * s2) - 0.5 * as.numeric(determinant(A)$modulus)
+  }
+  th <- log(tl$estimate)
+  expect_lt(max(abs(num_grad(ll_at, th, 1e-4))), 1e-2)
 })
 
 test_that("vcov() of a composite's hyperparameters is the inverse observed information", {
