@@ -209,7 +209,7 @@ ep_as_mean <- function(object) {
 # log prior density are kept as optim$loglik and optim$log_prior. If no
 # evaluation succeeds, the result is `start` (the Laplace search's), marked
 # ep_failed.
-ep_search <- function(space, Y, start, fit_lam) {
+ep_search <- function(space, Y, start, fit_lam, clock = NULL) {
   U <- ep_sd_prior()
   # the terms' log prior densities on log sd_t = (log a_t - log lambda) / 2
   # (the constant Jacobians dropped), and their gradient in th
@@ -239,7 +239,8 @@ ep_search <- function(space, Y, start, fit_lam) {
     succeeded <<- TRUE
     val
   }
-  o <- gpc_search(space, fit_lam, start$lambda, start$th, value)
+  o <- gpc_search(space, fit_lam, start$lambda, start$th, value, clock,
+                  "EP marginal likelihood")
   if (!succeeded) return(c(start, list(ep_failed = TRUE)))
   o$optim$log_prior <- log_prior(o$th, o$lambda)$value
   o$optim$loglik <- o$optim$loglik - o$optim$log_prior

@@ -61,7 +61,7 @@ composite_loglik <- function(k, tab, lambda, xs, Y, trend = NULL, noise = NULL, 
 # starts at the best of a grid, gamma at 0. `at_bound` names the estimates
 # that end on a bound.
 composite_optimise <- function(k, tab, start, lambda, xs, Y, trend = NULL, Z = NULL,
-                               threads = 0L) {
+                               threads = 0L, clock = NULL) {
   np <- NROW(tab)
   nz <- if (is.null(Z)) 0L else ncol(Z)
   width <- if (np) ifelse(tab$what == "amplitude", log(1e6), log(1e3)) else numeric()
@@ -95,13 +95,14 @@ composite_optimise <- function(k, tab, start, lambda, xs, Y, trend = NULL, Z = N
                             threads = threads)
       cache$key <- key
       cache$r <- list(value = -r$value, grad = -r$grad[at])
+      tune_best(cache, th, cache$r$value, clock, "maximum likelihood")
     }
     cache$r
   }
   if (length(th0) == 0L) return(list(kernel = k, lambda = lambda, optim = NULL))
-  opt <- stats::optim(th0, function(th) f(th)$value, function(th) f(th)$grad,
-                      method = "L-BFGS-B", lower = lo, upper = hi,
-                      control = list(maxit = 200, factr = 1e7))
+  # stopped by the tuning clock at the best point so far (tune_optim())
+  opt <- tune_optim(th0, function(th) f(th)$value, function(th) f(th)$grad, lo, hi,
+                    list(maxit = 200, factr = 1e7), cache, 1)
   edge <- abs(opt$par - lo) < 1e-6 | abs(opt$par - hi) < 1e-6
   u <- unpack(opt$par)
   list(kernel = u$k, lambda = u$lambda, noise_coef = if (nz) u$gamma,
@@ -139,7 +140,7 @@ tune_composite <- function(dat, set, call) {
   res <- if (by_rule && NROW(pr$table) == 0L) list(kernel = pr$kernel) else {
     start <- composite_start(pr$kernel, pr$table, sub$xs, set$seed, call)
     composite_optimise(pr$kernel, pr$table, start, if (ls$rule == "fixed") set$lambda,
-                       sub$xs, sub$Y, sub$trend, sub$noise$Z, set$threads)
+                       sub$xs, sub$Y, sub$trend, sub$noise$Z, set$threads, clock)
   }
   set$kernel[c("terms", "spec")] <- res$kernel[c("terms", "spec")]
   rl <- if (by_rule) composite_lambda(dat, set, sub) else list(lambda = res$lambda)

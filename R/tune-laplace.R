@@ -60,10 +60,14 @@ tune_laplace <- function(dat, set) {
     xs <- dat$xs[rows, , drop = FALSE]
     Ys <- dat$Yc[rows, , drop = FALSE]
     space <- gpc_space(xs, kern, fit_k, fit_lam, set$seed, set$threads)
-    o <- laplace_search(space, Ys, if (fit_lam) NULL else ls$value)
-    by_ep <- identical(set$posterior, "ep") && flag_option("askotch.ep_tune", TRUE)
+    clock <- tune_clock(set)
+    o <- laplace_search(space, Ys, if (fit_lam) NULL else ls$value, clock)
+    # EP's search unless the time limit ended the Laplace one (whose record
+    # then says so)
+    by_ep <- identical(set$posterior, "ep") && flag_option("askotch.ep_tune", TRUE) &&
+      !clock$expired()
     if (by_ep) {
-      o <- ep_search(space, Ys, o, fit_lam)
+      o <- ep_search(space, Ys, o, fit_lam, clock)
       by_ep <- !isTRUE(o$ep_failed)
       if (!by_ep) o$optim$message <- "EP failed at every step: the Laplace search's values"
     }
@@ -74,6 +78,7 @@ tune_laplace <- function(dat, set) {
       gpc_bound_warning(o, space, fit_lam)
     }
     set$lambda <- o$lambda
+    set$rule$time_limit <- max(set$rule$time_limit - clock$seconds(), set$rule$time_limit / 10)
     tuning <- list(lambda_rule = if (!fit_lam) "fixed" else if (by_ep) "ep" else "laplace",
                    bandwidth_rule = kern$bandwidth_rule, n_used = length(rows),
                    n_total = dat$n, composite = tab, optim = o$optim)
@@ -142,15 +147,17 @@ gpc_space <- function(xs, kern, fit_k, fit_lam, seed, threads = 0L) {
 
 # The search both GP classifiers run: L-BFGS-B from th0 (the kernel's part
 # of space, gpc_space(), then log lambda when fit_lam, within [1e-6, 1e4];
-# else lambda is given). value(K, gdot, lambda, th) returns the objective
-# to minimise and its gradient in th, list(f, g), for the kernel matrix K,
-# where gdot(W) is the vector of sum(W * d(K / lambda) / dth_j) (every
-# gradient here is such a contraction), or NULL where it failed (then a
-# value far above any other, which L-BFGS-B's line search backs away
-# from); it is evaluated once per th (optim() asks for the value and the
-# gradient separately). Returns the kernel and lambda at the optimum, th,
-# and the search's record.
-gpc_search <- function(space, fit_lam, lambda, th0, value) {
+# else lambda is given), each evaluation ticking the tuning clock (the
+# progress line labelled `what`; at the time limit the search ends at its
+# best point, tune_optim()). value(K, gdot, lambda, th) returns the
+# objective to minimise and its gradient in th, list(f, g), for the kernel
+# matrix K, where gdot(W) is the vector of sum(W * d(K / lambda) / dth_j)
+# (every gradient here is such a contraction), or NULL where it failed
+# (then a value far above any other, which L-BFGS-B's line search backs
+# away from); it is evaluated once per th (optim() asks for the value and
+# the gradient separately). Returns the kernel and lambda at the optimum,
+# th, and the search's record.
+gpc_search <- function(space, fit_lam, lambda, th0, value, clock = NULL, what = "") {
   nk <- length(space$th0)
   decode <- function(th) {
     list(kernel = space$kernel(th[seq_len(nk)]),
@@ -166,17 +173,18 @@ gpc_search <- function(space, fit_lam, lambda, th0, value) {
       gdot <- function(W) {
         c(space$dot(h$kernel, W), if (fit_lam) -sum(W * K)) / h$lambda
       }
-      memo$val <- value(K, gdot, h$lambda, th) %||%
-        list(f = .Machine$double.xmax / 4, g = numeric(length(th)))
+      v <- value(K, gdot, h$lambda, th)
+      memo$val <- v %||% list(f = .Machine$double.xmax / 4, g = numeric(length(th)))
       memo$th <- th
+      if (!is.null(v)) tune_best(memo, th, v$f, clock, what)
+      else if (!is.null(clock)) clock$tick(what, NA)
     }
     memo$val
   }
   lower <- c(space$lower, if (fit_lam) log(1e-6))
   upper <- c(space$upper, if (fit_lam) log(1e4))
-  opt <- stats::optim(pmin(pmax(th0, lower), upper), function(th) eval_at(th)$f,
-                      function(th) eval_at(th)$g, method = "L-BFGS-B", lower = lower,
-                      upper = upper, control = list(maxit = 100))
+  opt <- tune_optim(pmin(pmax(th0, lower), upper), function(th) eval_at(th)$f,
+                    function(th) eval_at(th)$g, lower, upper, list(maxit = 100), memo, 1)
   h <- decode(opt$par)
   list(kernel = h$kernel, lambda = h$lambda, th = opt$par,
        at_bound = abs(opt$par - lower) < 1e-6 | abs(opt$par - upper) < 1e-6,
@@ -199,7 +207,7 @@ gpc_bound_warning <- function(o, space, fit_lam) {
 # The summed log q (laplace_grad()) maximised by gpc_search() from the
 # kernel's start (gpc_space()) and lambda = 1, each evaluation's modes
 # started from the previous ones.
-laplace_search <- function(space, Y, lambda) {
+laplace_search <- function(space, Y, lambda, clock = NULL) {
   modes <- matrix(0, nrow(Y), ncol(Y))
   value <- function(K, gdot, lam, th) {
     val <- list(f = 0, g = numeric(length(th)))
@@ -214,7 +222,8 @@ laplace_search <- function(space, Y, lambda) {
     val
   }
   fit_lam <- is.null(lambda)
-  gpc_search(space, fit_lam, lambda, c(space$th0, if (fit_lam) 0), value)
+  gpc_search(space, fit_lam, lambda, c(space$th0, if (fit_lam) 0), value, clock,
+             "Laplace marginal likelihood")
 }
 
 # log q and its gradient in the hyperparameters of the prior covariance Kt

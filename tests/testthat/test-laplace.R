@@ -172,6 +172,28 @@ test_that("one-vs-rest with a composite: the summed base R log q is stationary",
   expect_equal(as.numeric(logLik(fit)), lq(th), tolerance = 1e-8)
 })
 
+test_that("the time limit ends the classifiers' searches at their best point", {
+  d <- gpc_data(80, seed = 6)
+  fit <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace",
+                        bandwidth = 0.8, lambda = 0.05, standardize = FALSE, threads = 1)
+  # any machine passes 1e-6 s by the first evaluation: the search stops
+  # there, at its start (lambda = 1, the given bandwidth)
+  clock <- ffi("tune_clock")(list(rule = list(time_limit = 2e-6), progress = FALSE))
+  space <- ffi("gpc_space")(d$x, fit$kernel, TRUE, TRUE, 1L, 1L)
+  o <- ffi("laplace_search")(space, cbind(d$s), NULL, clock)
+  expect_identical(o$optim$message, "time_limit")
+  expect_identical(o$optim$convergence, 1L)
+  expect_equal(c(o$lambda, o$kernel$bandwidth), c(1, 0.8))
+  expect_true(clock$expired())
+  # the composite Gaussian likelihood's search too
+  k0 <- ffi("as_composite")(kernel_rbf("ml", dims = 1) + kernel_rbf("ml", dims = 2))
+  k <- ffi("composite_params")(ffi("composite_resolve")(k0, d$x, NULL, 1, NULL))
+  clock <- ffi("tune_clock")(list(rule = list(time_limit = 2e-6), progress = FALSE))
+  r <- ffi("composite_optimise")(k$kernel, k$table, c(1, 1), NULL, d$x, cbind(d$s),
+                                 threads = 1L, clock = clock)
+  expect_identical(r$optim$message, "time_limit")
+})
+
 test_that("above the exact sizes: the stochastic log q and the Nystrom variance", {
   d <- gpc_data(300, seed = 3)
   fit <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace",
