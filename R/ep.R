@@ -61,16 +61,18 @@ ep_tilted <- function(y, m, v, loglik = ep_logistic) {
   list(logZ = out[, 1L], mean = out[, 2L], var = out[, 3L])
 }
 
-# ep_tilted() for sites of sd s on a grid of q nodes: (log Z, mean, var)
+# ep_tilted() for sites of sd s on a grid of q nodes: (log Z, mean, var),
+# from the moments 0 to 2 of the standardised variable z = (f - m) / s,
+# one product of the likelihood's values (scaled by their largest) with
+# the weights dnorm(z) (1, z, z^2)
 ep_tilted_grid <- function(y, m, s, q, loglik) {
   z <- seq(-10, 10, length.out = q)
-  Fz <- outer(s, z) + m
-  lL <- loglik(y, Fz)
-  top <- apply(lL, 1L, max)
-  L <- exp(lL - top) * rep(stats::dnorm(z), each = length(m))
-  Z <- rowSums(L)
-  mu <- rowSums(L * Fz) / Z
-  cbind(log(Z * (z[2L] - z[1L])) + top, mu, rowSums(L * (Fz - mu)^2) / Z)
+  lL <- loglik(y, outer(s, z) + m)
+  top <- lL[cbind(seq_along(m), max.col(lL, ties.method = "first"))]
+  M <- exp(lL - top) %*% (stats::dnorm(z) * cbind(1, z, z^2))
+  ez <- M[, 2L] / M[, 1L]
+  cbind(log(M[, 1L] * (z[2L] - z[1L])) + top, m + s * ez,
+        s^2 * pmax(M[, 3L] / M[, 1L] - ez^2, 0))
 }
 
 # The posterior N(mu, Sigma) of the sites (tau, nu) for the prior K~:
