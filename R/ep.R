@@ -200,14 +200,16 @@ ep_as_mean <- function(object) {
 # kernel separates, EP's marginal likelihood keeps growing with the latent
 # scale, so each term t of the kernel (a listed kernel: one) has a
 # penalised-complexity prior on its latent sd, sd_t = sqrt(a_t / lambda)
-# with a_t its amplitude (Simpson et al. 2017): exponential with
+# with a_t its amplitude (the term's latent sd when its components have
+# unit variance; Simpson et al. 2017): exponential with
 # P(sd_t > U) = 0.05, U = 30 (option askotch.ep_sd_prior). At one sd of 30
 # a class probability is within 1e-13 of 0 or 1, so the prior matters
 # little where the likelihood has a maximum (U chosen on
 # inst/bench/bench_gp_classifier.R: RESULTS.md). An evaluation at which EP
 # fails or does not converge (its gradient holds only at the fixed point),
-# or where the latent prior's largest sd exceeds 10 U (a prior probability
-# below 1e-13, and a costly EP), counts as failed. The optimum's log Z and
+# or where the latent prior's largest variance max_i K_ii / lambda exceeds
+# (10 U)^2 (for a listed kernel a prior probability below 1e-13; a costly
+# EP), counts as failed. The optimum's log Z and
 # log prior density are kept as optim$loglik and optim$log_prior. If no
 # evaluation succeeds, the result is `start` (the Laplace search's), marked
 # ep_failed.

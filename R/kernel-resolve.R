@@ -127,7 +127,7 @@ settings_composite <- function(args, xs, xnames, seed, loss, standardize, call) 
     abort_askotch(paste("A great-circle distance needs longitude and latitude in degrees:",
                         "use `standardize = FALSE` (or \"auto\")."), "input", call)
   }
-  ml <- NROW(composite_params(k)$table) > 0L
+  ml <- NROW(composite_params(k, hold_first = FALSE)$table) > 0L
   if (ml && loss$name != "squared" && !is_gp_classifier(args$posterior)) {
     abort_askotch(paste("Hyperparameters \"ml\" of a composite kernel need the squared loss",
                         "or a GP classifier (posterior = \"laplace\" or \"ep\");",

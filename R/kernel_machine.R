@@ -80,16 +80,17 @@
 #' search's optimum (L-BFGS-B with the exact gradient at EP's fixed point,
 #' Rasmussen and Williams 2006, eq. 5.27), times a penalised-complexity
 #' prior on the latent scale \eqn{s_f = \lambda^{-1/2}} (for a composite,
-#' on each term's \eqn{\sqrt{a_t / \lambda}}, \eqn{a_t} its amplitude):
+#' on each term's \eqn{\sqrt{a_t / \lambda}}, \eqn{a_t} its amplitude: the
+#' term's latent sd when its components have unit variance):
 #' exponential with \eqn{P(s_f > 30) = 0.05} (Simpson et al. 2017; option
 #' `askotch.ep_sd_prior` for 30). Without it, on data the kernel separates
 #' the marginal likelihood keeps growing (towards its supremum) as
 #' \eqn{\lambda \to 0}, and the search ends at its bound.
 #' Each step of that search is an EP run on the subsample, started from the
 #' previous step's sites; a step where EP does not converge counts as
-#' failed, and if every step fails the Laplace search's values are kept
-#' (`fit$tuning$lambda_rule` is then `"laplace"` and
-#' `fit$tuning$optim$message` says so). Option `askotch.ep_tune = FALSE`
+#' failed, and if every step fails (or the time limit has passed before
+#' the search) the Laplace search's values are kept, as
+#' `fit$tuning$optim$message` says. Option `askotch.ep_tune = FALSE`
 #' keeps the Laplace search's values.
 #' `logLik()` is EP's approximation of the marginal likelihood. The decision
 #' values and classes of `predict()` are EP's posterior mean, while the fit's
@@ -147,7 +148,9 @@
 #'   held-out errors then differ from those of fully converged fits by far
 #'   less than their own sampling error; the final fit uses `tol`);
 #'   `"cv"`'s path is \eqn{C = 1/\lambda}
-#'   from 0.1 to 1000 (nine values). The table is `fit$tuning$path`.
+#'   from 0.1 to 1000 (nine values). The table is `fit$tuning$path`. The
+#'   GP classifiers (`posterior`) take a number, `"paper"`, or `NULL` /
+#'   `"ml"` (their marginal likelihood), not `"cv"` or a path.
 #' @param solver A solver specification or name; `NULL` (default) or
 #'   `"auto"` choose as [krr()] does for the squared loss ([cholesky()] up to
 #'   5000 points, then PCG, then ASkotch); for the other losses [dcd()] up

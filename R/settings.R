@@ -460,10 +460,12 @@ lambda_spec <- function(lambda, loss, n, call = NULL, laplace = FALSE) {
   if (laplace && (is.null(lambda) || identical(lambda, "ml"))) {
     return(list(value = NA_real_, rule = "ml"))
   }
-  if (laplace && (is.character(lambda) || length(lambda) > 1L)) {
+  if (laplace && (length(lambda) > 1L ||
+                  (is.character(lambda) && !identical(tolower(lambda), "paper")))) {
     abort_askotch(paste(
       "A GP classifier (posterior = \"laplace\" or \"ep\") chooses `lambda` by its",
-      "marginal likelihood (lambda = NULL or \"ml\") or takes one positive number."),
+      "marginal likelihood (lambda = NULL or \"ml\") or takes one positive number (or",
+      "\"paper\")."),
       "input", call)
   }
   if (is.null(lambda)) {

@@ -94,8 +94,12 @@ composite_optimise <- function(k, tab, start, lambda, xs, Y, trend = NULL, Z = N
       r <- composite_loglik(u$k, tab, u$lambda, xs, Y, trend, noise_of(u$gamma),
                             threads = threads)
       cache$key <- key
-      cache$r <- list(value = -r$value, grad = -r$grad[at])
-      tune_best(cache, th, cache$r$value, clock, "maximum likelihood")
+      # a failed factor (value -Inf) as a value far above any other, which
+      # L-BFGS-B's line search backs away from (it refuses infinite values)
+      cache$r <- list(value = if (is.finite(r$value)) -r$value else .Machine$double.xmax / 4,
+                      grad = -r$grad[at])
+      if (is.finite(r$value)) tune_best(cache, th, cache$r$value, clock, "maximum likelihood")
+      else if (!is.null(clock)) clock$tick("maximum likelihood", NA)
     }
     cache$r
   }

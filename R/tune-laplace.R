@@ -56,36 +56,48 @@ tune_laplace <- function(dat, set) {
   fit_lam <- ls$rule %in% c("default", "ml")
   tuning <- NULL
   if (fit_k || fit_lam) {
+    clock <- tune_clock(set)
     rows <- subsample_rows(dat$n, laplace_tune_max_n(), set$seed)
     xs <- dat$xs[rows, , drop = FALSE]
     Ys <- dat$Yc[rows, , drop = FALSE]
     space <- gpc_space(xs, kern, fit_k, fit_lam, set$seed, set$threads)
-    clock <- tune_clock(set)
     o <- laplace_search(space, Ys, if (fit_lam) NULL else ls$value, clock)
-    # EP's search unless the time limit ended the Laplace one (whose record
-    # then says so)
-    by_ep <- identical(set$posterior, "ep") && flag_option("askotch.ep_tune", TRUE) &&
-      !clock$expired()
-    if (by_ep) {
-      o <- ep_search(space, Ys, o, fit_lam, clock)
-      by_ep <- !isTRUE(o$ep_failed)
-      if (!by_ep) o$optim$message <- "EP failed at every step: the Laplace search's values"
-    }
+    o <- gpc_ep_stage(o, space, Ys, fit_lam, set, clock)
     tab <- space$table
-    if (is.null(tab)) kern$bandwidth <- o$kernel$bandwidth else {
+    if (!is_composite_kernel(kern)) kern$bandwidth <- o$kernel$bandwidth else {
       kern[c("terms", "spec")] <- o$kernel[c("terms", "spec")]
+    }
+    if (!is.null(tab)) {
       tab$estimate <- exp(o$th[seq_len(NROW(tab))])
       gpc_bound_warning(o, space, fit_lam)
     }
     set$lambda <- o$lambda
     set$rule$time_limit <- max(set$rule$time_limit - clock$seconds(), set$rule$time_limit / 10)
-    tuning <- list(lambda_rule = if (!fit_lam) "fixed" else if (by_ep) "ep" else "laplace",
+    rule <- if (!fit_lam) "fixed" else if (isTRUE(o$by_ep)) "ep" else "laplace"
+    tuning <- list(lambda_rule = rule,
                    bandwidth_rule = kern$bandwidth_rule, n_used = length(rows),
                    n_total = dat$n, composite = tab, optim = o$optim)
   }
   set$kernel <- kern
   if (dat$n <= laplace_newton_max_n()) set$start_weights <- laplace_modes(dat, set)
   list(dat = dat, set = set, tuning = tuning)
+}
+
+# With posterior = "ep" (and option askotch.ep_tune), EP's search from the
+# Laplace search's result o, unless the time limit has passed; marked by_ep
+# when it ran and succeeded, else o with its message saying why.
+gpc_ep_stage <- function(o, space, Ys, fit_lam, set, clock) {
+  if (!identical(set$posterior, "ep") || !flag_option("askotch.ep_tune", TRUE)) return(o)
+  keep <- "the Laplace search's values"
+  if (clock$expired()) {
+    o$optim$message <- sprintf("time_limit before EP's search: %s", keep)
+    return(o)
+  }
+  e <- ep_search(space, Ys, o, fit_lam, clock)
+  if (!isTRUE(e$ep_failed)) return(c(e, list(by_ep = TRUE)))
+  o$optim$message <- sprintf("%s: %s", if (clock$expired()) "time_limit before an EP step converged"
+                             else "EP failed at every step", keep)
+  o
 }
 
 # The kernel's part of a GP classifier's search: the logarithms of a listed
@@ -133,8 +145,8 @@ gpc_space <- function(xs, kern, fit_k, fit_lam, seed, threads = 0L) {
     list(log = la, J = J)
   }
   if (!NROW(tab)) {
-    K0 <- kernel_mat(xs, xs, kern, threads)
-    return(list(th0 = none, lower = none, upper = none, kernel = function(th) kern,
+    K0 <- kernel_mat(xs, xs, pr$kernel, threads)
+    return(list(th0 = none, lower = none, upper = none, kernel = function(th) pr$kernel,
                 mat = function(k) K0, dot = function(k, W) none, amps = amps))
   }
   th0 <- log(composite_start(pr$kernel, tab, xs, seed, NULL))
@@ -164,8 +176,10 @@ gpc_search <- function(space, fit_lam, lambda, th0, value, clock = NULL, what = 
          lambda = if (fit_lam) exp(th[[nk + 1L]]) else lambda)
   }
   memo <- new.env(parent = emptyenv())
+  memo$n <- 0L
   eval_at <- function(th) {
     if (!identical(memo$th, th)) {
+      memo$n <- memo$n + 1L
       h <- decode(th)
       K <- space$mat(h$kernel)
       # d(K / lambda) / dth_j = (dK / dth_j) / lambda; d(K / lambda) /
@@ -189,7 +203,7 @@ gpc_search <- function(space, fit_lam, lambda, th0, value, clock = NULL, what = 
   list(kernel = h$kernel, lambda = h$lambda, th = opt$par,
        at_bound = abs(opt$par - lower) < 1e-6 | abs(opt$par - upper) < 1e-6,
        optim = list(loglik = -opt$value, convergence = opt$convergence,
-                    evaluations = unname(opt$counts[1L]), message = opt$message))
+                    evaluations = memo$n, message = opt$message))
 }
 
 # A composite's estimates on the edge of their search range warn (as

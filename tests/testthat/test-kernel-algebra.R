@@ -419,6 +419,11 @@ test_that("maximum likelihood over a composite's hyperparameters", {
   }
   th <- log(tl$estimate)
   expect_lt(max(abs(num_grad(ll_at, th, 1e-4))), 1e-2)
+  # one "ml" amplitude alone, lambda given: estimated
+  f1 <- krr(y ~ t, data = d, kernel = kernel_rbf(1, dims = "t", amplitude = "ml"),
+            lambda = 0.05, threads = 1)
+  expect_identical(f1$tuning$composite$what, "amplitude")
+  expect_true(is.numeric(f1$kernel$terms[[1]]$amplitude))
 })
 
 test_that("vcov() of a composite's hyperparameters is the inverse observed information", {

@@ -110,6 +110,20 @@ test_that("a composite's \"ml\" hyperparameters and lambda maximise the base R l
   f3 <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace", kernel = k2,
                        threads = 1)
   expect_equal(f3$tuning$composite$term, 2)
+  # one "ml" amplitude alone: held at 1 with lambda estimated, estimated
+  # with lambda given
+  k1 <- kernel_rbf(1, amplitude = "ml")
+  f4 <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace", kernel = k1,
+                       threads = 1)
+  expect_equal(f4$kernel$terms[[1]]$amplitude, 1)
+  f5 <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace", kernel = k1,
+                       lambda = 0.5, threads = 1)
+  expect_identical(f5$tuning$composite$what, "amplitude")
+  expect_equal(f5$kernel$terms[[1]]$amplitude, f5$tuning$composite$estimate)
+  # the Laplace oracle's log q at lambda = 0.5 is stationary in the amplitude
+  K1 <- oracle_kernel(d$x, d$x, "rbf", 1)
+  lq1 <- function(la) oracle_laplace(exp(la) * K1, d$s, 0.5)$logq
+  expect_lt(abs(num_grad(lq1, log(f5$tuning$composite$estimate), 1e-4)), 1e-3)
 })
 
 test_that("lambda and the bandwidth maximise the Laplace marginal likelihood", {
@@ -222,6 +236,8 @@ test_that("what the Laplace posterior needs is checked with classed errors", {
   e(loss = loss_logistic(), posterior = "laplace", lambda = "gcv")
   e(loss = loss_logistic(), posterior = "laplace", lambda = "cv")
   e(loss = loss_logistic(), posterior = "ep", lambda = c(0.1, 1))
+  expect_equal(kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace",
+                              lambda = "paper", threads = 1)$lambda, 60e-6)
   km <- kernel_machine(d$x, d$y, loss = loss_logistic(), lambda = 0.1, threads = 1)
   expect_error(logLik(km), "laplace", class = "askotch_error_input")
   expect_error(predict(km, d$x, type = "decision", se.fit = TRUE), "laplace",
