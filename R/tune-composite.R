@@ -86,27 +86,19 @@ composite_optimise <- function(k, tab, start, lambda, xs, Y, trend = NULL, Z = N
          lambda = if (learn) exp(th[np + 1L]) else lambda,
          gamma = th[np + learn + seq_len(nz)])
   }
-  cache <- new.env()
-  f <- function(th) {
-    key <- paste(th, collapse = ",")
-    if (!identical(cache$key, key)) {
-      u <- unpack(th)
-      r <- composite_loglik(u$k, tab, u$lambda, xs, Y, trend, noise_of(u$gamma),
-                            threads = threads)
-      cache$key <- key
-      # a failed factor (value -Inf) as a value far above any other, which
-      # L-BFGS-B's line search backs away from (it refuses infinite values)
-      cache$r <- list(value = if (is.finite(r$value)) -r$value else .Machine$double.xmax / 4,
-                      grad = -r$grad[at])
-      if (is.finite(r$value)) tune_best(cache, th, cache$r$value, clock, "maximum likelihood")
-      else if (!is.null(clock)) clock$tick("maximum likelihood", NA)
-    }
-    cache$r
+  memo <- new.env(parent = emptyenv())
+  # a failed factor (value -Inf) fails the point (tune_memo())
+  objective <- function(th) {
+    u <- unpack(th)
+    r <- composite_loglik(u$k, tab, u$lambda, xs, Y, trend, noise_of(u$gamma),
+                          threads = threads)
+    list(f = -r$value, g = -r$grad[at])
   }
+  f <- function(th) tune_memo(memo, th, objective, clock, "maximum likelihood")
   if (length(th0) == 0L) return(list(kernel = k, lambda = lambda, optim = NULL))
   # stopped by the tuning clock at the best point so far (tune_optim())
-  opt <- tune_optim(th0, function(th) f(th)$value, function(th) f(th)$grad, lo, hi,
-                    list(maxit = 200, factr = 1e7), cache, 1)
+  opt <- tune_optim(th0, function(th) f(th)$f, function(th) f(th)$g, lo, hi,
+                    list(maxit = 200, factr = 1e7), memo, 1)
   edge <- abs(opt$par - lo) < 1e-6 | abs(opt$par - hi) < 1e-6
   u <- unpack(opt$par)
   list(kernel = u$k, lambda = u$lambda, noise_coef = if (nz) u$gamma,

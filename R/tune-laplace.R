@@ -165,10 +165,8 @@ gpc_space <- function(xs, kern, fit_k, fit_lam, seed, threads = 0L) {
 # objective to minimise and its gradient in th, list(f, g), for the kernel
 # matrix K, where gdot(W) is the vector of sum(W * d(K / lambda) / dth_j)
 # (every gradient here is such a contraction), or NULL where it failed
-# (then a value far above any other, which L-BFGS-B's line search backs
-# away from); it is evaluated once per th (optim() asks for the value and
-# the gradient separately). Returns the kernel and lambda at the optimum,
-# th, and the search's record.
+# (tune_memo() evaluates it once per th and handles failures). Returns the
+# kernel and lambda at the optimum, th, and the search's record.
 gpc_search <- function(space, fit_lam, lambda, th0, value, clock = NULL, what = "") {
   nk <- length(space$th0)
   decode <- function(th) {
@@ -176,25 +174,17 @@ gpc_search <- function(space, fit_lam, lambda, th0, value, clock = NULL, what = 
          lambda = if (fit_lam) exp(th[[nk + 1L]]) else lambda)
   }
   memo <- new.env(parent = emptyenv())
-  memo$n <- 0L
-  eval_at <- function(th) {
-    if (!identical(memo$th, th)) {
-      memo$n <- memo$n + 1L
-      h <- decode(th)
-      K <- space$mat(h$kernel)
-      # d(K / lambda) / dth_j = (dK / dth_j) / lambda; d(K / lambda) /
-      # dlog lambda = -K / lambda
-      gdot <- function(W) {
-        c(space$dot(h$kernel, W), if (fit_lam) -sum(W * K)) / h$lambda
-      }
-      v <- value(K, gdot, h$lambda, th)
-      memo$val <- v %||% list(f = .Machine$double.xmax / 4, g = numeric(length(th)))
-      memo$th <- th
-      if (!is.null(v)) tune_best(memo, th, v$f, clock, what)
-      else if (!is.null(clock)) clock$tick(what, NA)
+  objective <- function(th) {
+    h <- decode(th)
+    K <- space$mat(h$kernel)
+    # d(K / lambda) / dth_j = (dK / dth_j) / lambda; d(K / lambda) /
+    # dlog lambda = -K / lambda
+    gdot <- function(W) {
+      c(space$dot(h$kernel, W), if (fit_lam) -sum(W * K)) / h$lambda
     }
-    memo$val
+    value(K, gdot, h$lambda, th) %||% list(f = Inf)
   }
+  eval_at <- function(th) tune_memo(memo, th, objective, clock, what)
   lower <- c(space$lower, if (fit_lam) log(1e-6))
   upper <- c(space$upper, if (fit_lam) log(1e4))
   opt <- tune_optim(pmin(pmax(th0, lower), upper), function(th) eval_at(th)$f,
@@ -203,7 +193,7 @@ gpc_search <- function(space, fit_lam, lambda, th0, value, clock = NULL, what = 
   list(kernel = h$kernel, lambda = h$lambda, th = opt$par,
        at_bound = abs(opt$par - lower) < 1e-6 | abs(opt$par - upper) < 1e-6,
        optim = list(loglik = -opt$value, convergence = opt$convergence,
-                    evaluations = memo$n, message = opt$message))
+                    evaluations = memo$evaluations, message = opt$message))
 }
 
 # A composite's estimates on the edge of their search range warn (as

@@ -120,9 +120,9 @@ gp_optimise <- function(xs, Y, kernel, ard = FALSE, lambda = NULL,
     list(kernel = k, ell = ell, x = x, lambda = lam, gamma = gam)
   }
   memo <- new.env(parent = emptyenv())
-  eval_at <- function(th) {
-    if (!is.null(memo$th) && identical(memo$th, th)) return(memo$val)
-    memo$evaluations <- (memo$evaluations %||% 0L) + 1L
+  # the objective; where K + lambda I is not numerically positive
+  # definite the point fails, as tune_memo() handles
+  loglik_at <- function(th) {
     d <- decode(th)
     v <- gp_loglik_exact(d$x, Y, d$kernel, d$lambda, ard = ard,
                          threads = threads, tstat = tstat, trend = trend,
@@ -131,14 +131,9 @@ gp_optimise <- function(xs, Y, kernel, ard = FALSE, lambda = NULL,
     g <- v$gradient
     if (!is.null(g)) g <- g[c(seq_len(nk), if (fit_lambda) nk + 1L, nk + 1L + seq_len(nz))]
     if (!is.null(g) && fix_kernel) g[seq_len(nk)] <- 0
-    memo$th <- th
-    # a point where K + lambda I is not numerically positive definite is
-    # worse than any other (L-BFGS-B needs finite values)
-    f <- if (is.finite(v$loglik)) -v$loglik else .Machine$double.xmax / 4
-    memo$val <- list(f = f, g = if (is.null(g) || !all(is.finite(g))) rep(0, length(th)) else -g)
-    tune_best(memo, th, -v$loglik, clock, what)
-    memo$val
+    list(f = -v$loglik, g = if (!is.null(g)) -g)
   }
+  eval_at <- function(th) tune_memo(memo, th, loglik_at, clock, what)
   scale_f <- nrow(xs) * ncol(Y)
   W <- if (is.null(trend) && nz == 0L && fit_lambda && !fix_kernel && !ard &&
            flag_option("askotch.ml_whiten", TRUE)) {
@@ -419,6 +414,26 @@ tune_clock <- function(set, envir = parent.frame()) {
   }
   list(tick = tick, seconds = function() now() - t0,
        expired = function() is.finite(limit) && now() - t0 > limit)
+}
+
+# A search's objective at th, list(f, g), evaluated once per th
+# (optim() asks for the value and the gradient separately): compute(th)
+# returns list(f, g) with f not finite where the point failed, which then
+# gets a value far above any other and a zero gradient (L-BFGS-B refuses
+# infinite values, and its line search backs away from such a point). The
+# evaluations are counted in memo$evaluations, the best point kept and the
+# clock ticked (tune_best()).
+tune_memo <- function(memo, th, compute, clock, what) {
+  if (!is.null(memo$th) && identical(memo$th, th)) return(memo$val)
+  memo$evaluations <- (memo$evaluations %||% 0L) + 1L
+  v <- compute(th)
+  memo$th <- th
+  ok <- is.finite(v$f)
+  memo$val <- list(f = if (ok) v$f else .Machine$double.xmax / 4,
+                   g = if (ok && !is.null(v$g) && all(is.finite(v$g))) v$g else
+                     rep(0, length(th)))
+  tune_best(memo, th, v$f, clock, what)
+  memo$val
 }
 
 # Keep the best point of a search in memo (best_th, best_f), then tick the clock
