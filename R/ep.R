@@ -17,9 +17,12 @@
 # parallel version of R&W's Algorithm 3.5), each site's step halved when
 # its update reverses direction and lengthened again while it does not,
 # started from the Laplace approximation's sites (tau~ = W, nu~ = W f^ +
-# grad log p(y | f^), whose posterior is the Laplace one). A sweep costs a Cholesky
-# factor of B = I + S^(1/2) K~ S^(1/2) and a triangular solve with n
-# right-hand sides, in base R linear algebra: exact, for up to option
+# grad log p(y | f^), whose posterior is the Laplace one). A sweep costs a
+# Cholesky factor of B = I + S^(1/2) K~ S^(1/2) and a triangular solve with
+# n right-hand sides for the marginal variances, in compiled code
+# (native_gp_sites(): the posterior N(mu, Sigma) of the sites, its marginal
+# variances and means, B's factor and the weights alpha of the posterior
+# mean K~ alpha, as GPML's epComputeParams): exact, for up to option
 # askotch.ep_max_n points. The tilted moments are integrals in one
 # variable, by the trapezoidal rule. Predictions are those of a weighted GP
 # regression with weights tau~ and pseudo-targets nu~ / tau~ (R&W sec.
@@ -75,17 +78,6 @@ ep_tilted_grid <- function(y, m, s, q, loglik) {
         s^2 * pmax(M[, 3L] / M[, 1L] - ez^2, 0))
 }
 
-# The posterior N(mu, Sigma) of the sites (tau, nu) for the prior K~:
-# its marginal variances and means, B's factor, and the weights alpha with
-# posterior mean K~ alpha at any point (GPML's epComputeParams)
-ep_posterior <- function(Kt, tau, nu) {
-  sw <- sqrt(tau)
-  L <- chol(diag(length(tau)) + outer(sw, sw) * Kt)
-  V <- backsolve(L, sw * Kt, transpose = TRUE)
-  alpha <- nu - sw * backsolve(L, backsolve(L, sw * drop(Kt %*% nu), transpose = TRUE))
-  list(var = diag(Kt) - colSums(V^2), mean = drop(Kt %*% alpha), L = L, V = V, alpha = alpha)
-}
-
 # EP's log marginal likelihood (R&W sec. 3.6, in the form of GPML's
 # infEP): the sites' tilted normalisers, the Gaussian terms and B's log
 # determinant
@@ -111,7 +103,7 @@ ep_column <- function(Kt, y, f, loglik = ep_logistic, sites = NULL, gdot = NULL)
   }
   tau <- sites$tau
   nu <- sites$nu
-  post <- ep_posterior(Kt, tau, nu)
+  post <- native_gp_sites(Kt, tau, nu)
   converged <- FALSE
   damping <- rep(1, length(y))
   last <- numeric(length(y))
@@ -138,7 +130,7 @@ ep_column <- function(Kt, y, f, loglik = ep_logistic, sites = NULL, gdot = NULL)
     last <- ifelse(step != 0, step, last)
     tau <- tau + damping * step
     nu <- nu + damping * (nnew - nu)
-    post <- ep_posterior(Kt, tau, nu)
+    post <- native_gp_sites(Kt, tau, nu)
     if (change <= ep_tol()) {
       converged <- TRUE
       break

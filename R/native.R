@@ -110,6 +110,14 @@ native_sym_eigen <- function(A, threads = 0L) {
   .Call(ffi_sym_eigen, A, as.integer(threads))
 }
 
+# The Gaussian posterior of the prior covariance K and Gaussian sites with
+# precisions tau and shifts nu (expectation propagation's step):
+# list(var, mean, alpha, L), L the upper Cholesky factor of
+# I + S^1/2 K S^1/2
+native_gp_sites <- function(K, tau, nu, threads = 0L) {
+  .Call(ffi_gp_sites, K, as.numeric(tau), as.numeric(nu), as.integer(threads))
+}
+
 # The greedy partial Cholesky factor of K(x, x) (pivot weights pw or NULL)
 native_pivoted_cholesky <- function(x, kernel, pw, rank, stop_trace, tiny,
                                     threads = 0L) {

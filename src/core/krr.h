@@ -309,6 +309,16 @@ krr_status krr_kcomp_stat_host(krr_ctx *ctx, const krr_kernel *k, int c, const d
  * context between steps (linalg/eigsys.c). */
 krr_status krr_sym_eigen_host(krr_ctx *ctx, int64_t n, double *A, double *w);
 
+/* The Gaussian posterior of a Gaussian-process prior K (n x n host matrix,
+ * column-major, read whole) and Gaussian sites with precisions tau >= 0 and
+ * shifts nu (linalg/sites.c): R <- the upper Cholesky factor of
+ * B = I + S^1/2 K S^1/2 (S = diag(tau); lower triangle zero), var <- the
+ * posterior marginal variances, alpha <- the weights of the posterior mean
+ * mean = K alpha.  The step of expectation propagation's sweeps (Rasmussen
+ * and Williams 2006, sec. 3.6). */
+krr_status krr_gp_sites_host(krr_ctx *ctx, int64_t n, const double *K, const double *tau,
+                             const double *nu, double *R, double *var, double *mean, double *alpha);
+
 /* The Gaussian-process profile log likelihood of the m columns of Y ~ N(0,
  * s_k^2 (K + lambda I)) (K = K(X, X), s_k^2 profiled) on all n points without
  * forming K, by stochastic Lanczos quadrature and Hutchinson estimates from

@@ -86,12 +86,41 @@ test_that("EP's latent mean, variance, probabilities and log Z are the base R on
   expect_gt(mean(abs(pe - 0.5)), mean(abs(pl - 0.5)))
 })
 
+test_that("the compiled site posterior is the base R closed form", {
+  sites <- getFromNamespace("native_gp_sites", "askotch")
+  set.seed(11)
+  n <- 60
+  x <- matrix(rnorm(2 * n), n)
+  K <- unname(40 * exp(-as.matrix(dist(x))^2 / 2))
+  # precisions from zero (a site that says nothing) to large, and tiny ones,
+  # whose variances the closed form below keeps to full accuracy
+  tau <- c(0, 1e-10, 1e-6, runif(n - 3, 0, 3))
+  nu <- rnorm(n)
+  sw <- sqrt(tau)
+  B <- diag(n) + outer(sw, sw) * K
+  Sigma <- K - K %*% diag(sw) %*% solve(B, diag(sw) %*% K)
+  alpha <- nu - sw * solve(B, sw * drop(K %*% nu))
+  p <- sites(K, tau, nu, threads = 1L)
+  expect_equal(p$var, diag(Sigma), tolerance = 1e-10)
+  expect_equal(p$alpha, alpha, tolerance = 1e-10)
+  expect_equal(p$mean, drop(K %*% alpha), tolerance = 1e-10)
+  expect_equal(p$L, chol(B), tolerance = 1e-12)
+  # the posterior mean equals Sigma's product with the shifts
+  expect_equal(p$mean, drop(Sigma %*% nu), tolerance = 1e-9)
+  bad <- tau
+  bad[5] <- -1
+  expect_error(sites(K, bad, nu), class = "askotch_error")
+  expect_error(sites(K, tau[-1], nu), class = "askotch_error")
+  # a prior covariance that is not positive semidefinite
+  expect_error(sites(-K, tau, nu), class = "askotch_error")
+})
+
 test_that("with one point EP is the exact posterior", {
   ep_column <- getFromNamespace("ep_column", "askotch")
-  ep_posterior <- getFromNamespace("ep_posterior", "askotch")
+  sites <- getFromNamespace("native_gp_sites", "askotch")
   for (cf in list(c(1, 2, 0.3), c(-1, 50, 1.2), c(1, 0.01, -0.5))) {
     e <- ep_column(matrix(cf[2]), cf[1], cf[3])
-    p <- ep_posterior(matrix(cf[2]), e$tau, e$nu)
+    p <- sites(matrix(cf[2]), e$tau, e$nu)
     h <- oracle_tilted(cf[1], 0, cf[2])
     expect_equal(p$mean, h$mean, tolerance = 1e-9)
     expect_equal(p$var, h$var, tolerance = 1e-9)
