@@ -111,11 +111,11 @@ native_sym_eigen <- function(A, threads = 0L) {
 }
 
 # The Gaussian posterior of the prior covariance K and Gaussian sites with
-# precisions tau and shifts nu (expectation propagation's step):
-# list(var, mean, alpha, L), L the upper Cholesky factor of
-# I + S^1/2 K S^1/2
-native_gp_sites <- function(K, tau, nu, threads = 0L) {
-  .Call(ffi_gp_sites, K, as.numeric(tau), as.numeric(nu), as.integer(threads))
+# precisions tau and shifts nu (expectation propagation's step; without
+# var, the Laplace approximation's Newton step): list(var, mean, alpha, L),
+# L the upper Cholesky factor of I + S^1/2 K S^1/2
+native_gp_sites <- function(K, tau, nu, var = TRUE, threads = 0L) {
+  .Call(ffi_gp_sites, K, as.numeric(tau), as.numeric(nu), as.integer(var), as.integer(threads))
 }
 
 # The greedy partial Cholesky factor of K(x, x) (pivot weights pw or NULL)

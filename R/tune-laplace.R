@@ -21,12 +21,13 @@ laplace_mode <- function(K, y, lambda, f = numeric(length(y)), tol = 1e-10,
   obj <- -Inf
   for (it in seq_len(maxit)) {
     pi <- stats::plogis(f)
-    sw <- sqrt(pi * (1 - pi))
-    L <- chol(diag(length(y)) + outer(sw, sw) * Kt)
-    b <- pi * (1 - pi) * f + (t01 - pi)
-    v <- backsolve(L, backsolve(L, sw * drop(Kt %*% b), transpose = TRUE))
-    a <- b - sw * v
-    f <- drop(Kt %*% a)
+    # the Newton step is the posterior of sites with precisions W = pi (1 - pi)
+    # and shifts b = W f + grad log p(y | f): a = alpha, new f its mean
+    w <- pi * (1 - pi)
+    step <- native_gp_sites(Kt, w, w * f + (t01 - pi), var = FALSE)
+    a <- step$alpha
+    f <- step$mean
+    L <- step$L
     new <- -sum(a * f) / 2 + sum(stats::plogis(y * f, log.p = TRUE))
     if (abs(new - obj) <= tol * (1 + abs(new))) break
     obj <- new
@@ -243,14 +244,15 @@ laplace_grad <- function(Kt, f, y, gdot) {
   pi <- stats::plogis(f)
   w <- pi * (1 - pi)
   sw <- sqrt(w)
-  L <- chol(diag(n) + outer(sw, sw) * Kt)
+  # B's factor and the marginal variances diag((Kt^-1 + W)^-1)
+  post <- native_gp_sites(Kt, w, numeric(n))
+  L <- post$L
   a <- (y + 1) / 2 - pi  # grad log p at the mode: f = Kt a
   logq <- -sum(a * f) / 2 + sum(stats::plogis(y * f, log.p = TRUE)) - sum(log(diag(L)))
   Rm <- outer(sw, sw) * chol2inv(L)                 # W^1/2 B^-1 W^1/2
-  Cm <- backsolve(L, sw * Kt, transpose = TRUE)     # L^-T W^1/2 Kt
   # d log q / d f^_i = 1/2 [(Kt^-1 + W)^-1]_ii d3_i: only -1/2 log det B
   # depends on the mode there, through dW_ii / df_i = -d3_i
-  s2 <- (diag(Kt) - colSums(Cm^2)) / 2 * (-w * (1 - 2 * pi))
+  s2 <- post$var / 2 * (-w * (1 - 2 * pi))
   u <- s2 - drop(Rm %*% drop(Kt %*% s2))
   list(logq = logq, gradient = gdot(outer(a / 2 + u, a) - Rm / 2))
 }

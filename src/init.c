@@ -34,7 +34,7 @@ SEXP ffi_kernel_eval(SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_median_distance(SEXP, SEXP);
 SEXP ffi_kernel_rate(SEXP, SEXP);
 SEXP ffi_sym_eigen(SEXP, SEXP);
-SEXP ffi_gp_sites(SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_gp_sites(SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_pivoted_cholesky(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_threads(SEXP);
 SEXP ffi_devices(void);
@@ -82,7 +82,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_median_distance, 2),
     CALLDEF(ffi_kernel_rate, 2),
     CALLDEF(ffi_sym_eigen, 2),
-    CALLDEF(ffi_gp_sites, 4),
+    CALLDEF(ffi_gp_sites, 5),
     CALLDEF(ffi_pivoted_cholesky, 8),
     CALLDEF(ffi_fit_features_theta, 1),
     CALLDEF(ffi_features_apply, 9),

@@ -313,9 +313,10 @@ krr_status krr_sym_eigen_host(krr_ctx *ctx, int64_t n, double *A, double *w);
  * column-major, read whole) and Gaussian sites with precisions tau >= 0 and
  * shifts nu (linalg/sites.c): R <- the upper Cholesky factor of
  * B = I + S^1/2 K S^1/2 (S = diag(tau); lower triangle zero), var <- the
- * posterior marginal variances, alpha <- the weights of the posterior mean
- * mean = K alpha.  The step of expectation propagation's sweeps (Rasmussen
- * and Williams 2006, sec. 3.6). */
+ * posterior marginal variances (var NULL: not computed, n^3 flops fewer),
+ * alpha <- the weights of the posterior mean mean = K alpha.  The step of
+ * expectation propagation's sweeps and of the Laplace approximation's
+ * Newton iterations (Rasmussen and Williams 2006, sec. 3.4 and 3.6). */
 krr_status krr_gp_sites_host(krr_ctx *ctx, int64_t n, const double *K, const double *tau,
                              const double *nu, double *R, double *var, double *mean, double *alpha);
 

@@ -203,18 +203,20 @@ SEXP ffi_pivoted_cholesky(SEXP x, SEXP kernel, SEXP bandwidth, SEXP pw, SEXP ran
 
 /* The Gaussian posterior of the prior covariance K and Gaussian sites
  * (tau, nu) (krr_gp_sites_host): list(var, mean, alpha, L), L the upper
- * Cholesky factor of I + S^1/2 K S^1/2 as R's chol() returns it. Expectation
- * propagation's step (R/ep.R). */
-SEXP ffi_gp_sites(SEXP k, SEXP tau, SEXP nu, SEXP threads) {
+ * Cholesky factor of I + S^1/2 K S^1/2 as R's chol() returns it, var NULL
+ * unless want_var. Expectation propagation's step and the Laplace
+ * approximation's Newton step (R/ep.R, R/tune-laplace.R). */
+SEXP ffi_gp_sites(SEXP k, SEXP tau, SEXP nu, SEXP want_var, SEXP threads) {
   askotch_glue_check_matrix(k, "K");
   const int n = Rf_nrows(k);
   if (Rf_ncols(k) != n) askotch_glue_raise_status(KRR_ERR_INPUT, "K must be square");
   if (!Rf_isReal(tau) || !Rf_isReal(nu) || XLENGTH(tau) != n || XLENGTH(nu) != n)
     askotch_glue_raise_status(KRR_ERR_INPUT, "tau and nu must be double vectors of K's size");
+  const int var = askotch_glue_int1(want_var, "want_var") != 0;
   const int nt = askotch_glue_threads(askotch_glue_int1(threads, "threads"));
   const char *nm[] = {"var", "mean", "alpha", "L", ""};
   SEXP out = PROTECT(Rf_mkNamed(VECSXP, nm));
-  for (int i = 0; i < 3; i++) SET_VECTOR_ELT(out, i, Rf_allocVector(REALSXP, n));
+  for (int i = var ? 0 : 1; i < 3; i++) SET_VECTOR_ELT(out, i, Rf_allocVector(REALSXP, n));
   SET_VECTOR_ELT(out, 3, Rf_allocMatrix(REALSXP, n, n));
   krr_ctx ctx;
   askotch_glue_blas_save();
@@ -222,7 +224,7 @@ SEXP ffi_gp_sites(SEXP k, SEXP tau, SEXP nu, SEXP threads) {
   askotch_glue_poll_attach(&ctx);
   if (st == KRR_OK)
     st = krr_gp_sites_host(&ctx, n, REAL(k), REAL(tau), REAL(nu), REAL(VECTOR_ELT(out, 3)),
-                           REAL(VECTOR_ELT(out, 0)), REAL(VECTOR_ELT(out, 1)),
+                           var ? REAL(VECTOR_ELT(out, 0)) : NULL, REAL(VECTOR_ELT(out, 1)),
                            REAL(VECTOR_ELT(out, 2)));
   askotch_glue_ctx_done(&ctx, st, 1);
   UNPROTECT(1);
