@@ -37,55 +37,23 @@ ep_tol <- function() ep_option("askotch.ep_tol", 1e-4)
 # the scale U of the latent sd's prior in ep_search(): P(sd > U) = 0.05
 ep_sd_prior <- function() ep_option("askotch.ep_sd_prior", 30)
 
-# The logistic likelihood's log sigma(y f); tests pass a Gaussian one, for
-# which EP is exact
-ep_logistic <- function(y, f) stats::plogis(y * f, log.p = TRUE)
-
 # log Z, mean and variance of the tilted distributions
-# p(y | f) N(f; m, v) / Z, one per element of y, m, v: the trapezoidal
-# rule over m +- 10 sqrt(v) with a spacing of at most 0.25 (the logistic
-# likelihood is analytic within pi of the real axis, so the rule's error is
-# of order exp(-2 pi^2 / 0.25)) and at most sqrt(v) / 4, up to sd 1250
-# (beyond, 1e5 + 1 nodes). The sites go in order of their sd, in chunks of
-# at most 2e6 grid values, each on the grid of its largest sd.
-ep_tilted <- function(y, m, v, loglik = ep_logistic) {
-  s <- sqrt(v)
-  ord <- order(s)
-  q <- pmin(pmax(81, ceiling(20 * s[ord] / 0.25) + 1), 1e5 + 1)
-  out <- matrix(0, length(s), 3L)
-  i <- 1L
-  while (i <= length(s)) {
-    rest <- seq.int(i, length(s))
-    j <- i - 1L + max(1L, sum((rest - i + 1) * q[rest] <= 2e6))
-    idx <- ord[i:j]
-    out[idx, ] <- ep_tilted_grid(y[idx], m[idx], s[idx], q[[j]], loglik)
-    i <- j + 1L
-  }
+# sigma(y f) N(f; m, v) / Z, one per element of y, m, v, by the trapezoidal
+# rule in compiled code (native_ep_tilted(); its spacing and error are
+# described in src/core/loss/tilted.c)
+ep_tilted <- function(y, m, v) {
+  out <- native_ep_tilted(y, m, v)
   list(logZ = out[, 1L], mean = out[, 2L], var = out[, 3L])
-}
-
-# ep_tilted() for sites of sd s on a grid of q nodes: (log Z, mean, var),
-# from the moments 0 to 2 of the standardised variable z = (f - m) / s,
-# one product of the likelihood's values (scaled by their largest) with
-# the weights dnorm(z) (1, z, z^2)
-ep_tilted_grid <- function(y, m, s, q, loglik) {
-  z <- seq(-10, 10, length.out = q)
-  lL <- loglik(y, outer(s, z) + m)
-  top <- lL[cbind(seq_along(m), max.col(lL, ties.method = "first"))]
-  M <- exp(lL - top) %*% (stats::dnorm(z) * cbind(1, z, z^2))
-  ez <- M[, 2L] / M[, 1L]
-  cbind(log(M[, 1L] * (z[2L] - z[1L])) + top, m + s * ez,
-        s^2 * pmax(M[, 3L] / M[, 1L] - ez^2, 0))
 }
 
 # EP's log marginal likelihood (R&W sec. 3.6, in the form of GPML's
 # infEP): the sites' tilted normalisers, the Gaussian terms and B's log
 # determinant
-ep_logz <- function(post, tau, nu, y, loglik = ep_logistic) {
+ep_logz <- function(post, tau, nu, y) {
   v <- post$var
   tc <- 1 / v - tau
   nc <- post$mean / v - nu
-  lz <- ep_tilted(y, nc / tc, 1 / tc, loglik)$logZ
+  lz <- ep_tilted(y, nc / tc, 1 / tc)$logZ
   # nu^T Sigma nu = nu^T mu for the zero prior mean
   sum(lz) - sum(log(diag(post$L))) + sum(nu * post$mean) / 2 - sum(v * nu^2) / 2 +
     sum(nc * ((tau / tc * nc - 2 * nu) * v)) / 2 + sum(log1p(tau / tc)) / 2
@@ -95,7 +63,7 @@ ep_logz <- function(post, tau, nu, y, loglik = ep_logistic) {
 # mode f (the mode of y's logistic fit at the training points), or from
 # given sites (a list of tau and nu); with gdot (W -> sum(W * dKt / dth_j),
 # gpc_search()'s) also log Z's gradient in theta
-ep_column <- function(Kt, y, f, loglik = ep_logistic, sites = NULL, gdot = NULL) {
+ep_column <- function(Kt, y, f, sites = NULL, gdot = NULL) {
   if (is.null(sites)) {
     p <- stats::plogis(y * f)
     w <- pmax(p * (1 - p), 1e-12)
@@ -114,7 +82,7 @@ ep_column <- function(Kt, y, f, loglik = ep_logistic, sites = NULL, gdot = NULL)
     tnew <- tau
     nnew <- nu
     if (any(ok)) {
-      th <- ep_tilted(y[ok], nc[ok] / tc[ok], 1 / tc[ok], loglik)
+      th <- ep_tilted(y[ok], nc[ok] / tc[ok], 1 / tc[ok])
       tnew[ok] <- pmax(1 / th$var - tc[ok], 0)
       nnew[ok] <- th$mean / th$var - nc[ok]
     }
@@ -136,7 +104,7 @@ ep_column <- function(Kt, y, f, loglik = ep_logistic, sites = NULL, gdot = NULL)
       break
     }
   }
-  list(tau = tau, nu = nu, alpha = post$alpha, logz = ep_logz(post, tau, nu, y, loglik),
+  list(tau = tau, nu = nu, alpha = post$alpha, logz = ep_logz(post, tau, nu, y),
        sweeps = sweep, converged = converged, change = change,
        gradient = if (!is.null(gdot)) ep_grad(post, tau, gdot))
 }

@@ -118,6 +118,12 @@ native_gp_sites <- function(K, tau, nu, var = TRUE, threads = 0L) {
   .Call(ffi_gp_sites, K, as.numeric(tau), as.numeric(nu), as.integer(var), as.integer(threads))
 }
 
+# Expectation propagation's tilted moments for the logistic likelihood:
+# an n x 3 matrix of log Z, mean and variance of sigma(y f) N(f; m, v) / Z
+native_ep_tilted <- function(y, m, v) {
+  .Call(ffi_ep_tilted, as.numeric(y), as.numeric(m), as.numeric(v))
+}
+
 # The greedy partial Cholesky factor of K(x, x) (pivot weights pw or NULL)
 native_pivoted_cholesky <- function(x, kernel, pw, rank, stop_trace, tiny,
                                     threads = 0L) {

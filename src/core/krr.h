@@ -320,6 +320,13 @@ krr_status krr_sym_eigen_host(krr_ctx *ctx, int64_t n, double *A, double *w);
 krr_status krr_gp_sites_host(krr_ctx *ctx, int64_t n, const double *K, const double *tau,
                              const double *nu, double *R, double *var, double *mean, double *alpha);
 
+/* Expectation propagation's tilted distributions sigma(y_i f) N(f; m_i, v_i)
+ * / Z_i for the logistic likelihood (y_i = +-1, v_i > 0; loss/tilted.c):
+ * out (n x 3, column-major) <- log Z_i, their means and their variances, by
+ * the trapezoidal rule. */
+krr_status krr_ep_tilted_logistic(krr_ctx *ctx, int64_t n, const double *y, const double *m,
+                                  const double *v, double *out);
+
 /* The Gaussian-process profile log likelihood of the m columns of Y ~ N(0,
  * s_k^2 (K + lambda I)) (K = K(X, X), s_k^2 profiled) on all n points without
  * forming K, by stochastic Lanczos quadrature and Hutchinson estimates from

@@ -231,6 +231,23 @@ SEXP ffi_gp_sites(SEXP k, SEXP tau, SEXP nu, SEXP want_var, SEXP threads) {
   return out;
 }
 
+/* The logistic likelihood's tilted moments (krr_ep_tilted_logistic): an
+ * n x 3 matrix of log Z, mean and variance. Expectation propagation's
+ * site updates (R/ep.R). */
+SEXP ffi_ep_tilted(SEXP y, SEXP m, SEXP v) {
+  const R_xlen_t n = XLENGTH(y);
+  if (!Rf_isReal(y) || !Rf_isReal(m) || !Rf_isReal(v) || XLENGTH(m) != n || XLENGTH(v) != n)
+    askotch_glue_raise_status(KRR_ERR_INPUT, "y, m and v must be double vectors of one length");
+  SEXP out = PROTECT(Rf_allocMatrix(REALSXP, (int)n, 3));
+  krr_ctx ctx;
+  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), krr_cpu_ops(), 1, 0);
+  askotch_glue_poll_attach(&ctx);
+  if (st == KRR_OK) st = krr_ep_tilted_logistic(&ctx, n, REAL(y), REAL(m), REAL(v), REAL(out));
+  askotch_glue_ctx_done(&ctx, st, 0);
+  UNPROTECT(1);
+  return out;
+}
+
 /* The eigendecomposition of a symmetric matrix (its lower triangle read) by
  * the CPU backend's polled eigensolver, so that R's interrupt reaches it
  * between steps (the GP likelihood's eigendecomposition of a kernel

@@ -86,6 +86,24 @@ test_that("EP's latent mean, variance, probabilities and log Z are the base R on
   expect_gt(mean(abs(pe - 0.5)), mean(abs(pl - 0.5)))
 })
 
+test_that("the compiled tilted moments are stats::integrate()'s", {
+  tilted <- getFromNamespace("native_ep_tilted", "askotch")
+  # small and large sds (up to the grid's cap of 1e5 + 1 nodes), cavities on
+  # the right side and far on the wrong one
+  cases <- rbind(c(1, 0.3, 0.01), c(-1, 2, 1), c(1, -3, 25), c(-1, 40, 400),
+                 c(1, -50, 4), c(1, 5, 1e4), c(-1, -1, 1e-6))
+  out <- tilted(cases[, 1], cases[, 2], cases[, 3])
+  for (i in seq_len(nrow(cases))) {
+    h <- oracle_tilted(cases[i, 1], cases[i, 2], cases[i, 3])
+    expect_equal(out[i, 1], log(h$z), tolerance = 1e-10)
+    expect_equal(out[i, 2], h$mean, tolerance = 1e-9)
+    expect_equal(out[i, 3], h$var, tolerance = 1e-8)
+  }
+  expect_error(tilted(1, 0, 0), class = "askotch_error")
+  expect_error(tilted(0, 0, 1), class = "askotch_error")
+  expect_error(tilted(c(1, -1), 0, 1), class = "askotch_error")
+})
+
 test_that("the compiled site posterior is the base R closed form", {
   sites <- getFromNamespace("native_gp_sites", "askotch")
   set.seed(11)
