@@ -48,11 +48,13 @@ ep_tilted <- function(y, m, v) {
 
 # EP's log marginal likelihood (R&W sec. 3.6, in the form of GPML's
 # infEP): the sites' tilted normalisers, the Gaussian terms and B's log
-# determinant
+# determinant; NA where a site's cavity is not a proper Gaussian (its
+# precision not above 0), where it is not defined
 ep_logz <- function(post, tau, nu, y) {
   v <- post$var
   tc <- 1 / v - tau
   nc <- post$mean / v - nu
+  if (!all(tc > 0)) return(NA_real_)
   lz <- ep_tilted(y, nc / tc, 1 / tc)$logZ
   # nu^T Sigma nu = nu^T mu for the zero prior mean
   sum(lz) - sum(log(diag(post$L))) + sum(nu * post$mean) / 2 - sum(v * nu^2) / 2 +
@@ -63,7 +65,7 @@ ep_logz <- function(post, tau, nu, y) {
 # mode f (the mode of y's logistic fit at the training points), or from
 # given sites (a list of tau and nu); with gdot (W -> sum(W * dKt / dth_j),
 # gpc_search()'s) also log Z's gradient in theta
-ep_column <- function(Kt, y, f, sites = NULL, gdot = NULL) {
+ep_column <- function(Kt, y, f, sites = NULL, gdot = NULL, threads = 0L) {
   if (is.null(sites)) {
     p <- stats::plogis(y * f)
     w <- pmax(p * (1 - p), 1e-12)
@@ -71,7 +73,7 @@ ep_column <- function(Kt, y, f, sites = NULL, gdot = NULL) {
   }
   tau <- sites$tau
   nu <- sites$nu
-  post <- native_gp_sites(Kt, tau, nu)
+  post <- native_gp_sites(Kt, tau, nu, threads = threads)
   converged <- FALSE
   damping <- rep(1, length(y))
   last <- numeric(length(y))
@@ -98,7 +100,7 @@ ep_column <- function(Kt, y, f, sites = NULL, gdot = NULL) {
     last <- ifelse(step != 0, step, last)
     tau <- tau + damping * step
     nu <- nu + damping * (nnew - nu)
-    post <- native_gp_sites(Kt, tau, nu)
+    post <- native_gp_sites(Kt, tau, nu, threads = threads)
     if (change <= ep_tol()) {
       converged <- TRUE
       break
@@ -129,7 +131,9 @@ ep_fit <- function(fit, call = NULL) {
   xs <- gp_xs(fit)
   Kt <- gp_kmat(fit, xs, xs) / lam
   Fh <- krr_scores(fit, xs)
-  cols <- lapply(seq_len(fit$m), function(o) ep_column(Kt, fit$y[, o], Fh[, o]))
+  cols <- lapply(seq_len(fit$m), function(o) {
+    ep_column(Kt, fit$y[, o], Fh[, o], threads = gp_threads(fit))
+  })
   pick <- function(nm) vapply(cols, `[[`, numeric(if (nm %in% c("tau", "alpha")) fit$n else 1L),
                               nm)
   ep <- list(tau = matrix(pick("tau"), fit$n), weights = matrix(pick("alpha"), fit$n) / lam,
@@ -192,10 +196,10 @@ ep_search <- function(space, Y, start, fit_lam, clock = NULL) {
     val <- list(f = -lp$value, g = -lp$g)
     for (j in seq_len(ncol(Y))) {
       r <- tryCatch({
-        f0 <- if (is.null(sites[[j]])) laplace_mode(K, Y[, j], lam)$f
-        ep_column(K / lam, Y[, j], f0, sites = sites[[j]], gdot = gdot)
+        f0 <- if (is.null(sites[[j]])) laplace_mode(K, Y[, j], lam, threads = space$threads)$f
+        ep_column(K / lam, Y[, j], f0, sites = sites[[j]], gdot = gdot, threads = space$threads)
       }, error = function(e) NULL)
-      if (is.null(r) || !r$converged) return(NULL)
+      if (is.null(r) || !r$converged || !is.finite(r$logz)) return(NULL)
       sites[[j]] <<- r[c("tau", "nu")]
       val$f <- val$f - r$logz
       val$g <- val$g - r$gradient

@@ -15,7 +15,7 @@ laplace_newton_max_n <- function() getOption("askotch.laplace_newton_max_n", 500
 # The posterior mode (Newton, R&W Algorithm 3.1) and log q of one +1/-1
 # column y for the kernel matrix K and lambda, from the latent start f.
 laplace_mode <- function(K, y, lambda, f = numeric(length(y)), tol = 1e-10,
-                         maxit = 100L) {
+                         maxit = 100L, threads = 0L) {
   Kt <- K / lambda
   t01 <- (y + 1) / 2
   obj <- -Inf
@@ -24,7 +24,7 @@ laplace_mode <- function(K, y, lambda, f = numeric(length(y)), tol = 1e-10,
     # the Newton step is the posterior of sites with precisions W = pi (1 - pi)
     # and shifts b = W f + grad log p(y | f): a = alpha, new f its mean
     w <- pi * (1 - pi)
-    step <- native_gp_sites(Kt, w, w * f + (t01 - pi), var = FALSE)
+    step <- native_gp_sites(Kt, w, w * f + (t01 - pi), var = FALSE, threads = threads)
     a <- step$alpha
     f <- step$mean
     L <- step$L
@@ -41,7 +41,7 @@ laplace_modes <- function(dat, set) {
   K <- kernel_mat(dat$xs, dat$xs, set$kernel, set$threads)
   vapply(seq_len(ncol(dat$Yc)), function(j) {
     y <- dat$Yc[, j]
-    f <- laplace_mode(K, y, set$lambda)$f
+    f <- laplace_mode(K, y, set$lambda, threads = set$threads)$f
     ((y + 1) / 2 - stats::plogis(f)) / set$lambda
   }, numeric(dat$n))
 }
@@ -127,7 +127,8 @@ gpc_space <- function(xs, kern, fit_k, fit_lam, seed, threads = 0L) {
                 },
                 mat = function(k) native_kernel_eval(k, tstat),
                 dot = function(k, W) if (fit_k) native_kernel_deriv_dot(xs, k, -1L, W) else none,
-                amps = function(th) list(log = 0, J = matrix(0, 1L, length(th)))))
+                amps = function(th) list(log = 0, J = matrix(0, 1L, length(th))),
+                threads = threads))
   }
   pr <- composite_params(kern, hold_first = fit_lam)
   tab <- pr$table
@@ -148,14 +149,16 @@ gpc_space <- function(xs, kern, fit_k, fit_lam, seed, threads = 0L) {
   if (!NROW(tab)) {
     K0 <- kernel_mat(xs, xs, pr$kernel, threads)
     return(list(th0 = none, lower = none, upper = none, kernel = function(th) pr$kernel,
-                mat = function(k) K0, dot = function(k, W) none, amps = amps))
+                mat = function(k) K0, dot = function(k, W) none, amps = amps,
+                threads = threads))
   }
   th0 <- log(composite_start(pr$kernel, tab, xs, seed, NULL))
   width <- ifelse(tab$what == "amplitude", log(1e6), log(1e3))
   list(th0 = th0, lower = th0 - width, upper = th0 + width, table = tab,
        kernel = function(th) composite_set(pr$kernel, tab, exp(th)),
        mat = function(k) kernel_mat(xs, xs, k, threads),
-       dot = function(k, W) native_kernel_deriv_dot(xs, k, tab$code, W), amps = amps)
+       dot = function(k, W) native_kernel_deriv_dot(xs, k, tab$code, W), amps = amps,
+       threads = threads)
 }
 
 # The search both GP classifiers run: L-BFGS-B from th0 (the kernel's part
@@ -217,10 +220,11 @@ laplace_search <- function(space, Y, lambda, clock = NULL) {
   value <- function(K, gdot, lam, th) {
     val <- list(f = 0, g = numeric(length(th)))
     for (j in seq_len(ncol(Y))) {
-      m <- tryCatch(laplace_mode(K, Y[, j], lam, modes[, j]), error = function(e) NULL)
+      m <- tryCatch(laplace_mode(K, Y[, j], lam, modes[, j], threads = space$threads),
+                    error = function(e) NULL)
       if (is.null(m)) return(NULL)
       modes[, j] <<- m$f
-      gq <- laplace_grad(K / lam, m$f, Y[, j], gdot)
+      gq <- laplace_grad(K / lam, m$f, Y[, j], gdot, space$threads)
       val$f <- val$f - gq$logq
       val$g <- val$g - gq$gradient
     }
@@ -239,13 +243,13 @@ laplace_search <- function(space, Y, lambda, clock = NULL) {
 # term is linear in dKt_j = C (symmetric): 1/2 a^T C a - 1/2 tr(R C) +
 # s2^T (I - Kt R) C a = sum(W * C) with W = (a a^T - R) / 2 + u a^T,
 # u = s2 - R Kt s2.
-laplace_grad <- function(Kt, f, y, gdot) {
+laplace_grad <- function(Kt, f, y, gdot, threads = 0L) {
   n <- length(y)
   pi <- stats::plogis(f)
   w <- pi * (1 - pi)
   sw <- sqrt(w)
   # B's factor and the marginal variances diag((Kt^-1 + W)^-1)
-  post <- native_gp_sites(Kt, w, numeric(n))
+  post <- native_gp_sites(Kt, w, numeric(n), threads = threads)
   L <- post$L
   a <- (y + 1) / 2 - pi  # grad log p at the mode: f = Kt a
   logq <- -sum(a * f) / 2 + sum(stats::plogis(y * f, log.p = TRUE)) - sum(log(diag(L)))

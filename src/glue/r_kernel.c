@@ -2,6 +2,7 @@
  * matrix, the greedy pivoted Cholesky of K(x, x), the predictions of a
  * random-features model) and the kernel list (what R reads of each kernel,
  * its rate, values and derivatives). */
+#include <limits.h>
 #include <string.h>
 #include <math.h>
 #include "glue.h"
@@ -238,6 +239,7 @@ SEXP ffi_ep_tilted(SEXP y, SEXP m, SEXP v) {
   const R_xlen_t n = XLENGTH(y);
   if (!Rf_isReal(y) || !Rf_isReal(m) || !Rf_isReal(v) || XLENGTH(m) != n || XLENGTH(v) != n)
     askotch_glue_raise_status(KRR_ERR_INPUT, "y, m and v must be double vectors of one length");
+  if (n > INT_MAX) askotch_glue_raise_status(KRR_ERR_INPUT, "too many sites");
   SEXP out = PROTECT(Rf_allocMatrix(REALSXP, (int)n, 3));
   krr_ctx ctx;
   krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), krr_cpu_ops(), 1, 0);

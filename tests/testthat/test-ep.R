@@ -88,8 +88,7 @@ test_that("EP's latent mean, variance, probabilities and log Z are the base R on
 
 test_that("the compiled tilted moments are stats::integrate()'s", {
   tilted <- getFromNamespace("native_ep_tilted", "askotch")
-  # small and large sds (up to the grid's cap of 1e5 + 1 nodes), cavities on
-  # the right side and far on the wrong one
+  # sds from 1e-3 to 100, cavities on the right side and far on the wrong one
   cases <- rbind(c(1, 0.3, 0.01), c(-1, 2, 1), c(1, -3, 25), c(-1, 40, 400),
                  c(1, -50, 4), c(1, 5, 1e4), c(-1, -1, 1e-6))
   out <- tilted(cases[, 1], cases[, 2], cases[, 3])
@@ -134,6 +133,8 @@ test_that("the compiled site posterior is the base R closed form", {
   expect_error(sites(K, tau[-1], nu), class = "askotch_error")
   # a prior covariance that is not positive semidefinite
   expect_error(sites(-K, tau, nu), class = "askotch_error")
+  K[3, 1] <- NaN
+  expect_error(sites(K, tau, nu), class = "askotch_error")
 })
 
 test_that("with one point EP is the exact posterior", {

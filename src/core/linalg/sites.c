@@ -41,9 +41,15 @@ static krr_status sites_run(krr_ctx *ctx, int64_t n, const double *K, const doub
                             double *mean, double *alpha) {
   for (int64_t i = 0; i < n; i++) {
     if (!(tau[i] >= 0) || !isfinite(tau[i]) || !isfinite(nu[i]))
-      return krr_fail(ctx, KRR_ERR_INPUT, "sites: precisions must be finite and >= 0");
+      return krr_fail(ctx, KRR_ERR_INPUT,
+                      "sites: site %lld has a precision that is not finite and >= 0 or a "
+                      "shift that is not finite",
+                      (long long)i + 1);
     sw[i] = sqrt(tau[i]);
   }
+  for (int64_t j = 0; j < n * n; j++)
+    if (!isfinite(K[j]))
+      return krr_fail(ctx, KRR_ERR_INPUT, "sites: K has a value that is not finite");
   for (int64_t j = 0; j < n; j++) {
     const double *kj = K + j * n;
     double *rj = R + j * n;

@@ -4,12 +4,13 @@
  * its log normaliser, mean and variance, one per site.  Each is an integral
  * in one variable, taken by the trapezoidal rule in z = (f - m) / s
  * (s = sqrt(v)) over [-10, 10] with q nodes, q = 20 s / 0.25 + 1 rounded up,
- * at least 81 and at most 1e5 + 1: a spacing of at most 0.25 in f (the
- * logistic function is analytic within pi of the real axis, so the rule's
- * error is of order exp(-2 pi^2 / 0.25)) and at most 1/4 in z.  The
+ * at least 81 and at most 1e5 + 1: a spacing of at most 1/4 in z and, up to
+ * sd 1250 (beyond, 1e5 + 1 nodes), at most 0.25 in f.  The logistic function
+ * is analytic within pi of the real axis, so the rule's error is of order
+ * exp(-2 pi^2 / 0.25) (Trefethen and Weideman 2014, SIAM Review 56).  The
  * likelihood's values are scaled by their largest on the grid (log sigma is
- * monotone in f, so the largest is at one end), which keeps the sums finite
- * for cavities far on the wrong side. */
+ * monotone in f, so the largest is at one end), which keeps the sums from
+ * underflowing to zero for cavities far on the wrong side. */
 #include <math.h>
 #include "loss.h"
 
@@ -43,7 +44,8 @@ krr_status krr_ep_tilted_logistic(krr_ctx *ctx, int64_t n, const double *y, cons
   for (int64_t i = 0; i < n; i++)
     if (!(v[i] > 0) || !isfinite(v[i]) || !isfinite(m[i]) || !(y[i] == 1 || y[i] == -1))
       return krr_fail(ctx, KRR_ERR_INPUT,
-                      "tilted: y must be +-1, m finite and v finite and positive");
+                      "tilted: site %lld: y must be +-1, m finite and v finite and positive",
+                      (long long)i + 1);
   for (int64_t i = 0; i < n; i++) {
     if (i % 256 == 0) KTRY(krr_poll(ctx));
     double r[3];
