@@ -92,7 +92,9 @@
 #' the search) the Laplace search's values are kept, as
 #' `fit$tuning$optim$message` says. Option `askotch.ep_tune = FALSE`
 #' keeps the Laplace search's values.
-#' `logLik()` is EP's approximation of the marginal likelihood. The decision
+#' `logLik()` is EP's approximation of the marginal likelihood (`NA` in the
+#' rare case that a point's cavity distribution at the fixed point is not a
+#' proper Gaussian, where it is not defined). The decision
 #' values and classes of `predict()` are EP's posterior mean, while the fit's
 #' weights (and `fitted()`, `summary()`'s objective) remain the posterior
 #' mode's. The sweeps stop when no site changes by more than 1e-4
