@@ -13,26 +13,52 @@ laplace_tune_max_n <- function() getOption("askotch.laplace_tune_max_n", 1000)
 laplace_newton_max_n <- function() getOption("askotch.laplace_newton_max_n", 5000)
 
 # The posterior mode (Newton, R&W Algorithm 3.1) and log q of one +1/-1
-# column y for the kernel matrix K and lambda, from the latent start f.
+# column y for the kernel matrix K and lambda, from the latent start f;
+# `converged` says whether Psi's relative change fell below tol within
+# maxit steps. Plain Newton steps can overshoot and diverge where Kt = K /
+# lambda is large (a small lambda): from a point with f = Kt a (every point
+# after the first step, and the zero start) each step is halved until
+# Psi(f) = -a^T f / 2 + sum log p(y | f), concave in f, does not decrease
+# (GPML's infLaplace searches along the step too). A warm start whose first
+# step ends below Psi at zero is dropped for the zero start.
 laplace_mode <- function(K, y, lambda, f = numeric(length(y)), tol = 1e-10,
                          maxit = 100L, threads = 0L) {
   Kt <- K / lambda
   t01 <- (y + 1) / 2
-  obj <- -Inf
+  psi <- function(a, f) -sum(a * f) / 2 + sum(stats::plogis(y * f, log.p = TRUE))
+  a <- if (all(f == 0)) f
+  obj <- if (is.null(a)) -Inf else psi(a, f)
+  converged <- FALSE
   for (it in seq_len(maxit)) {
     pi <- stats::plogis(f)
     # the Newton step is the posterior of sites with precisions W = pi (1 - pi)
     # and shifts b = W f + grad log p(y | f): a = alpha, new f its mean
     w <- pi * (1 - pi)
     step <- native_gp_sites(Kt, w, w * f + (t01 - pi), var = FALSE, threads = threads)
-    a <- step$alpha
-    f <- step$mean
     L <- step$L
-    new <- -sum(a * f) / 2 + sum(stats::plogis(y * f, log.p = TRUE))
-    if (abs(new - obj) <= tol * (1 + abs(new))) break
+    da <- step$alpha - if (is.null(a)) 0 else a
+    df <- step$mean - f
+    t <- 1
+    new <- psi(step$alpha, step$mean)
+    while (!is.null(a) && !(new >= obj) && t > 2^-30) {
+      t <- t / 2
+      new <- psi(a + t * da, f + t * df)
+    }
+    a <- if (is.null(a)) step$alpha else a + t * da
+    f <- f + t * df
+    if (!(new >= -length(y) * log(2))) {
+      # a first step from a warm start that ends below Psi at zero (where
+      # a = f = 0), -n log 2: start again from zero
+      a <- f <- numeric(length(y))
+      new <- -length(y) * log(2)
+    }
+    if (is.finite(new) && abs(new - obj) <= tol * (1 + abs(new))) {
+      converged <- TRUE
+      break
+    }
     obj <- new
   }
-  list(f = f, logq = new - sum(log(diag(L))), iterations = it)
+  list(f = f, logq = new - sum(log(diag(L))), iterations = it, converged = converged)
 }
 
 # The weights alpha = grad log p(y | f^) / lambda (f^ = K alpha) of the
@@ -214,7 +240,7 @@ gpc_bound_warning <- function(o, space, fit_lam) {
 
 # The summed log q (laplace_grad()) maximised by gpc_search() from the
 # kernel's start (gpc_space()) and lambda = 1, each evaluation's modes
-# started from the previous ones.
+# started from the last evaluation's that converged.
 laplace_search <- function(space, Y, lambda, clock = NULL) {
   modes <- matrix(0, nrow(Y), ncol(Y))
   value <- function(K, gdot, lam, th) {
@@ -222,7 +248,9 @@ laplace_search <- function(space, Y, lambda, clock = NULL) {
     for (j in seq_len(ncol(Y))) {
       m <- tryCatch(laplace_mode(K, Y[, j], lam, modes[, j], threads = space$threads),
                     error = function(e) NULL)
-      if (is.null(m)) return(NULL)
+      # an evaluation whose mode did not converge fails, and its modes are
+      # not the next evaluation's start
+      if (is.null(m) || !m$converged) return(NULL)
       modes[, j] <<- m$f
       gq <- laplace_grad(K / lam, m$f, Y[, j], gdot, space$threads)
       val$f <- val$f - gq$logq

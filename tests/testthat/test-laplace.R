@@ -26,6 +26,26 @@ oracle_laplace <- function(K, y, lambda) {
   list(f = f, w = w, a = a, logq = logq)
 }
 
+test_that("the Newton mode converges at a tiny lambda, where plain Newton diverges", {
+  laplace_mode <- getFromNamespace("laplace_mode", "askotch")
+  set.seed(3)
+  n <- 150
+  x <- matrix(rnorm(2 * n), n)
+  y <- ifelse(x[, 1] + 0.3 * rnorm(n) > 0, 1, -1)
+  K <- unname(exp(-as.matrix(dist(x))^2 / 2))
+  # at lambda = 1e-6 R&W's Algorithm 3.1 without a line search runs away
+  # (Psi below -1e9 after 100 steps) on these data; the mode solves
+  # f = Kt (t - pi(f)), t = (y + 1) / 2
+  for (f0 in list(numeric(n), -30 * y)) {
+    m <- laplace_mode(K, y, 1e-6, f = f0, threads = 1L)
+    expect_true(m$converged)
+    res <- m$f - drop(K %*% ((y + 1) / 2 - plogis(m$f))) / 1e-6
+    expect_lt(max(abs(res)) / max(abs(m$f)), 1e-6)
+  }
+  # too few steps: reported, not taken for the mode
+  expect_false(laplace_mode(K, y, 1e-6, maxit = 3L, threads = 1L)$converged)
+})
+
 test_that("mode, latent variance, probabilities and log q are the base R ones", {
   d <- gpc_data()
   fit <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace",
