@@ -233,4 +233,18 @@ KRR_HD double krr_kc_eval(const krr_kcomp *c, double st, int j) {
     default: return NAN;
   }
 }
+
+/* krr_kc_eval(c, st, j) for a derivative (j >= 0) given the component's
+ * value v = krr_kc_eval(c, st, -1) at st: a listed kernel's and the
+ * periodic kernel's bandwidth derivatives from v, without evaluating the
+ * exponential again (the contraction of the likelihood gradients) */
+KRR_HD double krr_kc_deriv_at(const krr_kcomp *c, double st, int j, double v) {
+  if (j == 0 && c->family == KRR_KF_LISTED)
+    return krr_kernel_dlog_s_at(krr_kparams_of(c->base, c->bw), st, v);
+  if (j == 0 && c->family == KRR_KF_PERIODIC) {
+    const double s = sin(3.141592653589793 * sqrt(st) / c->par[0]);
+    return v * 4.0 * s * s / (c->bw * c->bw);
+  }
+  return krr_kc_eval(c, st, j);
+}
 #endif

@@ -167,6 +167,21 @@ KRR_HD double krr_kernel_dlog_s(krr_kparams kp, double t) {
   }
 }
 
+/* dK/dlog s from the statistic t and the kernel's value k = POLY(u) exp(-u)
+ * there, as DLOGS(u) k / POLY(u) (POLY > 0 for u >= 0): the derivative
+ * without a second exponential where the value is at hand; 0 where k is */
+KRR_HD double krr_kernel_dlog_s_at(krr_kparams kp, double t, double k) {
+  typedef double T;
+  T u;
+  switch (kp.type) {
+#define KRR_KLIST_DLOGS_AT_(K, n, A, L1, ROOT, POLY, DLOGS, ...) \
+  case KRR_##K: u = kp.a * ((ROOT) ? sqrt(t) : t); return k == 0 ? 0.0 : (DLOGS) * (k / (POLY));
+    KRR_KERNEL_LIST(KRR_KLIST_DLOGS_AT_)
+#undef KRR_KLIST_DLOGS_AT_
+    default: return NAN;
+  }
+}
+
 /* reference (double) d^2K/dlog s^2 from the statistic t: DDLOGS(u) exp(-u),
  * 0 where exp(-u) underflows */
 KRR_HD double krr_kernel_d2log_s(krr_kparams kp, double t) {

@@ -340,6 +340,31 @@ test_that("a composite's derivative matrices match finite differences", {
                tolerance = 1e-12)
 })
 
+test_that("the contractions of listed components' bandwidth derivatives", {
+  # the listed kernels' derivatives are taken from their values (POLY(u)
+  # exp(-u) with POLY above 1 for the Matern kernels): against differences
+  x <- ka_data(25)
+  k <- kernel_matern(nu = 2.5, bandwidth = "ml", dims = 1:2) +
+    kernel_laplace("ml", dims = 3, amplitude = "ml") + kernel_matern(nu = 1.5, "ml", dims = 2)
+  pr <- ffi("composite_params")(ka_resolve(k, x))
+  tab <- pr$table
+  vals <- seq(0.4, 1.2, length.out = nrow(tab))
+  kk <- ffi("composite_set")(pr$kernel, tab, vals)
+  km <- ffi("native_kernel_matrix")
+  set.seed(4)
+  W <- matrix(rnorm(625), 25)
+  dots <- ffi("native_kernel_deriv_dot")(x, kk, tab$code, W)
+  h <- 1e-5
+  for (i in seq_len(nrow(tab))) {
+    up <- dn <- vals
+    up[i] <- vals[i] * exp(h)
+    dn[i] <- vals[i] * exp(-h)
+    fd <- sum(W * (km(x, x, ffi("composite_set")(pr$kernel, tab, up)) -
+                     km(x, x, ffi("composite_set")(pr$kernel, tab, dn)))) / (2 * h)
+    expect_equal(dots[i], fd, tolerance = 1e-7)
+  }
+})
+
 test_that("a fit with a fixed composite kernel is the closed form, on every solver", {
   x <- ka_data(120)
   y <- sin(6 * x[, 1]) + x[, 2] * x[, 3] + rnorm(120, sd = 0.05)

@@ -467,25 +467,50 @@ static int code_ok(const krr_kspec *s, int code) {
   return c < s->ncomp && j < krr_kc_npar(s->comp[c].family);
 }
 
+/* One derivative code, resolved once per call: the component c and its
+ * hyperparameter j (c < 0 for the kernel, code 0, or a term's amplitude),
+ * the term t (t < 0: every term, code 0) and the other components of that
+ * term, whose values multiply the derivative */
+typedef struct {
+  int c, j, t, nother;
+  int other[KRR_KS_MAXC];
+} code_plan;
+
+static void plan_code(const krr_kspec *s, int code, code_plan *pl) {
+  pl->c = code > 0 ? (code - 1) / 4 : -1;
+  pl->j = code > 0 ? (code - 1) % 4 : -1;
+  pl->t = code > 0 ? s->comp[pl->c].term : code < 0 ? -code - 1 : -1;
+  pl->nother = 0;
+  for (int e = 0; e < s->ncomp; e++)
+    if (pl->t >= 0 && e != pl->c && s->comp[e].term == pl->t) pl->other[pl->nother++] = e;
+}
+
+/* the plans of codes[0..nd) (freed by the caller), NULL when out of memory */
+static code_plan *plan_codes(const krr_kspec *s, const int *codes, int nd) {
+  code_plan *pl = (code_plan *)malloc(sizeof(code_plan) * (size_t)(nd > 0 ? nd : 1));
+  if (pl)
+    for (int d = 0; d < nd; d++) plan_code(s, codes[d], &pl[d]);
+  return pl;
+}
+
 /* the value of one derivative code at a pair, from the components' values v
  * and statistics st */
-static double pair_deriv(const krr_kspec *s, int code, const double *v, const double *st) {
-  if (code > 0) {
-    const int c = (code - 1) / 4, j = (code - 1) % 4, t = s->comp[c].term;
-    double g = s->amp[t] * krr_kc_eval(&s->comp[c], st[c], j);
-    for (int e = 0; e < s->ncomp; e++)
-      if (e != c && s->comp[e].term == t) g *= v[e];
-    return g;
+static double pair_deriv(const krr_kspec *s, const code_plan *pl, const double *v,
+                         const double *st) {
+  if (pl->t < 0) {
+    double sum = 0;
+    for (int t = 0; t < s->nterm; t++) {
+      double g = s->amp[t];
+      for (int e = 0; e < s->ncomp; e++)
+        if (s->comp[e].term == t) g *= v[e];
+      sum += g;
+    }
+    return sum;
   }
-  double sum = 0;
-  for (int t = 0; t < s->nterm; t++) {
-    if (code < 0 && t != -code - 1) continue;
-    double g = s->amp[t];
-    for (int e = 0; e < s->ncomp; e++)
-      if (s->comp[e].term == t) g *= v[e];
-    sum += g;
-  }
-  return sum;
+  double g = s->amp[pl->t];
+  if (pl->c >= 0) g *= krr_kc_deriv_at(&s->comp[pl->c], st[pl->c], pl->j, v[pl->c]);
+  for (int k = 0; k < pl->nother; k++) g *= v[pl->other[k]];
+  return g;
 }
 
 /* component c's columns of the column-major X (n x p) as n x pc row-major */
@@ -513,7 +538,7 @@ static void pair_values(const krr_kspec *s, double **R1, double **R2, int64_t i,
 /* sym (the same points on both sides): the pairs i >= j only, mirrored,
  * the matrices being symmetric */
 static krr_status deriv_run(krr_ctx *ctx, const krr_kspec *s, double **R1, double **R2, int64_t n1,
-                            int64_t n2, int p, const int *codes, int nd, int sym, double *out) {
+                            int64_t n2, int p, const code_plan *pl, int nd, int sym, double *out) {
   const int64_t mat = n1 * n2;
   for (int64_t j0 = 0; j0 < n2; j0 += 64) {
     KTRY(krr_poll(ctx));
@@ -523,7 +548,7 @@ static krr_status deriv_run(krr_ctx *ctx, const krr_kspec *s, double **R1, doubl
       for (int64_t i = sym ? j : 0; i < n1; i++) {
         pair_values(s, R1, R2, i, j, p, v, st);
         for (int d = 0; d < nd; d++) {
-          const double g = pair_deriv(s, codes[d], v, st);
+          const double g = pair_deriv(s, &pl[d], v, st);
           out[d * mat + j * n1 + i] = g;
           if (sym) out[d * mat + i * n1 + j] = g;
         }
@@ -537,14 +562,14 @@ static krr_status deriv_run(krr_ctx *ctx, const krr_kspec *s, double **R1, doubl
  * over the pairs i >= l, an off-diagonal pair weighted W_il + W_li (the
  * matrices are symmetric) */
 static krr_status dot_run(krr_ctx *ctx, const krr_kspec *s, double **R, int64_t n, int p,
-                          const int *codes, int nd, const double *W, double *out) {
+                          const code_plan *pl, int nd, const double *W, double *out) {
   for (int64_t l = 0; l < n; l++) {
     if (l % 64 == 0) KTRY(krr_poll(ctx));
     double v[KRR_KS_MAXC], st[KRR_KS_MAXC];
     for (int64_t i = l; i < n; i++) {
       pair_values(s, R, R, i, l, p, v, st);
       const double w = i == l ? W[l * n + i] : W[l * n + i] + W[i * n + l];
-      for (int d = 0; d < nd; d++) out[d] += w * pair_deriv(s, codes[d], v, st);
+      for (int d = 0; d < nd; d++) out[d] += w * pair_deriv(s, &pl[d], v, st);
     }
   }
   return krr_poll(ctx);
@@ -587,9 +612,12 @@ krr_status krr_kcomp_deriv_host(krr_ctx *ctx, const krr_kernel *k, const double 
   const krr_kspec *s = &k->spec;
   double *R1[KRR_KS_MAXC] = {0}, *R2[KRR_KS_MAXC] = {0};
   const int sym = X1 == X2 && n1 == n2;
-  krr_status st = cols_all(ctx, s, X1, n1, X2, n2, p, sym, R1, R2);
-  if (st == KRR_OK) st = deriv_run(ctx, s, R1, R2, n1, n2, p, codes, nd, sym, out);
+  code_plan *pl = plan_codes(s, codes, nd);
+  krr_status st = pl ? cols_all(ctx, s, X1, n1, X2, n2, p, sym, R1, R2)
+                     : krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
+  if (st == KRR_OK) st = deriv_run(ctx, s, R1, R2, n1, n2, p, pl, nd, sym, out);
   cols_free(s, sym, R1, R2);
+  free(pl);
   return st;
 }
 
@@ -600,9 +628,12 @@ krr_status krr_kcomp_deriv_dot_host(krr_ctx *ctx, const krr_kernel *k, const dou
   if (n == 0 || nd == 0) return KRR_OK;
   const krr_kspec *s = &k->spec;
   double *R[KRR_KS_MAXC] = {0};
-  krr_status st = cols_all(ctx, s, X, n, X, n, p, 1, R, R);
-  if (st == KRR_OK) st = dot_run(ctx, s, R, n, p, codes, nd, W, out);
+  code_plan *pl = plan_codes(s, codes, nd);
+  krr_status st = pl ? cols_all(ctx, s, X, n, X, n, p, 1, R, R)
+                     : krr_fail(ctx, KRR_ERR_MEMORY, "out of host memory");
+  if (st == KRR_OK) st = dot_run(ctx, s, R, n, p, pl, nd, W, out);
   cols_free(s, 1, R, R);
+  free(pl);
   return st;
 }
 
