@@ -10,7 +10,8 @@
 #     memory to its exit).  The subset: the exact-oracle solver tests, the
 #     stopping rules, the error paths, interrupts (the unwinding path that
 #     frees everything), solving again, composite kernels (their spec
-#     decoding, tiles and derivatives) and the stochastic GP likelihood --
+#     decoding, tiles and derivatives), the stochastic GP likelihood and
+#     the GP classifiers' site posterior and tilted moments (EP, Laplace) --
 #     the files that reach every C entry point and every error/cleanup path; the statistical and
 #     convention tests (GP uncertainty, broom, caret, tasks) run only R code
 #     on top of the same entry points and would double the stage's time.
@@ -71,7 +72,7 @@ R_MAKEVARS_USER="$MV" R CMD INSTALL --preclean --no-test-load -l "$LIB" . >/tmp/
 rm -f src/*.o src/*/*.o src/*/*/*.o src/*.so
 stage "R package ASan build"
 LIBASAN=$(gcc -print-file-name=libasan.so)
-FILES="test-solvers.R test-stopping.R test-errors.R test-interrupts.R test-refit.R test-losses.R test-kernels.R test-kernel-algebra.R test-bcd.R test-gp-slq.R"
+FILES="test-solvers.R test-stopping.R test-errors.R test-interrupts.R test-refit.R test-losses.R test-kernels.R test-kernel-algebra.R test-bcd.R test-gp-slq.R test-ep.R test-laplace.R"
 for f in $FILES; do
   log=/tmp/askotch-asan-$f.log
   if LD_PRELOAD="$LIBASAN" ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:suppressions=$ASAN_SUPP" \
