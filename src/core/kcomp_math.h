@@ -207,6 +207,12 @@ KRR_HD double krr_kc_matern(double nu, double x, int deriv) {
   return krr_kc_matern_value(&b, nu, lognorm, x);
 }
 
+/* the periodic kernel's derivative in its log bandwidth, from its value k
+ * and s = sin(pi d / period): k 4 s^2 / bw^2 */
+KRR_HD double krr_kc_periodic_dlog_bw(const krr_kcomp *c, double k, double s) {
+  return k * 4.0 * s * s / (c->bw * c->bw);
+}
+
 /* the component's value (j = -1) or its derivative in its log
  * hyperparameter j, from the statistic st of krr_kc_stat_kind; NaN for a
  * j the family does not have */
@@ -221,7 +227,9 @@ KRR_HD double krr_kc_eval(const krr_kcomp *c, double st, int j) {
     case KRR_KF_PERIODIC: {
       const double th = 3.141592653589793 * sqrt(st) / c->par[0], s = sin(th);
       const double il2 = 1.0 / (c->bw * c->bw), k = exp(-2.0 * s * s * il2);
-      return j < 0 ? k : j == 0 ? k * 4.0 * s * s * il2 : k * 4.0 * th * s * cos(th) * il2;
+      return j < 0    ? k
+             : j == 0 ? krr_kc_periodic_dlog_bw(c, k, s)
+                      : k * 4.0 * th * s * cos(th) * il2;
     }
     case KRR_KF_LINEAR: return st;
     case KRR_KF_POLY: {
@@ -242,8 +250,7 @@ KRR_HD double krr_kc_deriv_at(const krr_kcomp *c, double st, int j, double v) {
   if (j == 0 && c->family == KRR_KF_LISTED)
     return krr_kernel_dlog_s_at(krr_kparams_of(c->base, c->bw), st, v);
   if (j == 0 && c->family == KRR_KF_PERIODIC) {
-    const double s = sin(3.141592653589793 * sqrt(st) / c->par[0]);
-    return v * 4.0 * s * s / (c->bw * c->bw);
+    return krr_kc_periodic_dlog_bw(c, v, sin(3.141592653589793 * sqrt(st) / c->par[0]));
   }
   return krr_kc_eval(c, st, j);
 }
