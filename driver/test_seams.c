@@ -16,7 +16,9 @@
  *    fit; the memory held never exceeds the estimate;
  *  - a failed setup replays its error on every later call;
  *  - krr_overlap's side task (where it runs, what it sees, failures);
- *  - products and triangular solves in polled pieces against one call.
+ *  - products and triangular solves in polled pieces against one call, and
+ *    with one right-hand side against host loops;
+ *  - Falkon's fused K(X_B, X) K(X, X_B) V against host sums.
  * Prints "N passed, N failed". */
 #include <float.h>
 #include <math.h>
@@ -741,6 +743,188 @@ static void test_pieces(krr_ctx *ctx) {
   ctx->piece_flops = pf;
 }
 
+/* Products and solves with one right-hand side (the CPU backend sends them
+ * to gemv / trsv) against host loops: one column of C, one row of C, an
+ * empty inner dimension (C = beta C), every transpose; a triangular solve
+ * with one column (left) or one row (right), transposed or not, alpha != 1 */
+static void test_vectors(krr_ctx *ctx) {
+  const int64_t M = 37, K = 29;
+  for (int pr = 0; pr < 2; pr++) {
+    krr_precision prec = pr ? KRR_FLOAT : KRR_DOUBLE;
+    double tol = pr ? 1e-5 : 1e-13;
+    for (int shape = 0; shape < 3; shape++)
+      for (int tt = 0; tt < 4; tt++) {
+        const int ta = tt & 1, tb = tt >> 1;
+        const int64_t m = shape == 1 ? 1 : M, n = shape == 1 ? M : 1, k = shape == 2 ? 0 : K;
+        const int64_t lda = ta ? (k > 0 ? k : 1) : m, ldb = tb ? n : (k > 0 ? k : 1);
+        double *Ah = malloc(sizeof(double) * (M * K + 1)),
+               *Bh = malloc(sizeof(double) * (M * K + 1));
+        double *Ch = malloc(sizeof(double) * M), *ref = malloc(sizeof(double) * M);
+        for (int64_t i = 0; i < M * K + 1; i++) {
+          Ah[i] = (double)((i * 7919) % 1009) / 1009.0 - 0.5;
+          Bh[i] = (double)((i * 104729) % 997) / 997.0 - 0.5;
+        }
+        for (int64_t i = 0; i < M; i++) Ch[i] = (double)(i % 7) - 3.0;
+        for (int64_t i = 0; i < m; i++)
+          for (int64_t j = 0; j < n; j++) {
+            double sum = 0;
+            for (int64_t l = 0; l < k; l++)
+              sum += (ta ? Ah[l + i * lda] : Ah[i + l * lda]) *
+                     (tb ? Bh[j + l * ldb] : Bh[l + j * ldb]);
+            ref[i + j * m] = 0.5 * sum - 2.0 * Ch[i + j * m];
+          }
+        void *A = up(ctx, prec, Ah, M * K + 1), *B = up(ctx, prec, Bh, M * K + 1),
+             *C = up(ctx, prec, Ch, M);
+        krr_status st = A && B && C ? KRR_OK : KRR_ERR_MEMORY;
+        if (st == KRR_OK)
+          st = KOP(ctx, prec, gemm, ta, tb, m, n, k, 0.5, A, lda, B, ldb, -2.0, C, m);
+        if (st == KRR_OK) st = krr_download_vec(ctx, prec, C, M, Ch);
+        CHECK(st == KRR_OK && rel_diff(Ch, ref, M) <= tol,
+              "gemm %s %lldx%lldx%lld ta %d tb %d against loops: status %d, error %.3g",
+              pr ? "single" : "double", (long long)m, (long long)n, (long long)k, ta, tb, st,
+              rel_diff(Ch, ref, M));
+        krr_dfree(ctx, &A);
+        krr_dfree(ctx, &B);
+        krr_dfree(ctx, &C);
+        free(Ah);
+        free(Bh);
+        free(Ch);
+        free(ref);
+      }
+    const int64_t t = 41;
+    double *Th = calloc((size_t)(t * t), sizeof(double)), *bh = malloc(sizeof(double) * t);
+    double *x = malloc(sizeof(double) * t), *back = malloc(sizeof(double) * t);
+    for (int64_t j = 0; j < t; j++) {
+      bh[j] = (double)((j * 31) % 11) - 5.0;
+      for (int64_t i = 0; i <= j; i++)
+        Th[i + j * t] =
+            i == j ? 2.0 + (double)(j % 5) : 0.3 * ((double)((i * 31 + j * 17) % 13) / 13.0 - 0.5);
+    }
+    for (int right = 0; right < 2; right++)
+      for (int tr = 0; tr < 2; tr++) {
+        void *T = up(ctx, prec, Th, t * t), *b = up(ctx, prec, bh, t);
+        krr_status st = T && b ? KRR_OK : KRR_ERR_MEMORY;
+        /* left: op(T) x = 1.5 b; right: x op(T) = 1.5 b, i.e. op(T)^T x = 1.5 b */
+        if (st == KRR_OK)
+          st = KOP(ctx, prec, trsm, right, tr, right ? 1 : t, right ? t : 1, 1.5, T, t, b,
+                   right ? 1 : t);
+        if (st == KRR_OK) st = krr_download_vec(ctx, prec, b, t, x);
+        const int eff = tr != right; /* the system solved is T^T x (eff) or T x */
+        for (int64_t i = 0; i < t; i++) {
+          double sum = 0;
+          for (int64_t l = 0; l < t; l++) sum += (eff ? Th[l + i * t] : Th[i + l * t]) * x[l];
+          back[i] = sum / 1.5;
+        }
+        CHECK(st == KRR_OK && rel_diff(back, bh, t) <= tol,
+              "trsm %s one right-hand side, right %d trans %d: status %d, residual %.3g",
+              pr ? "single" : "double", right, tr, st, rel_diff(back, bh, t));
+        krr_dfree(ctx, &T);
+        krr_dfree(ctx, &b);
+      }
+    free(Th);
+    free(bh);
+    free(x);
+    free(back);
+  }
+}
+
+/* Falkon's K(X_B, X) K(X, X_B) V (krr_op_gram_mv, the exact operator's
+ * fused form: row tiles of K(X, X_B) formed once) against the two products
+ * and against host sums; enough centres (20000) that the rows come in
+ * several tiles, two right-hand sides, both precisions */
+static void test_gram(krr_ctx *ctx) {
+  const int64_t n = 300, c = 20000, q = 2;
+  const int p = 3;
+  double *X = malloc(sizeof(double) * n * p), *C = malloc(sizeof(double) * c * p);
+  double *V = malloc(sizeof(double) * c * q), *ref = malloc(sizeof(double) * c * q);
+  double *out = malloc(sizeof(double) * c * q), *two = malloc(sizeof(double) * c * q);
+  double *KV = calloc((size_t)(n * q), sizeof(double));
+  for (int64_t i = 0; i < n * p; i++) X[i] = krr_rng_normal(5, (uint64_t)i);
+  for (int64_t i = 0; i < c * p; i++) C[i] = krr_rng_normal(6, (uint64_t)i);
+  for (int64_t i = 0; i < c * q; i++) V[i] = krr_rng_normal(7, (uint64_t)i);
+  krr_kernel k = {.type = KRR_MATERN32, .bandwidth = 1.3};
+  krr_kparams kp = krr_kparams_make(&k);
+  /* X and C row-major (p coordinates per point) */
+#define KXC(i, j)                                                                         \
+  krr_kernel_eval(kp, (X[(i)*p] - C[(j)*p]) * (X[(i)*p] - C[(j)*p]) +                     \
+                          (X[(i)*p + 1] - C[(j)*p + 1]) * (X[(i)*p + 1] - C[(j)*p + 1]) + \
+                          (X[(i)*p + 2] - C[(j)*p + 2]) * (X[(i)*p + 2] - C[(j)*p + 2]))
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < c; j++) {
+      const double kv = KXC(i, j);
+      for (int64_t l = 0; l < q; l++) KV[i + l * n] += kv * V[j + l * c];
+    }
+  for (int64_t j = 0; j < c; j++)
+    for (int64_t l = 0; l < q; l++) {
+      double sum = 0;
+      for (int64_t i = 0; i < n; i++) sum += KXC(i, j) * KV[i + l * n];
+      ref[j + l * c] = sum;
+    }
+#undef KXC
+  /* the backend's fused op, then the tiles of kernel_block (what composite
+   * kernels and devices use): the ops table without kernel_gram */
+  const krr_ops *ops0 = ctx->ops, *host0 = ctx->host_ops;
+  krr_ops bare = *ops0;
+  bare.kernel_gram_d = NULL;
+  bare.kernel_gram_s = NULL;
+  for (int v = 0; v < 4; v++) {
+    const int pr = v & 1, tiles = v >> 1;
+    if (tiles && ops0 != host0) break; /* a device has no fused op to remove */
+    if (tiles) ctx->ops = ctx->host_ops = &bare;
+    krr_precision prec = pr ? KRR_FLOAT : KRR_DOUBLE;
+    double tol = pr ? 1e-5 : 1e-12;
+    size_t es = krr_sizeof(prec);
+    void *dX = NULL, *dC = NULL, *dV = NULL, *dO = NULL, *dT = NULL, *dW = NULL;
+    krr_status st = krr_upload_vec(ctx, prec, X, n * p, &dX);
+    if (st == KRR_OK) st = krr_upload_vec(ctx, prec, C, c * p, &dC);
+    if (st == KRR_OK) st = krr_upload_vec(ctx, prec, V, c * q, &dV);
+    size_t wb = krr_kernel_gram_work(ctx, prec, &k, n, c, (int)q);
+    dO = krr_dalloc(ctx, c * q, es);
+    dT = krr_dalloc(ctx, n * q, es);
+    dW = krr_dalloc(ctx, (int64_t)wb, 1);
+    if (st == KRR_OK && !(dO && dT && dW)) st = KRR_ERR_MEMORY;
+    if (st == KRR_OK)
+      st = krr_kernel_gram_mv(ctx, prec, &k, dX, n, dC, c, p, dV, c, (int)q, dO, c, dW);
+    if (st == KRR_OK) st = krr_download_vec(ctx, prec, dO, c * q, out);
+    if (st == KRR_OK) st = krr_kernel_mv_any(ctx, prec, &k, dX, n, dC, c, p, dV, c, (int)q, dT, n);
+    if (st == KRR_OK) st = krr_kernel_mv_any(ctx, prec, &k, dC, c, dX, n, p, dT, n, (int)q, dO, c);
+    if (st == KRR_OK) st = krr_download_vec(ctx, prec, dO, c * q, two);
+    /* the tiles: several of 32 or more rows (their work holds one) */
+    const int sized = tiles ? wb >= es * (size_t)(32 * c) && wb < es * (size_t)(n * c)
+                            : wb == sizeof(double) * (size_t)(c * q);
+    CHECK(st == KRR_OK && sized && rel_diff(out, ref, c * q) <= tol &&
+              rel_diff(out, two, c * q) <= tol,
+          "gram product %s, %s (%zu bytes of work): status %d (%s), error %.3g against host "
+          "sums, %.3g against two products",
+          pr ? "single" : "double", tiles ? "kernel_block tiles" : "fused op", wb, st, ctx->msg,
+          rel_diff(out, ref, c * q), rel_diff(out, two, c * q));
+    /* no rows: zero */
+    if (st == KRR_OK)
+      st = krr_kernel_gram_mv(ctx, prec, &k, dX, 0, dC, c, p, dV, c, (int)q, dO, c, dW);
+    if (st == KRR_OK) st = krr_download_vec(ctx, prec, dO, c * q, out);
+    double mx = 0;
+    for (int64_t i = 0; i < c * q; i++) mx = fmax(mx, fabs(out[i]));
+    CHECK(st == KRR_OK && mx == 0, "gram product %s of no rows: status %d, max %.3g",
+          pr ? "single" : "double", st, mx);
+    krr_clear(ctx);
+    krr_dfree(ctx, &dX);
+    krr_dfree(ctx, &dC);
+    krr_dfree(ctx, &dV);
+    krr_dfree(ctx, &dO);
+    krr_dfree(ctx, &dT);
+    krr_dfree(ctx, &dW);
+    ctx->ops = ops0;
+    ctx->host_ops = host0;
+  }
+  free(X);
+  free(C);
+  free(V);
+  free(ref);
+  free(out);
+  free(two);
+  free(KV);
+}
+
 /* The dense product gives the same bits for every thread count: its slices
  * of C are fixed by the sizes (the BLAS rounds an element by where it falls
  * in its slice).  Sizes above the one-thread work, so that the slices are
@@ -804,6 +988,8 @@ int main(int argc, char **argv) {
   if (!only || strstr(only, "overlap")) test_overlap(&ctx);
   if (!only || strstr(only, "pieces")) test_pieces(&ctx);
   if (!only || strstr(only, "team")) test_team_bits(&ctx);
+  if (!only || strstr(only, "vectors")) test_vectors(&ctx);
+  if (!only || strstr(only, "gram")) test_gram(&ctx);
   free(X); free(y);
   krr_ctx_free(&ctx);
   printf("%d passed, %d failed\n", n_pass, n_fail);

@@ -81,81 +81,82 @@ typedef enum {
   KRR_MAP_CLAMP = 9, KRR_MAP_MUL = 10, KRR_MAP_FREE = 11, KRR_MAP_ONES = 12
 } krr_map_kind;
 
-#define KRR_OPS_TYPED(real, S)                                                          \
+#define KRR_OPS_TYPED(real, S)                                                                     \
   /* OUT(n1 x q, ld ldo) = K(X1, X2) V(n2 x q, ld ldv): matrix-free, tiled, never  \
-     storing n1 x n2.  OUT is overwritten. */                                          \
-  krr_status (*kernel_mv_##S)(krr_ctx *, const krr_kernel *, const real *X1, int64_t n1,  \
-                              const real *X2, int64_t n2, int p, const real *V,           \
-                              int64_t ldv, int q, real *out, int64_t ldo);                \
-  /* OUT(n1 x n2, ld ldo) = K(X1, X2), materialised. */                                 \
-  krr_status (*kernel_block_##S)(krr_ctx *, const krr_kernel *, const real *X1,          \
-                                 int64_t n1, const real *X2, int64_t n2, int p, real *out, \
-                                 int64_t ldo);                                            \
-  /* dst(b x p, row-major) = X[idx, ] */                                                 \
-  krr_status (*gather_points_##S)(krr_ctx *, const real *X, int p, const int64_t *idx,   \
-                                  int64_t b, real *dst);                                  \
-  /* dst(b x m, ld ldd) = src[idx, ] (src ld lds) */                                    \
-  krr_status (*gather_rows_##S)(krr_ctx *, const real *src, int64_t lds, int m,          \
-                                const int64_t *idx, int64_t b, real *dst, int64_t ldd);   \
-  /* dst[idx, ] += alpha * src(b x m); idx distinct */                                  \
-  krr_status (*scatter_axpy_##S)(krr_ctx *, double alpha, const real *src, int64_t lds,  \
-                                 int m, const int64_t *idx, int64_t b, real *dst,        \
-                                 int64_t ldd);                                            \
-  /* y = a x + b y (contiguous, length n) */                                            \
-  krr_status (*axpby_##S)(krr_ctx *, int64_t n, double a, const real *x, double b,       \
-                          real *y);                                                       \
+     storing n1 x n2.  OUT is overwritten. */               \
+  krr_status (*kernel_mv_##S)(krr_ctx *, const krr_kernel *, const real *X1, int64_t n1,           \
+                              const real *X2, int64_t n2, int p, const real *V, int64_t ldv,       \
+                              int q, real *out, int64_t ldo);                                      \
+  /* OUT(n1 x n2, ld ldo) = K(X1, X2), materialised. */                                            \
+  krr_status (*kernel_block_##S)(krr_ctx *, const krr_kernel *, const real *X1, int64_t n1,        \
+                                 const real *X2, int64_t n2, int p, real *out, int64_t ldo);       \
+  /* optional (NULL: krr_kernel_gram_mv forms tiles with kernel_block): ACC(n2 x q,    \
+     ld n2, double) += K(X2, X1) K(X1, X2) V(n2 x q, ld ldv), each kernel pair once */           \
+  krr_status (*kernel_gram_##S)(krr_ctx *, const krr_kernel *, const real *X1, int64_t n1,         \
+                                const real *X2, int64_t n2, int p, const real *V, int64_t ldv,     \
+                                int q, double *acc);                                               \
+  /* dst(b x p, row-major) = X[idx, ] */                                                           \
+  krr_status (*gather_points_##S)(krr_ctx *, const real *X, int p, const int64_t *idx, int64_t b,  \
+                                  real *dst);                                                      \
+  /* dst(b x m, ld ldd) = src[idx, ] (src ld lds) */                                               \
+  krr_status (*gather_rows_##S)(krr_ctx *, const real *src, int64_t lds, int m,                    \
+                                const int64_t *idx, int64_t b, real *dst, int64_t ldd);            \
+  /* dst[idx, ] += alpha * src(b x m); idx distinct */                                             \
+  krr_status (*scatter_axpy_##S)(krr_ctx *, double alpha, const real *src, int64_t lds, int m,     \
+                                 const int64_t *idx, int64_t b, real *dst, int64_t ldd);           \
+  /* y = a x + b y (contiguous, length n) */                                                       \
+  krr_status (*axpby_##S)(krr_ctx *, int64_t n, double a, const real *x, double b, real *y);       \
   /* Nesterov's three sequences in one pass (length n): w = z;                        \
-   * v = (1 - beta) z + beta v; z = alpha v + (1 - alpha) z (with the new v) */         \
-  krr_status (*momentum_##S)(krr_ctx *, int64_t n, double alpha, double beta, real *z,   \
-                             real *v, real *w);                                           \
-  krr_status (*dot_##S)(krr_ctx *, int64_t n, const real *x, const real *y, double *out);\
-  krr_status (*nrm2_##S)(krr_ctx *, int64_t n, const real *x, double *out);              \
-  /* C = alpha op(A) op(B) + beta C; ta/tb: 0 = N, 1 = T */                             \
-  krr_status (*gemm_##S)(krr_ctx *, int ta, int tb, int64_t m, int64_t n, int64_t k,     \
-                         double alpha, const real *A, int64_t lda, const real *B,         \
-                         int64_t ldb, double beta, real *C, int64_t ldc);                 \
-  /* upper Cholesky A = R^T R in place; *info > 0: not positive definite (KRR_OK) */    \
-  krr_status (*potrf_##S)(krr_ctx *, int64_t n, real *A, int64_t lda, int *info);        \
+   * v = (1 - beta) z + beta v; z = alpha v + (1 - alpha) z (with the new v) */            \
+  krr_status (*momentum_##S)(krr_ctx *, int64_t n, double alpha, double beta, real *z, real *v,    \
+                             real *w);                                                             \
+  krr_status (*dot_##S)(krr_ctx *, int64_t n, const real *x, const real *y, double *out);          \
+  krr_status (*nrm2_##S)(krr_ctx *, int64_t n, const real *x, double *out);                        \
+  /* C = alpha op(A) op(B) + beta C; ta/tb: 0 = N, 1 = T */                                        \
+  krr_status (*gemm_##S)(krr_ctx *, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, \
+                         const real *A, int64_t lda, const real *B, int64_t ldb, double beta,      \
+                         real *C, int64_t ldc);                                                    \
+  /* upper Cholesky A = R^T R in place; *info > 0: not positive definite (KRR_OK) */               \
+  krr_status (*potrf_##S)(krr_ctx *, int64_t n, real * A, int64_t lda, int *info);                 \
   /* B = alpha op(A)^{-1} B (right = 0) or alpha B op(A)^{-1} (right = 1); A upper,    \
-     non-unit, m x n is the shape of B */                                               \
-  krr_status (*trsm_##S)(krr_ctx *, int right, int trans, int64_t m, int64_t n,          \
-                         double alpha, const real *A, int64_t lda, real *B, int64_t ldb); \
-  /* A(m x n, m >= n) <- Q of its thin QR */                                            \
-  krr_status (*qr_q_##S)(krr_ctx *, int64_t m, int64_t n, real *A, int64_t lda);         \
-  /* A(m x n, m >= n) <- U of its thin SVD; S (device, n) descending */                 \
-  krr_status (*svd_thin_##S)(krr_ctx *, int64_t m, int64_t n, real *A, int64_t lda,      \
-                             real *S);                                                    \
-  /* symmetric eigen: A <- eigenvectors, W (device, n) ascending */                     \
-  krr_status (*syev_##S)(krr_ctx *, int64_t n, real *A, int64_t lda, real *W);           \
+     non-unit, m x n is the shape of B */           \
+  krr_status (*trsm_##S)(krr_ctx *, int right, int trans, int64_t m, int64_t n, double alpha,      \
+                         const real *A, int64_t lda, real *B, int64_t ldb);                        \
+  /* A(m x n, m >= n) <- Q of its thin QR */                                                       \
+  krr_status (*qr_q_##S)(krr_ctx *, int64_t m, int64_t n, real * A, int64_t lda);                  \
+  /* A(m x n, m >= n) <- U of its thin SVD; S (device, n) descending */                            \
+  krr_status (*svd_thin_##S)(krr_ctx *, int64_t m, int64_t n, real * A, int64_t lda, real * S);    \
+  /* symmetric eigen: A <- eigenvectors, W (device, n) ascending */                                \
+  krr_status (*syev_##S)(krr_ctx *, int64_t n, real * A, int64_t lda, real * W);                   \
   /* the k largest eigenpairs of the symmetric A (upper triangle; A is destroyed):     \
      W (device, n) <- their eigenvalues ascending in W[0 .. k-1], Z (n x k) <- their   \
-     eigenvectors (the tridiagonal form and only k back-transformed vectors) */        \
-  krr_status (*syev_top_##S)(krr_ctx *, int64_t n, real *A, int64_t lda, int64_t k,      \
-                             real *W, real *Z, int64_t ldz);                               \
+     eigenvectors (the tridiagonal form and only k back-transformed vectors) */           \
+  krr_status (*syev_top_##S)(krr_ctx *, int64_t n, real * A, int64_t lda, int64_t k, real * W,     \
+                             real * Z, int64_t ldz);                                               \
   /* symmetric tridiagonal reduction A = Q T Q^T from A's lower triangle: A <- the     \
      reflectors (below the subdiagonal), d (device, n) and e (device, n - 1) T's       \
-     diagonal and subdiagonal, tau (device, n - 1) the reflectors' scales */            \
-  krr_status (*sytrd_##S)(krr_ctx *, int64_t n, real *A, int64_t lda, real *d, real *e,  \
-                          real *tau);                                                      \
-  /* C(n x m) <- Q C (trans = 0) or Q^T C (trans = 1), Q from sytrd's A and tau */       \
-  krr_status (*ormtr_##S)(krr_ctx *, int trans, int64_t n, int64_t m, const real *A,     \
-                          int64_t lda, const real *tau, real *C, int64_t ldc);             \
+     diagonal and subdiagonal, tau (device, n - 1) the reflectors' scales */           \
+  krr_status (*sytrd_##S)(krr_ctx *, int64_t n, real * A, int64_t lda, real * d, real * e,         \
+                          real * tau);                                                             \
+  /* C(n x m) <- Q C (trans = 0) or Q^T C (trans = 1), Q from sytrd's A and tau */                 \
+  krr_status (*ormtr_##S)(krr_ctx *, int trans, int64_t n, int64_t m, const real *A, int64_t lda,  \
+                          const real *tau, real *C, int64_t ldc);                                  \
   /* C(n x m) <- (L diag(D) L^T)^{-1} C, L unit lower bidiagonal with subdiagonal l     \
-     (device, n - 1), D (device, n) positive: a factored tridiagonal system */         \
-  krr_status (*pttrs_##S)(krr_ctx *, int64_t n, int64_t m, const real *D, const real *l, \
-                          real *C, int64_t ldc);                                           \
-  /* A_ii += alpha + (d ? d_i : 0) */                                                    \
-  krr_status (*add_diag_##S)(krr_ctx *, int64_t n, real *A, int64_t lda, double alpha,   \
-                             const real *d);                                              \
-  /* A(m x n) <- diag(d) A */                                                            \
-  krr_status (*scale_rows_##S)(krr_ctx *, int64_t m, int64_t n, const real *d, real *A,  \
-                               int64_t lda);                                              \
-  /* out[i] = N(0,1) draw number (offset + i) of stream seed (krr_rng_normal) */        \
-  krr_status (*randn_##S)(krr_ctx *, int64_t n, uint64_t seed, uint64_t offset, real *out); \
+     (device, n - 1), D (device, n) positive: a factored tridiagonal system */          \
+  krr_status (*pttrs_##S)(krr_ctx *, int64_t n, int64_t m, const real *D, const real *l, real *C,  \
+                          int64_t ldc);                                                            \
+  /* A_ii += alpha + (d ? d_i : 0) */                                                              \
+  krr_status (*add_diag_##S)(krr_ctx *, int64_t n, real * A, int64_t lda, double alpha,            \
+                             const real *d);                                                       \
+  /* A(m x n) <- diag(d) A */                                                                      \
+  krr_status (*scale_rows_##S)(krr_ctx *, int64_t m, int64_t n, const real *d, real *A,            \
+                               int64_t lda);                                                       \
+  /* out[i] = N(0,1) draw number (offset + i) of stream seed (krr_rng_normal) */                   \
+  krr_status (*randn_##S)(krr_ctx *, int64_t n, uint64_t seed, uint64_t offset, real * out);       \
   /* out[i] = krr_loss_elem(loss, kind, lambda, param, e, y[i], a[i], out[i]) for i < n  \
      (loss_math.h; e = the spacing below 1 of real); y, a may be NULL when the kind   \
-     does not read them; out may alias a */                                             \
-  krr_status (*loss_map_##S)(krr_ctx *, int loss, int kind, int64_t n, double lambda,   \
+     does not read them; out may alias a */         \
+  krr_status (*loss_map_##S)(krr_ctx *, int loss, int kind, int64_t n, double lambda,              \
                              double param, const real *y, const real *a, real *out);
 
 struct krr_ops {

@@ -40,18 +40,21 @@ static inline int krr_cpu_thread_num(void) {
 #endif
 }
 
-#define KRR_CPU_DECL(real, S)                                                                     \
-  krr_status krr_cpu_kernel_mv_##S(krr_ctx *ctx, const krr_kernel *k, const real *X1, int64_t n1, \
-                                   const real *X2, int64_t n2, int p, const real *V, int64_t ldv, \
-                                   int q, real *out, int64_t ldo);                                \
-  krr_status krr_cpu_kernel_block_##S(krr_ctx *ctx, const krr_kernel *k, const real *X1,          \
-                                      int64_t n1, const real *X2, int64_t n2, int p, real *out,   \
-                                      int64_t ldo);                                               \
-  krr_status krr_cpu_kprod_mv_##S(krr_ctx *ctx, const krr_kprod *pr, const real *X1, int64_t n1,  \
-                                  const real *X2, int64_t n2, int p, const real *V, int64_t ldv,  \
-                                  int q, real *out, int64_t ldo);                                 \
-  krr_status krr_cpu_kprod_block_##S(krr_ctx *ctx, const krr_kprod *pr, const real *X1,           \
-                                     int64_t n1, const real *X2, int64_t n2, int p, real *out,    \
+#define KRR_CPU_DECL(real, S)                                                                      \
+  krr_status krr_cpu_kernel_mv_##S(krr_ctx *ctx, const krr_kernel *k, const real *X1, int64_t n1,  \
+                                   const real *X2, int64_t n2, int p, const real *V, int64_t ldv,  \
+                                   int q, real *out, int64_t ldo);                                 \
+  krr_status krr_cpu_kernel_block_##S(krr_ctx *ctx, const krr_kernel *k, const real *X1,           \
+                                      int64_t n1, const real *X2, int64_t n2, int p, real *out,    \
+                                      int64_t ldo);                                                \
+  krr_status krr_cpu_kernel_gram_##S(krr_ctx *ctx, const krr_kernel *k, const real *X1,            \
+                                     int64_t n1, const real *X2, int64_t n2, int p, const real *V, \
+                                     int64_t ldv, int q, double *acc);                             \
+  krr_status krr_cpu_kprod_mv_##S(krr_ctx *ctx, const krr_kprod *pr, const real *X1, int64_t n1,   \
+                                  const real *X2, int64_t n2, int p, const real *V, int64_t ldv,   \
+                                  int q, real *out, int64_t ldo);                                  \
+  krr_status krr_cpu_kprod_block_##S(krr_ctx *ctx, const krr_kprod *pr, const real *X1,            \
+                                     int64_t n1, const real *X2, int64_t n2, int p, real *out,     \
                                      int64_t ldo);
 KRR_CPU_DECL(double, d)
 KRR_CPU_DECL(float, s)

@@ -81,6 +81,11 @@
  * the groups' double partial sums take at most KRR_MV_PART_BYTES */
 #define KRR_MV_ITEMS 128
 #define KRR_MV_PART_BYTES ((int64_t)64 << 20)
+/* kernel_gram: a stripe of X1 rows against all of X2 takes about this many
+ * bytes (4 to 64 rows), so that it stays in L2 between its two products;
+ * the stripes are summed in this many groups */
+#define KRR_GRAM_STRIPE_BYTES (1 << 20)
+#define KRR_GRAM_GROUPS 16
 #define KRR_TAU 0.015625 /* recompute t directly when t <= TAU (|a|^2+|b|^2) */
 
 #if defined(__GNUC__)
@@ -396,6 +401,17 @@ static krr_status krr_kpcheck(krr_ctx *ctx, const krr_kprod *pr, int64_t n1, int
     if (st != KRR_OK) return st;                                                                   \
     if (n1 == 0 || n2 == 0) return KRR_OK;                                                         \
     KRR_DISPATCH(SFX, block, ctx, k, X1, n1, X2, n2, p, out, ldo)                                  \
+  }                                                                                                \
+  krr_status krr_cpu_kernel_gram_##SFX(krr_ctx *ctx, const krr_kernel *k, const REAL *X1,          \
+                                       int64_t n1, const REAL *X2, int64_t n2, int p,              \
+                                       const REAL *V, int64_t ldv, int q, double *acc) {           \
+    krr_status st = krr_kcheck(ctx, k, n2, n1, p, n2, "kernel_gram");                              \
+    if (st != KRR_OK) return st;                                                                   \
+    if (q < 0 || (q > 0 && ldv < n2))                                                              \
+      return krr_fail(ctx, KRR_ERR_INPUT, "kernel_gram: invalid q=%d or ldv=%lld", q,              \
+                      (long long)ldv);                                                             \
+    if (n1 == 0 || n2 == 0 || q == 0) return KRR_OK;                                               \
+    KRR_DISPATCH(SFX, gram, ctx, k, X1, n1, X2, n2, p, V, ldv, q, acc)                             \
   }                                                                                                \
   krr_status krr_cpu_kprod_mv_##SFX(krr_ctx *ctx, const krr_kprod *pr, const REAL *X1, int64_t n1, \
                                     const REAL *X2, int64_t n2, int p, const REAL *V, int64_t ldv, \

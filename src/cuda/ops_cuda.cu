@@ -1067,17 +1067,14 @@ static krr_status op_kcomp_map(krr_ctx *ctx, const krr_kcomp *c, const T *X1, in
 
 /* ===== the table ========================================================== */
 
-#define KCU_TYPED(real, S)                         \
-  krr_cuda_kernel_mv_##S, krr_cuda_kernel_block_##S, \
-  op_gather_points<real>, op_gather_rows<real>,    \
-  op_scatter_axpy<real>, op_axpby<real>,           \
-  op_momentum<real>,                               \
-  op_dot_##S, op_nrm2_##S, op_gemm<real>,          \
-  op_potrf<real>, op_trsm<real>, op_qr_q<real>,    \
-  op_svd_thin<real>, op_syev<real>, op_syev_top<real>, \
-  op_sytrd<real>, op_ormtr<real>, op_pttrs<real>,  \
-  op_add_diag<real>, op_scale_rows<real>, op_randn<real>, \
-  op_loss_map<real>
+#define KCU_TYPED(real, S)                                                                      \
+  krr_cuda_kernel_mv_##S, krr_cuda_kernel_block_##S,                                            \
+      NULL, /* kernel_gram: data/gram.c's tiles and cuBLAS */                                   \
+      op_gather_points<real>, op_gather_rows<real>, op_scatter_axpy<real>, op_axpby<real>,      \
+      op_momentum<real>, op_dot_##S, op_nrm2_##S, op_gemm<real>, op_potrf<real>, op_trsm<real>, \
+      op_qr_q<real>, op_svd_thin<real>, op_syev<real>, op_syev_top<real>, op_sytrd<real>,       \
+      op_ormtr<real>, op_pttrs<real>, op_add_diag<real>, op_scale_rows<real>, op_randn<real>,   \
+      op_loss_map<real>
 
 static const krr_ops kcu_ops = {
     "cuda",

@@ -46,6 +46,16 @@ static krr_status ex_mat(krr_op *op, const krr_block *A, const krr_block *B, voi
                               points(op, B), krr_block_rows(op, B), op->p, out, ldo);
 }
 
+static krr_status ex_gram_mv(krr_op *op, const krr_block *B, const void *V, int64_t ldv, int q,
+                             void *out, int64_t ldo, void *work) {
+  return krr_kernel_gram_mv(op->ctx, op->prec, &op->kernel, EX(op)->X, op->n, points(op, B),
+                            krr_block_rows(op, B), op->p, V, ldv, q, out, ldo, work);
+}
+
+static double ex_gram_work(const krr_op *op, int64_t b, int q) {
+  return (double)krr_kernel_gram_work(op->ctx, op->prec, &op->kernel, op->n, b, q);
+}
+
 static krr_status ex_diag(krr_op *op, const krr_block *A, double *out) {
   if (op->kernel.type == KRR_COMPOSITE)
     return krr_kcomp_diag(op->ctx, op->prec, &op->kernel, points(op, A), A ? A->b : op->nloc, op->p,
@@ -83,6 +93,8 @@ static const krr_op_vt exact_vt = {
     .scatter_axpy = krr_op_local_scatter,
     .subset = ex_subset,
     .free = ex_free,
+    .gram_mv = ex_gram_mv,
+    .gram_work = ex_gram_work,
 };
 
 static krr_status make(krr_ctx *ctx, krr_precision prec, const void *X, int64_t n, int p,

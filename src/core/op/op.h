@@ -60,6 +60,12 @@ typedef struct krr_op_vt {
    * of all nloc local rows, Z(nloc x cnt, ld ldz) -- what a solver over blocks
    * of features (Tu et al.'s random-feature BCD) needs */
   krr_status (*feature_cols)(krr_op *op, int64_t j0, int64_t cnt, void *Z, int64_t ldz);
+  /* optional: OUT(|B| x q, ld ldo) = K(X_B, X) K(X, X_B) V over all rows X
+   * with each kernel pair evaluated once, using gram_work(op, |B|, q) bytes
+   * of device memory at work; NULL: krr_op_gram_mv() makes two products */
+  krr_status (*gram_mv)(krr_op *op, const krr_block *B, const void *V, int64_t ldv, int q,
+                        void *out, int64_t ldo, void *work);
+  double (*gram_work)(const krr_op *op, int64_t b, int q);
 } krr_op_vt;
 
 struct krr_op {
@@ -128,6 +134,15 @@ krr_status krr_op_local_scatter(krr_op *op, double alpha, const void *src, int64
                                 const krr_block *A, void *dst);
 /* sum of the diagonal over the rows of A (host) */
 krr_status krr_op_trace(krr_op *op, const krr_block *A, double *out);
+
+/* Falkon's OUT(|B| x q, ld ldo) = K(X_B, X) K(X, X_B) V over all rows:
+ * fused where the operator offers it (each kernel pair once), else two
+ * products through an n-vector.  krr_op_gram_bytes() is the device memory
+ * work must hold; krr_op_gram_pairs() the kernel pairs it evaluates. */
+double krr_op_gram_bytes(const krr_op *op, int64_t b, int q);
+double krr_op_gram_pairs(const krr_op *op, int64_t b);
+krr_status krr_op_gram_mv(krr_op *op, const krr_block *B, const void *V, int64_t ldv, int q,
+                          void *out, int64_t ldo, void *work);
 
 /* Z_A (|A| x op->nfeat, ld ldz); KRR_ERR_INPUT when the operator has no features */
 static inline krr_status krr_op_features(krr_op *op, const krr_block *A, void *Z, int64_t ldz) {

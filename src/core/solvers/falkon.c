@@ -16,10 +16,12 @@
  * across a change of lambda; R is redone.
  *
  * Precision safeguards: everything of size m x m and the CG vectors (m x out)
- * live in double even for a single-precision problem; only the two kernel
- * products K_nm u and K_nm^T v (2 n m pairs per product with H) run in the
- * problem's precision.  Passes count kernel pairs over n^2: 2 m / n per
- * product with H.  resid_est is the relative residual of the normal equations
+ * live in double even for a single-precision problem; only the kernel
+ * product K_nm^T K_nm u runs in the problem's precision (the exact
+ * operator's krr_op_gram_mv forms each tile of K_nm once for both factors
+ * and sums the tiles in double: n m pairs per product with H; an operator
+ * without it makes the two products, 2 n m pairs).  Passes count kernel
+ * pairs over n^2.  resid_est is the relative residual of the normal equations
  * ||H a - b|| / ||b|| = ||B^{-T} r|| / ||b|| = ||T^T R^T r|| / ||b|| from the
  * CG residual r (the CG recomputes r exactly every resid_every iterations).
  * Weights: the m x out centre coefficients a (double), centres by
@@ -44,7 +46,7 @@ typedef struct {
   int64_t *cidx_h;
   krr_block cblk;           /* the centres */
   krr_cg cg;                /* in beta space (double, mc x m) */
-  void *vn;                 /* n x m, prec */
+  void *gw;                 /* krr_op_gram_mv's work */
   void *up, *op;            /* mc x m, prec */
   void *Kmm, *T, *R;        /* mc x mc, double */
   void *beta, *rhs, *bk, *u, *hp; /* mc x m, double */
@@ -62,11 +64,12 @@ static krr_status fk_resolve(krr_solver *s) {
 
 static double fk_memory(const krr_solver *s) {
   const opts_t *o = O(s);
-  double mc = (double)o->n_centers, n = (double)s->n, m = s->m;
-  double pe = n * m + 2.0 * mc * m + mc * mc /* K_mm in prec, transient */;
+  double mc = (double)o->n_centers, m = s->m;
+  double pe = 2.0 * mc * m + mc * mc /* K_mm in prec, transient */;
   double de = 3.0 * mc * mc + 6.0 * mc * m; /* K_mm, T, R; a and five work vectors */
-  return pe * (double)s->es + de * 8.0 + krr_cg_memory(KRR_DOUBLE, (int64_t)mc, s->m, 0) +
-         krr_block_bytes(s->op, o->n_centers) + 8.0 * mc * (mc > m ? mc : m) + 8.0 * mc;
+  return pe * (double)s->es + krr_op_gram_bytes(s->op, o->n_centers, s->m) + de * 8.0 +
+         krr_cg_memory(KRR_DOUBLE, (int64_t)mc, s->m, 0) + krr_block_bytes(s->op, o->n_centers) +
+         8.0 * mc * (mc > m ? mc : m) + 8.0 * mc;
 }
 
 /* device prec <-> device double */
@@ -74,15 +77,15 @@ static krr_status to_double(krr_solver *s, const void *src, void *dst, int64_t l
   return krr_convert(s->ctx, s->prec, src, KRR_DOUBLE, dst, len);
 }
 
-/* h = (K_nm^T K_nm + lambda K_mm) u, u and h mc x m double: two n x m passes */
+/* h = (K_nm^T K_nm + lambda K_mm) u, u and h mc x m double: K_nm^T K_nm u
+ * in one pass over the kernel pairs where the operator fuses it */
 static krr_status apply_H(krr_solver *s, const void *u, void *h) {
   falkon_t *f = F(s);
-  int64_t n = s->op->nloc, mc = f->mc;
+  int64_t mc = f->mc;
   KTRY(krr_convert(s->ctx, KRR_DOUBLE, u, s->prec, f->up, mc * s->m));
-  KTRY(krr_op_mv(s->op, NULL, &f->cblk, f->up, mc, s->m, f->vn, n));
-  KTRY(krr_op_mv(s->op, &f->cblk, NULL, f->vn, n, s->m, f->op, mc));
+  KTRY(krr_op_gram_mv(s->op, &f->cblk, f->up, mc, s->m, f->op, mc, f->gw));
   KTRY(to_double(s, f->op, h, mc * s->m));
-  s->diag.passes += 2.0 * (double)mc / (double)s->n;
+  s->diag.passes += krr_op_gram_pairs(s->op, mc) / ((double)s->n * (double)s->n);
   return DOP(s, gemm, 0, 0, mc, s->m, mc, s->obj->lambda, f->Kmm, mc, u, mc, 1.0, h, mc);
 }
 
@@ -115,7 +118,7 @@ static krr_status fk_init(krr_solver *s) {
   f->mc = s->ncenters = mc;
   KTRY(krr_solver_alloc_weights(s, mc, KRR_DOUBLE));
   f->cidx_h = (int64_t *)krr_arena_host(a, mc, sizeof(int64_t));
-  f->vn = krr_arena_dev(a, s->op->nloc * s->m, es);
+  f->gw = krr_arena_dev(a, (int64_t)krr_op_gram_bytes(s->op, mc, s->m), 1);
   f->up = krr_arena_dev(a, len, es);
   f->op = krr_arena_dev(a, len, es);
   f->Kmm = krr_arena_dev(a, mc * mc, ds);
@@ -127,8 +130,8 @@ static krr_status fk_init(krr_solver *s) {
   f->u = krr_arena_dev(a, len, ds);
   f->hp = krr_arena_dev(a, len, ds);
   f->hbuf = (double *)krr_arena_host(a, mc * (mc > s->m ? mc : s->m), ds);
-  KTRY(KRR_ALLOCATED(a, f->cidx_h, f->vn, f->up, f->op, f->Kmm, f->T, f->R, f->beta, f->rhs,
-                     f->bk, f->u, f->hp, f->hbuf));
+  KTRY(KRR_ALLOCATED(a, f->cidx_h, f->gw, f->up, f->op, f->Kmm, f->T, f->R, f->beta, f->rhs, f->bk,
+                     f->u, f->hp, f->hbuf));
   KTRY(krr_cg_alloc(&f->cg, a, KRR_DOUBLE, mc, s->m, NULL, apply_BHB, NULL, s, (int)o->resid_every));
   KTRY(krr_block_alloc(s->op, a, mc, &f->cblk));
   KTRY(krr_centers_pick(s->ctx, o->centers.idx, o->centers.len, krr_options_seed(s->opts), s->n,
