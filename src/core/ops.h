@@ -90,8 +90,8 @@ typedef enum {
   /* OUT(n1 x n2, ld ldo) = K(X1, X2), materialised. */                                            \
   krr_status (*kernel_block_##S)(krr_ctx *, const krr_kernel *, const real *X1, int64_t n1,        \
                                  const real *X2, int64_t n2, int p, real *out, int64_t ldo);       \
-  /* optional (NULL: krr_kernel_gram_mv forms tiles with kernel_block): ACC(n2 x q,    \
-     ld n2, double) += K(X2, X1) K(X1, X2) V(n2 x q, ld ldv), each kernel pair once */           \
+  /* optional (NULL: Falkon makes two kernel_mv products): ACC(n2 x q, ld n2,         \
+     double) += K(X2, X1) K(X1, X2) V(n2 x q, ld ldv), each kernel pair once */            \
   krr_status (*kernel_gram_##S)(krr_ctx *, const krr_kernel *, const real *X1, int64_t n1,         \
                                 const real *X2, int64_t n2, int p, const real *V, int64_t ldv,     \
                                 int q, double *acc);                                               \

@@ -1069,7 +1069,7 @@ static krr_status op_kcomp_map(krr_ctx *ctx, const krr_kcomp *c, const T *X1, in
 
 #define KCU_TYPED(real, S)                                                                      \
   krr_cuda_kernel_mv_##S, krr_cuda_kernel_block_##S,                                            \
-      NULL, /* kernel_gram: data/gram.c's tiles and cuBLAS */                                   \
+      NULL, /* kernel_gram: Falkon makes two kernel_mv products */                              \
       op_gather_points<real>, op_gather_rows<real>, op_scatter_axpy<real>, op_axpby<real>,      \
       op_momentum<real>, op_dot_##S, op_nrm2_##S, op_gemm<real>, op_potrf<real>, op_trsm<real>, \
       op_qr_q<real>, op_svd_thin<real>, op_syev<real>, op_syev_top<real>, op_sytrd<real>,       \

@@ -46,10 +46,11 @@ krr_status krr_kernel_block_any(krr_ctx *ctx, krr_precision prec, const krr_kern
                                 const void *X1, int64_t n1, const void *X2, int64_t n2, int p,
                                 void *out, int64_t ldo);
 /* Falkon's product OUT(n2 x q, ld ldo) = K(X2, X1) K(X1, X2) V(n2 x q, ld
- * ldv), any kernel, each row tile's kernel block formed once (gram.c);
- * work: krr_kernel_gram_work() bytes of device memory. */
-size_t krr_kernel_gram_work(const krr_ctx *ctx, krr_precision prec, const krr_kernel *k, int64_t n1,
-                            int64_t n2, int q);
+ * ldv) with each kernel pair evaluated once (gram.c), where the backend
+ * offers it for the kernel (krr_kernel_gram_fused); work:
+ * krr_kernel_gram_work() bytes of device memory. */
+int krr_kernel_gram_fused(const krr_ctx *ctx, krr_precision prec, const krr_kernel *k);
+size_t krr_kernel_gram_work(int64_t n2, int q);
 krr_status krr_kernel_gram_mv(krr_ctx *ctx, krr_precision prec, const krr_kernel *k, const void *X1,
                               int64_t n1, const void *X2, int64_t n2, int p, const void *V,
                               int64_t ldv, int q, void *out, int64_t ldo, void *work);

@@ -52,8 +52,10 @@ static krr_status ex_gram_mv(krr_op *op, const krr_block *B, const void *V, int6
                             krr_block_rows(op, B), op->p, V, ldv, q, out, ldo, work);
 }
 
+/* 0 (two products instead) where the backend does not fuse this kernel */
 static double ex_gram_work(const krr_op *op, int64_t b, int q) {
-  return (double)krr_kernel_gram_work(op->ctx, op->prec, &op->kernel, op->n, b, q);
+  if (!krr_kernel_gram_fused(op->ctx, op->prec, &op->kernel)) return 0;
+  return (double)krr_kernel_gram_work(b, q);
 }
 
 static krr_status ex_diag(krr_op *op, const krr_block *A, double *out) {

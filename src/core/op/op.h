@@ -62,7 +62,8 @@ typedef struct krr_op_vt {
   krr_status (*feature_cols)(krr_op *op, int64_t j0, int64_t cnt, void *Z, int64_t ldz);
   /* optional: OUT(|B| x q, ld ldo) = K(X_B, X) K(X, X_B) V over all rows X
    * with each kernel pair evaluated once, using gram_work(op, |B|, q) bytes
-   * of device memory at work; NULL: krr_op_gram_mv() makes two products */
+   * of device memory at work; where either is NULL or gram_work is 0,
+   * krr_op_gram_mv() makes two products */
   krr_status (*gram_mv)(krr_op *op, const krr_block *B, const void *V, int64_t ldv, int q,
                         void *out, int64_t ldo, void *work);
   double (*gram_work)(const krr_op *op, int64_t b, int q);
