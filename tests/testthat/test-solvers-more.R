@@ -46,6 +46,29 @@ test_that("Falkon matches its base-R oracle on the sampled centres", {
   pred <- oracle_inducing(d$x, d$y, d$x, "rbf", bw, lambda, cen)$pred
   expect_lt(rel_err(predict(fit, d$x), pred), 1e-6)
   expect_lt(rel_err(fitted(fit), pred), 1e-6)
+  # between the CG's residual replacements (every 50 steps by default) the
+  # weights are updated from its steps: the exact residual check of the
+  # fit's end passes on them, before any replacement
+  expect_lt(fit$iterations, 50)
+  fit8 <- krr(d$x, d$y, bandwidth = bw, lambda = lambda, solver = falkon(centers = 80),
+              tol = 1e-8, max_passes = 500, seed = 1, threads = 1)
+  expect_true(fit8$converged)
+  expect_lt(fit8$iterations, 50)
+  expect_lt(rel_err(predict(fit8, d$x), pred), 1e-6)
+  # two outputs, and the CG's residual replaced every third step (the
+  # weights and the normal equations' residual are then formed afresh; in
+  # between they are updated from the CG's steps)
+  Y <- cbind(d$y, sin(d$x[, 1]) + d$x[, 2])
+  fit_m <- krr(d$x, Y, bandwidth = bw, lambda = lambda,
+               solver = askotch:::check_spec(askotch:::new_solver_spec(
+                 "falkon", list(centers = 80, resid_every = 3))), tol = 1e-12,
+               max_passes = 500, seed = 1, threads = 1)
+  expect_true(fit_m$converged)
+  expect_identical(fit_m$centers, cen)
+  for (j in 1:2) {
+    pj <- oracle_inducing(d$x, Y[, j], d$x, "rbf", bw, lambda, cen)$pred
+    expect_lt(rel_err(predict(fit_m, d$x)[, j], pj), 1e-6)
+  }
   # user-given centres are used as given
   fit2 <- krr(d$x, d$y, bandwidth = bw, lambda = lambda,
               solver = falkon(centers = c(5, 1:3, 400)), max_passes = 50,

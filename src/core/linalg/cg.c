@@ -20,7 +20,7 @@ static krr_status cnrm(krr_cg *cg, const void *x, double *out) {
 
 double krr_cg_memory(krr_precision prec, int64_t len, int m, int precond) {
   return (double)krr_sizeof(prec) * (double)(len * m) * (precond ? 4.0 : 3.0) +
-         5.0 * 8.0 * (double)m;
+         6.0 * 8.0 * (double)m;
 }
 
 krr_status krr_cg_alloc(krr_cg *cg, krr_arena *a, krr_precision prec, int64_t len, int m,
@@ -46,8 +46,9 @@ krr_status krr_cg_alloc(krr_cg *cg, krr_arena *a, krr_precision prec, int64_t le
   cg->rlast = (double *)krr_arena_host(a, m, sizeof(double));
   cg->frozen = (int *)krr_arena_host(a, m, sizeof(int));
   cg->restart = (int *)krr_arena_host(a, m, sizeof(int));
+  cg->step = (double *)krr_arena_host(a, m, sizeof(double));
   return KRR_ALLOCATED(a, cg->r, cg->z, cg->d, cg->Ad, cg->rz, cg->rn, cg->rlast, cg->frozen,
-                       cg->restart);
+                       cg->restart, cg->step);
 }
 
 /* z = M^{-1} r; per live column: r.z, ||r||, d = z + beta d (beta = 0 at the
@@ -127,7 +128,9 @@ static krr_status replace(krr_cg *cg, const void *b) {
 
 krr_status krr_cg_iter(krr_cg *cg, const void *b, int *done) {
   KTRY(cg->A(cg->arg, cg->d, cg->Ad));
+  cg->replaced = 0;
   for (int j = 0; j < cg->m; j++) {
+    cg->step[j] = 0;
     if (cg->frozen[j]) continue;
     double dAd = 0;
     KTRY(cdot(cg, COL(cg, cg->d, j), COL(cg, cg->Ad, j), &dAd));
@@ -135,10 +138,14 @@ krr_status krr_cg_iter(krr_cg *cg, const void *b, int *done) {
     if (!(dAd > 0) || !isfinite(alpha)) { cg->frozen[j] = 1; continue; }
     KTRY(COP(cg, axpby, cg->len, alpha, COL(cg, cg->d, j), 1.0, COL(cg, cg->x, j)));
     KTRY(COP(cg, axpby, cg->len, -alpha, COL(cg, cg->Ad, j), 1.0, COL(cg, cg->r, j)));
+    cg->step[j] = alpha;
     if (cg->rec_it < cg->rec_cap) cg->rec_alpha[cg->rec_it * cg->m + j] = alpha;
   }
   cg->rec_it++;
-  if (++cg->since >= cg->every) KTRY(replace(cg, b));
+  if (++cg->since >= cg->every) {
+    KTRY(replace(cg, b));
+    cg->replaced = 1;
+  }
   KTRY(direction(cg, 0));
   *done = cg->live == 0;
   return KRR_OK;

@@ -130,6 +130,11 @@ typedef struct krr_cg {
   int *frozen, *restart;
   int64_t since;
   double rnorm;      /* ||r||_F (recursive) after the last update */
+  /* the last iteration's step of each column (host, m; 0 where it did not
+   * move), and whether it replaced r by b - A x: else A's last input was
+   * the direction d, so a caller can update what it derives from x */
+  double *step;
+  int replaced;
   /* optional record of the CG coefficients (stochastic Lanczos quadrature):
    * with rec_cap > 0, iteration t (0-based, t < rec_cap) of column j stores
    * its step alpha in rec_alpha[t * m + j] and the next direction's beta in

@@ -50,6 +50,7 @@ typedef struct {
   void *up, *op;            /* mc x m, prec */
   void *Kmm, *T, *R;        /* mc x mc, double */
   void *beta, *rhs, *bk, *u, *hp; /* mc x m, double */
+  void *rh;                       /* mc x m, double: b - H a, the normal equations' residual */
   double *hbuf;             /* host mc x mc */
 } falkon_t;
 
@@ -66,7 +67,7 @@ static double fk_memory(const krr_solver *s) {
   const opts_t *o = O(s);
   double mc = (double)o->n_centers, m = s->m;
   double pe = 2.0 * mc * m + mc * mc /* K_mm in prec, transient */;
-  double de = 3.0 * mc * mc + 6.0 * mc * m; /* K_mm, T, R; a and five work vectors */
+  double de = 3.0 * mc * mc + 7.0 * mc * m; /* K_mm, T, R; a and six work vectors */
   return pe * (double)s->es + krr_op_gram_bytes(s->op, o->n_centers, s->m) + de * 8.0 +
          krr_cg_memory(KRR_DOUBLE, (int64_t)mc, s->m, 0) + krr_block_bytes(s->op, o->n_centers) +
          8.0 * mc * (mc > m ? mc : m) + 8.0 * mc;
@@ -129,9 +130,10 @@ static krr_status fk_init(krr_solver *s) {
   f->bk = krr_arena_dev(a, len, ds);
   f->u = krr_arena_dev(a, len, ds);
   f->hp = krr_arena_dev(a, len, ds);
+  f->rh = krr_arena_dev(a, len, ds);
   f->hbuf = (double *)krr_arena_host(a, mc * (mc > s->m ? mc : s->m), ds);
   KTRY(KRR_ALLOCATED(a, f->cidx_h, f->gw, f->up, f->op, f->Kmm, f->T, f->R, f->beta, f->rhs, f->bk,
-                     f->u, f->hp, f->hbuf));
+                     f->u, f->hp, f->rh, f->hbuf));
   KTRY(krr_cg_alloc(&f->cg, a, KRR_DOUBLE, mc, s->m, NULL, apply_BHB, NULL, s, (int)o->resid_every));
   KTRY(krr_block_alloc(s->op, a, mc, &f->cblk));
   KTRY(krr_centers_pick(s->ctx, o->centers.idx, o->centers.len, krr_options_seed(s->opts), s->n,
@@ -190,17 +192,23 @@ static krr_status fk_tune(krr_solver *s) {
   return chol_jitter(s, f->R, f->R, s->obj->lambda, "(n/m) T T^T + lambda I");
 }
 
-/* ||H a - b|| / ||b|| = ||T^T R^T r|| / ||b|| from the CG residual r */
-static krr_status track(krr_solver *s, int done) {
+/* resid_est = ||b - H a|| / ||b|| from rh */
+static krr_status track_norm(krr_solver *s, int done) {
   falkon_t *f = F(s);
-  int64_t mc = f->mc, len = mc * s->m;
   double nr = 0;
-  KTRY(DOP(s, gemm, 1, 0, mc, s->m, mc, 1.0, f->R, mc, f->cg.r, mc, 0.0, f->u, mc));
-  KTRY(DOP(s, gemm, 1, 0, mc, s->m, mc, 1.0, f->T, mc, f->u, mc, 0.0, f->hp, mc));
-  KTRY(DOP(s, nrm2, len, f->hp, &nr));
+  KTRY(DOP(s, nrm2, f->mc * s->m, f->rh, &nr));
   s->diag.resid_est = f->bnorm > 0 ? nr / f->bnorm : nr;
   s->diag.done = done;
   return KRR_OK;
+}
+
+/* rh = b - H a = B^{-T} r = T^T R^T r from the CG residual r */
+static krr_status track(krr_solver *s, int done) {
+  falkon_t *f = F(s);
+  int64_t mc = f->mc;
+  KTRY(DOP(s, gemm, 1, 0, mc, s->m, mc, 1.0, f->R, mc, f->cg.r, mc, 0.0, f->u, mc));
+  KTRY(DOP(s, gemm, 1, 0, mc, s->m, mc, 1.0, f->T, mc, f->u, mc, 0.0, f->rh, mc));
+  return track_norm(s, done);
 }
 
 /* a = B beta into the weights */
@@ -229,13 +237,29 @@ static krr_status fk_start(krr_solver *s) {
   return track(s, f->cg.live == 0);
 }
 
+/* One CG step.  beta moves by alpha d, so a = B beta by alpha B d and
+ * b - H a by -alpha H B d: the product apply_BHB(d) left B d in u and
+ * H B d in hp, and the updates cost two axpys instead of two triangular
+ * solves and two products with m x m factors.  a and rh are formed afresh
+ * from beta and r when the CG replaced its residual (its last product was
+ * then with beta, not d) and at the end. */
 static krr_status fk_iterate(krr_solver *s) {
   falkon_t *f = F(s);
+  int64_t mc = f->mc;
   int done = 0;
   KTRY(krr_cg_iter(&f->cg, f->rhs, &done));
   krr_solver_tick(s);
-  KTRY(weights_from_beta(s));
-  return track(s, done);
+  if (f->cg.replaced || done) {
+    KTRY(weights_from_beta(s));
+    return track(s, done);
+  }
+  for (int j = 0; j < s->m; j++) {
+    const double a = f->cg.step[j];
+    if (a == 0) continue;
+    KTRY(DOP(s, axpby, mc, a, KAT(f->u, j * mc, 8), 1.0, KAT(s->w, j * mc, 8)));
+    KTRY(DOP(s, axpby, mc, -a, KAT(f->hp, j * mc, 8), 1.0, KAT(f->rh, j * mc, 8)));
+  }
+  return track_norm(s, done);
 }
 
 /* the exact relative residual of the normal equations */
