@@ -199,7 +199,7 @@ static void test_operator(krr_ctx *ctx, const double *X, const double *y, int64_
           gref[j + q * c] = sum;
         }
       double e7 = rel_diff(gh, gref, c * m);
-      const double pairs = krr_op_gram_pairs(op, c) / ((double)n * (double)c);
+      const double pairs = krr_op_gram_pairs(op, c, m) / ((double)n * (double)c);
       free(gh);
       free(gref);
       /* diagonal and trace */
@@ -769,7 +769,7 @@ static void test_pieces(krr_ctx *ctx) {
  * empty inner dimension (C = beta C), every transpose; a triangular solve
  * with one column (left) or one row (right), transposed or not, alpha != 1 */
 static void test_vectors(krr_ctx *ctx) {
-  const int64_t M = 37, K = 29;
+  const int64_t M = 37, K = 29, LDC = 3; /* a row of C in a matrix of LDC rows */
   for (int pr = 0; pr < 2; pr++) {
     krr_precision prec = pr ? KRR_FLOAT : KRR_DOUBLE;
     double tol = pr ? 1e-5 : 1e-13;
@@ -778,32 +778,33 @@ static void test_vectors(krr_ctx *ctx) {
         const int ta = tt & 1, tb = tt >> 1;
         const int64_t m = shape == 1 ? 1 : M, n = shape == 1 ? M : 1, k = shape == 2 ? 0 : K;
         const int64_t lda = ta ? (k > 0 ? k : 1) : m, ldb = tb ? n : (k > 0 ? k : 1);
+        const int64_t ldc = shape == 1 ? LDC : m, clen = LDC * M;
         double *Ah = malloc(sizeof(double) * (M * K + 1)),
                *Bh = malloc(sizeof(double) * (M * K + 1));
-        double *Ch = malloc(sizeof(double) * M), *ref = malloc(sizeof(double) * M);
+        double *Ch = malloc(sizeof(double) * clen), *ref = malloc(sizeof(double) * clen);
         for (int64_t i = 0; i < M * K + 1; i++) {
           Ah[i] = (double)((i * 7919) % 1009) / 1009.0 - 0.5;
           Bh[i] = (double)((i * 104729) % 997) / 997.0 - 0.5;
         }
-        for (int64_t i = 0; i < M; i++) Ch[i] = (double)(i % 7) - 3.0;
+        for (int64_t i = 0; i < clen; i++) ref[i] = Ch[i] = (double)(i % 7) - 3.0;
         for (int64_t i = 0; i < m; i++)
           for (int64_t j = 0; j < n; j++) {
             double sum = 0;
             for (int64_t l = 0; l < k; l++)
               sum += (ta ? Ah[l + i * lda] : Ah[i + l * lda]) *
                      (tb ? Bh[j + l * ldb] : Bh[l + j * ldb]);
-            ref[i + j * m] = 0.5 * sum - 2.0 * Ch[i + j * m];
+            ref[i + j * ldc] = 0.5 * sum - 2.0 * Ch[i + j * ldc];
           }
-        void *A = up(ctx, prec, Ah, M * K + 1), *B = up(ctx, prec, Bh, M * K + 1),
-             *C = up(ctx, prec, Ch, M);
+        void *A = up(ctx, prec, Ah, M * K + 1), *B = up(ctx, prec, Bh, M * K + 1);
+        void *C = up(ctx, prec, Ch, clen);
         krr_status st = A && B && C ? KRR_OK : KRR_ERR_MEMORY;
         if (st == KRR_OK)
-          st = KOP(ctx, prec, gemm, ta, tb, m, n, k, 0.5, A, lda, B, ldb, -2.0, C, m);
-        if (st == KRR_OK) st = krr_download_vec(ctx, prec, C, M, Ch);
-        CHECK(st == KRR_OK && rel_diff(Ch, ref, M) <= tol,
-              "gemm %s %lldx%lldx%lld ta %d tb %d against loops: status %d, error %.3g",
-              pr ? "single" : "double", (long long)m, (long long)n, (long long)k, ta, tb, st,
-              rel_diff(Ch, ref, M));
+          st = KOP(ctx, prec, gemm, ta, tb, m, n, k, 0.5, A, lda, B, ldb, -2.0, C, ldc);
+        if (st == KRR_OK) st = krr_download_vec(ctx, prec, C, clen, Ch);
+        CHECK(st == KRR_OK && rel_diff(Ch, ref, clen) <= tol,
+              "gemm %s %lldx%lldx%lld ta %d tb %d ldc %lld against loops: status %d, error %.3g",
+              pr ? "single" : "double", (long long)m, (long long)n, (long long)k, ta, tb,
+              (long long)ldc, st, rel_diff(Ch, ref, clen));
         krr_dfree(ctx, &A);
         krr_dfree(ctx, &B);
         krr_dfree(ctx, &C);
@@ -812,33 +813,40 @@ static void test_vectors(krr_ctx *ctx) {
         free(Ch);
         free(ref);
       }
+    /* trsm with one right-hand side: a column (left) or a row of a matrix of
+     * two rows (right, ldb 2) */
     const int64_t t = 41;
-    double *Th = calloc((size_t)(t * t), sizeof(double)), *bh = malloc(sizeof(double) * t);
-    double *x = malloc(sizeof(double) * t), *back = malloc(sizeof(double) * t);
-    for (int64_t j = 0; j < t; j++) {
-      bh[j] = (double)((j * 31) % 11) - 5.0;
+    double *Th = calloc((size_t)(t * t), sizeof(double)), *bh = malloc(sizeof(double) * 2 * t);
+    double *x = malloc(sizeof(double) * 2 * t), *back = malloc(sizeof(double) * t);
+    for (int64_t j = 0; j < 2 * t; j++) bh[j] = (double)((j * 31) % 11) - 5.0;
+    for (int64_t j = 0; j < t; j++)
       for (int64_t i = 0; i <= j; i++)
         Th[i + j * t] =
             i == j ? 2.0 + (double)(j % 5) : 0.3 * ((double)((i * 31 + j * 17) % 13) / 13.0 - 0.5);
-    }
     for (int right = 0; right < 2; right++)
       for (int tr = 0; tr < 2; tr++) {
-        void *T = up(ctx, prec, Th, t * t), *b = up(ctx, prec, bh, t);
+        const int64_t inc = right ? 2 : 1;
+        void *T = up(ctx, prec, Th, t * t), *b = up(ctx, prec, bh, 2 * t);
         krr_status st = T && b ? KRR_OK : KRR_ERR_MEMORY;
         /* left: op(T) x = 1.5 b; right: x op(T) = 1.5 b, i.e. op(T)^T x = 1.5 b */
         if (st == KRR_OK)
           st = KOP(ctx, prec, trsm, right, tr, right ? 1 : t, right ? t : 1, 1.5, T, t, b,
-                   right ? 1 : t);
-        if (st == KRR_OK) st = krr_download_vec(ctx, prec, b, t, x);
+                   right ? 2 : t);
+        if (st == KRR_OK) st = krr_download_vec(ctx, prec, b, 2 * t, x);
         const int eff = tr != right; /* the system solved is T^T x (eff) or T x */
+        double untouched = 0, *bb = malloc(sizeof(double) * t);
         for (int64_t i = 0; i < t; i++) {
           double sum = 0;
-          for (int64_t l = 0; l < t; l++) sum += (eff ? Th[l + i * t] : Th[i + l * t]) * x[l];
+          for (int64_t l = 0; l < t; l++) sum += (eff ? Th[l + i * t] : Th[i + l * t]) * x[l * inc];
           back[i] = sum / 1.5;
+          bb[i] = bh[i * inc];
+          if (right) untouched = fmax(untouched, fabs(x[i * 2 + 1] - bh[i * 2 + 1]));
         }
-        CHECK(st == KRR_OK && rel_diff(back, bh, t) <= tol,
-              "trsm %s one right-hand side, right %d trans %d: status %d, residual %.3g",
-              pr ? "single" : "double", right, tr, st, rel_diff(back, bh, t));
+        CHECK(st == KRR_OK && rel_diff(back, bb, t) <= tol && untouched == 0,
+              "trsm %s one right-hand side, right %d trans %d: status %d, residual %.3g, other row "
+              "changed by %.3g",
+              pr ? "single" : "double", right, tr, st, rel_diff(back, bb, t), untouched);
+        free(bb);
         krr_dfree(ctx, &T);
         krr_dfree(ctx, &b);
       }
@@ -851,43 +859,40 @@ static void test_vectors(krr_ctx *ctx) {
 
 /* Falkon's K(X2, X1) K(X1, X2) V with each pair once (krr_kernel_gram_mv,
  * the backend's kernel_gram) against host sums and the two products: enough
- * centres (20000) that the rows come in several stripes and groups, two
- * right-hand sides, both precisions; without the op (a device, a composite
- * kernel) it is not offered and krr_op_gram_mv makes the two products */
-static void test_gram(krr_ctx *ctx) {
-  const int64_t n = 300, c = 20000, q = 2;
-  const int p = 3;
+ * centres that the rows come in several stripes and groups, two right-hand
+ * sides, both precisions, p = 3 (direct differences) and p = 40 (the GEMM
+ * form); without the op (a device) it is not offered and krr_op_gram_mv
+ * makes the two products (test_operator) */
+static void test_gram_p(krr_ctx *ctx, int p, int64_t c) {
+  const int64_t n = 300, q = 2;
   double *X = malloc(sizeof(double) * n * p), *C = malloc(sizeof(double) * c * p);
   double *V = malloc(sizeof(double) * c * q), *ref = malloc(sizeof(double) * c * q);
   double *out = malloc(sizeof(double) * c * q), *two = malloc(sizeof(double) * c * q);
-  double *KV = calloc((size_t)(n * q), sizeof(double));
-  for (int64_t i = 0; i < n * p; i++) X[i] = krr_rng_normal(5, (uint64_t)i);
-  for (int64_t i = 0; i < c * p; i++) C[i] = krr_rng_normal(6, (uint64_t)i);
+  double *KV = calloc((size_t)(n * q), sizeof(double)), *Kh = malloc(sizeof(double) * n * c);
+  for (int64_t i = 0; i < n * p; i++) X[i] = krr_rng_normal(5, (uint64_t)i) / sqrt((double)p);
+  for (int64_t i = 0; i < c * p; i++) C[i] = krr_rng_normal(6, (uint64_t)i) / sqrt((double)p);
   for (int64_t i = 0; i < c * q; i++) V[i] = krr_rng_normal(7, (uint64_t)i);
   krr_kernel k = {.type = KRR_MATERN32, .bandwidth = 1.3};
   krr_kparams kp = krr_kparams_make(&k);
-  /* X and C row-major (p coordinates per point) */
-#define KXC(i, j)                                                                         \
-  krr_kernel_eval(kp, (X[(i)*p] - C[(j)*p]) * (X[(i)*p] - C[(j)*p]) +                     \
-                          (X[(i)*p + 1] - C[(j)*p + 1]) * (X[(i)*p + 1] - C[(j)*p + 1]) + \
-                          (X[(i)*p + 2] - C[(j)*p + 2]) * (X[(i)*p + 2] - C[(j)*p + 2]))
-  for (int64_t i = 0; i < n; i++)
+  for (int64_t i = 0; i < n; i++) /* X and C row-major (p coordinates per point) */
     for (int64_t j = 0; j < c; j++) {
-      const double kv = KXC(i, j);
-      for (int64_t l = 0; l < q; l++) KV[i + l * n] += kv * V[j + l * c];
+      double t = 0;
+      for (int d = 0; d < p; d++)
+        t += (X[i * p + d] - C[j * p + d]) * (X[i * p + d] - C[j * p + d]);
+      Kh[i + j * n] = krr_kernel_eval(kp, t);
+      for (int64_t l = 0; l < q; l++) KV[i + l * n] += Kh[i + j * n] * V[j + l * c];
     }
   for (int64_t j = 0; j < c; j++)
     for (int64_t l = 0; l < q; l++) {
       double sum = 0;
-      for (int64_t i = 0; i < n; i++) sum += KXC(i, j) * KV[i + l * n];
+      for (int64_t i = 0; i < n; i++) sum += Kh[i + j * n] * KV[i + l * n];
       ref[j + l * c] = sum;
     }
-#undef KXC
   for (int pr = 0; pr < 2; pr++) {
     krr_precision prec = pr ? KRR_FLOAT : KRR_DOUBLE;
     double tol = pr ? 1e-5 : 1e-12;
     size_t es = krr_sizeof(prec);
-    if (!krr_kernel_gram_fused(ctx, prec, &k)) {
+    if (!krr_kernel_gram_fused(ctx, prec, &k, c, (int)q)) {
       CHECK(ctx->ops != ctx->host_ops, "the CPU backend fuses Falkon's product");
       break;
     }
@@ -906,9 +911,9 @@ static void test_gram(krr_ctx *ctx) {
     if (st == KRR_OK) st = krr_kernel_mv_any(ctx, prec, &k, dC, c, dX, n, p, dT, n, (int)q, dO, c);
     if (st == KRR_OK) st = krr_download_vec(ctx, prec, dO, c * q, two);
     CHECK(st == KRR_OK && rel_diff(out, ref, c * q) <= tol && rel_diff(out, two, c * q) <= tol,
-          "gram product %s: status %d (%s), error %.3g against host sums, %.3g against two "
-          "products",
-          pr ? "single" : "double", st, ctx->msg, rel_diff(out, ref, c * q),
+          "gram product %s, p = %d: status %d (%s), error %.3g against host sums, %.3g against "
+          "two products",
+          pr ? "single" : "double", p, st, ctx->msg, rel_diff(out, ref, c * q),
           rel_diff(out, two, c * q));
     /* no rows: zero */
     if (st == KRR_OK)
@@ -933,6 +938,12 @@ static void test_gram(krr_ctx *ctx) {
   free(out);
   free(two);
   free(KV);
+  free(Kh);
+}
+
+static void test_gram(krr_ctx *ctx) {
+  test_gram_p(ctx, 3, 20000);
+  test_gram_p(ctx, 40, 3000);
 }
 
 /* The dense product gives the same bits for every thread count: its slices

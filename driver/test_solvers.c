@@ -104,10 +104,13 @@ static void test_falkon(krr_ctx *ctx, const double *X, const double *y, int64_t 
     krr_diag dg;
     int info = inducing_oracle(&k, X, n, p, y, m, lambda, cen, mc, a_ref);
     CHECK(info == 0, "falkon oracle %s: dposv info %d", kname(kernels[ki]), info);
-    for (int pr = 0; pr < 2; pr++) {
+    /* pr 2: double with the CG's residual replaced every third step (the
+     * weights and the residual estimate are formed afresh there, updated
+     * from the CG's steps in between) */
+    for (int pr = 0; pr < 3; pr++) {
       tfit f;
       if (tfit_make(ctx, pr ? KRR_DOUBLE : KRR_FLOAT, X, n, p, y, m, k, lambda, &f) != KRR_OK) return;
-      krr_options *o = topts(ctx, "falkon", "");
+      krr_options *o = topts(ctx, "falkon", pr == 2 ? "resid_every=3" : "");
       krr_options_set_indices(ctx, o, "centers", cen, mc);
       double tol = pr ? 1e-11 : 1e-4;
       krr_solver *s = NULL;
@@ -122,14 +125,13 @@ static void test_falkon(krr_ctx *ctx, const double *X, const double *y, int64_t 
       if (st == KRR_OK) st = krr_solver_weights(s, a);
       if (s) krr_solver_diag(s, &dg);
       double err = rel_diff(a, a_ref, mc * m);
+      const char *what = pr == 2 ? "double, resid_every 3" : pr ? "double" : "single";
       if (verbose)
         printf("falkon %-8s %s: %4lld iters %6.2f passes relres %.2e est %.2e coef err %.2e\n",
-               kname(kernels[ki]), pr ? "double" : "single", (long long)dg.iter, dg.passes, rr,
-               dg.resid_est, err);
+               kname(kernels[ki]), what, (long long)dg.iter, dg.passes, rr, dg.resid_est, err);
       CHECK(st == KRR_OK && rr <= tol && (!pr || err <= 1e-8),
             "falkon %s %s: status %d (%s) relres %.3g coef err %.3g after %lld iters",
-            kname(kernels[ki]), pr ? "double" : "single", st, st ? ctx->msg : "", rr, err,
-            (long long)dg.iter);
+            kname(kernels[ki]), what, st, st ? ctx->msg : "", rr, err, (long long)dg.iter);
       /* the centres API */
       if (s) {
         CHECK(krr_solver_ncenters(s) == mc && krr_solver_weights_rows(s) == mc, "falkon ncenters %lld",
@@ -153,6 +155,35 @@ static void test_falkon(krr_ctx *ctx, const double *X, const double *y, int64_t 
         krr_solver_free(s);
       } else {
         CHECK(0, "falkon default init: %s", ctx->msg);
+      }
+      if (pr == 1) {
+        /* eight steps with the weights and the residual estimate updated from
+         * the CG's steps (the default replaces the residual every 50) against
+         * eight where they are formed afresh at every step (resid_every=1) */
+        double *w1 = malloc(sizeof(double) * mc * m), *w50 = malloc(sizeof(double) * mc * m);
+        double est[2] = {NAN, NAN};
+        for (int v = 0; v < 2; v++) {
+          krr_options *ov = topts(ctx, "falkon", v ? "" : "resid_every=1");
+          krr_options_set_indices(ctx, ov, "centers", cen, mc);
+          krr_solver *sv = NULL;
+          krr_status sv_st = krr_solver_init(ctx, f.op, &f.obj, ov, &sv);
+          if (sv_st == KRR_OK) sv_st = krr_solver_step(sv, 8);
+          if (sv_st == KRR_OK) sv_st = krr_solver_weights(sv, v ? w50 : w1);
+          if (sv_st == KRR_OK) {
+            krr_solver_diag(sv, &dg);
+            est[v] = dg.resid_est;
+          }
+          CHECK(sv_st == KRR_OK, "falkon eight steps: status %d (%s)", sv_st, ctx->msg);
+          krr_solver_free(sv);
+          krr_options_free(ov);
+        }
+        double dw = rel_diff(w50, w1, mc * m);
+        CHECK(dw <= 1e-9 && fabs(est[1] - est[0]) <= 1e-6 * est[0],
+              "falkon %s: weights updated from the CG steps differ from B beta by %.3g, residual "
+              "estimate %.6g against %.6g",
+              kname(kernels[ki]), dw, est[1], est[0]);
+        free(w1);
+        free(w50);
       }
       tfit_free(&f);
     }

@@ -49,7 +49,8 @@ krr_status krr_kernel_block_any(krr_ctx *ctx, krr_precision prec, const krr_kern
  * ldv) with each kernel pair evaluated once (gram.c), where the backend
  * offers it for the kernel (krr_kernel_gram_fused); work:
  * krr_kernel_gram_work() bytes of device memory. */
-int krr_kernel_gram_fused(const krr_ctx *ctx, krr_precision prec, const krr_kernel *k);
+int krr_kernel_gram_fused(const krr_ctx *ctx, krr_precision prec, const krr_kernel *k, int64_t n2,
+                          int q);
 size_t krr_kernel_gram_work(int64_t n2, int q);
 krr_status krr_kernel_gram_mv(krr_ctx *ctx, krr_precision prec, const krr_kernel *k, const void *X1,
                               int64_t n1, const void *X2, int64_t n2, int p, const void *V,

@@ -54,7 +54,7 @@ static krr_status ex_gram_mv(krr_op *op, const krr_block *B, const void *V, int6
 
 /* 0 (two products instead) where the backend does not fuse this kernel */
 static double ex_gram_work(const krr_op *op, int64_t b, int q) {
-  if (!krr_kernel_gram_fused(op->ctx, op->prec, &op->kernel)) return 0;
+  if (!krr_kernel_gram_fused(op->ctx, op->prec, &op->kernel, b, q)) return 0;
   return (double)krr_kernel_gram_work(b, q);
 }
 

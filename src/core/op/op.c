@@ -45,22 +45,23 @@ krr_status krr_op_trace(krr_op *op, const krr_block *A, double *out) {
   return st;
 }
 
-static int gram_fused(const krr_op *op) {
-  return op->vt->gram_mv && op->vt->gram_work && op->vt->gram_work(op, 1, 1) > 0;
+static int gram_fused(const krr_op *op, int64_t b, int q) {
+  return op->vt->gram_mv && op->vt->gram_work && op->vt->gram_work(op, b, q) > 0;
 }
 
 double krr_op_gram_bytes(const krr_op *op, int64_t b, int q) {
-  if (gram_fused(op)) return op->vt->gram_work(op, b, q);
+  if (gram_fused(op, b, q)) return op->vt->gram_work(op, b, q);
   return (double)op->nloc * (double)q * (double)op->es;
 }
 
-double krr_op_gram_pairs(const krr_op *op, int64_t b) {
-  return (gram_fused(op) ? 1.0 : 2.0) * (double)op->n * (double)b;
+double krr_op_gram_pairs(const krr_op *op, int64_t b, int q) {
+  return (gram_fused(op, b, q) ? 1.0 : 2.0) * (double)op->n * (double)b;
 }
 
 krr_status krr_op_gram_mv(krr_op *op, const krr_block *B, const void *V, int64_t ldv, int q,
                           void *out, int64_t ldo, void *work) {
-  if (gram_fused(op)) return op->vt->gram_mv(op, B, V, ldv, q, out, ldo, work);
+  if (gram_fused(op, krr_block_rows(op, B), q))
+    return op->vt->gram_mv(op, B, V, ldv, q, out, ldo, work);
   KTRY(krr_op_mv(op, NULL, B, V, ldv, q, work, op->nloc));
   return krr_op_mv(op, B, NULL, work, op->nloc, q, out, ldo);
 }

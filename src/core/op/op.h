@@ -141,7 +141,7 @@ krr_status krr_op_trace(krr_op *op, const krr_block *A, double *out);
  * products through an n-vector.  krr_op_gram_bytes() is the device memory
  * work must hold; krr_op_gram_pairs() the kernel pairs it evaluates. */
 double krr_op_gram_bytes(const krr_op *op, int64_t b, int q);
-double krr_op_gram_pairs(const krr_op *op, int64_t b);
+double krr_op_gram_pairs(const krr_op *op, int64_t b, int q);
 krr_status krr_op_gram_mv(krr_op *op, const krr_block *B, const void *V, int64_t ldv, int q,
                           void *out, int64_t ldo, void *work);
 

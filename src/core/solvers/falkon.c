@@ -86,7 +86,7 @@ static krr_status apply_H(krr_solver *s, const void *u, void *h) {
   KTRY(krr_convert(s->ctx, KRR_DOUBLE, u, s->prec, f->up, mc * s->m));
   KTRY(krr_op_gram_mv(s->op, &f->cblk, f->up, mc, s->m, f->op, mc, f->gw));
   KTRY(to_double(s, f->op, h, mc * s->m));
-  s->diag.passes += krr_op_gram_pairs(s->op, mc) / ((double)s->n * (double)s->n);
+  s->diag.passes += krr_op_gram_pairs(s->op, mc, s->m) / ((double)s->n * (double)s->n);
   return DOP(s, gemm, 0, 0, mc, s->m, mc, s->obj->lambda, f->Kmm, mc, u, mc, 1.0, h, mc);
 }
 
