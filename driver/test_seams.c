@@ -199,7 +199,6 @@ static void test_operator(krr_ctx *ctx, const double *X, const double *y, int64_
           gref[j + q * c] = sum;
         }
       double e7 = rel_diff(gh, gref, c * m);
-      const double pairs = krr_op_gram_pairs(op, c, m) / ((double)n * (double)c);
       free(gh);
       free(gref);
       /* diagonal and trace */
@@ -234,9 +233,8 @@ static void test_operator(krr_ctx *ctx, const double *X, const double *y, int64_
         free(h1); free(h2);
       }
       krr_op_free(sub);
-      CHECK(st == KRR_OK && e7 <= tol && pairs == (ctx->ops == ctx->host_ops ? 1.0 : 2.0),
-            "operator %s %s: Falkon's product error %.2e, %g n |B| pairs", krr_kernel_name(k.type),
-            pr ? "double" : "single", e7, pairs);
+      CHECK(st == KRR_OK && e7 <= tol, "operator %s %s: Falkon's product error %.2e",
+            krr_kernel_name(k.type), pr ? "double" : "single", e7);
       CHECK(st == KRR_OK && e1 <= tol && e2 <= tol && e3 <= tol && e4 == 0 &&
                 fabs(tr - trh) <= 1e-12 * n && e5 == 0 && e6 <= 1e-14,
             "operator %s %s: status %d (%s) K_A: %.2e, K_AB: %.2e, K_:B: %.2e, diag %.2e, trace %.6g vs %.6g, "

@@ -35,12 +35,17 @@ test_that("the Newton mode converges at a tiny lambda, where plain Newton diverg
   K <- unname(exp(-as.matrix(dist(x))^2 / 2))
   # at lambda = 1e-6 R&W's Algorithm 3.1 without a line search runs away
   # (Psi below -1e9 after 100 steps) on these data; the mode solves
-  # f = Kt (t - pi(f)), t = (y + 1) / 2
+  # f = Kt (t - pi(f)), t = (y + 1) / 2, to the accuracy its last Newton
+  # step allows: that step's solve with B = I + W^1/2 Kt W^1/2 (condition
+  # 2.3e6 at the mode) leaves rounding errors in a, which Kt (rows summing
+  # to 7.5e7) turns into up to about 1e-5 of f -- the BLAS's summation order
+  # alone moves this residual between 1e-7 and 1e-5; a diverged or
+  # unconverged mode is off by order one
   for (f0 in list(numeric(n), -30 * y)) {
     m <- laplace_mode(K, y, 1e-6, f = f0, threads = 1L)
     expect_true(m$converged)
     res <- m$f - drop(K %*% ((y + 1) / 2 - plogis(m$f))) / 1e-6
-    expect_lt(max(abs(res)) / max(abs(m$f)), 1e-6)
+    expect_lt(max(abs(res)) / max(abs(m$f)), 1e-4)
   }
   # too few steps: reported, not taken for the mode
   expect_false(laplace_mode(K, y, 1e-6, maxit = 3L, threads = 1L)$converged)

@@ -54,10 +54,6 @@ double krr_op_gram_bytes(const krr_op *op, int64_t b, int q) {
   return (double)op->nloc * (double)q * (double)op->es;
 }
 
-double krr_op_gram_pairs(const krr_op *op, int64_t b, int q) {
-  return (gram_fused(op, b, q) ? 1.0 : 2.0) * (double)op->n * (double)b;
-}
-
 krr_status krr_op_gram_mv(krr_op *op, const krr_block *B, const void *V, int64_t ldv, int q,
                           void *out, int64_t ldo, void *work) {
   if (gram_fused(op, krr_block_rows(op, B), q))

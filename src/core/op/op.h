@@ -139,9 +139,8 @@ krr_status krr_op_trace(krr_op *op, const krr_block *A, double *out);
 /* Falkon's OUT(|B| x q, ld ldo) = K(X_B, X) K(X, X_B) V over all rows:
  * fused where the operator offers it (each kernel pair once), else two
  * products through an n-vector.  krr_op_gram_bytes() is the device memory
- * work must hold; krr_op_gram_pairs() the kernel pairs it evaluates. */
+ * work must hold. */
 double krr_op_gram_bytes(const krr_op *op, int64_t b, int q);
-double krr_op_gram_pairs(const krr_op *op, int64_t b, int q);
 krr_status krr_op_gram_mv(krr_op *op, const krr_block *B, const void *V, int64_t ldv, int q,
                           void *out, int64_t ldo, void *work);
 

@@ -17,11 +17,11 @@
  *
  * Precision safeguards: everything of size m x m and the CG vectors (m x out)
  * live in double even for a single-precision problem; only the kernel
- * product K_nm^T K_nm u runs in the problem's precision (the exact
- * operator's krr_op_gram_mv forms each tile of K_nm once for both factors
- * and sums the tiles in double: n m pairs per product with H; an operator
- * without it makes the two products, 2 n m pairs).  Passes count kernel
- * pairs over n^2.  resid_est is the relative residual of the normal equations
+ * product K_nm^T K_nm u runs in the problem's precision (krr_op_gram_mv:
+ * on the CPU each kernel pair once, summed in double; elsewhere two
+ * products).  Passes count the two products' kernel pairs over n^2,
+ * 2 m / n per product with H, fused or not: max_passes stops at the same
+ * step on every backend and operator.  resid_est is the relative residual of the normal equations
  * ||H a - b|| / ||b|| = ||B^{-T} r|| / ||b|| = ||T^T R^T r|| / ||b|| from the
  * CG residual r (the CG recomputes r exactly every resid_every iterations).
  * Weights: the m x out centre coefficients a (double), centres by
@@ -86,7 +86,7 @@ static krr_status apply_H(krr_solver *s, const void *u, void *h) {
   KTRY(krr_convert(s->ctx, KRR_DOUBLE, u, s->prec, f->up, mc * s->m));
   KTRY(krr_op_gram_mv(s->op, &f->cblk, f->up, mc, s->m, f->op, mc, f->gw));
   KTRY(to_double(s, f->op, h, mc * s->m));
-  s->diag.passes += krr_op_gram_pairs(s->op, mc, s->m) / ((double)s->n * (double)s->n);
+  s->diag.passes += 2.0 * (double)mc / (double)s->n;
   return DOP(s, gemm, 0, 0, mc, s->m, mc, s->obj->lambda, f->Kmm, mc, u, mc, 1.0, h, mc);
 }
 
