@@ -1,12 +1,11 @@
 /* Falkon's product K(X2, X1) K(X1, X2) V with each kernel pair evaluated
  * once (data.h: krr_kernel_gram_mv), where the backend offers it: its
- * kernel_gram op (the CPU, listed kernels) over chunks of X1's rows, polled
- * between chunks, summed into a double n2 x q accumulator (up to n2 q =
- * 2^19).  FalkonML's fmmv
- * fuses the same way (Meanti et al. 2020, sec. 3).  Elsewhere (composite
- * kernels, devices) krr_op_gram_mv makes the two matrix-free products.  The
- * chunk length depends only on the sizes, so results are reproducible for
- * every thread count. */
+ * kernel_gram op (the CPU, listed kernels, n2 q up to 2^19) over chunks of
+ * X1's rows, polled between chunks, summed into a double n2 x q
+ * accumulator.  FalkonML's fmmv fuses the same way (Meanti et al. 2020,
+ * sec. 3).  Elsewhere (composite kernels, devices) krr_op_gram_mv makes the
+ * two matrix-free products.  The chunk length depends only on the sizes, so
+ * results are reproducible for every thread count. */
 #include "data.h"
 
 /* n2 x q at most this: the CPU op's 16 double group sums then take at most
@@ -25,9 +24,7 @@ krr_status krr_kernel_gram_mv(krr_ctx *ctx, krr_precision prec, const krr_kernel
                               int64_t n1, const void *X2, int64_t n2, int p, const void *V,
                               int64_t ldv, int q, void *out, int64_t ldo, void *work) {
   if (!krr_kernel_gram_fused(ctx, prec, k, n2, q))
-    return krr_fail(ctx, KRR_ERR_INTERNAL,
-                    "kernel_gram: not offered by the %s backend for "
-                    "this kernel",
+    return krr_fail(ctx, KRR_ERR_INTERNAL, "kernel_gram: not offered by the %s backend here",
                     ctx->ops->name);
   if (n2 <= 0 || q <= 0) return KRR_OK;
   const size_t es = krr_sizeof(prec);

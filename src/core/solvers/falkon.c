@@ -21,9 +21,11 @@
  * on the CPU each kernel pair once, summed in double; elsewhere two
  * products).  Passes count the two products' kernel pairs over n^2,
  * 2 m / n per product with H, fused or not: max_passes stops at the same
- * step on every backend and operator.  resid_est is the relative residual of the normal equations
- * ||H a - b|| / ||b|| = ||B^{-T} r|| / ||b|| = ||T^T R^T r|| / ||b|| from the
- * CG residual r (the CG recomputes r exactly every resid_every iterations).
+ * step on every backend and operator.  resid_est is the relative residual
+ * of the normal equations ||H a - b|| / ||b|| = ||B^{-T} r|| / ||b||
+ * = ||T^T R^T r|| / ||b|| from the CG residual r (the CG recomputes r
+ * exactly every resid_every iterations; fk_iterate updates H a - b from the
+ * CG's steps in between).
  * Weights: the m x out centre coefficients a (double), centres by
  * krr_solver_centers. */
 #include <float.h>
