@@ -177,6 +177,115 @@ int main(int argc, char **argv) {
     }
   }
 
+  /* (a-rows) dcd with rows held out (krr_solver_set_rows): three columns, column c
+   * holding out the rows i = c mod 3, each against coordinate descent on its own rows
+   * alone; the held-out weights are 0 and the products there K(X_out, X_in) a_in */
+  for (int l = HUBER; l <= LOGIT; l++) {
+    const int m = 3;
+    double *yy = malloc(sizeof(double) * (size_t)(m * n)),
+           *rows = malloc(sizeof(double) * (size_t)(m * n));
+    double *ww = malloc(sizeof(double) * (size_t)(m * n)),
+           *FF = malloc(sizeof(double) * (size_t)(m * n));
+    double *Ks = malloc(sizeof(double) * (size_t)(n * n)),
+           *ys = malloc(sizeof(double) * (size_t)(2 * n));
+    for (int c = 0; c < m; c++)
+      for (int64_t i = 0; i < n; i++) {
+        yy[i + c * n] = l >= HINGE ? (Y[i] > 0 ? 1.0 : -1.0) : Y[i] + 0.1 * c;
+        rows[i + c * n] = i % m == c ? 0.0 : 1.0;
+      }
+    tfit f;
+    if (setup(&ctx, KRR_DOUBLE, X, n, p, yy, m, lam, l, params[l], &f) != KRR_OK) {
+      n_fail++;
+      continue;
+    }
+    krr_solver *s = NULL;
+    krr_status st = tinit(&f, "dcd", "", &s);
+    if (st == KRR_OK) st = krr_solver_set_rows(s, rows);
+    double crit = INFINITY;
+    for (int it = 0; st == KRR_OK && it < 400 && crit > 1e-11; it++) {
+      st = krr_solver_step(s, 1);
+      if (st == KRR_OK) st = krr_solver_residual(s, &crit);
+    }
+    if (st == KRR_OK) st = krr_solver_weights(s, ww);
+    if (st == KRR_OK) st = krr_solver_products(s, FF);
+    CHECK(st == KRR_OK && crit <= 1e-11, "(a-rows) %s: dcd with rows held out: %s (crit %.2e)",
+          lname[l], ctx.msg, crit);
+    double werr = 0, ferr = 0, zero = 0, wsc = 0, derr = 0;
+    for (int c = 0; st == KRR_OK && c < m; c++) {
+      int64_t ns = 0, *in = malloc(sizeof(int64_t) * (size_t)n);
+      for (int64_t i = 0; i < n; i++)
+        if (i % m != c) in[ns++] = i;
+      for (int64_t j = 0; j < ns; j++) {
+        ys[j] = yy[in[j] + c * n];
+        for (int64_t i = 0; i < ns; i++) Ks[i + j * ns] = K[in[i] + in[j] * n];
+      }
+      cd_solve(l, Ks, ns, lam, params[l], ys, a);
+      double *wc = ys + ns, Pw, Dw, Pc, Dc; /* the column's weights on its rows after ys */
+      for (int64_t j = 0; j < ns; j++) {
+        wc[j] = ww[in[j] + c * n];
+        werr = fmax(werr, fabs(wc[j] - a[j]));
+        wsc = fmax(wsc, fabs(a[j]));
+      }
+      objectives(l, Ks, ns, lam, params[l], ys, wc, &Pw, &Dw);
+      objectives(l, Ks, ns, lam, params[l], ys, a, &Pc, &Dc);
+      derr = fmax(derr, fabs(Dw - Dc) / fmax(fabs(Dc), 1e-300));
+      for (int64_t i = 0; i < n; i++) {
+        if (i % m != c) continue;
+        double Fo = 0;
+        for (int64_t j = 0; j < ns; j++) Fo += K[i + in[j] * n] * a[j];
+        ferr = fmax(ferr, fabs(FF[i + c * n] - Fo) / fmax(fabs(Fo), 1.0));
+        zero = fmax(zero, fabs(ww[i + c * n]));
+      }
+      free(in);
+    }
+    /* a relative gap of 1e-11 leaves the weights of a strongly convex dual about its square
+     * root off (hinge and SVR find their face exactly) */
+    printf(
+        "  dcd rows held out %-13s: |D - D_cd| / |D_cd| %.1e, |w - w_cd| / max|w_cd| %.1e, "
+        "held-out products %.1e\n",
+        lname[l], derr, werr / fmax(wsc, 1e-300), ferr);
+    CHECK(zero == 0, "(a-rows) %s: a held-out weight is %.3e, not 0", lname[l], zero);
+    CHECK(derr <= 1e-9 && werr <= 1e-4 * wsc && ferr <= 1e-4,
+          "(a-rows) %s: dual %.2e, weights %.2e, products %.2e", lname[l], derr,
+          werr / fmax(wsc, 1e-300), ferr);
+    if (s) krr_solver_free(s);
+    /* refused: a value other than 0 or 1, a solver that cannot hold rows out */
+    rows[0] = 0.5;
+    s = NULL;
+    krr_clear(&ctx);
+    CHECK(tinit(&f, "dcd", "", &s) == KRR_OK && krr_solver_set_rows(s, rows) == KRR_ERR_INPUT,
+          "(a-rows) %s: rows marked 0.5 refused", lname[l]);
+    if (s) krr_solver_free(s);
+    rows[0] = 1.0;
+    s = NULL;
+    krr_clear(&ctx);
+    CHECK(tinit(&f, "joker", "", &s) == KRR_OK && krr_solver_set_rows(s, rows) == KRR_ERR_INPUT &&
+              strstr(ctx.msg, "joker"),
+          "(a-rows) %s: joker refuses held-out rows", lname[l]);
+    if (s) krr_solver_free(s);
+    tfit_free(&f);
+    free(yy);
+    free(rows);
+    free(ww);
+    free(FF);
+    free(Ks);
+    free(ys);
+  }
+  /* the squared loss has no duality gap to stop on: refused */
+  {
+    tfit f;
+    double *rows = malloc(sizeof(double) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) rows[i] = i % 2;
+    if (setup(&ctx, KRR_DOUBLE, X, n, p, Y, 1, lam, SQ, 0, &f) == KRR_OK) {
+      krr_solver *s = NULL;
+      CHECK(tinit(&f, "dcd", "", &s) == KRR_OK && krr_solver_set_rows(s, rows) == KRR_ERR_INPUT,
+            "(a-rows) the squared loss refuses held-out rows");
+      if (s) krr_solver_free(s);
+      tfit_free(&f);
+    } else n_fail++;
+    free(rows);
+  }
+
   /* (a') several blocks (b = 100, lambda = 1: unaccelerated block coordinate
    * descent converges slowly when lambda is small against K's spectrum) */
   for (int l = HUBER; l <= SQHINGE; l++) {

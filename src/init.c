@@ -21,6 +21,8 @@ SEXP ffi_fit_vectors(SEXP);
 SEXP ffi_fit_set_targets(SEXP, SEXP);
 SEXP ffi_fit_set_lambda(SEXP, SEXP);
 SEXP ffi_fit_set_weights(SEXP, SEXP);
+SEXP ffi_fit_set_rows(SEXP, SEXP);
+SEXP ffi_fit_products(SEXP);
 SEXP ffi_info(void);
 SEXP ffi_loss_bound(SEXP, SEXP, SEXP);
 SEXP ffi_kernel_apply(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
@@ -70,6 +72,8 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_fit_set_targets, 2),
     CALLDEF(ffi_fit_set_lambda, 2),
     CALLDEF(ffi_fit_set_weights, 2),
+    CALLDEF(ffi_fit_set_rows, 2),
+    CALLDEF(ffi_fit_products, 1),
     CALLDEF(ffi_info, 0),
     CALLDEF(ffi_loss_bound, 3),
     CALLDEF(ffi_kernel_apply, 8),

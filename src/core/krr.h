@@ -489,6 +489,9 @@ typedef struct krr_objective {
   double *ycol;   /* ||y_j|| of each column (host, m; owned; NULL: not kept) */
   double *lcol;   /* a lambda path: lambda of each column (host, m; owned; NULL: lambda
                    * for all) -- only solvers with lambda_path take it */
+  void *rows;     /* device, prec, n x m (owned; NULL: every row in every column): 1 where
+                   * column j's fit uses row i, 0 where it holds the row out (its dual
+                   * variable fixed at 0, its loss not counted): krr_solver_set_rows */
 } krr_objective;
 
 krr_status krr_objective_init(krr_ctx *ctx, const krr_op *op, const krr_loss *loss,
@@ -718,6 +721,15 @@ const krr_options *krr_solver_options(const krr_solver *s);
 /* Weights: host n x m column-major double, or ncenters x m for the
  * inducing-point solvers (predict with K(x, X[centres]) a). */
 krr_status krr_solver_weights(krr_solver *s, double *w_out);
+/* F_out (host, nloc x m) = K w at the training rows: the fitted scores, held-out rows
+ * included (kept by the solver where it has them, else one kernel product) */
+krr_status krr_solver_products(krr_solver *s, double *F_out);
+/* Hold rows out of each column's fit (host, nloc x m: 1 uses the row, 0 holds it out):
+ * the columns become the folds of a cross-validation on one kernel matrix, their
+ * products at the held-out rows the predictions there (krr_solver_products).  For the
+ * losses with a duality gap and the solvers that take it (dcd); the held-out rows'
+ * weights are 0 from the next solve on. */
+krr_status krr_solver_set_rows(krr_solver *s, const double *rows);
 /* A solver on a random-feature operator that keeps its own primal weights
  * (theta, nfeat x m: random-feature BCD) gives them here (host doubles);
  * 0 from krr_solver_has_theta when it keeps none (then theta = Z^T w is one

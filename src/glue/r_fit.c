@@ -248,7 +248,7 @@ static SEXP diag_vector(krr_solver *s) {
 /* The exact check of a fit that records the objective values: P and D at
  * the weights (one per training row) and their relative duality gap
  * (krr_duality_gap), and the criterion -- the relative residual for the
- * squared loss, else that gap. */
+ * squared loss, the worst column's gap with rows held out, else that gap. */
 static krr_status objective_exact(krr_solver *s, void *data, double *crit) {
   fit_state *fs = (fit_state *)data;
   int64_t len = krr_solver_weights_rows(s) * (int64_t)fs->obj.m;
@@ -261,7 +261,8 @@ static krr_status objective_exact(krr_solver *s, void *data, double *crit) {
   fs->pd[0] = P;
   fs->pd[1] = D;
   fs->pd[2] = krr_duality_gap(P, D);
-  if (!strcmp(krr_loss_name(fs->obj.loss), "squared")) return krr_solver_residual(s, crit);
+  if (!strcmp(krr_loss_name(fs->obj.loss), "squared") || fs->obj.rows)
+    return krr_solver_residual(s, crit);
   *crit = fs->pd[2];
   return KRR_OK;
 }
@@ -495,6 +496,35 @@ SEXP ffi_fit_set_weights(SEXP ptr, SEXP w) {
   if (st != KRR_OK) askotch_glue_raise_ctx(&fs->ctx, st);
   askotch_glue_blas_restore();
   return R_NilValue;
+}
+
+/* rows (n x m, 0 or 1): the rows each column's fit uses (krr_solver_set_rows) */
+SEXP ffi_fit_set_rows(SEXP ptr, SEXP rows) {
+  fit_state *fs = get_state(ptr);
+  askotch_glue_check_matrix(rows, "rows");
+  if ((int64_t)Rf_nrows(rows) != fs->pb.n || Rf_ncols(rows) != fs->obj.m)
+    askotch_glue_raise_status(KRR_ERR_INPUT, "the rows to use must have the shape of the targets");
+  askotch_glue_blas_save();
+  krr_status st = krr_solver_set_rows(fs->solver, REAL(rows));
+  if (st != KRR_OK) askotch_glue_raise_ctx(&fs->ctx, st);
+  askotch_glue_blas_restore();
+  return R_NilValue;
+}
+
+/* K w at the training rows (n x m): the fitted scores, held-out rows included */
+SEXP ffi_fit_products(SEXP ptr) {
+  fit_state *fs = get_state(ptr);
+  if (fs->obsd)
+    askotch_glue_raise_status(KRR_ERR_INPUT,
+                              "the products of a fit with observation weights are "
+                              "not kept");
+  SEXP F = PROTECT(Rf_allocMatrix(REALSXP, (int)fs->pb.n, fs->obj.m));
+  askotch_glue_blas_save();
+  krr_status st = krr_solver_products(fs->solver, REAL(F));
+  if (st != KRR_OK) askotch_glue_raise_ctx(&fs->ctx, st);
+  askotch_glue_blas_restore();
+  UNPROTECT(1);
+  return F;
 }
 
 SEXP ffi_fit_free(SEXP ptr) {

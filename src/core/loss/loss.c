@@ -121,6 +121,7 @@ krr_status krr_objective_set_param(krr_ctx *ctx, krr_objective *obj, double para
 void krr_objective_free(krr_ctx *ctx, krr_objective *obj) {
   if (!obj) return;
   if (obj->y) krr_dfree(ctx, &obj->y);
+  if (obj->rows) krr_dfree(ctx, &obj->rows);
   free(obj->ycol);
   obj->ycol = NULL;
   free(obj->lcol);
@@ -182,6 +183,21 @@ krr_status krr_objective_criterion(krr_op *op, const krr_objective *obj, const v
     } else {
       KTRY(krr_op_nrm2(op, len, work, &nr));
       *crit = obj->ynorm > 0 ? nr / obj->ynorm : nr;
+    }
+  } else if (obj->rows && obj->m > 1) {
+    /* columns holding rows out are separate fits (the folds of a cross-validation):
+     * the worst column's gap, so that a tolerance holds for each */
+    size_t es = krr_sizeof(op->prec);
+    *crit = 0;
+    for (int c = 0; c < obj->m; c++) {
+      int64_t off = (int64_t)c * op->nloc;
+      krr_objective col = *obj;
+      double P = 0, D = 0;
+      col.m = 1;
+      col.y = KAT(obj->y, off, es);
+      col.rows = KAT(obj->rows, off, es);
+      KTRY(krr_objective_values(op, &col, KAT(a, off, es), KAT(F, off, es), work, &P, &D));
+      *crit = fmax(*crit, krr_duality_gap(P, D));
     }
   } else {
     double P = 0, D = 0;

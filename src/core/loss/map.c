@@ -34,13 +34,15 @@ krr_status krr_loss_map_sums(krr_op *op, const krr_objective *obj, const void *a
                              void *work, double *ls, double *cs) {
   krr_ctx *ctx = op->ctx;
   int64_t len = op->nloc * (int64_t)obj->m;
-  void *ones = krr_dalloc(ctx, len, op->es);
-  krr_status st = ones ? KRR_OK : ctx->status;
-  if (st == KRR_OK) st = LMAP(ctx, obj, KRR_MAP_ONES, len, NULL, NULL, ones);
+  /* the sums over the rows each column uses: against obj->rows when rows are held out */
+  void *ones = obj->rows ? NULL : krr_dalloc(ctx, len, op->es);
+  const void *use = obj->rows ? obj->rows : ones;
+  krr_status st = use ? KRR_OK : ctx->status;
+  if (st == KRR_OK && ones) st = LMAP(ctx, obj, KRR_MAP_ONES, len, NULL, NULL, ones);
   if (st == KRR_OK) st = LMAP(ctx, obj, KRR_MAP_LOSS, len, obj->y, F, work);
-  if (st == KRR_OK) st = krr_op_dot(op, len, work, ones, ls);
+  if (st == KRR_OK) st = krr_op_dot(op, len, work, use, ls);
   if (st == KRR_OK) st = LMAP(ctx, obj, KRR_MAP_CONJ, len, obj->y, a, work);
-  if (st == KRR_OK) st = krr_op_dot(op, len, work, ones, cs);
+  if (st == KRR_OK) st = krr_op_dot(op, len, work, use, cs);
   krr_dfree(ctx, &ones);
   return st;
 }

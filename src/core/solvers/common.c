@@ -387,6 +387,49 @@ krr_status krr_solver_set_lambda(krr_solver *s, double lambda) {
   return restart(s);
 }
 
+krr_status krr_solver_set_rows(krr_solver *s, const double *rows) {
+  krr_ctx *ctx = s->ctx;
+  krr_objective *obj = s->obj;
+  krr_clear(ctx);
+  if (!s->def->holdout)
+    return krr_fail(ctx, KRR_ERR_INPUT, "solver %s cannot hold rows out of a fit", s->def->name);
+  if (obj->loss->crit != KRR_CRIT_GAP)
+    return krr_fail(ctx, KRR_ERR_INPUT, "holding rows out needs a loss with a duality gap, not %s",
+                    obj->loss->name);
+  if (s->op->nloc != s->op->n || obj->lcol)
+    return krr_fail(ctx, KRR_ERR_INPUT, "rows are held out on one process, without a lambda path");
+  int64_t len = obj->n * (int64_t)obj->m;
+  for (int64_t i = 0; i < len; i++)
+    if (rows[i] != 0.0 && rows[i] != 1.0)
+      return krr_fail(ctx, KRR_ERR_INPUT, "the rows each column uses must be marked 0 or 1");
+  void *dev = NULL;
+  KTRY(krr_upload_vec(ctx, obj->prec, rows, len, &dev));
+  if (obj->rows) krr_dfree(ctx, &obj->rows);
+  obj->rows = dev;
+  if (!s->w) return replay(s);
+  clear_failure(s);
+  return restart(s);
+}
+
+krr_status krr_solver_products(krr_solver *s, double *F_out) {
+  krr_ctx *ctx = s->ctx;
+  krr_clear(ctx);
+  if (s->failed != KRR_OK || !s->w) return replay(s);
+  if (s->wrows != s->op->nloc)
+    return krr_fail(ctx, KRR_ERR_INPUT, "solver %s keeps weights on its centres only",
+                    s->def->name);
+  int64_t len = s->op->nloc * (int64_t)s->m;
+  void *F = krr_dalloc(ctx, len, s->es);
+  krr_status st = F ? KRR_OK : ctx->status;
+  if (st == KRR_OK)
+    st = s->def->apply_k && s->started
+             ? s->def->apply_k(s, F)
+             : krr_op_mv(s->op, NULL, NULL, s->w, s->op->nloc, s->m, F, s->op->nloc);
+  if (st == KRR_OK) st = krr_download_vec(ctx, s->prec, F, len, F_out);
+  krr_dfree(ctx, &F);
+  return st;
+}
+
 krr_status krr_solver_set_targets(krr_solver *s, const double *y, int m) {
   krr_ctx *ctx = s->ctx;
   krr_clear(ctx);
@@ -401,6 +444,10 @@ krr_status krr_solver_set_targets(krr_solver *s, const double *y, int m) {
       krr_objective_free(ctx, &fresh);
       return st;
     }
+  }
+  if (obj->rows && m == obj->m) { /* the held-out rows stay */
+    fresh.rows = obj->rows;
+    obj->rows = NULL;
   }
   krr_objective_free(ctx, obj);
   *obj = fresh;

@@ -70,7 +70,10 @@ typedef struct {
   double *cr, *cp, *cq; /* host cap: CG's residual, direction, product */
   double *sa, *sb, *sy; /* host cap: with the six above, the shrunk problem's arrays */
   int64_t *idx;         /* host cap: the free variables */
-  double last_crit;     /* the criterion after the previous iteration */
+  double *gap, *last;   /* host m: each column's relative duality gap (column_gaps) now and
+                         * after the previous iteration's face steps */
+  int *ran;             /* host m: the column took coordinate steps in this iteration */
+  int64_t *used;        /* host m: the rows each column uses (n but for held-out rows) */
   double work_since;    /* doubles read by coordinate steps since the last face steps */
   double faces;         /* face steps taken */
   krr_ctx hctx;         /* on a device: a host context for the face steps BLAS */
@@ -130,9 +133,13 @@ static krr_status dcd_init(krr_solver *s) {
   d->H = krr_arena_host(ar, d->cap * d->cap, sizeof(double));
   d->R = krr_arena_host(ar, d->cap * d->cap, sizeof(double));
   d->mu = krr_arena_host(ar, s->m, sizeof(double));
+  d->gap = krr_arena_host(ar, s->m, sizeof(double));
+  d->last = krr_arena_host(ar, s->m, sizeof(double));
+  d->ran = krr_arena_host(ar, s->m, sizeof(int));
+  d->used = krr_arena_host(ar, s->m, sizeof(int64_t));
   d->idx = krr_arena_host(ar, d->cap, sizeof(int64_t));
   KTRY(KRR_ALLOCATED(ar, d->K, d->a, d->F, d->y, d->lo, d->hi, d->gp, d->ih, d->q, d->gain, d->keys,
-                     d->Fd, d->work, d->H, d->R, d->mu, d->idx));
+                     d->Fd, d->work, d->H, d->R, d->mu, d->gap, d->last, d->ran, d->used, d->idx));
   double **vec[] = {&d->g, &d->cv, &d->sv, &d->cr, &d->cp, &d->cq, &d->sa, &d->sb, &d->sy};
   for (size_t v = 0; v < sizeof vec / sizeof vec[0]; v++)
     if (!(*vec[v] = (double *)krr_arena_host(ar, d->cap, sizeof(double)))) return s->ctx->status;
@@ -225,6 +232,23 @@ static void curv_of(const krr_solver *s, double q, double y, double a, double *g
                         : krr_loss_elem(code, KRR_MAP_CURV, l, o->param, e, y, a, 0.0)));
 }
 
+/* the rows held out of each column's fit (obj->rows): their variables fixed at 0 by an
+ * empty box [0, 0], so that no step moves them, while F = K a still covers them (their
+ * predictions); d->used counts the others */
+static krr_status hold_out(krr_solver *s) {
+  dcd_t *d = D(s);
+  int64_t n = s->n;
+  for (int c = 0; c < s->m; c++) d->used[c] = n;
+  if (!s->obj->rows) return KRR_OK;
+  for (int c = 0; c < s->m; c++) {
+    int64_t off = (int64_t)c * n;
+    KTRY(krr_download_vec(s->ctx, s->prec, KAT(s->obj->rows, off, s->es), n, d->gain));
+    for (int64_t i = 0; i < n; i++)
+      if (d->gain[i] == 0.0) d->a[off + i] = d->lo[off + i] = d->hi[off + i] = 0.0, d->used[c]--;
+  }
+  return KRR_OK;
+}
+
 /* the starting point: a = s->w projected into the box, F = K a, the boxes and curvatures */
 static krr_status dcd_start(krr_solver *s) {
   dcd_t *d = D(s);
@@ -244,6 +268,7 @@ static krr_status dcd_start(krr_solver *s) {
     if (isfinite(*lo) && a - *lo <= 8.0 * e * fabs(*lo)) a = *lo;
     d->a[k] = a;
   }
+  KTRY(hold_out(s));
   for (int c = 0; c < s->m; c++) {
     double *a = d->a + (int64_t)c * n, *F = d->F + (int64_t)c * n;
     for (int64_t i = 0; i < n; i++) {
@@ -255,8 +280,7 @@ static krr_status dcd_start(krr_solver *s) {
       curv_of(s, d->q[i], d->y[i + c * n], a[i], &d->gp[i + c * n], &d->ih[i + c * n]);
   }
   d->steps = d->faces = d->work_since = 0;
-  for (int c = 0; c < s->m; c++) d->mu[c] = MU_START;
-  d->last_crit = NAN;
+  for (int c = 0; c < s->m; c++) d->mu[c] = MU_START, d->last[c] = NAN;
   return KRR_OK;
 }
 
@@ -395,13 +419,15 @@ static krr_status greedy(krr_solver *s, const cd_view *v, int64_t steps, int64_t
  * steps' buffers, solved by `steps` greedy steps there, and the changes of
  * their weights added to F over all rows at the end.  The others (at a
  * bound, pushed outward: most points of a hinge or SVR fit) are held for
- * the iteration; the next one sees them again.  A step there costs na / n
- * of a full one, so the shrunk problem takes steps * n / na of them; *done:
- * their cost in full steps (0 only when none was taken), or -1 when the
- * active variables are too many to pay (more than n / 2 or the buffers' cap). */
+ * the iteration; the next one sees them again.  A step there costs na / nu
+ * of a full one (nu: the rows the column uses), so the shrunk problem takes
+ * steps * nu / na of them; *done: their cost in full steps (0 only when none
+ * was taken), or -1 when the active variables are too many to pay (more than
+ * nu / 2 or the buffers' cap). */
 static krr_status shrunk_steps(krr_solver *s, int c, int64_t steps, int64_t *done) {
   dcd_t *d = D(s);
-  int64_t n = s->n, off = (int64_t)c * n, na = 0, cap = d->cap < n / 2 ? d->cap : n / 2;
+  int64_t n = s->n, nu = d->used[c], off = (int64_t)c * n, na = 0;
+  int64_t cap = d->cap < nu / 2 ? d->cap : nu / 2;
   double *a = d->a + off;
   int svr = s->obj->loss->code == KRR_LOSS_SVR;
   *done = -1;
@@ -424,8 +450,8 @@ static krr_status shrunk_steps(krr_solver *s, int c, int64_t steps, int64_t *don
   }
   /* as many steps as `steps` full-length ones cost; *done counts them so */
   int64_t raw = 0;
-  KTRY(greedy(s, &v, (int64_t)fmin((double)steps * (double)n / (double)na, 1e15), &raw));
-  *done = raw == 0 ? 0 : (int64_t)ceil((double)raw * (double)na / (double)n);
+  KTRY(greedy(s, &v, (int64_t)fmin((double)steps * (double)nu / (double)na, 1e15), &raw));
+  *done = raw == 0 ? 0 : (int64_t)ceil((double)raw * (double)na / (double)nu);
   for (int64_t k = 0; k < na; k++) {
     int64_t i = d->idx[k];
     if (v.a[k] == a[i]) continue;
@@ -465,6 +491,7 @@ static int64_t logistic_face(krr_solver *s, int c) {
   int64_t n = s->n, off = (int64_t)c * n, m = 0;
   double e = krr_precision_eps(s->prec), *kv = d->keys;
   for (int64_t i = 0; i < n; i++) {
+    if (d->lo[off + i] == d->hi[off + i]) continue; /* a held-out row */
     double cv = krr_loss_elem(KRR_LOSS_LOGISTIC, KRR_MAP_CURV, s->obj->lambda, s->obj->param, e,
                               d->y[off + i], d->a[off + i], 0.0);
     if (!(cv <= LOGISTIC_FACE * d->q[i])) continue;
@@ -674,27 +701,63 @@ static krr_status sync_out(krr_solver *s) {
   return krr_upload_vec_into(s->ctx, s->prec, d->F, nm, d->Fd);
 }
 
-/* the criterion at the host iterate */
-static krr_status criterion(krr_solver *s, double *crit) {
-  KTRY(sync_out(s));
-  return krr_objective_criterion(s->op, s->obj, s->w, D(s)->Fd, D(s)->work, crit);
+/* each column's relative duality gap (P_c + D_c) / max(|P_c|, |D_c|), P_c = a_c^T F_c / 2 +
+ * (1/lambda) sum_i xi(F_ic) and D_c = a_c^T F_c / 2 + (1/lambda) sum_i xi*(a_ic) over the rows
+ * the column uses (loss/loss.h; held out: an empty box), into d->gap, and the loss's
+ * criterion into *crit: the gap of their sums, or with rows held out the worst column's
+ * (krr_objective_criterion) */
+static void column_gaps(krr_solver *s, double *crit) {
+  dcd_t *d = D(s);
+  const krr_objective *o = s->obj;
+  int code = o->loss->code;
+  double e = krr_precision_eps(s->prec), l = o->lambda, P = 0, Dv = 0, worst = 0;
+  for (int c = 0; c < s->m; c++) {
+    int64_t off = (int64_t)c * s->n;
+    double aF = 0, ls = 0, cs = 0;
+    for (int64_t k = off; k < off + s->n; k++) {
+      if (d->lo[k] == d->hi[k]) continue;
+      aF += d->a[k] * d->F[k];
+      ls += krr_loss_elem(code, KRR_MAP_LOSS, l, o->param, e, d->y[k], d->F[k], 0.0);
+      cs += krr_loss_elem(code, KRR_MAP_CONJ, l, o->param, e, d->y[k], d->a[k], 0.0);
+    }
+    d->gap[c] = krr_duality_gap(0.5 * aF + ls / l, 0.5 * aF + cs / l);
+    P += 0.5 * aF + ls / l;
+    Dv += 0.5 * aF + cs / l;
+    worst = fmax(worst, d->gap[c]);
+  }
+  *crit = s->obj->rows ? worst : krr_duality_gap(P, Dv);
 }
 
-/* Face steps on the free sets when the last iteration cut the criterion
- * by less than half: a Newton step when its factor costs at most three
- * times the memory traffic of the coordinate steps since the previous face
- * steps (FLOPS_PER_READ converts), else as many CG steps (at most
- * FACE_CG_MAX and the number of free variables, at least 5) as that
- * budget pays for: the face steps at most triple the work of the
+/* The criterion at the host iterate (the weights synced) and each column's
+ * gap (d->gap): with several columns and a duality gap on the host from the
+ * columns' sums, else the loss's criterion (one column: its gap) */
+static krr_status criterion(krr_solver *s, double *crit) {
+  dcd_t *d = D(s);
+  KTRY(sync_out(s));
+  if (s->m > 1 && s->obj->loss->crit == KRR_CRIT_GAP) {
+    column_gaps(s, crit);
+    return KRR_OK;
+  }
+  KTRY(krr_objective_criterion(s->op, s->obj, s->w, d->Fd, d->work, crit));
+  for (int c = 0; c < s->m; c++) d->gap[c] = *crit;
+  return KRR_OK;
+}
+
+/* Face steps on the free sets of the columns whose gap the last iteration's
+ * coordinate steps cut by less than half: a Newton step when its factor
+ * costs at most three times the memory traffic of the coordinate steps
+ * since the previous face steps (FLOPS_PER_READ converts), else as many CG
+ * steps (at most FACE_CG_MAX and the number of free variables, at least 5)
+ * as that budget pays for: the face steps at most triple the work of the
  * coordinate steps */
 static krr_status maybe_faces(krr_solver *s, double *crit) {
   dcd_t *d = D(s);
-  int stalled = isfinite(d->last_crit) && *crit > 0.5 * d->last_crit;
-  d->last_crit = *crit;
-  if (!stalled) return KRR_OK;
   int any = 0;
   for (int c = 0; c < s->m; c++) {
-    int64_t nf = free_set(s, c);
+    if (!d->ran[c]) continue;
+    int stalled = isfinite(d->last[c]) && d->gap[c] > 0.5 * d->last[c];
+    d->last[c] = d->gap[c];
+    int64_t nf = stalled ? free_set(s, c) : 0;
     if (nf <= 0) continue;
     /* in memory traffic (doubles read): forming H and updating F read nf^2 + n nf,
      * each CG step nf^2 (a coordinate step 8 n: work_since) */
@@ -710,27 +773,47 @@ static krr_status maybe_faces(krr_solver *s, double *crit) {
   if (!any) return KRR_OK;
   d->work_since = 0;
   KTRY(criterion(s, crit));
-  d->last_crit = *crit;
+  memcpy(d->last, d->gap, sizeof(double) * (size_t)s->m);
   return KRR_OK;
+}
+
+/* Whether column c waits this iteration: with several columns (the outputs
+ * of one-vs-rest, the folds of a cross-validation) the largest gaps hold the
+ * criterion up (the gap of their sums, or the worst one), so a column whose
+ * gap is below half their mean waits; the largest never does */
+static int column_waits(const krr_solver *s, int c) {
+  const dcd_t *d = D(s);
+  double sum = 0;
+  for (int j = 0; j < s->m; j++) sum += d->last[j];
+  return s->m > 1 && isfinite(sum) && d->last[c] < 0.5 * sum / s->m;
 }
 
 static krr_status dcd_iterate(krr_solver *s) {
   dcd_t *d = D(s);
   int64_t steps = O(s)->steps, total = 0;
+  int waited = 0;
+  double work = 0;
   for (int c = 0; c < s->m; c++) {
+    /* a column holding rows out takes the steps of its own size (nu / n of them, each
+     * over nu rows' worth of work), as a fit on its rows alone would */
+    double part = (double)d->used[c] / (double)s->n;
     int64_t k = 0;
-    KTRY(column_steps(s, c, steps, &k));
+    d->ran[c] = !column_waits(s, c);
+    waited |= !d->ran[c];
+    if (d->ran[c]) KTRY(column_steps(s, c, (int64_t)fmax(1.0, round((double)steps * part)), &k));
     total += k;
+    work += (double)k * part;
   }
-  d->steps += (double)total;
-  d->work_since += 8.0 * (double)total * (double)s->n;
+  d->steps += work;
+  d->work_since += 8.0 * work * (double)s->n;
   double crit = 0;
   KTRY(criterion(s, &crit));
   KTRY(maybe_faces(s, &crit));
   krr_solver_tick(s);
   s->diag.passes = d->steps / ((double)s->n * (double)s->m);
   s->diag.resid_est = crit;
-  if (total == 0) s->diag.done = 1; /* every column at its solution: no step decreases D */
+  /* every column at its solution: no step decreases D */
+  if (total == 0 && !waited) s->diag.done = 1;
   krr_solver_set_extra(s, "steps", d->steps);
   krr_solver_set_extra(s, "face_steps", d->faces);
   return KRR_OK;
@@ -749,6 +832,8 @@ const krr_solver_def krr_solver_dcd = {
     .options = {optdefs, KRR_NOPTS(optdefs), sizeof(opts_t)},
     .extras = extras,
     .state_size = sizeof(dcd_t),
+    .holdout = 1,
+    .exact_est = 1,
     .mem_advice =
         "the dual coordinate descent holds the n x n kernel matrix; use solver = "
         "joker()",

@@ -5,8 +5,9 @@
  *
  * Every check happens at an iteration fixed by the iteration count alone:
  * the steps end at the first iteration (from the next allowed exact check
- * on) whose running estimate is at most tol (krr_solver_step_until), at the
- * duality-gap checks (passes 1, 2, 4, 8, ...), at the precision-floor
+ * on, or any iteration when the solver's estimate is the exact criterion,
+ * exact_est) whose running estimate is at most tol (krr_solver_step_until),
+ * at the duality-gap checks (passes 1, 2, 4, 8, ...), at the precision-floor
  * checks (once a pass) and at max_passes; a caller's iteration budget or a
  * chunk's length never moves a check, so the stopping iteration does not
  * depend on the machine's speed (only time_limit does). */
@@ -324,7 +325,8 @@ static krr_status check(krr_solver *s, krr_stop *p, const krr_diag *d, krr_stop_
     r->exact = fexact; /* the floor check stopped the fit */
   } else if (!isnan(fexact)) {
     r->exact = fexact; /* a floor check that did not stop (for the trace) */
-  } else if (due || (isfinite(est) && est <= p->tol && iter >= p->next_exact_iter)) {
+  } else if (due || (isfinite(est) && est <= p->tol &&
+                     (iter >= p->next_exact_iter || s->def->exact_est))) {
     /* The duality gap is also checked at passes 1, 2, 4, 8, ... (at most
      * log2(passes) extra kernel passes), for every n: a block method's
      * running estimate (a projected gradient norm) is not on the gap's
@@ -407,7 +409,7 @@ krr_status krr_solver_run(krr_solver *s, krr_stop *p, int64_t iters, krr_stop_re
     double saved = ctx->deadline, t1 = krr_now();
     /* the deadline ends a chunk between iterations (krr_solver_step_until) */
     ctx->deadline = isfinite(p->deadline) ? p->t0 + p->deadline : 0;
-    krr_status st = krr_solver_step_until(s, k, p->tol, p->next_exact_iter);
+    krr_status st = krr_solver_step_until(s, k, p->tol, s->def->exact_est ? 0 : p->next_exact_iter);
     ctx->deadline = saved;
     if (st != KRR_OK) return st;
     krr_solver_diag(s, &r->diag);
