@@ -192,6 +192,8 @@ native_fit_alive <- function(state) .Call(ffi_fit_alive, state)
 
 native_fit_set_targets <- function(state, y) .Call(ffi_fit_set_targets, state, y)
 native_fit_set_weights <- function(state, w) .Call(ffi_fit_set_weights, state, w)
+native_fit_set_rows <- function(state, rows) .Call(ffi_fit_set_rows, state, rows)
+native_fit_products <- function(state) .Call(ffi_fit_products, state)
 native_fit_set_lambda <- function(state, lambda) {
   .Call(ffi_fit_set_lambda, state, as.numeric(lambda))
 }

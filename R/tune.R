@@ -234,6 +234,22 @@ cv_path <- function(xs, Yc, task, kernel, lambdas, set) {
   n <- nrow(xs)
   k <- min(cv_folds(), n)
   fold <- with_seed(set$seed + 11, sample(rep_len(seq_len(k), n)))
+  r <- if (cv_holds_out(set)) cv_holdout(xs, Yc, task, kernel, lambdas, set, fold)
+  if (is.null(r)) r <- cv_by_folds(xs, Yc, task, kernel, lambdas, set, fold)
+  if (r$not_conv > 0L) {
+    warn_askotch(sprintf(paste(
+      "%d of the %d cross-validation fits stopped without converging;",
+      "the CV errors may be inaccurate (raise `max_passes` or `time_limit`)."),
+      r$not_conv, r$fits), "convergence")
+  }
+  data.frame(lambda = lambdas,
+             cv = r$sse / (r$n_val * (if (cv_counts_errors(set, task)) 1 else ncol(Yc))))
+}
+
+# The folds one after the other, each with its own solves (cv_fold()):
+# list(sse, not_conv, n_val) summed over the folds done.
+cv_by_folds <- function(xs, Yc, task, kernel, lambdas, set, fold) {
+  k <- max(fold)
   sse <- numeric(length(lambdas))
   not_conv <- 0L
   n_val <- 0L
@@ -265,14 +281,90 @@ cv_path <- function(xs, Yc, task, kernel, lambdas, set) {
     not_conv <- not_conv + r$not_conv
     n_val <- n_val + length(va)
   }
-  if (not_conv > 0L) {
-    warn_askotch(sprintf(paste(
-      "%d of the %d cross-validation fits stopped without converging;",
-      "the CV errors may be inaccurate (raise `max_passes` or `time_limit`)."),
-      not_conv, k * length(lambdas)), "convergence")
+  list(sse = sse, not_conv = not_conv, n_val = n_val, fits = k * length(lambdas))
+}
+
+# Whether the folds run as the columns of one state (cv_holdout()): the
+# losses other than the squared on dcd(), which holds the kernel matrix.
+cv_holds_out <- function(set) {
+  set$loss$name != "squared" && solver_c(set$solver)$name == "dcd" &&
+    set_features(set) == 0 && is.null(set$obs_weights)
+}
+
+# K-fold cross-validation on one dcd() state whose columns are the folds,
+# each holding its fold's rows out of its fit (native_fit_set_rows()): the
+# n x n kernel matrix is formed once for every fold and lambda, and the
+# held-out predictions are the state's products K a at those rows (kept by
+# dcd(), no kernel pass). The lambdas are solved in turn, all folds at once,
+# each warm-started from the last. list(sse, not_conv, n_val), or NULL when
+# the state does not fit the memory budget (the folds then run one by one).
+cv_holdout <- function(xs, Yc, task, kernel, lambdas, set, fold) {
+  n <- nrow(xs)
+  m <- ncol(Yc)
+  k <- max(fold)
+  reg <- task %in% c("regression", "multioutput")
+  mus <- lapply(seq_len(k), function(f) {
+    if (reg) colMeans(Yc[fold != f, , drop = FALSE]) else rep(0, m)
+  })
+  Y <- do.call(cbind, lapply(mus, function(mu) sweep(Yc, 2L, mu, "-", check.margin = FALSE)))
+  use <- do.call(cbind, lapply(seq_len(k), function(f) matrix(as.numeric(fold != f), n, m)))
+  fs <- cv_fold_settings(set, kernel, n)
+  fs$lambda <- lambdas[1L]
+  fs$rule$tol <- max(fs$rule$tol, cv_fold_gap_tol())
+  fs$objective <- FALSE # no record of the folds' objectives
+  state <- tryCatch(state_new(xs, Y, fs), askotch_error_memory = function(e) NULL)
+  if (is.null(state)) return(NULL)
+  on.exit(native_fit_free(state), add = TRUE)
+  native_fit_set_rows(state, use)
+  deadline <- now() + set$rule$time_limit / 2
+  sse <- se <- rep(NA_real_, length(lambdas))
+  not_conv <- 0L
+  tgt <- list(task = task)
+  for (i in seq_along(lambdas)) {
+    fs$rule$time_limit <- budget_share(deadline, length(lambdas) - i + 1L)
+    if (i > 1L) native_fit_set_lambda(state, lambdas[i])
+    res <- tryCatch(drive_solver(state, fs, tgt, xs, now(), use_floor = TRUE),
+                    askotch_error_time_limit = function(e) if (i == 1L) stop(e))
+    if (is.null(res)) {
+      warn_askotch(sprintf(paste(
+        "`time_limit` was reached during cross-validation: lambda was chosen",
+        "from the first %d of the %d values (raise `time_limit` for all of them)."),
+        i - 1L, length(lambdas)), "time_limit")
+      break
+    }
+    if (!solve_reached(res$reason)) not_conv <- not_conv + k
+    P <- native_fit_products(state)
+    err <- numeric(n)
+    for (f in seq_len(k)) {
+      va <- which(fold == f)
+      Pf <- sweep(P[va, (f - 1L) * m + seq_len(m), drop = FALSE], 2L, mus[[f]], "+",
+                  check.margin = FALSE)
+      err[va] <- cv_point_errors(Pf, Yc[va, , drop = FALSE], set, task)
+    }
+    sse[i] <- sum(err)
+    se[i] <- stats::sd(err) * sqrt(n)
+    if (cv_path_ends(sse[seq_len(i)], se[seq_len(i)])) break
   }
-  data.frame(lambda = lambdas,
-             cv = sse / (n_val * (if (cv_counts_errors(set, task)) 1 else ncol(Yc))))
+  list(sse = sse, not_conv = not_conv, n_val = n, fits = k * sum(!is.na(sse)))
+}
+
+# Whether a cross-validation path (from the most regularised lambda on) may
+# end: once each of the last `askotch.cv_patience` (default 2) values has a
+# CV error above the least so far by more than its standard error (sse: the
+# summed errors along the path, se: their standard errors, sd(e) sqrt(n)).
+# The values beyond, the least regularised, are the slowest to solve, and on
+# a U-shaped CV curve they lie further up its far side; NA in the record.
+cv_path_ends <- function(sse, se) {
+  pat <- cv_patience()
+  i <- length(sse)
+  best <- which.min(sse)
+  if (!is.finite(pat) || i - best < pat) return(FALSE)
+  all(sse[(i - pat + 1L):i] > sse[best] + se[best])
+}
+
+cv_patience <- function() {
+  number_option("askotch.cv_patience", 2, function(p) p >= 1 && p == round(p),
+                ", a whole number at least 1 (Inf: the whole path)")
 }
 
 # One fold's errors along the path, by the cheapest exact route that applies.
@@ -305,10 +397,15 @@ cv_counts_errors <- function(set, task) {
 # The fold's criterion for predictions P (validation rows x outputs) of the
 # targets Yv: misclassified points (see cv_counts_errors()), else the sum of
 # squared errors.
-cv_fold_error <- function(P, Yv, set, task) {
-  if (!cv_counts_errors(set, task)) return(sum((P - Yv)^2))
-  if (ncol(Yv) == 1L) return(sum(sign(P[, 1L]) != sign(Yv[, 1L])))
-  sum(max.col(P, ties.method = "first") != max.col(Yv, ties.method = "first"))
+cv_fold_error <- function(P, Yv, set, task) sum(cv_point_errors(P, Yv, set, task))
+
+# The criterion's terms, one per validation row: 1 for a misclassified point
+# and 0 otherwise (see cv_counts_errors()), else its squared error summed
+# over the outputs.
+cv_point_errors <- function(P, Yv, set, task) {
+  if (!cv_counts_errors(set, task)) return(rowSums((P - Yv)^2))
+  if (ncol(Yv) == 1L) return(as.numeric(sign(P[, 1L]) != sign(Yv[, 1L])))
+  as.numeric(max.col(P, ties.method = "first") != max.col(Yv, ties.method = "first"))
 }
 
 # One fold's squared validation errors along the path (list(sse, not_conv)),
