@@ -112,6 +112,118 @@ static krr_status setup(krr_ctx *ctx, krr_precision prec, const double *X, int64
   return st;
 }
 
+/* (a-rows) dcd with rows held out (krr_solver_set_rows): three columns, column c
+ * holding out the rows i = c mod 3, each against coordinate descent on its own rows
+ * alone, at lambda and then warm-started at lambda / 3 (krr_solver_set_lambda: a and
+ * F = K a rescaled, no kernel pass); the held-out weights are 0 and the products there
+ * K(X_out, X_in) a_in.  A relative gap of 1e-11 leaves the weights of a strongly convex
+ * dual about its square root off (hinge and SVR find their face exactly). */
+static int rows_solve(krr_solver *s, double tol) {
+  double crit = INFINITY;
+  krr_status st = KRR_OK;
+  for (int it = 0; st == KRR_OK && it < 400 && crit > tol; it++) {
+    st = krr_solver_step(s, 1);
+    if (st == KRR_OK) st = krr_solver_residual(s, &crit);
+  }
+  return st == KRR_OK && crit <= tol;
+}
+
+static void rows_check(int l, const double *K, int64_t n, int m, double lam, double param,
+                       const double *yy, const double *ww, const double *FF) {
+  double werr = 0, ferr = 0, zero = 0, wsc = 0, derr = 0;
+  double *Ks = malloc(sizeof(double) * (size_t)(n * n)), *ys = malloc(sizeof(double) * (size_t)n);
+  double *wc = malloc(sizeof(double) * (size_t)n), *a = malloc(sizeof(double) * (size_t)n);
+  int64_t *in = malloc(sizeof(int64_t) * (size_t)n);
+  for (int c = 0; c < m; c++) {
+    int64_t ns = 0;
+    double Pw, Dw, Pc, Dc;
+    for (int64_t i = 0; i < n; i++)
+      if (i % m != c) in[ns++] = i;
+    for (int64_t j = 0; j < ns; j++) {
+      ys[j] = yy[in[j] + c * n];
+      wc[j] = ww[in[j] + c * n];
+      for (int64_t i = 0; i < ns; i++) Ks[i + j * ns] = K[in[i] + in[j] * n];
+    }
+    cd_solve(l, Ks, ns, lam, param, ys, a);
+    for (int64_t j = 0; j < ns; j++)
+      werr = fmax(werr, fabs(wc[j] - a[j])), wsc = fmax(wsc, fabs(a[j]));
+    objectives(l, Ks, ns, lam, param, ys, wc, &Pw, &Dw);
+    objectives(l, Ks, ns, lam, param, ys, a, &Pc, &Dc);
+    derr = fmax(derr, fabs(Dw - Dc) / fmax(fabs(Dc), 1e-300));
+    for (int64_t i = c; i < n; i += m) {
+      double Fo = 0;
+      for (int64_t j = 0; j < ns; j++) Fo += K[i + in[j] * n] * a[j];
+      ferr = fmax(ferr, fabs(FF[i + c * n] - Fo) / fmax(fabs(Fo), 1.0));
+      zero = fmax(zero, fabs(ww[i + c * n]));
+    }
+  }
+  printf(
+      "  dcd rows held out %-13s lambda %.3g: |D - D_cd| / |D_cd| %.1e, |w - w_cd| / "
+      "max|w_cd| %.1e, held-out products %.1e\n",
+      lname[l], lam, derr, werr / fmax(wsc, 1e-300), ferr);
+  CHECK(zero == 0, "(a-rows) %s: a held-out weight is %.3e, not 0", lname[l], zero);
+  CHECK(derr <= 1e-9 && werr <= 1e-4 * wsc && ferr <= 1e-4,
+        "(a-rows) %s, lambda %g: dual %.2e, weights %.2e, products %.2e", lname[l], lam, derr,
+        werr / fmax(wsc, 1e-300), ferr);
+  free(Ks);
+  free(ys);
+  free(wc);
+  free(a);
+  free(in);
+}
+
+static void rows_case(krr_ctx *ctx, const double *K, const double *X, const double *Y, int64_t n,
+                      int p, int l, double lam, double param) {
+  const int m = 3;
+  double *yy = malloc(sizeof(double) * (size_t)(m * n)),
+         *rows = malloc(sizeof(double) * (size_t)(m * n));
+  double *ww = malloc(sizeof(double) * (size_t)(m * n)),
+         *FF = malloc(sizeof(double) * (size_t)(m * n));
+  for (int c = 0; c < m; c++)
+    for (int64_t i = 0; i < n; i++) {
+      yy[i + c * n] = l >= HINGE ? (Y[i] > 0 ? 1.0 : -1.0) : Y[i] + 0.1 * c;
+      rows[i + c * n] = i % m == c ? 0.0 : 1.0;
+    }
+  tfit f;
+  if (setup(ctx, KRR_DOUBLE, X, n, p, yy, m, lam, l, param, &f) != KRR_OK) {
+    n_fail++;
+    free(yy);
+    free(rows);
+    free(ww);
+    free(FF);
+    return;
+  }
+  krr_solver *s = NULL;
+  int ok = tinit(&f, "dcd", "", &s) == KRR_OK && krr_solver_set_rows(s, rows) == KRR_OK;
+  for (int k = 0; k < 2; k++) {
+    double lr = k ? lam / 3 : lam;
+    ok = ok && (k == 0 || krr_solver_set_lambda(s, lr) == KRR_OK) && rows_solve(s, 1e-11) &&
+         krr_solver_weights(s, ww) == KRR_OK && krr_solver_products(s, FF) == KRR_OK;
+    CHECK(ok, "(a-rows) %s, lambda %g: dcd with rows held out: %s", lname[l], lr, ctx->msg);
+    if (ok) rows_check(l, K, n, m, lr, param, yy, ww, FF);
+  }
+  if (s) krr_solver_free(s);
+  /* refused: a value other than 0 or 1, a solver that cannot hold rows out */
+  rows[0] = 0.5;
+  s = NULL;
+  krr_clear(ctx);
+  CHECK(tinit(&f, "dcd", "", &s) == KRR_OK && krr_solver_set_rows(s, rows) == KRR_ERR_INPUT,
+        "(a-rows) %s: rows marked 0.5 refused", lname[l]);
+  if (s) krr_solver_free(s);
+  rows[0] = 1.0;
+  s = NULL;
+  krr_clear(ctx);
+  CHECK(tinit(&f, "joker", "", &s) == KRR_OK && krr_solver_set_rows(s, rows) == KRR_ERR_INPUT &&
+            strstr(ctx->msg, "joker"),
+        "(a-rows) %s: joker refuses held-out rows", lname[l]);
+  if (s) krr_solver_free(s);
+  tfit_free(&f);
+  free(yy);
+  free(rows);
+  free(ww);
+  free(FF);
+}
+
 int main(int argc, char **argv) {
   krr_ctx ctx;
   int64_t n;
@@ -177,100 +289,8 @@ int main(int argc, char **argv) {
     }
   }
 
-  /* (a-rows) dcd with rows held out (krr_solver_set_rows): three columns, column c
-   * holding out the rows i = c mod 3, each against coordinate descent on its own rows
-   * alone; the held-out weights are 0 and the products there K(X_out, X_in) a_in */
-  for (int l = HUBER; l <= LOGIT; l++) {
-    const int m = 3;
-    double *yy = malloc(sizeof(double) * (size_t)(m * n)),
-           *rows = malloc(sizeof(double) * (size_t)(m * n));
-    double *ww = malloc(sizeof(double) * (size_t)(m * n)),
-           *FF = malloc(sizeof(double) * (size_t)(m * n));
-    double *Ks = malloc(sizeof(double) * (size_t)(n * n)),
-           *ys = malloc(sizeof(double) * (size_t)(2 * n));
-    for (int c = 0; c < m; c++)
-      for (int64_t i = 0; i < n; i++) {
-        yy[i + c * n] = l >= HINGE ? (Y[i] > 0 ? 1.0 : -1.0) : Y[i] + 0.1 * c;
-        rows[i + c * n] = i % m == c ? 0.0 : 1.0;
-      }
-    tfit f;
-    if (setup(&ctx, KRR_DOUBLE, X, n, p, yy, m, lam, l, params[l], &f) != KRR_OK) {
-      n_fail++;
-      continue;
-    }
-    krr_solver *s = NULL;
-    krr_status st = tinit(&f, "dcd", "", &s);
-    if (st == KRR_OK) st = krr_solver_set_rows(s, rows);
-    double crit = INFINITY;
-    for (int it = 0; st == KRR_OK && it < 400 && crit > 1e-11; it++) {
-      st = krr_solver_step(s, 1);
-      if (st == KRR_OK) st = krr_solver_residual(s, &crit);
-    }
-    if (st == KRR_OK) st = krr_solver_weights(s, ww);
-    if (st == KRR_OK) st = krr_solver_products(s, FF);
-    CHECK(st == KRR_OK && crit <= 1e-11, "(a-rows) %s: dcd with rows held out: %s (crit %.2e)",
-          lname[l], ctx.msg, crit);
-    double werr = 0, ferr = 0, zero = 0, wsc = 0, derr = 0;
-    for (int c = 0; st == KRR_OK && c < m; c++) {
-      int64_t ns = 0, *in = malloc(sizeof(int64_t) * (size_t)n);
-      for (int64_t i = 0; i < n; i++)
-        if (i % m != c) in[ns++] = i;
-      for (int64_t j = 0; j < ns; j++) {
-        ys[j] = yy[in[j] + c * n];
-        for (int64_t i = 0; i < ns; i++) Ks[i + j * ns] = K[in[i] + in[j] * n];
-      }
-      cd_solve(l, Ks, ns, lam, params[l], ys, a);
-      double *wc = ys + ns, Pw, Dw, Pc, Dc; /* the column's weights on its rows after ys */
-      for (int64_t j = 0; j < ns; j++) {
-        wc[j] = ww[in[j] + c * n];
-        werr = fmax(werr, fabs(wc[j] - a[j]));
-        wsc = fmax(wsc, fabs(a[j]));
-      }
-      objectives(l, Ks, ns, lam, params[l], ys, wc, &Pw, &Dw);
-      objectives(l, Ks, ns, lam, params[l], ys, a, &Pc, &Dc);
-      derr = fmax(derr, fabs(Dw - Dc) / fmax(fabs(Dc), 1e-300));
-      for (int64_t i = 0; i < n; i++) {
-        if (i % m != c) continue;
-        double Fo = 0;
-        for (int64_t j = 0; j < ns; j++) Fo += K[i + in[j] * n] * a[j];
-        ferr = fmax(ferr, fabs(FF[i + c * n] - Fo) / fmax(fabs(Fo), 1.0));
-        zero = fmax(zero, fabs(ww[i + c * n]));
-      }
-      free(in);
-    }
-    /* a relative gap of 1e-11 leaves the weights of a strongly convex dual about its square
-     * root off (hinge and SVR find their face exactly) */
-    printf(
-        "  dcd rows held out %-13s: |D - D_cd| / |D_cd| %.1e, |w - w_cd| / max|w_cd| %.1e, "
-        "held-out products %.1e\n",
-        lname[l], derr, werr / fmax(wsc, 1e-300), ferr);
-    CHECK(zero == 0, "(a-rows) %s: a held-out weight is %.3e, not 0", lname[l], zero);
-    CHECK(derr <= 1e-9 && werr <= 1e-4 * wsc && ferr <= 1e-4,
-          "(a-rows) %s: dual %.2e, weights %.2e, products %.2e", lname[l], derr,
-          werr / fmax(wsc, 1e-300), ferr);
-    if (s) krr_solver_free(s);
-    /* refused: a value other than 0 or 1, a solver that cannot hold rows out */
-    rows[0] = 0.5;
-    s = NULL;
-    krr_clear(&ctx);
-    CHECK(tinit(&f, "dcd", "", &s) == KRR_OK && krr_solver_set_rows(s, rows) == KRR_ERR_INPUT,
-          "(a-rows) %s: rows marked 0.5 refused", lname[l]);
-    if (s) krr_solver_free(s);
-    rows[0] = 1.0;
-    s = NULL;
-    krr_clear(&ctx);
-    CHECK(tinit(&f, "joker", "", &s) == KRR_OK && krr_solver_set_rows(s, rows) == KRR_ERR_INPUT &&
-              strstr(ctx.msg, "joker"),
-          "(a-rows) %s: joker refuses held-out rows", lname[l]);
-    if (s) krr_solver_free(s);
-    tfit_free(&f);
-    free(yy);
-    free(rows);
-    free(ww);
-    free(FF);
-    free(Ks);
-    free(ys);
-  }
+  /* (a-rows) dcd with rows held out (krr_solver_set_rows), then a new lambda */
+  for (int l = HUBER; l <= LOGIT; l++) rows_case(&ctx, K, X, Y, n, p, l, lam, params[l]);
   /* the squared loss has no duality gap to stop on: refused */
   {
     tfit f;

@@ -214,6 +214,7 @@ static krr_status setup(krr_solver *s) {
   if (st == KRR_OK && !s->tuned && s->def->tune) st = s->def->tune(s);
   if (st == KRR_OK) s->tuned = 1;
   if (st == KRR_OK && !s->started && s->def->start) st = s->def->start(s);
+  if (st == KRR_OK && !s->started) s->w_rescale = 1.0;
   if (st == KRR_OK) s->started = 1;
   if (st == KRR_OK) st = s->ctx->ops->sync(s->ctx);
   krr_comm *comm = krr_op_comm(s->op, NULL);
@@ -348,6 +349,7 @@ krr_status krr_options_check(krr_ctx *ctx, const krr_options *opts) {
  * nothing: init did). */
 static void clear_failure(krr_solver *s) {
   if (s->failed == KRR_OK) return;
+  s->w_rescale = 0;
   s->failed = KRR_OK;
   s->tuned = 0;
   s->started = 0;
@@ -367,6 +369,7 @@ krr_status krr_solver_set_weights(krr_solver *s, const double *w) {
     if (!isfinite(w[i])) return krr_fail(s->ctx, KRR_ERR_INPUT, "the starting weights must be finite");
   KTRY(krr_upload_vec_into(s->ctx, s->wprec, w, s->wrows * s->m, s->w));
   s->w_zero = 0;
+  s->w_rescale = 0;
   return restart(s);
 }
 
@@ -377,8 +380,10 @@ krr_status krr_solver_set_lambda(krr_solver *s, double lambda) {
   if (!s->w) return replay(s);
   clear_failure(s);
   if (lambda != s->obj->lambda || s->obj->lcol) { /* the same lambda keeps everything */
-    if (!s->obj->loss->linear && !s->obj->lcol && !s->w_zero) /* keep v = -lambda a */
+    if (!s->obj->loss->linear && !s->obj->lcol && !s->w_zero) { /* keep v = -lambda a */
       KTRY(KOP(s->ctx, s->wprec, axpby, s->wrows * s->m, 0.0, s->w, s->obj->lambda / lambda, s->w));
+      s->w_rescale *= s->obj->lambda / lambda;
+    }
     free(s->obj->lcol); /* one lambda for every column: the path ends */
     s->obj->lcol = NULL;
     s->obj->lambda = lambda;
@@ -408,6 +413,7 @@ krr_status krr_solver_set_rows(krr_solver *s, const double *rows) {
   obj->rows = dev;
   if (!s->w) return replay(s);
   clear_failure(s);
+  s->w_rescale = 0;
   return restart(s);
 }
 
@@ -455,6 +461,7 @@ krr_status krr_solver_set_targets(krr_solver *s, const double *y, int m) {
     clear_failure(s);
     KTRY(ctx->ops->zero(ctx, s->w, krr_sizeof(s->wprec) * (size_t)(s->wrows * s->m)));
     s->w_zero = 1;
+    s->w_rescale = 0;
     return restart(s);
   }
   /* a different number of columns: rebuild the work space and the setup */

@@ -74,6 +74,7 @@ typedef struct {
                          * after the previous iteration's face steps */
   int *ran;             /* host m: the column took coordinate steps in this iteration */
   int64_t *used;        /* host m: the rows each column uses (n but for held-out rows) */
+  int kept;             /* a and F = K a are those of the last start or whole iteration */
   double work_since;    /* doubles read by coordinate steps since the last face steps */
   double faces;         /* face steps taken */
   krr_ctx hctx;         /* on a device: a host context for the face steps BLAS */
@@ -102,7 +103,8 @@ static double dcd_memory(const krr_solver *s) {
   double n = (double)s->n, nm = n * (double)s->m, K = (double)s->es * n * n;
   double dev = s->ctx && !krr_ctx_on_host(s->ctx) ? K : 0.0; /* K formed on the device first */
   double c = n < FACE_MAX ? n : FACE_MAX;
-  return K + dev + 8.0 * (7.0 * nm + 4.0 * n + 2.0 * c * c + 10.0 * c) + (double)s->es * 3.0 * nm;
+  return K + dev + 8.0 * (7.0 * nm + 4.0 * n + 2.0 * c * c + 10.0 * c + 5.0 * s->m) +
+         (double)s->es * 3.0 * nm;
 }
 
 static krr_status dcd_resolve(krr_solver *s) {
@@ -249,15 +251,25 @@ static krr_status hold_out(krr_solver *s) {
   return KRR_OK;
 }
 
-/* the starting point: a = s->w projected into the box, F = K a, the boxes and curvatures */
+/* The starting point: a = s->w projected into the box, F = K a, the boxes
+ * and curvatures.  When a new lambda only rescaled the last iterate
+ * (s->w_rescale), a and F rescale with it and F follows the few variables
+ * the new box moves: no pass over K, which a warm start on a path (every
+ * variable of the logistic loss nonzero) would otherwise cost. */
 static krr_status dcd_start(krr_solver *s) {
   dcd_t *d = D(s);
   const krr_objective *o = s->obj;
   int64_t n = s->n, nm = n * (int64_t)s->m;
-  double e = krr_precision_eps(s->prec);
-  KTRY(krr_download_vec(s->ctx, s->prec, s->w, nm, d->a));
+  double e = krr_precision_eps(s->prec), r = d->kept ? s->w_rescale : 0, *a0 = d->ih;
+  d->kept = 0;
+  if (r > 0) {
+    for (int64_t k = 0; k < nm; k++) d->a[k] *= r, d->F[k] *= r;
+  } else {
+    KTRY(krr_download_vec(s->ctx, s->prec, s->w, nm, d->a));
+    memset(d->F, 0, sizeof(double) * (size_t)nm);
+  }
+  memcpy(a0, d->a, sizeof(double) * (size_t)nm); /* ih (set below) keeps a before the boxes */
   KTRY(krr_download_vec(s->ctx, s->prec, o->y, nm, d->y));
-  memset(d->F, 0, sizeof(double) * (size_t)nm);
   for (int64_t k = 0; k < nm; k++) {
     double *lo = &d->lo[k], *hi = &d->hi[k], a;
     krr_lm_box(o->loss->code, o->lambda, o->param, e, d->y[k], lo, hi);
@@ -270,10 +282,11 @@ static krr_status dcd_start(krr_solver *s) {
   }
   KTRY(hold_out(s));
   for (int c = 0; c < s->m; c++) {
-    double *a = d->a + (int64_t)c * n, *F = d->F + (int64_t)c * n;
+    double *a = d->a + (int64_t)c * n, *F = d->F + (int64_t)c * n, *b = a0 + (int64_t)c * n;
     for (int64_t i = 0; i < n; i++) {
-      if (a[i] == 0) continue;
-      add_column(d->K, s->es, n, F, i, a[i]);
+      double t = a[i] - (r > 0 ? b[i] : 0.0);
+      if (t == 0) continue;
+      add_column(d->K, s->es, n, F, i, t);
       if ((i & 255) == 255) KTRY(krr_poll(s->ctx));
     }
     for (int64_t i = 0; i < n; i++)
@@ -281,6 +294,7 @@ static krr_status dcd_start(krr_solver *s) {
   }
   d->steps = d->faces = d->work_since = 0;
   for (int c = 0; c < s->m; c++) d->mu[c] = MU_START, d->last[c] = NAN;
+  d->kept = 1;
   return KRR_OK;
 }
 
@@ -438,9 +452,18 @@ static krr_status shrunk_steps(krr_solver *s, int c, int64_t steps, int64_t *don
     if (na == cap) return KRR_OK;
     d->idx[na++] = i;
   }
-  double *sub[] = {d->g, d->cv, d->sv, d->cr, d->cp, d->cq, d->sa, d->sb};
-  cd_view v = {d->H,   sizeof(double), na,     sub[0], sub[1], sub[2],
-               sub[3], sub[4],         sub[5], sub[6], sub[7], d->sy};
+  cd_view v = {.K = d->H,
+               .es = sizeof(double),
+               .n = na,
+               .a = d->g,
+               .F = d->cv,
+               .gp = d->sv,
+               .ih = d->cr,
+               .lo = d->cp,
+               .hi = d->cq,
+               .q = d->sa,
+               .gain = d->sb,
+               .y = d->sy};
   gather_block(d->K, s->es, n, d->idx, na, d->H);
   for (int64_t k = 0; k < na; k++) {
     int64_t i = d->idx[k];
@@ -468,8 +491,18 @@ static krr_status column_steps(krr_solver *s, int c, int64_t steps, int64_t *don
   int64_t off = (int64_t)c * s->n;
   KTRY(shrunk_steps(s, c, steps, done));
   if (*done >= 0) return KRR_OK;
-  cd_view v = {d->K,        s->es,       s->n,        d->a + off, d->F + off, d->gp + off,
-               d->ih + off, d->lo + off, d->hi + off, d->q,       d->gain,    d->y + off};
+  cd_view v = {.K = d->K,
+               .es = s->es,
+               .n = s->n,
+               .a = d->a + off,
+               .F = d->F + off,
+               .gp = d->gp + off,
+               .ih = d->ih + off,
+               .lo = d->lo + off,
+               .hi = d->hi + off,
+               .q = d->q,
+               .gain = d->gain,
+               .y = d->y + off};
   return greedy(s, &v, steps, done);
 }
 
@@ -793,6 +826,7 @@ static krr_status dcd_iterate(krr_solver *s) {
   int64_t steps = O(s)->steps, total = 0;
   int waited = 0;
   double work = 0;
+  d->kept = 0; /* until the iteration ends: an interrupted step leaves F behind a */
   for (int c = 0; c < s->m; c++) {
     /* a column holding rows out takes the steps of its own size (nu / n of them, each
      * over nu rows' worth of work), as a fit on its rows alone would */
@@ -816,6 +850,7 @@ static krr_status dcd_iterate(krr_solver *s) {
   if (total == 0 && !waited) s->diag.done = 1;
   krr_solver_set_extra(s, "steps", d->steps);
   krr_solver_set_extra(s, "face_steps", d->faces);
+  d->kept = 1;
   return KRR_OK;
 }
 

@@ -92,6 +92,8 @@ struct krr_solver {
   krr_precision wprec;
   int64_t ncenters;       /* inducing-point solvers */
   int w_zero;             /* the weights are known to be zero (fresh fit) */
+  double w_rescale;       /* the weights are those the last solve left times this factor (a new
+                           * lambda's rescaling, krr_solver_set_lambda); 0: set otherwise */
   int prepared, tuned, started;
   krr_status failed;
   char failed_msg[1024];
