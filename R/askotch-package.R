@@ -33,6 +33,12 @@
 #'   likelihood behind [vcov.krr()] above the exact size.
 #' * `askotch.composite_ml_points` (default 1000): the rows on which the
 #'   hyperparameters of a composite kernel ([kernel_algebra]) are estimated.
+#' * `lambda = "cv"` ([krr()], [kernel_machine()]): `askotch.cv_folds`
+#'   (default 5) folds; for the losses other than the squared, the folds'
+#'   relative duality gap `askotch.cv_gap_tol` (1e-3) and
+#'   `askotch.cv_patience` (2): the path ends once that many values in a row
+#'   have a CV error more than a standard error above the least (`Inf`: the
+#'   whole path).
 #'
 #' @references
 #' Rathore, P., Frangella, Z., Yang, J., Dereziński, M. and Udell, M. (2025).

@@ -143,13 +143,19 @@
 #'   \eqn{\lambda} by 5-fold cross-validation (option `askotch.cv_folds`)
 #'   and a vector of values is a path to choose from the same way: for the
 #'   losses other than the squared, the held-out share of misclassified
-#'   points (classification) or mean squared error (regression), each
-#'   fold's path solved from the largest \eqn{\lambda} down, warm-started,
+#'   points (classification) or mean squared error (regression), the path
+#'   solved from the largest \eqn{\lambda} down, warm-started,
 #'   each fold's fit to a relative duality gap of at most `tol` or
 #'   \eqn{10^{-3}} (option `askotch.cv_gap_tol`), whichever is larger (the
 #'   held-out errors then differ from those of fully converged fits by far
-#'   less than their own sampling error; the final fit uses `tol`);
-#'   `"cv"`'s path is \eqn{C = 1/\lambda}
+#'   less than their own sampling error; the final fit uses `tol`). With
+#'   [dcd()] the folds are the columns of one solve on one kernel matrix,
+#'   each holding its own points out, and the path ends early: once each of
+#'   the last two values (option `askotch.cv_patience`; `Inf` for the whole
+#'   path) has a CV error above the least so far by more than that error's
+#'   standard error, the remaining smaller \eqn{\lambda} (the slowest
+#'   fits, further up the far side of the CV curve) are not solved and are
+#'   `NA` in the table. `"cv"`'s path is \eqn{C = 1/\lambda}
 #'   from 0.1 to 1000 (nine values). The table is `fit$tuning$path`. The
 #'   GP classifiers (`posterior`) take a number, `"paper"`, or `NULL` /
 #'   `"ml"` (their marginal likelihood), not `"cv"` or a path.

@@ -118,6 +118,10 @@ settings_from_fit <- function(object, lambda, tol, max_passes, time_limit, progr
                obs_weights = object$obs_weights)
 }
 
+# The default tolerance of a precision (a number given by the user, and the
+# losses other than the squared)
+precision_tol <- function(precision) if (precision == "double") 1e-6 else 1e-4
+
 # The stop rule's tolerance: an automatic rule's for the squared loss
 # (tol_rule(); its lambda chosen from the data: tune_hyper() sets it), else
 # the user's number or the precision's default.
@@ -127,7 +131,7 @@ settings_tol <- function(tol, lambda, Yc, precision, loss, intercept, call) {
     tol <- if (is.na(lambda)) 1e-3 else
       rule_tol(rule, Yc, lambda, precision, kdiag = 1 + intercept)
   } else if (is.null(tol)) {
-    tol <- if (precision == "double") 1e-6 else 1e-4
+    tol <- precision_tol(precision)
   }
   check_tol(tol, call)
   list(tol = tol, tol_auto = !is.na(rule), tol_rule = rule)
