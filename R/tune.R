@@ -297,12 +297,16 @@ cv_holds_out <- function(set) {
 # precision at the folds' default gap), and the
 # held-out predictions are the state's products K a at those rows (kept by
 # dcd(), no kernel pass). The lambdas are solved in turn, all folds at once,
-# each warm-started from the last. list(sse, not_conv, n_val), or NULL when
-# the state does not fit the memory budget (the folds then run one by one).
+# each warm-started from the last, until the path ends (cv_path_ends()).
+# list(sse, not_conv, n_val, fits), or NULL when the state does not fit the
+# memory budget (the folds then run one by one). A joint solve that stops
+# short counts all k folds as unconverged (its criterion is the worst
+# fold's gap).
 cv_holdout <- function(xs, Yc, task, kernel, lambdas, set, fold) {
   n <- nrow(xs)
   m <- ncol(Yc)
   k <- max(fold)
+  patience <- cv_patience()
   reg <- task %in% c("regression", "multioutput")
   mus <- lapply(seq_len(k), function(f) {
     if (reg) colMeans(Yc[fold != f, , drop = FALSE]) else rep(0, m)
@@ -326,7 +330,8 @@ cv_holdout <- function(xs, Yc, task, kernel, lambdas, set, fold) {
   not_conv <- 0L
   tgt <- list(task = task)
   for (i in seq_along(lambdas)) {
-    fs$rule$time_limit <- budget_share(deadline, length(lambdas) - i + 1L)
+    # the first lambda forms the kernel matrix: half of the budget
+    fs$rule$time_limit <- budget_share(deadline, if (i == 1L) 2L else length(lambdas) - i + 1L)
     if (i > 1L) native_fit_set_lambda(state, lambdas[i])
     res <- tryCatch(drive_solver(state, fs, tgt, xs, now(), use_floor = TRUE),
                     askotch_error_time_limit = function(e) if (i == 1L) stop(e))
@@ -348,19 +353,19 @@ cv_holdout <- function(xs, Yc, task, kernel, lambdas, set, fold) {
     }
     sse[i] <- sum(err)
     se[i] <- stats::sd(err) * sqrt(n)
-    if (cv_path_ends(sse[seq_len(i)], se[seq_len(i)])) break
+    if (cv_path_ends(sse[seq_len(i)], se[seq_len(i)], patience)) break
   }
   list(sse = sse, not_conv = not_conv, n_val = n, fits = k * sum(!is.na(sse)))
 }
 
 # Whether a cross-validation path (from the most regularised lambda on) may
-# end: once each of the last `askotch.cv_patience` (default 2) values has a
-# CV error above the least so far by more than its standard error (sse: the
-# summed errors along the path, se: their standard errors, sd(e) sqrt(n)).
+# end: once each of the last `patience` values (option askotch.cv_patience,
+# default 2) has a CV error above the least so far by more than its standard
+# error (sse: the summed errors along the path, se: their standard errors,
+# sd(e) sqrt(n)).
 # The values beyond, the least regularised, are the slowest to solve, and on
 # a U-shaped CV curve they lie further up its far side; NA in the record.
-cv_path_ends <- function(sse, se) {
-  pat <- cv_patience()
+cv_path_ends <- function(sse, se, pat = cv_patience()) {
   i <- length(sse)
   best <- which.min(sse)
   if (!is.finite(pat) || i - best < pat) return(FALSE)

@@ -689,6 +689,8 @@ typedef struct krr_stop {
   int64_t next_exact_iter, due_iter, floor_iter;
   double best_est, best_pass, t_exact, per_iter, deadline, floor;
   int final_exact, exact_cut;
+  int est_missed; /* an exact check found the criterion above tol where the solver's exact
+                   * estimate (exact_est) was at it: rounding; checks are spaced again */
 } krr_stop;
 void krr_stop_init(krr_stop *p, double tol, double max_passes, double time_limit);
 /* The precision floor per unit ||W||_F at the solver's current weights, as

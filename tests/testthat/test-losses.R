@@ -759,6 +759,20 @@ test_that("lambda = \"cv\" with several classes: every fold and class on one sta
   }
 })
 
+test_that("dcd with several columns ends when no column can move", {
+  skip_if_no_loss("hinge")
+  # the columns that ran took no step while others waited: those run next,
+  # and the fit ends at its solution instead of iterating without work
+  x <- std(as.matrix(iris[, 1:4]))
+  for (tol in c(1e-10, 1e-16)) {
+    f <- suppressWarnings(kernel_machine(x, iris$Species, loss = loss_hinge(), lambda = 1e-5,
+                                         kernel = kernel_rbf(0.3), solver = dcd(), tol = tol,
+                                         time_limit = 30, threads = 1, seed = 1))
+    expect_lt(f$iterations, 1000)
+    expect_true(is.finite(f$passes) && f$passes < 50)
+  }
+})
+
 test_that("bad input: classed errors naming the argument", {
   d0 <- loss_data()
   # random features need weights on the training points (not inducing points)

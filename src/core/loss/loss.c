@@ -197,7 +197,8 @@ krr_status krr_objective_criterion(krr_op *op, const krr_objective *obj, const v
       col.y = KAT(obj->y, off, es);
       col.rows = KAT(obj->rows, off, es);
       KTRY(krr_objective_values(op, &col, KAT(a, off, es), KAT(F, off, es), work, &P, &D));
-      *crit = fmax(*crit, krr_duality_gap(P, D));
+      double g = krr_duality_gap(P, D);
+      if (!(g <= *crit)) *crit = g; /* NaN wins: the check below reports it */
     }
   } else {
     double P = 0, D = 0;

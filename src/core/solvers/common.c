@@ -421,7 +421,7 @@ krr_status krr_solver_products(krr_solver *s, double *F_out) {
   krr_ctx *ctx = s->ctx;
   krr_clear(ctx);
   if (s->failed != KRR_OK || !s->w) return replay(s);
-  if (s->wrows != s->op->nloc)
+  if (s->wrows != s->op->nloc || s->ncenters > 0)
     return krr_fail(ctx, KRR_ERR_INPUT, "solver %s keeps weights on its centres only",
                     s->def->name);
   int64_t len = s->op->nloc * (int64_t)s->m;

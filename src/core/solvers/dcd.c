@@ -31,10 +31,11 @@
  * The loops run on the host over a host copy of K (on a device the matrix
  * is formed there and downloaded): a chain of O(n) steps is latency bound on
  * a GPU.  a and F are kept in double; K in the fit's precision (float halves
- * the memory).  Each iteration runs `steps` steps on each column; its
- * criterion estimate is the exact relative duality gap at the new a (F is
- * known, so the gap costs O(n)).  A data pass (n^2 kernel pairs) is counted
- * as n steps. */
+ * the memory).  Each iteration runs `steps` steps on each column (a column
+ * holding rows out, krr_solver_set_rows, steps of its own size; one far
+ * below the columns' mean gap waits); its criterion estimate is the exact
+ * relative duality gap at the new a (F is known, so the gap costs O(n m)).
+ * A data pass (n^2 kernel pairs) is counted as n steps. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -435,9 +436,9 @@ static krr_status greedy(krr_solver *s, const cd_view *v, int64_t steps, int64_t
  * bound, pushed outward: most points of a hinge or SVR fit) are held for
  * the iteration; the next one sees them again.  A step there costs na / nu
  * of a full one (nu: the rows the column uses), so the shrunk problem takes
- * steps * nu / na of them; *done: their cost in full steps (0 only when none
- * was taken), or -1 when the active variables are too many to pay (more than
- * nu / 2 or the buffers' cap). */
+ * steps * nu / na of them; *done: their cost in steps over all n rows (0
+ * only when none was taken), or -1 when the active variables are too many
+ * to pay (more than nu / 2 or the buffers' cap). */
 static krr_status shrunk_steps(krr_solver *s, int c, int64_t steps, int64_t *done) {
   dcd_t *d = D(s);
   int64_t n = s->n, nu = d->used[c], off = (int64_t)c * n, na = 0;
@@ -474,7 +475,7 @@ static krr_status shrunk_steps(krr_solver *s, int c, int64_t steps, int64_t *don
   /* as many steps as `steps` full-length ones cost; *done counts them so */
   int64_t raw = 0;
   KTRY(greedy(s, &v, (int64_t)fmin((double)steps * (double)nu / (double)na, 1e15), &raw));
-  *done = raw == 0 ? 0 : (int64_t)ceil((double)raw * (double)na / (double)nu);
+  *done = raw == 0 ? 0 : (int64_t)ceil((double)raw * (double)na / (double)n);
   for (int64_t k = 0; k < na; k++) {
     int64_t i = d->idx[k];
     if (v.a[k] == a[i]) continue;
@@ -756,7 +757,7 @@ static void column_gaps(krr_solver *s, double *crit) {
     d->gap[c] = krr_duality_gap(0.5 * aF + ls / l, 0.5 * aF + cs / l);
     P += 0.5 * aF + ls / l;
     Dv += 0.5 * aF + cs / l;
-    worst = fmax(worst, d->gap[c]);
+    if (!(d->gap[c] <= worst)) worst = d->gap[c]; /* NaN wins */
   }
   *crit = s->obj->rows ? worst : krr_duality_gap(P, Dv);
 }
@@ -769,6 +770,8 @@ static krr_status criterion(krr_solver *s, double *crit) {
   KTRY(sync_out(s));
   if (s->m > 1 && s->obj->loss->crit == KRR_CRIT_GAP) {
     column_gaps(s, crit);
+    if (!isfinite(*crit))
+      return krr_fail(s->ctx, KRR_ERR_NUMERIC, "the iterate diverged (non-finite criterion)");
     return KRR_OK;
   }
   KTRY(krr_objective_criterion(s->op, s->obj, s->w, d->Fd, d->work, crit));
@@ -825,29 +828,31 @@ static krr_status dcd_iterate(krr_solver *s) {
   dcd_t *d = D(s);
   int64_t steps = O(s)->steps, total = 0;
   int waited = 0;
-  double work = 0;
   d->kept = 0; /* until the iteration ends: an interrupted step leaves F behind a */
   for (int c = 0; c < s->m; c++) {
-    /* a column holding rows out takes the steps of its own size (nu / n of them, each
-     * over nu rows' worth of work), as a fit on its rows alone would */
+    /* a column holding rows out takes the steps of its own size (nu / n of them; on
+     * its shrunk problem each over nu rows' worth of work), as a fit on its rows alone
+     * would; k counts steps over all n rows */
     double part = (double)d->used[c] / (double)s->n;
     int64_t k = 0;
     d->ran[c] = !column_waits(s, c);
     waited |= !d->ran[c];
     if (d->ran[c]) KTRY(column_steps(s, c, (int64_t)fmax(1.0, round((double)steps * part)), &k));
     total += k;
-    work += (double)k * part;
   }
-  d->steps += work;
-  d->work_since += 8.0 * work * (double)s->n;
+  d->steps += (double)total;
+  d->work_since += 8.0 * (double)total * (double)s->n;
   double crit = 0;
   KTRY(criterion(s, &crit));
   KTRY(maybe_faces(s, &crit));
   krr_solver_tick(s);
   s->diag.passes = d->steps / ((double)s->n * (double)s->m);
   s->diag.resid_est = crit;
-  /* every column at its solution: no step decreases D */
+  /* every column at its solution: no step decreases D; when the columns that ran took
+   * none, the waiting ones run next */
   if (total == 0 && !waited) s->diag.done = 1;
+  if (total == 0 && waited)
+    for (int c = 0; c < s->m; c++) d->last[c] = NAN;
   krr_solver_set_extra(s, "steps", d->steps);
   krr_solver_set_extra(s, "face_steps", d->faces);
   d->kept = 1;

@@ -42,9 +42,12 @@ struct krr_solver_def {
   const char *mem_advice;  /* what to try when the memory need is refused */
   int distributed;         /* 1: runs on an operator sharded over several ranks */
   int lambda_path;         /* 1: takes an objective with a lambda per column (obj->lcol) */
-  int holdout;   /* 1: holds rows out of each column's fit (obj->rows: krr_solver_set_rows) */
-  int exact_est; /* 1: the running estimate is the exact criterion, at the cost of
-                            * the iterate's size: the stop rule checks it whenever it is at tol */
+  /* 1: holds rows out of each column's fit (obj->rows: krr_solver_set_rows) */
+  int holdout;
+  /* 1: the running estimate is the criterion computed exactly (up to rounding) at the
+   * iterate: the stop rule checks it at the first iteration at tol, not a pass after the
+   * last check */
+  int exact_est;
   int normal_floor;        /* 1: the criterion is the residual of the inducing-point normal
                             * equations (K_nm^T K_nm + lambda K_mm) a = K_nm^T y, whose
                             * single-precision floor the stop policy measures (stop.c) */

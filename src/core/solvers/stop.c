@@ -6,7 +6,8 @@
  * Every check happens at an iteration fixed by the iteration count alone:
  * the steps end at the first iteration (from the next allowed exact check
  * on, or any iteration when the solver's estimate is the exact criterion,
- * exact_est) whose running estimate is at most tol (krr_solver_step_until),
+ * exact_est: exact_from) whose running estimate is at most tol
+ * (krr_solver_step_until),
  * at the duality-gap checks (passes 1, 2, 4, 8, ...), at the precision-floor
  * checks (once a pass) and at max_passes; a caller's iteration budget or a
  * chunk's length never moves a check, so the stopping iteration does not
@@ -308,6 +309,14 @@ next:
   return KRR_OK;
 }
 
+/* The first iteration at which an estimate at tol may be confirmed by an
+ * exact check: a pass after the last check, or at once where the solver's
+ * estimate is the exact criterion (exact_est) until a check has found the
+ * two apart (their rounding at a tol near it) */
+static int64_t exact_from(const krr_solver *s, const krr_stop *p) {
+  return s->def->exact_est && !p->est_missed ? 0 : p->next_exact_iter;
+}
+
 /* After a chunk of iterations: the reason to stop (KRR_STOP_NONE to go on)
  * and the exact criterion when it was computed (else NaN). */
 static krr_status check(krr_solver *s, krr_stop *p, const krr_diag *d, krr_stop_result *r) {
@@ -325,8 +334,7 @@ static krr_status check(krr_solver *s, krr_stop *p, const krr_diag *d, krr_stop_
     r->exact = fexact; /* the floor check stopped the fit */
   } else if (!isnan(fexact)) {
     r->exact = fexact; /* a floor check that did not stop (for the trace) */
-  } else if (due || (isfinite(est) && est <= p->tol &&
-                     (iter >= p->next_exact_iter || s->def->exact_est))) {
+  } else if (due || (isfinite(est) && est <= p->tol && iter >= exact_from(s, p))) {
     /* The duality gap is also checked at passes 1, 2, 4, 8, ... (at most
      * log2(passes) extra kernel passes), for every n: a block method's
      * running estimate (a projected gradient norm) is not on the gap's
@@ -336,6 +344,7 @@ static krr_status check(krr_solver *s, krr_stop *p, const krr_diag *d, krr_stop_
       KTRY(exact_check(s, p, &r->exact));
       p->next_exact_iter = iter + pass_iters(d); /* the next one a pass later at least */
       if (!isnan(r->exact) && r->exact <= p->tol) reason = KRR_STOP_TOL;
+      else if (isfinite(est) && est <= p->tol) p->est_missed = 1;
     } else {
       reason = KRR_STOP_TOL;
     }
@@ -409,7 +418,7 @@ krr_status krr_solver_run(krr_solver *s, krr_stop *p, int64_t iters, krr_stop_re
     double saved = ctx->deadline, t1 = krr_now();
     /* the deadline ends a chunk between iterations (krr_solver_step_until) */
     ctx->deadline = isfinite(p->deadline) ? p->t0 + p->deadline : 0;
-    krr_status st = krr_solver_step_until(s, k, p->tol, s->def->exact_est ? 0 : p->next_exact_iter);
+    krr_status st = krr_solver_step_until(s, k, p->tol, exact_from(s, p));
     ctx->deadline = saved;
     if (st != KRR_OK) return st;
     krr_solver_diag(s, &r->diag);
