@@ -294,26 +294,17 @@ cv_holds_out <- function(set) {
 # K-fold cross-validation on one dcd() state whose columns are the folds,
 # each holding its fold's rows out of its fit (native_fit_set_rows()): the
 # n x n kernel matrix is formed once for every fold and lambda (in single
-# precision at the folds' default gap), and the
-# held-out predictions are the state's products K a at those rows (kept by
-# dcd(), no kernel pass). The lambdas are solved in turn, all folds at once,
-# each warm-started from the last, until the path ends (cv_path_ends()).
-# list(sse, not_conv, n_val, fits), or NULL when the state does not fit the
-# memory budget (the folds then run one by one). A joint solve that stops
-# short counts all k folds as unconverged (its criterion is the worst
-# fold's gap).
+# precision at the folds' default gap), and the held-out predictions are the
+# state's products K a at those rows (kept by dcd(), no kernel pass). The
+# lambdas are solved in turn, all folds at once, each warm-started from the
+# last, until the path ends (cv_path_ends()). list(sse, not_conv, n_val,
+# fits), or NULL when the state does not fit the memory budget (the folds
+# then run one by one). A joint solve that stops short counts all k folds as
+# unconverged (its criterion is the worst fold's gap).
 cv_holdout <- function(xs, Yc, task, kernel, lambdas, set, fold) {
-  n <- nrow(xs)
-  m <- ncol(Yc)
-  k <- max(fold)
   patience <- cv_patience()
-  reg <- task %in% c("regression", "multioutput")
-  mus <- lapply(seq_len(k), function(f) {
-    if (reg) colMeans(Yc[fold != f, , drop = FALSE]) else rep(0, m)
-  })
-  Y <- do.call(cbind, lapply(mus, function(mu) sweep(Yc, 2L, mu, "-", check.margin = FALSE)))
-  use <- do.call(cbind, lapply(seq_len(k), function(f) matrix(as.numeric(fold != f), n, m)))
-  fs <- cv_fold_settings(set, kernel, n)
+  cols <- holdout_columns(Yc, fold, task)
+  fs <- cv_fold_settings(set, kernel, nrow(xs))
   fs$lambda <- lambdas[1L]
   fs$rule$tol <- max(fs$rule$tol, cv_fold_gap_tol())
   fs$objective <- FALSE # no record of the folds' objectives
@@ -321,19 +312,18 @@ cv_holdout <- function(xs, Yc, task, kernel, lambdas, set, fold) {
   # least single precision's own (its rounding, about 1e-7, is far below
   # the folds' gap): half the memory and less time
   if (fs$rule$tol >= precision_tol("single")) fs$precision <- "single"
-  state <- tryCatch(state_new(xs, Y, fs), askotch_error_memory = function(e) NULL)
+  state <- tryCatch(state_new(xs, cols$Y, fs), askotch_error_memory = function(e) NULL)
   if (is.null(state)) return(NULL)
   on.exit(native_fit_free(state), add = TRUE)
-  native_fit_set_rows(state, use)
+  native_fit_set_rows(state, cols$use)
   deadline <- now() + set$rule$time_limit / 2
   sse <- se <- rep(NA_real_, length(lambdas))
   not_conv <- 0L
-  tgt <- list(task = task)
   for (i in seq_along(lambdas)) {
     # the first lambda forms the kernel matrix: half of the budget
     fs$rule$time_limit <- budget_share(deadline, if (i == 1L) 2L else length(lambdas) - i + 1L)
     if (i > 1L) native_fit_set_lambda(state, lambdas[i])
-    res <- tryCatch(drive_solver(state, fs, tgt, xs, now(), use_floor = TRUE),
+    res <- tryCatch(drive_solver(state, fs, list(task = task), xs, now(), use_floor = TRUE),
                     askotch_error_time_limit = function(e) if (i == 1L) stop(e))
     if (is.null(res)) {
       warn_askotch(sprintf(paste(
@@ -342,20 +332,44 @@ cv_holdout <- function(xs, Yc, task, kernel, lambdas, set, fold) {
         i - 1L, length(lambdas)), "time_limit")
       break
     }
-    if (!solve_reached(res$reason)) not_conv <- not_conv + k
-    P <- native_fit_products(state)
-    err <- numeric(n)
-    for (f in seq_len(k)) {
-      va <- which(fold == f)
-      Pf <- sweep(P[va, (f - 1L) * m + seq_len(m), drop = FALSE], 2L, mus[[f]], "+",
-                  check.margin = FALSE)
-      err[va] <- cv_point_errors(Pf, Yc[va, , drop = FALSE], set, task)
-    }
+    if (!solve_reached(res$reason)) not_conv <- not_conv + max(fold)
+    err <- holdout_errors(native_fit_products(state), Yc, fold, cols$mus, set, task)
     sse[i] <- sum(err)
-    se[i] <- stats::sd(err) * sqrt(n)
+    se[i] <- stats::sd(err) * sqrt(length(err))
     if (cv_path_ends(sse[seq_len(i)], se[seq_len(i)], patience)) break
   }
-  list(sse = sse, not_conv = not_conv, n_val = n, fits = k * sum(!is.na(sse)))
+  list(sse = sse, not_conv = not_conv, n_val = nrow(xs), fits = max(fold) * sum(!is.na(sse)))
+}
+
+# The columns of cv_holdout()'s state, fold f's m outputs in columns
+# (f - 1) m + 1..m: the targets Y (centred by the fold's training mean mus[[f]]
+# for regression) and the rows each uses (use: 0 on the fold's own rows)
+holdout_columns <- function(Yc, fold, task) {
+  n <- nrow(Yc)
+  m <- ncol(Yc)
+  reg <- task %in% c("regression", "multioutput")
+  mus <- lapply(seq_len(max(fold)), function(f) {
+    if (reg) colMeans(Yc[fold != f, , drop = FALSE]) else rep(0, m)
+  })
+  list(Y = do.call(cbind, lapply(mus, function(mu) sweep(Yc, 2L, mu, "-", check.margin = FALSE))),
+       use = do.call(cbind, lapply(seq_len(max(fold)), function(f) {
+         matrix(as.numeric(fold != f), n, m)
+       })),
+       mus = mus)
+}
+
+# Each point's held-out error (cv_point_errors()) from the state's products P
+# (n x k m; each fold's rows from its own columns, its training mean added)
+holdout_errors <- function(P, Yc, fold, mus, set, task) {
+  m <- ncol(Yc)
+  err <- numeric(nrow(Yc))
+  for (f in seq_len(max(fold))) {
+    va <- which(fold == f)
+    Pf <- sweep(P[va, (f - 1L) * m + seq_len(m), drop = FALSE], 2L, mus[[f]], "+",
+                check.margin = FALSE)
+    err[va] <- cv_point_errors(Pf, Yc[va, , drop = FALSE], set, task)
+  }
+  err
 }
 
 # Whether a cross-validation path (from the most regularised lambda on) may
