@@ -285,10 +285,10 @@ cv_by_folds <- function(xs, Yc, task, kernel, lambdas, set, fold) {
 }
 
 # Whether the folds run as the columns of one state (cv_holdout()): the
-# losses other than the squared on dcd(), which holds the kernel matrix.
+# losses other than the squared (which take no observation weights) on
+# dcd(), which holds the kernel matrix.
 cv_holds_out <- function(set) {
-  set$loss$name != "squared" && solver_c(set$solver)$name == "dcd" &&
-    set_features(set) == 0 && is.null(set$obs_weights)
+  set$loss$name != "squared" && solver_c(set$solver)$name == "dcd" && set_features(set) == 0
 }
 
 # K-fold cross-validation on one dcd() state whose columns are the folds,
