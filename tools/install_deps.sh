@@ -3,7 +3,7 @@
 # with sudo available).  Idempotent: does nothing when everything is there.
 set -e
 PKGS="r-base-dev r-cran-testthat r-cran-roxygen2 r-cran-cli r-cran-knitr r-cran-rmarkdown
-      r-cran-kernlab r-cran-quadprog r-cran-e1071 r-cran-mlbench r-cran-generics r-cran-fields r-cran-caret r-cran-rmpi libopenblas-dev liblapacke-dev pandoc qpdf make
+      r-cran-kernlab r-cran-quadprog r-cran-e1071 r-cran-mlbench r-cran-generics r-cran-fields r-cran-caret r-cran-modeldata r-cran-rmpi libopenblas-dev liblapacke-dev pandoc qpdf make
       dataset-fashion-mnist devscripts valgrind libopenmpi-dev openmpi-bin r-cran-lintr clang-format"
 missing=""
 for p in $PKGS; do
