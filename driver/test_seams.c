@@ -697,6 +697,44 @@ static void test_triangles(krr_ctx *ctx, krr_precision prec, double tol) {
   }
 }
 
+/* The Cholesky factorisation in pieces (krr_potrf_polled, recursive: 1100
+ * splits 768 + 332 and 768 splits 512 + 256) against one potrf call: the
+ * same upper factor, and for a matrix indefinite at column 901 the same
+ * info from both */
+static void test_potrf_pieces(krr_ctx *ctx, krr_precision prec, double tol) {
+  const int64_t n = 1100;
+  double *Ah = malloc(sizeof(double) * n * n), *Ra = malloc(sizeof(double) * n * n),
+         *Rb = malloc(sizeof(double) * n * n);
+  for (int bad = 0; bad < 2; bad++) {
+    for (int64_t j = 0; j < n; j++)
+      for (int64_t i = 0; i <= j; i++)
+        Ah[i + j * n] = Ah[j + i * n] =
+            i == j ? 0.5 * (double)n : (double)((i * 31 + j * 17) % 13) / 13.0 - 0.5;
+    if (bad) Ah[900 + 900 * n] = -1.0;
+    void *A = up(ctx, prec, Ah, n * n), *B = up(ctx, prec, Ah, n * n);
+    int ia = -1, ib = -1;
+    krr_status st = A && B ? KOP(ctx, prec, potrf, n, A, n, &ia) : KRR_ERR_MEMORY;
+    if (st == KRR_OK) st = krr_potrf_polled(ctx, prec, n, B, n, &ib);
+    if (st == KRR_OK) st = krr_download_vec(ctx, prec, A, n * n, Ra);
+    if (st == KRR_OK) st = krr_download_vec(ctx, prec, B, n * n, Rb);
+    double err = 0, big = 0;
+    for (int64_t j = 0; st == KRR_OK && !bad && j < n; j++)
+      for (int64_t i = 0; i <= j; i++) {
+        big = fmax(big, fabs(Ra[i + j * n]));
+        err = fmax(err, fabs(Ra[i + j * n] - Rb[i + j * n]));
+      }
+    CHECK(st == KRR_OK && ia == (bad ? 901 : 0) && ib == ia && err <= tol * big,
+          "potrf in pieces %s%s: status %d (%s), info %d and %d, max difference %.3g of %.3g",
+          prec == KRR_FLOAT ? "single" : "double", bad ? ", indefinite" : "", st, ctx->msg, ia, ib,
+          err, big);
+    krr_dfree(ctx, &A);
+    krr_dfree(ctx, &B);
+  }
+  free(Ah);
+  free(Ra);
+  free(Rb);
+}
+
 static void test_pieces(krr_ctx *ctx) {
   /* small, so that valgrind (CI) runs it in seconds: every dimension just
    * above the 256 below which pieces are not cut, and small pieces, so rows,
@@ -737,6 +775,7 @@ static void test_pieces(krr_ctx *ctx) {
         free(Ah); free(Bh); free(Ch);
       }
     test_triangles(ctx, prec, tol);
+    test_potrf_pieces(ctx, prec, tol);
     /* trsm: the triangle t x t, the free dimension f (split into pieces) */
     const int64_t t = 270, f = 520;
     double *Th = calloc((size_t)(t * t), sizeof(double)), *Bh = malloc(sizeof(double) * t * f);

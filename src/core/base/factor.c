@@ -1,48 +1,46 @@
-/* The upper Cholesky factorisation A = R^T R of a large matrix in panels,
+/* The upper Cholesky factorisation A = R^T R of a large matrix in pieces,
  * with krr_poll between them: a single LAPACK call on an n x n matrix runs
  * for seconds to minutes (n^3 / 3 flops) and could not be interrupted.  The
- * right-looking blocked algorithm (Golub and Van Loan, Matrix Computations,
- * 4th ed., Alg. 4.2.11 in its upper form): for each panel of nb columns,
- * factor the diagonal block (potrf), solve for the panel's row of R (trsm),
- * and update the trailing matrix one column block at a time (gemm).  Only
- * the upper triangle of A is read; entries below the diagonal of the
- * trailing blocks are overwritten with scratch values. */
+ * recursive blocked algorithm (Gustavson, IBM J. Res. Dev. 41(6), 1997):
+ * split A = [A11 A12; . A22], factor A11 = R11^T R11, solve
+ * R12 = R11^{-T} A12, update A22 -= R12^T R12 and factor A22.  A block whose
+ * factorisation is at most a polled piece of work goes to LAPACK whole, so
+ * the pieces are large, square BLAS-3 calls (a right-looking sweep of
+ * 256-wide panels ran at two thirds of LAPACK's rate).  Only the upper
+ * triangle of A is read; entries below the diagonal of A22's diagonal blocks
+ * are overwritten with scratch values. */
 #include <math.h>
 #include "base.h"
 
 #define NB 256
 
+static krr_status gram_upper(krr_ctx *ctx, krr_precision prec, int64_t r, int64_t k, double alpha,
+                             const void *A, int64_t lda, const void *B, int64_t ldb, double beta,
+                             void *C, int64_t ldc);
+
+static krr_status potrf_rec(krr_ctx *ctx, krr_precision prec, int64_t n, void *A, int64_t lda,
+                            int64_t offset, int *info) {
+  KTRY(krr_poll(ctx));
+  if (n <= 2 * NB || (double)n * n * n / 3.0 <= krr_piece_flops(ctx)) {
+    int inf = 0;
+    KTRY(KOP(ctx, prec, potrf, n, A, lda, &inf));
+    if (inf != 0) *info = (int)(offset + inf);
+    return KRR_OK;
+  }
+  const size_t es = krr_sizeof(prec);
+  const int64_t n1 = (n / 2 + NB - 1) / NB * NB, n2 = n - n1;
+  void *A12 = KAT(A, n1 * lda, es), *A22 = KAT(A, n1 + n1 * lda, es);
+  KTRY(potrf_rec(ctx, prec, n1, A, lda, offset, info));
+  if (*info != 0) return KRR_OK;
+  KTRY(krr_trsm_polled(ctx, prec, 0, 1, n1, n2, 1.0, A, lda, A12, lda));
+  KTRY(gram_upper(ctx, prec, n2, n1, -1.0, A12, lda, A12, lda, 1.0, A22, lda));
+  return potrf_rec(ctx, prec, n2, A22, lda, offset + n1, info);
+}
+
 krr_status krr_potrf_polled(krr_ctx *ctx, krr_precision prec, int64_t n, void *A, int64_t lda,
                             int *info) {
   *info = 0;
-  KTRY(krr_poll(ctx));
-  if (n <= 2 * NB) return KOP(ctx, prec, potrf, n, A, lda, info);
-  const size_t es = krr_sizeof(prec);
-#define AT(i, j) KAT(A, (i) + (j) * lda, es)
-  for (int64_t k0 = 0; k0 < n; k0 += NB) {
-    const int64_t kb = KRR_MIN(NB, n - k0), k1 = k0 + kb;
-    int inf = 0;
-    KTRY(KOP(ctx, prec, potrf, kb, AT(k0, k0), lda, &inf));
-    if (inf != 0) {
-      *info = (int)(k0 + inf);
-      return KRR_OK;
-    }
-    if (k1 >= n) break;
-    /* R12 = R11^{-T} A12, one column block at a time */
-    for (int64_t j0 = k1; j0 < n; j0 += NB) {
-      const int64_t jb = KRR_MIN(NB, n - j0);
-      KTRY(krr_poll(ctx));
-      KTRY(KOP(ctx, prec, trsm, 0, 1, kb, jb, 1.0, AT(k0, k0), lda, AT(k0, j0), lda));
-    }
-    /* A22 -= R12^T R12 on and above the diagonal, by column blocks */
-    for (int64_t j0 = k1; j0 < n; j0 += NB) {
-      const int64_t jb = KRR_MIN(NB, n - j0);
-      KTRY(krr_poll(ctx));
-      KTRY(KOP(ctx, prec, gemm, 1, 0, j0 + jb - k1, jb, kb, -1.0, AT(k0, k1), lda, AT(k0, j0),
-               lda, 1.0, AT(k1, j0), lda));
-    }
-  }
-#undef AT
+  KTRY(potrf_rec(ctx, prec, n, A, lda, 0, info));
   return krr_poll(ctx);
 }
 
@@ -110,21 +108,29 @@ krr_status krr_gemm_polled(krr_ctx *ctx, krr_precision prec, int ta, int tb, int
   return krr_poll(ctx);
 }
 
+/* C = alpha A^T B + beta C on and above the diagonal (whole diagonal
+ * blocks), by block columns of width about r / 8 (at least NB): the whole
+ * diagonal blocks add about 1/8 to the triangle's work */
+static krr_status gram_upper(krr_ctx *ctx, krr_precision prec, int64_t r, int64_t k, double alpha,
+                             const void *A, int64_t lda, const void *B, int64_t ldb, double beta,
+                             void *C, int64_t ldc) {
+  const int64_t nb = KRR_MAX((int64_t)NB, (r + 7) / 8);
+  const size_t es = krr_sizeof(prec);
+  if (r <= nb)
+    return krr_gemm_polled(ctx, prec, 1, 0, r, r, k, alpha, A, lda, B, ldb, beta, C, ldc);
+  for (int64_t j0 = 0; j0 < r; j0 += nb) {
+    const int64_t jb = KRR_MIN(nb, r - j0);
+    /* C[0 : j0 + jb, J] = alpha A^T B[, J] + beta C[0 : j0 + jb, J] */
+    KTRY(krr_gemm_polled(ctx, prec, 1, 0, j0 + jb, jb, k, alpha, A, lda, KAT(B, j0 * ldb, es), ldb,
+                         beta, KAT(C, j0 * ldc, es), ldc));
+  }
+  return KRR_OK;
+}
+
 krr_status krr_gram_upper_polled(krr_ctx *ctx, krr_precision prec, int64_t r, int64_t k,
                                  const void *A, int64_t lda, const void *B, int64_t ldb, void *C,
                                  int64_t ldc) {
-  /* block columns of width about r / 8 (at least NB): the whole diagonal
-   * blocks add about 1/8 to the triangle's work */
-  const int64_t nb = KRR_MAX((int64_t)NB, (r + 7) / 8);
-  const size_t es = krr_sizeof(prec);
-  if (r <= nb) return krr_gemm_polled(ctx, prec, 1, 0, r, r, k, 1.0, A, lda, B, ldb, 0.0, C, ldc);
-  for (int64_t j0 = 0; j0 < r; j0 += nb) {
-    const int64_t jb = KRR_MIN(nb, r - j0);
-    /* C[0 : j0 + jb, J] = A^T B[, J] */
-    KTRY(krr_gemm_polled(ctx, prec, 1, 0, j0 + jb, jb, k, 1.0, A, lda, KAT(B, j0 * ldb, es), ldb,
-                         0.0, KAT(C, j0 * ldc, es), ldc));
-  }
-  return KRR_OK;
+  return gram_upper(ctx, prec, r, k, 1.0, A, lda, B, ldb, 0.0, C, ldc);
 }
 
 krr_status krr_uut_polled(krr_ctx *ctx, krr_precision prec, int64_t n, double alpha, const void *U,
