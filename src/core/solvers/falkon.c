@@ -53,7 +53,6 @@ typedef struct {
   void *Kmm, *T, *R;        /* mc x mc, double */
   void *beta, *rhs, *bk, *u, *hp; /* mc x m, double */
   void *rh;                       /* mc x m, double: b - H a, the normal equations' residual */
-  double *hbuf;             /* host mc x mc */
 } falkon_t;
 
 #define F(s) ((falkon_t *)(s)->st)
@@ -68,11 +67,11 @@ static krr_status fk_resolve(krr_solver *s) {
 static double fk_memory(const krr_solver *s) {
   const opts_t *o = O(s);
   double mc = (double)o->n_centers, m = s->m;
-  double pe = 2.0 * mc * m + mc * mc /* K_mm in prec, transient */;
+  double pe = 2.0 * mc * m + (s->prec == KRR_DOUBLE ? 0.0 : mc * mc) /* K_mm, transient */;
   double de = 3.0 * mc * mc + 7.0 * mc * m; /* K_mm, T, R; a and six work vectors */
   return pe * (double)s->es + krr_op_gram_bytes(s->op, o->n_centers, s->m) + de * 8.0 +
          krr_cg_memory(KRR_DOUBLE, (int64_t)mc, s->m, 0) + krr_block_bytes(s->op, o->n_centers) +
-         8.0 * mc * (mc > m ? mc : m) + 8.0 * mc;
+         8.0 * mc;
 }
 
 /* device prec <-> device double */
@@ -133,9 +132,8 @@ static krr_status fk_init(krr_solver *s) {
   f->u = krr_arena_dev(a, len, ds);
   f->hp = krr_arena_dev(a, len, ds);
   f->rh = krr_arena_dev(a, len, ds);
-  f->hbuf = (double *)krr_arena_host(a, mc * (mc > s->m ? mc : s->m), ds);
   KTRY(KRR_ALLOCATED(a, f->cidx_h, f->gw, f->up, f->op, f->Kmm, f->T, f->R, f->beta, f->rhs, f->bk,
-                     f->u, f->hp, f->rh, f->hbuf));
+                     f->u, f->hp, f->rh));
   KTRY(krr_cg_alloc(&f->cg, a, KRR_DOUBLE, mc, s->m, NULL, apply_BHB, NULL, s, (int)o->resid_every));
   KTRY(krr_block_alloc(s->op, a, mc, &f->cblk));
   KTRY(krr_centers_pick(s->ctx, o->centers.idx, o->centers.len, krr_options_seed(s->opts), s->n,
@@ -161,10 +159,10 @@ static krr_status chol_jitter(krr_solver *s, const void *src, void *A, double ji
   if (info != 0)
     return krr_fail(ctx, KRR_ERR_NUMERIC, "Falkon preconditioner: Cholesky of %s failed "
                     "(column %d); use fewer centres or a larger lambda", what, info);
-  KTRY(ctx->ops->download(ctx, f->hbuf, A, bytes));
-  for (int64_t j = 0; j < mc; j++)
-    for (int64_t i = j + 1; i < mc; i++) f->hbuf[i + j * mc] = 0.0;
-  return ctx->ops->upload(ctx, A, f->hbuf, bytes);
+  for (int64_t j = 0; j + 1 < mc; j++)
+    KTRY(ctx->ops->zero(ctx, KAT(A, j + 1 + j * mc, sizeof(double)),
+                        sizeof(double) * (size_t)(mc - 1 - j)));
+  return KRR_OK;
 }
 
 /* K_mm (double) and T: independent of lambda */
@@ -172,12 +170,16 @@ static krr_status fk_prepare(krr_solver *s) {
   falkon_t *f = F(s);
   krr_ctx *ctx = s->ctx;
   int64_t mc = f->mc;
-  void *tmp = krr_dalloc(ctx, mc * mc, s->es);
-  if (!tmp) return ctx->status;
-  krr_status st = krr_op_mat(s->op, &f->cblk, &f->cblk, tmp, mc);
-  if (st == KRR_OK) st = to_double(s, tmp, f->Kmm, mc * mc);
-  krr_dfree(ctx, &tmp);
-  KTRY(st);
+  if (s->prec == KRR_DOUBLE) {
+    KTRY(krr_op_mat(s->op, &f->cblk, &f->cblk, f->Kmm, mc));
+  } else { /* formed in the problem's precision, kept in double */
+    void *tmp = krr_dalloc(ctx, mc * mc, s->es);
+    if (!tmp) return ctx->status;
+    krr_status st = krr_op_mat(s->op, &f->cblk, &f->cblk, tmp, mc);
+    if (st == KRR_OK) st = to_double(s, tmp, f->Kmm, mc * mc);
+    krr_dfree(ctx, &tmp);
+    KTRY(st);
+  }
   double eps = s->prec == KRR_DOUBLE ? DBL_EPSILON : FLT_EPSILON, tr = 0;
   KTRY(krr_op_trace(s->op, &f->cblk, &tr)); /* m for a unit diagonal */
   KTRY(chol_jitter(s, f->Kmm, f->T, eps * tr, "K_mm + eps m I"));
