@@ -654,11 +654,13 @@ static double dev_maxdiff(krr_ctx *ctx, krr_precision prec, const void *a, const
   return err;
 }
 /* The upper triangles of symmetric products against the full GEMM, in
- * pieces: A^T A (krr_gram_upper_polled; 520 x 520 from 40 rows: block
- * columns 256, 256, 8) and 1.5 U U^T for an upper triangular U
- * (krr_uut_polled; 600 x 600); nothing written below the diagonal blocks */
+ * pieces: A^T A (krr_gram_upper_polled; 520 x 520 from 40 rows, by syrk),
+ * the same with B a copy of A (block columns 256, 256, 8) and 1.5 U U^T
+ * for an upper triangular U (krr_uut_polled; 600 x 600); nothing written
+ * below the diagonal blocks */
 static void test_triangles(krr_ctx *ctx, krr_precision prec, double tol) {
-  for (int uut = 0; uut < 2; uut++) {
+  for (int v = 0; v < 3; v++) {
+    const int uut = v == 2, copy = v == 1;
     const int64_t r = uut ? 600 : 520, k = uut ? 600 : 40;
     double *Ah = calloc((size_t)(k * r), sizeof(double)), *Gh = malloc(sizeof(double) * r * r);
     double *Th = calloc((size_t)(r * r), sizeof(double));
@@ -666,15 +668,16 @@ static void test_triangles(krr_ctx *ctx, krr_precision prec, double tol) {
       for (int64_t i = 0; i < k; i++)
         if (!uut || i <= j) Ah[i + j * k] = (double)((i * 31 + j * 17) % 13) / 13.0 - 0.4;
     void *A = up(ctx, prec, Ah, k * r), *G = krr_dalloc(ctx, r * r, krr_sizeof(prec));
+    void *B = copy ? up(ctx, prec, Ah, k * r) : A;
     void *T = up(ctx, prec, Th, r * r); /* zeros */
-    krr_status st = A && G && T && Gh ? KRR_OK : KRR_ERR_MEMORY;
+    krr_status st = A && B && G && T && Gh ? KRR_OK : KRR_ERR_MEMORY;
     if (st == KRR_OK)
       st = uut ? KOP(ctx, prec, gemm, 0, 1, r, r, r, 1.5, A, r, A, r, 0.0, G, r)
                : KOP(ctx, prec, gemm, 1, 0, r, r, k, 1.0, A, k, A, k, 0.0, G, r);
     if (st == KRR_OK) st = krr_download_vec(ctx, prec, G, r * r, Gh);
     if (st == KRR_OK)
       st = uut ? krr_uut_polled(ctx, prec, r, 1.5, A, r, T, r)
-               : krr_gram_upper_polled(ctx, prec, r, k, A, k, A, k, T, r);
+               : krr_gram_upper_polled(ctx, prec, r, k, A, k, B, k, T, r);
     if (st == KRR_OK) st = krr_download_vec(ctx, prec, T, r * r, Th);
     double err = 0, big = 0, other = 0;
     for (int64_t j = 0; st == KRR_OK && j < r; j++)
@@ -686,8 +689,11 @@ static void test_triangles(krr_ctx *ctx, krr_precision prec, double tol) {
     CHECK(st == KRR_OK && err <= tol * big && other == 0,
           "%s upper triangle %s: status %d (%s), "
           "max difference %.3g of %.3g, written outside %.3g",
-          uut ? "U U^T" : "A^T A", prec == KRR_FLOAT ? "single" : "double", st, ctx->msg, err, big,
-          other);
+          uut    ? "U U^T"
+          : copy ? "A^T B"
+                 : "A^T A",
+          prec == KRR_FLOAT ? "single" : "double", st, ctx->msg, err, big, other);
+    if (copy) krr_dfree(ctx, &B);
     krr_dfree(ctx, &A);
     krr_dfree(ctx, &G);
     krr_dfree(ctx, &T);

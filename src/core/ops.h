@@ -116,6 +116,10 @@ typedef enum {
   krr_status (*gemm_##S)(krr_ctx *, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, \
                          const real *A, int64_t lda, const real *B, int64_t ldb, double beta,      \
                          real *C, int64_t ldc);                                                    \
+  /* the upper triangle of C = alpha A^T A + beta C (A k x n; C n x n, the rest of C     \
+     not written): a Gram matrix in half the work of gemm */         \
+  krr_status (*syrk_##S)(krr_ctx *, int64_t n, int64_t k, double alpha, const real *A,             \
+                         int64_t lda, double beta, real *C, int64_t ldc);                          \
   /* upper Cholesky A = R^T R in place; *info > 0: not positive definite (KRR_OK) */               \
   krr_status (*potrf_##S)(krr_ctx *, int64_t n, real * A, int64_t lda, int *info);                 \
   /* B = alpha op(A)^{-1} B (right = 0) or alpha B op(A)^{-1} (right = 1); A upper,    \

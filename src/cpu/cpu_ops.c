@@ -363,17 +363,17 @@ KRR_LAED_DECL(float, s)
 #undef LP
 #undef FL
 
-#define KRR_CPU_TYPED(S)                                                                    \
-  .kernel_mv_##S = krr_cpu_kernel_mv_##S, .kernel_block_##S = krr_cpu_kernel_block_##S,     \
-  .kernel_gram_##S = krr_cpu_kernel_gram_##S, .gather_points_##S = cpu_gather_points_##S,   \
-  .gather_rows_##S = cpu_gather_rows_##S, .scatter_axpy_##S = cpu_scatter_axpy_##S,         \
-  .axpby_##S = cpu_axpby_##S, .momentum_##S = cpu_momentum_##S, .dot_##S = cpu_dot_##S,     \
-  .nrm2_##S = cpu_nrm2_##S, .gemm_##S = cpu_gemm_##S, .potrf_##S = cpu_potrf_##S,           \
-  .trsm_##S = cpu_trsm_##S, .qr_q_##S = cpu_qr_q_##S, .svd_thin_##S = cpu_svd_thin_##S,     \
-  .syev_##S = cpu_syev_##S, .syev_top_##S = cpu_syev_top_##S, .sytrd_##S = cpu_sytrd_##S,   \
-  .ormtr_##S = cpu_ormtr_##S, .pttrs_##S = cpu_pttrs_##S, .add_diag_##S = cpu_add_diag_##S, \
-  .scale_rows_##S = cpu_scale_rows_##S, .randn_##S = cpu_randn_##S,                         \
-  .loss_map_##S = cpu_loss_map_##S
+#define KRR_CPU_TYPED(S)                                                                        \
+  .kernel_mv_##S = krr_cpu_kernel_mv_##S, .kernel_block_##S = krr_cpu_kernel_block_##S,         \
+  .kernel_gram_##S = krr_cpu_kernel_gram_##S, .gather_points_##S = cpu_gather_points_##S,       \
+  .gather_rows_##S = cpu_gather_rows_##S, .scatter_axpy_##S = cpu_scatter_axpy_##S,             \
+  .axpby_##S = cpu_axpby_##S, .momentum_##S = cpu_momentum_##S, .dot_##S = cpu_dot_##S,         \
+  .nrm2_##S = cpu_nrm2_##S, .gemm_##S = cpu_gemm_##S, .syrk_##S = cpu_syrk_##S,                 \
+  .potrf_##S = cpu_potrf_##S, .trsm_##S = cpu_trsm_##S, .qr_q_##S = cpu_qr_q_##S,               \
+  .svd_thin_##S = cpu_svd_thin_##S, .syev_##S = cpu_syev_##S, .syev_top_##S = cpu_syev_top_##S, \
+  .sytrd_##S = cpu_sytrd_##S, .ormtr_##S = cpu_ormtr_##S, .pttrs_##S = cpu_pttrs_##S,           \
+  .add_diag_##S = cpu_add_diag_##S, .scale_rows_##S = cpu_scale_rows_##S,                       \
+  .randn_##S = cpu_randn_##S, .loss_map_##S = cpu_loss_map_##S
 
 static const krr_ops cpu_ops = {
     .name = "cpu",

@@ -388,6 +388,11 @@ template <> struct cublas_t<float> {
   static constexpr cudaDataType dt = CUDA_R_32F;
   static const char *gemm_name() { return "cublasSgemm_64"; }
   static const char *trsm_name() { return "cublasStrsm_64"; }
+  static const char *syrk_name() { return "cublasSsyrk_64"; }
+  static cublasStatus_t syrk(cublasHandle_t h, int64_t n, int64_t k, const float *al,
+                             const float *A, int64_t lda, const float *be, float *C, int64_t ldc) {
+    return cublasSsyrk_64(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, n, k, al, A, lda, be, C, ldc);
+  }
   static cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
                              int64_t m, int64_t n, int64_t k, const float *al, const float *A,
                              int64_t lda, const float *B, int64_t ldb, const float *be, float *C,
@@ -431,6 +436,12 @@ template <> struct cublas_t<double> {
   static constexpr cudaDataType dt = CUDA_R_64F;
   static const char *gemm_name() { return "cublasDgemm_64"; }
   static const char *trsm_name() { return "cublasDtrsm_64"; }
+  static const char *syrk_name() { return "cublasDsyrk_64"; }
+  static cublasStatus_t syrk(cublasHandle_t h, int64_t n, int64_t k, const double *al,
+                             const double *A, int64_t lda, const double *be, double *C,
+                             int64_t ldc) {
+    return cublasDsyrk_64(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, n, k, al, A, lda, be, C, ldc);
+  }
   static cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
                              int64_t m, int64_t n, int64_t k, const double *al, const double *A,
                              int64_t lda, const double *B, int64_t ldb, const double *be, double *C,
@@ -612,6 +623,20 @@ static krr_status op_gemm(krr_ctx *ctx, int ta, int tb, int64_t m, int64_t n, in
   KCU_BLAS(ctx, cublas_t<T>::gemm_name(),
            cublas_t<T>::gemm(st->blas, ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
                              m, n, k, &al, A, lda, B, ldb, &be, C, ldc));
+  return KRR_OK;
+}
+
+template <typename T>
+static krr_status op_syrk(krr_ctx *ctx, int64_t n, int64_t k, double alpha, const T *A, int64_t lda,
+                          double beta, T *C, int64_t ldc) {
+  KCU_TRY(kcu_enter(ctx));
+  if (n < 0 || k < 0 || ldc < (n > 1 ? n : 1) || lda < (k > 1 ? k : 1))
+    return krr_fail(ctx, KRR_ERR_INPUT, "syrk: invalid sizes n = %lld, k = %lld", (long long)n,
+                    (long long)k);
+  if (n == 0) return KRR_OK;
+  const T al = (T)alpha, be = (T)beta;
+  KCU_BLAS(ctx, cublas_t<T>::syrk_name(),
+           cublas_t<T>::syrk(kcu_state(ctx)->blas, n, k, &al, A, lda, &be, C, ldc));
   return KRR_OK;
 }
 
@@ -1071,10 +1096,10 @@ static krr_status op_kcomp_map(krr_ctx *ctx, const krr_kcomp *c, const T *X1, in
   krr_cuda_kernel_mv_##S, krr_cuda_kernel_block_##S,                                            \
       NULL, /* kernel_gram: Falkon makes two kernel_mv products */                              \
       op_gather_points<real>, op_gather_rows<real>, op_scatter_axpy<real>, op_axpby<real>,      \
-      op_momentum<real>, op_dot_##S, op_nrm2_##S, op_gemm<real>, op_potrf<real>, op_trsm<real>, \
-      op_qr_q<real>, op_svd_thin<real>, op_syev<real>, op_syev_top<real>, op_sytrd<real>,       \
-      op_ormtr<real>, op_pttrs<real>, op_add_diag<real>, op_scale_rows<real>, op_randn<real>,   \
-      op_loss_map<real>
+      op_momentum<real>, op_dot_##S, op_nrm2_##S, op_gemm<real>, op_syrk<real>, op_potrf<real>, \
+      op_trsm<real>, op_qr_q<real>, op_svd_thin<real>, op_syev<real>, op_syev_top<real>,        \
+      op_sytrd<real>, op_ormtr<real>, op_pttrs<real>, op_add_diag<real>, op_scale_rows<real>,   \
+      op_randn<real>, op_loss_map<real>
 
 static const krr_ops kcu_ops = {
     "cuda",

@@ -55,9 +55,10 @@ krr_status krr_trsm_polled(krr_ctx *ctx, krr_precision prec, int right, int tran
                            int64_t n, double alpha, const void *A, int64_t lda, void *B,
                            int64_t ldb);
 /* The upper triangle of the symmetric r x r product C = A^T B (A and B
- * k x r, ld lda and ldb; B = A for a Gram matrix), with the diagonal blocks
- * whole, by block columns of polled products (krr_gemm_polled): about half
- * the work of the full product; the rest of C is not written.  For the
+ * k x r, ld lda and ldb): for a Gram matrix (B = A) by syrk over pieces of
+ * the inner dimension, else with the diagonal blocks whole, by block
+ * columns of polled products (krr_gemm_polled): about half the work of the
+ * full product; nothing below the diagonal blocks is written.  For the
  * products whose result is symmetric and read through the upper triangle
  * (potrf). */
 krr_status krr_gram_upper_polled(krr_ctx *ctx, krr_precision prec, int64_t r, int64_t k,

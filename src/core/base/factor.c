@@ -68,7 +68,7 @@ krr_status krr_refuse_flops(krr_ctx *ctx, double flops, const char *what) {
 
 static int64_t halve(int64_t v) { return (v + 1) / 2; }
 double krr_piece_flops(const krr_ctx *ctx) {
-  return ctx && ctx->piece_flops > 0 ? ctx->piece_flops : 8589934592.0; /* 2^33 */
+  return ctx && ctx->piece_flops > 0 ? ctx->piece_flops : 34359738368.0; /* 2^35 */
 }
 
 krr_status krr_gemm_polled(krr_ctx *ctx, krr_precision prec, int ta, int tb, int64_t m,
@@ -108,14 +108,26 @@ krr_status krr_gemm_polled(krr_ctx *ctx, krr_precision prec, int ta, int tb, int
   return krr_poll(ctx);
 }
 
-/* C = alpha A^T B + beta C on and above the diagonal (whole diagonal
- * blocks), by block columns of width about r / 8 (at least NB): the whole
- * diagonal blocks add about 1/8 to the triangle's work */
+/* C = alpha A^T B + beta C on and above the diagonal.  B = A: syrk (the
+ * upper triangle alone) over pieces of the inner dimension.  Otherwise by
+ * block columns of width about r / 8 (at least NB) with whole diagonal
+ * blocks, which add about 1/8 to the triangle's work. */
 static krr_status gram_upper(krr_ctx *ctx, krr_precision prec, int64_t r, int64_t k, double alpha,
                              const void *A, int64_t lda, const void *B, int64_t ldb, double beta,
                              void *C, int64_t ldc) {
-  const int64_t nb = KRR_MAX((int64_t)NB, (r + 7) / 8);
   const size_t es = krr_sizeof(prec);
+  if (A == B && lda == ldb) { /* a Gram matrix: syrk, polled over the inner dimension */
+    if (k == 0) return KOP(ctx, prec, syrk, r, 0, alpha, A, lda, beta, C, ldc);
+    int64_t kc = k;
+    while (kc > PIECE_MIN && (double)r * r * kc > krr_piece_flops(ctx)) kc = halve(kc);
+    for (int64_t l0 = 0; l0 < k; l0 += kc) {
+      KTRY(krr_poll(ctx));
+      KTRY(KOP(ctx, prec, syrk, r, KRR_MIN(kc, k - l0), alpha, KAT(A, l0, es), lda,
+               l0 == 0 ? beta : 1.0, C, ldc));
+    }
+    return krr_poll(ctx);
+  }
+  const int64_t nb = KRR_MAX((int64_t)NB, (r + 7) / 8);
   if (r <= nb)
     return krr_gemm_polled(ctx, prec, 1, 0, r, r, k, alpha, A, lda, B, ldb, beta, C, ldc);
   for (int64_t j0 = 0; j0 < r; j0 += nb) {
