@@ -16,8 +16,10 @@
  * close to the one-at-a-time greedy ones.  The a accepted columns are then
  * L_A = R[:, A] T^{-T}, T the a x a Cholesky factor of G[A, A] (one
  * triangular solve), and the residual diagonal drops by the squared row
- * norms of L_A.  The block size adapts (halved when a block ends early,
- * doubled when it is used up, up to 256 and to n x size <= 2^24 numbers). */
+ * norms of L_A.  The block size adapts (halved when fewer than half its
+ * candidates are taken, doubled when three quarters are, up to 256 and to
+ * n x size <= 2^24 numbers): each block reads all of L once, so blocks
+ * that one near-duplicate candidate halved made the build memory-bound. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,9 +187,9 @@ krr_status krr_pivoted_cholesky(krr_op *op, const double *pw, int r, double stop
      * below tiny) is not picked again, so every block makes progress */
     for (int t = 0; t < c; t++)
       if (used[t] != 1) d[cand[t]] = fmin(d[cand[t]], g[t]);
-    /* adapt the block: early end halves it, a used-up one doubles it */
-    if (acc < c && bs > 1) bs /= 2;
-    else if (acc == c && bs < cap) bs = bs * 2 < cap ? bs * 2 : cap;
+    /* adapt the block: a mostly unused one halves it, a mostly used one doubles it */
+    if (2 * acc < c && bs > 1) bs /= 2;
+    else if (4 * acc >= 3 * c && bs < cap) bs = bs * 2 < cap ? bs * 2 : cap;
   }
   krr_arena_free(&a);
   *rank = j;
