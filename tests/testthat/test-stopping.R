@@ -117,6 +117,21 @@ test_that("validation metric is traced: accuracy for classification", {
   expect_gt(acc, 0.8)
 })
 
+test_that("a solver of one pass per iteration is validated at every iteration", {
+  # PCG counts one pass per iteration after a fractional setup (the greedy
+  # factor's rank / n): the passes between two iterations are 1 up to
+  # rounding, and each iteration is a pass, so each gets a validation value
+  d <- make_regression(600, seed = 56)
+  v <- make_regression(100, seed = 58)
+  fit <- krr(d$x, d$y, lambda = 1e-3, validation = list(x = v$x, y = v$y),
+             solver = pcg("greedy_cholesky", rank = 37), max_passes = 8, tol = 0,
+             seed = 1, threads = 1)
+  tr <- fit$trace
+  expect_gte(nrow(tr), 5L)
+  expect_true(all(diff(tr$passes) > 1 - 1e-9))
+  expect_false(anyNA(tr$validation))
+})
+
 test_that("cholesky stops with reason 'exact'", {
   d <- make_regression(100, seed = 57)
   fit <- krr(d$x, d$y, lambda = 1, solver = "cholesky", threads = 1)
