@@ -267,6 +267,16 @@ gp_hessian_stochastic <- function(object, h, step = 0.05,
 #' covariance: `vcov()` then warns (class `askotch_warning_hyper`) and
 #' returns `NA`s.
 #'
+#' A Laplace GP classifier (`kernel_machine(loss = loss_logistic(),
+#' posterior = "laplace")`, listed kernel) estimates its bandwidth and
+#' \eqn{\lambda} by the Laplace approximation \eqn{\log q} of the marginal
+#' likelihood (summed over one-vs-rest classifiers): its `vcov()` is the
+#' inverse of \eqn{-\nabla^2 \log q} in their logarithms, by central
+#' differences of the analytic gradient, on the points the search used (all
+#' of them up to 1000, option `askotch.laplace_tune_max_n`, else the same
+#' subsample, whose precision the estimate has), and `confint()` its Wald
+#' intervals.
+#'
 #' `confint()` gives, with `method = "wald"`, the intervals
 #' \eqn{\exp(\hat\theta \pm z \, \mathrm{se})} of the logarithms, and for the
 #' noise variance \eqn{\lambda s^2} (when \eqn{\lambda} was estimated) the same
@@ -303,6 +313,7 @@ vcov.krr <- function(object, ...) {
   call <- sys.call()
   validate_krr(object, call, "object")
   check_no_dots(list(...), "vcov", call)
+  if (is_gp_classifier(object$posterior)) return(gpc_vcov(object, call))
   gp_hyper_check(object, "vcov()", call)
   h <- gp_hyper(object)
   nz <- object$noise
@@ -408,6 +419,16 @@ confint.krr <- function(object, parm, level = 0.95, method = c("wald", "profile"
   check_no_dots(list(...), "confint", call)
   method <- check_choice(method[1L], c("wald", "profile"), "method", call)
   check_level(level, "level", call)
+  if (is_gp_classifier(object$posterior)) {
+    if (method == "profile") {
+      abort_askotch("A GP classifier's intervals are Wald intervals: use method = \"wald\".",
+                    "input", call)
+    }
+    V <- gpc_vcov(object, call)
+    est <- c(bandwidth = object$kernel$bandwidth, lambda = object$lambda)[rownames(V)]
+    ci <- gp_wald(list(log = log(est), se = sqrt(diag(V))), level)
+    return(gp_ci_finish(ci, parm, level, call))
+  }
   gp_hyper_check(object, "confint()", call)
   h <- gp_hyper(object)
   if (method == "profile" && isTRUE(h$composite)) {
@@ -416,6 +437,11 @@ confint.krr <- function(object, parm, level = 0.95, method = c("wald", "profile"
   }
   ci <- gp_wald(gp_log_se(object, h), level)
   if (method == "profile") ci <- gp_profile_rows(object, h, ci, level)
+  gp_ci_finish(ci, parm, level, call)
+}
+
+# confint()'s columns named by level, the rows parm (all when missing)
+gp_ci_finish <- function(ci, parm, level, call) {
   colnames(ci) <- sprintf("%s %%", format(100 * c(1 - level, 1 + level) / 2,
                                           trim = TRUE, digits = 3))
   if (!missing(parm)) ci <- ci[check_parm(parm, rownames(ci), call), , drop = FALSE]

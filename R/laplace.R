@@ -169,3 +169,64 @@ logLik.kernel_machine <- function(object, ...) {
     laplace_loglik(object)
   structure(v$loglik, df = df, nobs = object$n, se = v$se, class = "logLik")
 }
+
+# vcov() of a Laplace GP classifier: the inverse of the negative Hessian of
+# the summed log q (the search's objective, laplace_value()) in the
+# logarithms of the estimated bandwidth and lambda, at the estimate and on
+# the points the search used (all of them up to laplace_tune_max_n(), else
+# the same subsample: the estimate's own precision), by central
+# differences of log q's analytic gradient (laplace_grad()).
+gpc_vcov <- function(object, call) {
+  tn <- object$tuning
+  fit_k <- identical(tn$bandwidth_rule, "ml")
+  fit_lam <- identical(tn$lambda_rule, "laplace")
+  why <- if (!identical(object$posterior, "laplace")) {
+    "a Laplace classifier (posterior = \"laplace\"); EP's search has no Hessian here"
+  } else if (is_composite_kernel(object$kernel)) {
+    "a listed kernel (a composite's hyperparameters have no Hessian here)"
+  } else if (!fit_k && !fit_lam) {
+    "an estimated bandwidth or lambda (this fit was given both)"
+  } else if (is.null(object$x) && is.null(object$x_train)) {
+    "the training points, which this fit does not keep"
+  }
+  if (!is.null(why)) {
+    abort_askotch(sprintf("vcov() of a GP classifier's hyperparameters needs %s.", why),
+                  "input", call)
+  }
+  rows <- subsample_rows(object$n, laplace_tune_max_n(), object$seed)
+  xs <- gp_xs(object)[rows, , drop = FALSE]
+  space <- gpc_space(xs, object$kernel, fit_k, fit_lam, object$seed, gp_threads(object))
+  obj <- gpc_objective(space, fit_lam, object$lambda,
+                       laplace_value(space, as.matrix(object$y)[rows, , drop = FALSE]))
+  th <- c(if (fit_k) log(object$kernel$bandwidth), if (fit_lam) log(object$lambda))
+  H <- gpc_hessian(obj, th)
+  V <- tryCatch(chol2inv(chol(H)), error = function(e) NULL)
+  if (is.null(V)) {
+    warn_askotch(paste(
+      "The observed information of the classifier's hyperparameters is not",
+      "positive definite (an estimate at a bound of its range, or a flat",
+      "marginal likelihood): no covariance."), "hyper")
+    V <- matrix(NA_real_, length(th), length(th))
+  }
+  nm <- c(if (fit_k) "bandwidth", if (fit_lam) "lambda")
+  dimnames(V) <- list(nm, nm)
+  V
+}
+
+# The Hessian of obj(th)$f by central differences of its gradient (step h
+# in each logarithm), symmetrised; an error if an evaluation failed
+gpc_hessian <- function(obj, th, h = 1e-3) {
+  d <- length(th)
+  H <- matrix(0, d, d)
+  for (i in seq_len(d)) {
+    e <- replace(numeric(d), i, h)
+    gp <- obj(th + e)$g
+    gm <- obj(th - e)$g
+    if (is.null(gp) || is.null(gm)) {
+      abort_askotch("The Laplace mode did not converge next to the estimate: no covariance.",
+                    "numeric")
+    }
+    H[, i] <- (gp - gm) / (2 * h)
+  }
+  (H + t(H)) / 2
+}

@@ -198,22 +198,9 @@ gpc_space <- function(xs, kern, fit_k, fit_lam, seed, threads = 0L) {
 # (tune_memo() evaluates it once per th and handles failures). Returns the
 # kernel and lambda at the optimum, th, and the search's record.
 gpc_search <- function(space, fit_lam, lambda, th0, value, clock = NULL, what = "") {
-  nk <- length(space$th0)
-  decode <- function(th) {
-    list(kernel = space$kernel(th[seq_len(nk)]),
-         lambda = if (fit_lam) exp(th[[nk + 1L]]) else lambda)
-  }
+  decode <- gpc_decode(space, fit_lam, lambda)
+  objective <- gpc_objective(space, fit_lam, lambda, value)
   memo <- new.env(parent = emptyenv())
-  objective <- function(th) {
-    h <- decode(th)
-    K <- space$mat(h$kernel)
-    # d(K / lambda) / dth_j = (dK / dth_j) / lambda; d(K / lambda) /
-    # dlog lambda = -K / lambda
-    gdot <- function(W) {
-      c(space$dot(h$kernel, W), if (fit_lam) -sum(W * K)) / h$lambda
-    }
-    value(K, gdot, h$lambda, th) %||% list(f = Inf)
-  }
   eval_at <- function(th) tune_memo(memo, th, objective, clock, what)
   lower <- c(space$lower, if (fit_lam) log(1e-6))
   upper <- c(space$upper, if (fit_lam) log(1e4))
@@ -224,6 +211,32 @@ gpc_search <- function(space, fit_lam, lambda, th0, value, clock = NULL, what = 
        at_bound = abs(opt$par - lower) < 1e-6 | abs(opt$par - upper) < 1e-6,
        optim = list(loglik = -opt$value, convergence = opt$convergence,
                     evaluations = memo$evaluations, message = opt$message))
+}
+
+# The kernel and lambda at th (the kernel's part of space, then log lambda
+# when fit_lam, else lambda given)
+gpc_decode <- function(space, fit_lam, lambda) {
+  nk <- length(space$th0)
+  function(th) {
+    list(kernel = space$kernel(th[seq_len(nk)]),
+         lambda = if (fit_lam) exp(th[[nk + 1L]]) else lambda)
+  }
+}
+
+# The search's objective at th: value() (gpc_search()) on the kernel matrix
+# at th, list(f = Inf) where it failed
+gpc_objective <- function(space, fit_lam, lambda, value) {
+  decode <- gpc_decode(space, fit_lam, lambda)
+  function(th) {
+    h <- decode(th)
+    K <- space$mat(h$kernel)
+    # d(K / lambda) / dth_j = (dK / dth_j) / lambda; d(K / lambda) /
+    # dlog lambda = -K / lambda
+    gdot <- function(W) {
+      c(space$dot(h$kernel, W), if (fit_lam) -sum(W * K)) / h$lambda
+    }
+    value(K, gdot, h$lambda, th) %||% list(f = Inf)
+  }
 }
 
 # A composite's estimates on the edge of their search range warn (as
@@ -242,8 +255,16 @@ gpc_bound_warning <- function(o, space, fit_lam) {
 # kernel's start (gpc_space()) and lambda = 1, each evaluation's modes
 # started from the last evaluation's that converged.
 laplace_search <- function(space, Y, lambda, clock = NULL) {
+  fit_lam <- is.null(lambda)
+  gpc_search(space, fit_lam, lambda, c(space$th0, if (fit_lam) 0), laplace_value(space, Y),
+             clock, "Laplace marginal likelihood")
+}
+
+# -(summed log q) and its gradient for the +1/-1 columns Y, as gpc_search()'s
+# value(); each evaluation's modes start from the last converged ones
+laplace_value <- function(space, Y) {
   modes <- matrix(0, nrow(Y), ncol(Y))
-  value <- function(K, gdot, lam, th) {
+  function(K, gdot, lam, th) {
     val <- list(f = 0, g = numeric(length(th)))
     for (j in seq_len(ncol(Y))) {
       m <- tryCatch(laplace_mode(K, Y[, j], lam, modes[, j], threads = space$threads),
@@ -258,9 +279,6 @@ laplace_search <- function(space, Y, lambda, clock = NULL) {
     }
     val
   }
-  fit_lam <- is.null(lambda)
-  gpc_search(space, fit_lam, lambda, c(space$th0, if (fit_lam) 0), value, clock,
-             "Laplace marginal likelihood")
 }
 
 # log q and its gradient in the hyperparameters of the prior covariance Kt

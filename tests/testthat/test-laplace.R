@@ -167,6 +167,38 @@ test_that("lambda and the bandwidth maximise the Laplace marginal likelihood", {
   expect_equal(th, opt$par, tolerance = 2e-2)
 })
 
+test_that("vcov() and confint() of the hyperparameters: base R's curvature of log q", {
+  d <- gpc_data(100, seed = 2)
+  fit <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace",
+                        standardize = FALSE, tol = 1e-10, threads = 1)
+  V <- vcov(fit)
+  expect_identical(rownames(V), c("bandwidth", "lambda"))
+  negq <- function(th) -oracle_laplace(oracle_kernel(d$x, d$x, "rbf", exp(th[1])), d$s,
+                                       exp(th[2]))$logq
+  th <- log(c(fit$kernel$bandwidth, fit$lambda))
+  # the observed information by second differences of base R's -log q
+  h <- 1e-3
+  H <- matrix(0, 2, 2)
+  for (i in 1:2) for (j in 1:2) {
+    ei <- replace(numeric(2), i, h)
+    ej <- replace(numeric(2), j, h)
+    H[i, j] <- (negq(th + ei + ej) - negq(th + ei - ej) - negq(th - ei + ej) +
+                  negq(th - ei - ej)) / (4 * h^2)
+  }
+  expect_equal(unname(V), solve(H), tolerance = 1e-3)
+  ci <- confint(fit, level = 0.9)
+  se <- sqrt(diag(solve(H)))
+  expect_equal(unname(ci[, 1]), exp(th - qnorm(0.95) * se), tolerance = 1e-4)
+  expect_equal(unname(ci[, 2]), exp(th + qnorm(0.95) * se), tolerance = 1e-4)
+  expect_identical(colnames(ci), c("5 %", "95 %"))
+  expect_identical(rownames(confint(fit, "lambda")), "lambda")
+  expect_error(confint(fit, method = "profile"), class = "askotch_error_input")
+  # given hyperparameters have no covariance
+  fg <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace",
+                       bandwidth = 1, lambda = 0.1, threads = 1)
+  expect_error(vcov(fg), "estimated bandwidth or lambda", class = "askotch_error_input")
+})
+
 test_that("one-vs-rest: one binary GP classifier per class, shared hyperparameters", {
   ir <- iris[c(1:30, 51:80, 101:130), ]
   fit <- kernel_machine(Species ~ ., data = ir, loss = loss_logistic(),
