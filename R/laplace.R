@@ -173,8 +173,8 @@ logLik.kernel_machine <- function(object, ...) {
 # vcov() of a Laplace GP classifier: the inverse of the negative Hessian of
 # the summed log q (the search's objective, laplace_value()) in the
 # logarithms of the estimated bandwidth and lambda, at the estimate and on
-# the points the search used (all of them up to laplace_tune_max_n(), else
-# the same subsample: the estimate's own precision), by central
+# the points the search used (all of them up to laplace_tune_max_n() when
+# it ran, else the same subsample: the estimate's own precision), by central
 # differences of log q's analytic gradient (laplace_grad()).
 gpc_vcov <- function(object, call) {
   tn <- object$tuning
@@ -193,7 +193,13 @@ gpc_vcov <- function(object, call) {
     abort_askotch(sprintf("vcov() of a GP classifier's hyperparameters needs %s.", why),
                   "input", call)
   }
-  rows <- subsample_rows(object$n, laplace_tune_max_n(), object$seed)
+  nu <- tn$n_used
+  if (!is.numeric(nu) || length(nu) != 1L || !is.finite(nu) || nu < 1 || nu > object$n) {
+    abort_askotch("`object$tuning$n_used` is not a count of training points: a corrupted fit.",
+                  "object", call)
+  }
+  # the search's rows (tune_laplace(): the same size and seed)
+  rows <- subsample_rows(object$n, nu, object$seed)
   xs <- gp_xs(object)[rows, , drop = FALSE]
   space <- gpc_space(xs, object$kernel, fit_k, fit_lam, object$seed, gp_threads(object))
   obj <- gpc_objective(space, fit_lam, object$lambda,

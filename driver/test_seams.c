@@ -654,14 +654,19 @@ static double dev_maxdiff(krr_ctx *ctx, krr_precision prec, const void *a, const
   return err;
 }
 /* The upper triangles of symmetric products against the full GEMM, in
- * pieces: A^T A (krr_gram_upper_polled; 520 x 520 from 40 rows, by syrk),
- * the same with B a copy of A (block columns 256, 256, 8) and 1.5 U U^T
- * for an upper triangular U (krr_uut_polled; 600 x 600); nothing written
- * below the diagonal blocks */
+ * pieces (the caller's small pieces, 2e6 flops): A^T A
+ * (krr_gram_upper_polled; 520 x 520) from 40 rows and from 600 (block
+ * columns 256, 256, 8, syrk on the diagonal blocks in 4 pieces of the inner
+ * dimension), from 600 rows with pieces of 1e8 (one syrk block, 2 pieces),
+ * with B a copy of A (block columns of products), and 1.5 U U^T for an
+ * upper triangular U (krr_uut_polled; 600 x 600); nothing written below the
+ * diagonal (A^T A) or below the diagonal blocks */
 static void test_triangles(krr_ctx *ctx, krr_precision prec, double tol) {
-  for (int v = 0; v < 3; v++) {
-    const int uut = v == 2, copy = v == 1;
-    const int64_t r = uut ? 600 : 520, k = uut ? 600 : 40;
+  const double pf = ctx->piece_flops;
+  for (int v = 0; v < 5; v++) {
+    const int uut = v == 4, copy = v == 3;
+    const int64_t r = uut ? 600 : 520, k = uut || v == 1 || v == 2 ? 600 : 40;
+    ctx->piece_flops = v == 2 ? 1e8 : pf;
     double *Ah = calloc((size_t)(k * r), sizeof(double)), *Gh = malloc(sizeof(double) * r * r);
     double *Th = calloc((size_t)(r * r), sizeof(double));
     for (int64_t j = 0; j < r; j++)
@@ -684,15 +689,18 @@ static void test_triangles(krr_ctx *ctx, krr_precision prec, double tol) {
       for (int64_t i = 0; i < r; i++) {
         big = fmax(big, fabs(Gh[i + j * r]));
         if (i <= j) err = fmax(err, fabs(Th[i + j * r] - Gh[i + j * r]));
-        else if (i / 256 != j / 256) other = fmax(other, fabs(Th[i + j * r]));
+        else if (v < 3 || i / 256 != j / 256) other = fmax(other, fabs(Th[i + j * r]));
       }
     CHECK(st == KRR_OK && err <= tol * big && other == 0,
           "%s upper triangle %s: status %d (%s), "
           "max difference %.3g of %.3g, written outside %.3g",
-          uut    ? "U U^T"
-          : copy ? "A^T B"
-                 : "A^T A",
+          uut      ? "U U^T"
+          : copy   ? "A^T B"
+          : v == 0 ? "A^T A"
+          : v == 1 ? "A^T A, k 600"
+                   : "A^T A, k 600, pieces 1e8",
           prec == KRR_FLOAT ? "single" : "double", st, ctx->msg, err, big, other);
+    ctx->piece_flops = pf;
     if (copy) krr_dfree(ctx, &B);
     krr_dfree(ctx, &A);
     krr_dfree(ctx, &G);
@@ -703,39 +711,52 @@ static void test_triangles(krr_ctx *ctx, krr_precision prec, double tol) {
   }
 }
 
-/* The Cholesky factorisation in pieces (krr_potrf_polled, recursive: 1100
- * splits 768 + 332 and 768 splits 512 + 256) against one potrf call: the
- * same upper factor, and for a matrix indefinite at column 901 the same
+/* The Cholesky factorisation in pieces (krr_potrf_polled, recursive) at
+ * n = 1100 against one potrf call: with the caller's pieces (2e6 flops:
+ * blocks of 256, 256, 256, 332) and with pieces of 1.6e8 (768 + 332), the
+ * same upper factor, and for a matrix indefinite at column 101, 301, 601 or
+ * 901 (in the first block, before any solve, and in later ones) the same
  * info from both */
 static void test_potrf_pieces(krr_ctx *ctx, krr_precision prec, double tol) {
-  const int64_t n = 1100;
+  const int64_t n = 1100, bads[] = {0, 100, 300, 600, 900};
+  const double pf = ctx->piece_flops;
   double *Ah = malloc(sizeof(double) * n * n), *Ra = malloc(sizeof(double) * n * n),
          *Rb = malloc(sizeof(double) * n * n);
-  for (int bad = 0; bad < 2; bad++) {
-    for (int64_t j = 0; j < n; j++)
-      for (int64_t i = 0; i <= j; i++)
-        Ah[i + j * n] = Ah[j + i * n] =
-            i == j ? 0.5 * (double)n : (double)((i * 31 + j * 17) % 13) / 13.0 - 0.5;
-    if (bad) Ah[900 + 900 * n] = -1.0;
-    void *A = up(ctx, prec, Ah, n * n), *B = up(ctx, prec, Ah, n * n);
-    int ia = -1, ib = -1;
-    krr_status st = A && B ? KOP(ctx, prec, potrf, n, A, n, &ia) : KRR_ERR_MEMORY;
-    if (st == KRR_OK) st = krr_potrf_polled(ctx, prec, n, B, n, &ib);
-    if (st == KRR_OK) st = krr_download_vec(ctx, prec, A, n * n, Ra);
-    if (st == KRR_OK) st = krr_download_vec(ctx, prec, B, n * n, Rb);
-    double err = 0, big = 0;
-    for (int64_t j = 0; st == KRR_OK && !bad && j < n; j++)
-      for (int64_t i = 0; i <= j; i++) {
-        big = fmax(big, fabs(Ra[i + j * n]));
-        err = fmax(err, fabs(Ra[i + j * n] - Rb[i + j * n]));
-      }
-    CHECK(st == KRR_OK && ia == (bad ? 901 : 0) && ib == ia && err <= tol * big,
-          "potrf in pieces %s%s: status %d (%s), info %d and %d, max difference %.3g of %.3g",
-          prec == KRR_FLOAT ? "single" : "double", bad ? ", indefinite" : "", st, ctx->msg, ia, ib,
-          err, big);
-    krr_dfree(ctx, &A);
-    krr_dfree(ctx, &B);
-  }
+  for (int big_pieces = 0; big_pieces < 2; big_pieces++)
+    for (int b = 0; b < 5; b++) {
+      ctx->piece_flops = big_pieces ? 1.6e8 : pf;
+      const int bad = b > 0;
+      for (int64_t j = 0; j < n; j++)
+        for (int64_t i = 0; i <= j; i++)
+          Ah[i + j * n] = Ah[j + i * n] =
+              i == j ? 0.5 * (double)n : (double)((i * 31 + j * 17) % 13) / 13.0 - 0.5;
+      if (bad) Ah[bads[b] + bads[b] * n] = -1.0;
+      void *A = up(ctx, prec, Ah, n * n), *B = up(ctx, prec, Ah, n * n);
+      int ia = -1, ib = -1;
+      krr_status st = A && B ? KOP(ctx, prec, potrf, n, A, n, &ia) : KRR_ERR_MEMORY;
+      if (st == KRR_OK) st = krr_potrf_polled(ctx, prec, n, B, n, &ib);
+      if (st == KRR_OK) st = krr_download_vec(ctx, prec, A, n * n, Ra);
+      if (st == KRR_OK) st = krr_download_vec(ctx, prec, B, n * n, Rb);
+      double err = 0, big = 0, below = 0;
+      for (int64_t j = 0; st == KRR_OK && !bad && j < n; j++)
+        for (int64_t i = 0; i < n; i++) {
+          if (i > j) { /* never written: the matrix's own lower triangle */
+            below = fmax(below, fabs(Rb[i + j * n] - Ah[i + j * n]));
+            continue;
+          }
+          big = fmax(big, fabs(Ra[i + j * n]));
+          err = fmax(err, fabs(Ra[i + j * n] - Rb[i + j * n]));
+        }
+      CHECK(st == KRR_OK && ia == (bad ? (int)bads[b] + 1 : 0) && ib == ia && err <= tol * big &&
+                below <= tol,
+            "potrf in pieces %s, pieces %s, bad column %d: status %d (%s), info %d and %d, max "
+            "difference %.3g of %.3g, below the diagonal %.3g",
+            prec == KRR_FLOAT ? "single" : "double", big_pieces ? "1.6e8" : "2e6",
+            bad ? (int)bads[b] + 1 : 0, st, ctx->msg, ia, ib, err, big, below);
+      krr_dfree(ctx, &A);
+      krr_dfree(ctx, &B);
+    }
+  ctx->piece_flops = pf;
   free(Ah);
   free(Ra);
   free(Rb);
@@ -1035,6 +1056,41 @@ static void test_team_bits(krr_ctx *ctx) {
       }
 }
 
+/* The Gram matrix by syrk (the BLAS's own threads above 2e9 flops) gives
+ * the same bits for every thread count, as potrf's LAPACK call */
+static void test_syrk_bits(krr_ctx *ctx) {
+  const int64_t r = 1100, k = 2000;
+  const int thr0 = ctx->threads;
+  for (int pr = 0; pr < 2; pr++) {
+    krr_precision prec = pr ? KRR_FLOAT : KRR_DOUBLE;
+    double *Ah = malloc(sizeof(double) * k * r), *C1 = calloc((size_t)(r * r), sizeof(double)),
+           *Ct = malloc(sizeof(double) * r * r);
+    uint64_t x = 88172645463325252ULL;
+    for (int64_t i = 0; i < k * r; i++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      Ah[i] = (double)(x >> 11) / 9007199254740992.0 - 0.5;
+    }
+    void *A = up(ctx, prec, Ah, k * r), *C = up(ctx, prec, C1, r * r);
+    krr_status st = A && C ? KRR_OK : KRR_ERR_MEMORY;
+    int same = 1;
+    for (int thr = 1; thr <= 3 && st == KRR_OK; thr++) {
+      ctx->threads = thr;
+      st = KOP(ctx, prec, syrk, r, k, 1.0, A, k, 0.0, C, r);
+      if (st == KRR_OK) st = krr_download_vec(ctx, prec, C, r * r, thr == 1 ? C1 : Ct);
+      if (st == KRR_OK && thr > 1 && memcmp(C1, Ct, sizeof(double) * r * r)) same = 0;
+    }
+    ctx->threads = thr0;
+    CHECK(st == KRR_OK && same,
+          "syrk %s %lldx%lld: the same bits for 1-3 threads (status %d, same %d)",
+          pr ? "single" : "double", (long long)r, (long long)k, st, same);
+    krr_dfree(ctx, &A);
+    krr_dfree(ctx, &C);
+    free(Ah);
+    free(C1);
+    free(Ct);
+  }
+}
+
 int main(int argc, char **argv) {
   krr_ctx ctx;
   int64_t n;
@@ -1052,6 +1108,7 @@ int main(int argc, char **argv) {
   if (!only || strstr(only, "overlap")) test_overlap(&ctx);
   if (!only || strstr(only, "pieces")) test_pieces(&ctx);
   if (!only || strstr(only, "team")) test_team_bits(&ctx);
+  if (!only || strstr(only, "team")) test_syrk_bits(&ctx);
   if (!only || strstr(only, "vectors")) test_vectors(&ctx);
   if (!only || strstr(only, "gram")) test_gram(&ctx);
   free(X); free(y);

@@ -199,6 +199,32 @@ test_that("vcov() and confint() of the hyperparameters: base R's curvature of lo
   expect_error(vcov(fg), "estimated bandwidth or lambda", class = "askotch_error_input")
 })
 
+test_that("vcov() of a classifier tuned on a subsample uses the search's points", {
+  d <- gpc_data(100, seed = 3)
+  old <- options(askotch.laplace_tune_max_n = 60)
+  fit <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace",
+                        standardize = FALSE, tol = 1e-10, threads = 1)
+  options(old)
+  expect_equal(fit$tuning$n_used, 60)
+  rows <- askotch:::subsample_rows(100, 60, fit$seed)
+  negq <- function(th) -oracle_laplace(oracle_kernel(d$x[rows, ], d$x[rows, ], "rbf",
+                                                     exp(th[1])), d$s[rows], exp(th[2]))$logq
+  th <- log(c(fit$kernel$bandwidth, fit$lambda))
+  h <- 1e-3
+  H <- matrix(0, 2, 2)
+  for (i in 1:2) for (j in 1:2) {
+    ei <- replace(numeric(2), i, h)
+    ej <- replace(numeric(2), j, h)
+    H[i, j] <- (negq(th + ei + ej) - negq(th + ei - ej) - negq(th - ei + ej) +
+                  negq(th - ei - ej)) / (4 * h^2)
+  }
+  # (the option's value now is not the one the search ran with)
+  expect_equal(unname(vcov(fit)), solve(H), tolerance = 1e-3)
+  bad <- fit
+  bad$tuning$n_used <- -1
+  expect_error(vcov(bad), "n_used", class = "askotch_error_object")
+})
+
 test_that("one-vs-rest: one binary GP classifier per class, shared hyperparameters", {
   ir <- iris[c(1:30, 51:80, 101:130), ]
   fit <- kernel_machine(Species ~ ., data = ir, loss = loss_logistic(),

@@ -6,9 +6,9 @@
  * R12 = R11^{-T} A12, update A22 -= R12^T R12 and factor A22.  A block whose
  * factorisation is at most a polled piece of work goes to LAPACK whole, so
  * the pieces are large, square BLAS-3 calls (a right-looking sweep of
- * 256-wide panels ran at two thirds of LAPACK's rate).  Only the upper
- * triangle of A is read; entries below the diagonal of A22's diagonal blocks
- * are overwritten with scratch values. */
+ * 256-wide panels ran at two thirds of LAPACK's rate).  A11 is at most
+ * about sqrt(piece / 256) wide, so that the solve for R12 comes in pieces
+ * too.  Only the upper triangle of A is read or written. */
 #include <math.h>
 #include "base.h"
 
@@ -28,7 +28,9 @@ static krr_status potrf_rec(krr_ctx *ctx, krr_precision prec, int64_t n, void *A
     return KRR_OK;
   }
   const size_t es = krr_sizeof(prec);
-  const int64_t n1 = (n / 2 + NB - 1) / NB * NB, n2 = n - n1;
+  /* n1 ^ 2 * 256 flops at most: the trsm's pieces (256 columns at least) */
+  const int64_t cap = KRR_MAX((int64_t)NB, (int64_t)(sqrt(krr_piece_flops(ctx) / NB) / NB) * NB);
+  const int64_t n1 = KRR_MIN((n / 2 + NB - 1) / NB * NB, cap), n2 = n - n1;
   void *A12 = KAT(A, n1 * lda, es), *A22 = KAT(A, n1 + n1 * lda, es);
   KTRY(potrf_rec(ctx, prec, n1, A, lda, offset, info));
   if (*info != 0) return KRR_OK;
@@ -61,8 +63,8 @@ krr_status krr_refuse_flops(krr_ctx *ctx, double flops, const char *what) {
 
 /* Dense products and triangular solves in pieces of at most about
  * ctx->piece_flops flops each, with krr_poll between them: at n = 1e5 and rank
- * 4096 a single Gram product U^T U is 3.4e12 flops (a minute or more on a
- * laptop) and could not be interrupted.  A dimension is halved only while it is
+ * 4096 a single product U^T V is 3.4e12 flops (a minute or more on a laptop)
+ * and could not be interrupted.  A dimension is halved only while it is
  * wider than 256, so each piece is still an efficient GEMM / TRSM. */
 #define PIECE_MIN 256
 
@@ -108,24 +110,42 @@ krr_status krr_gemm_polled(krr_ctx *ctx, krr_precision prec, int ta, int tb, int
   return krr_poll(ctx);
 }
 
-/* C = alpha A^T B + beta C on and above the diagonal.  B = A: syrk (the
- * upper triangle alone) over pieces of the inner dimension.  Otherwise by
- * block columns of width about r / 8 (at least NB) with whole diagonal
- * blocks, which add about 1/8 to the triangle's work. */
+/* C = alpha A^T A + beta C on and above the diagonal by syrk, in pieces of
+ * the inner dimension (at least PIECE_MIN wide) */
+static krr_status syrk_polled(krr_ctx *ctx, krr_precision prec, int64_t r, int64_t k, double alpha,
+                              const void *A, int64_t lda, double beta, void *C, int64_t ldc) {
+  if (k == 0) return KOP(ctx, prec, syrk, r, 0, alpha, A, lda, beta, C, ldc);
+  const size_t es = krr_sizeof(prec);
+  int64_t kc = k;
+  while (kc > PIECE_MIN && (double)r * r * kc > krr_piece_flops(ctx)) kc = halve(kc);
+  for (int64_t l0 = 0; l0 < k; l0 += kc) {
+    KTRY(krr_poll(ctx));
+    KTRY(KOP(ctx, prec, syrk, r, KRR_MIN(kc, k - l0), alpha, KAT(A, l0, es), lda,
+             l0 == 0 ? beta : 1.0, C, ldc));
+  }
+  return krr_poll(ctx);
+}
+
+/* C = alpha A^T B + beta C on and above the diagonal.  B = A: syrk, whole
+ * when its pieces of the inner dimension stay within a polled piece, else
+ * by block columns (syrk on the diagonal block, a product above it).
+ * Otherwise by block columns of width about r / 8 (at least NB) with whole
+ * diagonal blocks, which add about 1/8 to the triangle's work. */
 static krr_status gram_upper(krr_ctx *ctx, krr_precision prec, int64_t r, int64_t k, double alpha,
                              const void *A, int64_t lda, const void *B, int64_t ldb, double beta,
                              void *C, int64_t ldc) {
   const size_t es = krr_sizeof(prec);
-  if (A == B && lda == ldb) { /* a Gram matrix: syrk, polled over the inner dimension */
-    if (k == 0) return KOP(ctx, prec, syrk, r, 0, alpha, A, lda, beta, C, ldc);
-    int64_t kc = k;
-    while (kc > PIECE_MIN && (double)r * r * kc > krr_piece_flops(ctx)) kc = halve(kc);
-    for (int64_t l0 = 0; l0 < k; l0 += kc) {
-      KTRY(krr_poll(ctx));
-      KTRY(KOP(ctx, prec, syrk, r, KRR_MIN(kc, k - l0), alpha, KAT(A, l0, es), lda,
-               l0 == 0 ? beta : 1.0, C, ldc));
+  if (A == B && lda == ldb) { /* a Gram matrix */
+    const int64_t w = KRR_MAX((int64_t)NB, (int64_t)sqrt(krr_piece_flops(ctx) / PIECE_MIN));
+    if (r <= w) return syrk_polled(ctx, prec, r, k, alpha, A, lda, beta, C, ldc);
+    for (int64_t j0 = 0; j0 < r; j0 += w) {
+      const int64_t jb = KRR_MIN(w, r - j0);
+      const void *AJ = KAT(A, j0 * lda, es);
+      KTRY(krr_gemm_polled(ctx, prec, 1, 0, j0, jb, k, alpha, A, lda, AJ, lda, beta,
+                           KAT(C, j0 * ldc, es), ldc));
+      KTRY(syrk_polled(ctx, prec, jb, k, alpha, AJ, lda, beta, KAT(C, j0 + j0 * ldc, es), ldc));
     }
-    return krr_poll(ctx);
+    return KRR_OK;
   }
   const int64_t nb = KRR_MAX((int64_t)NB, (r + 7) / 8);
   if (r <= nb)
