@@ -167,6 +167,18 @@ test_that("lambda and the bandwidth maximise the Laplace marginal likelihood", {
   expect_equal(th, opt$par, tolerance = 2e-2)
 })
 
+# the Hessian of f at th by second differences (step h in each coordinate)
+second_differences <- function(f, th, h = 1e-3) {
+  d <- length(th)
+  H <- matrix(0, d, d)
+  for (i in seq_len(d)) for (j in seq_len(d)) {
+    ei <- replace(numeric(d), i, h)
+    ej <- replace(numeric(d), j, h)
+    H[i, j] <- (f(th + ei + ej) - f(th + ei - ej) - f(th - ei + ej) + f(th - ei - ej)) / (4 * h^2)
+  }
+  H
+}
+
 test_that("vcov() and confint() of the hyperparameters: base R's curvature of log q", {
   d <- gpc_data(100, seed = 2)
   fit <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace",
@@ -176,15 +188,7 @@ test_that("vcov() and confint() of the hyperparameters: base R's curvature of lo
   negq <- function(th) -oracle_laplace(oracle_kernel(d$x, d$x, "rbf", exp(th[1])), d$s,
                                        exp(th[2]))$logq
   th <- log(c(fit$kernel$bandwidth, fit$lambda))
-  # the observed information by second differences of base R's -log q
-  h <- 1e-3
-  H <- matrix(0, 2, 2)
-  for (i in 1:2) for (j in 1:2) {
-    ei <- replace(numeric(2), i, h)
-    ej <- replace(numeric(2), j, h)
-    H[i, j] <- (negq(th + ei + ej) - negq(th + ei - ej) - negq(th - ei + ej) +
-                  negq(th - ei - ej)) / (4 * h^2)
-  }
+  H <- second_differences(negq, th)
   expect_equal(unname(V), solve(H), tolerance = 1e-3)
   ci <- confint(fit, level = 0.9)
   se <- sqrt(diag(solve(H)))
@@ -210,14 +214,7 @@ test_that("vcov() of a classifier tuned on a subsample uses the search's points"
   negq <- function(th) -oracle_laplace(oracle_kernel(d$x[rows, ], d$x[rows, ], "rbf",
                                                      exp(th[1])), d$s[rows], exp(th[2]))$logq
   th <- log(c(fit$kernel$bandwidth, fit$lambda))
-  h <- 1e-3
-  H <- matrix(0, 2, 2)
-  for (i in 1:2) for (j in 1:2) {
-    ei <- replace(numeric(2), i, h)
-    ej <- replace(numeric(2), j, h)
-    H[i, j] <- (negq(th + ei + ej) - negq(th + ei - ej) - negq(th - ei + ej) +
-                  negq(th - ei - ej)) / (4 * h^2)
-  }
+  H <- second_differences(negq, th)
   # (the option's value now is not the one the search ran with)
   expect_equal(unname(vcov(fit)), solve(H), tolerance = 1e-3)
   bad <- fit
