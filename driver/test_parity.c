@@ -6,7 +6,7 @@
  * (norm-wise relative error unless stated):
  *   double ops                  <= 1e-10
  *   float elementwise / BLAS-1  <= 1e-6 (reductions accumulate in double: 1e-12)
- *   float gemm                  <= 1e-5
+ *   float gemm, syrk            <= 1e-5
  *   kernel_mv float             <= 1e-5 vs a naive double host reference
  *   kernel_mv / kernel_block double <= 1e-10 vs the same reference
  *   kernel_block diagonal       == 1 exactly (X1 = X2)
@@ -490,6 +490,34 @@ static void test_gemm(backends *B, krr_precision prec) {
   }
 }
 
+/* syrk: the upper triangle of C = alpha A^T A + beta C (the rest of C kept),
+ * and k = 0 (C = beta C there) */
+static void test_syrk(backends *B, krr_precision prec) {
+  for (int kz = 0; kz < 2; kz++) {
+    const int64_t n = 45, k = kz ? 0 : 130, lda = 132, ldc = n + 3;
+    double *A = hrandn(lda * n), *C = hrandn(ldc * n);
+    hround(prec, A, lda * n);
+    hround(prec, C, ldc * n);
+    double *out[2];
+    for (int be = 0; be < 2; be++) {
+      krr_ctx *ctx = B->ctx[be];
+      void *dA = dput(ctx, prec, A, lda * n), *dC = dput(ctx, prec, C, ldc * n);
+      st_ok(ctx, OP(ctx, prec, syrk, n, k, 0.7, dA, lda, -1.3, dC, ldc), "syrk");
+      out[be] = dget(ctx, prec, dC, ldc * n);
+      ctx->ops->dealloc(ctx, dA);
+      ctx->ops->dealloc(ctx, dC);
+    }
+    char w[160];
+    snprintf(w, sizeof w, "syrk %s k=%lld (cuda vs cpu; the lower triangle kept)", pname(prec),
+             (long long)k);
+    check(w, relerr(out[1], out[0], ldc * n), prec == KRR_DOUBLE ? 1e-10 : 1e-5);
+    free(out[0]);
+    free(out[1]);
+    free(A);
+    free(C);
+  }
+}
+
 /* SPD matrix G G^T / k + n I */
 static double *hspd(int64_t n, int64_t lda) {
   double *G = hrandn(n * n), *A = (double *)calloc((size_t)(lda * n), sizeof(double));
@@ -965,6 +993,7 @@ int main(int argc, char **argv) {
     test_diag_scale_randn(&B, prec);
     test_rff_map(&B, prec);
     test_gemm(&B, prec);
+    test_syrk(&B, prec);
     test_potrf_trsm(&B, prec);
     test_qr_svd_syev(&B, prec);
     test_tridiag(&B, prec);
