@@ -146,7 +146,7 @@ typedef struct krr_ctx {
   double poll_every;
   double poll_next;    /* internal: the next time poll is due */
   /* the most flops of one piece of a large product or triangular solve
-   * between two polls (base/factor.c; 0: 2^35, about 0.2 s on two AVX-512 cores) */
+   * between two polls (base/factor.c; 0: 2^33, about 0.1 s on two cores) */
   double piece_flops;
   int interrupted;     /* set once poll returned nonzero */
   double deadline;

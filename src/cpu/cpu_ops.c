@@ -27,6 +27,8 @@
  * slice to a few per cent of the product */
 #define KRR_GEMM_PIECES 32
 #define KRR_GEMM_SLICE 64
+/* syrk's column blocks of C (cpu_ops_t.c.inc), fixed by the size */
+#define KRR_SYRK_BLOCKS 16
 
 #if defined(__linux__) || defined(__APPLE__)
 #include <dlfcn.h>

@@ -38,9 +38,9 @@ static inline void krr_dfree(krr_ctx *ctx, void **p) {
 }
 
 /* --- long factorisations (factor.c) -------------------------------------------
- * Upper Cholesky A = R^T R (n x n, ld lda) in recursive blocks with krr_poll
- * between them (one potrf call when n is small); *info > 0: not positive
- * definite at that column (KRR_OK), as the ops table's potrf. */
+ * Upper Cholesky A = R^T R (n x n, ld lda) in panels with krr_poll between
+ * them (one potrf call when n is small); *info > 0: not positive definite at
+ * that column (KRR_OK), as the ops table's potrf. */
 krr_status krr_potrf_polled(krr_ctx *ctx, krr_precision prec, int64_t n, void *A, int64_t lda,
                             int *info);
 /* C = alpha op(A) op(B) + beta C and B = alpha op(A)^{-1} B / B op(A)^{-1},

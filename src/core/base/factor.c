@@ -1,48 +1,51 @@
-/* The upper Cholesky factorisation A = R^T R of a large matrix in pieces,
+/* The upper Cholesky factorisation A = R^T R of a large matrix in panels,
  * with krr_poll between them: a single LAPACK call on an n x n matrix runs
  * for seconds to minutes (n^3 / 3 flops) and could not be interrupted.  The
- * recursive blocked algorithm (Gustavson, IBM J. Res. Dev. 41(6), 1997):
- * split A = [A11 A12; . A22], factor A11 = R11^T R11, solve
- * R12 = R11^{-T} A12, update A22 -= R12^T R12 and factor A22.  A block whose
- * factorisation is at most a polled piece of work goes to LAPACK whole, so
- * the pieces are large, square BLAS-3 calls (a right-looking sweep of
- * 256-wide panels ran at two thirds of LAPACK's rate).  A11 is at most
- * about sqrt(piece / 256) wide, so that the solve for R12 comes in pieces
- * too.  Only the upper triangle of A is read or written. */
+ * right-looking blocked algorithm (Golub and Van Loan, Matrix Computations,
+ * 4th ed., Alg. 4.2.11 in its upper form): for each panel of nb columns,
+ * factor the diagonal block (potrf), solve for the panel's row of R (trsm),
+ * and update the trailing matrix one column block at a time (gemm).  Only
+ * the upper triangle of A is read; entries below the diagonal of the
+ * trailing blocks are overwritten with scratch values.  Every call is a
+ * 256-wide block, so the CPU's LAPACK and trsm calls run on one thread and
+ * the products in fixed slices: the bits do not depend on the thread count,
+ * as they would through LAPACK's and the BLAS's own threads. */
 #include <math.h>
 #include "base.h"
 
 #define NB 256
 
-static krr_status gram_upper(krr_ctx *ctx, krr_precision prec, int64_t r, int64_t k, double alpha,
-                             const void *A, int64_t lda, const void *B, int64_t ldb, double beta,
-                             void *C, int64_t ldc);
-
-static krr_status potrf_rec(krr_ctx *ctx, krr_precision prec, int64_t n, void *A, int64_t lda,
-                            int64_t offset, int *info) {
-  KTRY(krr_poll(ctx));
-  if (n <= 2 * NB || (double)n * n * n / 3.0 <= krr_piece_flops(ctx)) {
-    int inf = 0;
-    KTRY(KOP(ctx, prec, potrf, n, A, lda, &inf));
-    if (inf != 0) *info = (int)(offset + inf);
-    return KRR_OK;
-  }
-  const size_t es = krr_sizeof(prec);
-  /* n1 ^ 2 * 256 flops at most: the trsm's pieces (256 columns at least) */
-  const int64_t cap = KRR_MAX((int64_t)NB, (int64_t)(sqrt(krr_piece_flops(ctx) / NB) / NB) * NB);
-  const int64_t n1 = KRR_MIN((n / 2 + NB - 1) / NB * NB, cap), n2 = n - n1;
-  void *A12 = KAT(A, n1 * lda, es), *A22 = KAT(A, n1 + n1 * lda, es);
-  KTRY(potrf_rec(ctx, prec, n1, A, lda, offset, info));
-  if (*info != 0) return KRR_OK;
-  KTRY(krr_trsm_polled(ctx, prec, 0, 1, n1, n2, 1.0, A, lda, A12, lda));
-  KTRY(gram_upper(ctx, prec, n2, n1, -1.0, A12, lda, A12, lda, 1.0, A22, lda));
-  return potrf_rec(ctx, prec, n2, A22, lda, offset + n1, info);
-}
-
 krr_status krr_potrf_polled(krr_ctx *ctx, krr_precision prec, int64_t n, void *A, int64_t lda,
                             int *info) {
   *info = 0;
-  KTRY(potrf_rec(ctx, prec, n, A, lda, 0, info));
+  KTRY(krr_poll(ctx));
+  if (n <= 2 * NB) return KOP(ctx, prec, potrf, n, A, lda, info);
+  const size_t es = krr_sizeof(prec);
+#define AT(i, j) KAT(A, (i) + (j)*lda, es)
+  for (int64_t k0 = 0; k0 < n; k0 += NB) {
+    const int64_t kb = KRR_MIN(NB, n - k0), k1 = k0 + kb;
+    int inf = 0;
+    KTRY(KOP(ctx, prec, potrf, kb, AT(k0, k0), lda, &inf));
+    if (inf != 0) {
+      *info = (int)(k0 + inf);
+      return KRR_OK;
+    }
+    if (k1 >= n) break;
+    /* R12 = R11^{-T} A12, one column block at a time */
+    for (int64_t j0 = k1; j0 < n; j0 += NB) {
+      const int64_t jb = KRR_MIN(NB, n - j0);
+      KTRY(krr_poll(ctx));
+      KTRY(KOP(ctx, prec, trsm, 0, 1, kb, jb, 1.0, AT(k0, k0), lda, AT(k0, j0), lda));
+    }
+    /* A22 -= R12^T R12 on and above the diagonal, by column blocks */
+    for (int64_t j0 = k1; j0 < n; j0 += NB) {
+      const int64_t jb = KRR_MIN(NB, n - j0);
+      KTRY(krr_poll(ctx));
+      KTRY(KOP(ctx, prec, gemm, 1, 0, j0 + jb - k1, jb, kb, -1.0, AT(k0, k1), lda, AT(k0, j0), lda,
+               1.0, AT(k1, j0), lda));
+    }
+  }
+#undef AT
   return krr_poll(ctx);
 }
 
@@ -70,7 +73,7 @@ krr_status krr_refuse_flops(krr_ctx *ctx, double flops, const char *what) {
 
 static int64_t halve(int64_t v) { return (v + 1) / 2; }
 double krr_piece_flops(const krr_ctx *ctx) {
-  return ctx && ctx->piece_flops > 0 ? ctx->piece_flops : 34359738368.0; /* 2^35 */
+  return ctx && ctx->piece_flops > 0 ? ctx->piece_flops : 8589934592.0; /* 2^33 */
 }
 
 krr_status krr_gemm_polled(krr_ctx *ctx, krr_precision prec, int ta, int tb, int64_t m,
