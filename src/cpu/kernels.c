@@ -110,6 +110,11 @@
 #define IS_FLOAT 1
 #define KRR_VSQRT(v) ((__typeof__(v))_mm512_sqrt_ps((__m512)(v)))
 #define KRR_VMAX(a, b) ((__typeof__(a))_mm512_max_ps((__m512)(a), (__m512)(b)))
+#define KRR_VROUND(v) \
+  ((__typeof__(v))_mm512_roundscale_ps((__m512)(v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))
+#define KRR_VSCALEF_GE(y, n, x, lo)       \
+  ((__typeof__(y))_mm512_maskz_scalef_ps( \
+      _mm512_cmp_ps_mask((__m512)(x), _mm512_set1_ps(lo), _CMP_GE_OQ), (__m512)(y), (__m512)(n)))
 #include "kernels_t.c.inc"
 #undef REAL
 #undef IREAL
@@ -117,12 +122,20 @@
 #undef IS_FLOAT
 #undef KRR_VSQRT
 #undef KRR_VMAX
+#undef KRR_VROUND
+#undef KRR_VSCALEF_GE
 #define REAL double
 #define IREAL int64_t
 #define SFX d
 #define IS_FLOAT 0
 #define KRR_VSQRT(v) ((__typeof__(v))_mm512_sqrt_pd((__m512d)(v)))
 #define KRR_VMAX(a, b) ((__typeof__(a))_mm512_max_pd((__m512d)(a), (__m512d)(b)))
+#define KRR_VROUND(v) \
+  ((__typeof__(v))_mm512_roundscale_pd((__m512d)(v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))
+#define KRR_VSCALEF_GE(y, n, x, lo)                                                   \
+  ((__typeof__(y))_mm512_maskz_scalef_pd(                                             \
+      _mm512_cmp_pd_mask((__m512d)(x), _mm512_set1_pd(lo), _CMP_GE_OQ), (__m512d)(y), \
+      (__m512d)(n)))
 #include "kernels_t.c.inc"
 #undef REAL
 #undef IREAL
@@ -130,6 +143,8 @@
 #undef IS_FLOAT
 #undef KRR_VSQRT
 #undef KRR_VMAX
+#undef KRR_VROUND
+#undef KRR_VSCALEF_GE
 #undef ISA
 #undef VBYTES
 #pragma GCC pop_options
