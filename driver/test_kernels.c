@@ -68,6 +68,11 @@ static double uarg(krr_kparams kp, double t) {
   return (kp.type == KRR_RBF || kp.type == KRR_LAPLACE) ? kp.a * t : kp.a * sqrt(t);
 }
 
+/* every coordinate of a case's points is shifted by this much (run_case):
+ * far from the origin, as raw longitudes or years are, the norm form of the
+ * distances (tile_norm_t) depends on its centring */
+static double g_shift = 0;
+
 /* One case: data in double (Xd1, Xd2 hold the values actually used, i.e. the
  * float-rounded ones for prec 0). */
 static void run_case(const char *isa, int type, int prec, long n1, long n2, int p, int q,
@@ -83,6 +88,8 @@ static void run_case(const char *isa, int type, int prec, long n1, long n2, int 
     for (int k = 0; k < p; k++) X2[j * p + k] = X1[i * p + k];
     if (j % 2 == 1 && p > 1) X2[j * p] += 1e-4; /* near pair */
   }
+  for (long i = 0; i < n1 * p; i++) X1[i] += g_shift;
+  for (long j = 0; j < n2 * p; j++) X2[j] += g_shift;
   for (long i = 0; i < ldv * q; i++) V[i] = nrand();
   if (prec == 0) { /* round to float so the reference sees the same inputs */
     for (long i = 0; i < n1 * p; i++) X1[i] = (float)X1[i];
@@ -747,6 +754,18 @@ int main(int argc, char **argv) {
           run_case(isas[s], type, prec, sizes[z][0], sizes[z][1], (int)sizes[z][2],
                    (int)sizes[z][3], 1 + (z % 2));
     for (int prec = 0; prec < 2; prec++) run_determinism(isas[s], prec);
+    /* points far from the origin (the norm form's centring), p on both sides
+     * of KRR_P_NORM, fused and stored products */
+    static const long far[][4] = {{300, 600, 10, 1}, {1000, 33, 8, 1}, {65, 777, 12, 20}};
+    const uint64_t rng_kept = rng_state; /* the later cases see the same data as without these */
+    g_shift = 1e3;
+    for (int type = 0; type < KRR_N_KERNELS; type++)
+      for (int prec = 0; prec < 2; prec++)
+        for (int z = 0; z < 3; z++)
+          run_case(isas[s], type, prec, far[z][0], far[z][1], (int)far[z][2], (int)far[z][3],
+                   1 + (z % 2));
+    g_shift = 0;
+    rng_state = rng_kept;
   }
   unsetenv("ASKOTCH_CPU_ISA");
   run_team();

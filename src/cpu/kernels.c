@@ -19,6 +19,10 @@
  *   - p <= KRR_P_DIRECT, or the Laplace kernel (L1 distance): distances from
  *     direct differences, register-blocked 4 rows x 2 vectors over a packed,
  *     transposed X2 tile, kernel function applied in registers (vector exp).
+ *     From KRR_P_NORM on, the squared-L2 kernels take the same tiles in the
+ *     norm form |a'|^2 + |b'|^2 - 2 a'.b' of points centred on the tile's X1
+ *     rows (one multiply-add per coordinate instead of two operations), with
+ *     the direct differences wherever that form may have cancelled.
  *   - p > KRR_P_DIRECT, squared-L2 kernels: cross products from a BLAS GEMM
  *     per tile (BLAS pinned to one thread inside our OpenMP region via
  *     krr_cpu_blas_threads(1), restored to ctx->threads afterwards), then
@@ -87,6 +91,18 @@
 #define KRR_GRAM_STRIPE_BYTES (1 << 20)
 #define KRR_GRAM_GROUPS 16
 #define KRR_TAU 0.015625 /* recompute t directly when t <= TAU (|a|^2+|b|^2) */
+/* the squared-L2 kernels take their distances in the norm form (kernels_t.c.inc,
+ * tile_norm_t: p multiply-adds a pair instead of 2p operations) from this p
+ * on, on tiles of at least KRR_NORM_ROWS rows of A; its scratch in REALs
+ * (FN(normws)): A's mean, rows and norms, then B shifted and its norms */
+#ifndef KRR_P_NORM
+#define KRR_P_NORM 10
+#endif
+#define KRR_NORM_ROWS 16
+#define KRR_NORM_WS(p) \
+  (KRR_P_DIRECT + (size_t)((p) + 2) * KRR_TJ + (size_t)((p) + 1) * KRR_TI_FUSED)
+_Static_assert(KRR_TI <= KRR_TI_FUSED && 64 <= KRR_TI_FUSED,
+               "KRR_NORM_WS: tiles have at most KRR_TI_FUSED rows");
 
 #if defined(__GNUC__)
 #define KRR_HAVE_VEC 1
@@ -110,6 +126,8 @@
 #define IS_FLOAT 1
 #define KRR_VSQRT(v) ((__typeof__(v))_mm512_sqrt_ps((__m512)(v)))
 #define KRR_VMAX(a, b) ((__typeof__(a))_mm512_max_ps((__m512)(a), (__m512)(b)))
+#define KRR_VMIN(a, b) ((__typeof__(a))_mm512_min_ps((__m512)(a), (__m512)(b)))
+#define KRR_VANY_LE(a, b) (_mm512_cmp_ps_mask((__m512)(a), (__m512)(b), _CMP_LE_OQ) != 0)
 #define KRR_VROUND(v) \
   ((__typeof__(v))_mm512_roundscale_ps((__m512)(v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))
 #define KRR_VSCALEF_GE(y, n, x, lo)       \
@@ -122,6 +140,8 @@
 #undef IS_FLOAT
 #undef KRR_VSQRT
 #undef KRR_VMAX
+#undef KRR_VMIN
+#undef KRR_VANY_LE
 #undef KRR_VROUND
 #undef KRR_VSCALEF_GE
 #define REAL double
@@ -130,6 +150,8 @@
 #define IS_FLOAT 0
 #define KRR_VSQRT(v) ((__typeof__(v))_mm512_sqrt_pd((__m512d)(v)))
 #define KRR_VMAX(a, b) ((__typeof__(a))_mm512_max_pd((__m512d)(a), (__m512d)(b)))
+#define KRR_VMIN(a, b) ((__typeof__(a))_mm512_min_pd((__m512d)(a), (__m512d)(b)))
+#define KRR_VANY_LE(a, b) (_mm512_cmp_pd_mask((__m512d)(a), (__m512d)(b), _CMP_LE_OQ) != 0)
 #define KRR_VROUND(v) \
   ((__typeof__(v))_mm512_roundscale_pd((__m512d)(v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))
 #define KRR_VSCALEF_GE(y, n, x, lo)                                                   \
@@ -143,6 +165,8 @@
 #undef IS_FLOAT
 #undef KRR_VSQRT
 #undef KRR_VMAX
+#undef KRR_VMIN
+#undef KRR_VANY_LE
 #undef KRR_VROUND
 #undef KRR_VSCALEF_GE
 #undef ISA
@@ -160,6 +184,9 @@
 #define IS_FLOAT 1
 #define KRR_VSQRT(v) ((__typeof__(v))_mm256_sqrt_ps((__m256)(v)))
 #define KRR_VMAX(a, b) ((__typeof__(a))_mm256_max_ps((__m256)(a), (__m256)(b)))
+#define KRR_VMIN(a, b) ((__typeof__(a))_mm256_min_ps((__m256)(a), (__m256)(b)))
+#define KRR_VANY_LE(a, b) \
+  (_mm256_movemask_ps(_mm256_cmp_ps((__m256)(a), (__m256)(b), _CMP_LE_OQ)) != 0)
 #include "kernels_t.c.inc"
 #undef REAL
 #undef IREAL
@@ -167,12 +194,17 @@
 #undef IS_FLOAT
 #undef KRR_VSQRT
 #undef KRR_VMAX
+#undef KRR_VMIN
+#undef KRR_VANY_LE
 #define REAL double
 #define IREAL int64_t
 #define SFX d
 #define IS_FLOAT 0
 #define KRR_VSQRT(v) ((__typeof__(v))_mm256_sqrt_pd((__m256d)(v)))
 #define KRR_VMAX(a, b) ((__typeof__(a))_mm256_max_pd((__m256d)(a), (__m256d)(b)))
+#define KRR_VMIN(a, b) ((__typeof__(a))_mm256_min_pd((__m256d)(a), (__m256d)(b)))
+#define KRR_VANY_LE(a, b) \
+  (_mm256_movemask_pd(_mm256_cmp_pd((__m256d)(a), (__m256d)(b), _CMP_LE_OQ)) != 0)
 #include "kernels_t.c.inc"
 #undef REAL
 #undef IREAL
@@ -180,6 +212,8 @@
 #undef IS_FLOAT
 #undef KRR_VSQRT
 #undef KRR_VMAX
+#undef KRR_VMIN
+#undef KRR_VANY_LE
 #undef ISA
 #undef VBYTES
 #pragma GCC pop_options
@@ -215,6 +249,8 @@ static inline void krr_lane_sqrt_d(double *x, int n) {
 #undef IS_FLOAT
 #undef KRR_VSQRT
 #undef KRR_VMAX
+#undef KRR_VMIN
+#undef KRR_VANY_LE
 #define REAL double
 #define IREAL int64_t
 #define SFX d
@@ -227,6 +263,8 @@ static inline void krr_lane_sqrt_d(double *x, int n) {
 #undef IS_FLOAT
 #undef KRR_VSQRT
 #undef KRR_VMAX
+#undef KRR_VMIN
+#undef KRR_VANY_LE
 #undef ISA
 #undef VBYTES
 
