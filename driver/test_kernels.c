@@ -14,8 +14,9 @@
  *                  argument a t (or a sqrt t); the (1 + u) factor is the
  *                  unavoidable amplification of a relative error in t.
  *   block, float : |K - Kref| <= 4e-6 Kref (1 + u) + 1e-30 (float t is
- *                  rounded to 6e-8 relative; the GEMM form for p > 32 costs
- *                  at most a few more ulps of |a|^2 + |b|^2).
+ *                  rounded to 6e-8 relative; the norm form for 10 <= p <= 32
+ *                  and the GEMM form above cost at most a few more ulps of
+ *                  |a|^2 + |b|^2, and recompute the pairs where that matters).
  *   mv: norm-wise per column ||out - ref|| / ||ref||: double 1e-13, float 1e-5.
  * Build/run: make -f driver/Makefile.kernels test
  */
@@ -72,6 +73,10 @@ static double uarg(krr_kparams kp, double t) {
  * far from the origin, as raw longitudes or years are, the norm form of the
  * distances (tile_norm_t) depends on its centring */
 static double g_shift = 0;
+/* with g_near > 0 the duplicates of X1 rows in X2 move by g_near N(0, 1) in
+ * every coordinate and the bandwidth is 4 g_near: near pairs with kernel
+ * values of order 1, the case where distances must come from differences */
+static double g_near = 0;
 
 /* One case: data in double (Xd1, Xd2 hold the values actually used, i.e. the
  * float-rounded ones for prec 0). */
@@ -87,6 +92,8 @@ static void run_case(const char *isa, int type, int prec, long n1, long n2, int 
     long i = (j * 7) % n1;
     for (int k = 0; k < p; k++) X2[j * p + k] = X1[i * p + k];
     if (j % 2 == 1 && p > 1) X2[j * p] += 1e-4; /* near pair */
+    if (g_near > 0)
+      for (int k = 0; k < p; k++) X2[j * p + k] += g_near * nrand();
   }
   for (long i = 0; i < n1 * p; i++) X1[i] += g_shift;
   for (long j = 0; j < n2 * p; j++) X2[j] += g_shift;
@@ -96,7 +103,8 @@ static void run_case(const char *isa, int type, int prec, long n1, long n2, int 
     for (long i = 0; i < n2 * p; i++) X2[i] = (float)X2[i];
     for (long i = 0; i < ldv * q; i++) V[i] = (float)V[i];
   }
-  krr_kernel kern = {.type = (krr_kernel_type)type, .bandwidth = bw_for(type, p)};
+  krr_kernel kern = {.type = (krr_kernel_type)type,
+                     .bandwidth = g_near > 0 ? 4 * g_near : bw_for(type, p)};
   krr_kparams kp = krr_kparams_make(&kern);
   int l1 = krr_kernel_is_l1(type);
 
@@ -765,6 +773,16 @@ int main(int argc, char **argv) {
           run_case(isas[s], type, prec, far[z][0], far[z][1], (int)far[z][2], (int)far[z][3],
                    1 + (z % 2));
     g_shift = 0;
+    /* near pairs in the norm form's range (its recomputation from the raw
+     * points) */
+    static const long near[][4] = {{300, 600, 12, 1}, {1000, 33, 16, 3}};
+    g_near = 1e-6;
+    for (int type = 0; type < KRR_N_KERNELS; type++)
+      for (int prec = 0; prec < 2; prec++)
+        for (int z = 0; z < 2; z++)
+          run_case(isas[s], type, prec, near[z][0], near[z][1], (int)near[z][2], (int)near[z][3],
+                   1 + (z % 2));
+    g_near = 0;
     rng_state = rng_kept;
   }
   unsetenv("ASKOTCH_CPU_ISA");

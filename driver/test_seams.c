@@ -1001,6 +1001,7 @@ static void test_gram_p(krr_ctx *ctx, int p, int64_t c) {
 
 static void test_gram(krr_ctx *ctx) {
   test_gram_p(ctx, 3, 20000);
+  test_gram_p(ctx, 12, 3000); /* the norm form of the distances (tile_norm_t) */
   test_gram_p(ctx, 40, 3000);
 }
 

@@ -55,7 +55,7 @@
 #include "../core/kcomp_math.h"
 
 #ifndef KRR_P_DIRECT
-#define KRR_P_DIRECT 32 /* direct differences up to this p */
+#define KRR_P_DIRECT 32 /* direct path (differences or tile_norm_t) up to this p */
 #endif
 #define KRR_TI 64       /* X1 rows per tile (direct path) */
 #ifndef KRR_TI_FUSED
@@ -75,7 +75,8 @@
  * call per tile, without its per-call overhead */
 #define KRR_Q_DOT 16
 /* up to this many right-hand sides the direct path (p <= KRR_P_DIRECT) fuses
- * the products into the kernel evaluation (kernels_t.c.inc, tile_direct_t):
+ * the products into the kernel evaluation (kernels_t.c.inc, tile_direct_t and
+ * tile_norm_t):
  * no kernel tile is stored, and the kernel values are used while they are in
  * registers, which is faster than a stored tile times the columns (times in
  * inst/bench/RESULTS.md, "Kernel product throughput") */
