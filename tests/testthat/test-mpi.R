@@ -132,9 +132,9 @@ test_that("np = 2: distributed Falkon equals the one-process fit and is whole on
       expect_equal(f$centers, one$centers, info = nm)
       # their points gathered from the two shards, standardised globally
       expect_equal(unname(f$x), unname(one$x), tolerance = 1e-13, info = nm)
-      # the weights: the sums over ranks round in another order (1e-10,
-      # as the C driver's distributed Falkon test)
-      expect_lt(max(abs(f$w - one$weights)) / max(abs(one$weights)), 1e-10)
+      # the weights: the sums over ranks round in another order, and ten CG
+      # steps at tol = 0 carry that to about 1e-10 of the weights (1e-9)
+      expect_lt(max(abs(f$w - one$weights)) / max(abs(one$weights)), 1e-9)
       expect_equal(f$iters, one$iterations, info = nm)
       expect_equal(f$n, n, info = nm)
       # the training R^2 from each rank's fitted values at its rows
