@@ -24,9 +24,20 @@ gpn_ll <- function(K, y, lambda, h) {
   -n / 2 * log(2 * pi * s2) - n / 2 - 0.5 * c(determinant(A)$modulus)
 }
 gpn_psi <- function(K, Kg, y, lambda, h) gpn_ll(K, y, lambda, h) - 0.5 * sum(h * solve(Kg, h))
+# psi's gradient in h: with v = lambda exp(h), dA/dh_i = v_i e_i e_i^T; beta
+# and s^2 at their optimum (envelope), so d log s^2 / dh_i = -v_i alpha_i^2 /
+# (n s^2) with alpha = A^{-1} r, and d log det A / dh_i = v_i (A^{-1})_ii
+gpn_grad <- function(K, Kg, y, lambda, h) {
+  n <- length(y)
+  v <- lambda * exp(h)
+  Ai <- solve(K + diag(v))
+  r <- y - sum(Ai %*% y) / sum(Ai)
+  alpha <- drop(Ai %*% r)
+  v * (alpha^2 / (2 * sum(r * alpha) / n) - diag(Ai) / 2) - solve(Kg, h)
+}
 
 # The mode by BFGS on psi and the Laplace approximation with psi's Hessian H
-# there by finite differences (optimHess): log p(y) ~ psi - (log det K_g +
+# there by differences of its gradient (optimHess): log p(y) ~ psi - (log det K_g +
 # log det(-H)) / 2; and the Fisher information of the profile likelihood
 # (s^2 profiled), F = (lambda v) (lambda v)^T o A^{-2} / 2 - c c^T 2 / n, c =
 # lambda v o diag(A^{-1}) / 2, for the latent's predictive variance
@@ -37,9 +48,14 @@ gpn_oracle <- function(K, Kg, y, lambda) {
     v <- tryCatch(-gpn_psi(K, Kg, y, lambda, h), error = function(e) NA)
     if (is.finite(v)) v else 1e100
   }
-  o <- optim(numeric(n), negpsi, method = "BFGS", control = list(reltol = 1e-15, maxit = 5000))
+  neggrad <- function(h) {
+    g <- tryCatch(-gpn_grad(K, Kg, y, lambda, h), error = function(e) NA)
+    if (all(is.finite(g))) g else numeric(n)
+  }
+  o <- optim(numeric(n), negpsi, neggrad, method = "BFGS",
+             control = list(reltol = 1e-15, maxit = 5000))
   h <- o$par
-  H <- -stats::optimHess(h, negpsi, control = list(ndeps = rep(1e-4, n)))
+  H <- -stats::optimHess(h, negpsi, neggrad, control = list(ndeps = rep(1e-4, n)))
   lv <- lambda * exp(h)
   Ai <- solve(K + diag(lv))
   Fi <- outer(lv, lv) * Ai^2 / 2 - tcrossprod(lv * diag(Ai) / 2) * (2 / n)
@@ -100,6 +116,13 @@ test_that("the latent's mode and the Laplace approximation match base R", {
   for (g in list(list(kernel = kernel_matern32(0.12), sd = 1.5, name = "matern32"),
                  list(kernel = kernel_matern12(0.3), sd = 0.8, name = "matern12"))) {
     Kg <- g$sd^2 * oracle_kernel(z, z, g$name, g$kernel$bandwidth)
+    # the oracle's own gradient against central differences of psi
+    h0 <- sin(7 * z[, 1])
+    num <- vapply(seq_len(d$n), function(i) {
+      e <- replace(numeric(d$n), i, 1e-5)
+      (gpn_psi(K, Kg, d$y, 0.05, h0 + e) - gpn_psi(K, Kg, d$y, 0.05, h0 - e)) / 2e-5
+    }, 0)
+    expect_equal(gpn_grad(K, Kg, d$y, 0.05, h0), num, tolerance = 1e-6)
     o <- gpn_oracle(K, Kg, d$y, 0.05)
     m <- askotch:::noise_gp_mode(d$x, matrix(d$y), kernel_rbf(0.2), 0.05, z, g,
                                  list(F = matrix(1, d$n, 1), reml = FALSE), NULL, 1L)
