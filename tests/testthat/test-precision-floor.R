@@ -45,7 +45,7 @@ test_that("single-precision Falkon stops at the floor of its normal equations", 
   # level off near 2e-3 here and run to max_passes (drifting up, to about
   # 0.02 after 100 passes on Friedman 1 at n = 2e4)
   d <- floor_data(6000, seed = 7)
-  args <- list(d$x, d$y, lambda = 1e-3, solver = falkon(), max_passes = 100,
+  args <- list(d$x, d$y, lambda = 1e-3, bandwidth = "median", solver = falkon(), max_passes = 100,
                threads = 1, seed = 1)
   fit <- do.call(krr, c(args, precision = "single"))
   expect_true(fit$converged)
@@ -89,8 +89,8 @@ test_that("cross-validation with single-precision Falkon stops its fold fits at 
 
 test_that("a budget fit (tol = 0) runs its budget", {
   d <- floor_data(2000, seed = 5)
-  fit <- krr(d$x, d$y, lambda = 0.05, precision = "single", solver = sap(),
-             tol = 0, max_passes = 60, threads = 1, seed = 3)
+  fit <- krr(d$x, d$y, lambda = 0.05, bandwidth = "median", precision = "single",
+             solver = sap(), tol = 0, max_passes = 60, threads = 1, seed = 3)
   expect_identical(fit$reason, "max_passes")
   expect_gte(fit$passes, 60)
 })
@@ -112,7 +112,7 @@ test_that("the floor stop does not depend on the slice length", {
   run <- function(sl) {
     old <- options(askotch.slice_seconds = sl)
     on.exit(options(old))
-    suppressWarnings(krr(d$x, d$y, lambda = 0.05, precision = "single",
+    suppressWarnings(krr(d$x, d$y, lambda = 0.05, bandwidth = "median", precision = "single",
                          solver = sap(), tol = 1e-7, max_passes = 300,
                          threads = 1, seed = 4))
   }

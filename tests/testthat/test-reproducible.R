@@ -14,10 +14,10 @@ test_that("fits stopped by tol are bitwise reproducible across slicings", {
                   pcg(), eigenpro())
   for (k in seq_along(solvers)) {
     s <- solvers[[k]]
-    a <- fit_sliced(1e-9, d$x, d$y, lambda = 0.05, solver = s, seed = 3,
-                    threads = 1, max_passes = 500)
-    b <- fit_sliced(10, d$x, d$y, lambda = 0.05, solver = s, seed = 3,
-                    threads = 1, max_passes = 500)
+    a <- fit_sliced(1e-9, d$x, d$y, lambda = 0.05, bandwidth = "median",
+                    solver = s, seed = 3, threads = 1, max_passes = 500)
+    b <- fit_sliced(10, d$x, d$y, lambda = 0.05, bandwidth = "median",
+                    solver = s, seed = 3, threads = 1, max_passes = 500)
     expect_identical(a$reason, "tol")
     expect_identical(a$iterations, b$iterations)
     expect_identical(a$weights, b$weights)
