@@ -96,11 +96,11 @@ for f in $FILES; do
   log=/tmp/askotch-asan-$f.log
   if LD_PRELOAD="$LIBASAN" ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:suppressions=$ASAN_SUPP" \
      UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" NOT_CRAN=true OMP_THREAD_LIMIT=2 \
-     Rscript -e ".libPaths(c('$LIB', .libPaths())); r <- as.data.frame(testthat::test_file('tests/testthat/$f', package = 'askotch', load_package = 'installed', reporter = 'silent')); bad <- r\$failed > 0 | r\$error; if (any(bad)) cat('failed or errored:', paste(r\$test[bad], collapse = ' | '), '\n'); cat(sprintf('%d passed, %d failed\n', sum(r\$nb) - sum(r\$failed) - sum(r\$skipped), sum(r\$failed) + sum(r\$error)))" \
+     Rscript -e ".libPaths(c('$LIB', .libPaths())); r <- as.data.frame(testthat::test_file('tests/testthat/$f', package = 'askotch', load_package = 'installed', reporter = 'summary')); bad <- r\$failed > 0 | r\$error; if (any(bad)) cat('failed or errored:', paste(r\$test[bad], collapse = ' | '), '\n'); cat(sprintf('%d passed, %d failed\n', sum(r\$nb) - sum(r\$failed) - sum(r\$skipped), sum(r\$failed) + sum(r\$error)))" \
      >"$log" 2>&1 && ! grep -qE "ERROR: AddressSanitizer|runtime error:" "$log" && grep -qE "^[0-9]+ passed, 0 failed" "$log"; then
     echo "   $f: $(grep -E '^[0-9]+ passed' "$log" | tail -1)"
   else
-    echo "   $f: FAILED"; grep -E -A30 "ERROR: AddressSanitizer|runtime error:" "$log" | head -60; tail -20 "$log"; fail=1
+    echo "   $f: FAILED"; grep -E -A30 "ERROR: AddressSanitizer|runtime error:" "$log" | head -60; tail -40 "$log"; fail=1
   fi
 done
 rm -rf "$LIB" "$MV" driver/build-asan driver/build-vg
