@@ -68,8 +68,11 @@ askotch_devices <- function(quiet = FALSE) {
 #' on an idle machine (section "Threads" of
 #' `system.file("bench", "RESULTS.md", package = "askotch")`).
 #'
-#' Fits and predictions leave the BLAS's own thread count (OpenBLAS, used by
-#' `%*%`) as they found it.
+#' A fit, and the methods that compute on one (`predict()`, `vcov()`,
+#' `confint()`, `logLik()`, `simulate()`, `refit()`, `plot()`), run R's own
+#' matrix algebra inside them (the likelihood searches' factorisations) on the
+#' fit's thread count too, and leave the BLAS's own thread count (OpenBLAS,
+#' used by `%*%`) as they found it.
 #'
 #' @param n `NULL` to query, or a positive whole number to set.
 #' @return The number of threads now in use (invisibly when setting).
@@ -84,6 +87,19 @@ askotch_threads <- function(n = NULL) {
   old <- native_threads()
   native_threads(min(n, 65536))  # capped by the cores in C
   invisible(old)
+}
+
+# R's own dense algebra in a fit or a method (the likelihood searches'
+# crossprod(), chol() and eigen() on the tuning points, the exact GP's
+# factorisations) runs on the call's thread count (`threads`, 0: the
+# session's), as the compiled code does; the exit of `scope`, the calling
+# function's frame, puts the user's BLAS count back.
+local_blas_threads <- function(threads, scope = parent.frame()) {
+  old <- native_blas_threads()
+  if (is.na(old)) return(invisible())
+  native_blas_threads(if (threads >= 1) threads else native_threads())
+  do.call(on.exit, list(call("native_blas_threads", old), add = TRUE), envir = scope)
+  invisible()
 }
 
 # The one "auto" device rule: CUDA, when a device is present, for kernel work

@@ -312,6 +312,7 @@ NULL
 vcov.krr <- function(object, ...) {
   call <- sys.call()
   validate_krr(object, call, "object")
+  local_blas_threads(gp_threads(object))
   check_no_dots(list(...), "vcov", call)
   if (is_gp_classifier(object$posterior)) return(gpc_vcov(object, call))
   gp_hyper_check(object, "vcov()", call)
@@ -416,6 +417,7 @@ confint.krr <- function(object, parm, level = 0.95, method = c("wald", "profile"
                         ...) {
   call <- sys.call()
   validate_krr(object, call, "object")
+  local_blas_threads(gp_threads(object))
   check_no_dots(list(...), "confint", call)
   method <- check_choice(method[1L], c("wald", "profile"), "method", call)
   check_level(level, "level", call)

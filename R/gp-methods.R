@@ -64,6 +64,7 @@ NULL
 #' @export
 logLik.krr <- function(object, ...) {
   validate_krr(object, sys.call(), "object")
+  local_blas_threads(gp_threads(object))
   if (!gp_applicable(object)) {
     abort_askotch(paste(
       "logLik() needs a squared-loss fit on the exact kernel at the training",
@@ -177,8 +178,9 @@ krr_loglik <- function(x, y, kernel = "rbf", bandwidth = "median", lambda,
   dat <- krr_data(x, y, standardize, loss_squared(), ecall)
   threads <- if (is.null(threads)) 0L else {
     check_positive(threads, "threads", integerish = TRUE, call = ecall)
-    as.integer(threads)
+    as.integer(min(threads, 65536))  # the compiled code caps it by the cores
   }
+  local_blas_threads(threads)
   seed <- if (is.null(seed)) floor(stats::runif(1L) * 2^31) else seed
   ard <- !is.null(length_scales)
   xs <- dat$xs

@@ -631,6 +631,7 @@ simulate.krr <- function(object, nsim = 1, seed = NULL, newdata = NULL,
                          method = c("auto", "exact", "pathwise"),
                          noise = FALSE, features = 256, ...) {
   validate_krr(object, sys.call(), "object")
+  local_blas_threads(gp_threads(object))
   ecall <- sys.call()
   check_no_dots(list(...), "simulate", ecall)
   gp_check(object, "simulate()", ecall)

@@ -357,6 +357,7 @@ predict.kernel_machine <- function(object, newdata = NULL,
                                             "prob"),
                                    device = NULL, se.fit = FALSE, ...) {
   validate_krr(object, sys.call(), "object")
+  local_blas_threads(gp_threads(object))
   check_no_dots(list(...), "predict", sys.call())
   check_flag(se.fit, "se.fit", sys.call())
   gpc <- is_gp_classifier(object$posterior)

@@ -406,7 +406,8 @@
 #'   subsample; `NULL` draws one from R's random number generator, so
 #'   [set.seed()] makes fits reproducible (for a fixed number of threads).
 #' @param progress Show a progress bar (after 2 seconds)?
-#' @param threads Number of CPU threads; `NULL` uses [askotch_threads()].
+#' @param threads Number of CPU threads, for the compiled code and for R's
+#'   own matrix algebra inside the fit; `NULL` uses [askotch_threads()].
 #' @param mem_limit Bytes the solver may allocate beyond the data; `NULL` uses
 #'   the available memory. A fit that cannot fit signals an error of class
 #'   `askotch_error_memory` suggesting a smaller block size.

@@ -156,6 +156,7 @@ laplace_predict <- function(object, newdata, se.fit) {
 #' @export
 logLik.kernel_machine <- function(object, ...) {
   validate_krr(object, sys.call(), "object")
+  local_blas_threads(gp_threads(object))
   check_no_dots(list(...), "logLik", sys.call())
   if (!is_gp_classifier(object$posterior)) {
     abort_askotch(paste(

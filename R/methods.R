@@ -211,6 +211,7 @@ predict.krr <- function(object, newdata = NULL,
                         method = c("auto", "exact", "nystrom", "pathwise"),
                         draws = 100, device = NULL, lambda = NULL, ...) {
   validate_krr(object, sys.call(), "object")
+  local_blas_threads(gp_threads(object))
   ecall <- sys.call()
   check_no_dots(list(...), "predict", ecall)
   if (!is.null(lambda)) object <- path_select(object, lambda, ecall)

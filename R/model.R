@@ -255,6 +255,7 @@ fit_model <- function(x, y, loss, args, machine, call, ecall) {
   dat$noise <- nz
   set <- settings_from_args(dat, loss, args, intercept = cc, objective = machine,
                             call = ecall)
+  local_blas_threads(set$threads)
   if (!is.null(tr)) check_trend_fit(tr, dat, set, ecall)
   check_numerics(dat, set, ecall)
   set$obs_weights <- check_weights_model(ow$w, set, ecall)

@@ -64,6 +64,7 @@
 plot.krr <- function(x, which = NULL, input = 1, output = 1, level = 0.95, ...) {
   ecall <- sys.call()
   validate_krr(x, ecall, "x")
+  local_blas_threads(gp_threads(x))
   which <- plot_which(x, which, ecall)
   check_level(level, "level", ecall)
   j <- plot_column(input, x$xnames, x$p, "input", ecall)

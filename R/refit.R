@@ -58,6 +58,7 @@ refit.krr <- function(object, newresp = NULL, lambda = NULL,
                       max_passes = NULL, time_limit = NULL, progress = FALSE,
                       keep_state = NULL, ...) {
   validate_krr(object, sys.call(), "object")
+  local_blas_threads(gp_threads(object))
   ecall <- sys.call()
   check_no_dots(list(...), "refit", ecall)
   if (is_svrg(object$solver)) {

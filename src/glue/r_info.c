@@ -234,11 +234,11 @@ SEXP ffi_devices(void) {
   return out;
 }
 
-/* ---- BLAS thread count (tests): set it when n >= 1; the count now, NA when
- * the BLAS has no thread control ------------------------------------------*/
+/* ---- BLAS thread count: set it when n >= 1 (capped by the cores, as the
+ * fits' own count is); the count now, NA when the BLAS has no thread control */
 SEXP ffi_blas_threads(SEXP n) {
   int t = askotch_glue_int1(n, "n must be a number");
-  if (t != NA_INTEGER && t >= 1) krr_cpu_blas_threads_restore(t);
+  if (t != NA_INTEGER && t >= 1) krr_cpu_blas_threads_restore(askotch_glue_threads(t));
   int cur = krr_cpu_blas_threads_get();
   return Rf_ScalarInteger(cur >= 1 ? cur : NA_INTEGER);
 }

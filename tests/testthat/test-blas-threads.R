@@ -60,3 +60,40 @@ test_that("the BLAS thread count is restored when a fit fails", {
                class = "askotch_error_numeric")
   expect_identical(blas_threads(), 2L)
 })
+
+test_that("R's own algebra in a fit and its methods runs on the fit's thread count", {
+  before <- skip_without_blas_threads()
+  on.exit(blas_threads(before), add = TRUE)
+  d <- blas_data(200)
+  seen <- new.env()
+  seen$n <- integer(0)
+  # the likelihood search's evaluations (chol(), chol2inv() in R) record the count
+  # (and so do the exact Hessian's, vcov())
+  for (f in c("gp_loglik_exact", "gp_hessian_exact")) {
+    suppressMessages(trace(f, where = asNamespace("askotch"), print = FALSE, tracer = bquote(
+      assign("n", c(get("n", .(seen)), .(blas_threads)()), envir = .(seen)))))
+  }
+  on.exit(suppressMessages({
+    untrace("gp_loglik_exact", where = asNamespace("askotch"))
+    untrace("gp_hessian_exact", where = asNamespace("askotch"))
+  }), add = TRUE)
+  fit <- krr(d$x, d$y, kernel = "rbf", threads = 1, seed = 1)
+  expect_gt(length(seen$n), 3)
+  expect_true(all(seen$n == 1L))
+  expect_identical(blas_threads(), 2L)
+  seen$n <- integer(0)
+  invisible(vcov(fit))
+  expect_gt(length(seen$n), 0)
+  expect_true(all(seen$n == 1L))
+  expect_identical(blas_threads(), 2L)
+  # a method that fails after the scope is set puts the count back too
+  expect_error(confint(fit, level = 2), class = "askotch_error_input")
+  expect_identical(blas_threads(), 2L)
+  # threads = NULL: the session's count (askotch_threads())
+  old <- askotch_threads(1)
+  on.exit(askotch_threads(old), add = TRUE)
+  seen$n <- integer(0)
+  invisible(krr(d$x, d$y, kernel = "rbf", seed = 1))
+  expect_true(length(seen$n) > 3 && all(seen$n == 1L))
+  expect_identical(blas_threads(), 2L)
+})
