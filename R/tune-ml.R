@@ -143,7 +143,7 @@ gp_optimise <- function(xs, Y, kernel, ard = FALSE, lambda = NULL,
   plain <- function() {
     tune_optim(b$th0, function(th) eval_at(th)$f / scale_f,
                function(th) eval_at(th)$g / scale_f, b$lower, b$upper,
-               list(maxit = 200), memo, scale_f)
+               ml_optim_control(scale_f), memo, scale_f)
   }
   res <- if (is.null(W)) plain() else {
     res <- tune_optim_whitened(b, W, eval_at, memo, scale_f)
@@ -172,6 +172,14 @@ gp_optimise <- function(xs, Y, kernel, ard = FALSE, lambda = NULL,
                     evaluations = memo$evaluations %||% 0L, message = res$message))
 }
 
+# L-BFGS-B's control for a likelihood search whose objective is divided by
+# scale_f: it stops when no log-scale parameter's gradient exceeds 1e-3
+# log-likelihood units. In the whitened variables (unit curvature) that is
+# 1e-3 standard errors from the maximum and a gain below 1e-6 units; there
+# the line search otherwise went on for twenty-odd evaluations at one point,
+# where the rounding of log det (K + lambda I) hides a decrease that small.
+ml_optim_control <- function(scale_f) list(maxit = 200, pgtol = 1e-3 / scale_f)
+
 # L-BFGS-B in z = W^{-1} (theta - theta0) (gp_whitening()), unbounded.
 # Beyond the box b the function is continued from the clamped point c by
 # its gradient there and a steep quadratic, f(c) + g(c).(theta - c) + rho /
@@ -193,7 +201,7 @@ tune_optim_whitened <- function(b, W, eval_at, memo, scale_f) {
   }
   res <- tune_optim(numeric(length(b$th0)), function(z) cont(z)$f / scale_f,
                     function(z) drop(crossprod(W, cont(z)$g)) / scale_f,
-                    -Inf, Inf, list(maxit = 200), memo, scale_f, to_par = to_th)
+                    -Inf, Inf, ml_optim_control(scale_f), memo, scale_f, to_par = to_th)
   res$value <- eval_at(res$par)$f / scale_f
   res
 }
