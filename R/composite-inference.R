@@ -17,6 +17,23 @@ composite_param_names <- function(k, tab) {
   }, "")
 }
 
+# Whether tab (fit$tuning$composite, read by vcov()) is the table of the
+# fitted composite k's estimated hyperparameters: composite_params()'s rows
+# for k with those entries marked "ml", holding k's own values.
+composite_table_ok <- function(k, tab) {
+  cols <- c("term", "comp", "what", "code", "estimate")
+  if (!is.data.frame(tab) || !all(cols %in% names(tab)) || !is.numeric(tab$estimate) ||
+      !all(is.finite(tab$estimate) & tab$estimate > 0)) {
+    return(FALSE)
+  }
+  isTRUE(tryCatch({
+    want <- composite_params(composite_set(k, tab, rep("ml", NROW(tab))), FALSE)$table
+    NROW(want) == NROW(tab) &&
+      all(vapply(cols[1:4], function(cl) all(want[[cl]] == tab[[cl]]), TRUE)) &&
+      identical(composite_set(k, tab, tab$estimate)$spec, k$spec)
+  }, error = function(e) FALSE))
+}
+
 # The full log likelihood's gradient in (the log hyperparameters of tab,
 # log lambda when estimated, log s_c^2) at given signal variances s2
 # (composite_loglik()).

@@ -64,8 +64,9 @@ ep_logz <- function(post, tau, nu, y) {
 # EP for one +1/-1 column y, started from the Laplace sites at the latent
 # mode f (the mode of y's logistic fit at the training points), or from
 # given sites (a list of tau and nu); with gdot (W -> sum(W * dKt / dth_j),
-# gpc_search()'s) also log Z's gradient in theta
-ep_column <- function(Kt, y, f, sites = NULL, gdot = NULL, threads = 0L) {
+# gpc_search()'s) also log Z's gradient in theta; converged when no site
+# moves by more than tol relative to 1 + its size in a sweep
+ep_column <- function(Kt, y, f, sites = NULL, gdot = NULL, threads = 0L, tol = ep_tol()) {
   if (is.null(sites)) {
     p <- stats::plogis(y * f)
     w <- pmax(p * (1 - p), 1e-12)
@@ -101,7 +102,7 @@ ep_column <- function(Kt, y, f, sites = NULL, gdot = NULL, threads = 0L) {
     tau <- tau + damping * step
     nu <- nu + damping * (nnew - nu)
     post <- native_gp_sites(Kt, tau, nu, threads = threads)
-    if (change <= ep_tol()) {
+    if (change <= tol) {
       converged <- TRUE
       break
     }
@@ -174,11 +175,28 @@ ep_as_mean <- function(object) {
 # or where the latent prior's largest variance max_i K_ii / lambda exceeds
 # (10 U)^2 (for a listed kernel a prior probability below 1e-13; a costly
 # EP), counts as failed. The optimum's log Z and
-# log prior density are kept as optim$loglik and optim$log_prior. If no
+# log prior density are kept as optim$loglik and optim$log_prior, U as
+# optim$sd_prior (vcov() evaluates the same objective). If no
 # evaluation succeeds, the result is `start` (the Laplace search's), marked
 # ep_failed.
 ep_search <- function(space, Y, start, fit_lam, clock = NULL) {
-  U <- ep_sd_prior()
+  ev <- ep_value(space, Y, fit_lam)
+  o <- gpc_search(space, fit_lam, start$lambda, start$th, ev$value, clock,
+                  "EP marginal likelihood")
+  if (!ev$succeeded()) return(c(start, list(ep_failed = TRUE)))
+  o$optim$log_prior <- ev$log_prior(o$th, o$lambda)$value
+  o$optim$sd_prior <- ep_sd_prior()
+  o$optim$loglik <- o$optim$loglik - o$optim$log_prior
+  o
+}
+
+# EP's search objective for the +1/-1 columns Y as gpc_search()'s value():
+# -(summed log Z_EP + the terms' log prior densities) and its gradient,
+# NULL where EP failed or did not converge; each evaluation's EP starts from
+# the last converged sites; U the prior's scale (ep_sd_prior()), tol EP's
+# (ep_column()). Also
+# log_prior(th, lambda) and succeeded() (whether any evaluation has).
+ep_value <- function(space, Y, fit_lam, U = ep_sd_prior(), tol = ep_tol()) {
   # the terms' log prior densities on log sd_t = (log a_t - log lambda) / 2
   # (the constant Jacobians dropped), and their gradient in th
   log_prior <- function(th, lam) {
@@ -197,7 +215,8 @@ ep_search <- function(space, Y, start, fit_lam, clock = NULL) {
     for (j in seq_len(ncol(Y))) {
       r <- tryCatch({
         f0 <- if (is.null(sites[[j]])) laplace_mode(K, Y[, j], lam, threads = space$threads)$f
-        ep_column(K / lam, Y[, j], f0, sites = sites[[j]], gdot = gdot, threads = space$threads)
+        ep_column(K / lam, Y[, j], f0, sites = sites[[j]], gdot = gdot,
+                  threads = space$threads, tol = tol)
       }, error = function(e) NULL)
       if (is.null(r) || !r$converged || !is.finite(r$logz)) return(NULL)
       sites[[j]] <<- r[c("tau", "nu")]
@@ -207,10 +226,5 @@ ep_search <- function(space, Y, start, fit_lam, clock = NULL) {
     succeeded <<- TRUE
     val
   }
-  o <- gpc_search(space, fit_lam, start$lambda, start$th, value, clock,
-                  "EP marginal likelihood")
-  if (!succeeded) return(c(start, list(ep_failed = TRUE)))
-  o$optim$log_prior <- log_prior(o$th, o$lambda)$value
-  o$optim$loglik <- o$optim$loglik - o$optim$log_prior
-  o
+  list(value = value, log_prior = log_prior, succeeded = function() succeeded)
 }

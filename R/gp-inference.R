@@ -268,14 +268,19 @@ gp_hessian_stochastic <- function(object, h, step = 0.05,
 #' returns `NA`s.
 #'
 #' A Laplace GP classifier (`kernel_machine(loss = loss_logistic(),
-#' posterior = "laplace")`, listed kernel) estimates its bandwidth and
-#' \eqn{\lambda} by the Laplace approximation \eqn{\log q} of the marginal
-#' likelihood (summed over one-vs-rest classifiers): its `vcov()` is the
-#' inverse of \eqn{-\nabla^2 \log q} in their logarithms, by central
-#' differences of the analytic gradient, on the points the search used (all
-#' of them up to 1000, option `askotch.laplace_tune_max_n`, else the same
-#' subsample, whose precision the estimate has), and `confint()` its Wald
-#' intervals.
+#' posterior = "laplace")`) estimates its bandwidth (or a composite kernel's
+#' `"ml"` hyperparameters) and \eqn{\lambda} by the Laplace approximation
+#' \eqn{\log q} of the marginal likelihood (summed over one-vs-rest
+#' classifiers): its `vcov()` is the inverse of \eqn{-\nabla^2 \log q} in
+#' their logarithms, by central differences of the analytic gradient, on the
+#' points the search used (all of them up to 1000, option
+#' `askotch.laplace_tune_max_n`, else the same subsample, whose precision the
+#' estimate has), and `confint()` its Wald intervals. An EP classifier
+#' (`posterior = "ep"`) whose hyperparameters EP's own search chose
+#' maximises \eqn{\log Z_{EP}} plus the log density of the latent scale's
+#' prior (see [kernel_machine()]): its `vcov()` is the inverse curvature of
+#' that sum at its maximum, the Laplace approximation to the hyperparameters'
+#' posterior, with EP converged to \eqn{10^{-10}} at each difference.
 #'
 #' `confint()` gives, with `method = "wald"`, the intervals
 #' \eqn{\exp(\hat\theta \pm z \, \mathrm{se})} of the logarithms, and for the
@@ -314,7 +319,7 @@ vcov.krr <- function(object, ...) {
   validate_krr(object, call, "object")
   local_blas_threads(gp_threads(object))
   check_no_dots(list(...), "vcov", call)
-  if (is_gp_classifier(object$posterior)) return(gpc_vcov(object, call))
+  if (is_gp_classifier(object$posterior)) return(gpc_vcov(object, call)$V)
   gp_hyper_check(object, "vcov()", call)
   h <- gp_hyper(object)
   nz <- object$noise
@@ -362,6 +367,12 @@ gp_hyper_check <- function(object, what, call) {
     abort_askotch(sprintf("%s is not available for a distributed fit.", what), "input", call)
   }
   gp_check(object, what, call)
+  tab <- object$tuning$composite
+  if (is_composite_kernel(object$kernel) && !is.null(tab) &&
+      !composite_table_ok(object$kernel, tab)) {
+    abort_askotch(paste("`object$tuning$composite` does not match the kernel's estimated",
+                        "hyperparameters: a corrupted fit."), "object", call)
+  }
   if (is_composite_kernel(object$kernel) &&
       (object$n > tune_exact_max_n() || !is.null(gp_dw(object)))) {
     abort_askotch(sprintf(paste(
@@ -426,9 +437,8 @@ confint.krr <- function(object, parm, level = 0.95, method = c("wald", "profile"
       abort_askotch("A GP classifier's intervals are Wald intervals: use method = \"wald\".",
                     "input", call)
     }
-    V <- gpc_vcov(object, call)
-    est <- c(bandwidth = object$kernel$bandwidth, lambda = object$lambda)[rownames(V)]
-    ci <- gp_wald(list(log = log(est), se = sqrt(diag(V))), level)
+    g <- gpc_vcov(object, call)
+    ci <- gp_wald(list(log = log(g$estimate), se = sqrt(diag(g$V))), level)
     return(gp_ci_finish(ci, parm, level, call))
   }
   gp_hyper_check(object, "confint()", call)

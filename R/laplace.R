@@ -171,41 +171,33 @@ logLik.kernel_machine <- function(object, ...) {
   structure(v$loglik, df = df, nobs = object$n, se = v$se, class = "logLik")
 }
 
-# vcov() of a Laplace GP classifier: the inverse of the negative Hessian of
-# the summed log q (the search's objective, laplace_value()) in the
-# logarithms of the estimated bandwidth and lambda, at the estimate and on
-# the points the search used (all of them up to laplace_tune_max_n() when
-# it ran, else the same subsample: the estimate's own precision), by central
-# differences of log q's analytic gradient (laplace_grad()).
+# vcov() of a GP classifier: the inverse of the negative Hessian of its
+# search's objective in the logarithms of the estimated hyperparameters (a
+# listed kernel's bandwidth, a composite's rows of tuning$composite, then
+# lambda), at the estimate and on the points the search used (all of them
+# up to laplace_tune_max_n() when it ran, else the same subsample: the
+# estimate's own precision), by central differences of the objective's
+# analytic gradient. The objective is the summed log q of the Laplace
+# approximation (laplace_value()), or for hyperparameters EP's search chose
+# (tuning$search "ep") the summed log Z_EP plus the scale prior's log density
+# (ep_value(), with the fit's prior scale): the curvature of that posterior
+# at its mode. Returns V and the estimates on their own scale, named alike.
 gpc_vcov <- function(object, call) {
-  tn <- object$tuning
-  fit_k <- identical(tn$bandwidth_rule, "ml")
-  fit_lam <- identical(tn$lambda_rule, "laplace")
-  why <- if (!identical(object$posterior, "laplace")) {
-    "a Laplace classifier (posterior = \"laplace\"); EP's search has no Hessian here"
-  } else if (is_composite_kernel(object$kernel)) {
-    "a listed kernel (a composite's hyperparameters have no Hessian here)"
-  } else if (!fit_k && !fit_lam) {
-    "an estimated bandwidth or lambda (this fit was given both)"
-  } else if (is.null(object$x) && is.null(object$x_train)) {
-    "the training points, which this fit does not keep"
-  }
-  if (!is.null(why)) {
-    abort_askotch(sprintf("vcov() of a GP classifier's hyperparameters needs %s.", why),
-                  "input", call)
-  }
-  nu <- tn$n_used
-  if (!is.numeric(nu) || length(nu) != 1L || !is.finite(nu) || nu < 1 || nu > object$n) {
-    abort_askotch("`object$tuning$n_used` is not a count of training points: a corrupted fit.",
-                  "object", call)
-  }
-  # the search's rows (tune_laplace(): the same size and seed)
-  rows <- subsample_rows(object$n, nu, object$seed)
+  g <- gpc_vcov_setup(object, call)
+  rows <- subsample_rows(object$n, g$n_used, object$seed)
   xs <- gp_xs(object)[rows, , drop = FALSE]
-  space <- gpc_space(xs, object$kernel, fit_k, fit_lam, object$seed, gp_threads(object))
-  obj <- gpc_objective(space, fit_lam, object$lambda,
-                       laplace_value(space, as.matrix(object$y)[rows, , drop = FALSE]))
-  th <- c(if (fit_k) log(object$kernel$bandwidth), if (fit_lam) log(object$lambda))
+  Y <- as.matrix(object$y)[rows, , drop = FALSE]
+  space <- if (is.null(g$tab)) gpc_space(xs, object$kernel, g$fit_k, g$fit_lam, object$seed,
+                                          gp_threads(object)) else
+    gpc_space_composite(xs, object$kernel, g$tab, log(g$tab$estimate), gp_threads(object))
+  # EP's gradient holds at its fixed point: to 1e-10 here, so that its
+  # differences (step 1e-3) resolve the curvature (at the search's 1e-4 they
+  # were off by up to 17%)
+  value <- if (g$ep) ep_value(space, Y, g$fit_lam, g$sd_prior, tol = 1e-10)$value else
+    laplace_value(space, Y)
+  obj <- gpc_objective(space, g$fit_lam, object$lambda, value)
+  th <- c(if (!is.null(g$tab)) log(g$tab$estimate) else if (g$fit_k) log(object$kernel$bandwidth),
+          if (g$fit_lam) log(object$lambda))
   H <- gpc_hessian(obj, th)
   V <- tryCatch(chol2inv(chol(H)), error = function(e) NULL)
   if (is.null(V)) {
@@ -215,9 +207,51 @@ gpc_vcov <- function(object, call) {
       "marginal likelihood): no covariance."), "hyper")
     V <- matrix(NA_real_, length(th), length(th))
   }
-  nm <- c(if (fit_k) "bandwidth", if (fit_lam) "lambda")
+  nm <- c(if (!is.null(g$tab)) composite_param_names(object$kernel, g$tab) else
+    if (g$fit_k) "bandwidth", if (g$fit_lam) "lambda")
   dimnames(V) <- list(nm, nm)
-  V
+  list(V = V, estimate = stats::setNames(exp(th), nm))
+}
+
+# What gpc_vcov() reads from a classifier's fit, checked: which
+# hyperparameters were estimated, by which search, on how many points, and a
+# composite's table.
+gpc_vcov_setup <- function(object, call) {
+  tn <- object$tuning
+  comp <- is_composite_kernel(object$kernel)
+  tab <- if (comp) tn$composite
+  fit_lam <- identical(tn$lambda_rule, "laplace") || identical(tn$lambda_rule, "ep")
+  fit_k <- if (comp) NROW(tab) > 0L else identical(tn$bandwidth_rule, "ml")
+  why <- if (!fit_k && !fit_lam) {
+    "an estimated bandwidth or lambda (this fit was given both)"
+  } else if (is.null(object$x) && is.null(object$x_train)) {
+    "the training points, which this fit does not keep"
+  }
+  if (!is.null(why)) {
+    abort_askotch(sprintf("vcov() of a GP classifier's hyperparameters needs %s.", why),
+                  "input", call)
+  }
+  corrupt <- function(what) {
+    abort_askotch(sprintf("`object$tuning$%s` %s: a corrupted fit.", what[1], what[2]),
+                  "object", call)
+  }
+  nu <- tn$n_used
+  if (!is.numeric(nu) || length(nu) != 1L || !is.finite(nu) || nu < 1 || nu > object$n) {
+    corrupt(c("n_used", "is not a count of training points"))
+  }
+  search <- tn$search %||% "laplace"
+  if (!(identical(search, "laplace") || identical(search, "ep"))) {
+    corrupt(c("search", "is neither \"laplace\" nor \"ep\""))
+  }
+  U <- tn$optim$sd_prior
+  if (search == "ep" && !(is.numeric(U) && length(U) == 1L && is.finite(U) && U > 0)) {
+    corrupt(c("optim$sd_prior", "is not a positive number"))
+  }
+  if (comp && !is.null(tab) && !composite_table_ok(object$kernel, tab)) {
+    corrupt(c("composite", "does not match the kernel's estimated hyperparameters"))
+  }
+  list(tab = if (comp && NROW(tab)) tab, fit_k = fit_k, fit_lam = fit_lam,
+       n_used = nu, ep = search == "ep", sd_prior = U)
 }
 
 # The Hessian of obj(th)$f by central differences of its gradient (step h
@@ -230,7 +264,8 @@ gpc_hessian <- function(obj, th, h = 1e-3) {
     gp <- obj(th + e)$g
     gm <- obj(th - e)$g
     if (is.null(gp) || is.null(gm)) {
-      abort_askotch("The Laplace mode did not converge next to the estimate: no covariance.",
+      abort_askotch(paste("The Laplace mode or EP did not converge next to the estimate:",
+                          "no covariance."),
                     "numeric")
     }
     H[, i] <- (gp - gm) / (2 * h)

@@ -103,7 +103,8 @@ tune_laplace <- function(dat, set) {
     rule <- if (!fit_lam) "fixed" else if (isTRUE(o$by_ep)) "ep" else "laplace"
     tuning <- list(lambda_rule = rule,
                    bandwidth_rule = kern$bandwidth_rule, n_used = length(rows),
-                   n_total = dat$n, composite = tab, optim = o$optim)
+                   n_total = dat$n, composite = tab, optim = o$optim,
+                   search = if (isTRUE(o$by_ep)) "ep" else "laplace")
   }
   set$kernel <- kern
   if (dat$n <= laplace_newton_max_n()) set$start_weights <- laplace_modes(dat, set)
@@ -158,12 +159,36 @@ gpc_space <- function(xs, kern, fit_k, fit_lam, seed, threads = 0L) {
   }
   pr <- composite_params(kern, hold_first = fit_lam)
   tab <- pr$table
-  nt <- length(pr$kernel$terms)
-  given <- vapply(pr$kernel$terms, function(t) {
+  if (!NROW(tab)) {
+    K0 <- kernel_mat(xs, xs, pr$kernel, threads)
+    return(list(th0 = none, lower = none, upper = none, kernel = function(th) pr$kernel,
+                mat = function(k) K0, dot = function(k, W) none,
+                amps = composite_amps(pr$kernel, tab), threads = threads))
+  }
+  th0 <- log(composite_start(pr$kernel, tab, xs, seed, NULL))
+  width <- ifelse(tab$what == "amplitude", log(1e6), log(1e3))
+  c(gpc_space_composite(xs, pr$kernel, tab, th0, threads),
+    list(lower = th0 - width, upper = th0 + width))
+}
+
+# A composite's part of gpc_space() for the hyperparameters of the table
+# tab (composite_params()) at th0 (their logarithms) in the kernel k (a
+# fitted composite: vcov() of a classifier).
+gpc_space_composite <- function(xs, k, tab, th0, threads) {
+  list(th0 = th0, table = tab, kernel = function(th) composite_set(k, tab, exp(th)),
+       mat = function(kk) kernel_mat(xs, xs, kk, threads),
+       dot = function(kk, W) native_kernel_deriv_dot(xs, kk, tab$code, W),
+       amps = composite_amps(k, tab), threads = threads)
+}
+
+# The terms' log amplitudes at th and their Jacobian in th: those of the
+# table's amplitude rows from th, the others the kernel k's (numbers).
+composite_amps <- function(k, tab) {
+  nt <- length(k$terms)
+  given <- vapply(k$terms, function(t) {
     if (is.numeric(t$amplitude)) log(t$amplitude) else 0
   }, 0)
-  # the terms' log amplitudes at th and their Jacobian in th
-  amps <- function(th) {
+  function(th) {
     J <- matrix(0, nt, length(th))
     la <- given
     for (j in which(tab$what == "amplitude")) {
@@ -172,19 +197,6 @@ gpc_space <- function(xs, kern, fit_k, fit_lam, seed, threads = 0L) {
     }
     list(log = la, J = J)
   }
-  if (!NROW(tab)) {
-    K0 <- kernel_mat(xs, xs, pr$kernel, threads)
-    return(list(th0 = none, lower = none, upper = none, kernel = function(th) pr$kernel,
-                mat = function(k) K0, dot = function(k, W) none, amps = amps,
-                threads = threads))
-  }
-  th0 <- log(composite_start(pr$kernel, tab, xs, seed, NULL))
-  width <- ifelse(tab$what == "amplitude", log(1e6), log(1e3))
-  list(th0 = th0, lower = th0 - width, upper = th0 + width, table = tab,
-       kernel = function(th) composite_set(pr$kernel, tab, exp(th)),
-       mat = function(k) kernel_mat(xs, xs, k, threads),
-       dot = function(k, W) native_kernel_deriv_dot(xs, k, tab$code, W), amps = amps,
-       threads = threads)
 }
 
 # The search both GP classifiers run: L-BFGS-B from th0 (the kernel's part

@@ -125,3 +125,16 @@ num_grad <- function(f, th, h) {
     (f(th + e) - f(th - e)) / (2 * h)
   }, 0)
 }
+
+# The Hessian of f at th by second differences (step h in each coordinate)
+second_differences <- function(f, th, h = 1e-3) {
+  d <- length(th)
+  H <- matrix(0, d, d)
+  for (i in seq_len(d)) for (j in i:d) {
+    ei <- replace(numeric(d), i, h)
+    ej <- replace(numeric(d), j, h)
+    H[i, j] <- H[j, i] <-
+      (f(th + ei + ej) - f(th + ei - ej) - f(th - ei + ej) + f(th - ei - ej)) / (4 * h^2)
+  }
+  H
+}

@@ -191,7 +191,7 @@ test_that("the hyperparameters maximise EP's marginal likelihood under the scale
     ep$kernel$bandwidth) / ep$lambda, y)$logz, tolerance = 1e-6)
 })
 
-test_that("a composite's \"ml\" hyperparameters maximise EP's marginal likelihood", {
+test_that("a composite's \"ml\" hyperparameters maximise EP's marginal likelihood; vcov()", {
   d <- gpc_data(40, seed = 2)
   k <- kernel_rbf("ml") + kernel_linear(dims = 2, amplitude = "ml")
   ep <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "ep", kernel = k,
@@ -215,6 +215,25 @@ test_that("a composite's \"ml\" hyperparameters maximise EP's marginal likelihoo
   expect_lt(max(abs(num_grad(objective, th, 1e-3))), 1e-3)
   expect_equal(as.numeric(logLik(ep)) + prior(th), objective(th), tolerance = 1e-6)
   expect_equal(ep$tuning$optim$log_prior, prior(th), tolerance = 1e-10)
+  # vcov(): the inverse curvature of that objective, compared on the
+  # information scale
+  expect_identical(ep$tuning$search, "ep")
+  V <- vcov(ep)
+  expect_identical(rownames(V), c("rbf[1]:bandwidth", "term[2]:amplitude", "lambda"))
+  H <- -second_differences(objective, th)
+  expect_lt(max(abs(solve(V) - H)) / max(abs(H)), 1e-4)
+  ci <- confint(ep)
+  expect_true(all(ci[, 1] < exp(th) & exp(th) < ci[, 2]))
+  # the fit's own prior scale, not the option's value now
+  old <- options(askotch.ep_sd_prior = 5)
+  on.exit(options(old), add = TRUE)
+  expect_equal(vcov(ep), V, tolerance = 1e-12)
+  bad <- ep
+  bad$tuning$optim$sd_prior <- -1
+  expect_error(vcov(bad), "sd_prior", class = "askotch_error_object")
+  bad <- ep
+  bad$tuning$search <- "newton"
+  expect_error(vcov(bad), "search", class = "askotch_error_object")
 })
 
 test_that("on separable data the scale prior keeps lambda inside its range", {

@@ -167,18 +167,6 @@ test_that("lambda and the bandwidth maximise the Laplace marginal likelihood", {
   expect_equal(th, opt$par, tolerance = 2e-2)
 })
 
-# the Hessian of f at th by second differences (step h in each coordinate)
-second_differences <- function(f, th, h = 1e-3) {
-  d <- length(th)
-  H <- matrix(0, d, d)
-  for (i in seq_len(d)) for (j in seq_len(d)) {
-    ei <- replace(numeric(d), i, h)
-    ej <- replace(numeric(d), j, h)
-    H[i, j] <- (f(th + ei + ej) - f(th + ei - ej) - f(th - ei + ej) + f(th - ei - ej)) / (4 * h^2)
-  }
-  H
-}
-
 test_that("vcov() and confint() of the hyperparameters: base R's curvature of log q", {
   d <- gpc_data(100, seed = 2)
   fit <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace",
@@ -220,6 +208,35 @@ test_that("vcov() of a classifier tuned on a subsample uses the search's points"
   bad <- fit
   bad$tuning$n_used <- -1
   expect_error(vcov(bad), "n_used", class = "askotch_error_object")
+})
+
+test_that("vcov() of a composite GP classifier: base R's curvature of log q", {
+  d <- gpc_data(100, seed = 2)
+  k <- kernel_rbf("ml") + kernel_linear(dims = 2, amplitude = "ml")
+  fit <- kernel_machine(d$x, d$y, loss = loss_logistic(), posterior = "laplace", kernel = k,
+                        tol = 1e-10, threads = 1)
+  tab <- fit$tuning$composite
+  V <- vcov(fit)
+  expect_identical(rownames(V), c("rbf[1]:bandwidth", "term[2]:amplitude", "lambda"))
+  # log q of the prior covariance (Gaussian kernel of bandwidth b + a x2 x2') / lambda
+  negq <- function(th) {
+    K <- oracle_kernel(d$x, d$x, "rbf", exp(th[1])) + exp(th[2]) * outer(d$x[, 2], d$x[, 2])
+    -oracle_laplace(K, d$s, exp(th[3]))$logq
+  }
+  th <- log(c(tab$estimate, fit$lambda))
+  H <- second_differences(negq, th)
+  # on the information scale (its inverse magnifies the differences' error)
+  expect_lt(max(abs(solve(V) - H)) / max(abs(H)), 1e-4)
+  ci <- confint(fit, level = 0.9)
+  expect_identical(rownames(ci), rownames(V))
+  expect_equal(unname(ci[, 2]), unname(exp(th + qnorm(0.95) * sqrt(diag(V)))), tolerance = 1e-12)
+  # a table that does not match the kernel is a corrupted fit
+  bad <- fit
+  bad$tuning$composite$code[1] <- 5L
+  expect_error(vcov(bad), "tuning\\$composite", class = "askotch_error_object")
+  bad <- fit
+  bad$tuning$composite$estimate[2] <- 2 * tab$estimate[2]
+  expect_error(confint(bad), "tuning\\$composite", class = "askotch_error_object")
 })
 
 test_that("one-vs-rest: one binary GP classifier per class, shared hyperparameters", {
