@@ -26,15 +26,25 @@ stage_t=$t_all
 stage() { now=$(date +%s); echo "== sanitize: $1 done in $((now - stage_t)) s"; stage_t=$now; }
 fail=0
 
-run_progs() { # $1: build dir, $2: prefix command, $3: programs (default all)
-  for pr in ${3:-$PROGS}; do
+# run_one LABEL DIR PROG ARG [VAR=value ...] [WRAPPER ...]: ./driver/DIR/PROG
+# ARG with those variables under the wrapper (valgrind), logged to
+# /tmp/askotch-san-<label>.log; prints "LABEL: N passed, M failed", or
+# FAILED and the log's tail and returns 1 on any failure or report
+run_one() {
+  label=$1; dir=$2; prog=$3; arg=$4; shift 4
+  log=/tmp/askotch-san-$(printf %s "$label" | tr -c 'A-Za-z0-9_' '_').log
+  if env "$@" ./driver/"$dir"/"$prog" ${arg:+"$arg"} >"$log" 2>&1 &&
+     ! grep -qE "ERROR: (Address|Leak)Sanitizer|runtime error:|^FAIL" "$log"; then
+    echo "   $label: $(grep -E '^[0-9]+ passed' "$log" | tail -1)"
+  else
+    echo "   $label: FAILED"; tail -40 "$log"; return 1
+  fi
+}
+
+run_progs() { # $1: build dir; every program of PROGS (name:argument)
+  for pr in $PROGS; do
     prog=${pr%%:*}; arg=""; [ "$prog" != "$pr" ] && arg=${pr#*:}
-    log=/tmp/askotch-san-$prog.log
-    if $2 ./driver/$1/$prog $arg >"$log" 2>&1 && ! grep -qE "ERROR: (Address|Leak)Sanitizer|runtime error:|^FAIL" "$log"; then
-      echo "   $prog: $(grep -E '^[0-9]+ passed' "$log" | tail -1)"
-    else
-      echo "   $prog: FAILED"; tail -40 "$log"; fail=1
-    fi
+    run_one "$prog" "$1" "$prog" "$arg" || fail=1
   done
 }
 
@@ -44,7 +54,7 @@ make -s -j"$JOBS" -C driver B=build-asan CFLAGS="-O1 -g -Wall $SAN" progs >/dev/
 ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=0:suppressions=$ASAN_SUPP" \
 LSAN_OPTIONS="suppressions=$(pwd)/tools/lsan.supp:print_suppressions=0" \
 UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" OMP_NUM_THREADS=2 \
-  run_progs build-asan ""
+  run_progs build-asan
 stage "ASan/UBSan driver"
 
 echo "== sanitize: C driver under valgrind"
@@ -60,21 +70,16 @@ make -s -j"$JOBS" -C driver B=build-vg CFLAGS="-O1 -g" build-vg/test_solvers bui
 # far longer under valgrind (it runs ~35-100x slower), too long for CI; the
 # ASan/UBSan run above covers them all with leak checking.
 VG="valgrind -q --error-exitcode=1 --suppressions=$(pwd)/tools/valgrind.supp"
-vg_lane() { # $1: label, $2: ONLY sections of test_seams ("" for test_solvers)
-  log=/tmp/askotch-vg-$1.log
-  prog=test_seams; [ -z "$2" ] && prog=test_solvers
-  if (if [ -n "$2" ]; then export ONLY="$2"; fi
-      OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $VG ./driver/build-vg/$prog) >"$log" 2>&1 &&
-     ! grep -q "^FAIL" "$log"; then
-    echo "   $prog ${2:+($2)}: $(grep -E '^[0-9]+ passed' "$log" | tail -1)"
-  else
-    echo "   $prog ${2:+($2)}: FAILED"; tail -40 "$log"; return 1
-  fi
-}
-(vg_lane resolve resolve > /tmp/askotch-vg-lane1.out 2>&1; echo $? >> /tmp/askotch-vg-lane1.out) &
+ONE="OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1"
+# shellcheck disable=SC2086 # ONE and VG are word lists
+(run_one "test_seams (resolve)" build-vg test_seams "" ONLY=resolve $ONE $VG \
+   >/tmp/askotch-vg-lane1.out 2>&1; echo $? >>/tmp/askotch-vg-lane1.out) &
 lane1=$!
-vg_lane solvers "" || fail=1
-vg_lane seams "options operator loss fail cgroup overlap pieces vectors gram" || fail=1
+# shellcheck disable=SC2086
+run_one test_solvers build-vg test_solvers "" $ONE $VG || fail=1
+SEAMS="options operator loss fail cgroup overlap pieces vectors gram"
+# shellcheck disable=SC2086
+run_one "test_seams ($SEAMS)" build-vg test_seams "" "ONLY=$SEAMS" $ONE $VG || fail=1
 wait $lane1
 head -n -1 /tmp/askotch-vg-lane1.out
 [ "$(tail -n 1 /tmp/askotch-vg-lane1.out)" = 0 ] || fail=1
