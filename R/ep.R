@@ -185,7 +185,7 @@ ep_search <- function(space, Y, start, fit_lam, clock = NULL) {
                   "EP marginal likelihood")
   if (!ev$succeeded()) return(c(start, list(ep_failed = TRUE)))
   o$optim$log_prior <- ev$log_prior(o$th, o$lambda)$value
-  o$optim$sd_prior <- ep_sd_prior()
+  o$optim$sd_prior <- ev$U
   o$optim$loglik <- o$optim$loglik - o$optim$log_prior
   o
 }
@@ -194,8 +194,8 @@ ep_search <- function(space, Y, start, fit_lam, clock = NULL) {
 # -(summed log Z_EP + the terms' log prior densities) and its gradient,
 # NULL where EP failed or did not converge; each evaluation's EP starts from
 # the last converged sites; U the prior's scale (ep_sd_prior()), tol EP's
-# (ep_column()). Also
-# log_prior(th, lambda) and succeeded() (whether any evaluation has).
+# (ep_column()). Also log_prior(th, lambda), succeeded() (whether any
+# evaluation has) and U.
 ep_value <- function(space, Y, fit_lam, U = ep_sd_prior(), tol = ep_tol()) {
   # the terms' log prior densities on log sd_t = (log a_t - log lambda) / 2
   # (the constant Jacobians dropped), and their gradient in th
@@ -226,5 +226,5 @@ ep_value <- function(space, Y, fit_lam, U = ep_sd_prior(), tol = ep_tol()) {
     succeeded <<- TRUE
     val
   }
-  list(value = value, log_prior = log_prior, succeeded = function() succeeded)
+  list(value = value, log_prior = log_prior, succeeded = function() succeeded, U = U)
 }
