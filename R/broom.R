@@ -36,8 +36,8 @@ generics::augment
 #'   [predict()][predict.krr]'s interval at the data (each point's own noise
 #'   under a noise model), as `broom`'s `augment.lm()`.
 #' @param conf.int For `tidy()`: add the hyperparameters' standard errors
-#'   and confidence intervals (see [confint.krr()]; Gaussian-process fits
-#'   only)?
+#'   and confidence intervals (see [confint.krr()]; Gaussian-process
+#'   regression and GP classifiers only)?
 #' @param conf.level The intervals' confidence level (`tidy()` and
 #'   `augment()`).
 #' @param ... Unused.
@@ -46,7 +46,7 @@ generics::augment
 #'   have them; for a composite kernel ([kernel_algebra]) one row per
 #'   hyperparameter instead of `"bandwidth"`: `"term[t]:amplitude"` and
 #'   `"<kernel>[c]:<hyperparameter>"`, `c` numbering the kernels in order)
-#'   and `estimate`; with `conf.int = TRUE` also the rows
+#'   and `estimate`; with `conf.int = TRUE` also (regression) the rows
 #'   `length_scale:<column>` (ARD fits), `signal_var` and `noise_var` and
 #'   the columns `std.error` (of each estimated hyperparameter, by the delta
 #'   method from the standard error of its logarithm; `NA` for those not
@@ -97,10 +97,25 @@ tidy.krr <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {
     if (!is.null(ls) && !is.null(x$noise)) out <- tidy_noise_se(x, out, ls, conf.level)
     return(out)
   }
+  if (conf.int && is_gp_classifier(x$posterior)) return(tidy_gpc_conf_int(x, out, conf.level, call))
   if (conf.int) {
     gp_hyper_check(x, "tidy(conf.int = TRUE)", call)
     out <- tidy_conf_int(x, out, conf.level)
   }
+  out
+}
+
+# tidy(conf.int = TRUE) of a GP classifier: the estimated hyperparameters'
+# standard errors (the estimate times its logarithm's) and Wald intervals
+# from gpc_vcov(), as confint(); NA for the others
+tidy_gpc_conf_int <- function(x, out, level, call) {
+  g <- gpc_vcov(x, call)
+  se <- sqrt(diag(g$V))
+  ci <- gp_wald(list(log = log(g$estimate), se = se), level)
+  at <- match(out$term, names(g$estimate))
+  out$std.error <- unname(g$estimate[at] * se[at])
+  out$conf.low <- unname(ci[at, 1L])
+  out$conf.high <- unname(ci[at, 2L])
   out
 }
 

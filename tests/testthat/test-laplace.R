@@ -183,6 +183,10 @@ test_that("vcov() and confint() of the hyperparameters: base R's curvature of lo
   expect_equal(unname(ci[, 1]), exp(th - qnorm(0.95) * se), tolerance = 1e-4)
   expect_equal(unname(ci[, 2]), exp(th + qnorm(0.95) * se), tolerance = 1e-4)
   expect_identical(colnames(ci), c("5 %", "95 %"))
+  tb <- tidy(fit, conf.int = TRUE, conf.level = 0.9)
+  expect_equal(tb$conf.high[match(c("bandwidth", "lambda"), tb$term)], unname(ci[, 2]),
+               tolerance = 1e-12)
+  expect_equal(tb$std.error[tb$term == "lambda"], fit$lambda * se[2], tolerance = 1e-4)
   expect_identical(rownames(confint(fit, "lambda")), "lambda")
   expect_error(confint(fit, method = "profile"), class = "askotch_error_input")
   # given hyperparameters have no covariance
@@ -230,6 +234,10 @@ test_that("vcov() of a composite GP classifier: base R's curvature of log q", {
   ci <- confint(fit, level = 0.9)
   expect_identical(rownames(ci), rownames(V))
   expect_equal(unname(ci[, 2]), unname(exp(th + qnorm(0.95) * sqrt(diag(V)))), tolerance = 1e-12)
+  tb <- tidy(fit, conf.int = TRUE, conf.level = 0.9)
+  i <- match(rownames(V), tb$term)
+  expect_equal(tb$std.error[i], exp(th) * sqrt(diag(V)), tolerance = 1e-12, ignore_attr = TRUE)
+  expect_equal(tb$conf.low[i], unname(ci[, 1]), tolerance = 1e-12)
   # a table that does not match the kernel is a corrupted fit
   bad <- fit
   bad$tuning$composite$code[1] <- 5L
