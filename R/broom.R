@@ -75,6 +75,7 @@ NULL
 tidy.krr <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {
   call <- sys.call()
   validate_krr(x, call, "x")
+  local_blas_threads(gp_threads(x))
   check_no_dots(list(...), "tidy", call)
   check_flag(conf.int, "conf.int", call)
   # the linear-features fit (svrg(features = "linear")) has no bandwidth

@@ -578,12 +578,22 @@ gp_profile_end <- function(f, at, cut, dir) {
 # hyperparameters, NULL where it does not apply or would cost more than
 # about 5e9 operations
 gp_hyper_tidy <- function(object) {
+  if (is_gp_classifier(object$posterior)) return(gpc_hyper_tidy(object))
   if (!is.null(object$distributed) || !gp_applicable(object) ||
       !object$task %in% c("regression", "multioutput") ||
       inherits(object, "kernel_machine") || is.null(object$x) ||
       object$n > tune_exact_max_n()) return(NULL)
   q <- length(gp_hyper(object)$names)
   if (q * as.numeric(object$n)^3 > 5e9) return(NULL)
+  tryCatch(suppressWarnings(tidy(object, conf.int = TRUE)), error = function(e) NULL)
+}
+
+# A GP classifier's rows: where its search ran on at most
+# laplace_tune_max_n()'s default of 1000 points (vcov() differences the
+# search's objective there, a few of its steps)
+gpc_hyper_tidy <- function(object) {
+  nu <- object$tuning$n_used
+  if (!is.numeric(nu) || length(nu) != 1L || !is.finite(nu) || nu > 1000) return(NULL)
   tryCatch(suppressWarnings(tidy(object, conf.int = TRUE)), error = function(e) NULL)
 }
 

@@ -506,6 +506,11 @@ summary.kernel_machine <- function(object, ...) {
       paste(format(signif(object$platt$B, 4)), collapse = ", ")))
   }
   s$extra <- extra
+  if (!is.null(s$hyper)) {
+    s$hyper_by <- if (identical(object$tuning$search, "ep")) {
+      "EP marginal likelihood with the scale prior"
+    } else "Laplace approximate marginal likelihood"
+  }
   class(s) <- c("summary.kernel_machine", "summary.krr")
   s
 }

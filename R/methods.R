@@ -517,7 +517,7 @@ print.summary.krr <- function(x, ...) {
   }
   if (!is.null(x$hyper)) {
     cat(sprintf("\nHyperparameters (%s; 95%% intervals, see confint()):\n",
-                if (isTRUE(x$trend_reml)) "REML" else "maximum likelihood"))
+                x$hyper_by %||% if (isTRUE(x$trend_reml)) "REML" else "maximum likelihood"))
     print(x$hyper, digits = 4)
   }
   print_trend_tables(x)

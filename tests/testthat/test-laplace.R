@@ -187,6 +187,11 @@ test_that("vcov() and confint() of the hyperparameters: base R's curvature of lo
   expect_equal(tb$conf.high[match(c("bandwidth", "lambda"), tb$term)], unname(ci[, 2]),
                tolerance = 1e-12)
   expect_equal(tb$std.error[tb$term == "lambda"], fit$lambda * se[2], tolerance = 1e-4)
+  # summary() shows the same table (95%)
+  sm <- summary(fit)
+  ci95 <- confint(fit)
+  expect_equal(sm$hyper[c("bandwidth", "lambda"), "upper"], unname(ci95[, 2]), tolerance = 1e-12)
+  expect_output(print(sm), "Laplace approximate marginal likelihood")
   expect_identical(rownames(confint(fit, "lambda")), "lambda")
   expect_error(confint(fit, method = "profile"), class = "askotch_error_input")
   # given hyperparameters have no covariance
