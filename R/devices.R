@@ -69,7 +69,7 @@ askotch_devices <- function(quiet = FALSE) {
 #' `system.file("bench", "RESULTS.md", package = "askotch")`).
 #'
 #' A fit, and the methods that compute on one (`predict()`, `vcov()`,
-#' `confint()`, `logLik()`, `simulate()`, `refit()`, `plot()`), run R's own
+#' `confint()`, `tidy()`, `logLik()`, `simulate()`, `refit()`, `plot()`), run R's own
 #' matrix algebra inside them (the likelihood searches' factorisations) on the
 #' fit's thread count too, and leave the BLAS's own thread count (OpenBLAS,
 #' used by `%*%`) as they found it.
