@@ -85,9 +85,13 @@ askotch_threads <- function(n = NULL) {
   if (is.null(n)) return(native_threads())
   check_positive(n, "n", integerish = TRUE)
   old <- native_threads()
-  native_threads(min(n, 65536))  # capped by the cores in C
+  native_threads(threads_cap(n))
   invisible(old)
 }
+
+# A thread count the compiled code can take as an int: the cores cap it
+# there
+threads_cap <- function(n) as.integer(min(n, 65536))
 
 # R's own dense algebra in a fit or a method (the likelihood searches'
 # crossprod(), chol() and eigen() on the tuning points, the exact GP's

@@ -178,7 +178,7 @@ krr_loglik <- function(x, y, kernel = "rbf", bandwidth = "median", lambda,
   dat <- krr_data(x, y, standardize, loss_squared(), ecall)
   threads <- if (is.null(threads)) 0L else {
     check_positive(threads, "threads", integerish = TRUE, call = ecall)
-    as.integer(min(threads, 65536))  # the compiled code caps it by the cores
+    threads_cap(threads)
   }
   local_blas_threads(threads)
   seed <- if (is.null(seed)) floor(stats::runif(1L) * 2^31) else seed

@@ -183,7 +183,7 @@ check_resources <- function(args, call) {
   threads <- args$threads
   if (is.null(threads)) threads <- 0L else {
     check_positive(threads, "threads", integerish = TRUE, call = call)
-    threads <- min(threads, 65536)  # the compiled code caps it by the cores
+    threads <- threads_cap(threads)
   }
   mem_limit <- args$mem_limit
   if (is.null(mem_limit)) mem_limit <- 0 else {
