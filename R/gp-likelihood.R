@@ -170,10 +170,10 @@ kernel_at <- function(xs, kernel, tstat, threads) {
 # lambda tr(M). tstat: the statistics of xs (kernel_stat_matrix(), isotropic
 # kernels), from which K is formed elementwise (the gradient's contraction
 # reads the points: cheaper than forming dK and no n x n permutation).
-# The factor is pivoted (A[piv, piv] = R^T R), so that a matrix that is not
-# numerically positive definite shows as a rank below n rather than as an
-# error (a handler for chol()'s error would also catch an interrupt's), and
-# everything after it is in the pivot order.
+# The factor is the compiled one (native_chol()), which returns NULL for a
+# matrix that is not numerically positive definite rather than an error (a
+# handler for chol()'s error would also catch an interrupt's or
+# setTimeLimit()'s) and whose bits do not depend on the thread count.
 # noise: list(Z, gamma), a log-linear noise model (v = exp(Z gamma), the
 # gradient in gamma after lambda's), or list(h), the log relative noise
 # variances of the points themselves (v = exp(h); R/noise-gp.R): then the
@@ -194,14 +194,12 @@ gp_loglik_exact <- function(xs, Y, kernel, lambda, ard = FALSE,
     exp(drop(noise$Z %*% noise$gamma))
   dg <- seq.int(1L, by = n + 1L, length.out = n) # (in place; diag<- copies A)
   A[dg] <- A[dg] + lambda * v
-  R <- suppressWarnings(chol(A, pivot = TRUE))
+  R <- native_chol(A, threads)
   rm(A)
-  if (attr(R, "rank") < n) return(list(loglik = -Inf, gradient = NULL))
-  piv <- attr(R, "pivot")
-  Y <- Y[piv, , drop = FALSE]
+  if (is.null(R)) return(list(loglik = -Inf, gradient = NULL))
   solveA <- function(B) backsolve(R, backsolve(R, B, transpose = TRUE))
   alpha <- solveA(Y)
-  gls <- if (!is.null(trend)) gp_exact_gls(solveA, trend$F[piv, , drop = FALSE], alpha)
+  gls <- if (!is.null(trend)) gp_exact_gls(solveA, trend$F, alpha)
   if (!is.null(gls)) alpha <- gls$Py
   reml <- !is.null(gls) && isTRUE(trend$reml)
   nn <- if (reml) n - ncol(trend$F) else n
@@ -214,7 +212,7 @@ gp_loglik_exact <- function(xs, Y, kernel, lambda, ard = FALSE,
   M <- chol2inv(R)
   rm(R)
   if (reml) M <- M - tcrossprod(gls$AFh)
-  lv <- if (!is.null(noise)) lambda * v[piv]  # the noise diagonal, pivot order
+  lv <- if (!is.null(noise)) lambda * v  # the noise diagonal
   info <- identical(gradient, "info")
   if (info) {
     stopifnot(m == 1L)
@@ -233,8 +231,7 @@ gp_loglik_exact <- function(xs, Y, kernel, lambda, ard = FALSE,
   M <- M + tcrossprod(sweep(alpha, 2L, sqrt(nn / (2 * yAy)), "*", check.margin = FALSE))
   dM <- diag(M)
   if (!is.null(noise$h)) {
-    out$gradient_h <- numeric(n)
-    out$gradient_h[piv] <- dM * lv
+    out$gradient_h <- dM * lv
   }
   if (info) {
     # the h derivatives only; the observed information of the profile
@@ -242,16 +239,14 @@ gp_loglik_exact <- function(xs, Y, kernel, lambda, ard = FALSE,
     u <- lv * alpha[, 1L]^2 / (2 * s2)
     Hh <- Hh - tcrossprod(u) * (2 / nn)
     diag(Hh) <- diag(Hh) - dM * lv
-    out$info_h <- out$hess_h <- matrix(0, n, n)
-    out$info_h[piv, piv] <- Fh
-    out$hess_h[piv, piv] <- Hh
+    out$info_h <- Fh
+    out$hess_h <- Hh
     return(out)
   }
-  gk <- native_kernel_deriv_dot(xs[piv, , drop = FALSE], kernel, kernel_grad_codes(xs, ard), M)
+  gk <- native_kernel_deriv_dot(xs, kernel, kernel_grad_codes(xs, ard), M)
   if (!is.null(noise$Z)) {
-    # dA/dgamma_j = lambda diag(v z_j); the pivot order
-    return(c(out, list(gradient = c(gk, sum(dM * lv),
-                                    drop(crossprod(noise$Z[piv, , drop = FALSE], dM * lv))))))
+    # dA/dgamma_j = lambda diag(v z_j)
+    return(c(out, list(gradient = c(gk, sum(dM * lv), drop(crossprod(noise$Z, dM * lv))))))
   }
   out$gradient <- c(gk, lambda * sum(dM))
   out

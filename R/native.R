@@ -110,6 +110,10 @@ native_sym_eigen <- function(A, threads = 0L) {
   .Call(ffi_sym_eigen, A, as.integer(threads))
 }
 
+# The upper Cholesky factor of A (chol()'s), NULL where A is not
+# numerically positive definite
+native_chol <- function(A, threads = 0L) .Call(ffi_chol, A, as.integer(threads))
+
 # The Gaussian posterior of the prior covariance K and Gaussian sites with
 # precisions tau and shifts nu (expectation propagation's step; without
 # var, the Laplace approximation's Newton step): list(var, mean, alpha, L),

@@ -238,7 +238,7 @@ gp_whitening <- function(xs, Y, kernel, lambda, codes, threads, tstat) {
   A <- kernel_at(xs, kernel, tstat, threads)
   dg <- seq.int(1L, by = n + 1L, length.out = n)
   A[dg] <- A[dg] + lambda
-  R <- tryCatch(chol(A), error = function(e) NULL)
+  R <- native_chol(A, threads)
   if (is.null(R)) return(NULL)
   rm(A)
   solveA <- function(B) backsolve(R, backsolve(R, B, transpose = TRUE))

@@ -36,6 +36,7 @@ SEXP ffi_kernel_eval(SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_median_distance(SEXP, SEXP);
 SEXP ffi_kernel_rate(SEXP, SEXP);
 SEXP ffi_sym_eigen(SEXP, SEXP);
+SEXP ffi_chol(SEXP, SEXP);
 SEXP ffi_gp_sites(SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_ep_tilted(SEXP, SEXP, SEXP);
 SEXP ffi_pivoted_cholesky(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
@@ -87,6 +88,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_median_distance, 2),
     CALLDEF(ffi_kernel_rate, 2),
     CALLDEF(ffi_sym_eigen, 2),
+    CALLDEF(ffi_chol, 2),
     CALLDEF(ffi_gp_sites, 5),
     CALLDEF(ffi_ep_tilted, 3),
     CALLDEF(ffi_pivoted_cholesky, 8),

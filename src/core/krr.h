@@ -309,6 +309,14 @@ krr_status krr_kcomp_stat_host(krr_ctx *ctx, const krr_kernel *k, int c, const d
  * context between steps (linalg/eigsys.c). */
 krr_status krr_sym_eigen_host(krr_ctx *ctx, int64_t n, double *A, double *w);
 
+/* The upper Cholesky factor A = R^T R of the symmetric n x n host matrix A
+ * (upper triangle read; column-major doubles): A <- R, the entries below
+ * the diagonal zero, in the host backend's panels (krr_potrf_polled: the
+ * bits do not depend on the thread count, and the context is polled
+ * between panels). *info > 0 (KRR_OK): A is not numerically positive
+ * definite at that column, and holds no factor (linalg/chol.c). */
+krr_status krr_chol_host(krr_ctx *ctx, int64_t n, double *A, int *info);
+
 /* The Gaussian posterior of a Gaussian-process prior K (n x n host matrix,
  * column-major, read whole) and Gaussian sites with precisions tau >= 0 and
  * shifts nu (linalg/sites.c): R <- the upper Cholesky factor of

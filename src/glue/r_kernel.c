@@ -288,6 +288,29 @@ SEXP ffi_sym_eigen(SEXP a, SEXP threads) {
   return out;
 }
 
+/* The upper Cholesky factor of a symmetric positive definite matrix (its
+ * upper triangle read; krr_chol_host), as R's chol() without pivoting,
+ * or NULL where the matrix is not numerically positive definite: the exact
+ * GP likelihood tells such a point from an error, an interrupt or
+ * setTimeLimit()'s, without a handler that would catch those too. */
+SEXP ffi_chol(SEXP a, SEXP threads) {
+  askotch_glue_check_matrix(a, "A");
+  const int n = Rf_nrows(a);
+  if (Rf_ncols(a) != n) askotch_glue_raise_status(KRR_ERR_INPUT, "A must be square");
+  SEXP R = PROTECT(Rf_allocMatrix(REALSXP, n, n));
+  memcpy(REAL(R), REAL(a), sizeof(double) * (size_t)n * (size_t)n);
+  krr_ctx ctx;
+  int info = 0;
+  askotch_glue_blas_save();
+  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), krr_cpu_ops(),
+                               askotch_glue_threads(askotch_glue_int1(threads, "threads")), 0);
+  askotch_glue_poll_attach(&ctx);
+  if (st == KRR_OK) st = krr_chol_host(&ctx, n, REAL(R), &info);
+  askotch_glue_ctx_done(&ctx, st, 1);
+  UNPROTECT(1);
+  return info == 0 ? R : R_NilValue;
+}
+
 /* predictions psi(xnew)^T theta of a random-features model (host data, CPU) */
 SEXP ffi_features_apply(SEXP xnew, SEXP theta, SEXP kernel, SEXP bandwidth, SEXP features,
                         SEXP seed, SEXP precision, SEXP device, SEXP threads) {

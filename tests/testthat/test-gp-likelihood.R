@@ -84,6 +84,31 @@ test_that("the exact log likelihood and its gradient match the closed forms", {
   }
 })
 
+test_that("the likelihood's Cholesky factor is chol()'s, on any thread count", {
+  # above 512 rows the compiled factor runs in panels (linalg/chol.c)
+  set.seed(5)
+  n <- 700
+  x <- matrix(runif(2 * n), n)
+  A <- exp(-as.matrix(stats::dist(x))^2 / 0.5) + diag(1e-4, n)
+  native_chol <- askotch:::native_chol
+  R1 <- native_chol(A, 1L)
+  expect_lt(max(abs(R1 - chol(A))), 1e-10 * max(abs(R1)))
+  expect_true(all(R1[lower.tri(R1)] == 0))
+  expect_identical(native_chol(A, 2L), R1)
+  # not positive definite (an indefinite diagonal entry or a NaN): NULL
+  B <- A
+  B[n, n] <- -1
+  expect_null(native_chol(B, 1L))
+  B[n, n] <- NaN
+  expect_null(native_chol(B, 2L))
+  expect_null(native_chol(-diag(3), 1L))
+  # the likelihood there: -Inf, no gradient
+  k <- askotch:::new_kernel("rbf", "ml")
+  k$bandwidth <- 1
+  v <- askotch:::gp_loglik_exact(x[1:3, ], matrix(1:3 - 2), k, -2, threads = 1L)
+  expect_identical(v$loglik, -Inf)
+})
+
 test_that("several outputs add their likelihoods (one signal variance each)", {
   d <- make_regression(80, p = 2, seed = 3)
   Y <- cbind(d$y, cos(3 * d$x[, 1]) + rnorm(80, sd = 0.2))
