@@ -171,9 +171,12 @@ kernel_at <- function(xs, kernel, tstat, threads) {
 # kernels), from which K is formed elementwise (the gradient's contraction
 # reads the points: cheaper than forming dK and no n x n permutation).
 # The factor is the compiled one (native_chol()), which returns NULL for a
-# matrix that is not numerically positive definite rather than an error (a
-# handler for chol()'s error would also catch an interrupt's or
-# setTimeLimit()'s) and whose bits do not depend on the thread count.
+# matrix that is not positive definite rather than an error (a handler for
+# chol()'s error would also catch an interrupt's or setTimeLimit()'s) and
+# whose bits do not depend on the thread count. A pivot below n eps max_i
+# A_ii (LAPACK's rank tolerance for a pivoted factor) marks A as singular
+# to working precision: the likelihood there is -Inf, as where the factor
+# fails.
 # noise: list(Z, gamma), a log-linear noise model (v = exp(Z gamma), the
 # gradient in gamma after lambda's), or list(h), the log relative noise
 # variances of the points themselves (v = exp(h); R/noise-gp.R): then the
@@ -194,9 +197,10 @@ gp_loglik_exact <- function(xs, Y, kernel, lambda, ard = FALSE,
     exp(drop(noise$Z %*% noise$gamma))
   dg <- seq.int(1L, by = n + 1L, length.out = n) # (in place; diag<- copies A)
   A[dg] <- A[dg] + lambda * v
+  tiny <- n * .Machine$double.eps * max(A[dg])
   R <- native_chol(A, threads)
   rm(A)
-  if (is.null(R)) return(list(loglik = -Inf, gradient = NULL))
+  if (is.null(R) || !(min(diag(R))^2 >= tiny)) return(list(loglik = -Inf, gradient = NULL))
   solveA <- function(B) backsolve(R, backsolve(R, B, transpose = TRUE))
   alpha <- solveA(Y)
   gls <- if (!is.null(trend)) gp_exact_gls(solveA, trend$F, alpha)

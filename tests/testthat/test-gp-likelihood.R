@@ -107,6 +107,15 @@ test_that("the likelihood's Cholesky factor is chol()'s, on any thread count", {
   k$bandwidth <- 1
   v <- askotch:::gp_loglik_exact(x[1:3, ], matrix(1:3 - 2), k, -2, threads = 1L)
   expect_identical(v$loglik, -Inf)
+  # and where K + lambda I is singular to working precision (two points
+  # 2e-8 apart, lambda below n eps: the factor exists, its last pivot is
+  # rounding): -Inf, not the rounding's determinant
+  xd <- rbind(x[1:20, ], x[1, ] + 2e-8)
+  yd <- matrix(sin(3 * xd[, 1]))
+  Kd <- askotch:::kernel_mat(xd, xd, k, 1L) + diag(1e-18, 21)
+  expect_false(is.null(native_chol(Kd, 1L)))
+  expect_identical(askotch:::gp_loglik_exact(xd, yd, k, 1e-18, threads = 1L)$loglik, -Inf)
+  expect_true(is.finite(askotch:::gp_loglik_exact(xd, yd, k, 1e-6, threads = 1L)$loglik))
 })
 
 test_that("several outputs add their likelihoods (one signal variance each)", {
