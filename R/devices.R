@@ -65,14 +65,18 @@ askotch_devices <- function(quiet = FALSE) {
 #' 2-core machine running two other busy processes, a fit at n = 5000 with 2
 #' threads took 1.4-2 times the time of 1 thread with the default wait policy
 #' and within about 10% of it with passive waiting, which costs a few percent
-#' on an idle machine (section "Threads" of
+#' on an idle machine (section "Threads on a busy machine" of
 #' `system.file("bench", "RESULTS.md", package = "askotch")`).
 #'
 #' A fit, and the methods that compute on one (`predict()`, `vcov()`,
 #' `confint()`, `tidy()`, `logLik()`, `simulate()`, `refit()`, `plot()`), run R's own
-#' matrix algebra inside them (the likelihood searches' factorisations) on the
+#' matrix algebra inside them (the likelihood searches' inverses) on the
 #' fit's thread count too, and leave the BLAS's own thread count (OpenBLAS,
-#' used by `%*%`) as they found it.
+#' used by `%*%`) as they found it. OpenBLAS's threads also spin for a while
+#' after each such call, so that `system.time()` of a fit on two threads
+#' shows seconds of system time: on an idle machine that is CPU time, not
+#' time to the answer (`OPENBLAS_THREAD_TIMEOUT=4` in the environment before
+#' R starts shortens the spin; on a busy one, `threads = 1` as above).
 #'
 #' @param n `NULL` to query, or a positive whole number to set.
 #' @return The number of threads now in use (invisibly when setting).
