@@ -110,8 +110,9 @@ native_sym_eigen <- function(A, threads = 0L) {
   .Call(ffi_sym_eigen, A, as.integer(threads))
 }
 
-# The upper Cholesky factor of A (chol()'s), NULL where A is not
-# numerically positive definite
+# The upper Cholesky factor of A (chol()'s), NULL where the factorisation
+# breaks down (a pivot not positive, or a value not finite); a factor with
+# pivots at rounding level is returned (gp_loglik_exact() checks them)
 native_chol <- function(A, threads = 0L) .Call(ffi_chol, A, as.integer(threads))
 
 # The Gaussian posterior of the prior covariance K and Gaussian sites with

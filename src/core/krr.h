@@ -313,8 +313,10 @@ krr_status krr_sym_eigen_host(krr_ctx *ctx, int64_t n, double *A, double *w);
  * (upper triangle read; column-major doubles): A <- R, the entries below
  * the diagonal zero, in the host backend's panels (krr_potrf_polled: the
  * bits do not depend on the thread count, and the context is polled
- * between panels). *info > 0 (KRR_OK): A is not numerically positive
- * definite at that column, and holds no factor (linalg/chol.c). */
+ * between panels). *info > 0 (KRR_OK): the factorisation breaks down at
+ * that column (a pivot not positive, or a value not finite there), and A
+ * holds no factor; pivots at rounding level are the caller's to judge
+ * (linalg/chol.c). */
 krr_status krr_chol_host(krr_ctx *ctx, int64_t n, double *A, int *info);
 
 /* The Gaussian posterior of a Gaussian-process prior K (n x n host matrix,

@@ -290,7 +290,7 @@ SEXP ffi_sym_eigen(SEXP a, SEXP threads) {
 
 /* The upper Cholesky factor of a symmetric positive definite matrix (its
  * upper triangle read; krr_chol_host), as R's chol() without pivoting,
- * or NULL where the matrix is not numerically positive definite: the exact
+ * or NULL where the factorisation breaks down (krr_chol_host's info): the exact
  * GP likelihood tells such a point from an error, an interrupt or
  * setTimeLimit()'s, without a handler that would catch those too. */
 SEXP ffi_chol(SEXP a, SEXP threads) {
