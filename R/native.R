@@ -62,13 +62,18 @@ native_kernel_deriv <- function(x1, x2, kernel, deriv) {
   .Call(ffi_kernel_deriv, x1, x2, k[[1L]], k[[2L]], d)
 }
 
-# sum(W * dK_c) for each code deriv[c] (as above) of the points x against
-# themselves, without forming the derivative matrices: tr(W dK_c) for a
-# symmetric n x n W
-native_kernel_deriv_dot <- function(x, kernel, deriv, W) {
+# sum(w * dK_c) for each code deriv[c] (as above) of the points x against
+# themselves, w = scale W + U U^T, without forming the derivative matrices
+# or w: tr(w dK_c) for a symmetric n x n W; the pairs' statistics read from
+# tstat (kernel_stat_matrix() of x) when given (a composite kernel: scale 1,
+# no U, no tstat); on `threads` threads, the same bits on any number
+native_kernel_deriv_dot <- function(x, kernel, deriv, W, scale = 1, U = NULL, threads = 1L,
+                                    tstat = NULL) {
   k <- kernel_args(kernel)
   storage.mode(W) <- "double"
-  .Call(ffi_kernel_deriv_dot, x, k[[1L]], k[[2L]], as.integer(deriv), W)
+  if (!is.null(U)) storage.mode(U) <- "double"
+  .Call(ffi_kernel_deriv_dot, x, k[[1L]], k[[2L]], as.integer(deriv), W, as.double(scale), U,
+        tstat, as.integer(threads))
 }
 
 # K(x_i, x_i) for the rows of x (the prior variances; 1 for a listed kernel)

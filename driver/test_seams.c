@@ -18,7 +18,8 @@
  *  - krr_overlap's side task (where it runs, what it sees, failures);
  *  - products and triangular solves in polled pieces against one call, and
  *    with one right-hand side against host loops;
- *  - Falkon's fused K(X_B, X) K(X, X_B) V against host sums.
+ *  - Falkon's fused K(X_B, X) K(X, X_B) V against host sums;
+ *  - the likelihood gradient's contraction on any thread count.
  * Prints "N passed, N failed". */
 #include <float.h>
 #include <math.h>
@@ -1082,6 +1083,66 @@ static void test_syrk_bits(krr_ctx *ctx) {
   }
 }
 
+/* The likelihood gradient's contraction (krr_kernel_deriv_dot_host): the
+ * same bits on 1-3 threads and on the core's own loop (a host table without
+ * kernel_deriv_dot), and the sums of a naive double loop over every pair to
+ * 1e-12 relative, with W not symmetric, a rank-2 U and three codes. */
+static void test_deriv_dot(krr_ctx *ctx) {
+  const int64_t n = 1100; /* 35 blocks: several polled groups */
+  const int p = 3, r = 2, nd = 3, codes[3] = {-1, 1, 3};
+  const double s = -0.75;
+  double *X = malloc(sizeof(double) * n * p), *W = malloc(sizeof(double) * n * n),
+         *U = malloc(sizeof(double) * n * r);
+  uint64_t x = 88172645463325252ULL;
+  for (int64_t i = 0; i < n * n + n * p + n * r; i++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    const double v = (double)(x >> 11) / 9007199254740992.0 - 0.5;
+    if (i < n * n) W[i] = v;
+    else if (i < n * n + n * p) X[i - n * n] = 2 * v;
+    else U[i - n * n - n * p] = v;
+  }
+  krr_kernel k = {0};
+  k.type = KRR_MATERN32;
+  k.bandwidth = 0.8;
+  const krr_kparams kp = krr_kparams_make(&k);
+  double want[3] = {0, 0, 0}, got[3], ref[3];
+  for (int64_t l = 0; l < n; l++)
+    for (int64_t i = 0; i < n; i++) {
+      double t = 0, w = s * W[l * n + i];
+      for (int c = 0; c < p; c++)
+        t += (X[c * n + i] - X[c * n + l]) * (X[c * n + i] - X[c * n + l]);
+      for (int j = 0; j < r; j++) w += U[j * n + i] * U[j * n + l];
+      want[0] += w * krr_kernel_dlog_s(kp, t);
+      for (int c = 1; c < nd; c++) {
+        const double dj = X[(codes[c] - 1) * n + i] - X[(codes[c] - 1) * n + l];
+        want[c] += w * krr_kernel_dlog_ell(kp, t, dj * dj);
+      }
+    }
+  const int thr0 = ctx->threads;
+  const krr_ops *h0 = ctx->host_ops;
+  krr_ops serial = *h0;
+  serial.kernel_deriv_dot = NULL;
+  krr_status st = KRR_OK;
+  int same = 1;
+  for (int run = 0; run < 4 && st == KRR_OK; run++) { /* threads 1, 2, 3; the core's loop */
+    ctx->threads = run < 3 ? run + 1 : 1;
+    if (run == 3) ctx->host_ops = &serial;
+    st = krr_kernel_deriv_dot_host(ctx, &k, X, n, p, codes, nd, W, s, U, r, NULL, run ? got : ref);
+    if (st == KRR_OK && run && memcmp(ref, got, sizeof ref)) same = 0;
+  }
+  ctx->threads = thr0;
+  ctx->host_ops = h0;
+  double err = 0;
+  for (int c = 0; c < nd; c++) err = fmax(err, fabs(ref[c] - want[c]) / fabs(want[c]));
+  CHECK(st == KRR_OK && same && err < 1e-12,
+        "deriv_dot: the same bits on 1-3 threads and the core's loop, naive sums to %.1e "
+        "(status %d, same %d)",
+        err, st, same);
+  free(X);
+  free(W);
+  free(U);
+}
+
 int main(int argc, char **argv) {
   krr_ctx ctx;
   int64_t n;
@@ -1102,6 +1163,7 @@ int main(int argc, char **argv) {
   if (!only || strstr(only, "team")) test_syrk_bits(&ctx);
   if (!only || strstr(only, "vectors")) test_vectors(&ctx);
   if (!only || strstr(only, "gram")) test_gram(&ctx);
+  if (!only || strstr(only, "deriv")) test_deriv_dot(&ctx);
   free(X); free(y);
   krr_ctx_free(&ctx);
   printf("%d passed, %d failed\n", n_pass, n_fail);

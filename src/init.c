@@ -28,7 +28,7 @@ SEXP ffi_loss_bound(SEXP, SEXP, SEXP);
 SEXP ffi_kernel_apply(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_kernel_matrix(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_kernel_deriv(SEXP, SEXP, SEXP, SEXP, SEXP);
-SEXP ffi_kernel_deriv_dot(SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_kernel_deriv_dot(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_kcomp_stat(SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_kernel_diag(SEXP, SEXP, SEXP);
 SEXP ffi_gp_slq(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
@@ -80,7 +80,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_kernel_apply, 8),
     CALLDEF(ffi_kernel_matrix, 6),
     CALLDEF(ffi_kernel_deriv, 5),
-    CALLDEF(ffi_kernel_deriv_dot, 5),
+    CALLDEF(ffi_kernel_deriv_dot, 9),
     CALLDEF(ffi_kcomp_stat, 5),
     CALLDEF(ffi_kernel_diag, 3),
     CALLDEF(ffi_gp_slq, 11),

@@ -273,13 +273,19 @@ krr_status krr_kernel_deriv2_host(krr_ctx *ctx, const krr_kernel *k, const doubl
                                   const double *X2, int64_t n2, int p, const int *deriv,
                                   const int *deriv2, int nd, double *out);
 
-/* The contractions out[c] = sum_{i,l} W_il dK_c(x_i, x_l) of the n x n
- * column-major weights W with the derivative matrices of the points X
- * (n x p) against themselves, codes as above (first derivatives), without
- * forming the matrices: the likelihood's gradient tr(M dK) for a symmetric
- * M.  Checks as above; polls ctx between blocks of points. */
+/* The contractions out[c] = sum_{i,l} w_il dK_c(x_i, x_l) of the weights
+ * w = s W + U U^T (W n x n and U n x r column-major; r = 0: U unused) with
+ * the derivative matrices of the points X (n x p) against themselves, codes
+ * as above (first derivatives), without forming the matrices: the
+ * likelihood's gradient tr(M dK) for a symmetric M = s A^{-1} + U U^T
+ * (kderiv_math.h).  T: NULL, or the pairs' statistics (n x n, squared
+ * distances or L1 distances as the kernel takes them), read instead of
+ * accumulated from X.  On the host backend's threads (its kernel_deriv_dot),
+ * the column blocks' sums added in a fixed order: the bits do not depend on
+ * the thread count.  Checks as above; polls ctx between groups of blocks. */
 krr_status krr_kernel_deriv_dot_host(krr_ctx *ctx, const krr_kernel *k, const double *X, int64_t n,
-                                     int p, const int *deriv, int nd, const double *W, double *out);
+                                     int p, const int *deriv, int nd, const double *W, double s,
+                                     const double *U, int r, const double *T, double *out);
 
 /* Composite kernels (data/kcomp.c): NULL when the spec is valid for points
  * of p columns, else the reason (static text). */

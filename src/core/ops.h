@@ -21,6 +21,8 @@
 extern "C" {
 #endif
 
+struct krr_ddot; /* kderiv_math.h */
+
 /* Random Fourier features (op/features.c), kept apart from KRR_OPS_TYPED:
  * Z(n x M, ld ldz) <- scale * cos(Z + c_j) in column j, where Z holds the
  * products X W^T of n points with the M frequencies and c (device, M) the
@@ -185,6 +187,11 @@ struct krr_ops {
   /* composite-kernel components (see KRR_OPS_KCOMP_TYPED above) */
   KRR_OPS_KCOMP_TYPED(double, d)
   KRR_OPS_KCOMP_TYPED(float, s)
+  /* optional, host tables only (NULL: data/kernel_deriv.c runs the blocks on
+   * the calling thread): part[b * nd + c] = krr_ddot_block(d, b)'s sums
+   * (kderiv_math.h) for the column blocks b0 <= b < b1, host arrays */
+  krr_status (*kernel_deriv_dot)(krr_ctx *, const struct krr_ddot *d, int64_t b0, int64_t b1,
+                                 double *part);
 };
 
 #ifdef __cplusplus

@@ -58,6 +58,10 @@ static inline int krr_cpu_thread_num(void) {
                                      int64_t ldo);
 KRR_CPU_DECL(double, d)
 KRR_CPU_DECL(float, s)
+struct krr_ddot;
+/* kernel_deriv_dot (ops.h), kderiv.c */
+krr_status krr_cpu_kernel_deriv_dot(krr_ctx *ctx, const struct krr_ddot *d, int64_t b0, int64_t b1,
+                                    double *part);
 
 /* Run BLAS single-threaded inside our own OpenMP regions, multi-threaded
  * outside: the one place that talks to the BLAS thread pool. */

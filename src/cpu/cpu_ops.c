@@ -401,6 +401,8 @@ static const krr_ops cpu_ops = {
     .kprod_mv_s = krr_cpu_kprod_mv_s,
     .kprod_block_d = krr_cpu_kprod_block_d,
     .kprod_block_s = krr_cpu_kprod_block_s,
+    /* the likelihood gradient's contraction (host) */
+    .kernel_deriv_dot = krr_cpu_kernel_deriv_dot,
 };
 
 const krr_ops *krr_cpu_ops(void) { return &cpu_ops; }

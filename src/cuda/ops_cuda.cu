@@ -1126,6 +1126,8 @@ static const krr_ops kcu_ops = {
     op_kcomp_map<float>,
     NULL,
     NULL,
+    /* kernel_deriv_dot: a host table's entry */
+    NULL,
 };
 
 /* ===== extern "C" entry points ============================================ */

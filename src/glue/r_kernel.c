@@ -530,11 +530,15 @@ SEXP ffi_kcomp_stat(SEXP x1, SEXP x2, SEXP kernel, SEXP spec, SEXP comp) {
   return out;
 }
 
-/* sum_{i,l} W_il dK_c(x_i, x_l) for each code deriv[c] (0, -1 or 1..p, or
- * a composite's codes, as for ffi_kernel_deriv): the likelihood gradient's
- * traces tr(W dK_c) for a symmetric W, without forming the derivative
- * matrices. */
-SEXP ffi_kernel_deriv_dot(SEXP x, SEXP kernel, SEXP bandwidth, SEXP deriv, SEXP w) {
+/* sum_{i,l} w_il dK_c(x_i, x_l) for each code deriv[c] (0, -1 or 1..p, or
+ * a composite's codes, as for ffi_kernel_deriv), w = scale W + U U^T (u:
+ * NULL or an n x r matrix), the pairs' statistics from tstat when given
+ * (kernel_stat_matrix() in R; a composite kernel takes scale 1 and neither): the
+ * likelihood gradient's traces tr(w dK_c) for a symmetric w, without
+ * forming the derivative matrices or w; a listed kernel's on `threads`
+ * threads (the same bits on any number). */
+SEXP ffi_kernel_deriv_dot(SEXP x, SEXP kernel, SEXP bandwidth, SEXP deriv, SEXP w, SEXP scale,
+                          SEXP u, SEXP tstat, SEXP threads) {
   if (!Rf_isReal(x) || !Rf_isMatrix(x))
     askotch_glue_raise_status(KRR_ERR_INPUT, "x must be a double matrix");
   if (!Rf_isInteger(deriv))
@@ -542,18 +546,30 @@ SEXP ffi_kernel_deriv_dot(SEXP x, SEXP kernel, SEXP bandwidth, SEXP deriv, SEXP 
   const int64_t n = Rf_nrows(x);
   if (!Rf_isReal(w) || !Rf_isMatrix(w) || Rf_nrows(w) != n || Rf_ncols(w) != n)
     askotch_glue_raise_status(KRR_ERR_INPUT, "w must be an n x n double matrix");
+  if (u != R_NilValue && (!Rf_isReal(u) || !Rf_isMatrix(u) || Rf_nrows(u) != n))
+    askotch_glue_raise_status(KRR_ERR_INPUT, "u must be NULL or a double matrix of n rows");
+  if (tstat != R_NilValue &&
+      (!Rf_isReal(tstat) || !Rf_isMatrix(tstat) || Rf_nrows(tstat) != n || Rf_ncols(tstat) != n))
+    askotch_glue_raise_status(KRR_ERR_INPUT, "tstat must be NULL or an n x n double matrix");
+  const double sc = askotch_glue_num1(scale, "scale");
+  const int r = u == R_NilValue ? 0 : Rf_ncols(u);
   krr_kernel k = kernel_or_composite(kernel, bandwidth, Rf_ncols(x), NULL);
+  if (k.type == KRR_COMPOSITE && (sc != 1 || r > 0 || tstat != R_NilValue))
+    askotch_glue_raise_status(KRR_ERR_INPUT,
+                              "a composite kernel's contraction takes scale 1, no u and no tstat");
   const int nd = (int)XLENGTH(deriv);
   SEXP out = PROTECT(Rf_allocVector(REALSXP, nd));
   krr_ctx ctx;
-  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), krr_cpu_ops(), 1, 0);
+  krr_status st = krr_ctx_init(&ctx, krr_cpu_ops(), krr_cpu_ops(),
+                               askotch_glue_threads(askotch_glue_int1(threads, "threads")), 0);
   askotch_glue_poll_attach(&ctx);
   if (st == KRR_OK && k.type == KRR_COMPOSITE)
     st = krr_kcomp_deriv_dot_host(&ctx, &k, REAL(x), n, Rf_ncols(x), INTEGER(deriv), nd, REAL(w),
                                   REAL(out));
   else if (st == KRR_OK)
     st = krr_kernel_deriv_dot_host(&ctx, &k, REAL(x), n, Rf_ncols(x), INTEGER(deriv), nd, REAL(w),
-                                   REAL(out));
+                                   sc, r > 0 ? REAL(u) : NULL, r,
+                                   tstat == R_NilValue ? NULL : REAL(tstat), REAL(out));
   askotch_glue_ctx_done(&ctx, st, 0);
   UNPROTECT(1);
   return out;

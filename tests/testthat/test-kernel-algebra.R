@@ -338,6 +338,9 @@ test_that("a composite's derivative matrices match finite differences", {
   dots <- ffi("native_kernel_deriv_dot")(x, kk, c(0L, tab$code), W)
   expect_equal(dots, vapply(seq_len(nrow(tab) + 1L), function(c) sum(W * D[, , c]), 0),
                tolerance = 1e-12)
+  # a composite's contraction has no scale or low-rank part
+  expect_error(ffi("native_kernel_deriv_dot")(x, kk, tab$code, W, U = W[, 1, drop = FALSE]),
+               class = "askotch_error_input")
 })
 
 test_that("the contractions of listed components' bandwidth derivatives", {

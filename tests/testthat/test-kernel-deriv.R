@@ -127,6 +127,32 @@ test_that("the kernel list's text, metric, rate and values reach R", {
   }
 })
 
+test_that("the contraction weighs s W + U U^T, with the same bits on any thread count", {
+  set.seed(36)
+  n <- 1100  # 35 blocks of 32 columns: two groups between polls on two threads
+  x <- matrix(rnorm(n * 3), n, 3)
+  W <- matrix(rnorm(n * n), n, n)
+  U <- matrix(rnorm(n * 2), n, 2)
+  codes <- c(-1L, 1L, 3L)
+  dot <- askotch:::native_kernel_deriv_dot
+  for (k in c("rbf", "laplace", "matern32")) {
+    kk <- kobj(k, 1.7)
+    D <- kder(x, x, kk, codes)
+    Wt <- -0.75 * W + tcrossprod(U)
+    want <- vapply(seq_along(codes), function(c) sum(Wt * D[, , c]), 0)
+    g1 <- dot(x, kk, codes, W, -0.75, U, threads = 1L)
+    expect_identical(dot(x, kk, codes, W, -0.75, U, threads = 2L), g1)
+    expect_equal(g1, want, tolerance = 1e-10, info = k)
+    # the pairs' statistics read from a given matrix
+    t <- askotch:::kernel_stat_matrix(x, askotch:::kernel_metric(k))
+    expect_equal(dot(x, kk, codes, W, -0.75, U, threads = 2L, tstat = t), want,
+                 tolerance = 1e-10, info = k)
+  }
+  expect_error(dot(x, kk, codes, W, 1, U, tstat = t[-1, ]), class = "askotch_error_input")
+  expect_error(dot(x, kk, codes, W, 1, U[-1, ]), class = "askotch_error_input")
+  expect_error(dot(x, kk, codes, W, NA_real_), class = "askotch_error_input")
+})
+
 test_that("the bandwidth limits invert the rate", {
   for (k in all_kernels) {
     bw <- askotch:::rate_bandwidths(k, 1e-30, 1e30)

@@ -9,7 +9,7 @@
  * statistic t and the coordinates' parts of it. */
 #include "data.h"
 #include <stdlib.h>
-#include "../kernel_math.h"
+#include "../kderiv_math.h"
 
 /* points of X2 between polls */
 #define KDERIV_POLL_COLS 64
@@ -51,9 +51,7 @@ static double t_part(const double *a, const double *b, int j, int l1) {
 static double deriv_at(krr_kparams kp, double t, const double *a, const double *b, int c1, int c2,
                        int l1) {
   if (c1 == 0) c1 = c2, c2 = 0;
-  if (c1 == 0) return krr_kernel_eval(kp, t);
-  if (c2 == 0)
-    return c1 < 0 ? krr_kernel_dlog_s(kp, t) : krr_kernel_dlog_ell(kp, t, t_part(a, b, c1, l1));
+  if (c2 == 0) return krr_ddot_deriv(kp, t, c1 > 0 ? a[c1 - 1] - b[c1 - 1] : 0, c1, l1);
   if (c1 < 0 && c2 < 0) return krr_kernel_d2log_s(kp, t);
   if (c1 < 0 || c2 < 0) return krr_kernel_d2log_s_ell(kp, t, t_part(a, b, c1 < 0 ? c2 : c1, l1));
   return krr_kernel_d2log_ell(kp, t, t_part(a, b, c1, l1), t_part(a, b, c2, l1), c1 == c2);
@@ -98,43 +96,46 @@ static krr_status deriv_host(krr_ctx *ctx, const krr_kernel *k, const double *X1
   return st;
 }
 
-/* sum_{i,l} W_il dK_c(x_i, x_l) for each code: each unordered pair once,
- * weighted by W_il + W_li, the diagonal by W_ii (dK(x, x) need not vanish
- * for a code 0). */
-static void deriv_dot_pairs(krr_kparams kp, const double *R, int64_t n, int p, const int *deriv,
-                            int nd, const double *W, int l1, int64_t l, double *acc) {
-  const double *b = R + l * p;
-  for (int64_t i = 0; i <= l; i++) {
-    const double *a = R + i * p;
-    double t = 0;
-    for (int c = 0; c < p; c++) {
-      const double d = a[c] - b[c];
-      t += l1 ? fabs(d) : d * d;
-    }
-    const double w = i == l ? W[l * n + i] : W[l * n + i] + W[i * n + l];
-    if (w == 0) continue;
-    for (int c = 0; c < nd; c++) acc[c] += w * deriv_at(kp, t, a, b, deriv[c], 0, l1);
-  }
-}
+/* blocks of columns per call of the host backend's kernel_deriv_dot (at
+ * least; more with more threads), polled between calls */
+#define KDERIV_DOT_BLOCKS 16
 
 krr_status krr_kernel_deriv_dot_host(krr_ctx *ctx, const krr_kernel *k, const double *X, int64_t n,
-                                     int p, const int *deriv, int nd, const double *W,
-                                     double *out) {
+                                     int p, const int *deriv, int nd, const double *W, double s,
+                                     const double *U, int r, const double *T, double *out) {
   KTRY(check_args(ctx, k, n, n, p, deriv, NULL, nd));
+  if (r < 0 || (r > 0 && !U) || (n > 0 && !W) || !isfinite(s))
+    return krr_fail(ctx, KRR_ERR_INPUT, "kernel derivative: invalid weights");
   for (int c = 0; c < nd; c++) out[c] = 0;
   if (n == 0 || nd == 0) return KRR_OK;
-  const krr_kparams kp = krr_kparams_make(k);
-  double *R = (double *)malloc(sizeof(double) * (size_t)(n * (p > 0 ? p : 1)));
-  if (!R)
-    return krr_fail(ctx, KRR_ERR_MEMORY, "kernel derivative: out of host memory (%lld x %d points)",
-                    (long long)n, p);
-  to_rows(X, n, p, R);
-  krr_status st = KRR_OK;
-  for (int64_t l = 0; l < n; l++) {
-    if (l % KDERIV_POLL_COLS == 0 && (st = krr_poll(ctx)) != KRR_OK) break;
-    deriv_dot_pairs(kp, R, n, p, deriv, nd, W, krr_kernel_is_l1(kp.type), l, out);
+  const int64_t nb = krr_ddot_blocks(n);
+  double *part = (double *)malloc(sizeof(double) * (size_t)(nb * nd));
+  const krr_ops *h = ctx->host_ops;
+  const int own = !(h && h->kernel_deriv_dot); /* the blocks run here */
+  double *scratch = own ? (double *)malloc(sizeof(double) * (size_t)krr_ddot_scratch(n)) : NULL;
+  if (!part || (own && !scratch)) {
+    free(part);
+    free(scratch);
+    return krr_fail(ctx, KRR_ERR_MEMORY, "kernel derivative: out of host memory");
   }
-  free(R);
+  const krr_kparams kp = krr_kparams_make(k);
+  const krr_ddot d = {kp, krr_kernel_is_l1(kp.type), X, n, p, deriv, nd, W, s, U, r, T};
+  const int64_t per = KDERIV_DOT_BLOCKS * (ctx->threads > 1 ? ctx->threads : 1);
+  krr_status st = KRR_OK;
+  for (int64_t b0 = 0; b0 < nb && st == KRR_OK; b0 += per) {
+    const int64_t b1 = b0 + per < nb ? b0 + per : nb;
+    if ((st = krr_poll(ctx)) != KRR_OK) break;
+    if (own) {
+      for (int64_t b = b0; b < b1; b++) krr_ddot_block(&d, b, part + b * nd, scratch);
+    } else {
+      st = h->kernel_deriv_dot(ctx, &d, b0, b1, part);
+    }
+  }
+  /* the blocks' sums in their order, whoever computed them */
+  for (int64_t b = 0; b < nb && st == KRR_OK; b++)
+    for (int c = 0; c < nd; c++) out[c] += part[b * nd + c];
+  free(part);
+  free(scratch);
   return st;
 }
 
