@@ -155,6 +155,14 @@ kernel_stat_matrix <- function(xs, metric) {
   tstat
 }
 
+# The statistics (kernel_stat_matrix()) a likelihood search forms once for
+# all its kernel matrices, or NULL: only for points of more than 200
+# columns. Up to there the compiled kernel tiles (vectorised, threaded) form
+# K from the points faster than the elementwise map from the statistics,
+# whose cost does not grow with the columns (inst/bench/RESULTS.md,
+# Gaussian-process regression).
+search_stats <- function(xs, metric) if (ncol(xs) > 200L) kernel_stat_matrix(xs, metric)
+
 # K(xs, xs): from an isotropic kernel's statistics tstat (kernel_stat_matrix())
 # when given, else from the points
 kernel_at <- function(xs, kernel, tstat, threads) {
@@ -168,8 +176,8 @@ kernel_at <- function(xs, kernel, tstat, threads) {
 # alpha_c^T - m/2 A^{-1} the gradient in theta is tr(M dA/dtheta): the
 # kernel's parts are contracted in C without forming dK, lambda's is
 # lambda tr(M). tstat: the statistics of xs (kernel_stat_matrix(), isotropic
-# kernels), from which K is formed elementwise (the gradient's contraction
-# reads the points: cheaper than forming dK and no n x n permutation).
+# kernels), from which K is formed elementwise and the gradient's
+# contraction reads the pairs' distances.
 # The factor is the compiled one (native_chol()), which returns NULL for a
 # matrix that is not positive definite rather than an error (a handler for
 # chol()'s error would also catch an interrupt's or setTimeLimit()'s) and
@@ -185,10 +193,12 @@ kernel_at <- function(xs, kernel, tstat, threads) {
 # profiled, (lambda v_i) (lambda v_j) P_ij^2 / 2 - c_i c_j 2 / nn with c_i =
 # lambda v_i P_ii / 2 and P = A^{-1} (REML: the projection's P), and
 # `hess_h`, the observed information (minus the Hessian in h), for one
-# output, instead of the kernel's and lambda's gradient.
+# output, instead of the kernel's and lambda's gradient (gp_exact_info()).
+# ai = TRUE (no mean function, no noise model): also `ai`, the average
+# information in the gradient's parameters (gp_average_information()).
 gp_loglik_exact <- function(xs, Y, kernel, lambda, ard = FALSE,
                             gradient = TRUE, threads = 0L, tstat = NULL,
-                            trend = NULL, noise = NULL) {
+                            trend = NULL, noise = NULL, ai = FALSE) {
   n <- nrow(xs)
   m <- ncol(Y)
   A <- kernel_at(xs, kernel, tstat, threads)
@@ -213,47 +223,79 @@ gp_loglik_exact <- function(xs, Y, kernel, lambda, ard = FALSE,
   ll <- sum(-nn / 2 * (log(2 * pi * s2) + 1)) - m / 2 * logdet
   out <- list(loglik = ll, signal_var = s2, logdet = logdet, yAy = yAy)
   if (isFALSE(gradient)) return(out)
-  M <- chol2inv(R)
+  Ai <- chol2inv(R)
   rm(R)
-  if (reml) M <- M - tcrossprod(gls$AFh)
   lv <- if (!is.null(noise)) lambda * v  # the noise diagonal
-  info <- identical(gradient, "info")
-  if (info) {
+  # the gradient is tr(M dA/dtheta) with M = -m/2 P + U U^T, P = A^{-1}
+  # (REML: the projection A^{-1} - AFh AFh^T, its rank-k part moved into U)
+  # and U the data terms: M is never formed, the contraction takes A^{-1},
+  # -m/2 and U (native_kernel_deriv_dot())
+  U <- sweep(alpha, 2L, sqrt(nn / (2 * yAy)), "*", check.margin = FALSE)
+  if (reml) U <- cbind(U, sqrt(m / 2) * gls$AFh)
+  dM <- -m / 2 * diag(Ai) + rowSums(U^2)
+  if (!is.null(noise$h)) out$gradient_h <- dM * lv
+  if (identical(gradient, "info")) {
     stopifnot(m == 1L)
-    # the Fisher information with s^2 profiled (the joint information's
-    # Schur complement: c_i = lambda v_i M_ii / 2, I_ss = nn / 2 per s^4);
-    # the observed information's terms in M and in the data term's
-    # projection P = A^{-1} - AFh AFh^T (with a mean function)
-    F2 <- outer(lv, lv) * M^2 / 2
-    Fh <- F2 - tcrossprod(lv * diag(M) / 2) * (2 / nn)
-    Hh <- outer(lv * alpha[, 1L], lv * alpha[, 1L]) / s2 *
-      (if (!is.null(gls) && !reml) M - tcrossprod(gls$AFh) else M) - F2
-    rm(F2)
+    return(c(out, gp_exact_info(Ai, gls, reml, alpha[, 1L], lv, s2, nn, dM)))
   }
-  # M = -m/2 P (REML) or -m/2 A^{-1}, plus the data terms
-  M <- M * (-m / 2)
-  M <- M + tcrossprod(sweep(alpha, 2L, sqrt(nn / (2 * yAy)), "*", check.margin = FALSE))
-  dM <- diag(M)
-  if (!is.null(noise$h)) {
-    out$gradient_h <- dM * lv
+  codes <- kernel_grad_codes(xs, ard)
+  if (ai && is.null(trend) && is.null(noise)) {
+    out$ai <- gp_average_information(xs, Y, kernel, lambda, codes, alpha, Ai, tstat)
   }
-  if (info) {
-    # the h derivatives only; the observed information of the profile
-    # likelihood (s^2 profiled: a rank-one correction u u^T 2 / n)
-    u <- lv * alpha[, 1L]^2 / (2 * s2)
-    Hh <- Hh - tcrossprod(u) * (2 / nn)
-    diag(Hh) <- diag(Hh) - dM * lv
-    out$info_h <- Fh
-    out$hess_h <- Hh
-    return(out)
-  }
-  gk <- native_kernel_deriv_dot(xs, kernel, kernel_grad_codes(xs, ard), M)
+  gk <- native_kernel_deriv_dot(xs, kernel, codes, Ai, -m / 2, U, threads, tstat)
+  rm(Ai)
   if (!is.null(noise$Z)) {
     # dA/dgamma_j = lambda diag(v z_j)
     return(c(out, list(gradient = c(gk, sum(dM * lv), drop(crossprod(noise$Z, dM * lv))))))
   }
   out$gradient <- c(gk, lambda * sum(dM))
   out
+}
+
+# gp_loglik_exact()'s noise information (gradient = "info", one output):
+# the Fisher information of the log relative noise variances h with s^2
+# profiled (the joint information's Schur complement: c_i = lambda v_i
+# P_ii / 2, I_ss = nn / 2 per s^4), and the observed information (minus the
+# Hessian in h), its terms in P and in the data term's projection Q =
+# A^{-1} - AFh AFh^T (with a mean function), with the profile's rank-one
+# correction u u^T 2 / nn. dM: the diagonal of the gradient's M.
+gp_exact_info <- function(Ai, gls, reml, a, lv, s2, nn, dM) {
+  Q <- if (!is.null(gls)) Ai - tcrossprod(gls$AFh)
+  P <- if (reml) Q else Ai
+  F2 <- outer(lv, lv) * P^2 / 2
+  Fh <- F2 - tcrossprod(lv * diag(P) / 2) * (2 / nn)
+  Hh <- outer(lv * a, lv * a) / s2 * (if (!is.null(Q)) Q else Ai) - F2
+  rm(F2)
+  u <- lv * a^2 / (2 * s2)
+  Hh <- Hh - tcrossprod(u) * (2 / nn)
+  diag(Hh) <- diag(Hh) - dM * lv
+  list(info_h = Fh, hess_h = Hh)
+}
+
+# The average information (Gilmour, Thompson and Cullis, Biometrics 1995)
+# of the profile likelihood in (log kernel scales `codes`, log lambda) at a
+# point gp_loglik_exact() has factored: with alpha = A^{-1} Y, Ai = A^{-1},
+# Q = y^T alpha and u_i = (dA / dtheta_i) alpha, S_ij = n / (2 Q) (u_i^T
+# A^{-1} u_j - (u_i^T alpha) (u_j^T alpha) / Q), summed over the outputs (PSD:
+# a Gram matrix in the A^{-1} inner product, alpha projected out); its
+# expectation is the Fisher information. O(n^2) per parameter: dK from the
+# isotropic statistics tstat when given, else from the points.
+gp_average_information <- function(xs, Y, kernel, lambda, codes, alpha, Ai, tstat = NULL) {
+  n <- nrow(xs)
+  DA <- lapply(codes, function(code) {
+    D <- if (!is.null(tstat) && code == -1L) native_kernel_eval(kernel, tstat, -1L) else
+      native_kernel_deriv(xs, xs, kernel, code)[, , 1L]
+    D %*% alpha
+  })
+  S <- 0
+  for (c in seq_len(ncol(Y))) {
+    a <- alpha[, c]
+    U <- cbind(vapply(DA, function(D) D[, c], numeric(n)), lambda * a)
+    Q <- sum(Y[, c] * a)
+    ua <- drop(crossprod(U, a))
+    S <- S + n / (2 * Q) * (crossprod(U, Ai %*% U) - tcrossprod(ua) / Q)
+  }
+  S
 }
 
 # The GLS step of gp_loglik_exact(): with AF = A^{-1} F and C = F^T AF =

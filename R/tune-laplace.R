@@ -143,7 +143,7 @@ gpc_ep_stage <- function(o, space, Ys, fit_lam, set, clock) {
 gpc_space <- function(xs, kern, fit_k, fit_lam, seed, threads = 0L) {
   none <- numeric()
   if (!is_composite_kernel(kern)) {
-    tstat <- kernel_stat_matrix(xs, kern$metric)
+    tstat <- search_stats(xs, kern$metric)
     sig0 <- kern$bandwidth
     return(list(th0 = if (fit_k) log(sig0) else none,
                 lower = if (fit_k) log(sig0 / 100) else none,
@@ -152,8 +152,11 @@ gpc_space <- function(xs, kern, fit_k, fit_lam, seed, threads = 0L) {
                   if (fit_k) kern$bandwidth <- exp(th[[1L]])
                   kern
                 },
-                mat = function(k) native_kernel_eval(k, tstat),
-                dot = function(k, W) if (fit_k) native_kernel_deriv_dot(xs, k, -1L, W) else none,
+                mat = function(k) kernel_at(xs, k, tstat, threads),
+                dot = function(k, W) {
+                  if (!fit_k) return(none)
+                  native_kernel_deriv_dot(xs, k, -1L, W, threads = threads, tstat = tstat)
+                },
                 amps = function(th) list(log = 0, J = matrix(0, 1L, length(th))),
                 threads = threads))
   }

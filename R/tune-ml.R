@@ -81,7 +81,8 @@ tune_settle <- function(set, dat, lambda, noise_coef, clock, noise_gp = NULL) {
 # the log scales and log lambda of an earlier search), else the
 # median-heuristic bandwidth and the ML lambda there. The search range is
 # the median bandwidth / 100 to x 1000 whatever the start. An isotropic
-# kernel's statistics (distances) are formed once for every evaluation. With
+# kernel's statistics (distances) of many columns are formed once for every
+# evaluation (search_stats()). With
 # an isotropic kernel and lambda estimated (no mean function, no noise
 # model) the search runs in whitened variables (gp_whitening(),
 # tune_optim_whitened()).
@@ -99,7 +100,7 @@ gp_optimise <- function(xs, Y, kernel, ard = FALSE, lambda = NULL,
   ll_shift <- -(nrow(Y) - if (isTRUE(trend$reml)) ncol(trend$F) else 0) * sum(log(u))
   p <- ncol(xs)
   fit_lambda <- is.null(lambda)
-  tstat <- if (!ard) kernel_stat_matrix(xs, kernel$metric)
+  tstat <- if (!ard) search_stats(xs, kernel$metric)
   nk <- if (ard) p else 1L
   nz <- if (is.null(noise)) 0L else ncol(noise$Z)
   b <- gp_optimise_box(xs, Y, kernel, nk, lambda, tstat, threads, start, trend, nz,
@@ -120,13 +121,21 @@ gp_optimise <- function(xs, Y, kernel, ard = FALSE, lambda = NULL,
     list(kernel = k, ell = ell, x = x, lambda = lam, gamma = gam)
   }
   memo <- new.env(parent = emptyenv())
+  white <- is.null(trend) && nz == 0L && fit_lambda && !fix_kernel && !ard &&
+    flag_option("askotch.ml_whiten", TRUE)
+  # the first evaluation (at the start) also returns the average information
+  # for the whitening, from its own factor
+  S0 <- NULL
+  want_ai <- white
   # the objective; where K + lambda I is not numerically positive
   # definite the point fails, as tune_memo() handles
   loglik_at <- function(th) {
     d <- decode(th)
     v <- gp_loglik_exact(d$x, Y, d$kernel, d$lambda, ard = ard,
                          threads = threads, tstat = tstat, trend = trend,
-                         noise = if (nz > 0L) list(Z = noise$Z, gamma = d$gamma))
+                         noise = if (nz > 0L) list(Z = noise$Z, gamma = d$gamma), ai = want_ai)
+    if (want_ai) S0 <<- v$ai
+    want_ai <<- FALSE
     # the gradient's order: kernel, lambda, noise coefficients
     g <- v$gradient
     if (!is.null(g)) g <- g[c(seq_len(nk), if (fit_lambda) nk + 1L, nk + 1L + seq_len(nz))]
@@ -135,17 +144,22 @@ gp_optimise <- function(xs, Y, kernel, ard = FALSE, lambda = NULL,
   }
   eval_at <- function(th) tune_memo(memo, th, loglik_at, clock, what)
   scale_f <- nrow(xs) * ncol(Y)
-  W <- if (is.null(trend) && nz == 0L && fit_lambda && !fix_kernel && !ard &&
-           flag_option("askotch.ml_whiten", TRUE)) {
-    d0 <- decode(b$th0)
-    gp_whitening(d0$x, Y, d0$kernel, d0$lambda, kernel_grad_codes(xs, ard), threads, tstat)
+  W <- if (white) {
+    tryCatch({
+      eval_at(b$th0)
+      if (!is.null(S0)) gp_whitening(S0)
+    }, askotch_tune_time = function(e) "time_limit")
   }
   plain <- function() {
     tune_optim(b$th0, function(th) eval_at(th)$f / scale_f,
                function(th) eval_at(th)$g / scale_f, b$lower, b$upper,
                ml_optim_control(scale_f), memo, scale_f)
   }
-  res <- if (is.null(W)) plain() else {
+  res <- if (identical(W, "time_limit")) {
+    tune_optim_best(memo, b$th0, scale_f, 1L, W)
+  } else if (is.null(W)) {
+    plain()
+  } else {
     res <- tune_optim_whitened(b, W, eval_at, memo, scale_f)
     # a search that ends on a bound the likelihood rises away from has not
     # found an optimum: the plain search from the start decides (the better
@@ -223,36 +237,14 @@ bound_kkt <- function(th, g, b) {
 # log bandwidth and log lambda are strongly correlated (correlation 0.94 to
 # 0.998 on Friedman 1 and NorthAmericanRainfall): in theta L-BFGS-B takes
 # about 13 evaluations, in z about 8, and a diagonal scaling does not help.
-# S is the average-information matrix (Gilmour, Thompson and Cullis,
-# Biometrics 1995) of the profile likelihood, O(n^2) once the factor is
-# known: with alpha = A^{-1} y, Q = y^T alpha and u_i = (dA / dtheta_i)
-# alpha, S_ij = n / (2 Q) (u_i^T A^{-1} u_j - (u_i^T alpha) (u_j^T alpha) /
-# Q), summed over the outputs (PSD: a Gram matrix in the A^{-1} inner
-# product, alpha projected out). NULL (no whitening) where K + lambda I has
-# no Cholesky factor or S is not numerically positive definite. (With ARD
+# S is the average-information matrix of the profile likelihood at theta0
+# (gp_average_information()), which the search's first evaluation returns
+# from its own factor. NULL (no whitening) where S is not numerically
+# positive definite (or the start failed: no S). (With ARD
 # length scales, several of which often end on a bound, the whitened search
 # took half the plain one's evaluations on two sets and three to six times
 # them on a third, with either continuation beyond the box: not used there.)
-gp_whitening <- function(xs, Y, kernel, lambda, codes, threads, tstat) {
-  n <- nrow(xs)
-  A <- kernel_at(xs, kernel, tstat, threads)
-  dg <- seq.int(1L, by = n + 1L, length.out = n)
-  A[dg] <- A[dg] + lambda
-  R <- native_chol(A, threads)
-  if (is.null(R)) return(NULL)
-  rm(A)
-  solveA <- function(B) backsolve(R, backsolve(R, B, transpose = TRUE))
-  alpha <- solveA(Y)
-  S <- 0
-  for (c in seq_len(ncol(Y))) {
-    a <- alpha[, c]
-    U <- cbind(vapply(codes, function(code) {
-      drop(native_kernel_deriv(xs, xs, kernel, code)[, , 1L] %*% a)
-    }, numeric(n)), lambda * a)
-    Q <- sum(Y[, c] * a)
-    ua <- drop(crossprod(U, a))
-    S <- S + n / (2 * Q) * (crossprod(U, solveA(U)) - tcrossprod(ua) / Q)
-  }
+gp_whitening <- function(S) {
   if (!all(is.finite(S))) return(NULL)
   e <- eigen((S + t(S)) / 2, symmetric = TRUE)
   if (!all(is.finite(e$values)) || !(min(e$values) > 1e-10 * max(e$values))) return(NULL)
@@ -460,12 +452,7 @@ tune_best <- function(memo, th, f, clock, what) {
 # holds (a whitened search).
 tune_optim <- function(th0, fn, gr, lower, upper, control, memo, scale, to_par = identity,
                        method = "L-BFGS-B") {
-  best <- function(code, message) {
-    list(par = if (is.null(memo$best_th)) to_par(th0) else memo$best_th,
-         value = if (is.null(memo$best_f)) NA_real_ else memo$best_f / scale,
-         counts = c("function" = NA_integer_, gradient = NA_integer_),
-         convergence = code, message = message)
-  }
+  best <- function(code, message) tune_optim_best(memo, to_par(th0), scale, code, message)
   tryCatch({
     res <- stats::optim(th0, fn, gr, method = method, lower = lower, upper = upper,
                         control = control)
@@ -474,6 +461,15 @@ tune_optim <- function(th0, fn, gr, lower, upper, control, memo, scale, to_par =
   },
     askotch_tune_time = function(e) best(1L, "time_limit"),
     askotch_tune_converged = function(e) best(0L, conditionMessage(e)))
+}
+
+# A stopped search's result as optim() gives it: the best point of memo (th0
+# when none) with convergence `code` and `message`
+tune_optim_best <- function(memo, th0, scale, code, message) {
+  list(par = if (is.null(memo$best_th)) th0 else memo$best_th,
+       value = if (is.null(memo$best_f)) NA_real_ else memo$best_f / scale,
+       counts = c("function" = NA_integer_, gradient = NA_integer_),
+       convergence = code, message = message)
 }
 
 # Choosing the kernel and the input scaling by likelihood --------------------------

@@ -132,6 +132,8 @@ test_that("several outputs add their likelihoods (one signal variance each)", {
 })
 
 test_that("the search's whitening is the average information of the closed forms", {
+  ll <- getFromNamespace("gp_loglik_exact", "askotch")
+  stat <- getFromNamespace("kernel_stat_matrix", "askotch")
   d <- make_regression(90, p = 3, seed = 5)
   sc <- oracle_scale(d$x)
   xs <- scale(d$x, sc$center, sc$scale)
@@ -156,14 +158,27 @@ test_that("the search's whitening is the average information of the closed forms
     }
     kern <- askotch:::new_kernel(k, "ml")
     kern$bandwidth <- s
-    W <- white(xs, Y, kern, lam, -1L, 1L, NULL)
     S <- S_of(oracle_kernel(xs, xs, k, s), list(oracle_dk_dlogsigma(xs, k, s)))
-    expect_lt(max(abs(crossprod(W, S %*% W) - diag(2))), 1e-8)
+    # from the likelihood's own factor, dK from the points and from the
+    # isotropic statistics
+    v0 <- ll(xs, Y, kern, lam, threads = 1L)
+    for (tstat in list(NULL, stat(xs, "L2"))) {
+      v <- ll(xs, Y, kern, lam, threads = 1L, tstat = tstat, ai = TRUE)
+      # the same likelihood and gradient whether K and the contraction come
+      # from the points or from their distances
+      expect_equal(v[c("loglik", "gradient")], v0[c("loglik", "gradient")], tolerance = 1e-10)
+      expect_lt(max(abs(v$ai - S)), 1e-9 * max(abs(S)))
+      W <- white(v$ai)
+      expect_lt(max(abs(crossprod(W, S %*% W) - diag(2))), 1e-8)
+    }
+    # not with a mean function
+    tr <- list(F = cbind(1, xs[, 1]), reml = FALSE)
+    expect_null(ll(xs, Y, kern, lam, threads = 1L, trend = tr, ai = TRUE)$ai)
     # ARD: one scale per column
     ell <- c(0.7, 1.4, 2.2)
     xl <- sweep(xs, 2, ell, "/")
     kern$bandwidth <- 1
-    W <- white(xl, Y, kern, lam, 1:3, 1L, NULL)
+    W <- white(ll(xl, Y, kern, lam, ard = TRUE, threads = 1L, ai = TRUE)$ai)
     S <- S_of(oracle_kernel(xl, xl, k, 1), lapply(1:3, function(j) oracle_dk_dlogell(xl, k, 1, j)))
     expect_lt(max(abs(crossprod(W, S %*% W) - diag(4))), 1e-8)
   }
