@@ -102,10 +102,16 @@
 #' kernel then sees \eqn{x_j / \ell_j} with bandwidth 1; `fit$length_scales`
 #' holds them and [predict()][predict.krr] applies them). Both work on the
 #' same subsample above 2000 points and cost \eqn{O(n^3)} per likelihood
-#' evaluation on it. The choice is recorded in `fit$tuning` (the rule, the
-#' points used, and a table `path` of \eqn{\lambda}, log likelihood,
-#' signal variance, effective degrees of freedom, residual sum of squares,
-#' GCV, LOO and CV errors; not with a noise model, whose criteria differ).
+#' evaluation on it. The choice is recorded in `fit$tuning`: the rule, the
+#' points used, the likelihood search (`optim`: its maximum, evaluations
+#' and message) and, where \eqn{\lambda} was chosen on the kernel
+#' matrix's eigendecomposition (a given bandwidth, up to 2000 tuning
+#' points) or by cross-validation, a table `path` of \eqn{\lambda}, log
+#' likelihood, signal variance, effective degrees of freedom, residual sum
+#' of squares, GCV, LOO and CV errors (not with a noise model, whose
+#' criteria differ; after a search over the bandwidth, where it would take
+#' an eigendecomposition of its own, [krr_loglik()] evaluates the
+#' likelihood at any \eqn{\lambda}).
 #'
 #' @section Choosing the kernel and the scaling:
 #' With every default (`kernel = "auto"`, `bandwidth = "ml"`, `standardize

@@ -105,9 +105,13 @@ tune_hyper <- function(dat, set, call = NULL) {
     path <- cv_path(xs_all, dat$Yc, dat$tgt$task, kern, lams, set)
     lambda <- path$lambda[which.min(path$cv)]
   }
-  # the record's eigendecomposition is skipped once time_limit has stopped the tuning
-  # (not under a noise model: the record's criteria are constant noise's)
-  if (!clock$expired() && is.null(dat$noise)) {
+  # the record, where its eigendecomposition costs little beside the choice:
+  # lambda chosen on one (ml$eg) or by cross-validation; not after a
+  # likelihood search over the kernel (bandwidth = "ml", "ard": the record
+  # would cost a tenth of the fit at 2000 points; its search is
+  # tuning$optim), once time_limit has stopped the tuning, or under a noise
+  # model (the record's criteria are constant noise's)
+  if (!clock$expired() && is.null(dat$noise) && (!is.null(ml$eg) || !is.null(path))) {
     path <- tune_path_record(path, lambda, ml, sub, set, by_validation)
   }
   lambda <- lambda_floored(set, lambda)
