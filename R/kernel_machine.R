@@ -328,8 +328,9 @@ is_gp_classifier <- function(posterior) isTRUE(posterior %in% c("laplace", "ep")
 #'   second level: \eqn{1 / (1 + e^{A F + B})} for a fit with `probability =
 #'   TRUE` (Platt scaling), else \eqn{1 / (1 + e^{-F})} (binary), or a matrix with one
 #'   column per class (one-vs-rest). For a `posterior = "laplace"` or `"ep"`
-#'   fit the probability is averaged over the latent posterior \eqn{N(\mu, v)}
-#'   (the probit approximation \eqn{\sigma(\mu / \sqrt{1 + \pi v / 8})});
+#'   fit the probability is averaged over the latent posterior \eqn{N(\mu, v)},
+#'   \eqn{\int \sigma(f) N(f; \mu, v) df} by numerical integration (exact to
+#'   rounding; Rasmussen and Williams 2006, eq. 3.25);
 #'   with `se.fit = TRUE` a list of `fit` (the latent mean \eqn{\mu}, the
 #'   decision values) and `se.fit` (\eqn{\sqrt v}). *Note*: with more than two classes the
 #'   \eqn{K} one-vs-rest logistic models are fitted independently, so their

@@ -71,6 +71,16 @@ rel_err <- function(a, b) {
 
 ffi <- function(name) getFromNamespace(name, "askotch")
 
+# E sigma(f) for f ~ N(mu, v), elementwise, by base R's adaptive quadrature
+# in z = (f - mu) / sqrt(v) over [-40, 40] (the GP classifiers' averaged
+# class probability)
+oracle_logistic_normal <- function(mu, v) {
+  mapply(function(m, s2) {
+    stats::integrate(function(z) stats::plogis(m + sqrt(s2) * z) * stats::dnorm(z), -40, 40,
+                     rel.tol = 1e-12, subdivisions = 1000L)$value
+  }, mu, v)
+}
+
 all_kernels <- c("rbf", "laplace", "matern12", "matern32", "matern52")
 kernel_code <- c(rbf = 0L, laplace = 1L, matern12 = 2L, matern32 = 3L,
                  matern52 = 4L)

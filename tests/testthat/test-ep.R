@@ -71,7 +71,7 @@ test_that("EP's latent mean, variance, probabilities and log Z are the base R on
   expect_equal(unname(p$se.fit^2), v, tolerance = 1e-7)
   expect_equal(unname(p$fit[4:5]), o$mu[1:2], tolerance = 1e-7)
   expect_equal(unname(p$se.fit[4:5]^2), diag(o$Sigma)[1:2], tolerance = 1e-7)
-  expect_equal(unname(predict(fit, xn, type = "prob")), plogis(mu / sqrt(1 + pi * v / 8)),
+  expect_equal(unname(predict(fit, xn, type = "prob")), oracle_logistic_normal(mu, v),
                tolerance = 1e-7)
   expect_identical(as.character(predict(fit, xn)), ifelse(mu > 0, "b", "a"))
   # the weights stay the posterior mode's (the logistic fit, its duality gap)
@@ -163,7 +163,7 @@ test_that("one-vs-rest EP: one binary EP per class, probabilities normalised", {
   raw <- sapply(levels(ir$Species), function(l) {
     o <- oracle_ep(K, ifelse(ir$Species == l, 1, -1))
     v <- diag(o$Sigma)
-    plogis(o$mu / sqrt(1 + pi * v / 8))
+    oracle_logistic_normal(o$mu, v)
   })
   expect_equal(unname(P), unname(raw / rowSums(raw)), tolerance = 1e-6)
   expect_length(fit$ep$sweeps, 3L)
