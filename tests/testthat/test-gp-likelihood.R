@@ -357,3 +357,25 @@ test_that("bad input to krr_loglik() is a classed error naming the argument", {
   expect_error(krr_loglik(d$x, d$y, lambda = 1, probes = 1), "probes",
                class = "askotch_error_input")
 })
+
+test_that("a search over many columns forms the distances once, to the same maximum", {
+  set.seed(7)
+  n <- 60
+  x <- matrix(rnorm(n * 201), n)
+  Y <- matrix(x[, 1] - x[, 2] + rnorm(n, sd = 0.3))
+  Y <- Y - mean(Y)
+  ss <- getFromNamespace("search_stats", "askotch")
+  expect_null(ss(x[, 1:200], "L2"))
+  expect_equal(dim(ss(x, "L2")), c(n, n))
+  opt <- getFromNamespace("gp_optimise", "askotch")
+  kern <- askotch:::new_kernel("matern32", "ml")
+  kern$bandwidth <- sqrt(2 * 201)
+  a <- opt(x, Y, kern, threads = 1L)
+  # the same search with K from the points
+  assignInNamespace("search_stats", function(xs, metric) NULL, "askotch")
+  on.exit(assignInNamespace("search_stats", ss, "askotch"))
+  b <- opt(x, Y, kern, threads = 1L)
+  expect_equal(a$optim$loglik, b$optim$loglik, tolerance = 1e-8)
+  expect_equal(a$theta, b$theta, tolerance = 1e-3)
+  expect_gt(a$optim$evaluations, 2L)
+})
