@@ -8,7 +8,8 @@
  *
  *   krr.h, ops.h,       the public API, the device table (krr_ops) and the
  *   kernel_math.h,      math shared with the backends (kernel formulas,
- *   rng.h               counter-based random numbers)
+ *   kderiv_math.h,      the likelihood gradient's pair loop, counter-based
+ *   rng.h               random numbers)
  *   base/      context, status, timing, buffer arena, option tables
  *   dist/      the communicator seam: serial (default) or MPI (mpi.c, the only
  *              file that includes mpi.h)
