@@ -16,9 +16,10 @@ composite_ml_points <- function() getOption("askotch.composite_ml_points", 1000)
 # and 2.45), from the compiled kernel matrix and its derivatives. With the
 # signal variances s2 given (not profiled; no trend), the gradient is the
 # full likelihood's in the same, and grad_s2 its gradient in log s2,
-# -n/2 + y^T a / (2 s2) (R/composite-inference.R).
+# -n/2 + y^T a / (2 s2) (R/composite-inference.R). gradient = FALSE: the
+# value only (no inverse of A).
 composite_loglik <- function(k, tab, lambda, xs, Y, trend = NULL, noise = NULL, s2 = NULL,
-                             threads = 0L) {
+                             threads = 0L, gradient = TRUE) {
   m <- ncol(Y)
   v <- if (is.null(noise)) rep(1, nrow(xs)) else exp(drop(noise$Z %*% noise$gamma))
   A <- kernel_mat(xs, xs, k, threads)
@@ -26,24 +27,26 @@ composite_loglik <- function(k, tab, lambda, xs, Y, trend = NULL, noise = NULL, 
   R <- native_chol(A, threads)
   ng <- NROW(tab) + 1L + if (is.null(noise)) 0L else ncol(noise$Z)
   if (is.null(R)) return(list(value = -Inf, grad = rep(0, ng), grad_s2 = rep(0, m)))
-  P <- chol2inv(R)
+  solveA <- function(B) backsolve(R, backsolve(R, B, transpose = TRUE))
   logdet <- 2 * sum(log(diag(R)))
   q <- 0L
   if (!is.null(trend)) {
-    AF <- P %*% trend$F
+    AF <- solveA(trend$F)
     Ci <- chol2inv(chol(crossprod(trend$F, AF)))
     Y <- Y - trend$F %*% (Ci %*% crossprod(AF, Y))
     if (isTRUE(trend$reml)) {
       q <- ncol(trend$F)
       logdet <- logdet - determinant(Ci)$modulus[[1L]]
-      P <- P - AF %*% Ci %*% t(AF)
     }
   }
-  alpha <- backsolve(R, backsolve(R, Y, transpose = TRUE))
+  alpha <- solveA(Y)
   nq <- nrow(xs) - q
   yay <- colSums(Y * alpha)
   s2 <- s2 %||% (yay / nq)
   value <- sum(-nq / 2 * log(2 * pi * s2) - nq / 2) - m * logdet / 2
+  if (!gradient) return(list(value = value))
+  P <- chol2inv(R)
+  if (q > 0L) P <- P - AF %*% Ci %*% t(AF)
   W <- alpha %*% (t(alpha) / s2) - m * P
   # 1/2 sum(W * dA_i) for every derivative at once, in C without the
   # derivative matrices
@@ -71,7 +74,7 @@ composite_optimise <- function(k, tab, start, lambda, xs, Y, trend = NULL, Z = N
     grid <- 10^seq(-4, 1)
     ll <- vapply(grid, function(l) {
       composite_loglik(composite_set(k, tab, start), NULL, l, xs, Y, trend,
-                       noise_of(rep(0, nz)), threads = threads)$value
+                       noise_of(rep(0, nz)), threads = threads, gradient = FALSE)$value
     }, 0)
     lambda <- grid[which.max(ll)]
   }

@@ -521,6 +521,14 @@ test_that("a composite kernel with a mean function: ML and REML are the exact li
                            fit$tuning$composite$estimate),
       pr$table, fit$lambda, cbind(t = tt), cbind(d$y), list(F = Fm, reml = lik == "reml"))
     expect_lt(max(abs(g$grad)), 1e-2)
+    expect_equal(g$value, as.numeric(ll), tolerance = 1e-9)
+    # the value alone (no inverse): the same
+    g0 <- ffi("composite_loglik")(
+      ffi("composite_set")(ffi("composite_resolve")(k, cbind(t = tt), "t", 1, NULL), pr$table,
+                           fit$tuning$composite$estimate),
+      pr$table, fit$lambda, cbind(t = tt), cbind(d$y), list(F = Fm, reml = lik == "reml"),
+      gradient = FALSE)
+    expect_identical(g0$value, g$value)
   }
 })
 
