@@ -68,12 +68,15 @@ laplace_latent <- function(object, xs, call = NULL) {
 # normaliser of EP's tilted distribution with y = 1 (native_ep_tilted(): the
 # trapezoidal rule, exact to rounding here), not MacKay's probit
 # approximation sigma(mean / sqrt(1 + pi var / 8)), which errs by up to 0.013
-# in probability at var 4 to 16; sigma(mean) where var is 0. One-vs-rest
-# columns normalised to sum to 1.
+# in probability at var 4 to 16; sigma(mean) where var is 0, NA where it is
+# NA. One-vs-rest columns normalised to sum to 1.
 laplace_prob <- function(lat) {
   p <- stats::plogis(lat$mean)
-  pos <- !is.na(lat$var) & lat$var > 0
-  if (any(pos)) p[pos] <- exp(native_ep_tilted(rep(1, sum(pos)), lat$mean[pos], lat$var[pos])[, 1L])
+  p[is.na(lat$var)] <- NA_real_
+  pos <- which(lat$var > 0)
+  if (length(pos)) {
+    p[pos] <- exp(native_ep_tilted(rep(1, length(pos)), lat$mean[pos], lat$var[pos])[, 1L])
+  }
   if (ncol(p) > 1L) p <- p / rowSums(p)
   p
 }
