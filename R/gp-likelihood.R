@@ -64,7 +64,7 @@ gp_eigen_gls <- function(eg, d) {
   Gd <- eg$G / d
   C <- crossprod(eg$G, Gd)
   R <- chol((C + t(C)) / 2)
-  beta <- backsolve(R, backsolve(R, crossprod(eg$G, Zd), transpose = TRUE))
+  beta <- chol_solve(R, crossprod(eg$G, Zd))
   Pz <- Zd - Gd %*% beta
   list(Pz = Pz, yPy = colSums(eg$Z * Pz), logdetC = 2 * sum(log(diag(R))),
        B = t(backsolve(R, t(Gd), transpose = TRUE)), q = ncol(eg$G))
@@ -163,6 +163,9 @@ kernel_stat_matrix <- function(xs, metric) {
 # Gaussian-process regression).
 search_stats <- function(xs, metric) if (ncol(xs) > 200L) kernel_stat_matrix(xs, metric)
 
+# (R^T R)^{-1} B for an upper Cholesky factor R (two triangular solves)
+chol_solve <- function(R, B) backsolve(R, backsolve(R, B, transpose = TRUE))
+
 # K(xs, xs): from an isotropic kernel's statistics tstat (kernel_stat_matrix())
 # when given, else from the points
 kernel_at <- function(xs, kernel, tstat, threads) {
@@ -211,7 +214,7 @@ gp_loglik_exact <- function(xs, Y, kernel, lambda, ard = FALSE,
   R <- native_chol(A, threads)
   rm(A)
   if (is.null(R) || !(min(diag(R))^2 >= tiny)) return(list(loglik = -Inf, gradient = NULL))
-  solveA <- function(B) backsolve(R, backsolve(R, B, transpose = TRUE))
+  solveA <- function(B) chol_solve(R, B)
   alpha <- solveA(Y)
   gls <- if (!is.null(trend)) gp_exact_gls(solveA, trend$F, alpha)
   if (!is.null(gls)) alpha <- gls$Py
@@ -305,7 +308,7 @@ gp_exact_gls <- function(solveA, Fd, alpha) {
   AF <- solveA(Fd)
   C <- crossprod(Fd, AF)
   Rc <- chol((C + t(C)) / 2)
-  beta <- backsolve(Rc, backsolve(Rc, crossprod(Fd, alpha), transpose = TRUE))
+  beta <- chol_solve(Rc, crossprod(Fd, alpha))
   list(Py = alpha - AF %*% beta, logdetC = 2 * sum(log(diag(Rc))),
        AFh = t(backsolve(Rc, t(AF), transpose = TRUE)))
 }

@@ -136,7 +136,7 @@ gp_exact_factor_make <- function(object) {
     "The Cholesky factorisation of K + lambda W^{-1} failed: %s",
     conditionMessage(e)), "numeric"))
   rm(K)
-  u <- backsolve(R, backsolve(R, rep(1, n), transpose = TRUE))
+  u <- chol_solve(R, rep(1, n))
   list(R = R, u = u, c0 = c0, n = n)
 }
 

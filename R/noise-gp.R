@@ -236,7 +236,7 @@ noise_gp_direction <- function(s, Kg, fisher = FALSE) {
   }
   b <- noise_gp_B(s$info, Kg)
   c0 <- drop(s$info %*% s$h) + s$grad
-  u <- backsolve(b$R, backsolve(b$R, crossprod(b$G, Kg %*% c0), transpose = TRUE))
+  u <- chol_solve(b$R, crossprod(b$G, Kg %*% c0))
   c0 - drop(b$G %*% u) - s$a
 }
 

@@ -27,11 +27,10 @@ composite_loglik <- function(k, tab, lambda, xs, Y, trend = NULL, noise = NULL, 
   R <- native_chol(A, threads)
   ng <- NROW(tab) + 1L + if (is.null(noise)) 0L else ncol(noise$Z)
   if (is.null(R)) return(list(value = -Inf, grad = rep(0, ng), grad_s2 = rep(0, m)))
-  solveA <- function(B) backsolve(R, backsolve(R, B, transpose = TRUE))
   logdet <- 2 * sum(log(diag(R)))
   q <- 0L
   if (!is.null(trend)) {
-    AF <- solveA(trend$F)
+    AF <- chol_solve(R, trend$F)
     Ci <- chol2inv(chol(crossprod(trend$F, AF)))
     Y <- Y - trend$F %*% (Ci %*% crossprod(AF, Y))
     if (isTRUE(trend$reml)) {
@@ -39,7 +38,7 @@ composite_loglik <- function(k, tab, lambda, xs, Y, trend = NULL, noise = NULL, 
       logdet <- logdet - determinant(Ci)$modulus[[1L]]
     }
   }
-  alpha <- solveA(Y)
+  alpha <- chol_solve(R, Y)
   nq <- nrow(xs) - q
   yay <- colSums(Y * alpha)
   s2 <- s2 %||% (yay / nq)
