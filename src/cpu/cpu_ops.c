@@ -22,11 +22,18 @@
 #include "../core/kcomp_math.h"
 
 /* gemm's slices of C (cpu_ops_t.c.inc): at most KRR_GEMM_PIECES of at least
- * KRR_GEMM_SLICE columns (or rows) each, the count set by the product's size
- * only; a slice of 64 keeps the BLAS's repacking of the other factor per
- * slice to a few per cent of the product */
+ * KRR_GEMM_SLICE columns (or rows) each (two of half that where one would
+ * be left), the count set by the product's size only.  Each slice repacks
+ * the whole other factor, about one copied element per 2 x slice flops, so
+ * narrow slices lose much of the BLAS's rate on the tall products of a
+ * factorisation (inst/bench/bench_factor.c, RESULTS.md) */
 #define KRR_GEMM_PIECES 32
-#define KRR_GEMM_SLICE 64
+#define KRR_GEMM_SLICE 256
+static int64_t krr_cpu_slices(int64_t len, int64_t want) {
+  int64_t pieces = len / KRR_GEMM_SLICE < want ? len / KRR_GEMM_SLICE : want;
+  if (pieces < 2) pieces = len / (KRR_GEMM_SLICE / 2) >= 2 && want >= 2 ? 2 : 1;
+  return pieces;
+}
 /* syrk's column blocks of C (cpu_ops_t.c.inc), fixed by the size */
 #define KRR_SYRK_BLOCKS 16
 

@@ -4,16 +4,17 @@
  * right-looking blocked algorithm (Golub and Van Loan, Matrix Computations,
  * 4th ed., Alg. 4.2.11 in its upper form): for each panel of nb columns,
  * factor the diagonal block (potrf), solve for the panel's row of R (trsm),
- * and update the trailing matrix one column block at a time (gemm).  Only
- * the upper triangle of A is read; entries below the diagonal of the
- * trailing blocks are overwritten with scratch values.  Every call is a
- * 256-wide block, so the CPU's LAPACK and trsm calls run on one thread and
- * the products in fixed slices: the bits do not depend on the thread count,
- * as they would through LAPACK's and the BLAS's own threads. */
+ * and update the trailing matrix one column block at a time (gemm above
+ * the diagonal block, syrk on it).  Only the upper triangle of A is read
+ * and written.  The factored blocks are 256 wide, so the CPU's LAPACK calls
+ * run on one thread, and the solves, products and syrk in slices fixed by
+ * the sizes: the bits do not depend on the thread count, as they would
+ * through LAPACK's and the BLAS's own threads. */
 #include <math.h>
 #include "base.h"
 
 #define NB 256
+#define PW 1024 /* the trailing update's column blocks */
 
 krr_status krr_potrf_polled(krr_ctx *ctx, krr_precision prec, int64_t n, void *A, int64_t lda,
                             int *info) {
@@ -31,18 +32,18 @@ krr_status krr_potrf_polled(krr_ctx *ctx, krr_precision prec, int64_t n, void *A
       return KRR_OK;
     }
     if (k1 >= n) break;
-    /* R12 = R11^{-T} A12, one column block at a time */
-    for (int64_t j0 = k1; j0 < n; j0 += NB) {
-      const int64_t jb = KRR_MIN(NB, n - j0);
+    /* R12 = R11^{-T} A12 */
+    KTRY(krr_trsm_polled(ctx, prec, 0, 1, kb, n - k1, 1.0, AT(k0, k0), lda, AT(k0, k1), lda));
+    /* A22 -= R12^T R12 on and above the diagonal, by column blocks of PW:
+     * a product above the diagonal block, syrk on it (blocks of NB made
+     * products too thin for the BLAS's packing to pay) */
+    for (int64_t j0 = k1; j0 < n; j0 += PW) {
+      const int64_t jb = KRR_MIN(PW, n - j0);
       KTRY(krr_poll(ctx));
-      KTRY(KOP(ctx, prec, trsm, 0, 1, kb, jb, 1.0, AT(k0, k0), lda, AT(k0, j0), lda));
-    }
-    /* A22 -= R12^T R12 on and above the diagonal, by column blocks */
-    for (int64_t j0 = k1; j0 < n; j0 += NB) {
-      const int64_t jb = KRR_MIN(NB, n - j0);
-      KTRY(krr_poll(ctx));
-      KTRY(KOP(ctx, prec, gemm, 1, 0, j0 + jb - k1, jb, kb, -1.0, AT(k0, k1), lda, AT(k0, j0), lda,
-               1.0, AT(k1, j0), lda));
+      if (j0 > k1)
+        KTRY(KOP(ctx, prec, gemm, 1, 0, j0 - k1, jb, kb, -1.0, AT(k0, k1), lda, AT(k0, j0), lda,
+                 1.0, AT(k1, j0), lda));
+      KTRY(KOP(ctx, prec, syrk, jb, kb, -1.0, AT(k0, j0), lda, 1.0, AT(j0, j0), lda));
     }
   }
 #undef AT
