@@ -34,6 +34,11 @@ static int64_t krr_cpu_slices(int64_t len, int64_t want) {
   if (pieces < 2) pieces = len / (KRR_GEMM_SLICE / 2) >= 2 && want >= 2 ? 2 : 1;
   return pieces;
 }
+/* the team for `pieces` fixed slices of `work`: never more threads than slices */
+static int krr_cpu_team_slices(const krr_ctx *ctx, double work, int64_t pieces) {
+  int nt = krr_cpu_team(ctx, work);
+  return (int64_t)nt > pieces ? (int)pieces : nt;
+}
 /* syrk's column blocks of C (cpu_ops_t.c.inc), fixed by the size */
 #define KRR_SYRK_BLOCKS 16
 
